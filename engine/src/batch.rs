@@ -1,0 +1,263 @@
+//! Batching shared by stateful transforms (sends, aggregates, `utility_control`).
+//!
+//! A [`BatchBuffer`] keeps one batch per batch key, bounded by count, total size and age.
+//! Unlike Substation, whose `duration` is an idle gap noticed only when the next message
+//! arrives, the age here is a real maximum: [`BatchBuffer::deadline`] tells the pipeline
+//! when the oldest batch expires, and the pipeline's timer calls the transform's `expire`
+//! even when no message arrives. Empty batches are removed, so distinct keys do not
+//! accumulate forever, and batches come out in the order they were opened.
+
+use std::time::{Duration, Instant};
+
+use indexmap::IndexMap;
+
+use crate::settings::BatchSettings;
+
+/// The bounds of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// Most items.
+    pub count: usize,
+    /// Most bytes.
+    pub size: usize,
+    /// Oldest age; zero means no age limit.
+    pub max_age: Duration,
+}
+
+impl From<BatchSettings> for BatchLimits {
+    fn from(b: BatchSettings) -> Self {
+        BatchLimits {
+            count: b.count.max(1),
+            size: b.size.max(1),
+            max_age: b.duration.0,
+        }
+    }
+}
+
+impl BatchLimits {
+    /// These limits, capped by what a destination accepts (a configured value is honoured
+    /// only within the cap, as in Substation).
+    pub fn capped(self, count: usize, size: usize) -> Self {
+        BatchLimits {
+            count: self.count.min(count),
+            size: self.size.min(size),
+            max_age: self.max_age,
+        }
+    }
+}
+
+/// A full, expired or flushed batch.
+#[derive(Debug)]
+pub struct Batch<T> {
+    /// The batch key ("" when none is configured).
+    pub key: String,
+    /// The items, in arrival order.
+    pub items: Vec<T>,
+    /// Their total size in bytes.
+    pub size: usize,
+}
+
+#[derive(Debug)]
+struct Open<T> {
+    items: Vec<T>,
+    size: usize,
+    opened: Instant,
+}
+
+/// An item does not fit in an empty batch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "data could not be added to batch: an item of {item} bytes exceeds the batch size limit of {limit} bytes"
+)]
+pub struct TooLarge {
+    /// The item's size.
+    pub item: usize,
+    /// The limit.
+    pub limit: usize,
+}
+
+/// Per-key batches with count, size and age limits.
+#[derive(Debug)]
+pub struct BatchBuffer<T> {
+    limits: BatchLimits,
+    open: IndexMap<String, Open<T>>,
+}
+
+impl<T> BatchBuffer<T> {
+    /// An empty buffer.
+    pub fn new(limits: BatchLimits) -> Self {
+        BatchBuffer {
+            limits,
+            open: IndexMap::new(),
+        }
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> BatchLimits {
+        self.limits
+    }
+
+    /// Adds an item of `size` bytes under `key`. Returns the batches that became ready:
+    /// the previous batch when this item would overflow it, and the new one when it reached
+    /// the count limit.
+    pub fn push(
+        &mut self,
+        key: &str,
+        item: T,
+        size: usize,
+        now: Instant,
+    ) -> Result<Vec<Batch<T>>, TooLarge> {
+        if size > self.limits.size {
+            return Err(TooLarge {
+                item: size,
+                limit: self.limits.size,
+            });
+        }
+        let mut ready = Vec::new();
+        if let Some(o) = self.open.get(key) {
+            if o.items.len() + 1 > self.limits.count || o.size + size > self.limits.size {
+                ready.push(self.take(key).expect("present"));
+            }
+        }
+        if !self.open.contains_key(key) {
+            self.open.insert(
+                key.to_string(),
+                Open {
+                    items: Vec::new(),
+                    size: 0,
+                    opened: now,
+                },
+            );
+        }
+        let o = self.open.get_mut(key).expect("inserted");
+        o.items.push(item);
+        o.size += size;
+        if o.items.len() >= self.limits.count {
+            ready.push(self.take(key).expect("present"));
+        }
+        Ok(ready)
+    }
+
+    fn take(&mut self, key: &str) -> Option<Batch<T>> {
+        self.open.shift_remove(key).map(|o| Batch {
+            key: key.to_string(),
+            items: o.items,
+            size: o.size,
+        })
+    }
+
+    /// When the oldest batch expires, if any batch is open and ages are limited.
+    pub fn deadline(&self) -> Option<Instant> {
+        if self.limits.max_age.is_zero() {
+            return None;
+        }
+        self.open
+            .values()
+            .map(|o| o.opened + self.limits.max_age)
+            .min()
+    }
+
+    /// Removes and returns the batches that expired by `now`, oldest first.
+    pub fn take_expired(&mut self, now: Instant) -> Vec<Batch<T>> {
+        if self.limits.max_age.is_zero() {
+            return Vec::new();
+        }
+        let expired: Vec<String> = self
+            .open
+            .iter()
+            .filter(|(_, o)| o.opened + self.limits.max_age <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        expired.iter().filter_map(|k| self.take(k)).collect()
+    }
+
+    /// Removes and returns every batch, oldest first (a ctrl flush).
+    pub fn take_all(&mut self) -> Vec<Batch<T>> {
+        self.open
+            .drain(..)
+            .map(|(key, o)| Batch {
+                key,
+                items: o.items,
+                size: o.size,
+            })
+            .collect()
+    }
+
+    /// Whether no batch is open.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(count: usize, size: usize, age_ms: u64) -> BatchLimits {
+        BatchLimits {
+            count,
+            size,
+            max_age: Duration::from_millis(age_ms),
+        }
+    }
+
+    #[test]
+    fn count_limit_flushes_eagerly() {
+        let mut b = BatchBuffer::new(limits(2, 100, 0));
+        let t = Instant::now();
+        assert!(b.push("", 1, 1, t).unwrap().is_empty());
+        let ready = b.push("", 2, 1, t).unwrap();
+        assert_eq!(ready.len(), 1);
+        assert_eq!(ready[0].items, vec![1, 2]);
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn size_limit_flushes_the_previous_batch() {
+        let mut b = BatchBuffer::new(limits(10, 10, 0));
+        let t = Instant::now();
+        b.push("", 1, 6, t).unwrap();
+        let ready = b.push("", 2, 6, t).unwrap();
+        assert_eq!(ready[0].items, vec![1]);
+        assert_eq!(b.take_all()[0].items, vec![2]);
+    }
+
+    #[test]
+    fn oversize_item_is_an_error_naming_the_limit() {
+        let mut b = BatchBuffer::<u8>::new(limits(10, 10, 0));
+        let e = b.push("", 1, 11, Instant::now()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("11 bytes exceeds the batch size limit of 10")
+        );
+    }
+
+    #[test]
+    fn age_is_a_maximum_not_an_idle_gap() {
+        let mut b = BatchBuffer::new(limits(100, 100, 50));
+        let t0 = Instant::now();
+        b.push("a", 1, 1, t0).unwrap();
+        // Steady feeding does not extend the batch's life.
+        b.push("a", 2, 1, t0 + Duration::from_millis(40)).unwrap();
+        assert_eq!(b.deadline(), Some(t0 + Duration::from_millis(50)));
+        assert!(b.take_expired(t0 + Duration::from_millis(49)).is_empty());
+        let e = b.take_expired(t0 + Duration::from_millis(50));
+        assert_eq!(e[0].items, vec![1, 2]);
+        assert_eq!(b.deadline(), None);
+    }
+
+    #[test]
+    fn keys_are_separate_and_come_out_in_open_order() {
+        let mut b = BatchBuffer::new(limits(100, 100, 0));
+        let t = Instant::now();
+        b.push("z", 1, 1, t).unwrap();
+        b.push("a", 2, 1, t).unwrap();
+        b.push("z", 3, 1, t).unwrap();
+        let all = b.take_all();
+        assert_eq!(
+            all.iter().map(|x| x.key.as_str()).collect::<Vec<_>>(),
+            vec!["z", "a"]
+        );
+        assert_eq!(all[0].items, vec![1, 3]);
+    }
+}

@@ -1,0 +1,36 @@
+//! # sluice-engine
+//!
+//! The core of sluice, with no AWS and no Jsonnet in it: the [`Message`] (data, metadata,
+//! ctrl), the path language ([`path`]), the [`Transform`] and [`Condition`] traits, the
+//! [`Registry`] that builds them from `{type, settings}`, [`Pipeline`] execution with
+//! ctrl-message flushing, bounded concurrency and kept order, batching ([`batch`]) and
+//! acknowledgements ([`ack`]).
+//!
+//! A message's path through the engine: an input adapter (the CLI, the Lambda function)
+//! makes [`Message`]s and hands batches of them to [`driver::drive`], which applies the
+//! [`Pipeline`] and ends the input with one ctrl message; the transforms (built by the
+//! `sluice-transforms` crate through the [`Registry`]) change, route, batch and send them;
+//! sends resolve each message's [`ack::AckToken`]s; the adapter reads its
+//! [`ack::AckTracker`]s to report to the source.
+
+pub mod ack;
+pub mod batch;
+pub mod driver;
+pub mod error;
+pub mod message;
+pub mod path;
+pub mod pipeline;
+pub mod registry;
+pub mod settings;
+pub mod testing;
+pub mod transform;
+pub mod value;
+
+pub use error::{ConfigError, ConfigWarning, TransformError};
+pub use message::{Body, Key, Message};
+pub use pipeline::Pipeline;
+pub use registry::{Build, Registry};
+pub use transform::{Condition, Kind, Transform};
+
+pub use async_trait::async_trait;
+pub use serde_json::{Value, json};

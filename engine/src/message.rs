@@ -1,0 +1,425 @@
+//! The message: data, metadata and the ctrl flag (Substation's model), plus the
+//! acknowledgement tokens that say which input it came from.
+//!
+//! Data and metadata are bytes to the outside world, but a message parses its JSON at most
+//! once and serialises it at most once on its way through a pipeline: a [`Body`] holds the
+//! bytes, the parsed value, or both, and converts lazily. Transforms that work on raw bytes
+//! (hashes, base64, gzip) never parse; transforms that work on paths never re-serialise.
+//!
+//! A key that starts with `meta ` (the word and one space) addresses the metadata, as in
+//! Substation; `@this` addresses the whole document.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use crate::ack::{AckSet, AckToken};
+use crate::error::TransformError;
+use crate::path::{Path, PathError};
+
+/// Bytes that may also be held as parsed JSON.
+#[derive(Debug, Default)]
+pub struct Body {
+    raw: OnceLock<Bytes>,
+    // `Some(None)` means: parsed, and it is not JSON.
+    parsed: OnceLock<Option<Value>>,
+}
+
+impl Clone for Body {
+    fn clone(&self) -> Self {
+        let raw = OnceLock::new();
+        if let Some(b) = self.raw.get() {
+            let _ = raw.set(b.clone());
+        }
+        let parsed = OnceLock::new();
+        if let Some(p) = self.parsed.get() {
+            let _ = parsed.set(p.clone());
+        }
+        Body { raw, parsed }
+    }
+}
+
+impl Body {
+    /// A body holding bytes (not parsed yet).
+    pub fn from_bytes(b: impl Into<Bytes>) -> Self {
+        let raw = OnceLock::new();
+        let _ = raw.set(b.into());
+        Body {
+            raw,
+            parsed: OnceLock::new(),
+        }
+    }
+
+    /// A body holding a JSON value (not serialised yet).
+    pub fn from_value(v: Value) -> Self {
+        let parsed = OnceLock::new();
+        let _ = parsed.set(Some(v));
+        Body {
+            raw: OnceLock::new(),
+            parsed,
+        }
+    }
+
+    /// The bytes, serialising the value the first time they are asked for.
+    pub fn bytes(&self) -> &Bytes {
+        self.raw.get_or_init(|| match self.parsed.get() {
+            Some(Some(v)) => Bytes::from(serialize(v)),
+            _ => Bytes::new(),
+        })
+    }
+
+    /// The parsed JSON, or `None` when the bytes are not JSON (or empty).
+    pub fn value(&self) -> Option<&Value> {
+        self.parsed
+            .get_or_init(|| {
+                let b = self.raw.get().map(|b| &b[..]).unwrap_or(b"");
+                parse_json(b)
+            })
+            .as_ref()
+    }
+
+    /// The JSON for writing. Empty bytes become an empty object (as SJSON does); bytes that
+    /// are not JSON are an error. The cached bytes are dropped, since they go stale.
+    pub fn value_mut(&mut self) -> Result<&mut Value, TransformError> {
+        let is_empty = self.is_empty();
+        let _ = self.value();
+        let slot = self.parsed.get_mut().expect("initialised by value()");
+        if slot.is_none() {
+            if is_empty {
+                *slot = Some(Value::Object(Default::default()));
+            } else {
+                return Err(TransformError::NotJson(
+                    "cannot set a key: the data is not JSON".into(),
+                ));
+            }
+        }
+        self.raw = OnceLock::new();
+        Ok(slot.as_mut().expect("set above"))
+    }
+
+    /// Whether the body is empty (no bytes and no value).
+    pub fn is_empty(&self) -> bool {
+        match (self.raw.get(), self.parsed.get()) {
+            (Some(b), _) => b.is_empty(),
+            (None, Some(Some(_))) => false,
+            _ => true,
+        }
+    }
+
+    /// Replaces the content with bytes.
+    pub fn set_bytes(&mut self, b: impl Into<Bytes>) {
+        *self = Body::from_bytes(b);
+    }
+
+    /// Replaces the content with a JSON value.
+    pub fn set_value(&mut self, v: Value) {
+        *self = Body::from_value(v);
+    }
+}
+
+/// Parses JSON bytes; `None` for empty input or anything that is not one JSON value.
+pub fn parse_json(b: &[u8]) -> Option<Value> {
+    let first = b.iter().position(|c| !c.is_ascii_whitespace())?;
+    serde_json::from_slice(&b[first..]).ok()
+}
+
+/// Compact JSON text of a value.
+pub fn serialize(v: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    serde_json::to_writer(&mut out, v).expect("serialising a Value cannot fail");
+    out
+}
+
+/// Which document a key addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The message data.
+    Data,
+    /// The message metadata (`meta ` prefix).
+    Meta,
+}
+
+/// A compiled key: a path into the data or, with the `meta ` prefix, the metadata.
+#[derive(Debug, Clone)]
+pub struct Key {
+    target: Target,
+    path: Path,
+    text: String,
+}
+
+impl Key {
+    /// Compiles a key as written in a config.
+    pub fn parse(key: &str) -> Result<Key, PathError> {
+        let (target, rest) = match key.strip_prefix("meta ") {
+            Some(rest) => (Target::Meta, rest.trim()),
+            None => (Target::Data, key.trim()),
+        };
+        Ok(Key {
+            target,
+            path: Path::parse(rest)?,
+            text: key.to_string(),
+        })
+    }
+
+    /// Which document it addresses.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The path within that document.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The key as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+/// A message flowing through a pipeline.
+#[derive(Debug, Clone, Default)]
+pub struct Message {
+    data: Body,
+    meta: Body,
+    ctrl: bool,
+    acks: AckSet,
+}
+
+impl Message {
+    /// A data message with these bytes.
+    pub fn new(data: impl Into<Bytes>) -> Self {
+        Message {
+            data: Body::from_bytes(data),
+            ..Default::default()
+        }
+    }
+
+    /// A data message holding a JSON value.
+    pub fn from_value(v: Value) -> Self {
+        Message {
+            data: Body::from_value(v),
+            ..Default::default()
+        }
+    }
+
+    /// A ctrl message: no data, no metadata; every stateful transform flushes on it.
+    pub fn ctrl() -> Self {
+        Message {
+            ctrl: true,
+            ..Default::default()
+        }
+    }
+
+    /// Whether this is a ctrl message.
+    pub fn is_ctrl(&self) -> bool {
+        self.ctrl
+    }
+
+    /// The data bytes (serialised from JSON the first time if needed). Empty for ctrl.
+    pub fn data(&self) -> &Bytes {
+        self.data.bytes()
+    }
+
+    /// The data as parsed JSON, if it is JSON.
+    pub fn data_value(&self) -> Option<&Value> {
+        self.data.value()
+    }
+
+    /// The data body, for transforms that manage bytes and JSON themselves.
+    pub fn data_body(&self) -> &Body {
+        &self.data
+    }
+
+    /// The data for writing as JSON (see [`Body::value_mut`]).
+    pub fn data_value_mut(&mut self) -> Result<&mut Value, TransformError> {
+        self.data.value_mut()
+    }
+
+    /// Replaces the data with bytes. Ignored on ctrl messages, as in Substation.
+    pub fn set_data(&mut self, b: impl Into<Bytes>) {
+        if !self.ctrl {
+            self.data.set_bytes(b);
+        }
+    }
+
+    /// Replaces the data with a JSON value. Ignored on ctrl messages.
+    pub fn set_data_value(&mut self, v: Value) {
+        if !self.ctrl {
+            self.data.set_value(v);
+        }
+    }
+
+    /// The metadata bytes.
+    pub fn metadata(&self) -> &Bytes {
+        self.meta.bytes()
+    }
+
+    /// The metadata as parsed JSON, if it is JSON.
+    pub fn metadata_value(&self) -> Option<&Value> {
+        self.meta.value()
+    }
+
+    /// Replaces the metadata with bytes. Ignored on ctrl messages.
+    pub fn set_metadata(&mut self, b: impl Into<Bytes>) {
+        if !self.ctrl {
+            self.meta.set_bytes(b);
+        }
+    }
+
+    /// Replaces the metadata with a JSON value. Ignored on ctrl messages.
+    pub fn set_metadata_value(&mut self, v: Value) {
+        if !self.ctrl {
+            self.meta.set_value(v);
+        }
+    }
+
+    /// A new data message carrying this message's metadata and acknowledgement tokens,
+    /// with other data: what fan-out transforms emit.
+    pub fn derive(&self, data: Body) -> Message {
+        Message {
+            data,
+            meta: self.meta.clone(),
+            ctrl: false,
+            acks: self.acks.clone(),
+        }
+    }
+
+    fn body(&self, t: Target) -> &Body {
+        match t {
+            Target::Data => &self.data,
+            Target::Meta => &self.meta,
+        }
+    }
+
+    fn body_mut(&mut self, t: Target) -> &mut Body {
+        match t {
+            Target::Data => &mut self.data,
+            Target::Meta => &mut self.meta,
+        }
+    }
+
+    /// The value at `key`, or `None` when it does not exist (or the document is not JSON).
+    pub fn get(&self, key: &Key) -> Option<Cow<'_, Value>> {
+        if self.ctrl {
+            return None;
+        }
+        let doc = self.body(key.target).value()?;
+        key.path.get(doc)
+    }
+
+    /// Sets the value at `key`, creating intermediate objects. `@this` replaces the document.
+    pub fn set(&mut self, key: &Key, v: Value) -> Result<(), TransformError> {
+        if self.ctrl {
+            return Ok(());
+        }
+        let body = self.body_mut(key.target);
+        if key.path.is_this() {
+            body.set_value(v);
+            return Ok(());
+        }
+        let doc = body.value_mut()?;
+        key.path.set(doc, v)?;
+        Ok(())
+    }
+
+    /// Deletes the value at `key`; a missing key is not an error.
+    pub fn delete(&mut self, key: &Key) -> Result<(), TransformError> {
+        if self.ctrl {
+            return Ok(());
+        }
+        let body = self.body_mut(key.target);
+        if body.value().is_none() {
+            return Ok(());
+        }
+        let doc = body.value_mut()?;
+        key.path.delete(doc)?;
+        Ok(())
+    }
+
+    /// The acknowledgement tokens this message carries.
+    pub fn acks(&self) -> &crate::ack::AckSet {
+        &self.acks
+    }
+
+    /// Adds a token (an adapter or the lock tracking this message).
+    pub fn add_ack(&mut self, token: AckToken) {
+        self.acks.push(token);
+    }
+
+    /// Adds several tokens (an aggregate merging its inputs).
+    pub fn extend_acks<'a>(&mut self, tokens: impl IntoIterator<Item = &'a AckToken>) {
+        self.acks.extend(tokens.into_iter().cloned());
+    }
+
+    /// Removes and returns the tokens for which `pred` holds.
+    pub fn take_acks_where(&mut self, pred: impl Fn(&AckToken) -> bool) -> AckSet {
+        let mut taken = AckSet::new();
+        let mut kept = AckSet::new();
+        for t in self.acks.drain(..) {
+            if pred(&t) {
+                taken.push(t)
+            } else {
+                kept.push(t)
+            }
+        }
+        self.acks = kept;
+        taken
+    }
+
+    /// Marks every token failed (this message could not be delivered).
+    pub fn fail_acks(&self, reason: &str) {
+        crate::ack::fail_all(&self.acks, reason);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_once_and_serialises_once() {
+        let mut m = Message::new(&b"{\"a\":1}"[..]);
+        let k = Key::parse("b").unwrap();
+        m.set(&k, json!("x")).unwrap();
+        assert_eq!(&m.data()[..], br#"{"a":1,"b":"x"}"#);
+        assert!(m.data_body().raw.get().is_some());
+    }
+
+    #[test]
+    fn meta_prefix_addresses_metadata() {
+        let mut m = Message::new(&b"{}"[..]);
+        m.set(&Key::parse("meta x").unwrap(), json!(1)).unwrap();
+        assert_eq!(&m.metadata()[..], br#"{"x":1}"#);
+        assert_eq!(&m.data()[..], b"{}");
+        assert_eq!(
+            m.get(&Key::parse("meta   x").unwrap()).unwrap().as_ref(),
+            &json!(1)
+        );
+    }
+
+    #[test]
+    fn writes_to_empty_data_create_an_object() {
+        let mut m = Message::new(Bytes::new());
+        m.set(&Key::parse("a.b").unwrap(), json!(true)).unwrap();
+        assert_eq!(&m.data()[..], br#"{"a":{"b":true}}"#);
+    }
+
+    #[test]
+    fn writes_to_non_json_data_are_errors() {
+        let mut m = Message::new(&b"hello"[..]);
+        assert!(m.set(&Key::parse("a").unwrap(), json!(1)).is_err());
+        assert!(m.get(&Key::parse("a").unwrap()).is_none());
+    }
+
+    #[test]
+    fn ctrl_ignores_writes() {
+        let mut m = Message::ctrl();
+        m.set_data(&b"x"[..]);
+        assert!(m.data().is_empty());
+        assert!(m.is_ctrl());
+    }
+}

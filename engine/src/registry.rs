@@ -1,0 +1,479 @@
+//! The registry: builds transforms and conditions from their `{type, settings}` configs.
+//!
+//! The engine knows no transform by name; the `sluice-transforms` crate registers each one
+//! with a single line. Building reports problems with their place in the config
+//! (`transforms[2].settings.cases[0].transforms[1]`), the type, the id and the field, and an
+//! unknown type names the nearest known ones.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::error::{ConfigError, ConfigWarning};
+use crate::message::Key;
+use crate::pipeline::Pipeline;
+use crate::transform::{Condition, Transform};
+
+/// Builds a transform from its settings.
+pub type TransformCtor = fn(&Build<'_>) -> Result<Arc<dyn Transform>, ConfigError>;
+/// Builds a condition from its settings.
+pub type ConditionCtor = fn(&Build<'_>) -> Result<Arc<dyn Condition>, ConfigError>;
+
+/// Every transform and condition type sluice knows.
+#[derive(Default, Clone)]
+pub struct Registry {
+    transforms: BTreeMap<String, TransformCtor>,
+    conditions: BTreeMap<String, ConditionCtor>,
+    deprecated: BTreeMap<String, String>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a transform type.
+    pub fn transform(&mut self, name: &str, ctor: TransformCtor) -> &mut Self {
+        self.transforms.insert(name.to_string(), ctor);
+        self
+    }
+
+    /// Registers another name for a transform type; using it warns that `name` is preferred.
+    pub fn deprecated_transform(
+        &mut self,
+        alias: &str,
+        name: &str,
+        ctor: TransformCtor,
+    ) -> &mut Self {
+        self.transforms.insert(alias.to_string(), ctor);
+        self.deprecated.insert(alias.to_string(), name.to_string());
+        self
+    }
+
+    /// Registers a condition type.
+    pub fn condition(&mut self, name: &str, ctor: ConditionCtor) -> &mut Self {
+        self.conditions.insert(name.to_string(), ctor);
+        self
+    }
+
+    /// The registered transform type names, sorted.
+    pub fn transform_types(&self) -> impl Iterator<Item = &str> {
+        self.transforms.keys().map(String::as_str)
+    }
+
+    /// The registered condition type names, sorted.
+    pub fn condition_types(&self) -> impl Iterator<Item = &str> {
+        self.conditions.keys().map(String::as_str)
+    }
+
+    /// Builds a pipeline from a JSON array of transform configs found at `location`.
+    pub fn build_pipeline(
+        &self,
+        list: &Value,
+        location: &str,
+    ) -> Result<Built<Pipeline>, ConfigError> {
+        let warnings = Mutex::new(Vec::new());
+        let p = build_list(self, list, location, &warnings)?;
+        Ok(Built {
+            value: p,
+            warnings: warnings.into_inner().unwrap_or_default(),
+        })
+    }
+
+    /// Builds one transform from `{type, settings}` found at `location`.
+    pub fn build_transform(
+        &self,
+        cfg: &Value,
+        location: &str,
+    ) -> Result<Built<Arc<dyn Transform>>, ConfigError> {
+        let warnings = Mutex::new(Vec::new());
+        let (_, t) = build_one(self, cfg, location, &warnings)?;
+        Ok(Built {
+            value: t,
+            warnings: warnings.into_inner().unwrap_or_default(),
+        })
+    }
+
+    /// Builds a condition from `{type, settings}` found at `location`.
+    pub fn build_condition(
+        &self,
+        cfg: &Value,
+        location: &str,
+    ) -> Result<Built<Arc<dyn Condition>>, ConfigError> {
+        let warnings = Mutex::new(Vec::new());
+        let c = build_cond(self, cfg, location, &warnings)?;
+        Ok(Built {
+            value: c,
+            warnings: warnings.into_inner().unwrap_or_default(),
+        })
+    }
+}
+
+/// Something built, with the warnings found on the way.
+pub struct Built<T> {
+    /// What was built.
+    pub value: T,
+    /// Unknown keys, deprecated names.
+    pub warnings: Vec<ConfigWarning>,
+}
+
+/// What a constructor sees: its settings, where it is, and how to build what it contains.
+pub struct Build<'a> {
+    registry: &'a Registry,
+    location: String,
+    type_name: &'a str,
+    id: Arc<str>,
+    settings: Value,
+    warnings: &'a Mutex<Vec<ConfigWarning>>,
+}
+
+impl<'a> Build<'a> {
+    /// The transform's id: its `id` setting, or its type name.
+    pub fn id(&self) -> &Arc<str> {
+        &self.id
+    }
+
+    /// The type name.
+    pub fn type_name(&self) -> &str {
+        self.type_name
+    }
+
+    /// Where it is in the config.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The raw settings (without `id`).
+    pub fn raw_settings(&self) -> &Value {
+        &self.settings
+    }
+
+    /// Decodes the settings into the transform's settings struct; unknown keys warn.
+    pub fn settings<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
+        match crate::settings::decode::<T>(&self.settings) {
+            Ok((v, unknown)) => {
+                for k in unknown {
+                    self.warn(format!(
+                        "unknown setting {k:?} is ignored (check its spelling against the reference for {})",
+                        self.type_name
+                    ));
+                }
+                Ok(v)
+            }
+            Err((field, msg)) => {
+                Err(self.error(if field.is_empty() { None } else { Some(field) }, msg))
+            }
+        }
+    }
+
+    /// An error about `field` of this transform.
+    pub fn error(&self, field: Option<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            location: self.location.clone(),
+            type_name: Some(self.type_name.to_string()),
+            id: Some(self.id.to_string()),
+            field,
+            message: message.into(),
+        }
+    }
+
+    /// An error about `field` of this transform.
+    pub fn field_error(&self, field: &str, message: impl Into<String>) -> ConfigError {
+        self.error(Some(field.to_string()), message)
+    }
+
+    /// Reports a warning at this transform.
+    pub fn warn(&self, message: String) {
+        if let Ok(mut w) = self.warnings.lock() {
+            w.push(ConfigWarning {
+                location: self.location.clone(),
+                message,
+            });
+        }
+    }
+
+    /// Compiles a key found in `field`.
+    pub fn key(&self, field: &str, key: &str) -> Result<Key, ConfigError> {
+        Key::parse(key).map_err(|e| self.field_error(field, e.to_string()))
+    }
+
+    /// Compiles an optional key; empty strings count as absent.
+    pub fn opt_key(&self, field: &str, key: &Option<String>) -> Result<Option<Key>, ConfigError> {
+        match key.as_deref() {
+            None | Some("") => Ok(None),
+            Some(k) => self.key(field, k).map(Some),
+        }
+    }
+
+    /// Compiles a regular expression found in `field`.
+    pub fn regex(&self, field: &str, pattern: &str) -> Result<regex::Regex, ConfigError> {
+        regex::Regex::new(pattern)
+            .map_err(|e| self.field_error(field, format!("invalid regular expression: {e}")))
+    }
+
+    /// Builds the transform list found in `field` (e.g. `transforms`, `cases[0].transforms`).
+    pub fn pipeline(&self, field: &str, list: &Value) -> Result<Pipeline, ConfigError> {
+        build_list(
+            self.registry,
+            list,
+            &format!("{}.settings.{field}", self.location),
+            self.warnings,
+        )
+    }
+
+    /// Builds the condition found in `field`.
+    pub fn condition(&self, field: &str, cfg: &Value) -> Result<Arc<dyn Condition>, ConfigError> {
+        build_cond(
+            self.registry,
+            cfg,
+            &format!("{}.settings.{field}", self.location),
+            self.warnings,
+        )
+    }
+
+    /// Builds a single transform found in `field` (e.g. an auxiliary transform).
+    pub fn transform(&self, field: &str, cfg: &Value) -> Result<Arc<dyn Transform>, ConfigError> {
+        build_one(
+            self.registry,
+            cfg,
+            &format!("{}.settings.{field}", self.location),
+            self.warnings,
+        )
+        .map(|(_, t)| t)
+    }
+}
+
+fn split_config<'v>(
+    cfg: &'v Value,
+    location: &str,
+    what: &str,
+) -> Result<(&'v str, Value), ConfigError> {
+    let obj = cfg.as_object().ok_or_else(|| {
+        ConfigError::new(
+            location,
+            format!(
+                "a {what} must be an object {{\"type\": ..., \"settings\": {{...}}}}, found {}",
+                kind_of(cfg)
+            ),
+        )
+    })?;
+    let type_name = match obj.get("type") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(ConfigError::new(
+                location,
+                format!("\"type\" must be a string, found {}", kind_of(other)),
+            ));
+        }
+        None => {
+            return Err(ConfigError::new(
+                location,
+                format!("the {what} has no \"type\""),
+            ));
+        }
+    };
+    let settings = match obj.get("settings") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::Object(m)) => Value::Object(m.clone()),
+        Some(other) => {
+            return Err(ConfigError {
+                type_name: Some(type_name.to_string()),
+                ..ConfigError::new(
+                    location,
+                    format!("\"settings\" must be an object, found {}", kind_of(other)),
+                )
+            });
+        }
+    };
+    Ok((type_name, settings))
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn take_id(settings: &mut Value, type_name: &str) -> Arc<str> {
+    match settings.as_object_mut().and_then(|m| m.shift_remove("id")) {
+        Some(Value::String(s)) if !s.is_empty() => Arc::from(s),
+        _ => Arc::from(type_name),
+    }
+}
+
+/// The known names closest to `name`, best first.
+pub fn nearest<'n>(name: &str, known: impl Iterator<Item = &'n str>) -> Vec<&'n str> {
+    let mut scored: Vec<(f64, &str)> = known
+        .map(|k| {
+            let mut s = strsim::jaro_winkler(name, k);
+            if k.contains(name) || name.contains(k) {
+                s += 0.1;
+            }
+            (s, k)
+        })
+        .filter(|(s, _)| *s > 0.75)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().take(3).map(|(_, k)| k).collect()
+}
+
+fn unknown_type(location: &str, what: &str, name: &str, known: Vec<&str>) -> ConfigError {
+    let hint = if known.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; did you mean {}?",
+            known
+                .iter()
+                .map(|k| format!("{k:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    ConfigError {
+        type_name: Some(name.to_string()),
+        ..ConfigError::new(location, format!("unknown {what} type {name:?}{hint}"))
+    }
+}
+
+fn build_one(
+    registry: &Registry,
+    cfg: &Value,
+    location: &str,
+    warnings: &Mutex<Vec<ConfigWarning>>,
+) -> Result<(Arc<str>, Arc<dyn Transform>), ConfigError> {
+    let (type_name, mut settings) = split_config(cfg, location, "transform")?;
+    let ctor = registry.transforms.get(type_name).ok_or_else(|| {
+        unknown_type(
+            location,
+            "transform",
+            type_name,
+            nearest(type_name, registry.transform_types()),
+        )
+    })?;
+    if let Some(preferred) = registry.deprecated.get(type_name) {
+        if let Ok(mut w) = warnings.lock() {
+            w.push(ConfigWarning {
+                location: location.to_string(),
+                message: format!("type {type_name:?} is deprecated; use {preferred:?}"),
+            });
+        }
+    }
+    let id = take_id(&mut settings, type_name);
+    let b = Build {
+        registry,
+        location: location.to_string(),
+        type_name,
+        id: id.clone(),
+        settings,
+        warnings,
+    };
+    Ok((id, ctor(&b)?))
+}
+
+fn build_list(
+    registry: &Registry,
+    list: &Value,
+    location: &str,
+    warnings: &Mutex<Vec<ConfigWarning>>,
+) -> Result<Pipeline, ConfigError> {
+    let items = match list {
+        Value::Array(a) => a,
+        Value::Null => return Err(ConfigError::new(location, "no transforms configured")),
+        other => {
+            return Err(ConfigError::new(
+                location,
+                format!("transforms must be an array, found {}", kind_of(other)),
+            ));
+        }
+    };
+    let mut steps = Vec::with_capacity(items.len());
+    for (i, cfg) in items.iter().enumerate() {
+        steps.push(build_one(
+            registry,
+            cfg,
+            &format!("{location}[{i}]"),
+            warnings,
+        )?);
+    }
+    Ok(Pipeline::new(steps))
+}
+
+fn build_cond(
+    registry: &Registry,
+    cfg: &Value,
+    location: &str,
+    warnings: &Mutex<Vec<ConfigWarning>>,
+) -> Result<Arc<dyn Condition>, ConfigError> {
+    let (type_name, mut settings) = split_config(cfg, location, "condition")?;
+    let ctor = registry.conditions.get(type_name).ok_or_else(|| {
+        unknown_type(
+            location,
+            "condition",
+            type_name,
+            nearest(type_name, registry.condition_types()),
+        )
+    })?;
+    let id = take_id(&mut settings, type_name);
+    let b = Build {
+        registry,
+        location: location.to_string(),
+        type_name,
+        id,
+        settings,
+        warnings,
+    };
+    ctor(&b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_names() {
+        let known = [
+            "object_copy",
+            "object_delete",
+            "string_to_upper",
+            "send_stdout",
+        ];
+        assert_eq!(
+            nearest("object_cpy", known.iter().copied())[0],
+            "object_copy"
+        );
+        assert_eq!(
+            nearest("send_stdou", known.iter().copied())[0],
+            "send_stdout"
+        );
+        assert!(nearest("zzzz", known.iter().copied()).is_empty());
+    }
+
+    #[test]
+    fn unknown_type_names_candidates() {
+        let mut r = Registry::new();
+        r.transform("object_copy", |_| unreachable!());
+        let err = r
+            .build_pipeline(&serde_json::json!([{"type": "object_cpy"}]), "transforms")
+            .err()
+            .unwrap();
+        let text = err.to_string();
+        assert!(text.starts_with("transforms[0]"), "{text}");
+        assert!(text.contains("did you mean \"object_copy\""), "{text}");
+    }
+
+    #[test]
+    fn missing_transforms_is_an_error() {
+        let r = Registry::new();
+        let err = r.build_pipeline(&Value::Null, "transforms").err().unwrap();
+        assert!(err.to_string().contains("no transforms configured"));
+    }
+}

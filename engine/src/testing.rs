@@ -1,0 +1,80 @@
+//! Helpers for testing transforms, shared by every transform's table of cases.
+//!
+//! [`check_compliance`] asserts what every transform must do, in the spirit of Vector's
+//! compliance helpers: pass a ctrl message through (once, last), and not panic on data
+//! that is not JSON.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::{ConfigError, TransformError};
+use crate::message::Message;
+use crate::pipeline::Pipeline;
+use crate::registry::Registry;
+use crate::transform::{Kind, Transform};
+
+/// Runs a future to completion on a fresh current-thread runtime.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
+}
+
+/// Builds one transform from `{type, settings}`.
+pub fn build(registry: &Registry, cfg: Value) -> Result<Arc<dyn Transform>, ConfigError> {
+    registry
+        .build_transform(&cfg, "transforms[0]")
+        .map(|b| b.value)
+}
+
+/// Builds a pipeline from a list of `{type, settings}`.
+pub fn build_pipeline(registry: &Registry, cfg: Value) -> Result<Pipeline, ConfigError> {
+    registry.build_pipeline(&cfg, "transforms").map(|b| b.value)
+}
+
+/// Runs `inputs` and then one ctrl through a transform (as a one-step pipeline) and returns
+/// the data outputs as strings.
+pub fn run(t: Arc<dyn Transform>, inputs: &[&str]) -> Result<Vec<String>, TransformError> {
+    let p = Pipeline::new(vec![(Arc::from("under_test"), t)]);
+    run_pipeline(&p, inputs)
+}
+
+/// Runs `inputs` and then one ctrl through a pipeline and returns the data outputs.
+pub fn run_pipeline(p: &Pipeline, inputs: &[&str]) -> Result<Vec<String>, TransformError> {
+    let mut msgs: Vec<Message> = inputs
+        .iter()
+        .map(|s| Message::new(s.as_bytes().to_vec()))
+        .collect();
+    msgs.push(Message::ctrl());
+    let out = block_on(p.apply(msgs))?;
+    Ok(out
+        .iter()
+        .filter(|m| !m.is_ctrl())
+        .map(|m| String::from_utf8_lossy(m.data()).into_owned())
+        .collect())
+}
+
+/// Asserts the behaviour every transform shares: a ctrl message comes out exactly once and
+/// last, and non-JSON or empty data does not panic.
+pub fn check_compliance(t: Arc<dyn Transform>) {
+    let p = Pipeline::new(vec![(Arc::from("under_test"), t.clone())]);
+    let out = block_on(p.apply(vec![Message::ctrl()])).expect("a lone ctrl must not fail");
+    let ctrls = out.iter().filter(|m| m.is_ctrl()).count();
+    assert_eq!(ctrls, 1, "exactly one ctrl must come out");
+    assert!(
+        out.last().is_some_and(|m| m.is_ctrl()),
+        "the ctrl must come out last"
+    );
+    for data in [&b"not json"[..], b"", b"{}", b"[]", b"\xff\xfe"] {
+        let _ = block_on(p.apply(vec![Message::new(data.to_vec()), Message::ctrl()]));
+    }
+    if t.kind() == Kind::Stateless {
+        assert!(
+            t.deadline().is_none(),
+            "stateless transforms hold no batches"
+        );
+    }
+}

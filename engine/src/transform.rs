@@ -1,0 +1,81 @@
+//! The `Transform` and `Condition` traits: the one abstraction everything is built from.
+//!
+//! As in Substation, sources' records, enrichment, routing, error handling, deduplication and
+//! sends are all transforms in one flat, ordered list. A transform takes a message and emits
+//! zero (drop), one, or many (fan-out) messages.
+//!
+//! Two kinds exist because of ordering and concurrency. A *stateless* transform treats each
+//! data message on its own, so the pipeline may run it on many messages at once and never
+//! hands it ctrl messages (they pass it unchanged). A *stateful* transform (batches, sends,
+//! aggregates, the lock) sees every message, ctrl included, one at a time and in input
+//! order, so what it emits or sends keeps the order of its input.
+
+use std::time::Instant;
+
+use async_trait::async_trait;
+
+use crate::error::TransformError;
+use crate::message::Message;
+
+/// Whether a transform keeps state across messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Each data message on its own; never sees ctrl; may run concurrently.
+    Stateless,
+    /// Sees data and ctrl messages, one at a time, in order.
+    Stateful,
+}
+
+/// A step of a pipeline.
+#[async_trait]
+pub trait Transform: Send + Sync + 'static {
+    /// Processes one message, pushing what it emits to `out`.
+    ///
+    /// Stateless transforms are only given data messages. Stateful ones get ctrl messages
+    /// too and must emit the ctrl (after anything they flush) so it reaches later stages.
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError>;
+
+    /// Whether the transform keeps state; see [`Kind`].
+    fn kind(&self) -> Kind {
+        Kind::Stateless
+    }
+
+    /// Processes messages in order. The lock overrides this to overlap its lock-store calls;
+    /// the default calls [`Transform::transform`] on each message in turn. On error, the
+    /// messages not yet processed are marked failed.
+    async fn transform_batch(
+        &self,
+        msgs: Vec<Message>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let mut rest = msgs.into_iter();
+        while let Some(m) = rest.next() {
+            let acks = m.acks().clone();
+            if let Err(e) = self.transform(m, out).await {
+                let reason = e.to_string();
+                crate::ack::fail_all(&acks, &reason);
+                for r in rest {
+                    r.fail_acks(&reason);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// When the oldest batch this transform holds reaches its maximum age.
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Flushes (or emits) every batch whose maximum age has passed by `now`.
+    async fn expire(&self, _now: Instant, _out: &mut Vec<Message>) -> Result<(), TransformError> {
+        Ok(())
+    }
+}
+
+/// A predicate over messages, used by `meta_switch`, `meta_retry` and config tests.
+pub trait Condition: Send + Sync + 'static {
+    /// Whether the message satisfies the condition. Leaf conditions are false on ctrl.
+    fn test(&self, msg: &Message) -> Result<bool, TransformError>;
+}

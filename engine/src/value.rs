@@ -1,0 +1,137 @@
+//! Substation's value conventions, so transforms read and write values the way Substation
+//! configs expect (GJSON's `String()`, `Float()`, `Int()`, `Bool()` and SJSON's typing rules).
+
+use std::borrow::Cow;
+
+use base64::Engine;
+use serde_json::{Number, Value};
+
+/// GJSON's `String()`: strings without quotes, numbers and booleans as text, null as "",
+/// objects and arrays as compact JSON.
+pub fn to_text(v: &Value) -> Cow<'_, str> {
+    match v {
+        Value::String(s) => Cow::Borrowed(s.as_str()),
+        Value::Null => Cow::Borrowed(""),
+        Value::Bool(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
+        Value::Number(n) => Cow::Owned(n.to_string()),
+        other => Cow::Owned(serde_json::to_string(other).expect("a Value serialises")),
+    }
+}
+
+/// GJSON's `Float()`: numbers, numeric strings, `true` = 1; anything else 0.
+pub fn to_f64(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().unwrap_or(0.0),
+        Value::String(s) => s.trim().parse().unwrap_or(0.0),
+        Value::Bool(true) => 1.0,
+        _ => 0.0,
+    }
+}
+
+/// GJSON's `Int()`: integers exactly, floats truncated, numeric strings parsed.
+pub fn to_i64(v: &Value) -> i64 {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_u64().map(|u| u as i64))
+            .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i64),
+        Value::String(s) => {
+            let t = s.trim();
+            t.parse::<i64>()
+                .unwrap_or_else(|_| t.parse::<f64>().map(|f| f as i64).unwrap_or(0))
+        }
+        Value::Bool(true) => 1,
+        _ => 0,
+    }
+}
+
+/// GJSON's `Uint()`.
+pub fn to_u64(v: &Value) -> u64 {
+    match v {
+        Value::Number(n) => n.as_u64().unwrap_or_else(|| {
+            n.as_f64()
+                .map(|f| if f < 0.0 { 0 } else { f as u64 })
+                .unwrap_or(0)
+        }),
+        Value::String(s) => {
+            let t = s.trim();
+            t.parse::<u64>().unwrap_or_else(|_| {
+                t.parse::<f64>()
+                    .map(|f| if f < 0.0 { 0 } else { f as u64 })
+                    .unwrap_or(0)
+            })
+        }
+        Value::Bool(true) => 1,
+        _ => 0,
+    }
+}
+
+/// GJSON's `Bool()`: `true`, non-zero numbers, and strings Go's `ParseBool` accepts as true.
+pub fn to_bool(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => matches!(s.as_str(), "1" | "t" | "T" | "TRUE" | "true" | "True"),
+        _ => false,
+    }
+}
+
+/// A JSON number from a float: integral values become integers (Substation's fix for
+/// precision loss, PR #281), others stay floats; NaN and infinities become null.
+pub fn number(f: f64) -> Value {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
+        Value::Number(Number::from(f as i64))
+    } else {
+        Number::from_f64(f)
+            .map(Value::Number)
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// SJSON's typing of bytes written as a value: bytes that start with `{` or `[` and are
+/// valid JSON go in as JSON; other UTF-8 becomes a string; anything else a base64 string.
+pub fn from_bytes(b: &[u8]) -> Value {
+    if matches!(b.first(), Some(b'{') | Some(b'[')) {
+        if let Ok(v) = serde_json::from_slice::<Value>(b) {
+            return v;
+        }
+    }
+    match std::str::from_utf8(b) {
+        Ok(s) => Value::String(s.to_string()),
+        Err(_) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+    }
+}
+
+/// Bytes of a value for data-mode output: strings raw, everything else as JSON text.
+pub fn to_bytes(v: &Value) -> Vec<u8> {
+    match v {
+        Value::String(s) => s.as_bytes().to_vec(),
+        other => serde_json::to_vec(other).expect("a Value serialises"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn conversions_table() {
+        assert_eq!(to_text(&json!("a")), "a");
+        assert_eq!(to_text(&json!(1.5)), "1.5");
+        assert_eq!(to_text(&json!(null)), "");
+        assert_eq!(to_text(&json!({"a":1})), r#"{"a":1}"#);
+        assert_eq!(to_f64(&json!("2.5")), 2.5);
+        assert_eq!(to_i64(&json!(30400402455622563i64)), 30400402455622563);
+        assert_eq!(to_i64(&json!(2.9)), 2);
+        assert_eq!(to_u64(&json!(-3)), 0);
+        assert!(to_bool(&json!("true")));
+        assert!(!to_bool(&json!("yes")));
+        assert_eq!(number(3.0), json!(3));
+        assert_eq!(number(3.5), json!(3.5));
+        assert_eq!(number(f64::NAN), json!(null));
+        assert_eq!(from_bytes(br#"{"a":1}"#), json!({"a":1}));
+        assert_eq!(from_bytes(b"{not json"), json!("{not json"));
+        assert_eq!(from_bytes(&[0xff, 0xfe]), json!("//4="));
+    }
+}
