@@ -5,14 +5,38 @@
 //! returns a [`Registry`] with all of them registered under Substation's type names; each
 //! family's `mod.rs` has the one line per type that registers it.
 
+pub mod aggregate;
+pub mod array;
 pub mod common;
+pub mod condition;
+pub mod format;
+pub mod hash;
+pub mod meta;
+pub mod number;
 pub mod object;
+pub mod send;
+pub mod string;
+pub mod test;
+pub mod time;
+pub mod utility;
 
 use sluice_engine::Registry;
 
 /// A registry with every transform and condition.
 pub fn registry() -> Registry {
     let mut r = Registry::new();
+    aggregate::register(&mut r);
+    array::register(&mut r);
+    condition::register(&mut r);
+    format::register(&mut r);
+    hash::register(&mut r);
+    meta::register(&mut r);
+    number::register(&mut r);
     object::register(&mut r);
+    send::register(&mut r);
+    string::register(&mut r);
+    test::register(&mut r);
+    time::register(&mut r);
+    utility::register(&mut r);
     r
 }
