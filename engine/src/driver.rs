@@ -24,8 +24,21 @@ pub struct RunStats {
 }
 
 /// Runs `pipeline` over the batches received from `input` until it closes, then sends a
-/// ctrl. `on_output` gets what comes out of the last transform.
+/// ctrl. `on_output` gets what comes out of the last transform. When a transform fails,
+/// what the pipeline holds is discarded ([`Pipeline::abort`]) and the error is returned.
 pub async fn drive(
+    pipeline: &Pipeline,
+    input: mpsc::Receiver<Vec<Message>>,
+    on_output: impl FnMut(Vec<Message>),
+) -> Result<RunStats, TransformError> {
+    let r = drive_inner(pipeline, input, on_output).await;
+    if let Err(e) = &r {
+        pipeline.abort(&e.to_string());
+    }
+    r
+}
+
+async fn drive_inner(
     pipeline: &Pipeline,
     mut input: mpsc::Receiver<Vec<Message>>,
     mut on_output: impl FnMut(Vec<Message>),

@@ -190,6 +190,15 @@ impl Pipeline {
         }
     }
 
+    /// Discards what every stateful transform holds (see [`Transform::abort`]).
+    pub fn abort(&self, reason: &str) {
+        for s in &self.stages {
+            if let Stage::Stateful(step) = s {
+                step.transform.abort(reason);
+            }
+        }
+    }
+
     /// The earliest deadline of any batch held by a stateful transform.
     pub fn deadline(&self) -> Option<Instant> {
         self.stages

@@ -72,6 +72,14 @@ pub trait Transform: Send + Sync + 'static {
     async fn expire(&self, _now: Instant, _out: &mut Vec<Message>) -> Result<(), TransformError> {
         Ok(())
     }
+
+    /// Discards everything held (batches, retry queues), marking those messages failed.
+    ///
+    /// Called when an error has escaped the pipeline (or the lock's inner list): the source
+    /// will redeliver those messages, so sending them later would duplicate them. A send
+    /// whose flush failed keeps the undelivered items so that `meta_retry` can retry the
+    /// flush; `abort` is what drops them when nothing retries.
+    fn abort(&self, _reason: &str) {}
 }
 
 /// A predicate over messages, used by `meta_switch`, `meta_retry` and config tests.
