@@ -1,1 +1,57 @@
-fn main() {}
+//! `sluice`: run, test, build and check sluice pipelines locally.
+//!
+//! The binary is thin: it parses arguments, loads a config (`sluice-config`), builds the
+//! pipeline from the registry of every transform (`sluice-transforms`), feeds it lines from
+//! stdin or files (`input`), and reports.
+
+mod commands;
+mod files;
+mod input;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// sluice: a streaming transform engine configured by Jsonnet (Substation-compatible).
+#[derive(Parser)]
+#[command(name = "sluice", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a pipeline over stdin or files, one message per line; one ctrl message at the end.
+    Run(commands::run::Args),
+    /// Run the `tests` of configs and report like `go test`; non-zero exit if any fails.
+    Test(commands::test::Args),
+    /// Compile Jsonnet configs to JSON (`config.jsonnet` -> `config.json`).
+    Build(commands::build::Args),
+    /// Compile configs and build every transform; report each problem with its place.
+    Vet(commands::vet::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Run(a) => commands::run::run(a),
+        Command::Test(a) => commands::test::run(a),
+        Command::Build(a) => commands::build::run(a),
+        Command::Vet(a) => commands::vet::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

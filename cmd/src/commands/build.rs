@@ -1,0 +1,56 @@
+//! `sluice build`: compile Jsonnet configs to JSON.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::files::{config_files, parse_ext_str};
+
+/// Arguments of `sluice build`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only the files directly in the named directories, not their subdirectories.
+    #[arg(long)]
+    shallow: bool,
+    /// Accepted for Substation compatibility; directories are walked recursively anyway.
+    #[arg(short = 'R', long, hide = true)]
+    recursive: bool,
+    /// A Jsonnet external string, KEY=VALUE (repeatable).
+    #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
+    ext_str: Vec<(String, String)>,
+    /// Print the compiled JSON to stdout instead of writing `.json` files.
+    #[arg(long)]
+    stdout: bool,
+    /// Files or directories (default: the current directory).
+    #[arg(default_value = ".")]
+    paths: Vec<PathBuf>,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let _ = args.recursive;
+    let files: Vec<PathBuf> = config_files(&args.paths, args.shallow)?
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e != "json"))
+        .collect();
+    let mut failed = 0;
+    for file in &files {
+        match sluice_config::compile_to_string(file, &args.ext_str, true) {
+            Ok(json) => {
+                if args.stdout {
+                    println!("{json}");
+                } else {
+                    let out = file.with_extension("json");
+                    std::fs::write(&out, format!("{json}\n")).with_context(|| format!("writing {}", out.display()))?;
+                    println!("{}", out.display());
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                failed += 1;
+            }
+        }
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -1,0 +1,30 @@
+//! One module per subcommand.
+
+pub mod build;
+pub mod run;
+pub mod test;
+pub mod vet;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use sluice_engine::{Condition, Pipeline, Registry};
+
+/// Builds the pipeline of a compiled config, printing warnings.
+pub fn build_pipeline(registry: &Registry, file: &Path, transforms: &serde_json::Value) -> anyhow::Result<Pipeline> {
+    let built = registry
+        .build_pipeline(transforms, "transforms")
+        .with_context(|| format!("{}", file.display()))?;
+    crate::output::warnings(file, &built.warnings);
+    Ok(built.value)
+}
+
+/// Builds a condition of a compiled config, printing warnings.
+pub fn build_condition(registry: &Registry, file: &Path, cfg: &serde_json::Value, location: &str) -> anyhow::Result<Arc<dyn Condition>> {
+    let built = registry
+        .build_condition(cfg, location)
+        .with_context(|| format!("{}", file.display()))?;
+    crate::output::warnings(file, &built.warnings);
+    Ok(built.value)
+}

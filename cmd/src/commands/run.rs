@@ -1,0 +1,96 @@
+//! `sluice run`: a pipeline over stdin or files.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::files::parse_ext_str;
+use crate::input::{self, ReadOptions, Source};
+
+/// Arguments of `sluice run`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The config (.jsonnet, .libsonnet or .json). Without one, each line is written to
+    /// stdout unchanged.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    /// A Jsonnet external string, KEY=VALUE (repeatable), read with std.extVar('KEY').
+    #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
+    ext_str: Vec<(String, String)>,
+    /// Worker threads for stateless transforms. Default: the config's `concurrency`, else
+    /// the number of cores.
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Messages handed to the pipeline at a time.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_messages: u32,
+    /// The longest input line accepted, in bytes.
+    #[arg(long, default_value_t = 128 * 1024 * 1024)]
+    max_line_bytes: usize,
+    /// Input files, read in order (gzip is detected). Standard input when none.
+    files: Vec<PathBuf>,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let registry = sluice_transforms::registry();
+    let (pipeline, concurrency, config_name) = match &args.config {
+        Some(path) => {
+            let cfg = sluice_config::load(path, &args.ext_str)?;
+            let pipeline = super::build_pipeline(&registry, path, cfg.transforms())?;
+            (pipeline, cfg.concurrency()?, path.display().to_string())
+        }
+        None => {
+            let default = json!([{"type": "send_stdout", "settings": {}}]);
+            let pipeline = super::build_pipeline(&registry, std::path::Path::new("<default config>"), &default)?;
+            (pipeline, None, "<default config>".to_string())
+        }
+    };
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let workers = args.workers.or(concurrency).unwrap_or(cores).max(1);
+    let pipeline = pipeline.with_workers(workers);
+
+    let runtime = if workers == 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()?
+    };
+
+    let sources: Vec<Source> = if args.files.is_empty() {
+        vec![Source::Stdin]
+    } else {
+        args.files.iter().cloned().map(Source::File).collect()
+    };
+    let opts = ReadOptions {
+        batch_messages: args.batch_messages as usize,
+        max_line_bytes: args.max_line_bytes,
+    };
+    let (tx, rx) = mpsc::channel(4);
+    let reader = std::thread::Builder::new()
+        .name("sluice-input".into())
+        .spawn(move || input::read_all(&sources, opts, &tx))?;
+
+    let result = runtime.block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}));
+    let read_result = reader.join().map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
+    let stats = result.with_context(|| format!("running {config_name}"))?;
+    read_result?;
+
+    if std::io::stderr().is_terminal() {
+        let secs = stats.elapsed.as_secs_f64();
+        eprintln!(
+            "sluice: {} in, {} out, {:.3} s, {:.0} messages/s",
+            stats.messages_in,
+            stats.messages_out,
+            secs,
+            if secs > 0.0 { stats.messages_in as f64 / secs } else { 0.0 }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,154 @@
+//! `sluice test`: run the `tests` a config carries.
+//!
+//! For each test, as Substation does: the test's own transforms get one ctrl message (so
+//! `test_message` transforms emit their messages in order, then the ctrl); a fresh instance
+//! of the config's pipeline gets all of that in one batch (so batches flush at the ctrl);
+//! the condition must hold for every data message that comes out. Unlike Substation, a
+//! failing or erroring test makes the exit status non-zero, so CI can rely on it.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use sluice_engine::{Message, Registry};
+
+use crate::files::{config_files, parse_ext_str};
+
+/// Arguments of `sluice test`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only the files directly in the named directories, not their subdirectories.
+    #[arg(long)]
+    shallow: bool,
+    /// Accepted for Substation compatibility; directories are walked recursively anyway.
+    #[arg(short = 'R', long, hide = true)]
+    recursive: bool,
+    /// A Jsonnet external string, KEY=VALUE (repeatable).
+    #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
+    ext_str: Vec<(String, String)>,
+    /// Print every test's name and result, not only failures.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Files or directories (default: the current directory).
+    #[arg(default_value = ".")]
+    paths: Vec<PathBuf>,
+}
+
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    errored_files: usize,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let _ = args.recursive;
+    let registry = sluice_transforms::registry();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let files = config_files(&args.paths, args.shallow)?;
+    let mut tally = Tally::default();
+    for file in &files {
+        let start = Instant::now();
+        match test_file(&registry, &runtime, file, &args, &mut tally) {
+            Ok(FileResult::NoTransforms) => {}
+            Ok(FileResult::NoTests) => println!("?\t{}\t[no tests]", file.display()),
+            Ok(FileResult::Ran { failures }) => {
+                let secs = start.elapsed().as_secs_f64();
+                if failures == 0 {
+                    println!("ok\t{}\t{secs:.3}s", file.display());
+                } else {
+                    println!("FAIL\t{}\t{secs:.3}s", file.display());
+                }
+            }
+            Err(e) => {
+                tally.errored_files += 1;
+                eprintln!("{}: {e:#}", file.display());
+                println!("?\t{}\t[error]", file.display());
+            }
+        }
+    }
+    let failed = tally.failed + tally.errored_files;
+    println!("{} passed, {} failed", tally.passed, failed);
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+enum FileResult {
+    NoTransforms,
+    NoTests,
+    Ran { failures: usize },
+}
+
+fn test_file(registry: &Registry, rt: &tokio::runtime::Runtime, file: &Path, args: &Args, tally: &mut Tally) -> anyhow::Result<FileResult> {
+    let cfg = sluice_config::load(file, &args.ext_str)?;
+    if !cfg.has_transforms() {
+        return Ok(FileResult::NoTransforms);
+    }
+    let tests = cfg.tests()?;
+    if tests.is_empty() {
+        // Still prove the pipeline builds.
+        super::build_pipeline(registry, file, cfg.transforms())?;
+        return Ok(FileResult::NoTests);
+    }
+    let mut failures = 0;
+    for (i, t) in tests.iter().enumerate() {
+        match run_case(registry, rt, file, cfg.transforms(), i, t) {
+            Ok(Outcome::Pass { outputs }) => {
+                tally.passed += 1;
+                if args.verbose {
+                    println!("--- PASS: {} ({outputs} outputs)", t.name);
+                }
+            }
+            Ok(Outcome::Fail { message, condition }) => {
+                tally.failed += 1;
+                failures += 1;
+                println!("--- FAIL: {}", t.name);
+                println!("    message:   {message}");
+                println!("    condition: {condition}");
+            }
+            Err(e) => {
+                tally.failed += 1;
+                failures += 1;
+                println!("--- FAIL: {}", t.name);
+                println!("    error: {e:#}");
+            }
+        }
+    }
+    Ok(FileResult::Ran { failures })
+}
+
+enum Outcome {
+    Pass { outputs: usize },
+    Fail { message: String, condition: String },
+}
+
+fn run_case(
+    registry: &Registry,
+    rt: &tokio::runtime::Runtime,
+    file: &Path,
+    transforms: &serde_json::Value,
+    i: usize,
+    t: &sluice_config::TestCase,
+) -> anyhow::Result<Outcome> {
+    let condition = super::build_condition(registry, file, &t.condition, &format!("tests[{i}].condition"))?;
+    let setup = registry
+        .build_pipeline(&t.transforms, &format!("tests[{i}].transforms"))
+        .with_context(|| format!("{}", file.display()))?;
+    crate::output::warnings(file, &setup.warnings);
+    let seeds = rt.block_on(setup.value.apply(vec![Message::ctrl()])).context("running the test's transforms")?;
+    // A fresh pipeline per test: no state is shared between tests.
+    let pipeline = super::build_pipeline(registry, file, transforms)?;
+    let out = rt.block_on(pipeline.apply(seeds)).context("running the config's transforms")?;
+    let mut outputs = 0;
+    for m in out.iter().filter(|m| !m.is_ctrl()) {
+        outputs += 1;
+        if !condition.test(m).context("evaluating the condition")? {
+            return Ok(Outcome::Fail {
+                message: String::from_utf8_lossy(m.data()).into_owned(),
+                condition: serde_json::to_string(&t.condition).unwrap_or_default(),
+            });
+        }
+    }
+    Ok(Outcome::Pass { outputs })
+}

@@ -1,0 +1,243 @@
+//! The local input adapter: reads stdin or files, one message per line.
+//!
+//! Reading happens on its own thread and hands the pipeline bounded batches of messages
+//! through a bounded channel, so memory stays flat however long the input is. Lines are
+//! cut out of large read buffers without copying (each message's data shares the buffer).
+//! A gzip stream is detected by its magic bytes and decompressed; a truncated one is an
+//! error naming the file. A line longer than the limit is an error naming the file and line.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::PathBuf;
+
+use bytes::{Bytes, BytesMut};
+use flate2::read::MultiGzDecoder;
+use sluice_engine::Message;
+use tokio::sync::mpsc;
+
+/// Where lines come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Standard input.
+    Stdin,
+    /// A file.
+    File(PathBuf),
+}
+
+impl Source {
+    fn name(&self) -> String {
+        match self {
+            Source::Stdin => "<stdin>".to_string(),
+            Source::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// How input is cut into batches.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// Messages per batch handed to the pipeline.
+    pub batch_messages: usize,
+    /// Longest line accepted, in bytes.
+    pub max_line_bytes: usize,
+}
+
+/// An input problem, with where it happened.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The file could not be opened or read.
+    #[error("{source_name}: {error}")]
+    Io {
+        /// The file.
+        source_name: String,
+        /// What failed.
+        error: io::Error,
+    },
+    /// A line is longer than the limit.
+    #[error("{source_name}:{line}: line is longer than {limit} bytes (raise --max-line-bytes)")]
+    LineTooLong {
+        /// The file.
+        source_name: String,
+        /// The line number.
+        line: u64,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+const CHUNK: usize = 256 * 1024;
+
+/// Reads every source in order and sends batches of messages until done or the receiver
+/// goes away. Runs on a blocking thread.
+pub fn read_all(sources: &[Source], opts: ReadOptions, tx: &mpsc::Sender<Vec<Message>>) -> Result<(), InputError> {
+    for src in sources {
+        let name = src.name();
+        let io_err = |error: io::Error| InputError::Io {
+            source_name: name.clone(),
+            error,
+        };
+        let raw: Box<dyn Read> = match src {
+            Source::Stdin => Box::new(io::stdin().lock()),
+            Source::File(p) => Box::new(File::open(p).map_err(io_err)?),
+        };
+        let mut reader = BufReader::with_capacity(64 * 1024, raw);
+        let gz = {
+            use std::io::BufRead;
+            let head = reader.fill_buf().map_err(io_err)?;
+            head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b
+        };
+        let stream: Box<dyn Read> = if gz { Box::new(MultiGzDecoder::new(reader)) } else { Box::new(reader) };
+        if !split_lines(stream, &name, opts, tx)? {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Splits a stream into line messages; `false` when the receiver went away.
+fn split_lines(mut r: impl Read, name: &str, opts: ReadOptions, tx: &mpsc::Sender<Vec<Message>>) -> Result<bool, InputError> {
+    let mut buf = BytesMut::with_capacity(CHUNK);
+    let mut batch = Vec::with_capacity(opts.batch_messages);
+    let mut line_no: u64 = 0;
+    let mut scanned = 0usize;
+    loop {
+        // Cut every complete line out of the buffer.
+        while let Some(pos) = memchr::memchr(b'\n', &buf[scanned..]) {
+            let end = scanned + pos;
+            let mut line = buf.split_to(end + 1).freeze();
+            scanned = 0;
+            line_no += 1;
+            line.truncate(line.len() - 1);
+            if line.last() == Some(&b'\r') {
+                line.truncate(line.len() - 1);
+            }
+            if line.len() > opts.max_line_bytes {
+                return Err(InputError::LineTooLong {
+                    source_name: name.to_string(),
+                    line: line_no,
+                    limit: opts.max_line_bytes,
+                });
+            }
+            batch.push(Message::new(line));
+            if batch.len() >= opts.batch_messages && !send(tx, &mut batch, opts) {
+                return Ok(false);
+            }
+        }
+        scanned = buf.len();
+        if buf.len() > opts.max_line_bytes {
+            return Err(InputError::LineTooLong {
+                source_name: name.to_string(),
+                line: line_no + 1,
+                limit: opts.max_line_bytes,
+            });
+        }
+        if buf.capacity() - buf.len() < CHUNK / 4 {
+            buf.reserve(CHUNK);
+        }
+        let spare = buf.capacity() - buf.len();
+        let start = buf.len();
+        // Safety net against a zero-sized read window: reserve guarantees room above.
+        buf.resize(start + spare, 0);
+        let n = match r.read(&mut buf[start..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+            Err(error) => {
+                return Err(InputError::Io {
+                    source_name: name.to_string(),
+                    error: annotate(error),
+                });
+            }
+        };
+        buf.truncate(start + n);
+        if n == 0 {
+            break;
+        }
+    }
+    if !buf.is_empty() {
+        let line: Bytes = buf.split().freeze();
+        let line = if line.last() == Some(&b'\r') { line.slice(..line.len() - 1) } else { line };
+        batch.push(Message::new(line));
+    }
+    if !batch.is_empty() {
+        return Ok(send(tx, &mut batch, opts));
+    }
+    Ok(true)
+}
+
+fn annotate(e: io::Error) -> io::Error {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        io::Error::new(e.kind(), "truncated gzip stream (unexpected end of file)")
+    } else {
+        e
+    }
+}
+
+fn send(tx: &mpsc::Sender<Vec<Message>>, batch: &mut Vec<Message>, opts: ReadOptions) -> bool {
+    let full = std::mem::replace(batch, Vec::with_capacity(opts.batch_messages));
+    tx.blocking_send(full).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
+        let (tx, mut rx) = mpsc::channel(1024);
+        split_lines(data, "test", opts, &tx)?;
+        drop(tx);
+        let mut out = Vec::new();
+        while let Ok(b) = rx.try_recv() {
+            out.extend(b.into_iter().map(|m| String::from_utf8_lossy(m.data()).into_owned()));
+        }
+        Ok(out)
+    }
+
+    const OPTS: ReadOptions = ReadOptions {
+        batch_messages: 2,
+        max_line_bytes: 16,
+    };
+
+    #[test]
+    fn lines_table() {
+        let cases: &[(&[u8], &[&str])] = &[
+            (b"a\nb\nc\n", &["a", "b", "c"]),
+            (b"a\nb", &["a", "b"]),
+            (b"a\r\nb\r\n", &["a", "b"]),
+            (b"\n\n", &["", ""]),
+            (b"", &[]),
+            (b"\xff\xfe\n", &["\u{fffd}\u{fffd}"]),
+        ];
+        for (input, want) in cases {
+            assert_eq!(collect(input, OPTS).unwrap(), *want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn long_lines_are_errors_with_their_line_number() {
+        let e = collect(b"ok\n0123456789abcdefXYZ\n", OPTS).unwrap_err();
+        assert_eq!(e.to_string(), "test:2: line is longer than 16 bytes (raise --max-line-bytes)");
+        let e = collect(b"0123456789abcdefXYZ", OPTS).unwrap_err();
+        assert!(e.to_string().starts_with("test:1:"), "{e}");
+    }
+
+    #[test]
+    fn gzip_files_are_detected_and_truncation_reported() {
+        let dir = std::env::temp_dir().join(format!("sluice-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        enc.write_all(b"x\ny\n").unwrap();
+        let gz = enc.finish().unwrap();
+        let good = dir.join("good.gz");
+        std::fs::write(&good, &gz).unwrap();
+        let bad = dir.join("bad.gz");
+        std::fs::write(&bad, &gz[..gz.len() - 6]).unwrap();
+        let (tx, mut rx) = mpsc::channel(16);
+        read_all(&[Source::File(good)], OPTS, &tx).unwrap();
+        let b = rx.try_recv().unwrap();
+        assert_eq!(b.iter().map(|m| &m.data()[..]).collect::<Vec<_>>(), vec![b"x", b"y"]);
+        let e = read_all(&[Source::File(bad.clone())], OPTS, &tx).unwrap_err();
+        assert!(e.to_string().contains("bad.gz"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
