@@ -1,13 +1,28 @@
 //! The path language: GJSON for reads, SJSON for writes and deletes.
 //!
 //! No crate implements GJSON/SJSON semantics faithfully in Rust, and Substation configs
-//! depend on them (`a.b`, `arr.0`, `arr.#`, `arr.-1` appends, `\.` escapes, `@this`,
-//! modifiers), so the language is written here. Paths are compiled once, when a transform
-//! is built, and then applied to parsed JSON ([`serde_json::Value`] with key order kept).
+//! depend on them, so the language is written here. Paths are compiled once, when a
+//! transform is built (`parse.rs`), and then applied to parsed JSON ([`serde_json::Value`]
+//! with key order kept).
+//!
+//! Reads (`get.rs`): dot paths, `\` escapes, `*`/`?` wildcards, indexes, `#` (length, or a
+//! map over the elements when followed by `.`), queries `#(...)` / `#(...)#` (`query.rs`),
+//! `|` pipes, multipaths `[a,b]` / `{a,"k":b}`, literals `!json`, and modifiers
+//! (`modifiers.rs`). Plain key/index paths borrow from the document and do not allocate.
+//!
+//! Writes and deletes (`set.rs`): dot paths with `\` escapes, indexes, `-1` (append / last
+//! element), `:` to force an object key. Wildcards, `#`, pipes, modifiers, multipaths and
+//! literals cannot be written to: `set` and `delete` report [`PathError::Invalid`].
 
 use std::borrow::Cow;
 
 use serde_json::Value;
+
+mod get;
+mod modifiers;
+mod parse;
+mod query;
+mod set;
 
 /// A path could not be compiled or applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,32 +45,41 @@ pub enum PathError {
     },
 }
 
-/// One step of a simple path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// An object key, or an array index when the text is a number.
-    Key(String),
-    /// `#`: the length of an array (reads).
-    Count,
-}
-
 /// A compiled path.
 #[derive(Debug, Clone)]
 pub struct Path {
     text: String,
     this: bool,
-    steps: Vec<Step>,
+    /// The components for reads.
+    comps: Vec<parse::Comp>,
+    /// Plain keys and indexes only: reads walk borrowed values without allocating.
+    simple: bool,
+    /// The steps for writes and deletes, or why the path cannot be written to.
+    write: Result<Vec<parse::WStep>, String>,
 }
 
 impl Path {
     /// Compiles a path. The empty path and `@this` address the whole document.
     pub fn parse(text: &str) -> Result<Path, PathError> {
         let this = text.is_empty() || text == "@this";
-        let steps = if this { Vec::new() } else { split(text)? };
+        let comps = parse::parse_read(text).map_err(|reason| PathError::Invalid {
+            path: text.to_string(),
+            reason,
+        })?;
+        let simple = comps
+            .iter()
+            .all(|c| !c.pipe && matches!(c.kind, parse::Kind::Key { .. }));
+        let write = if this {
+            Ok(Vec::new())
+        } else {
+            parse::parse_write(text)
+        };
         Ok(Path {
             text: text.to_string(),
             this,
-            steps,
+            comps,
+            simple,
+            write,
         })
     }
 
@@ -74,25 +98,17 @@ impl Path {
         if self.this {
             return Some(Cow::Borrowed(doc));
         }
-        let mut cur = doc;
-        for step in &self.steps {
-            match step {
-                Step::Count => {
-                    return match cur {
-                        Value::Array(a) => Some(Cow::Owned(Value::from(a.len()))),
-                        _ => None,
-                    };
-                }
-                Step::Key(k) => {
-                    cur = match cur {
-                        Value::Object(m) => m.get(k.as_str())?,
-                        Value::Array(a) => a.get(k.parse::<usize>().ok()?)?,
-                        _ => return None,
-                    };
-                }
+        if self.simple {
+            let mut cur = doc;
+            for c in &self.comps {
+                let parse::Kind::Key { name, index } = &c.kind else {
+                    unreachable!("simple paths hold keys only")
+                };
+                cur = get::key_child(cur, name, *index)?;
             }
+            return Some(Cow::Borrowed(cur));
         }
-        Some(Cow::Borrowed(cur))
+        get::eval(&self.comps, Cow::Borrowed(doc))
     }
 
     /// Writes `v` at the path (SJSON semantics), creating intermediate objects.
@@ -101,44 +117,11 @@ impl Path {
             *doc = v;
             return Ok(());
         }
-        let mut cur = doc;
-        let last = self.steps.len() - 1;
-        for (i, step) in self.steps.iter().enumerate() {
-            let Step::Key(k) = step else {
-                return Err(self.cannot_set("'#' cannot be written"));
-            };
-            if cur.is_null() {
-                *cur = Value::Object(Default::default());
-            }
-            cur = match cur {
-                Value::Object(m) => {
-                    if i == last {
-                        m.insert(k.clone(), v);
-                        return Ok(());
-                    }
-                    m.entry(k.clone()).or_insert(Value::Null)
-                }
-                Value::Array(a) => {
-                    let idx = if k == "-1" {
-                        a.push(Value::Null);
-                        a.len() - 1
-                    } else {
-                        k.parse::<usize>()
-                            .map_err(|_| self.cannot_set("key on an array"))?
-                    };
-                    while a.len() <= idx {
-                        a.push(Value::Null);
-                    }
-                    if i == last {
-                        a[idx] = v;
-                        return Ok(());
-                    }
-                    &mut a[idx]
-                }
-                _ => return Err(self.cannot_set("a parent is not an object or array")),
-            };
-        }
-        unreachable!("the last step returns")
+        let steps = self.write_steps()?;
+        set::set(steps, doc, v).map_err(|reason| PathError::CannotSet {
+            path: self.text.clone(),
+            reason,
+        })
     }
 
     /// Deletes the value at the path; `false` when nothing was there.
@@ -147,112 +130,16 @@ impl Path {
             *doc = Value::Null;
             return Ok(true);
         }
-        let (last, parents) = self.steps.split_last().expect("not empty");
-        let mut cur = doc;
-        for step in parents {
-            let Step::Key(k) = step else { return Ok(false) };
-            cur = match cur {
-                Value::Object(m) => match m.get_mut(k.as_str()) {
-                    Some(v) => v,
-                    None => return Ok(false),
-                },
-                Value::Array(a) => match k.parse::<usize>().ok().and_then(|i| a.get_mut(i)) {
-                    Some(v) => v,
-                    None => return Ok(false),
-                },
-                _ => return Ok(false),
-            };
-        }
-        let Step::Key(k) = last else { return Ok(false) };
-        Ok(match cur {
-            Value::Object(m) => m.shift_remove(k.as_str()).is_some(),
-            Value::Array(a) => match k.parse::<usize>() {
-                Ok(i) if i < a.len() => {
-                    a.remove(i);
-                    true
-                }
-                _ => false,
-            },
-            _ => false,
+        Ok(set::delete(self.write_steps()?, doc))
+    }
+
+    fn write_steps(&self) -> Result<&[parse::WStep], PathError> {
+        self.write.as_deref().map_err(|reason| PathError::Invalid {
+            path: self.text.clone(),
+            reason: reason.clone(),
         })
     }
-
-    fn cannot_set(&self, reason: &str) -> PathError {
-        PathError::CannotSet {
-            path: self.text.clone(),
-            reason: reason.to_string(),
-        }
-    }
-}
-
-fn split(text: &str) -> Result<Vec<Step>, PathError> {
-    let mut steps = Vec::new();
-    let mut cur = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some(n) => cur.push(n),
-                None => {
-                    return Err(PathError::Invalid {
-                        path: text.into(),
-                        reason: "ends with a lone '\\'".into(),
-                    });
-                }
-            },
-            '.' => steps.push(step(std::mem::take(&mut cur))),
-            c => cur.push(c),
-        }
-    }
-    steps.push(step(cur));
-    Ok(steps)
-}
-
-fn step(s: String) -> Step {
-    if s == "#" { Step::Count } else { Step::Key(s) }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn get_table() {
-        let doc = json!({"a":{"b":[1,2,{"c":"d"}]},"x.y":5});
-        let cases: &[(&str, Option<Value>)] = &[
-            ("a.b.0", Some(json!(1))),
-            ("a.b.2.c", Some(json!("d"))),
-            ("a.b.#", Some(json!(3))),
-            ("x\\.y", Some(json!(5))),
-            ("a.z", None),
-            ("@this", Some(doc.clone())),
-        ];
-        for (p, want) in cases {
-            let got = Path::parse(p).unwrap().get(&doc).map(|c| c.into_owned());
-            assert_eq!(&got, want, "path {p}");
-        }
-    }
-
-    #[test]
-    fn set_table() {
-        let cases: &[(Value, &str, Value, Value)] = &[
-            (json!({}), "a.b", json!(1), json!({"a":{"b":1}})),
-            (json!({"a":[1]}), "a.-1", json!(2), json!({"a":[1,2]})),
-            (json!({"a":[1]}), "a.0", json!(9), json!({"a":[9]})),
-        ];
-        for (doc, p, v, want) in cases {
-            let mut d = doc.clone();
-            Path::parse(p).unwrap().set(&mut d, v.clone()).unwrap();
-            assert_eq!(&d, want, "path {p}");
-        }
-    }
-
-    #[test]
-    fn delete_table() {
-        let mut d = json!({"a":{"b":1,"c":2}});
-        assert!(Path::parse("a.b").unwrap().delete(&mut d).unwrap());
-        assert!(!Path::parse("a.z").unwrap().delete(&mut d).unwrap());
-        assert_eq!(d, json!({"a":{"c":2}}));
-    }
-}
+mod tests;

@@ -1,0 +1,131 @@
+//! Evaluating a compiled read path (GJSON semantics).
+//!
+//! `#` followed by `.` and `#(...)#` followed by `.` map the rest of the path over the array
+//! elements, up to the next `|`, keeping the results that exist; a `|` applies what follows
+//! to the whole previous result. Nested maps give nested arrays (`a.#.b.#.c` is an array of
+//! arrays), as GJSON does.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use super::parse::{Comp, Kind, Multi};
+
+/// Evaluates `comps` on `cur`; `None` when the result does not exist.
+pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Value>> {
+    let mut cur = cur;
+    let mut i = 0;
+    while i < comps.len() {
+        match &comps[i].kind {
+            Kind::Key { name, index } => {
+                cur = child(cur, |v| key_child(v, name, *index))?;
+            }
+            Kind::Wild(p) => {
+                cur = child(cur, |v| match v {
+                    Value::Object(m) => m.iter().find(|(k, _)| p.matches(k)).map(|(_, x)| x),
+                    _ => None,
+                })?;
+            }
+            Kind::Count => {
+                let Value::Array(a) = cur.as_ref() else {
+                    return None;
+                };
+                let end = scope_end(comps, i + 1);
+                if end > i + 1 {
+                    let out = map(a.iter(), &comps[i + 1..end]);
+                    cur = Cow::Owned(Value::Array(out));
+                    i = end;
+                    continue;
+                }
+                cur = Cow::Owned(Value::from(a.len()));
+            }
+            Kind::Query { query, all: false } => {
+                cur = child(cur, |v| match v {
+                    Value::Array(a) => a.iter().find(|e| query.matches(e)),
+                    _ => None,
+                })?;
+            }
+            Kind::Query { query, all: true } => {
+                let Value::Array(a) = cur.as_ref() else {
+                    return None;
+                };
+                let hits = a.iter().filter(|e| query.matches(e));
+                let end = scope_end(comps, i + 1);
+                let out = if end > i + 1 {
+                    map(hits, &comps[i + 1..end])
+                } else {
+                    hits.cloned().collect()
+                };
+                cur = Cow::Owned(Value::Array(out));
+                i = end;
+                continue;
+            }
+            Kind::Modifier(m) => {
+                if !m.is_identity() {
+                    cur = Cow::Owned(m.apply(cur)?);
+                }
+            }
+            Kind::Multi(multi) => cur = Cow::Owned(eval_multi(multi, cur.as_ref())),
+            Kind::Literal(v) => cur = Cow::Owned(Value::clone(v)),
+        }
+        i += 1;
+    }
+    Some(cur)
+}
+
+/// The value under a key of an object, or an index of an array.
+#[inline]
+pub(crate) fn key_child<'v>(v: &'v Value, name: &str, index: Option<usize>) -> Option<&'v Value> {
+    match v {
+        Value::Object(m) => m.get(name),
+        Value::Array(a) => a.get(index?),
+        _ => None,
+    }
+}
+
+/// Steps into a child, borrowing when the parent is borrowed.
+fn child<'a>(
+    cur: Cow<'a, Value>,
+    f: impl for<'v> Fn(&'v Value) -> Option<&'v Value>,
+) -> Option<Cow<'a, Value>> {
+    match cur {
+        Cow::Borrowed(v) => f(v).map(Cow::Borrowed),
+        Cow::Owned(v) => f(&v).cloned().map(Cow::Owned),
+    }
+}
+
+/// The end of the map scope starting at `start`: the next component after a `|`.
+fn scope_end(comps: &[Comp], start: usize) -> usize {
+    comps[start..]
+        .iter()
+        .position(|c| c.pipe)
+        .map_or(comps.len(), |p| start + p)
+}
+
+/// Evaluates `scope` on every element, keeping the results that exist.
+fn map<'v>(elems: impl Iterator<Item = &'v Value>, scope: &[Comp]) -> Vec<Value> {
+    elems
+        .filter_map(|e| eval(scope, Cow::Borrowed(e)).map(Cow::into_owned))
+        .collect()
+}
+
+/// Builds the array or object of a multipath; members that do not exist are left out.
+fn eval_multi(multi: &Multi, cur: &Value) -> Value {
+    if multi.object {
+        let mut out = Map::new();
+        for m in &multi.members {
+            if let Some(v) = eval(&m.comps, Cow::Borrowed(cur)) {
+                out.insert(m.key.to_string(), v.into_owned());
+            }
+        }
+        Value::Object(out)
+    } else {
+        Value::Array(
+            multi
+                .members
+                .iter()
+                .filter_map(|m| eval(&m.comps, Cow::Borrowed(cur)).map(Cow::into_owned))
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,228 @@
+//! Modifiers: `@name` or `@name:arg` path components that transform the current value.
+//!
+//! Values here are parsed JSON, so the text-only modifiers (`@ugly`, `@pretty`, `@valid`)
+//! leave the value as it is (`@pretty:{"sortKeys":true}` sorts object keys). `@dedupe` is
+//! Substation's: it drops array elements whose compact JSON text was seen before.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::parse::ParseResult;
+
+/// A compiled modifier.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Modifier {
+    This,
+    Reverse,
+    Ugly,
+    Pretty { sort_keys: bool },
+    Valid,
+    Flatten { deep: bool },
+    Join,
+    Keys,
+    Values,
+    ToStr,
+    FromStr,
+    Group,
+    Dig(String),
+    Dedupe,
+}
+
+/// Reads a boolean option from a JSON object argument.
+fn opt_bool(arg: Option<&str>, key: &str) -> ParseResult<bool> {
+    let Some(arg) = arg else { return Ok(false) };
+    let v: Value =
+        serde_json::from_str(arg).map_err(|e| format!("modifier argument {arg}: {e}"))?;
+    Ok(v.get(key).and_then(Value::as_bool).unwrap_or(false))
+}
+
+/// The modifier names sluice knows. As in GJSON, `@name` with any other name is a plain
+/// key (so `@timestamp` reads the key `@timestamp`).
+pub const NAMES: &[&str] = &[
+    "this", "reverse", "ugly", "pretty", "valid", "flatten", "join", "keys", "values", "tostr",
+    "fromstr", "group", "dig", "dedupe",
+];
+
+impl Modifier {
+    /// Compiles `@name` with its optional argument text.
+    pub fn parse(name: &str, arg: Option<&str>) -> ParseResult<Modifier> {
+        Ok(match name {
+            "this" => Modifier::This,
+            "reverse" => Modifier::Reverse,
+            "ugly" => Modifier::Ugly,
+            "pretty" => Modifier::Pretty {
+                sort_keys: opt_bool(arg, "sortKeys")?,
+            },
+            "valid" => Modifier::Valid,
+            "flatten" => Modifier::Flatten {
+                deep: opt_bool(arg, "deep")?,
+            },
+            // `preserve` keeps duplicate keys in GJSON's text output; a parsed object
+            // cannot hold duplicates, so both forms give the same value.
+            "join" => {
+                opt_bool(arg, "preserve")?;
+                Modifier::Join
+            }
+            "keys" => Modifier::Keys,
+            "values" => Modifier::Values,
+            "tostr" => Modifier::ToStr,
+            "fromstr" => Modifier::FromStr,
+            "group" => Modifier::Group,
+            "dig" => match arg {
+                Some(a) if !a.is_empty() => {
+                    let key = match serde_json::from_str::<Value>(a) {
+                        Ok(Value::String(s)) => s,
+                        _ => super::parse::unescape(a),
+                    };
+                    Modifier::Dig(key)
+                }
+                _ => return Err("@dig needs a key: @dig:name".into()),
+            },
+            "dedupe" => Modifier::Dedupe,
+            other => return Err(format!("unknown modifier @{other}")),
+        })
+    }
+
+    /// Whether the modifier returns its input unchanged.
+    pub fn is_identity(&self) -> bool {
+        matches!(
+            self,
+            Modifier::This
+                | Modifier::Ugly
+                | Modifier::Valid
+                | Modifier::Pretty { sort_keys: false }
+        )
+    }
+
+    /// Applies the modifier; `None` when the result does not exist.
+    pub fn apply(&self, v: Cow<'_, Value>) -> Option<Value> {
+        Some(match self {
+            Modifier::This | Modifier::Ugly | Modifier::Valid => v.into_owned(),
+            Modifier::Pretty { sort_keys } => {
+                let mut v = v.into_owned();
+                if *sort_keys {
+                    sort_keys_deep(&mut v);
+                }
+                v
+            }
+            Modifier::Reverse => match v.into_owned() {
+                Value::Array(mut a) => {
+                    a.reverse();
+                    Value::Array(a)
+                }
+                Value::Object(m) => Value::Object(m.into_iter().rev().collect()),
+                other => other,
+            },
+            Modifier::Flatten { deep } => match v.into_owned() {
+                Value::Array(a) => {
+                    let mut out = Vec::with_capacity(a.len());
+                    flatten_into(a, *deep, &mut out);
+                    Value::Array(out)
+                }
+                other => other,
+            },
+            Modifier::Join => {
+                let Value::Array(a) = v.as_ref() else {
+                    return None;
+                };
+                let mut out = Map::new();
+                for e in a {
+                    if let Value::Object(m) = e {
+                        for (k, x) in m {
+                            out.insert(k.clone(), x.clone());
+                        }
+                    }
+                }
+                Value::Object(out)
+            }
+            Modifier::Keys => match v.as_ref() {
+                Value::Object(m) => {
+                    Value::Array(m.keys().map(|k| Value::from(k.as_str())).collect())
+                }
+                _ => Value::Array(Vec::new()),
+            },
+            Modifier::Values => match v.into_owned() {
+                Value::Object(m) => Value::Array(m.into_iter().map(|(_, x)| x).collect()),
+                a @ Value::Array(_) => a,
+                _ => Value::Array(Vec::new()),
+            },
+            Modifier::ToStr => Value::String(v.to_string()),
+            Modifier::FromStr => match v.into_owned() {
+                Value::String(s) => serde_json::from_str(&s).ok()?,
+                other => other,
+            },
+            Modifier::Group => {
+                let Value::Object(m) = v.as_ref() else {
+                    return None;
+                };
+                let mut rows: Vec<Map<String, Value>> = Vec::new();
+                for (k, x) in m {
+                    if let Value::Array(a) = x {
+                        for (i, e) in a.iter().enumerate() {
+                            if rows.len() <= i {
+                                rows.resize_with(i + 1, Map::new);
+                            }
+                            rows[i].insert(k.clone(), e.clone());
+                        }
+                    }
+                }
+                Value::Array(rows.into_iter().map(Value::Object).collect())
+            }
+            Modifier::Dig(key) => {
+                let mut out = Vec::new();
+                dig(v.as_ref(), key, &mut out);
+                Value::Array(out)
+            }
+            Modifier::Dedupe => match v.into_owned() {
+                Value::Array(a) => {
+                    let mut seen = HashSet::with_capacity(a.len());
+                    Value::Array(
+                        a.into_iter()
+                            .filter(|e| seen.insert(e.to_string()))
+                            .collect(),
+                    )
+                }
+                other => other,
+            },
+        })
+    }
+}
+
+fn flatten_into(a: Vec<Value>, deep: bool, out: &mut Vec<Value>) {
+    for e in a {
+        match e {
+            Value::Array(inner) if deep => flatten_into(inner, true, out),
+            Value::Array(inner) => out.extend(inner),
+            other => out.push(other),
+        }
+    }
+}
+
+fn sort_keys_deep(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.sort_keys();
+            m.values_mut().for_each(sort_keys_deep);
+        }
+        Value::Array(a) => a.iter_mut().for_each(sort_keys_deep),
+        _ => {}
+    }
+}
+
+/// Every value under `key`, at any depth, in document order (parents before children).
+fn dig(v: &Value, key: &str, out: &mut Vec<Value>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if k == key {
+                    out.push(x.clone());
+                }
+                dig(x, key, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| dig(x, key, out)),
+        _ => {}
+    }
+}

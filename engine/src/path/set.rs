@@ -1,0 +1,109 @@
+//! Writing and deleting (SJSON semantics).
+//!
+//! Missing parents are created: an array when the next key is an index (`a.2` pads with
+//! nulls, `a.-1` appends), otherwise an object. A numeric key on an existing object is an
+//! object key; `:` forces an object key (`a.:1`). A null parent is replaced like a missing
+//! one; a parent that is a string, number or boolean cannot be written into.
+
+use serde_json::{Map, Value};
+
+use super::parse::WStep;
+
+/// Why a write failed (the caller adds the path).
+pub(crate) type WriteResult<T> = Result<T, String>;
+
+/// Sets `v` at `steps` (not empty) in `doc`.
+pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()> {
+    let (last, parents) = steps.split_last().expect("a write path has a step");
+    let mut cur = doc;
+    for (i, step) in parents.iter().enumerate() {
+        cur = slot(cur, step, i)?;
+    }
+    *slot(cur, last, parents.len())? = v;
+    Ok(())
+}
+
+/// The slot for `step` under `cur`, created (as null) when missing.
+fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v mut Value> {
+    if cur.is_null() {
+        *cur = if step.index.is_some() || step.append {
+            Value::Array(Vec::new())
+        } else {
+            Value::Object(Map::new())
+        };
+    }
+    match cur {
+        Value::Object(m) => Ok(if m.contains_key(&*step.name) {
+            m.get_mut(&*step.name).expect("key just found")
+        } else {
+            m.entry(step.name.to_string()).or_insert(Value::Null)
+        }),
+        Value::Array(a) => {
+            let idx = if step.append {
+                a.len()
+            } else {
+                step.index.ok_or_else(|| {
+                    format!(
+                        "key {:?} (step {}) is not an index, and the parent is an array",
+                        step.name,
+                        depth + 1
+                    )
+                })?
+            };
+            if a.len() <= idx {
+                a.resize(idx + 1, Value::Null);
+            }
+            Ok(&mut a[idx])
+        }
+        other => Err(format!(
+            "the parent of {:?} (step {}) is {}, not an object or array",
+            step.name,
+            depth + 1,
+            kind(other)
+        )),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Deletes the value at `steps` (not empty); `false` when nothing was there.
+pub(crate) fn delete(steps: &[WStep], doc: &mut Value) -> bool {
+    let (last, parents) = steps.split_last().expect("a write path has a step");
+    let mut cur = doc;
+    for step in parents {
+        let next = match cur {
+            Value::Object(m) => m.get_mut(&*step.name),
+            Value::Array(a) => match (step.index, step.append) {
+                (Some(i), _) => a.get_mut(i),
+                (None, true) => a.last_mut(),
+                _ => None,
+            },
+            _ => None,
+        };
+        match next {
+            Some(n) => cur = n,
+            None => return false,
+        }
+    }
+    match cur {
+        Value::Object(m) => m.shift_remove(&*last.name).is_some(),
+        Value::Array(a) => match (last.index, last.append) {
+            (Some(i), _) if i < a.len() => {
+                a.remove(i);
+                true
+            }
+            (None, true) => a.pop().is_some(),
+            _ => false,
+        },
+        _ => false,
+    }
+}
