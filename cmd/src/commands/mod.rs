@@ -11,6 +11,16 @@ use std::sync::Arc;
 use anyhow::Context;
 use sluice_engine::{Condition, Pipeline, Registry};
 
+/// Compiles a config file; `None` when it has no `transforms` (a library or data file,
+/// which `test` and `vet` skip as Substation does).
+pub fn load_optional(file: &Path, ext: &[(String, String)]) -> anyhow::Result<Option<sluice_config::LoadedConfig>> {
+    let json = sluice_config::compile(file, ext)?;
+    if json.get("transforms").is_none() {
+        return Ok(None);
+    }
+    Ok(Some(sluice_config::LoadedConfig::new(json, file)?))
+}
+
 /// Builds the pipeline of a compiled config, printing warnings.
 pub fn build_pipeline(registry: &Registry, file: &Path, transforms: &serde_json::Value) -> anyhow::Result<Pipeline> {
     let built = registry

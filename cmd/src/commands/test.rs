@@ -81,10 +81,9 @@ enum FileResult {
 }
 
 fn test_file(registry: &Registry, rt: &tokio::runtime::Runtime, file: &Path, args: &Args, tally: &mut Tally) -> anyhow::Result<FileResult> {
-    let cfg = sluice_config::load(file, &args.ext_str)?;
-    if !cfg.has_transforms() {
+    let Some(cfg) = super::load_optional(file, &args.ext_str)? else {
         return Ok(FileResult::NoTransforms);
-    }
+    };
     let tests = cfg.tests()?;
     if tests.is_empty() {
         // Still prove the pipeline builds.
@@ -92,8 +91,8 @@ fn test_file(registry: &Registry, rt: &tokio::runtime::Runtime, file: &Path, arg
         return Ok(FileResult::NoTests);
     }
     let mut failures = 0;
-    for (i, t) in tests.iter().enumerate() {
-        match run_case(registry, rt, file, cfg.transforms(), i, t) {
+    for t in &tests {
+        match run_case(registry, rt, file, cfg.transforms(), t) {
             Ok(Outcome::Pass { outputs }) => {
                 tally.passed += 1;
                 if args.verbose {
@@ -128,12 +127,11 @@ fn run_case(
     rt: &tokio::runtime::Runtime,
     file: &Path,
     transforms: &serde_json::Value,
-    i: usize,
     t: &sluice_config::TestCase,
 ) -> anyhow::Result<Outcome> {
-    let condition = super::build_condition(registry, file, &t.condition, &format!("tests[{i}].condition"))?;
+    let condition = super::build_condition(registry, file, &t.condition, &t.condition_location())?;
     let setup = registry
-        .build_pipeline(&t.transforms, &format!("tests[{i}].transforms"))
+        .build_pipeline(&t.transforms, &t.transforms_location())
         .with_context(|| format!("{}", file.display()))?;
     crate::output::warnings(file, &setup.warnings);
     let seeds = rt.block_on(setup.value.apply(vec![Message::ctrl()])).context("running the test's transforms")?;

@@ -45,15 +45,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn vet_file(registry: &sluice_engine::Registry, file: &std::path::Path, ext: &[(String, String)]) -> anyhow::Result<bool> {
-    let cfg = sluice_config::load(file, ext)?;
-    if !cfg.has_transforms() {
+    let Some(cfg) = super::load_optional(file, ext)? else {
         return Ok(false);
-    }
+    };
     super::build_pipeline(registry, file, cfg.transforms())?;
     cfg.concurrency()?;
-    for (i, t) in cfg.tests()?.iter().enumerate() {
-        super::build_condition(registry, file, &t.condition, &format!("tests[{i}].condition"))?;
-        let built = registry.build_pipeline(&t.transforms, &format!("tests[{i}].transforms"))?;
+    for t in cfg.tests()? {
+        super::build_condition(registry, file, &t.condition, &t.condition_location())?;
+        let built = registry.build_pipeline(&t.transforms, &t.transforms_location())?;
         crate::output::warnings(file, &built.warnings);
     }
     Ok(true)
