@@ -82,10 +82,10 @@ impl AckToken {
     /// Marks the tracked message as not delivered.
     pub fn fail(&self, reason: &str) {
         let t = &self.0.tracker;
-        if !t.failed.swap(true, Ordering::AcqRel) {
-            if let Ok(mut r) = t.reason.lock() {
-                *r = Some(reason.to_string());
-            }
+        if !t.failed.swap(true, Ordering::AcqRel)
+            && let Ok(mut r) = t.reason.lock()
+        {
+            *r = Some(reason.to_string());
         }
     }
 

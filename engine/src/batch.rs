@@ -114,10 +114,10 @@ impl<T> BatchBuffer<T> {
             });
         }
         let mut ready = Vec::new();
-        if let Some(o) = self.open.get(key) {
-            if o.items.len() + 1 > self.limits.count || o.size + size > self.limits.size {
-                ready.push(self.take(key).expect("present"));
-            }
+        if let Some(o) = self.open.get(key)
+            && (o.items.len() + 1 > self.limits.count || o.size + size > self.limits.size)
+        {
+            ready.push(self.take(key).expect("present"));
         }
         if !self.open.contains_key(key) {
             self.open.insert(

@@ -168,8 +168,8 @@ impl Pipeline {
         for h in handles {
             match h.await {
                 Ok((part_out, Ok(()))) => {
-                    if first_err.is_some() {
-                        fail_messages(&part_out, first_err.as_ref().expect("set"));
+                    if let Some(e) = &first_err {
+                        fail_messages(&part_out, e);
                     } else {
                         out.extend(part_out);
                     }
@@ -218,14 +218,13 @@ impl Pipeline {
             if !carry.is_empty() {
                 carry = self.apply_stages(i, i + 1, carry).await?;
             }
-            if let Stage::Stateful(step) = stage {
-                if step.transform.deadline().is_some_and(|d| d <= now) {
-                    if let Err(e) = step.transform.expire(now, &mut carry).await {
-                        let e = e.within(&step.id);
-                        fail_messages(&carry, &e);
-                        return Err(e);
-                    }
-                }
+            if let Stage::Stateful(step) = stage
+                && step.transform.deadline().is_some_and(|d| d <= now)
+                && let Err(e) = step.transform.expire(now, &mut carry).await
+            {
+                let e = e.within(&step.id);
+                fail_messages(&carry, &e);
+                return Err(e);
             }
         }
         Ok(carry)

@@ -359,8 +359,10 @@ fn build_one(
             nearest(type_name, registry.transform_types()),
         )
     })?;
-    if let Some(preferred) = registry.deprecated.get(type_name) {
-        if let Ok(mut w) = warnings.lock() {
+    if let Some(preferred) = registry.deprecated.get(type_name)
+        && let Ok(mut w) = warnings.lock()
+    {
+        {
             w.push(ConfigWarning {
                 location: location.to_string(),
                 message: format!("type {type_name:?} is deprecated; use {preferred:?}"),

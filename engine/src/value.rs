@@ -91,10 +91,10 @@ pub fn number(f: f64) -> Value {
 /// SJSON's typing of bytes written as a value: bytes that start with `{` or `[` and are
 /// valid JSON go in as JSON; other UTF-8 becomes a string; anything else a base64 string.
 pub fn from_bytes(b: &[u8]) -> Value {
-    if matches!(b.first(), Some(b'{') | Some(b'[')) {
-        if let Ok(v) = serde_json::from_slice::<Value>(b) {
-            return v;
-        }
+    if matches!(b.first(), Some(b'{') | Some(b'['))
+        && let Ok(v) = serde_json::from_slice::<Value>(b)
+    {
+        return v;
     }
     match std::str::from_utf8(b) {
         Ok(s) => Value::String(s.to_string()),

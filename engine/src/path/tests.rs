@@ -862,8 +862,16 @@ fn at_keys_that_are_not_modifiers_are_keys() {
         assert_eq!(&got, want, "path {p}");
     }
     let mut d = json!({});
-    Path::parse("@timestamp").unwrap().set(&mut d, json!(1)).unwrap();
+    Path::parse("@timestamp")
+        .unwrap()
+        .set(&mut d, json!(1))
+        .unwrap();
     Path::parse("x.@v").unwrap().set(&mut d, json!(2)).unwrap();
     assert_eq!(d, json!({"@timestamp": 1, "x": {"@v": 2}}));
-    assert!(Path::parse("@reverse").unwrap().set(&mut d, json!(1)).is_err());
+    assert!(
+        Path::parse("@reverse")
+            .unwrap()
+            .set(&mut d, json!(1))
+            .is_err()
+    );
 }
