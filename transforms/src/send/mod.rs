@@ -1,6 +1,16 @@
-//! The `send` family.
+//! The `send` family: transforms whose side effect is delivering batches somewhere. Every
+//! send is a [`batcher::Sender`] around a [`batcher::Destination`]; data passes through.
+
+pub mod batcher;
+pub mod file;
+pub mod stdout;
 
 use sluice_engine::Registry;
 
+use crate::ctor;
+
 /// Registers the family.
-pub fn register(_r: &mut Registry) {}
+pub fn register(r: &mut Registry) {
+    r.transform("send_file", ctor!(file::SendFile));
+    r.transform("send_stdout", ctor!(stdout::SendStdout));
+}

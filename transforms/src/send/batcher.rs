@@ -1,0 +1,923 @@
+//! The machinery every `send_*` transform shares: batching, auxiliary transforms and
+//! delivery tracking. A send is a [`Sender`] around a [`Destination`], which only knows how
+//! to deliver one batch of byte items and say which of them it could not deliver.
+//!
+//! Data flow. A data message passes through the send unchanged (sending is a side effect);
+//! a copy of it (its data and its acknowledgement tokens, no metadata) goes into a per-batch-key
+//! [`BatchBuffer`] (the key is the text of the value at `object.batch_key`, `""` when it is
+//! absent). A batch closes when it is full (count or size), when it reaches its maximum age
+//! (`batch.duration`, enforced by the pipeline's timer through [`Transform::deadline`] and
+//! [`Transform::expire`]), or on a ctrl message, which closes every batch in the order they
+//! were opened before the ctrl is passed on. With `auxiliary_transforms`, a closed batch's
+//! items become fresh data messages (no metadata), followed by one ctrl, and run through that
+//! list; the data of what comes out (ctrl aside) is what is sent.
+//!
+//! Delivery tracking (where sluice differs from Substation). Substation resets every batch
+//! after a successful flush and keeps them all after a failed one, so a retry re-sends what
+//! was already delivered. Here each closed batch waits in a queue until the destination has
+//! accepted it: accepted items are dropped (their tokens resolve as delivered); undelivered
+//! ones stay queued, in order and ahead of anything newer, and the error is returned, so a
+//! `meta_retry` around the send re-sends exactly what was not delivered. A destination with
+//! per-item results (Kinesis PutRecords) reports the indexes that failed; with auxiliary
+//! transforms the item↔message mapping is lost, so such a batch succeeds or fails as a whole.
+//! [`Transform::abort`] drops everything held and marks those tokens failed.
+//!
+//! When a data message arrives while undelivered items are queued, they are retried first;
+//! if they still fail the message is refused with that error (it is not held, so a retry of
+//! the same message adds it once). A batch that closes *because* a message was accepted and
+//! then fails cannot refuse that message any more (it is already held): the failure stays
+//! queued and is retried, and reported if it persists, by the next call — the pipeline's
+//! timer asks for it at once through [`Transform::deadline`], and the ctrl that ends every
+//! input always does. So an error never leaves the send holding a copy it will send again,
+//! and no failure is swallowed.
+//!
+//! The state sits behind a std mutex that is never held across an `.await`. Deliveries of one
+//! send are serialised by an async gate, so batches reach the destination in the order they
+//! closed and the auxiliary list sees one batch at a time.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use bytes::Bytes;
+use sluice_engine::batch::{Batch, BatchBuffer, BatchLimits};
+use sluice_engine::settings::{BatchSettings, ObjectSettings};
+use sluice_engine::{
+    Build, ConfigError, Key, Kind, Message, Pipeline, Transform, TransformError, Value,
+    async_trait, value,
+};
+
+/// One closed batch, as a destination sees it.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// The batch key (`""` when no `object.batch_key` is configured or the value is absent).
+    pub key: String,
+    /// The items, in order.
+    pub items: Vec<Bytes>,
+}
+
+impl Outgoing {
+    /// The total size of the items in bytes.
+    pub fn size(&self) -> usize {
+        self.items.iter().map(|i| i.len()).sum()
+    }
+}
+
+/// Which items of a batch the destination did not accept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Undelivered {
+    /// None of them (or it cannot tell which).
+    All,
+    /// The items at these indexes; the others were accepted. An empty list is read as
+    /// [`Undelivered::All`], since an error with no failed item cannot be trusted.
+    Items(Vec<usize>),
+}
+
+/// A failed delivery: what was not delivered and why.
+#[derive(Debug)]
+pub struct SendError {
+    /// The items that were not accepted.
+    pub undelivered: Undelivered,
+    /// Why.
+    pub error: TransformError,
+}
+
+impl SendError {
+    /// Only the items at `indexes` failed.
+    pub fn items(indexes: Vec<usize>, error: TransformError) -> Self {
+        SendError {
+            undelivered: Undelivered::Items(indexes),
+            error,
+        }
+    }
+}
+
+impl From<TransformError> for SendError {
+    fn from(error: TransformError) -> Self {
+        SendError {
+            undelivered: Undelivered::All,
+            error,
+        }
+    }
+}
+
+/// Where a send delivers its batches.
+#[async_trait]
+pub trait Destination: Send + Sync + 'static {
+    /// Delivers one batch (never empty). `Ok` means every item was accepted.
+    async fn send(&self, batch: &Outgoing) -> Result<(), SendError>;
+}
+
+/// What a destination accepts at most; configured batch limits are honoured only within
+/// these caps, as in Substation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Most items per batch.
+    pub count: usize,
+    /// Most bytes per batch.
+    pub size: usize,
+    /// Most bytes per item (an item over it is an error naming the limit).
+    pub item_size: usize,
+}
+
+impl Caps {
+    /// No cap (local files, stdout).
+    pub const NONE: Caps = Caps {
+        count: usize::MAX,
+        size: usize::MAX,
+        item_size: usize::MAX,
+    };
+}
+
+/// The settings every send shares, gathered from its settings struct.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// `batch`.
+    pub batch: BatchSettings,
+    /// `auxiliary_transforms` (the library's `aux_tforms`), a list of transform configs.
+    pub auxiliary_transforms: Option<Value>,
+    /// `object` (only `batch_key` is used).
+    pub object: ObjectSettings,
+}
+
+struct State {
+    buffer: BatchBuffer<Message>,
+    /// Closed batches not delivered yet, oldest first.
+    queue: VecDeque<Batch<Message>>,
+    /// When a failed batch was put back, if one is queued: the retry is due at once.
+    failed_at: Option<Instant>,
+    /// Bumped by `abort`, so that a delivery in flight during an abort does not requeue.
+    epoch: u64,
+}
+
+/// A send transform: batches, auxiliary transforms and delivery tracking around a
+/// [`Destination`].
+pub struct Sender<D> {
+    dest: D,
+    batch_key: Option<Key>,
+    aux: Option<Pipeline>,
+    item_size: usize,
+    state: Mutex<State>,
+    gate: tokio::sync::Mutex<()>,
+}
+
+impl<D: Destination> Sender<D> {
+    /// Builds a send from its shared settings, the destination's caps and the destination.
+    pub fn new(
+        b: &Build<'_>,
+        options: SendOptions,
+        caps: Caps,
+        dest: D,
+    ) -> Result<Self, ConfigError> {
+        let batch_key = b.opt_key("object.batch_key", &options.object.batch_key)?;
+        let aux = match options.auxiliary_transforms {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(a)) if a.is_empty() => None,
+            Some(list) => Some(b.pipeline("auxiliary_transforms", &list)?),
+        };
+        let limits = BatchLimits::from(options.batch).capped(caps.count, caps.size);
+        Ok(Sender::from_parts(
+            dest,
+            limits,
+            caps.item_size,
+            batch_key,
+            aux,
+        ))
+    }
+
+    /// A send from parts already built (limits already capped).
+    pub fn from_parts(
+        dest: D,
+        limits: BatchLimits,
+        item_size: usize,
+        batch_key: Option<Key>,
+        aux: Option<Pipeline>,
+    ) -> Self {
+        Sender {
+            dest,
+            batch_key,
+            aux,
+            item_size,
+            state: Mutex::new(State {
+                buffer: BatchBuffer::new(limits),
+                queue: VecDeque::new(),
+                failed_at: None,
+                epoch: 0,
+            }),
+            gate: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The destination.
+    pub fn destination(&self) -> &D {
+        &self.dest
+    }
+
+    /// The batch limits in force (after the destination's caps).
+    pub fn limits(&self) -> BatchLimits {
+        self.lock().buffer.limits()
+    }
+
+    /// How many items of closed batches wait for delivery (after a failure).
+    pub fn undelivered(&self) -> usize {
+        self.lock().queue.iter().map(|b| b.items.len()).sum()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn key_of(&self, msg: &Message) -> String {
+        match &self.batch_key {
+            Some(k) => msg
+                .get(k)
+                .map(|v| value::to_text(&v).into_owned())
+                .unwrap_or_default(),
+            None => String::new(),
+        }
+    }
+
+    fn check_item(&self, len: usize) -> Result<(), TransformError> {
+        if len > self.item_size {
+            return Err(TransformError::failed(format!(
+                "data could not be sent: an item of {len} bytes exceeds the destination's item size limit of {} bytes",
+                self.item_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Delivers the queued batches in order. Called with the gate held. On failure the
+    /// undelivered items go back to the front of the queue and the error is returned.
+    async fn drain(&self) -> Result<(), TransformError> {
+        loop {
+            let (batch, epoch) = {
+                let mut st = self.lock();
+                match st.queue.pop_front() {
+                    Some(b) => (b, st.epoch),
+                    None => {
+                        st.failed_at = None;
+                        return Ok(());
+                    }
+                }
+            };
+            if let Err((rest, e)) = self.deliver(batch).await {
+                let mut st = self.lock();
+                if st.epoch == epoch {
+                    if !rest.items.is_empty() {
+                        st.queue.push_front(rest);
+                        st.failed_at.get_or_insert_with(Instant::now);
+                    }
+                } else {
+                    drop(st);
+                    let reason = e.to_string();
+                    for m in &rest.items {
+                        m.fail_acks(&reason);
+                    }
+                }
+                return Err(e);
+            }
+        }
+    }
+
+    /// Sends one batch. Returns the undelivered part on failure; what is dropped here was
+    /// delivered, so its tokens resolve.
+    async fn deliver(&self, batch: Batch<Message>) -> Result<(), (Batch<Message>, TransformError)> {
+        if let Some(aux) = &self.aux {
+            let mut msgs: Vec<Message> = batch
+                .items
+                .iter()
+                .map(|m| Message::new(m.data().clone()))
+                .collect();
+            msgs.push(Message::ctrl());
+            let outs = match aux.apply(msgs).await {
+                Ok(o) => o,
+                Err(e) => {
+                    aux.abort(&e.to_string());
+                    return Err((batch, e));
+                }
+            };
+            let items: Vec<Bytes> = outs
+                .iter()
+                .filter(|m| !m.is_ctrl())
+                .map(|m| m.data().clone())
+                .collect();
+            if let Some(big) = items.iter().find(|i| i.len() > self.item_size) {
+                let e = self.check_item(big.len()).expect_err("over the limit");
+                return Err((batch, e));
+            }
+            if items.is_empty() {
+                return Ok(());
+            }
+            let out = Outgoing {
+                key: batch.key.clone(),
+                items,
+            };
+            return match self.dest.send(&out).await {
+                Ok(()) => Ok(()),
+                Err(e) => Err((batch, e.error)),
+            };
+        }
+        let out = Outgoing {
+            key: batch.key.clone(),
+            items: batch.items.iter().map(|m| m.data().clone()).collect(),
+        };
+        match self.dest.send(&out).await {
+            Ok(()) => Ok(()),
+            Err(SendError {
+                undelivered: Undelivered::Items(idx),
+                error,
+            }) if idx.iter().any(|&i| i < out.items.len()) => {
+                let mut failed = vec![false; out.items.len()];
+                for i in idx {
+                    if let Some(f) = failed.get_mut(i) {
+                        *f = true;
+                    }
+                }
+                let Batch { key, items, .. } = batch;
+                let mut size = 0;
+                let kept: Vec<Message> = items
+                    .into_iter()
+                    .zip(failed)
+                    .filter_map(|(m, f)| {
+                        f.then(|| {
+                            size += m.data().len();
+                            m
+                        })
+                    })
+                    .collect();
+                Err((
+                    Batch {
+                        key,
+                        items: kept,
+                        size,
+                    },
+                    error,
+                ))
+            }
+            Err(e) => Err((batch, e.error)),
+        }
+    }
+}
+
+#[async_trait]
+impl<D: Destination> Transform for Sender<D> {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if msg.is_ctrl() {
+            let _gate = self.gate.lock().await;
+            {
+                let mut st = self.lock();
+                let all = st.buffer.take_all();
+                st.queue.extend(all);
+            }
+            self.drain().await?;
+            out.push(msg);
+            return Ok(());
+        }
+        let key = self.key_of(&msg);
+        let data = msg.data().clone();
+        if self.aux.is_none() {
+            self.check_item(data.len())?;
+        }
+        let size = data.len();
+        let mut held = Message::new(data);
+        held.extend_acks(msg.acks());
+
+        let _gate = self.gate.lock().await;
+        // Earlier failures first: if they still fail, this message is refused (not held).
+        let pending = !self.lock().queue.is_empty();
+        if pending {
+            self.drain().await?;
+        }
+        let closed = {
+            let mut st = self.lock();
+            let ready = st
+                .buffer
+                .push(&key, held, size, Instant::now())
+                .map_err(|e| TransformError::failed(e.to_string()))?;
+            let closed = !ready.is_empty();
+            st.queue.extend(ready);
+            closed
+        };
+        // The message is held now, so a failure cannot refuse it: the undelivered items are
+        // retried (and the error reported if it persists) by the next call, which the
+        // pipeline's timer makes at once.
+        if closed && let Err(e) = self.drain().await {
+            tracing::warn!(error = %e, "send failed; undelivered items are kept and retried");
+        }
+        out.push(msg);
+        Ok(())
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Stateful
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        let st = self.lock();
+        match (st.buffer.deadline(), st.failed_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    async fn expire(&self, now: Instant, _out: &mut Vec<Message>) -> Result<(), TransformError> {
+        let _gate = self.gate.lock().await;
+        {
+            let mut st = self.lock();
+            let expired = st.buffer.take_expired(now);
+            st.queue.extend(expired);
+        }
+        self.drain().await
+    }
+
+    fn abort(&self, reason: &str) {
+        let dropped: Vec<Batch<Message>> = {
+            let mut st = self.lock();
+            st.epoch += 1;
+            st.failed_at = None;
+            let mut all: Vec<Batch<Message>> = st.queue.drain(..).collect();
+            all.extend(st.buffer.take_all());
+            all
+        };
+        for b in &dropped {
+            for m in &b.items {
+                m.fail_acks(reason);
+            }
+        }
+        if let Some(aux) = &self.aux {
+            aux.abort(reason);
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::registry;
+    use sluice_engine::ack::{AckStatus, AckTracker};
+    use sluice_engine::{json, testing};
+    use std::collections::VecDeque;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// What the test destination answers to its next call.
+    #[derive(Debug, Clone)]
+    pub(crate) enum Answer {
+        Fail,
+        FailItems(Vec<usize>),
+    }
+
+    /// Records what it is sent; answers from a script, then succeeds.
+    #[derive(Default)]
+    pub(crate) struct Recorder {
+        pub sent: Mutex<Vec<(String, Vec<String>)>>,
+        pub script: Mutex<VecDeque<Answer>>,
+    }
+
+    impl Recorder {
+        fn answer(&self, a: Answer) {
+            self.script.lock().unwrap().push_back(a);
+        }
+        fn sent(&self) -> Vec<(String, Vec<String>)> {
+            self.sent.lock().unwrap().clone()
+        }
+        fn items(&self) -> Vec<Vec<String>> {
+            self.sent().into_iter().map(|(_, i)| i).collect()
+        }
+    }
+
+    #[async_trait]
+    impl Destination for Recorder {
+        async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+            let next = self.script.lock().unwrap().pop_front();
+            let items: Vec<String> = batch
+                .items
+                .iter()
+                .map(|i| String::from_utf8_lossy(i).into_owned())
+                .collect();
+            match next {
+                None => {
+                    self.sent.lock().unwrap().push((batch.key.clone(), items));
+                    Ok(())
+                }
+                Some(Answer::Fail) => Err(TransformError::failed("destination down").into()),
+                Some(Answer::FailItems(idx)) => {
+                    let ok: Vec<String> = items
+                        .into_iter()
+                        .enumerate()
+                        .filter(|(i, _)| !idx.contains(i))
+                        .map(|(_, s)| s)
+                        .collect();
+                    self.sent.lock().unwrap().push((batch.key.clone(), ok));
+                    Err(SendError::items(idx, TransformError::failed("throttled")))
+                }
+            }
+        }
+    }
+
+    fn limits(count: usize, size: usize, age_ms: u64) -> BatchLimits {
+        BatchLimits {
+            count,
+            size,
+            max_age: Duration::from_millis(age_ms),
+        }
+    }
+
+    fn sender(l: BatchLimits, key: Option<&str>) -> Sender<Recorder> {
+        Sender::from_parts(
+            Recorder::default(),
+            l,
+            usize::MAX,
+            key.map(|k| Key::parse(k).unwrap()),
+            None,
+        )
+    }
+
+    fn tracked(data: &str) -> (Arc<AckTracker>, Message) {
+        let (t, tok) = AckTracker::new();
+        let mut m = Message::new(data.as_bytes().to_vec());
+        m.add_ack(tok);
+        (t, m)
+    }
+
+    fn feed<D: Destination>(s: &Sender<D>, data: &[&str]) -> Result<Vec<Message>, TransformError> {
+        let mut out = Vec::new();
+        for d in data {
+            testing::block_on(s.transform(Message::new(d.as_bytes().to_vec()), &mut out))?;
+        }
+        Ok(out)
+    }
+
+    fn ctrl<D: Destination>(s: &Sender<D>) -> Result<Vec<Message>, TransformError> {
+        let mut out = Vec::new();
+        testing::block_on(s.transform(Message::ctrl(), &mut out))?;
+        Ok(out)
+    }
+
+    fn texts(msgs: &[Message]) -> Vec<String> {
+        msgs.iter()
+            .map(|m| {
+                if m.is_ctrl() {
+                    "<ctrl>".into()
+                } else {
+                    String::from_utf8_lossy(m.data()).into_owned()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batching_table() {
+        // (name, limits, batch key, inputs, batches sent before the ctrl, after it)
+        type Case = (
+            &'static str,
+            BatchLimits,
+            Option<&'static str>,
+            Vec<&'static str>,
+            Vec<Vec<&'static str>>,
+            Vec<Vec<&'static str>>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "count",
+                limits(2, 100, 0),
+                None,
+                vec!["a", "b", "c"],
+                vec![vec!["a", "b"]],
+                vec![vec!["a", "b"], vec!["c"]],
+            ),
+            (
+                "size closes the previous batch",
+                limits(100, 5, 0),
+                None,
+                vec!["aaa", "bb", "c"],
+                vec![vec!["aaa", "bb"]],
+                vec![vec!["aaa", "bb"], vec!["c"]],
+            ),
+            (
+                "nothing before ctrl",
+                limits(100, 100, 0),
+                None,
+                vec!["a", "b"],
+                vec![],
+                vec![vec!["a", "b"]],
+            ),
+            (
+                "batch keys in open order",
+                limits(100, 100, 0),
+                Some("k"),
+                vec![
+                    r#"{"k":"z"}"#,
+                    r#"{"k":"a"}"#,
+                    r#"{"k":"z","n":1}"#,
+                    r#"{}"#,
+                ],
+                vec![],
+                vec![
+                    vec![r#"{"k":"z"}"#, r#"{"k":"z","n":1}"#],
+                    vec![r#"{"k":"a"}"#],
+                    vec![r#"{}"#],
+                ],
+            ),
+            (
+                "count per key",
+                limits(2, 100, 0),
+                Some("k"),
+                vec![r#"{"k":1}"#, r#"{"k":2}"#, r#"{"k":1}"#],
+                vec![vec![r#"{"k":1}"#, r#"{"k":1}"#]],
+                vec![vec![r#"{"k":1}"#, r#"{"k":1}"#], vec![r#"{"k":2}"#]],
+            ),
+        ];
+        for (name, l, key, inputs, before, after) in cases {
+            let s = sender(l, key);
+            let out = feed(&s, &inputs).unwrap();
+            assert_eq!(texts(&out), inputs, "{name}: data passes through unchanged");
+            assert_eq!(s.destination().items(), before, "{name}: before ctrl");
+            let out = ctrl(&s).unwrap();
+            assert_eq!(texts(&out), vec!["<ctrl>"], "{name}");
+            assert_eq!(s.destination().items(), after, "{name}: after ctrl");
+        }
+    }
+
+    #[test]
+    fn batch_keys_are_sent_with_the_batch() {
+        let s = sender(limits(100, 100, 0), Some("meta k"));
+        let mut m = Message::new(&b"x"[..]);
+        m.set_metadata(&br#"{"k":"one"}"#[..]);
+        let mut out = Vec::new();
+        testing::block_on(s.transform(m, &mut out)).unwrap();
+        ctrl(&s).unwrap();
+        assert_eq!(s.destination().sent()[0].0, "one");
+        // Metadata is not lost on the message that passes through.
+        assert_eq!(&out[0].metadata()[..], br#"{"k":"one"}"#);
+    }
+
+    #[test]
+    fn age_is_enforced_by_deadline_and_expire() {
+        let s = sender(limits(100, 100, 50), None);
+        assert_eq!(s.deadline(), None);
+        let before = Instant::now();
+        feed(&s, &["a", "b"]).unwrap();
+        let d = s.deadline().expect("a batch is open");
+        assert!(d >= before + Duration::from_millis(50));
+        let mut out = Vec::new();
+        testing::block_on(s.expire(d - Duration::from_millis(1), &mut out)).unwrap();
+        assert!(s.destination().items().is_empty(), "not expired yet");
+        testing::block_on(s.expire(d, &mut out)).unwrap();
+        assert_eq!(s.destination().items(), vec![vec!["a", "b"]]);
+        assert!(out.is_empty(), "a send emits nothing when it flushes");
+        assert_eq!(s.deadline(), None);
+    }
+
+    #[test]
+    fn oversized_items_are_errors_naming_the_limit() {
+        let s = sender(limits(100, 3, 0), None);
+        let e = feed(&s, &["abcd"]).unwrap_err().to_string();
+        assert!(e.contains("exceeds the batch size limit of 3 bytes"), "{e}");
+        let s = Sender::from_parts(Recorder::default(), limits(100, 100, 0), 2, None, None);
+        let e = feed(&s, &["abc"]).unwrap_err().to_string();
+        assert!(e.contains("item size limit of 2 bytes"), "{e}");
+        // Nothing is stuck: later items still flow.
+        feed(&s, &["ab"]).unwrap();
+        ctrl(&s).unwrap();
+        assert_eq!(s.destination().items(), vec![vec!["ab"]]);
+    }
+
+    #[test]
+    fn acks_pending_while_buffered_delivered_after_flush() {
+        let s = sender(limits(100, 100, 0), None);
+        let (t, m) = tracked("a");
+        let mut out = Vec::new();
+        testing::block_on(s.transform(m, &mut out)).unwrap();
+        drop(out); // the pass-through copy reached the end of the pipeline
+        assert_eq!(t.status(), AckStatus::Pending);
+        ctrl(&s).unwrap();
+        assert_eq!(t.status(), AckStatus::Delivered);
+    }
+
+    #[test]
+    fn abort_fails_what_is_held() {
+        let s = sender(limits(1, 100, 0), None);
+        s.destination().answer(Answer::Fail);
+        let (t_queued, m1) = tracked("a");
+        let (t_open, m2) = tracked("b");
+        let mut out = Vec::new();
+        // "a" closes its batch (count 1), which fails and stays queued; "b" is refused
+        // because the retry of "a" fails again.
+        testing::block_on(s.transform(m1, &mut out)).unwrap();
+        assert_eq!(s.undelivered(), 1);
+        s.destination().answer(Answer::Fail);
+        let e = testing::block_on(s.transform(m2, &mut out)).unwrap_err();
+        assert!(e.to_string().contains("destination down"));
+        drop(out);
+        assert_eq!(t_queued.status(), AckStatus::Pending);
+        s.abort("pipeline failed");
+        assert_eq!(t_queued.status(), AckStatus::Failed);
+        assert_eq!(
+            t_queued.failure_reason().as_deref(),
+            Some("pipeline failed")
+        );
+        // "b" was refused, so the send holds nothing of it.
+        assert_eq!(t_open.status(), AckStatus::Delivered);
+        ctrl(&s).unwrap();
+        assert!(
+            s.destination().items().is_empty(),
+            "nothing is sent after abort"
+        );
+        assert_eq!(s.deadline(), None);
+
+        // Open batches are dropped and failed too.
+        let s = sender(limits(100, 100, 0), None);
+        let (t, m) = tracked("x");
+        testing::block_on(s.transform(m, &mut Vec::new())).unwrap();
+        s.abort("stop");
+        assert_eq!(t.status(), AckStatus::Failed);
+    }
+
+    #[test]
+    fn partial_failures_keep_only_the_failed_items() {
+        let s = sender(limits(100, 100, 0), None);
+        let (ta, a) = tracked("a");
+        let (tb, b) = tracked("b");
+        let (tc, c) = tracked("c");
+        let mut out = Vec::new();
+        for m in [a, b, c] {
+            testing::block_on(s.transform(m, &mut out)).unwrap();
+        }
+        drop(out);
+        s.destination().answer(Answer::FailItems(vec![1]));
+        let e = ctrl(&s).unwrap_err();
+        assert!(e.to_string().contains("throttled"));
+        assert_eq!(ta.status(), AckStatus::Delivered);
+        assert_eq!(tb.status(), AckStatus::Pending);
+        assert_eq!(tc.status(), AckStatus::Delivered);
+        assert_eq!(s.undelivered(), 1);
+        // The retry (what meta_retry does with the ctrl) sends only "b".
+        let out = ctrl(&s).unwrap();
+        assert_eq!(texts(&out), vec!["<ctrl>"]);
+        assert_eq!(s.destination().items(), vec![vec!["a", "c"], vec!["b"]]);
+        assert_eq!(tb.status(), AckStatus::Delivered);
+        assert_eq!(s.undelivered(), 0);
+    }
+
+    #[test]
+    fn failed_items_go_ahead_of_newer_ones() {
+        let s = sender(limits(2, 100, 0), None);
+        s.destination().answer(Answer::Fail);
+        // "a","b" close a batch that fails: kept, retried at once by the timer.
+        feed(&s, &["a", "b"]).unwrap();
+        assert_eq!(s.undelivered(), 2);
+        assert!(s.deadline().is_some_and(|d| d <= Instant::now()));
+        // The next message retries them first (successfully), then is accepted.
+        feed(&s, &["c"]).unwrap();
+        ctrl(&s).unwrap();
+        assert_eq!(s.destination().items(), vec![vec!["a", "b"], vec!["c"]]);
+        assert_eq!(s.deadline(), None);
+    }
+
+    #[test]
+    fn a_refused_message_is_added_once_on_retry() {
+        let s = sender(limits(1, 100, 0), None);
+        s.destination().answer(Answer::Fail);
+        feed(&s, &["a"]).unwrap();
+        s.destination().answer(Answer::Fail);
+        assert!(feed(&s, &["b"]).is_err(), "still failing: b is refused");
+        // meta_retry retries "b": "a" goes first, then "b", each exactly once.
+        feed(&s, &["b"]).unwrap();
+        ctrl(&s).unwrap();
+        assert_eq!(s.destination().items(), vec![vec!["a"], vec!["b"]]);
+    }
+
+    #[test]
+    fn expire_reports_a_persisting_failure() {
+        let s = sender(limits(1, 100, 0), None);
+        s.destination().answer(Answer::Fail);
+        s.destination().answer(Answer::Fail);
+        feed(&s, &["a"]).unwrap();
+        let d = s.deadline().unwrap();
+        let e = testing::block_on(s.expire(d, &mut Vec::new())).unwrap_err();
+        assert!(e.to_string().contains("destination down"));
+        testing::block_on(s.expire(Instant::now(), &mut Vec::new())).unwrap();
+        assert_eq!(s.destination().items(), vec![vec!["a"]]);
+    }
+
+    fn aux(list: Value) -> Pipeline {
+        testing::build_pipeline(&registry(), list).unwrap()
+    }
+
+    #[test]
+    fn auxiliary_transforms_shape_what_is_sent() {
+        let s = Sender::from_parts(
+            Recorder::default(),
+            limits(100, 100, 0),
+            usize::MAX,
+            Some(Key::parse("k").unwrap()),
+            Some(aux(json!([
+                {"type": "aggregate_to_string", "settings": {"separator": "\n"}},
+            ]))),
+        );
+        let inputs = [r#"{"k":1,"v":"a"}"#, r#"{"k":2}"#, r#"{"k":1,"v":"b"}"#];
+        let out = feed(&s, &inputs).unwrap();
+        assert_eq!(texts(&out), inputs, "the originals pass through");
+        ctrl(&s).unwrap();
+        assert_eq!(
+            s.destination().sent(),
+            vec![
+                (
+                    "1".to_string(),
+                    vec!["{\"k\":1,\"v\":\"a\"}\n{\"k\":1,\"v\":\"b\"}".to_string()]
+                ),
+                ("2".to_string(), vec![r#"{"k":2}"#.to_string()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn with_auxiliary_transforms_a_batch_fails_as_a_whole() {
+        let s = Sender::from_parts(
+            Recorder::default(),
+            limits(100, 100, 0),
+            usize::MAX,
+            None,
+            Some(aux(json!([
+                {"type": "aggregate_from_string", "settings": {"separator": ","}},
+            ]))),
+        );
+        let (ta, a) = tracked("1,2");
+        let (tb, b) = tracked("3");
+        let mut out = Vec::new();
+        testing::block_on(s.transform(a, &mut out)).unwrap();
+        testing::block_on(s.transform(b, &mut out)).unwrap();
+        drop(out);
+        s.destination().answer(Answer::FailItems(vec![0]));
+        assert!(ctrl(&s).is_err());
+        assert_eq!(s.undelivered(), 2, "the item↔message mapping is lost");
+        assert_eq!(ta.status(), AckStatus::Pending);
+        assert_eq!(tb.status(), AckStatus::Pending);
+        ctrl(&s).unwrap();
+        assert_eq!(ta.status(), AckStatus::Delivered);
+        assert_eq!(tb.status(), AckStatus::Delivered);
+        let items = s.destination().items();
+        assert_eq!(items.last().unwrap(), &vec!["1", "2", "3"]);
+    }
+
+    #[test]
+    fn auxiliary_outputs_over_the_item_limit_fail_the_batch() {
+        let s = Sender::from_parts(
+            Recorder::default(),
+            limits(100, 100, 0),
+            4,
+            None,
+            Some(aux(json!([
+                {"type": "aggregate_to_string", "settings": {"separator": "+"}},
+            ]))),
+        );
+        feed(&s, &["abc", "def"]).unwrap();
+        let e = ctrl(&s).unwrap_err().to_string();
+        assert!(
+            e.contains("7 bytes exceeds the destination's item size limit of 4"),
+            "{e}"
+        );
+        assert_eq!(s.undelivered(), 2);
+    }
+
+    #[test]
+    fn caps_bound_configured_limits() {
+        let r = registry();
+        let t = testing::build(
+            &r,
+            json!({"type": "send_stdout", "settings": {"auxiliary_transforms": [{"type": "nope"}]}}),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(t.contains("auxiliary_transforms[0]"), "{t}");
+        assert!(t.contains("unknown transform type"), "{t}");
+        let l = BatchLimits::from(BatchSettings {
+            count: 5000,
+            size: 100,
+            ..Default::default()
+        })
+        .capped(500, 5_000_000);
+        let s = sender(l, None);
+        assert_eq!(s.limits().count, 500);
+        assert_eq!(s.limits().size, 100);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn through_a_pipeline_ctrl_comes_last() {
+        let s: Arc<dyn Transform> = Arc::new(sender(limits(2, 100, 0), None));
+        let p = Pipeline::new(vec![(Arc::from("send"), s)]);
+        let out = p
+            .apply(vec![
+                Message::new(&b"a"[..]),
+                Message::new(&b"b"[..]),
+                Message::new(&b"c"[..]),
+                Message::ctrl(),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(texts(&out), vec!["a", "b", "c", "<ctrl>"]);
+    }
+}

@@ -1,0 +1,204 @@
+//! `send_stdout`: writes each item of a batch to standard output, one line per item.
+//!
+//! Substation compatibility: the same settings (`batch`, `auxiliary_transforms`,
+//! `object.batch_key`) and output (each item followed by a newline, at flush). Data messages
+//! pass through unchanged. The Go defaults apply when a setting is absent (1000 items,
+//! 1 MiB, 1 minute); the Jsonnet library's defaults (1000 / 1,000,000 / `1m`) come from the
+//! library. Unlike Substation, a batch is written with one locked write, so batches of
+//! concurrent pipelines never interleave line by line, and `batch.duration` is a real
+//! maximum age (see [`super::batcher`]).
+
+use std::io::Write;
+#[cfg(test)]
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use sluice_engine::settings::{BatchSettings, ObjectSettings};
+use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
+
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+
+/// Settings of `send_stdout`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// Batch limits.
+    pub batch: BatchSettings,
+    /// Transforms run over each batch before it is written.
+    pub auxiliary_transforms: Option<Value>,
+    /// `batch_key`.
+    pub object: ObjectSettings,
+}
+
+/// Where the lines go.
+enum Sink {
+    Stdout,
+    #[cfg(test)]
+    Memory(Arc<Mutex<Vec<u8>>>),
+}
+
+/// Standard output as a destination.
+pub struct Stdout {
+    sink: Sink,
+}
+
+impl Stdout {
+    /// The process's standard output.
+    pub fn new() -> Self {
+        Stdout { sink: Sink::Stdout }
+    }
+
+    /// A buffer standing in for standard output (tests).
+    #[cfg(test)]
+    pub(crate) fn memory(buf: Arc<Mutex<Vec<u8>>>) -> Self {
+        Stdout {
+            sink: Sink::Memory(buf),
+        }
+    }
+}
+
+impl Default for Stdout {
+    fn default() -> Self {
+        Stdout::new()
+    }
+}
+
+#[async_trait]
+impl Destination for Stdout {
+    async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+        let mut buf = Vec::with_capacity(batch.size() + batch.items.len());
+        for item in &batch.items {
+            buf.extend_from_slice(item);
+            buf.push(b'\n');
+        }
+        match &self.sink {
+            Sink::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&buf)
+                    .and_then(|_| out.flush())
+                    .map_err(|e| TransformError::external("writing to standard output", e))?;
+            }
+            #[cfg(test)]
+            Sink::Memory(m) => m.lock().expect("test buffer").extend_from_slice(&buf),
+        }
+        Ok(())
+    }
+}
+
+/// The `send_stdout` transform.
+pub type SendStdout = Sender<Stdout>;
+
+impl Sender<Stdout> {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        Sender::new(
+            b,
+            SendOptions {
+                batch: s.batch,
+                auxiliary_transforms: s.auxiliary_transforms,
+                object: s.object,
+            },
+            Caps::NONE,
+            Stdout::new(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry;
+    use sluice_engine::batch::BatchLimits;
+    use sluice_engine::{Message, Transform, json, testing};
+    use std::time::Duration;
+
+    fn sender(count: usize, aux: Option<Value>) -> (SendStdout, Arc<Mutex<Vec<u8>>>) {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let aux = aux.map(|a| testing::build_pipeline(&registry(), a).unwrap());
+        let limits = BatchLimits {
+            count,
+            size: 1000,
+            max_age: Duration::ZERO,
+        };
+        let s = Sender::from_parts(Stdout::memory(buf.clone()), limits, usize::MAX, None, aux);
+        (s, buf)
+    }
+
+    #[test]
+    fn cases() {
+        // (name, batch count, aux transforms, inputs, what is written)
+        let cases = [
+            ("one line per item", 100, None, vec!["a", "b"], "a\nb\n"),
+            (
+                "batches by count",
+                1,
+                None,
+                vec!["a", "b", "c"],
+                "a\nb\nc\n",
+            ),
+            (
+                "empty item is an empty line",
+                100,
+                None,
+                vec!["", "x"],
+                "\nx\n",
+            ),
+            (
+                "aux aggregate",
+                100,
+                Some(json!([{"type": "aggregate_to_array"}])),
+                vec![r#"{"a":1}"#, "b"],
+                "[{\"a\":1},\"b\"]\n",
+            ),
+        ];
+        for (name, count, aux, inputs, want) in cases {
+            let (s, buf) = sender(count, aux);
+            let mut msgs: Vec<Message> = inputs
+                .iter()
+                .map(|i| Message::new(i.as_bytes().to_vec()))
+                .collect();
+            msgs.push(Message::ctrl());
+            let mut out = Vec::new();
+            for m in msgs {
+                testing::block_on(s.transform(m, &mut out)).unwrap();
+            }
+            assert_eq!(
+                String::from_utf8_lossy(&buf.lock().unwrap()),
+                want,
+                "{name}"
+            );
+            assert_eq!(out.len(), inputs.len() + 1, "{name}: data passes through");
+        }
+    }
+
+    #[test]
+    fn writes_at_flush_not_before() {
+        let (s, buf) = sender(100, None);
+        testing::block_on(s.transform(Message::new(&b"a"[..]), &mut Vec::new())).unwrap();
+        assert!(buf.lock().unwrap().is_empty());
+        testing::block_on(s.transform(Message::ctrl(), &mut Vec::new())).unwrap();
+        assert_eq!(&buf.lock().unwrap()[..], b"a\n");
+    }
+
+    #[test]
+    fn settings() {
+        let r = registry();
+        let ok = json!({"type": "send_stdout", "settings": {
+            "batch": {"count": 2, "size": 10, "duration": "5s"},
+            "object": {"batch_key": "k"},
+            "auxiliary_transforms": [{"type": "aggregate_to_string", "settings": {"separator": "\n"}}],
+        }});
+        let t = testing::build(&r, ok).unwrap();
+        assert!(t.deadline().is_none());
+        let bad = json!({"type": "send_stdout", "settings": {"batch": {"duration": "5 days"}}});
+        let e = testing::build(&r, bad).err().unwrap().to_string();
+        assert!(e.contains("batch.duration"), "{e}");
+    }
+
+    #[test]
+    fn compliance() {
+        let t = testing::build(&registry(), json!({"type": "send_stdout"})).unwrap();
+        testing::check_compliance(t);
+    }
+}

@@ -1,0 +1,117 @@
+//! `test_message`: on ctrl, emits a data message holding `value`, then the ctrl. It seeds
+//! the inputs of config `tests:`.
+//!
+//! Substation compatibility: the same setting (`value`, any JSON; strings become the data
+//! raw, other values their JSON text) and behaviour; data messages pass through unchanged.
+//! A missing (or null) `value` is a configuration error here, since such a test would feed
+//! nothing meaningful.
+
+use serde::Deserialize;
+use sluice_engine::{
+    Build, ConfigError, Kind, Message, Transform, TransformError, Value, async_trait, value,
+};
+
+/// Settings of `test_message`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The data of the emitted message.
+    pub value: Option<Value>,
+}
+
+/// The `test_message` transform.
+pub struct TestMessage {
+    data: Vec<u8>,
+}
+
+impl TestMessage {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        match s.value {
+            None | Some(Value::Null) => Err(b.field_error(
+                "value",
+                "missing required option: value (the data of the test message)",
+            )),
+            Some(v) => Ok(TestMessage {
+                data: value::to_bytes(&v),
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl Transform for TestMessage {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if msg.is_ctrl() {
+            out.push(Message::new(self.data.clone()));
+        }
+        out.push(msg);
+        Ok(())
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Stateful
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry;
+    use sluice_engine::{json, testing};
+
+    #[test]
+    fn cases() {
+        let r = registry();
+        let cases = [
+            ("string raw", json!("hello"), "hello"),
+            ("object as json", json!({"a": [1, 2]}), r#"{"a":[1,2]}"#),
+            ("number", json!(1.5), "1.5"),
+            ("bool", json!(true), "true"),
+            ("empty string", json!(""), ""),
+        ];
+        for (name, value, want) in cases {
+            let t = testing::build(
+                &r,
+                json!({"type": "test_message", "settings": {"value": value}}),
+            )
+            .unwrap();
+            assert_eq!(testing::run(t, &[]).unwrap(), vec![want], "{name}");
+        }
+    }
+
+    #[test]
+    fn data_passes_and_ctrl_comes_after_the_value() {
+        let p = testing::build_pipeline(
+            &registry(),
+            json!([
+                {"type": "test_message", "settings": {"value": "a"}},
+                {"type": "test_message", "settings": {"value": "b"}},
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            testing::run_pipeline(&p, &["in"]).unwrap(),
+            vec!["in", "a", "b"]
+        );
+    }
+
+    #[test]
+    fn value_is_required() {
+        let e = testing::build(&registry(), json!({"type": "test_message"}))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("value"), "{e}");
+    }
+
+    #[test]
+    fn compliance() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "test_message", "settings": {"value": 1}}),
+        )
+        .unwrap();
+        testing::check_compliance(t);
+    }
+}
