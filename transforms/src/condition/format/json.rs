@@ -1,0 +1,63 @@
+//! `format_json`: the data is one valid JSON value.
+//!
+//! Substation compatibility: the same (Go's `json.Valid`): whitespace around the value is
+//! allowed, empty data is not JSON, and any JSON value counts, not only objects. It has no
+//! settings (the library's `sub.cnd.fmt.json()` ignores its argument); `object` is not read.
+
+use serde::Deserialize;
+use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
+
+/// Settings of `format_json`: none.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {}
+
+/// The `format_json` condition.
+pub struct FormatJson;
+
+impl FormatJson {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let _: Settings = b.settings()?;
+        Ok(FormatJson)
+    }
+}
+
+impl Condition for FormatJson {
+    fn test(&self, msg: &Message) -> Result<bool, TransformError> {
+        // The parse is cached in the message, so later transforms do not parse again.
+        Ok(!msg.is_ctrl() && msg.data_value().is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::condition::tests::{Want::*, *};
+    use sluice_engine::json;
+
+    #[test]
+    fn cases() {
+        let s = json!({});
+        run_table(
+            "format_json",
+            vec![
+                ("object", s.clone(), data(r#"{"a":1}"#), T),
+                ("array with whitespace", s.clone(), data(" [1, 2]\n"), T),
+                ("scalar", s.clone(), data("12.5"), T),
+                ("string", s.clone(), data(r#""x""#), T),
+                ("text", s.clone(), data("hello"), F),
+                ("truncated", s.clone(), data(r#"{"a":"#), F),
+                ("two values", s.clone(), data("{} {}"), F),
+                ("empty", s.clone(), data(""), F),
+            ],
+        );
+        ctrl_is_false("format_json", json!({}));
+    }
+
+    #[test]
+    fn config_errors() {
+        // Unknown settings only warn; a settings value that is not an object is an error.
+        let err = build_error("format_json", json!("x"));
+        assert!(err.to_string().contains("format_json"), "{err}");
+    }
+}

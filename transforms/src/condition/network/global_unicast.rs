@@ -1,0 +1,61 @@
+//! `network_ip_global_unicast`: Go's `IsGlobalUnicast`: any address that is not unspecified, loopback, multicast, link-local unicast or the IPv4 broadcast address `255.255.255.255`. Private (RFC 1918, ULA) and reserved addresses count as global unicast, as in Go.
+//!
+//! See [`super`] for how the address is read and parsed (Go's `net.ParseIP` rules).
+
+use std::net::IpAddr;
+
+use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
+
+use super::IpCondition;
+
+/// The `network_ip_global_unicast` condition.
+pub struct NetworkIpGlobalUnicast(IpCondition);
+
+impl NetworkIpGlobalUnicast {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        IpCondition::build(b, is_global_unicast).map(NetworkIpGlobalUnicast)
+    }
+}
+
+impl Condition for NetworkIpGlobalUnicast {
+    fn test(&self, msg: &Message) -> Result<bool, TransformError> {
+        self.0.test(msg)
+    }
+}
+
+/// Go's `IsGlobalUnicast`: any address that is not unspecified, loopback, multicast, link-local unicast or the IPv4 broadcast address `255.255.255.255`. Private (RFC 1918, ULA) and reserved addresses count as global unicast, as in Go.
+pub fn is_global_unicast(ip: IpAddr) -> bool {
+    !(ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || super::link_local_unicast::is_link_local_unicast(ip)
+        || matches!(ip, IpAddr::V4(v4) if v4.is_broadcast()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cases() {
+        super::super::tests::run_ip_table(
+            "network_ip_global_unicast",
+            &[
+                ("8.8.8.8", true),
+                ("10.1.2.3", true),
+                ("240.0.0.1", true),
+                ("2001:db8::1", true),
+                ("fd00::1", true),
+                ("::ffff:8.8.8.8", true),
+                ("255.255.255.255", false),
+                ("0.0.0.0", false),
+                ("127.0.0.1", false),
+                ("224.0.0.1", false),
+                ("169.254.1.1", false),
+                ("fe80::1", false),
+                ("ff02::1", false),
+                ("::", false),
+                ("::1", false),
+            ],
+        );
+    }
+}

@@ -1,0 +1,49 @@
+//! `network_ip_unspecified`: Go's `IsUnspecified`: `0.0.0.0` or `::` (and `::ffff:0.0.0.0`).
+//!
+//! See [`super`] for how the address is read and parsed (Go's `net.ParseIP` rules).
+
+use std::net::IpAddr;
+
+use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
+
+use super::IpCondition;
+
+/// The `network_ip_unspecified` condition.
+pub struct NetworkIpUnspecified(IpCondition);
+
+impl NetworkIpUnspecified {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        IpCondition::build(b, is_unspecified).map(NetworkIpUnspecified)
+    }
+}
+
+impl Condition for NetworkIpUnspecified {
+    fn test(&self, msg: &Message) -> Result<bool, TransformError> {
+        self.0.test(msg)
+    }
+}
+
+/// Go's `IsUnspecified`: `0.0.0.0` or `::` (and `::ffff:0.0.0.0`).
+pub fn is_unspecified(ip: IpAddr) -> bool {
+    ip.is_unspecified()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cases() {
+        super::super::tests::run_ip_table(
+            "network_ip_unspecified",
+            &[
+                ("0.0.0.0", true),
+                ("::", true),
+                ("0:0:0:0:0:0:0:0", true),
+                ("::ffff:0.0.0.0", true),
+                ("0.0.0.1", false),
+                ("::1", false),
+                ("8.8.8.8", false),
+            ],
+        );
+    }
+}

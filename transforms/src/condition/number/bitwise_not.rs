@@ -1,0 +1,81 @@
+//! `number_bitwise_not`: the bitwise NOT of the input is not zero, i.e. the input is not −1
+//! (all bits set).
+//!
+//! Substation compatibility: the same; it takes no `value`. Data mode parses the data as an
+//! integer (an error when it is not one); object mode reads GJSON's `Int()` of the value. A
+//! missing source value is false.
+
+use serde::Deserialize;
+use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
+
+use super::read_i64;
+use crate::condition::{Source, SourceSettings};
+
+/// Settings of `number_bitwise_not`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `source_key`: where the input is read; absent means the data.
+    pub object: SourceSettings,
+}
+
+/// The `number_bitwise_not` condition.
+pub struct NumberBitwiseNot {
+    source: Source,
+}
+
+impl NumberBitwiseNot {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        Ok(NumberBitwiseNot {
+            source: Source::new(b, &s.object.source_key)?,
+        })
+    }
+}
+
+impl Condition for NumberBitwiseNot {
+    fn test(&self, msg: &Message) -> Result<bool, TransformError> {
+        Ok(read_i64(&self.source, msg, "number_bitwise_not")?.is_some_and(|v| !v != 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::condition::tests::{Want::*, *};
+    use sluice_engine::json;
+
+    #[test]
+    fn cases() {
+        let src = json!({"object": {"source_key": "n"}});
+        run_table(
+            "number_bitwise_not",
+            vec![
+                ("data zero", json!({}), data("0"), T),
+                ("data positive", json!({}), data("7"), T),
+                ("data minus one", json!({}), data("-1"), F),
+                ("data not an integer is an error", json!({}), data("x"), Err),
+                ("object minus one", src.clone(), data(r#"{"n":-1}"#), F),
+                ("object value", src.clone(), data(r#"{"n":12}"#), T),
+                (
+                    "object string minus one",
+                    src.clone(),
+                    data(r#"{"n":"-1"}"#),
+                    F,
+                ),
+                ("missing key is false", src.clone(), data(r#"{"m":0}"#), F),
+            ],
+        );
+        ctrl_is_false("number_bitwise_not", json!({}));
+    }
+
+    #[test]
+    fn config_errors() {
+        config_error("number_bitwise_not", json!({"object": 1}), "object");
+        config_error(
+            "number_bitwise_not",
+            json!({"object": {"source_key": []}}),
+            "object.source_key",
+        );
+    }
+}

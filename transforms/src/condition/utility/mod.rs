@@ -1,0 +1,3 @@
+//! `utility_random`.
+
+pub mod random;
