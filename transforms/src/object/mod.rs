@@ -1,12 +1,56 @@
 //! The `object_*` family: copy, delete, insert and convert values by key.
 
 pub mod copy;
+pub mod delete;
+pub mod insert;
+pub mod to_boolean;
+pub mod to_float;
+pub mod to_integer;
+pub mod to_string;
+pub mod to_unsigned_integer;
 
-use sluice_engine::Registry;
+use std::borrow::Cow;
 
+use sluice_engine::{Message, Registry, Value};
+
+use crate::common::Io;
 use crate::ctor;
 
 /// Registers the family.
 pub fn register(r: &mut Registry) {
     r.transform("object_copy", ctor!(copy::ObjectCopy));
+    r.transform("object_delete", ctor!(delete::ObjectDelete));
+    r.transform("object_insert", ctor!(insert::ObjectInsert));
+    r.transform("object_to_boolean", ctor!(to_boolean::ObjectToBoolean));
+    r.transform("object_to_float", ctor!(to_float::ObjectToFloat));
+    r.transform("object_to_integer", ctor!(to_integer::ObjectToInteger));
+    r.transform("object_to_string", ctor!(to_string::ObjectToString));
+    r.transform(
+        "object_to_unsigned_integer",
+        ctor!(to_unsigned_integer::ObjectToUnsignedInteger),
+    );
+}
+
+/// The input as a JSON value, for transforms that need structure (arrays): the value at
+/// the source key, or the data parsed as JSON. `None` when the source is missing or the
+/// data is not JSON.
+pub(crate) fn read_json<'m>(io: &Io, msg: &'m Message) -> Option<Cow<'m, Value>> {
+    match io {
+        Io::Object { source, .. } => msg.get(source),
+        Io::Data => msg.data_value().map(Cow::Borrowed),
+    }
+}
+
+/// The input as a JSON value where any data will do: the value at the source key, or the
+/// data parsed as JSON, or else the data as a string (non-UTF-8 bytes replaced).
+pub(crate) fn read_any<'m>(io: &Io, msg: &'m Message) -> Option<Cow<'m, Value>> {
+    match io {
+        Io::Object { source, .. } => msg.get(source),
+        Io::Data => Some(match msg.data_value() {
+            Some(v) => Cow::Borrowed(v),
+            None => Cow::Owned(Value::String(
+                String::from_utf8_lossy(msg.data()).into_owned(),
+            )),
+        }),
+    }
 }

@@ -1,6 +1,58 @@
-//! The `string` family.
+//! The `string_*` family: append, capture, replace, split, change case, make UUIDs.
 
-use sluice_engine::Registry;
+pub mod append;
+pub mod capture;
+pub mod replace;
+pub mod split;
+pub mod to_lower;
+pub mod to_snake;
+pub mod to_upper;
+pub mod uuid;
+
+use sluice_engine::{Message, Registry, TransformError, Value};
+
+use crate::common::Io;
+use crate::ctor;
 
 /// Registers the family.
-pub fn register(_r: &mut Registry) {}
+pub fn register(r: &mut Registry) {
+    r.transform("string_append", ctor!(append::StringAppend));
+    r.transform("string_capture", ctor!(capture::StringCapture));
+    r.transform("string_replace", ctor!(replace::StringReplace));
+    r.transform("string_split", ctor!(split::StringSplit));
+    r.transform("string_to_lower", ctor!(to_lower::StringToLower));
+    r.transform("string_to_upper", ctor!(to_upper::StringToUpper));
+    r.transform("string_to_snake", ctor!(to_snake::StringToSnake));
+    r.transform("string_uuid", ctor!(uuid::StringUuid));
+}
+
+/// Replaces the input text (the value's text, or the data) with `f` of it; a missing
+/// source passes the message through.
+pub(crate) fn map_text(
+    io: &Io,
+    msg: &mut Message,
+    f: impl Fn(&str) -> String,
+) -> Result<(), TransformError> {
+    if let Some(s) = io.read_text(msg).map(|t| f(&t)) {
+        io.write(msg, Value::String(s))?;
+    }
+    Ok(())
+}
+
+/// Maps each character with a one-to-one case mapping, as Go's `unicode.ToUpper` /
+/// `ToLower` do: a character whose full mapping has several characters (`ß` to `SS`) is
+/// kept as it is.
+pub(crate) fn simple_case<I: Iterator<Item = char> + ExactSizeIterator>(
+    s: &str,
+    map: impl Fn(char) -> I,
+) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let mut m = map(c);
+        match (m.len(), m.next()) {
+            (1, Some(one)) => out.push(one),
+            _ => out.push(c),
+        }
+    }
+    out
+}

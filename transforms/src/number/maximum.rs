@@ -1,0 +1,152 @@
+//! `number_maximum`: the larger of a number and the `value` setting.
+//!
+//! Substation compatibility: `value` is a float (Go default 0). Object mode (both
+//! `object.source_key` and `object.target_key`) reads the value with GJSON's `Float()`
+//! (numeric strings parsed, `true` as 1, anything else 0) and writes the result as a number
+//! (integral results as integers); a missing source passes the message through. Data mode
+//! (neither key) parses the whole data as a number and replaces it with the result's text;
+//! data that is not a finite number is an error naming the transform, as Go's
+//! `strconv.ParseFloat` failure is in Substation.
+
+use serde::Deserialize;
+use sluice_engine::settings::ObjectSettings;
+use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+
+use crate::common::Io;
+
+/// Settings of `number_maximum`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `source_key` and `target_key` (both or neither).
+    pub object: ObjectSettings,
+    /// The number to compare with (default 0).
+    pub value: f64,
+}
+
+/// The `number_maximum` transform.
+pub struct NumberMaximum {
+    io: Io,
+    value: f64,
+}
+
+impl NumberMaximum {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        if !s.value.is_finite() {
+            return Err(b.field_error("value", "must be a finite number"));
+        }
+        Ok(NumberMaximum {
+            io: Io::new(b, &s.object)?,
+            value: s.value,
+        })
+    }
+}
+
+#[async_trait]
+impl Transform for NumberMaximum {
+    async fn transform(
+        &self,
+        mut msg: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        if let Some(f) = super::read_number("number_maximum", &self.io, &msg)? {
+            super::write_number(&self.io, &mut msg, f.max(self.value))?;
+        }
+        out.push(msg);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry;
+    use sluice_engine::{json, testing};
+
+    #[test]
+    fn cases() {
+        let r = registry();
+        let obj = |v: f64| json!({"object": {"source_key": "a", "target_key": "b"}, "value": v});
+        let cases = [
+            ("input larger", obj(1.0), r#"{"a":5}"#, r#"{"a":5,"b":5}"#),
+            (
+                "value larger",
+                obj(10.5),
+                r#"{"a":5}"#,
+                r#"{"a":5,"b":10.5}"#,
+            ),
+            (
+                "numeric string",
+                obj(0.0),
+                r#"{"a":"2.5"}"#,
+                r#"{"a":"2.5","b":2.5}"#,
+            ),
+            (
+                "non-numeric is zero",
+                obj(-1.0),
+                r#"{"a":"x"}"#,
+                r#"{"a":"x","b":0}"#,
+            ),
+            (
+                "default value is zero",
+                json!({"object": {"source_key": "a", "target_key": "a"}}),
+                r#"{"a":-3}"#,
+                r#"{"a":0}"#,
+            ),
+            ("data mode", json!({"value": 2.25}), "1", "2.25"),
+            ("data mode integral", json!({"value": 2}), " 7.0\n", "7"),
+            (
+                "missing source passes",
+                obj(1.0),
+                r#"{"z":5}"#,
+                r#"{"z":5}"#,
+            ),
+            ("non-JSON data with keys passes", obj(1.0), "plain", "plain"),
+        ];
+        for (name, settings, input, want) in cases {
+            let t = testing::build(&r, json!({"type": "number_maximum", "settings": settings}))
+                .unwrap();
+            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
+        }
+    }
+
+    #[test]
+    fn data_that_is_not_a_number_is_an_error() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "number_maximum", "settings": {"value": 1}}),
+        )
+        .unwrap();
+        let err = testing::run(t, &["twelve"]).unwrap_err().to_string();
+        assert!(
+            err.contains("number_maximum") && err.contains("twelve"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn config_errors() {
+        let r = registry();
+        for (settings, field) in [
+            (json!({"object": {"source_key": "a"}}), "object.target_key"),
+            (json!({"object": {"target_key": "a"}}), "object.source_key"),
+            (json!({"value": "ten"}), "value"),
+        ] {
+            let err = testing::build(&r, json!({"type": "number_maximum", "settings": settings}))
+                .err()
+                .expect("a config error");
+            assert!(err.to_string().contains(field), "{err}");
+        }
+    }
+
+    #[test]
+    fn compliance() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "number_maximum", "settings": {"value": 1}}),
+        )
+        .unwrap();
+        testing::check_compliance(t);
+    }
+}

@@ -1,0 +1,298 @@
+//! `string_capture`: extracts text with a regular expression.
+//!
+//! Substation compatibility: `pattern` (required) is a regular expression in Go's RE2
+//! syntax; `count` defaults to 0.
+//!
+//! * Named groups (`(?P<name>…)`): the first match's named groups become an object of
+//!   strings. Object mode writes each group at `<target_key>.<name>` (keeping what else the
+//!   target holds); data mode replaces the data with the object. A group that did not take
+//!   part in the match is `""`. With no match object mode changes nothing and data mode
+//!   gives `{}`. `count` is not used with named groups.
+//! * `count` 0: the last group of the first match (the whole match when the pattern has no
+//!   group) as a string; no match gives `""`.
+//! * `count` n > 0: an array of the last group of each of the first n matches (`[]` when
+//!   none); a negative count takes every match, as Go's `FindAll` does with n < 0.
+//!
+//! Object mode (both `object.source_key` and `object.target_key`) reads the value's text;
+//! a missing source passes the message through. Data mode (neither key) reads the data
+//! (bytes that are not UTF-8 are read as U+FFFD).
+
+use regex::{Captures, Regex};
+use serde::Deserialize;
+use sluice_engine::settings::ObjectSettings;
+use sluice_engine::{
+    Build, ConfigError, Key, Message, Transform, TransformError, Value, async_trait,
+};
+
+use crate::common::Io;
+
+/// Settings of `string_capture`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `source_key` and `target_key` (both or neither).
+    pub object: ObjectSettings,
+    /// The regular expression (required).
+    pub pattern: String,
+    /// How many matches: 0 = the first as a string, n = up to n as an array, < 0 = all.
+    pub count: i64,
+}
+
+/// The `string_capture` transform.
+pub struct StringCapture {
+    io: Io,
+    re: Regex,
+    count: i64,
+    /// Named groups: (group index, name, key `<target_key>.<name>` in object mode).
+    named: Vec<(usize, String, Option<Key>)>,
+}
+
+impl StringCapture {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        if s.pattern.is_empty() {
+            return Err(b.field_error(
+                "pattern",
+                "missing required option: the regular expression to capture with",
+            ));
+        }
+        let io = Io::new(b, &s.object)?;
+        let re = b.regex("pattern", &s.pattern)?;
+        let mut named = Vec::new();
+        for (i, name) in re.capture_names().enumerate() {
+            let Some(name) = name else { continue };
+            let key = match &io {
+                Io::Object { target, .. } => {
+                    Some(b.key("object.target_key", &format!("{}.{name}", target.as_str()))?)
+                }
+                Io::Data => None,
+            };
+            named.push((i, name.to_string(), key));
+        }
+        Ok(StringCapture {
+            io,
+            re,
+            count: s.count,
+            named,
+        })
+    }
+
+    /// The text of the last group of a match (the whole match when there is no group).
+    fn last_group(caps: &Captures<'_>) -> Value {
+        let text = caps.get(caps.len() - 1).map(|m| m.as_str()).unwrap_or("");
+        Value::String(text.to_string())
+    }
+}
+
+#[async_trait]
+impl Transform for StringCapture {
+    async fn transform(
+        &self,
+        mut msg: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let Some(text) = self.io.read_text(&msg).map(|t| t.into_owned()) else {
+            out.push(msg);
+            return Ok(());
+        };
+        if !self.named.is_empty() {
+            let groups: Vec<(&(usize, String, Option<Key>), String)> = match self.re.captures(&text)
+            {
+                Some(caps) => self
+                    .named
+                    .iter()
+                    .map(|g| {
+                        let t = caps.get(g.0).map(|m| m.as_str()).unwrap_or("");
+                        (g, t.to_string())
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            match &self.io {
+                Io::Object { .. } => {
+                    for ((_, _, key), t) in groups {
+                        if let Some(key) = key {
+                            msg.set(key, Value::String(t))?;
+                        }
+                    }
+                }
+                Io::Data => {
+                    let obj = groups
+                        .into_iter()
+                        .map(|((_, name, _), t)| (name.clone(), Value::String(t)))
+                        .collect();
+                    msg.set_data_value(Value::Object(obj));
+                }
+            }
+        } else if self.count == 0 {
+            let v = self
+                .re
+                .captures(&text)
+                .map(|c| Self::last_group(&c))
+                .unwrap_or_else(|| Value::String(String::new()));
+            self.io.write(&mut msg, v)?;
+        } else {
+            let limit = usize::try_from(self.count).unwrap_or(usize::MAX);
+            let all = self
+                .re
+                .captures_iter(&text)
+                .take(limit)
+                .map(|c| Self::last_group(&c))
+                .collect();
+            self.io.write(&mut msg, Value::Array(all))?;
+        }
+        out.push(msg);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry;
+    use sluice_engine::{json, testing};
+
+    #[test]
+    fn cases() {
+        let r = registry();
+        let obj = |pattern: &str, count: i64| json!({"object": {"source_key": "a", "target_key": "b"}, "pattern": pattern, "count": count});
+        let cases = [
+            (
+                "first match, last group",
+                obj(r"^([^@]*)@(.*)$", 0),
+                r#"{"a":"me@example.com"}"#,
+                r#"{"a":"me@example.com","b":"example.com"}"#,
+            ),
+            (
+                "no group gives the whole match",
+                obj(r"\d+", 0),
+                r#"{"a":"ab12cd34"}"#,
+                r#"{"a":"ab12cd34","b":"12"}"#,
+            ),
+            (
+                "no match gives empty string",
+                obj(r"(\d+)", 0),
+                r#"{"a":"abc"}"#,
+                r#"{"a":"abc","b":""}"#,
+            ),
+            (
+                "count limits matches",
+                obj(r"(\w)\d", 2),
+                r#"{"a":"a1 b2 c3"}"#,
+                r#"{"a":"a1 b2 c3","b":["a","b"]}"#,
+            ),
+            (
+                "count larger than matches",
+                obj(r"(\w)\d", 10),
+                r#"{"a":"a1 b2"}"#,
+                r#"{"a":"a1 b2","b":["a","b"]}"#,
+            ),
+            (
+                "negative count takes all",
+                obj(r"\d", -1),
+                r#"{"a":"1 2 3"}"#,
+                r#"{"a":"1 2 3","b":["1","2","3"]}"#,
+            ),
+            (
+                "count with no match is empty array",
+                obj(r"\d", 3),
+                r#"{"a":"x"}"#,
+                r#"{"a":"x","b":[]}"#,
+            ),
+            (
+                "named groups under the target",
+                obj(r"(?P<user>[^@]+)@(?P<domain>.+)", 0),
+                r#"{"a":"me@example.com","b":{"keep":1}}"#,
+                r#"{"a":"me@example.com","b":{"keep":1,"user":"me","domain":"example.com"}}"#,
+            ),
+            (
+                "named group not taking part is empty",
+                obj(r"(?P<x>a)|(?P<y>b)", 0),
+                r#"{"a":"b"}"#,
+                r#"{"a":"b","b":{"x":"","y":"b"}}"#,
+            ),
+            (
+                "named groups without match change nothing",
+                obj(r"(?P<x>\d)", 0),
+                r#"{"a":"b"}"#,
+                r#"{"a":"b"}"#,
+            ),
+            (
+                "missing source passes",
+                obj(r"(.)", 0),
+                r#"{"z":"b"}"#,
+                r#"{"z":"b"}"#,
+            ),
+            (
+                "non-JSON data with keys passes",
+                obj(r"(.)", 0),
+                "plain",
+                "plain",
+            ),
+            (
+                "data mode",
+                json!({"pattern": r"id=(\d+)"}),
+                "user id=42 ok",
+                "42",
+            ),
+            (
+                "data mode array",
+                json!({"pattern": r"\d+", "count": 2}),
+                "1 22 333",
+                r#"["1","22"]"#,
+            ),
+            (
+                "data mode named groups",
+                json!({"pattern": r"(?P<k>\w+)=(?P<v>\w+)"}),
+                "k1=v1 k2=v2",
+                r#"{"k":"k1","v":"v1"}"#,
+            ),
+            (
+                "data mode named groups without match",
+                json!({"pattern": r"(?P<k>\d)"}),
+                "abc",
+                "{}",
+            ),
+        ];
+        for (name, settings, input, want) in cases {
+            let t = testing::build(&r, json!({"type": "string_capture", "settings": settings}))
+                .unwrap();
+            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
+        }
+    }
+
+    #[test]
+    fn config_errors() {
+        let r = registry();
+        for (settings, field) in [
+            (json!({}), "settings.pattern"),
+            (json!({"pattern": "(unclosed"}), "settings.pattern"),
+            (json!({"pattern": "x", "count": "two"}), "count"),
+            (
+                json!({"pattern": "x", "object": {"source_key": "a"}}),
+                "object.target_key",
+            ),
+            (
+                json!({"pattern": "x", "object": {"target_key": "a"}}),
+                "object.source_key",
+            ),
+        ] {
+            let err = testing::build(&r, json!({"type": "string_capture", "settings": settings}))
+                .err()
+                .expect("a config error");
+            assert!(err.to_string().contains(field), "{err}");
+        }
+    }
+
+    #[test]
+    fn compliance() {
+        for pattern in [r"(\w+)", r"(?P<w>\w+)"] {
+            let t = testing::build(
+                &registry(),
+                json!({"type": "string_capture", "settings": {"pattern": pattern}}),
+            )
+            .unwrap();
+            testing::check_compliance(t);
+        }
+    }
+}

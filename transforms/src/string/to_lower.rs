@@ -1,0 +1,129 @@
+//! `string_to_lower`: lower-cases text.
+//!
+//! Substation compatibility: Go's `strings.ToLower`: each character by its one-to-one Unicode mapping (a final `Σ` becomes `σ`, not `ς`). Object mode (both `object.source_key` and
+//! `object.target_key`) converts the value's text (GJSON's `String()`) and writes a string
+//! at the target; a missing source passes the message through. Data mode (neither key)
+//! converts the whole data; bytes that are not UTF-8 are read as U+FFFD.
+
+use serde::Deserialize;
+use sluice_engine::settings::ObjectSettings;
+use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+
+use crate::common::Io;
+
+/// Settings of `string_to_lower`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `source_key` and `target_key` (both or neither).
+    pub object: ObjectSettings,
+}
+
+/// The `string_to_lower` transform.
+pub struct StringToLower {
+    io: Io,
+}
+
+impl StringToLower {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        Ok(StringToLower {
+            io: Io::new(b, &s.object)?,
+        })
+    }
+}
+
+/// The conversion.
+fn convert(s: &str) -> String {
+    super::simple_case(s, char::to_lowercase)
+}
+
+#[async_trait]
+impl Transform for StringToLower {
+    async fn transform(
+        &self,
+        mut msg: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        super::map_text(&self.io, &mut msg, convert)?;
+        out.push(msg);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry;
+    use sluice_engine::{json, testing};
+
+    #[test]
+    fn cases() {
+        let r = registry();
+        let obj = json!({"object": {"source_key": "a", "target_key": "b"}});
+        let data = json!({});
+        let cases = [
+            (
+                "object mode",
+                obj.clone(),
+                r#"{"a":"Hello, World"}"#,
+                r#"{"a":"Hello, World","b":"hello, world"}"#,
+            ),
+            (
+                "in place",
+                json!({"object": {"source_key": "a", "target_key": "a"}}),
+                r#"{"a":"B"}"#,
+                r#"{"a":"b"}"#,
+            ),
+            (
+                "boolean as text",
+                obj.clone(),
+                r#"{"a":true}"#,
+                r#"{"a":true,"b":"true"}"#,
+            ),
+            ("unicode", data.clone(), "ÉΣΑΣ", "éσασ"),
+            ("data mode", data.clone(), "ABC def 1", "abc def 1"),
+            (
+                "missing source passes",
+                obj.clone(),
+                r#"{"z":"Q"}"#,
+                r#"{"z":"Q"}"#,
+            ),
+            (
+                "non-JSON data with keys passes",
+                obj.clone(),
+                "Plain Text",
+                "Plain Text",
+            ),
+        ];
+        for (name, settings, input, want) in cases {
+            let t = testing::build(&r, json!({"type": "string_to_lower", "settings": settings}))
+                .unwrap();
+            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
+        }
+    }
+
+    #[test]
+    fn config_errors() {
+        let r = registry();
+        for (settings, field) in [
+            (json!({"object": {"source_key": "a"}}), "object.target_key"),
+            (json!({"object": {"target_key": "a"}}), "object.source_key"),
+        ] {
+            let err = testing::build(&r, json!({"type": "string_to_lower", "settings": settings}))
+                .err()
+                .expect("a config error");
+            assert!(err.to_string().contains(field), "{err}");
+        }
+    }
+
+    #[test]
+    fn compliance() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "string_to_lower", "settings": {}}),
+        )
+        .unwrap();
+        testing::check_compliance(t);
+    }
+}

@@ -1,0 +1,134 @@
+//! `string_to_snake`: converts text to snake_case.
+//!
+//! Substation compatibility: word boundaries at spaces, punctuation and case changes, as Go's `strcase.ToSnake` finds them (`AnyKind of_string` becomes `any_kind_of_string`); acronyms stay one word (`HTTPRequest` becomes `http_request`). Object mode (both `object.source_key` and
+//! `object.target_key`) converts the value's text (GJSON's `String()`) and writes a string
+//! at the target; a missing source passes the message through. Data mode (neither key)
+//! converts the whole data; bytes that are not UTF-8 are read as U+FFFD.
+
+use serde::Deserialize;
+use sluice_engine::settings::ObjectSettings;
+use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+
+use crate::common::Io;
+
+/// Settings of `string_to_snake`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `source_key` and `target_key` (both or neither).
+    pub object: ObjectSettings,
+}
+
+/// The `string_to_snake` transform.
+pub struct StringToSnake {
+    io: Io,
+}
+
+impl StringToSnake {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        Ok(StringToSnake {
+            io: Io::new(b, &s.object)?,
+        })
+    }
+}
+
+/// The conversion.
+fn convert(s: &str) -> String {
+    heck::ToSnakeCase::to_snake_case(s)
+}
+
+#[async_trait]
+impl Transform for StringToSnake {
+    async fn transform(
+        &self,
+        mut msg: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        super::map_text(&self.io, &mut msg, convert)?;
+        out.push(msg);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry;
+    use sluice_engine::{json, testing};
+
+    #[test]
+    fn cases() {
+        let r = registry();
+        let obj = json!({"object": {"source_key": "a", "target_key": "b"}});
+        let data = json!({});
+        let cases = [
+            (
+                "camel case",
+                obj.clone(),
+                r#"{"a":"helloWorld"}"#,
+                r#"{"a":"helloWorld","b":"hello_world"}"#,
+            ),
+            (
+                "mixed separators",
+                obj.clone(),
+                r#"{"a":"AnyKind of_string"}"#,
+                r#"{"a":"AnyKind of_string","b":"any_kind_of_string"}"#,
+            ),
+            (
+                "acronym",
+                json!({"object": {"source_key": "a", "target_key": "a"}}),
+                r#"{"a":"HTTPRequest"}"#,
+                r#"{"a":"http_request"}"#,
+            ),
+            ("kebab", data.clone(), "user-agent", "user_agent"),
+            (
+                "data mode",
+                data.clone(),
+                "SourceIPAddress",
+                "source_ip_address",
+            ),
+            (
+                "missing source passes",
+                obj.clone(),
+                r#"{"z":"Q"}"#,
+                r#"{"z":"Q"}"#,
+            ),
+            (
+                "non-JSON data with keys passes",
+                obj.clone(),
+                "Plain Text",
+                "Plain Text",
+            ),
+        ];
+        for (name, settings, input, want) in cases {
+            let t = testing::build(&r, json!({"type": "string_to_snake", "settings": settings}))
+                .unwrap();
+            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
+        }
+    }
+
+    #[test]
+    fn config_errors() {
+        let r = registry();
+        for (settings, field) in [
+            (json!({"object": {"source_key": "a"}}), "object.target_key"),
+            (json!({"object": {"target_key": "a"}}), "object.source_key"),
+        ] {
+            let err = testing::build(&r, json!({"type": "string_to_snake", "settings": settings}))
+                .err()
+                .expect("a config error");
+            assert!(err.to_string().contains(field), "{err}");
+        }
+    }
+
+    #[test]
+    fn compliance() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "string_to_snake", "settings": {}}),
+        )
+        .unwrap();
+        testing::check_compliance(t);
+    }
+}

@@ -1,0 +1,129 @@
+//! `string_to_upper`: upper-cases text.
+//!
+//! Substation compatibility: Go's `strings.ToUpper`: each character by its one-to-one Unicode mapping (`ß` stays `ß`, where Rust's full mapping would give `SS`). Object mode (both `object.source_key` and
+//! `object.target_key`) converts the value's text (GJSON's `String()`) and writes a string
+//! at the target; a missing source passes the message through. Data mode (neither key)
+//! converts the whole data; bytes that are not UTF-8 are read as U+FFFD.
+
+use serde::Deserialize;
+use sluice_engine::settings::ObjectSettings;
+use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+
+use crate::common::Io;
+
+/// Settings of `string_to_upper`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `source_key` and `target_key` (both or neither).
+    pub object: ObjectSettings,
+}
+
+/// The `string_to_upper` transform.
+pub struct StringToUpper {
+    io: Io,
+}
+
+impl StringToUpper {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        Ok(StringToUpper {
+            io: Io::new(b, &s.object)?,
+        })
+    }
+}
+
+/// The conversion.
+fn convert(s: &str) -> String {
+    super::simple_case(s, char::to_uppercase)
+}
+
+#[async_trait]
+impl Transform for StringToUpper {
+    async fn transform(
+        &self,
+        mut msg: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        super::map_text(&self.io, &mut msg, convert)?;
+        out.push(msg);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry;
+    use sluice_engine::{json, testing};
+
+    #[test]
+    fn cases() {
+        let r = registry();
+        let obj = json!({"object": {"source_key": "a", "target_key": "b"}});
+        let data = json!({});
+        let cases = [
+            (
+                "object mode",
+                obj.clone(),
+                r#"{"a":"hello, World"}"#,
+                r#"{"a":"hello, World","b":"HELLO, WORLD"}"#,
+            ),
+            (
+                "in place",
+                json!({"object": {"source_key": "a", "target_key": "a"}}),
+                r#"{"a":"b"}"#,
+                r#"{"a":"B"}"#,
+            ),
+            (
+                "non-string value as text",
+                obj.clone(),
+                r#"{"a":{"k":"v"}}"#,
+                r#"{"a":{"k":"v"},"b":"{\"K\":\"V\"}"}"#,
+            ),
+            ("unicode one-to-one only", data.clone(), "éßa", "ÉßA"),
+            ("data mode", data.clone(), "abc DEF 1", "ABC DEF 1"),
+            (
+                "missing source passes",
+                obj.clone(),
+                r#"{"z":"Q"}"#,
+                r#"{"z":"Q"}"#,
+            ),
+            (
+                "non-JSON data with keys passes",
+                obj.clone(),
+                "Plain Text",
+                "Plain Text",
+            ),
+        ];
+        for (name, settings, input, want) in cases {
+            let t = testing::build(&r, json!({"type": "string_to_upper", "settings": settings}))
+                .unwrap();
+            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
+        }
+    }
+
+    #[test]
+    fn config_errors() {
+        let r = registry();
+        for (settings, field) in [
+            (json!({"object": {"source_key": "a"}}), "object.target_key"),
+            (json!({"object": {"target_key": "a"}}), "object.source_key"),
+        ] {
+            let err = testing::build(&r, json!({"type": "string_to_upper", "settings": settings}))
+                .err()
+                .expect("a config error");
+            assert!(err.to_string().contains(field), "{err}");
+        }
+    }
+
+    #[test]
+    fn compliance() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "string_to_upper", "settings": {}}),
+        )
+        .unwrap();
+        testing::check_compliance(t);
+    }
+}
