@@ -11,14 +11,14 @@ use crate::path::PathError;
 /// An error raised while processing a message.
 #[derive(Debug, thiserror::Error)]
 pub enum TransformError {
-    /// An error from inside a named transform; the pipeline adds this layer.
-    #[error("transform {id}: {source}")]
+    /// An error from inside a named transform; the pipeline adds this layer. Its text
+    /// includes the inner error (it is not also a `source`, so chains print it once).
+    #[error("transform {id}: {inner}")]
     In {
         /// The transform's `id` setting (or its type name when it has none).
         id: Arc<str>,
         /// What went wrong inside it.
-        #[source]
-        source: Box<TransformError>,
+        inner: Box<TransformError>,
     },
     /// A path could not be applied to a message.
     #[error(transparent)]
@@ -32,14 +32,13 @@ pub enum TransformError {
     /// Any other failure, with a message for the user.
     #[error("{0}")]
     Failed(String),
-    /// An error from a library (I/O, a client, ...).
-    #[error("{context}: {source}")]
+    /// An error from a library (I/O, a client, ...); its text includes the library's.
+    #[error("{context}: {cause}")]
     External {
         /// What was being done.
         context: String,
         /// The library error.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        cause: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -56,7 +55,7 @@ impl TransformError {
     ) -> Self {
         TransformError::External {
             context: context.into(),
-            source: source.into(),
+            cause: source.into(),
         }
     }
 
@@ -64,14 +63,14 @@ impl TransformError {
     pub fn within(self, id: &Arc<str>) -> Self {
         TransformError::In {
             id: id.clone(),
-            source: Box::new(self),
+            inner: Box::new(self),
         }
     }
 
     /// The innermost error, without the transform layers.
     pub fn root(&self) -> &TransformError {
         match self {
-            TransformError::In { source, .. } => source.root(),
+            TransformError::In { inner, .. } => inner.root(),
             other => other,
         }
     }

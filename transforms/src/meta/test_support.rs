@@ -1,0 +1,298 @@
+//! Test-only transforms and a condition for the meta and utility tests: failure injection,
+//! a recorder of what a stage saw, a fake send that holds messages until ctrl, and a
+//! substring condition. They are registered, next to the real transforms, in [`registry`],
+//! so inner lists in tests are built from JSON like any config.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::Deserialize;
+use sluice_engine::ack::{AckStatus, AckTracker};
+use sluice_engine::{
+    Build, Condition, ConfigError, Kind, Message, Registry, Transform, TransformError, async_trait,
+};
+
+use crate::{cnd_ctor, ctor};
+
+/// Every real transform plus the fixtures.
+pub fn registry() -> Registry {
+    let mut r = crate::registry();
+    r.transform("fixture_fail", ctor!(Fail));
+    r.transform("fixture_counter", ctor!(Counter));
+    r.transform("fixture_record", ctor!(Record));
+    r.transform("fixture_send", ctor!(Send));
+    r.transform("fixture_suffix", ctor!(Suffix));
+    r.condition("fixture_contains", cnd_ctor!(Contains));
+    r
+}
+
+fn journals() -> &'static Mutex<HashMap<String, Vec<String>>> {
+    static J: OnceLock<Mutex<HashMap<String, Vec<String>>>> = OnceLock::new();
+    J.get_or_init(Default::default)
+}
+
+fn note(name: &str, entry: String) {
+    journals()
+        .lock()
+        .unwrap()
+        .entry(name.to_string())
+        .or_default()
+        .push(entry);
+}
+
+/// What the fixtures named `name` noted, in order (tests use unique names).
+pub fn journal(name: &str) -> Vec<String> {
+    journals()
+        .lock()
+        .unwrap()
+        .get(name)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn text(m: &Message) -> String {
+    if m.is_ctrl() {
+        "<ctrl>".into()
+    } else {
+        String::from_utf8_lossy(m.data()).into_owned()
+    }
+}
+
+/// A tracked data message.
+pub fn tracked(data: &str) -> (Message, Arc<AckTracker>) {
+    let (tracker, token) = AckTracker::new();
+    let mut m = Message::new(data.as_bytes().to_vec());
+    m.add_ack(token);
+    (m, tracker)
+}
+
+/// The data of the non-ctrl messages.
+pub fn datas(msgs: &[Message]) -> Vec<String> {
+    msgs.iter().filter(|m| !m.is_ctrl()).map(text).collect()
+}
+
+/// Asserts a tracker's status with a readable message.
+pub fn assert_status(t: &AckTracker, want: AckStatus, what: &str) {
+    assert_eq!(t.status(), want, "{what}: {:?}", t.failure_reason());
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct FailSettings {
+    message: String,
+    /// Fail this many times, then pass; absent fails always.
+    times: Option<u32>,
+    stateful: bool,
+    /// Journal name for the attempts.
+    name: Option<String>,
+}
+
+/// Fails the first `times` messages it sees (ctrl too, when stateful).
+struct Fail {
+    s: FailSettings,
+    seen: AtomicU32,
+}
+
+impl Fail {
+    fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        Ok(Fail {
+            s: b.settings()?,
+            seen: AtomicU32::new(0),
+        })
+    }
+}
+
+#[async_trait]
+impl Transform for Fail {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        let n = self.seen.fetch_add(1, Ordering::SeqCst);
+        if let Some(name) = &self.s.name {
+            note(name, text(&msg));
+        }
+        if self.s.times.is_none_or(|t| n < t) {
+            return Err(TransformError::failed(self.s.message.clone()));
+        }
+        out.push(msg);
+        Ok(())
+    }
+    fn kind(&self) -> Kind {
+        if self.s.stateful {
+            Kind::Stateful
+        } else {
+            Kind::Stateless
+        }
+    }
+}
+
+/// Appends `#<n>` to the data, n counting the data messages it has seen from 1.
+struct Counter(AtomicU32);
+
+impl Counter {
+    fn build(_: &Build<'_>) -> Result<Self, ConfigError> {
+        Ok(Counter(AtomicU32::new(0)))
+    }
+}
+
+#[async_trait]
+impl Transform for Counter {
+    async fn transform(
+        &self,
+        mut msg: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        let d = format!("{}#{n}", text(&msg));
+        msg.set_data(d.into_bytes());
+        out.push(msg);
+        Ok(())
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RecordSettings {
+    name: String,
+    /// Emitted as a data message before each ctrl (a flush).
+    emit_on_ctrl: Option<String>,
+}
+
+/// Stateful: notes every message it sees, ctrl as `<ctrl>`.
+struct Record(RecordSettings);
+
+impl Record {
+    fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        Ok(Record(b.settings()?))
+    }
+}
+
+#[async_trait]
+impl Transform for Record {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        note(&self.0.name, text(&msg));
+        if msg.is_ctrl()
+            && let Some(e) = &self.0.emit_on_ctrl
+        {
+            out.push(Message::new(e.clone().into_bytes()));
+        }
+        out.push(msg);
+        Ok(())
+    }
+    fn kind(&self) -> Kind {
+        Kind::Stateful
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SendSettings {
+    name: String,
+    /// The first this-many flushes fail.
+    fail_flushes: u32,
+}
+
+/// A send: passes data on, keeps a copy until ctrl, then "delivers" (notes `sent:<data>`).
+/// A failed flush marks what it held failed and keeps it queued, like the real sends.
+struct Send {
+    s: SendSettings,
+    held: Mutex<Vec<Message>>,
+    failures: AtomicU32,
+}
+
+impl Send {
+    fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        Ok(Send {
+            s: b.settings()?,
+            held: Mutex::new(Vec::new()),
+            failures: AtomicU32::new(0),
+        })
+    }
+}
+
+#[async_trait]
+impl Transform for Send {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if !msg.is_ctrl() {
+            self.held.lock().unwrap().push(msg.clone());
+            out.push(msg);
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut *self.held.lock().unwrap());
+        if self.failures.fetch_add(1, Ordering::SeqCst) < self.s.fail_flushes {
+            for m in &batch {
+                m.fail_acks("delivery failed");
+            }
+            *self.held.lock().unwrap() = batch;
+            return Err(TransformError::failed("delivery failed"));
+        }
+        for m in batch {
+            note(&self.s.name, format!("sent:{}", text(&m)));
+        }
+        out.push(msg);
+        Ok(())
+    }
+    fn kind(&self) -> Kind {
+        Kind::Stateful
+    }
+    fn abort(&self, reason: &str) {
+        for m in std::mem::take(&mut *self.held.lock().unwrap()) {
+            m.fail_acks(reason);
+            note(&self.s.name, format!("aborted:{}", text(&m)));
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SuffixSettings {
+    suffix: String,
+}
+
+/// Appends `suffix` to the data.
+struct Suffix(SuffixSettings);
+
+impl Suffix {
+    fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        Ok(Suffix(b.settings()?))
+    }
+}
+
+#[async_trait]
+impl Transform for Suffix {
+    async fn transform(
+        &self,
+        mut msg: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let d = format!("{}{}", text(&msg), self.0.suffix);
+        msg.set_data(d.into_bytes());
+        out.push(msg);
+        Ok(())
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ContainsSettings {
+    value: String,
+    /// Evaluating fails instead.
+    error: bool,
+}
+
+/// The data contains `value`; false on ctrl.
+struct Contains(ContainsSettings);
+
+impl Contains {
+    fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        Ok(Contains(b.settings()?))
+    }
+}
+
+impl Condition for Contains {
+    fn test(&self, msg: &Message) -> Result<bool, TransformError> {
+        if self.0.error {
+            return Err(TransformError::Condition("cannot evaluate".into()));
+        }
+        Ok(!msg.is_ctrl() && text(msg).contains(&self.0.value))
+    }
+}

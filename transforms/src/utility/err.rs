@@ -1,0 +1,95 @@
+//! `utility_err`: fails every data message with an error whose text is exactly `message`.
+//!
+//! Substation compatibility: the same; used to test error handling (`meta_err`,
+//! `meta_retry`). As with every transform, the pipeline prefixes the error with
+//! `transform <id>: ` on its way out; the error itself is the configured text. Ctrl
+//! messages pass.
+
+use serde::Deserialize;
+use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+
+/// Settings of `utility_err`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The error text.
+    pub message: String,
+}
+
+/// The `utility_err` transform.
+pub struct UtilityErr {
+    message: String,
+}
+
+impl UtilityErr {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        Ok(UtilityErr { message: s.message })
+    }
+}
+
+#[async_trait]
+impl Transform for UtilityErr {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if msg.is_ctrl() {
+            out.push(msg);
+            return Ok(());
+        }
+        Err(TransformError::failed(self.message.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry;
+    use sluice_engine::{json, testing};
+
+    #[test]
+    fn fails_with_exactly_the_message() {
+        let r = registry();
+        for message in ["boom", "disk full: /tmp", ""] {
+            let t = testing::build(
+                &r,
+                json!({"type": "utility_err", "settings": {"message": message}}),
+            )
+            .unwrap();
+            let err = testing::run(t, &["x"]).unwrap_err();
+            assert_eq!(err.root().to_string(), message);
+            assert_eq!(err.to_string(), format!("transform under_test: {message}"));
+        }
+    }
+
+    #[test]
+    fn ctrl_passes() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "utility_err", "settings": {"message": "x"}}),
+        )
+        .unwrap();
+        assert_eq!(testing::run(t, &[]).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let err = testing::build(
+            &registry(),
+            json!({"type": "utility_err", "settings": {"message": 1}}),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(err.contains("settings.message"), "{err}");
+    }
+
+    #[test]
+    fn compliance() {
+        testing::check_compliance(
+            testing::build(
+                &registry(),
+                json!({"type": "utility_err", "settings": {"message": "x"}}),
+            )
+            .unwrap(),
+        );
+    }
+}
