@@ -26,7 +26,14 @@ pub fn config_files(paths: &[PathBuf], shallow: bool) -> anyhow::Result<Vec<Path
         }
     }
     if out.is_empty() {
-        bail!("no config files (.jsonnet, .json) found in {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        bail!(
+            "no config files (.jsonnet, .json) found in {}",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     Ok(out)
 }
@@ -46,7 +53,10 @@ fn walk(dir: &Path, shallow: bool, out: &mut Vec<PathBuf>) -> anyhow::Result<()>
             if !shallow {
                 walk(&p, shallow, out)?;
             }
-        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("jsonnet") | Some("json")) {
+        } else if matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("jsonnet") | Some("json")
+        ) {
             out.push(p);
         }
     }

@@ -69,7 +69,11 @@ const CHUNK: usize = 256 * 1024;
 
 /// Reads every source in order and sends batches of messages until done or the receiver
 /// goes away. Runs on a blocking thread.
-pub fn read_all(sources: &[Source], opts: ReadOptions, tx: &mpsc::Sender<Vec<Message>>) -> Result<(), InputError> {
+pub fn read_all(
+    sources: &[Source],
+    opts: ReadOptions,
+    tx: &mpsc::Sender<Vec<Message>>,
+) -> Result<(), InputError> {
     for src in sources {
         let name = src.name();
         let io_err = |error: io::Error| InputError::Io {
@@ -86,7 +90,11 @@ pub fn read_all(sources: &[Source], opts: ReadOptions, tx: &mpsc::Sender<Vec<Mes
             let head = reader.fill_buf().map_err(io_err)?;
             head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b
         };
-        let stream: Box<dyn Read> = if gz { Box::new(MultiGzDecoder::new(reader)) } else { Box::new(reader) };
+        let stream: Box<dyn Read> = if gz {
+            Box::new(MultiGzDecoder::new(reader))
+        } else {
+            Box::new(reader)
+        };
         if !split_lines(stream, &name, opts, tx)? {
             return Ok(());
         }
@@ -95,7 +103,12 @@ pub fn read_all(sources: &[Source], opts: ReadOptions, tx: &mpsc::Sender<Vec<Mes
 }
 
 /// Splits a stream into line messages; `false` when the receiver went away.
-fn split_lines(mut r: impl Read, name: &str, opts: ReadOptions, tx: &mpsc::Sender<Vec<Message>>) -> Result<bool, InputError> {
+fn split_lines(
+    mut r: impl Read,
+    name: &str,
+    opts: ReadOptions,
+    tx: &mpsc::Sender<Vec<Message>>,
+) -> Result<bool, InputError> {
     let mut buf = BytesMut::with_capacity(CHUNK);
     let mut batch = Vec::with_capacity(opts.batch_messages);
     let mut line_no: u64 = 0;
@@ -155,7 +168,11 @@ fn split_lines(mut r: impl Read, name: &str, opts: ReadOptions, tx: &mpsc::Sende
     }
     if !buf.is_empty() {
         let line: Bytes = buf.split().freeze();
-        let line = if line.last() == Some(&b'\r') { line.slice(..line.len() - 1) } else { line };
+        let line = if line.last() == Some(&b'\r') {
+            line.slice(..line.len() - 1)
+        } else {
+            line
+        };
         batch.push(Message::new(line));
     }
     if !batch.is_empty() {
@@ -188,7 +205,10 @@ mod tests {
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
-            out.extend(b.into_iter().map(|m| String::from_utf8_lossy(m.data()).into_owned()));
+            out.extend(
+                b.into_iter()
+                    .map(|m| String::from_utf8_lossy(m.data()).into_owned()),
+            );
         }
         Ok(out)
     }
@@ -216,7 +236,10 @@ mod tests {
     #[test]
     fn long_lines_are_errors_with_their_line_number() {
         let e = collect(b"ok\n0123456789abcdefXYZ\n", OPTS).unwrap_err();
-        assert_eq!(e.to_string(), "test:2: line is longer than 16 bytes (raise --max-line-bytes)");
+        assert_eq!(
+            e.to_string(),
+            "test:2: line is longer than 16 bytes (raise --max-line-bytes)"
+        );
         let e = collect(b"0123456789abcdefXYZ", OPTS).unwrap_err();
         assert!(e.to_string().starts_with("test:1:"), "{e}");
     }
@@ -235,7 +258,10 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(16);
         read_all(&[Source::File(good)], OPTS, &tx).unwrap();
         let b = rx.try_recv().unwrap();
-        assert_eq!(b.iter().map(|m| &m.data()[..]).collect::<Vec<_>>(), vec![b"x", b"y"]);
+        assert_eq!(
+            b.iter().map(|m| &m.data()[..]).collect::<Vec<_>>(),
+            vec![b"x", b"y"]
+        );
         let e = read_all(&[Source::File(bad.clone())], OPTS, &tx).unwrap_err();
         assert!(e.to_string().contains("bad.gz"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();

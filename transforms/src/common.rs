@@ -19,9 +19,9 @@ pub enum Io {
     /// A value inside the data or metadata.
     Object {
         /// Read from here.
-        source: Key,
+        source: Box<Key>,
         /// Write here.
-        target: Key,
+        target: Box<Key>,
     },
 }
 
@@ -31,7 +31,10 @@ impl Io {
         let src = b.opt_key("object.source_key", &object.source_key)?;
         let trg = b.opt_key("object.target_key", &object.target_key)?;
         match (src, trg) {
-            (Some(source), Some(target)) => Ok(Io::Object { source, target }),
+            (Some(source), Some(target)) => Ok(Io::Object {
+                source: Box::new(source),
+                target: Box::new(target),
+            }),
             (None, None) => Ok(Io::Data),
             (Some(_), None) => Err(b.field_error(
                 "object.target_key",

@@ -42,7 +42,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     println!("{json}");
                 } else {
                     let out = file.with_extension("json");
-                    std::fs::write(&out, format!("{json}\n")).with_context(|| format!("writing {}", out.display()))?;
+                    std::fs::write(&out, format!("{json}\n"))
+                        .with_context(|| format!("writing {}", out.display()))?;
                     println!("{}", out.display());
                 }
             }
@@ -52,5 +53,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -13,7 +13,10 @@ use sluice_engine::{Condition, Pipeline, Registry};
 
 /// Compiles a config file; `None` when it has no `transforms` (a library or data file,
 /// which `test` and `vet` skip as Substation does).
-pub fn load_optional(file: &Path, ext: &[(String, String)]) -> anyhow::Result<Option<sluice_config::LoadedConfig>> {
+pub fn load_optional(
+    file: &Path,
+    ext: &[(String, String)],
+) -> anyhow::Result<Option<sluice_config::LoadedConfig>> {
     let json = sluice_config::compile(file, ext)?;
     if json.get("transforms").is_none() {
         return Ok(None);
@@ -22,7 +25,11 @@ pub fn load_optional(file: &Path, ext: &[(String, String)]) -> anyhow::Result<Op
 }
 
 /// Builds the pipeline of a compiled config, printing warnings.
-pub fn build_pipeline(registry: &Registry, file: &Path, transforms: &serde_json::Value) -> anyhow::Result<Pipeline> {
+pub fn build_pipeline(
+    registry: &Registry,
+    file: &Path,
+    transforms: &serde_json::Value,
+) -> anyhow::Result<Pipeline> {
     let built = registry
         .build_pipeline(transforms, "transforms")
         .with_context(|| format!("{}", file.display()))?;
@@ -31,7 +38,12 @@ pub fn build_pipeline(registry: &Registry, file: &Path, transforms: &serde_json:
 }
 
 /// Builds a condition of a compiled config, printing warnings.
-pub fn build_condition(registry: &Registry, file: &Path, cfg: &serde_json::Value, location: &str) -> anyhow::Result<Arc<dyn Condition>> {
+pub fn build_condition(
+    registry: &Registry,
+    file: &Path,
+    cfg: &serde_json::Value,
+    location: &str,
+) -> anyhow::Result<Arc<dyn Condition>> {
     let built = registry
         .build_condition(cfg, location)
         .with_context(|| format!("{}", file.display()))?;

@@ -46,16 +46,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => {
             let default = json!([{"type": "send_stdout", "settings": {}}]);
-            let pipeline = super::build_pipeline(&registry, std::path::Path::new("<default config>"), &default)?;
+            let pipeline = super::build_pipeline(
+                &registry,
+                std::path::Path::new("<default config>"),
+                &default,
+            )?;
             (pipeline, None, "<default config>".to_string())
         }
     };
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     let workers = args.workers.or(concurrency).unwrap_or(cores).max(1);
     let pipeline = pipeline.with_workers(workers);
 
     let runtime = if workers == 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
     } else {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
@@ -78,7 +86,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .spawn(move || input::read_all(&sources, opts, &tx))?;
 
     let result = runtime.block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}));
-    let read_result = reader.join().map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
+    let read_result = reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
     let stats = result.with_context(|| format!("running {config_name}"))?;
     read_result?;
 
@@ -89,7 +99,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             stats.messages_in,
             stats.messages_out,
             secs,
-            if secs > 0.0 { stats.messages_in as f64 / secs } else { 0.0 }
+            if secs > 0.0 {
+                stats.messages_in as f64 / secs
+            } else {
+                0.0
+            }
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -46,7 +46,9 @@ struct Tally {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let _ = args.recursive;
     let registry = sluice_transforms::registry();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let files = config_files(&args.paths, args.shallow)?;
     let mut tally = Tally::default();
     for file in &files {
@@ -71,7 +73,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let failed = tally.failed + tally.errored_files;
     println!("{} passed, {} failed", tally.passed, failed);
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 enum FileResult {
@@ -80,7 +86,13 @@ enum FileResult {
     Ran { failures: usize },
 }
 
-fn test_file(registry: &Registry, rt: &tokio::runtime::Runtime, file: &Path, args: &Args, tally: &mut Tally) -> anyhow::Result<FileResult> {
+fn test_file(
+    registry: &Registry,
+    rt: &tokio::runtime::Runtime,
+    file: &Path,
+    args: &Args,
+    tally: &mut Tally,
+) -> anyhow::Result<FileResult> {
     let Some(cfg) = super::load_optional(file, &args.ext_str)? else {
         return Ok(FileResult::NoTransforms);
     };
@@ -134,10 +146,14 @@ fn run_case(
         .build_pipeline(&t.transforms, &t.transforms_location())
         .with_context(|| format!("{}", file.display()))?;
     crate::output::warnings(file, &setup.warnings);
-    let seeds = rt.block_on(setup.value.apply(vec![Message::ctrl()])).context("running the test's transforms")?;
+    let seeds = rt
+        .block_on(setup.value.apply(vec![Message::ctrl()]))
+        .context("running the test's transforms")?;
     // A fresh pipeline per test: no state is shared between tests.
     let pipeline = super::build_pipeline(registry, file, transforms)?;
-    let out = rt.block_on(pipeline.apply(seeds)).context("running the config's transforms")?;
+    let out = rt
+        .block_on(pipeline.apply(seeds))
+        .context("running the config's transforms")?;
     let mut outputs = 0;
     for m in out.iter().filter(|m| !m.is_ctrl()) {
         outputs += 1;

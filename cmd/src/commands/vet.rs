@@ -41,10 +41,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     eprintln!("vet: {} files, {} with problems", files.len(), problems);
-    Ok(if problems == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
-fn vet_file(registry: &sluice_engine::Registry, file: &std::path::Path, ext: &[(String, String)]) -> anyhow::Result<bool> {
+fn vet_file(
+    registry: &sluice_engine::Registry,
+    file: &std::path::Path,
+    ext: &[(String, String)],
+) -> anyhow::Result<bool> {
     let Some(cfg) = super::load_optional(file, ext)? else {
         return Ok(false);
     };
