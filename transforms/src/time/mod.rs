@@ -1,6 +1,164 @@
-//! The `time` family.
+//! The `time_*` family: epoch nanoseconds (Substation's internal representation of time)
+//! to and from strings, epoch seconds and milliseconds, and the current time.
+//!
+//! What the transforms share lives here: the `location` and `format` settings, reading a
+//! value as a number of epoch units, and turning a result into epoch nanoseconds.
 
-use sluice_engine::Registry;
+pub mod from_string;
+pub mod from_unix;
+pub mod from_unix_milli;
+pub mod layout;
+pub mod now;
+pub mod to_string;
+pub mod to_unix;
+pub mod to_unix_milli;
+
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use sluice_engine::{Build, ConfigError, Message, Registry, TransformError, Value};
+
+use crate::common::Io;
+use crate::ctor;
+use layout::Layout;
 
 /// Registers the family.
-pub fn register(_r: &mut Registry) {}
+pub fn register(r: &mut Registry) {
+    r.transform("time_from_string", ctor!(from_string::TimeFromString));
+    r.transform("time_from_unix", ctor!(from_unix::TimeFromUnix));
+    r.transform(
+        "time_from_unix_milli",
+        ctor!(from_unix_milli::TimeFromUnixMilli),
+    );
+    r.transform("time_now", ctor!(now::TimeNow));
+    r.transform("time_to_string", ctor!(to_string::TimeToString));
+    r.transform("time_to_unix", ctor!(to_unix::TimeToUnix));
+    r.transform("time_to_unix_milli", ctor!(to_unix_milli::TimeToUnixMilli));
+}
+
+/// Resolves the `location` setting as Go's `LoadLocation` does: an IANA name, `UTC` or
+/// empty for UTC, `Local` for the machine's zone (`TZ`, else `/etc/localtime`, else UTC).
+pub(crate) fn location(b: &Build<'_>, name: &str) -> Result<Tz, ConfigError> {
+    match name {
+        "" | "UTC" => Ok(Tz::UTC),
+        "Local" => Ok(local_zone()),
+        _ => Tz::from_str(name).map_err(|_| {
+            b.field_error(
+                "location",
+                format!(
+                    "unknown time zone {name:?}: use an IANA name such as \"America/New_York\", or \"UTC\""
+                ),
+            )
+        }),
+    }
+}
+
+fn local_zone() -> Tz {
+    if let Ok(tz) = std::env::var("TZ")
+        && let Ok(z) = Tz::from_str(tz.trim_start_matches(':'))
+    {
+        return z;
+    }
+    std::fs::read_link("/etc/localtime")
+        .ok()
+        .and_then(|p| {
+            let p = p.to_string_lossy().into_owned();
+            let (_, name) = p.split_once("zoneinfo/")?;
+            Tz::from_str(name).ok()
+        })
+        .unwrap_or(Tz::UTC)
+}
+
+/// Compiles the required `format` setting (a Go layout, or `unix` / `unix_milli`).
+pub(crate) fn format(b: &Build<'_>, format: &Option<String>) -> Result<Layout, ConfigError> {
+    match format.as_deref() {
+        None | Some("") => Err(b.field_error(
+            "format",
+            "missing required option: format (a Go layout such as \"2006-01-02T15:04:05Z07:00\")",
+        )),
+        Some(f) => {
+            let layout = Layout::compile(f);
+            if layout.is_literal() {
+                b.warn(format!(
+                    "settings.format {f:?} has no Go layout element (2006, 01, 02, 15, 04, 05, ...), so every time formats as that text and only that text parses"
+                ));
+            }
+            Ok(layout)
+        }
+    }
+}
+
+/// A value holding a number of epoch units (a JSON number or a numeric string), as
+/// nanoseconds: `scale` is the power of ten of nanoseconds per unit (9 for seconds, 6 for
+/// milliseconds, 0 for nanoseconds). Fractions are kept down to the nanosecond.
+pub(crate) fn epoch_nanos(v: &Value, scale: u32, unit: &str) -> Result<i64, TransformError> {
+    let text = match v {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.trim().to_string(),
+        other => {
+            return Err(TransformError::failed(format!(
+                "expected epoch {unit} as a number, found {}",
+                describe(other)
+            )));
+        }
+    };
+    let ns = layout::scaled_decimal(&text, scale).ok_or_else(|| {
+        TransformError::failed(format!(
+            "expected epoch {unit} as a number, found {}",
+            describe(v)
+        ))
+    })?;
+    i64::try_from(ns).map_err(|_| {
+        TransformError::failed(format!(
+            "epoch {unit} {text} is out of range (epoch nanoseconds cover the years 1678 to 2262)"
+        ))
+    })
+}
+
+/// A time as epoch nanoseconds, or an error when it does not fit (a layout without a year
+/// parses as year 0, which Go would silently wrap around).
+pub(crate) fn to_nanos(t: &DateTime<Utc>) -> Result<i64, TransformError> {
+    t.timestamp_nanos_opt().ok_or_else(|| {
+        TransformError::failed(format!(
+            "time {} is outside the range of epoch nanoseconds (the years 1678 to 2262); does the format lack a year?",
+            t.format("%Y-%m-%dT%H:%M:%S%.fZ")
+        ))
+    })
+}
+
+/// The time at a number of epoch nanoseconds.
+pub(crate) fn from_nanos(ns: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_nanos(ns)
+}
+
+/// Replaces the input value of a single-value transform with `f` of it; a missing source
+/// passes the message through unchanged.
+pub(crate) fn apply(
+    io: &Io,
+    msg: &mut Message,
+    f: impl FnOnce(&Value) -> Result<Value, TransformError>,
+) -> Result<(), TransformError> {
+    let result = match io.read(msg) {
+        Some(v) => Some(f(&v)?),
+        None => None,
+    };
+    if let Some(v) = result {
+        io.write(msg, v)?;
+    }
+    Ok(())
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+        Value::String(s) => {
+            let short: String = s.chars().take(64).collect();
+            format!("the string {short:?}")
+        }
+        Value::Number(n) => format!("the number {n}"),
+    }
+}
