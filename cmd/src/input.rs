@@ -137,7 +137,8 @@ fn split_lines(
             }
         }
         scanned = buf.len();
-        if buf.len() > opts.max_line_bytes {
+        // A partial line may still end in the `\r` of a CRLF, which is not counted.
+        if buf.len() > opts.max_line_bytes.saturating_add(1) {
             return Err(InputError::LineTooLong {
                 source_name: name.to_string(),
                 line: line_no + 1,

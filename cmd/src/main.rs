@@ -15,7 +15,13 @@ use clap::{Parser, Subcommand};
 
 /// sluice: a streaming transform engine configured by Jsonnet (Substation-compatible).
 #[derive(Parser)]
-#[command(name = "sluice", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "sluice",
+    version,
+    about = "sluice: a streaming transform engine configured by Jsonnet (Substation-compatible)",
+    long_about = None,
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -8,3 +8,14 @@ pub fn warnings(file: &std::path::Path, warnings: &[ConfigWarning]) {
         eprintln!("warning: {}: {w}", file.display());
     }
 }
+
+/// Writes a line to stdout, returning an error (not panicking, as `println!` does) when
+/// stdout is closed, e.g. `sluice build --stdout x.jsonnet | head -1`.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, $($arg)*).map_err(|e| anyhow::anyhow!("writing to stdout: {e}"))
+    }};
+}

@@ -25,10 +25,12 @@ pub struct BatchLimits {
 }
 
 impl From<BatchSettings> for BatchLimits {
+    /// A count or size of 0 means the default, as Go's zero values do in Substation.
     fn from(b: BatchSettings) -> Self {
+        let d = BatchSettings::default();
         BatchLimits {
-            count: b.count.max(1),
-            size: b.size.max(1),
+            count: if b.count == 0 { d.count } else { b.count },
+            size: if b.size == 0 { d.size } else { b.size },
             max_age: b.duration.0,
         }
     }

@@ -22,7 +22,7 @@ pub struct Args {
     /// Print the compiled JSON to stdout instead of writing `.json` files.
     #[arg(long)]
     stdout: bool,
-    /// Files or directories (default: the current directory).
+    /// Files or directories.
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
 }
@@ -39,12 +39,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match sluice_config::compile_to_string(file, &args.ext_str, true) {
             Ok(json) => {
                 if args.stdout {
-                    println!("{json}");
+                    crate::outln!("{json}")?;
                 } else {
                     let out = file.with_extension("json");
                     std::fs::write(&out, format!("{json}\n"))
                         .with_context(|| format!("writing {}", out.display()))?;
-                    println!("{}", out.display());
+                    crate::outln!("{}", out.display())?;
                 }
             }
             Err(e) => {

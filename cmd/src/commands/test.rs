@@ -30,7 +30,7 @@ pub struct Args {
     /// Print every test's name and result, not only failures.
     #[arg(short, long)]
     verbose: bool,
-    /// Files or directories (default: the current directory).
+    /// Files or directories.
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
 }
@@ -55,24 +55,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let start = Instant::now();
         match test_file(&registry, &runtime, file, &args, &mut tally) {
             Ok(FileResult::NoTransforms) => {}
-            Ok(FileResult::NoTests) => println!("?\t{}\t[no tests]", file.display()),
+            Ok(FileResult::NoTests) => crate::outln!("?\t{}\t[no tests]", file.display())?,
             Ok(FileResult::Ran { failures }) => {
                 let secs = start.elapsed().as_secs_f64();
                 if failures == 0 {
-                    println!("ok\t{}\t{secs:.3}s", file.display());
+                    crate::outln!("ok\t{}\t{secs:.3}s", file.display())?;
                 } else {
-                    println!("FAIL\t{}\t{secs:.3}s", file.display());
+                    crate::outln!("FAIL\t{}\t{secs:.3}s", file.display())?;
                 }
             }
             Err(e) => {
                 tally.errored_files += 1;
-                eprintln!("{}: {e:#}", file.display());
-                println!("?\t{}\t[error]", file.display());
+                eprintln!("{e:#}");
+                crate::outln!("?\t{}\t[error]", file.display())?;
             }
         }
     }
     let failed = tally.failed + tally.errored_files;
-    println!("{} passed, {} failed", tally.passed, failed);
+    crate::outln!("{} passed, {} failed", tally.passed, failed)?;
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -108,21 +108,21 @@ fn test_file(
             Ok(Outcome::Pass { outputs }) => {
                 tally.passed += 1;
                 if args.verbose {
-                    println!("--- PASS: {} ({outputs} outputs)", t.name);
+                    crate::outln!("--- PASS: {} ({outputs} outputs)", t.name)?;
                 }
             }
             Ok(Outcome::Fail { message, condition }) => {
                 tally.failed += 1;
                 failures += 1;
-                println!("--- FAIL: {}", t.name);
-                println!("    message:   {message}");
-                println!("    condition: {condition}");
+                crate::outln!("--- FAIL: {}", t.name)?;
+                crate::outln!("    message:   {message}")?;
+                crate::outln!("    condition: {condition}")?;
             }
             Err(e) => {
                 tally.failed += 1;
                 failures += 1;
-                println!("--- FAIL: {}", t.name);
-                println!("    error: {e:#}");
+                crate::outln!("--- FAIL: {}", t.name)?;
+                crate::outln!("    error: {e:#}")?;
             }
         }
     }

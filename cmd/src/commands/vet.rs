@@ -18,7 +18,7 @@ pub struct Args {
     /// A Jsonnet external string, KEY=VALUE (repeatable).
     #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
     ext_str: Vec<(String, String)>,
-    /// Files or directories (default: the current directory).
+    /// Files or directories.
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
 }
@@ -31,11 +31,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut problems = 0;
     for file in &files {
         match vet_file(&registry, file, &args.ext_str) {
-            Ok(true) => println!("ok\t{}", file.display()),
-            Ok(false) => println!("-\t{}\t[no transforms]", file.display()),
+            Ok(true) => crate::outln!("ok\t{}", file.display())?,
+            Ok(false) => crate::outln!("-\t{}\t[no transforms]", file.display())?,
             Err(e) => {
                 problems += 1;
-                println!("FAIL\t{}", file.display());
+                crate::outln!("FAIL\t{}", file.display())?;
                 eprintln!("{e:#}");
             }
         }

@@ -1,5 +1,5 @@
 //! The `condition` family: the predicates used by `meta_switch` cases, `meta_retry` and
-//! config `tests` (reference §1.5 and §2.3, all 32 types).
+//! config `tests`: all 32 of Substation's condition types.
 //!
 //! Conventions shared by every leaf condition (Substation's, with the differences noted):
 //! * A ctrl message is never matched (false).

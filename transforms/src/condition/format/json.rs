@@ -2,7 +2,8 @@
 //!
 //! Substation compatibility: the same (Go's `json.Valid`): whitespace around the value is
 //! allowed, empty data is not JSON, and any JSON value counts, not only objects. It has no
-//! settings (the library's `sub.cnd.fmt.json()` ignores its argument); `object` is not read.
+//! settings; Substation's library drops the argument of `sub.cnd.fmt.json()`, sluice's passes
+//! it on, so a stray `object` is reported as an unknown setting.
 
 use serde::Deserialize;
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};

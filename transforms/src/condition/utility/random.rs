@@ -1,9 +1,9 @@
 //! `utility_random`: true or false at random, each with probability one half.
 //!
 //! Substation compatibility: the same fair coin, without Substation's unsynchronised shared
-//! random source (each thread has its own generator). It has no settings (the library's
-//! `sub.cnd.util.random()` ignores its argument). A ctrl message is false, as for every leaf
-//! condition.
+//! random source (each thread has its own generator). It has no settings (Substation's
+//! library drops the argument of `sub.cnd.util.random()`; sluice's passes it on, so stray
+//! keys are reported). A ctrl message is false, as for every leaf condition.
 
 use serde::Deserialize;
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};

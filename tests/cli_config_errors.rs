@@ -1,0 +1,286 @@
+//! Config problems through `sluice run`: each is a clear error with its place and a
+//! non-zero exit, never a panic; an unknown settings key is only a warning.
+
+mod common;
+
+use common::Dir;
+
+/// The first line of standard error.
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+#[test]
+fn a_jsonnet_syntax_error_names_file_line_and_column() {
+    let d = Dir::new();
+    d.write(
+        "syn.jsonnet",
+        "local sub = std.extVar('sub');\n{\n  transforms: [\n    sub.tf.send.stdout(),\n    sub.tf.obj.copy({ obj: { src: 'a', trg: 'b' } ]\n}\n",
+    );
+    let out = d.sluice(&["run", "--config", "syn.jsonnet"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        first_line(&out.stderr),
+        "error: syn.jsonnet: syntax error: expected '}', got ']'"
+    );
+    // The `]` is on line 5, column 51.
+    assert!(out.stderr.contains("syn.jsonnet:5:51"), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
+fn a_jsonnet_runtime_error_names_its_place() {
+    let d = Dir::new();
+    d.write(
+        "rt.jsonnet",
+        "local sub = std.extVar('sub');\n{\n  transforms: [\n    sub.tf.send.stdout(),\n    error 'no such route',\n  ],\n}\n",
+    );
+    let out = d.sluice(&["run", "--config", "rt.jsonnet"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        first_line(&out.stderr),
+        "error: rt.jsonnet: runtime error: no such route"
+    );
+    assert!(out.stderr.contains("rt.jsonnet:5:5"), "{}", out.stderr);
+}
+
+#[test]
+fn an_unknown_transform_type_names_the_nearest_valid_ones() {
+    let d = Dir::new();
+    d.write(
+        "unk.json",
+        r#"{"transforms": [
+  {"type": "send_stdout"},
+  {"type": "object_cpy", "settings": {"object": {"source_key": "a", "target_key": "b"}}}
+]}"#,
+    );
+    let out = d.sluice(&["run", "--config", "unk.json"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: unk.json: transforms[1] (object_cpy): unknown transform type \"object_cpy\"; did you mean \"object_copy\", \"object_delete\", \"object_insert\"?\n"
+    );
+}
+
+#[test]
+fn an_unknown_condition_type_deep_in_a_config_names_its_place() {
+    let d = Dir::new();
+    d.write(
+        "cnd.jsonnet",
+        r#"local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.send.stdout(),
+    sub.tf.meta.switch({ cases: [{
+      condition: { type: 'string_equal', settings: {} },
+      transforms: [sub.tf.util.drop()],
+    }] }),
+  ],
+}
+"#,
+    );
+    let out = d.sluice(&["run", "--config", "cnd.jsonnet"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: cnd.jsonnet: transforms[1].settings.cases[0].condition (string_equal): unknown condition type \"string_equal\"; did you mean \"string_equal_to\", \"string_less_than\", \"string_match\"?\n"
+    );
+}
+
+#[test]
+fn a_bad_setting_type_names_the_place_type_id_and_field() {
+    let d = Dir::new();
+    d.write(
+        "bad.json",
+        r#"{"transforms": [{"type": "send_stdout"}, {"type": "string_replace", "settings": {"id": "r1", "pattern": 5, "replacement": "x"}}]}"#,
+    );
+    let out = d.sluice(&["run", "--config", "bad.json"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: bad.json: transforms[1] (string_replace, id r1) settings.pattern: invalid type: integer `5`, expected a string\n"
+    );
+
+    // The same through the Jsonnet library.
+    d.write(
+        "bad.jsonnet",
+        "local sub = std.extVar('sub');\n{ transforms: [sub.tf.str.replace({ id: 'r', obj: { src: 'a', trg: 'a' }, pattern: ['x'], replacement: 'x' })] }\n",
+    );
+    let out = d.sluice(&["run", "--config", "bad.jsonnet"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: bad.jsonnet: transforms[0] (string_replace, id r) settings.pattern: invalid type: sequence, expected a string\n"
+    );
+}
+
+#[test]
+fn a_missing_required_setting_names_the_field() {
+    let d = Dir::new();
+    d.write(
+        "missing.json",
+        r#"{"transforms": [{"type": "string_replace", "settings": {"replacement": "x"}}]}"#,
+    );
+    let out = d.sluice(&["run", "--config", "missing.json"], "{}\n");
+    out.assert_code(1);
+    assert!(
+        out.stderr.starts_with(
+            "error: missing.json: transforms[0] (string_replace) settings.pattern: missing"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+
+    // Through the library, the automatic id is named too.
+    d.write(
+        "missing.jsonnet",
+        "local sub = std.extVar('sub');\n{ transforms: [sub.tf.str.replace({ obj: { src: 'a', trg: 'a' }, replacement: 'x' })] }\n",
+    );
+    let out = d.sluice(&["run", "--config", "missing.jsonnet"], "{}\n");
+    out.assert_code(1);
+    let line = first_line(&out.stderr);
+    assert!(
+        line.starts_with("error: missing.jsonnet: transforms[0] (string_replace, id ")
+            && line.contains(") settings.pattern: missing"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn half_of_a_source_target_pair_names_the_missing_half() {
+    let d = Dir::new();
+    d.write(
+        "one.json",
+        r#"{"transforms": [{"type": "string_replace", "settings": {"id": "r", "object": {"source_key": "a"}, "pattern": "x", "replacement": "y"}}]}"#,
+    );
+    let out = d.sluice(&["run", "--config", "one.json"], "{}\n");
+    out.assert_code(1);
+    assert!(
+        out.stderr.starts_with(
+            "error: one.json: transforms[0] (string_replace, id r) settings.object.target_key: "
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn an_unknown_settings_key_is_a_warning_and_the_run_succeeds() {
+    let d = Dir::new();
+    d.write(
+        "typo.jsonnet",
+        "local sub = std.extVar('sub');\n{ transforms: [sub.tf.send.stdout(), sub.tf.obj.copy({ obj: { src: 'a', trg: 'b' }, objcet: 1 }), sub.tf.send.stdout()] }\n",
+    );
+    let out = d.sluice(&["run", "--config", "typo.jsonnet"], "{\"a\":1}\n");
+    out.assert_code(0);
+    assert_eq!(
+        out.stderr,
+        "warning: typo.jsonnet: transforms[1]: unknown setting \"objcet\" is ignored (check its spelling against the reference for object_copy)\n"
+    );
+    assert_eq!(out.stdout_str(), "{\"a\":1}\n{\"a\":1,\"b\":1}\n");
+}
+
+#[test]
+fn a_json_config_is_read_as_is() {
+    let d = Dir::new();
+    d.write(
+        "cfg.json",
+        r#"{"transforms": [
+  {"type": "object_copy", "settings": {"object": {"source_key": "a", "target_key": "b"}}},
+  {"type": "send_stdout"}
+]}"#,
+    );
+    let out = d.sluice(&["run", "--config", "cfg.json"], "{\"a\":1}\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "{\"a\":1,\"b\":1}\n");
+
+    // Not evaluated as Jsonnet: a comment is invalid JSON, reported with its place.
+    d.write("comment.json", "{\"transforms\": [\n  // a comment\n]}\n");
+    let out = d.sluice(&["run", "--config", "comment.json"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: comment.json:2:3: invalid JSON: expected value at line 2 column 3\n"
+    );
+}
+
+#[test]
+fn jsonnet_imports_resolve_the_library_and_relative_files() {
+    let d = Dir::new();
+    d.write("lib/helpers.libsonnet", "{ v: 'from-lib' }\n");
+    d.write(
+        "cfg/imp.jsonnet",
+        "local sub = import 'substation.libsonnet';\nlocal h = import '../lib/helpers.libsonnet';\n{ transforms: [sub.tf.obj.insert({ obj: { trg: 'k' }, value: h.v }), sub.tf.send.stdout()] }\n",
+    );
+    d.write(
+        "cfg/lib.libsonnet",
+        "local sub = import 'sluice.libsonnet';\n{ transforms: [sub.tf.send.stdout()] }\n",
+    );
+    let out = d.sluice(&["run", "--config", "cfg/imp.jsonnet"], "{}\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "{\"k\":\"from-lib\"}\n");
+    let out = d.sluice(&["run", "--config", "cfg/lib.libsonnet"], "{}\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "{}\n");
+}
+
+#[test]
+fn a_missing_or_unusable_config_file_is_an_error() {
+    let d = Dir::new();
+    let out = d.sluice(&["run", "--config", "nope.jsonnet"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(out.stderr, "error: nope.jsonnet: no such file\n");
+
+    d.write("cfg.yaml", "transforms: []\n");
+    let out = d.sluice(&["run", "--config", "cfg.yaml"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: cfg.yaml: unsupported file type; a config is a .jsonnet, .libsonnet or .json file\n"
+    );
+}
+
+#[test]
+fn a_config_of_the_wrong_shape_is_an_error() {
+    let d = Dir::new();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "arr.json",
+            "[1]",
+            "error: arr.json: the config is an array, but it must be an object with a `transforms` array\n",
+        ),
+        (
+            "none.json",
+            "{}",
+            "error: none.json: `transforms` is missing; a config is {\"transforms\": [...]} (it may be empty)\n",
+        ),
+        (
+            "conc.json",
+            "{\"transforms\": [], \"concurrency\": \"x\"}",
+            "error: conc.json: `concurrency`: must be a positive integer, not a string\n",
+        ),
+        (
+            "notype.json",
+            "{\"transforms\": [{\"settings\": {}}]}",
+            "error: notype.json: transforms[0]: the transform has no \"type\"\n",
+        ),
+    ];
+    for (name, text, want) in cases {
+        d.write(name, text);
+        let out = d.sluice(&["run", "--config", name], "{}\n");
+        out.assert_code(1);
+        assert_eq!(out.stderr, *want, "{name}");
+    }
+}
+
+#[test]
+fn an_empty_transforms_list_runs_and_outputs_nothing() {
+    let d = Dir::new();
+    d.write("empty.json", "{\"transforms\": []}");
+    let out = d.sluice(&["run", "--config", "empty.json"], "{\"a\":1}\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout, b"");
+}

@@ -1,0 +1,539 @@
+//! `sluice run` as a real process: input reading (files, gzip, limits, bytes), order,
+//! batching at the end of input, external strings and runtime errors.
+
+mod common;
+
+use common::{Dir, gzip};
+
+const UPPER: &str = r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.obj.insert({ obj: { trg: 'greeting' }, value: 'hello' }),
+    sub.tf.str.to.upper({ obj: { src: 'a', trg: 'a' } }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#;
+
+#[test]
+fn stdin_to_stdout_through_a_config() {
+    let d = Dir::new();
+    d.write("cfg.jsonnet", UPPER);
+    let out = d.sluice(
+        &["run", "--config", "cfg.jsonnet"],
+        "{\"a\":\"b\"}\n{\"a\":\"xy\",\"n\":1}\n",
+    );
+    out.assert_clean_success();
+    assert_eq!(
+        out.stdout_str(),
+        "{\"a\":\"B\",\"greeting\":\"hello\"}\n{\"a\":\"XY\",\"n\":1,\"greeting\":\"hello\"}\n"
+    );
+}
+
+#[test]
+fn short_config_flag_works_too() {
+    let d = Dir::new();
+    d.write("cfg.jsonnet", UPPER);
+    let out = d.sluice(&["run", "-c", "cfg.jsonnet"], "{\"a\":\"q\"}\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "{\"a\":\"Q\",\"greeting\":\"hello\"}\n");
+}
+
+#[test]
+fn without_a_config_lines_are_echoed() {
+    let d = Dir::new();
+    let out = d.sluice(&["run"], "one\n{\"two\":2}\n\nlast-without-newline");
+    out.assert_clean_success();
+    // Empty lines are messages too; the last line gets its newline.
+    assert_eq!(
+        out.stdout_str(),
+        "one\n{\"two\":2}\n\nlast-without-newline\n"
+    );
+}
+
+#[test]
+fn several_files_are_read_in_the_order_given() {
+    let d = Dir::new();
+    d.write("1.txt", "a\nb\n");
+    d.write("2.txt", "c\nd"); // no final newline
+    d.write("3.txt", "e\r\nf\r\n"); // CRLF line ends
+    let out = d.sluice(&["run", "3.txt", "1.txt", "2.txt"], "ignored\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "e\nf\na\nb\nc\nd\n");
+
+    let out = d.sluice(&["run", "1.txt", "2.txt", "3.txt"], "");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "a\nb\nc\nd\ne\nf\n");
+}
+
+#[test]
+fn gzip_input_is_detected_and_decompressed() {
+    let d = Dir::new();
+    d.write("cfg.jsonnet", UPPER);
+    d.write("plain.txt", "{\"a\":\"plain\"}\n");
+    d.write("events.gz", gzip(b"{\"a\":\"x\"}\n{\"a\":\"y\"}\n"));
+    // Two gzip members back to back (as `cat a.gz b.gz` makes) are one stream.
+    let mut two = gzip(b"{\"a\":\"m1\"}\n");
+    two.extend(gzip(b"{\"a\":\"m2\"}\n"));
+    // Gzip is detected by its magic bytes, not by the file name.
+    d.write("members.log", two);
+    let out = d.sluice(
+        &[
+            "run",
+            "--config",
+            "cfg.jsonnet",
+            "events.gz",
+            "plain.txt",
+            "members.log",
+        ],
+        "",
+    );
+    out.assert_clean_success();
+    assert_eq!(
+        out.stdout_str(),
+        concat!(
+            "{\"a\":\"X\",\"greeting\":\"hello\"}\n",
+            "{\"a\":\"Y\",\"greeting\":\"hello\"}\n",
+            "{\"a\":\"PLAIN\",\"greeting\":\"hello\"}\n",
+            "{\"a\":\"M1\",\"greeting\":\"hello\"}\n",
+            "{\"a\":\"M2\",\"greeting\":\"hello\"}\n",
+        )
+    );
+}
+
+#[test]
+fn gzip_on_stdin_is_detected_too() {
+    let d = Dir::new();
+    let out = d.sluice(&["run"], gzip(b"l1\nl2\n"));
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "l1\nl2\n");
+}
+
+#[test]
+fn a_truncated_gzip_file_is_an_error_naming_the_file() {
+    let d = Dir::new();
+    let body: Vec<u8> = (0..2000)
+        .flat_map(|i| format!("{{\"n\":{i}}}\n").into_bytes())
+        .collect();
+    let gz = gzip(&body);
+    d.write("ok.txt", "fine\n");
+    // Cut inside the trailer (CRC and length) and inside the compressed data.
+    d.write("cut-trailer.gz", &gz[..gz.len() - 6]);
+    d.write("cut-middle.gz", &gz[..gz.len() / 2]);
+    for name in ["cut-trailer.gz", "cut-middle.gz"] {
+        let out = d.sluice(&["run", "ok.txt", name], "");
+        out.assert_code(1);
+        assert_eq!(
+            out.stderr,
+            format!("error: {name}: truncated gzip stream (unexpected end of file)\n")
+        );
+    }
+}
+
+#[test]
+fn a_line_over_max_line_bytes_is_an_error_naming_file_and_line() {
+    let d = Dir::new();
+    d.write("long.txt", "ab\nabcde\nabcdefgh\nok\n");
+    let out = d.sluice(&["run", "--max-line-bytes", "5", "long.txt"], "");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: long.txt:3: line is longer than 5 bytes (raise --max-line-bytes)\n"
+    );
+
+    // The last line, without a newline, counts too; so does stdin.
+    d.write("tail.txt", "ab\nabcdefgh");
+    let out = d.sluice(&["run", "--max-line-bytes", "5", "tail.txt"], "");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: tail.txt:2: line is longer than 5 bytes (raise --max-line-bytes)\n"
+    );
+    let out = d.sluice(&["run", "--max-line-bytes", "5"], "123456\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: <stdin>:1: line is longer than 5 bytes (raise --max-line-bytes)\n"
+    );
+
+    // A line of exactly the limit is fine.
+    let out = d.sluice(&["run", "--max-line-bytes", "5"], "12345\nab\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "12345\nab\n");
+}
+
+/// A CRLF line of exactly `--max-line-bytes` is accepted wherever the read boundaries fall
+/// (the `\r` is not part of the line). Shifting the lines by 2 bytes at a time puts a read
+/// boundary between a `\r` and its `\n` in one of the seven files.
+#[test]
+fn a_crlf_line_of_exactly_the_limit_is_accepted_at_any_read_boundary() {
+    let d = Dir::new();
+    for pad in 0..7 {
+        let name = format!("crlf{pad}.txt");
+        let mut text = "a\n".repeat(pad);
+        text.push_str(&"12345\r\n".repeat(50_000));
+        d.write(&name, text);
+        let out = d.sluice(&["run", "--max-line-bytes", "5", &name], "");
+        out.assert_clean_success();
+        let want = format!("{}{}", "a\n".repeat(pad), "12345\n".repeat(50_000));
+        assert!(out.stdout_str() == want, "{name}: output differs");
+    }
+}
+
+#[test]
+fn a_long_line_in_a_gzip_file_is_reported_with_its_line_number() {
+    let d = Dir::new();
+    d.write("big.gz", gzip(b"1\n22\n333333333333\n"));
+    let out = d.sluice(&["run", "--max-line-bytes", "4", "big.gz"], "");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: big.gz:3: line is longer than 4 bytes (raise --max-line-bytes)\n"
+    );
+}
+
+#[test]
+fn invalid_utf8_passes_through_byte_exact() {
+    let d = Dir::new();
+    let input: &[u8] = b"\xff\xfe\x00z\n\xc3\x28 half\n{\"a\":\"\xe2\x82\"}\nplain\n";
+    let out = d.sluice(&["run"], input);
+    out.assert_clean_success();
+    assert_eq!(out.stdout, input);
+
+    // Through a config whose transforms read keys: not JSON, so they pass unchanged.
+    d.write(
+        "cfg.jsonnet",
+        UPPER.replace(
+            "sub.tf.obj.insert({ obj: { trg: 'greeting' }, value: 'hello' }),",
+            "",
+        ),
+    );
+    let out = d.sluice(&["run", "--config", "cfg.jsonnet"], input);
+    out.assert_clean_success();
+    assert_eq!(out.stdout, input);
+}
+
+#[test]
+fn empty_input_produces_no_output() {
+    let d = Dir::new();
+    let out = d.sluice(&["run"], "");
+    out.assert_clean_success();
+    assert_eq!(out.stdout, b"");
+
+    // The end-of-input ctrl flushes nothing when nothing was batched.
+    d.write(
+        "agg.jsonnet",
+        "local sub = std.extVar('sub');\n{ transforms: [sub.tf.agg.to.array(), sub.tf.send.stdout()] }\n",
+    );
+    let out = d.sluice(&["run", "--config", "agg.jsonnet"], "");
+    out.assert_clean_success();
+    assert_eq!(out.stdout, b"");
+
+    d.write("empty.txt", "");
+    let out = d.sluice(&["run", "empty.txt"], "");
+    out.assert_clean_success();
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
+fn order_is_kept_with_four_workers_over_20000_lines() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.obj.copy({ obj: { src: 'n', trg: 'm' } }),
+    sub.tf.str.to.upper({ obj: { src: 's', trg: 's' } }),
+    sub.tf.hash.sha256({ obj: { src: 's', trg: 'h' } }),
+    sub.tf.obj.delete({ obj: { src: 'h' } }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#,
+    );
+    let input: String = (0..20_000)
+        .map(|i| format!("{{\"n\":{i},\"s\":\"x{i}\"}}\n"))
+        .collect();
+    let want: String = (0..20_000)
+        .map(|i| format!("{{\"n\":{i},\"s\":\"X{i}\",\"m\":{i}}}\n"))
+        .collect();
+    for batch in ["1024", "7"] {
+        let out = d.sluice(
+            &[
+                "run",
+                "--workers",
+                "4",
+                "--batch-messages",
+                batch,
+                "--config",
+                "cfg.jsonnet",
+            ],
+            input.clone(),
+        );
+        out.assert_clean_success();
+        assert!(
+            out.stdout_str() == want,
+            "output differs from the input order with --batch-messages {batch}"
+        );
+    }
+}
+
+#[test]
+fn the_end_of_input_ctrl_flushes_batches_once() {
+    let d = Dir::new();
+    // A count far above the input: only the ctrl at the end of input can flush it.
+    d.write(
+        "agg.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.agg.to.array({ batch: { count: 100000, size: 100000000 } }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#,
+    );
+    let input: String = (0..2500).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    let want = format!(
+        "[{}]\n",
+        (0..2500)
+            .map(|i| format!("{{\"n\":{i}}}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let out = d.sluice(
+        &["run", "--batch-messages", "100", "--config", "agg.jsonnet"],
+        input,
+    );
+    out.assert_clean_success();
+    assert_eq!(
+        out.stdout_str().lines().count(),
+        1,
+        "one batch, emitted once"
+    );
+    assert!(
+        out.stdout_str() == want,
+        "the batch holds every message in order"
+    );
+}
+
+#[test]
+fn batches_are_flushed_per_batch_key_at_the_end() {
+    let d = Dir::new();
+    d.write(
+        "agg.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.agg.to.array({ obj: { trg: 'events', batch_key: 'user' }, batch: { count: 1000 } }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#,
+    );
+    let out = d.sluice(
+        &["run", "--config", "agg.jsonnet"],
+        "{\"user\":\"a\",\"n\":1}\n{\"user\":\"b\",\"n\":2}\n{\"user\":\"a\",\"n\":3}\n",
+    );
+    out.assert_clean_success();
+    // Batches are flushed in the order they were opened.
+    assert_eq!(
+        out.stdout_str(),
+        concat!(
+            "{\"events\":[{\"user\":\"a\",\"n\":1},{\"user\":\"a\",\"n\":3}]}\n",
+            "{\"events\":[{\"user\":\"b\",\"n\":2}]}\n",
+        )
+    );
+}
+
+const EXT: &str = r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.obj.insert({ obj: { trg: 'env' }, value: std.extVar('env') }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#;
+
+#[test]
+fn ext_str_reaches_std_ext_var() {
+    let d = Dir::new();
+    d.write("ext.jsonnet", EXT);
+    let out = d.sluice(
+        &["run", "--config", "ext.jsonnet", "--ext-str", "env=prod=eu"],
+        "{\"a\":1}\n",
+    );
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "{\"a\":1,\"env\":\"prod=eu\"}\n");
+
+    // Without it, the Jsonnet error names the place.
+    let out = d.sluice(&["run", "--config", "ext.jsonnet"], "{\"a\":1}\n");
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .starts_with("error: ext.jsonnet: external variable is not defined: env\n"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("ext.jsonnet:5:"), "{}", out.stderr);
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
+fn ext_str_cannot_replace_the_library_or_be_malformed() {
+    let d = Dir::new();
+    d.write("ext.jsonnet", EXT);
+    let out = d.sluice(
+        &["run", "--config", "ext.jsonnet", "--ext-str", "sub=x"],
+        "",
+    );
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: --ext-str sub: the name `sub` is reserved for the sluice library (std.extVar('sub'))\n"
+    );
+
+    let out = d.sluice(&["run", "--ext-str", "novalue"], "");
+    out.assert_code(2);
+    assert!(
+        out.stderr.starts_with(
+            "error: invalid value 'novalue' for '--ext-str <KEY=VALUE>': expected KEY=VALUE, got \"novalue\"\n"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_runtime_transform_error_exits_non_zero_and_is_printed_once() {
+    let d = Dir::new();
+    d.write(
+        "err.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{ transforms: [sub.tf.util.err({ id: 'reject', message: 'no user' }), sub.tf.send.stdout()] }
+"#,
+    );
+    let input: String = (0..100).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    for workers in ["1", "4"] {
+        let out = d.sluice(
+            &["run", "--workers", workers, "--config", "err.jsonnet"],
+            input.clone(),
+        );
+        out.assert_code(1);
+        assert_eq!(
+            out.stderr, "error: running err.jsonnet: transform reject: no user\n",
+            "with --workers {workers}"
+        );
+        assert_eq!(out.stdout, b"", "nothing reaches the send");
+    }
+}
+
+#[test]
+fn a_nested_transform_error_names_each_layer_once() {
+    let d = Dir::new();
+    d.write(
+        "nest.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.meta.switch({ id: 'route', cases: [{
+      condition: sub.cnd.str.eq({ obj: { src: 'a' }, value: 'x' }),
+      transforms: [sub.tf.util.err({ id: 'inner', message: 'bad a' })],
+    }] }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#,
+    );
+    let out = d.sluice(&["run", "--config", "nest.jsonnet"], "{\"a\":\"x\"}\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: running nest.jsonnet: transform route: transform inner: bad a\n"
+    );
+
+    // Messages the error case does not match pass.
+    let out = d.sluice(&["run", "--config", "nest.jsonnet"], "{\"a\":\"y\"}\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "{\"a\":\"y\"}\n");
+}
+
+#[test]
+fn object_transforms_on_non_json_data() {
+    let d = Dir::new();
+    // Reading a key of non-JSON data: the key does not exist, the message passes unchanged.
+    d.write(
+        "read.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.str.to.upper({ obj: { src: 'a', trg: 'b' } }),
+    sub.tf.obj.copy({ obj: { src: 'a', trg: 'c' } }),
+    sub.tf.obj.delete({ obj: { src: 'a' } }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#,
+    );
+    let out = d.sluice(
+        &["run", "--config", "read.jsonnet"],
+        "not json\n{\"a\":\"x\"}\n[1,2\n",
+    );
+    out.assert_clean_success();
+    assert_eq!(
+        out.stdout_str(),
+        "not json\n{\"b\":\"X\",\"c\":\"x\"}\n[1,2\n"
+    );
+
+    // Writing a key into non-JSON data is an error naming the transform.
+    d.write(
+        "write.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{ transforms: [sub.tf.obj.insert({ id: 'ins', obj: { trg: 'b' }, value: 1 }), sub.tf.send.stdout()] }
+"#,
+    );
+    let out = d.sluice(&["run", "--config", "write.jsonnet"], "not json\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: running write.jsonnet: transform ins: cannot set a key: the data is not JSON\n"
+    );
+
+    // Empty data is an empty object for writes.
+    let out = d.sluice(&["run", "--config", "write.jsonnet"], "\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "{\"b\":1}\n");
+}
+
+#[test]
+fn a_missing_input_file_is_an_error_naming_it() {
+    let d = Dir::new();
+    d.write("here.txt", "x\n");
+    let out = d.sluice(&["run", "here.txt", "absent.txt"], "");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: absent.txt: No such file or directory (os error 2)\n"
+    );
+}
+
+#[test]
+fn a_closed_stdout_is_an_error_not_a_panic() {
+    let d = Dir::new();
+    let out = common::run_with_closed_stdout(d.path(), &["run"], b"a\nb\n");
+    out.assert_code(1);
+    assert_eq!(
+        out.stderr,
+        "error: running <default config>: transform send_stdout: writing to standard output: Broken pipe (os error 32)\n"
+    );
+}
