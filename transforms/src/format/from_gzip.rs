@@ -162,6 +162,9 @@ mod tests {
         }
         let err = run(full[..5].to_vec()).unwrap_err().to_string();
         assert!(err.contains("truncated"), "{err}");
+        // Short data that is not gzip at all is not "truncated".
+        let err = run(b"hello".to_vec()).unwrap_err().to_string();
+        assert!(err.contains("invalid gzip header"), "{err}");
     }
 
     #[test]
