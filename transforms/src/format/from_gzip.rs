@@ -56,9 +56,7 @@ pub fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, TransformError> {
         .read_to_end(&mut out)
         .map_err(|e| {
             let why = match e.kind() {
-                std::io::ErrorKind::UnexpectedEof
-                    if data.len() >= 10 && data[..2] == [0x1f, 0x8b] =>
-                {
+                std::io::ErrorKind::UnexpectedEof if data.starts_with(&[0x1f, 0x8b]) => {
                     "the data is truncated".to_string()
                 }
                 std::io::ErrorKind::UnexpectedEof => "invalid gzip header".to_string(),
