@@ -108,6 +108,17 @@ impl Body {
         }
     }
 
+    /// Takes the parsed JSON out (parsing if needed), leaving the body empty; `None` when
+    /// it is not JSON. Lets a transform move a document instead of cloning it.
+    pub fn take_value(&mut self) -> Option<Value> {
+        let _ = self.value();
+        let v = self.parsed.get_mut().and_then(Option::take);
+        if v.is_some() {
+            *self = Body::default();
+        }
+        v
+    }
+
     /// Replaces the content with bytes.
     pub fn set_bytes(&mut self, b: impl Into<Bytes>) {
         *self = Body::from_bytes(b);
@@ -180,8 +191,16 @@ impl Key {
 }
 
 /// A message flowing through a pipeline.
+///
+/// The contents are boxed: a message moves through every transform call and output list,
+/// and moving a pointer is much cheaper than moving two bodies.
 #[derive(Debug, Clone, Default)]
 pub struct Message {
+    inner: Box<Contents>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Contents {
     data: Body,
     meta: Body,
     ctrl: bool,
@@ -192,87 +211,99 @@ impl Message {
     /// A data message with these bytes.
     pub fn new(data: impl Into<Bytes>) -> Self {
         Message {
-            data: Body::from_bytes(data),
-            ..Default::default()
+            inner: Box::new(Contents {
+                data: Body::from_bytes(data),
+                ..Default::default()
+            }),
         }
     }
 
     /// A data message holding a JSON value.
     pub fn from_value(v: Value) -> Self {
         Message {
-            data: Body::from_value(v),
-            ..Default::default()
+            inner: Box::new(Contents {
+                data: Body::from_value(v),
+                ..Default::default()
+            }),
         }
     }
 
     /// A ctrl message: no data, no metadata; every stateful transform flushes on it.
     pub fn ctrl() -> Self {
         Message {
-            ctrl: true,
-            ..Default::default()
+            inner: Box::new(Contents {
+                ctrl: true,
+                ..Default::default()
+            }),
         }
     }
 
     /// Whether this is a ctrl message.
     pub fn is_ctrl(&self) -> bool {
-        self.ctrl
+        self.inner.ctrl
     }
 
     /// The data bytes (serialised from JSON the first time if needed). Empty for ctrl.
     pub fn data(&self) -> &Bytes {
-        self.data.bytes()
+        self.inner.data.bytes()
     }
 
     /// The data as parsed JSON, if it is JSON.
     pub fn data_value(&self) -> Option<&Value> {
-        self.data.value()
+        self.inner.data.value()
     }
 
     /// The data body, for transforms that manage bytes and JSON themselves.
     pub fn data_body(&self) -> &Body {
-        &self.data
+        &self.inner.data
     }
 
     /// The data for writing as JSON (see [`Body::value_mut`]).
     pub fn data_value_mut(&mut self) -> Result<&mut Value, TransformError> {
-        self.data.value_mut()
+        self.inner.data.value_mut()
+    }
+
+    /// Takes the data out as parsed JSON (see [`Body::take_value`]); `None` when it is not
+    /// JSON, in which case the data is left as it was.
+    pub fn take_data_value(&mut self) -> Option<Value> {
+        self.inner.data.take_value()
     }
 
     /// Replaces the data with bytes. Ignored on ctrl messages, as in Substation.
     pub fn set_data(&mut self, b: impl Into<Bytes>) {
-        if !self.ctrl {
-            self.data.set_bytes(b);
+        if !self.inner.ctrl {
+            self.inner.data.set_bytes(b);
         }
     }
 
     /// Replaces the data with a JSON value. Ignored on ctrl messages.
     pub fn set_data_value(&mut self, v: Value) {
-        if !self.ctrl {
-            self.data.set_value(v);
+        if !self.inner.ctrl {
+            self.inner.data.set_value(v);
         }
     }
 
     /// The metadata bytes.
     pub fn metadata(&self) -> &Bytes {
-        self.meta.bytes()
+        self.inner.meta.bytes()
     }
 
     /// The metadata as parsed JSON, if it is JSON.
     pub fn metadata_value(&self) -> Option<&Value> {
-        self.meta.value()
+        self.inner.meta.value()
     }
 
     /// Replaces the metadata with bytes. Ignored on ctrl messages.
     pub fn set_metadata(&mut self, b: impl Into<Bytes>) {
-        if !self.ctrl {
-            self.meta.set_bytes(b);
+        if !self.inner.ctrl {
+            self.inner.meta.set_bytes(b);
         }
     }
 
     /// Replaces the metadata with a JSON value. Ignored on ctrl messages.
     pub fn set_metadata_value(&mut self, v: Value) {
-        if !self.ctrl {
-            self.meta.set_value(v);
+        if !self.inner.ctrl {
+            self.inner.meta.set_value(v);
         }
     }
 
@@ -280,30 +311,32 @@ impl Message {
     /// with other data: what fan-out transforms emit.
     pub fn derive(&self, data: Body) -> Message {
         Message {
-            data,
-            meta: self.meta.clone(),
-            ctrl: false,
-            acks: self.acks.clone(),
+            inner: Box::new(Contents {
+                data,
+                meta: self.inner.meta.clone(),
+                ctrl: false,
+                acks: self.inner.acks.clone(),
+            }),
         }
     }
 
     fn body(&self, t: Target) -> &Body {
         match t {
-            Target::Data => &self.data,
-            Target::Meta => &self.meta,
+            Target::Data => &self.inner.data,
+            Target::Meta => &self.inner.meta,
         }
     }
 
     fn body_mut(&mut self, t: Target) -> &mut Body {
         match t {
-            Target::Data => &mut self.data,
-            Target::Meta => &mut self.meta,
+            Target::Data => &mut self.inner.data,
+            Target::Meta => &mut self.inner.meta,
         }
     }
 
     /// The value at `key`, or `None` when it does not exist (or the document is not JSON).
     pub fn get(&self, key: &Key) -> Option<Cow<'_, Value>> {
-        if self.ctrl {
+        if self.inner.ctrl {
             return None;
         }
         let doc = self.body(key.target).value()?;
@@ -312,7 +345,7 @@ impl Message {
 
     /// Sets the value at `key`, creating intermediate objects. `@this` replaces the document.
     pub fn set(&mut self, key: &Key, v: Value) -> Result<(), TransformError> {
-        if self.ctrl {
+        if self.inner.ctrl {
             return Ok(());
         }
         let body = self.body_mut(key.target);
@@ -327,7 +360,7 @@ impl Message {
 
     /// Deletes the value at `key`; a missing key is not an error.
     pub fn delete(&mut self, key: &Key) -> Result<(), TransformError> {
-        if self.ctrl {
+        if self.inner.ctrl {
             return Ok(());
         }
         let body = self.body_mut(key.target);
@@ -341,37 +374,37 @@ impl Message {
 
     /// The acknowledgement tokens this message carries.
     pub fn acks(&self) -> &crate::ack::AckSet {
-        &self.acks
+        &self.inner.acks
     }
 
     /// Adds a token (an adapter or the lock tracking this message).
     pub fn add_ack(&mut self, token: AckToken) {
-        self.acks.push(token);
+        self.inner.acks.push(token);
     }
 
     /// Adds several tokens (an aggregate merging its inputs).
     pub fn extend_acks<'a>(&mut self, tokens: impl IntoIterator<Item = &'a AckToken>) {
-        self.acks.extend(tokens.into_iter().cloned());
+        self.inner.acks.extend(tokens.into_iter().cloned());
     }
 
     /// Removes and returns the tokens for which `pred` holds.
     pub fn take_acks_where(&mut self, pred: impl Fn(&AckToken) -> bool) -> AckSet {
         let mut taken = AckSet::new();
         let mut kept = AckSet::new();
-        for t in self.acks.drain(..) {
+        for t in self.inner.acks.drain(..) {
             if pred(&t) {
                 taken.push(t)
             } else {
                 kept.push(t)
             }
         }
-        self.acks = kept;
+        self.inner.acks = kept;
         taken
     }
 
     /// Marks every token failed (this message could not be delivered).
     pub fn fail_acks(&self, reason: &str) {
-        crate::ack::fail_all(&self.acks, reason);
+        crate::ack::fail_all(&self.inner.acks, reason);
     }
 }
 
@@ -387,6 +420,7 @@ mod tests {
         m.set(&k, json!("x")).unwrap();
         assert_eq!(&m.data()[..], br#"{"a":1,"b":"x"}"#);
         assert!(m.data_body().raw.get().is_some());
+        assert_eq!(std::mem::size_of::<Message>(), std::mem::size_of::<usize>());
     }
 
     #[test]

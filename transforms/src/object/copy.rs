@@ -60,9 +60,12 @@ impl Transform for ObjectCopy {
                 }
             }
             (None, Some(trg)) => {
-                if !msg.data().is_empty() || msg.data_value().is_some() {
+                if !msg.data_body().is_empty() {
                     let v = match msg.data_value() {
-                        Some(v @ (Value::Object(_) | Value::Array(_))) => v.clone(),
+                        // Move the parsed document into the new one instead of copying it.
+                        Some(Value::Object(_) | Value::Array(_)) => {
+                            msg.take_data_value().expect("parsed above")
+                        }
                         _ => value::from_bytes(msg.data()),
                     };
                     let mut wrapped = Value::Object(Default::default());
