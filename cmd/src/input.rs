@@ -7,10 +7,10 @@
 //! error naming the file. A line longer than the limit is an error naming the file and line.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use flate2::read::MultiGzDecoder;
 use sluice_engine::Message;
 use tokio::sync::mpsc;
@@ -86,7 +86,6 @@ pub fn read_all(
         };
         let mut reader = BufReader::with_capacity(64 * 1024, raw);
         let gz = {
-            use std::io::BufRead;
             let head = reader.fill_buf().map_err(io_err)?;
             head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b
         };
@@ -103,78 +102,54 @@ pub fn read_all(
 }
 
 /// Splits a stream into line messages; `false` when the receiver went away.
+///
+/// Each line gets its own allocation, sized from the previous line, and the read buffer is
+/// reused: sharing large read buffers between messages would make every buffer fresh
+/// memory, and the kernel's page zeroing then costs more than copying the lines.
 fn split_lines(
-    mut r: impl Read,
+    r: impl Read,
     name: &str,
     opts: ReadOptions,
     tx: &mpsc::Sender<Vec<Message>>,
 ) -> Result<bool, InputError> {
-    let mut buf = BytesMut::with_capacity(CHUNK);
+    let mut reader = BufReader::with_capacity(CHUNK, r);
     let mut batch = Vec::with_capacity(opts.batch_messages);
     let mut line_no: u64 = 0;
-    let mut scanned = 0usize;
+    let mut hint = 512usize;
+    // Read at most the limit plus a CRLF, so a huge line is never held whole.
+    let bound = opts.max_line_bytes.saturating_add(2) as u64;
     loop {
-        // Cut every complete line out of the buffer.
-        while let Some(pos) = memchr::memchr(b'\n', &buf[scanned..]) {
-            let end = scanned + pos;
-            let mut line = buf.split_to(end + 1).freeze();
-            scanned = 0;
-            line_no += 1;
-            line.truncate(line.len() - 1);
-            if line.last() == Some(&b'\r') {
-                line.truncate(line.len() - 1);
-            }
-            if line.len() > opts.max_line_bytes {
-                return Err(InputError::LineTooLong {
-                    source_name: name.to_string(),
-                    line: line_no,
-                    limit: opts.max_line_bytes,
-                });
-            }
-            batch.push(Message::new(line));
-            if batch.len() >= opts.batch_messages && !send(tx, &mut batch, opts) {
-                return Ok(false);
-            }
-        }
-        scanned = buf.len();
-        // A partial line may still end in the `\r` of a CRLF, which is not counted.
-        if buf.len() > opts.max_line_bytes.saturating_add(1) {
-            return Err(InputError::LineTooLong {
+        let mut line = Vec::with_capacity(hint);
+        let n = (&mut reader)
+            .take(bound)
+            .read_until(b'\n', &mut line)
+            .map_err(|error| InputError::Io {
                 source_name: name.to_string(),
-                line: line_no + 1,
-                limit: opts.max_line_bytes,
-            });
-        }
-        if buf.capacity() - buf.len() < CHUNK / 4 {
-            buf.reserve(CHUNK);
-        }
-        let spare = buf.capacity() - buf.len();
-        let start = buf.len();
-        // Safety net against a zero-sized read window: reserve guarantees room above.
-        buf.resize(start + spare, 0);
-        let n = match r.read(&mut buf[start..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
-            Err(error) => {
-                return Err(InputError::Io {
-                    source_name: name.to_string(),
-                    error: annotate(error),
-                });
-            }
-        };
-        buf.truncate(start + n);
+                error: annotate(error),
+            })?;
         if n == 0 {
             break;
         }
-    }
-    if !buf.is_empty() {
-        let line: Bytes = buf.split().freeze();
-        let line = if line.last() == Some(&b'\r') {
-            line.slice(..line.len() - 1)
-        } else {
-            line
-        };
-        batch.push(Message::new(line));
+        line_no += 1;
+        let ended = line.last() == Some(&b'\n');
+        if ended {
+            line.pop();
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if line.len() > opts.max_line_bytes || (!ended && n as u64 == bound) {
+            return Err(InputError::LineTooLong {
+                source_name: name.to_string(),
+                line: line_no,
+                limit: opts.max_line_bytes,
+            });
+        }
+        hint = (line.len() + line.len() / 4 + 16).clamp(64, 64 * 1024);
+        batch.push(Message::new(Bytes::from(line)));
+        if batch.len() >= opts.batch_messages && !send(tx, &mut batch, opts) {
+            return Ok(false);
+        }
     }
     if !batch.is_empty() {
         return Ok(send(tx, &mut batch, opts));

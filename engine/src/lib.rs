@@ -17,6 +17,7 @@ pub mod ack;
 pub mod batch;
 pub mod driver;
 pub mod error;
+pub mod json;
 pub mod message;
 pub mod path;
 pub mod pipeline;
@@ -33,4 +34,4 @@ pub use registry::{Build, Registry};
 pub use transform::{Condition, Kind, Transform};
 
 pub use async_trait::async_trait;
-pub use serde_json::{Value, json};
+pub use json::{Map, Number, Value};

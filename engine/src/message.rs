@@ -12,8 +12,8 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
+use crate::json::Value;
 use bytes::Bytes;
-use serde_json::Value;
 
 use crate::ack::{AckSet, AckToken};
 use crate::error::TransformError;
@@ -138,8 +138,8 @@ pub fn parse_json(b: &[u8]) -> Option<Value> {
 
 /// Compact JSON text of a value.
 pub fn serialize(v: &Value) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128);
-    serde_json::to_writer(&mut out, v).expect("serialising a Value cannot fail");
+    let mut out = Vec::with_capacity(256);
+    crate::json::write_compact(&mut out, v);
     out
 }
 
@@ -411,7 +411,7 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::json;
 
     #[test]
     fn parses_once_and_serialises_once() {

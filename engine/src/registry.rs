@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use std::borrow::Cow;
+
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -15,6 +17,25 @@ use crate::error::{ConfigError, ConfigWarning};
 use crate::message::Key;
 use crate::pipeline::Pipeline;
 use crate::transform::{Condition, Transform};
+
+/// Config JSON: what Jsonnet produces (`serde_json::Value`), or a message value used as
+/// config (in tests, built with [`crate::json!`]).
+pub trait ConfigJson {
+    /// As `serde_json::Value`.
+    fn to_config(&self) -> Cow<'_, Value>;
+}
+
+impl ConfigJson for Value {
+    fn to_config(&self) -> Cow<'_, Value> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl ConfigJson for crate::json::Value {
+    fn to_config(&self) -> Cow<'_, Value> {
+        Cow::Owned(Value::from(self.clone()))
+    }
+}
 
 /// Builds a transform from its settings.
 pub type TransformCtor = fn(&Build<'_>) -> Result<Arc<dyn Transform>, ConfigError>;
@@ -72,11 +93,11 @@ impl Registry {
     /// Builds a pipeline from a JSON array of transform configs found at `location`.
     pub fn build_pipeline(
         &self,
-        list: &Value,
+        list: &impl ConfigJson,
         location: &str,
     ) -> Result<Built<Pipeline>, ConfigError> {
         let warnings = Mutex::new(Vec::new());
-        let p = build_list(self, list, location, &warnings)?;
+        let p = build_list(self, &list.to_config(), location, &warnings)?;
         Ok(Built {
             value: p,
             warnings: warnings.into_inner().unwrap_or_default(),
@@ -86,11 +107,11 @@ impl Registry {
     /// Builds one transform from `{type, settings}` found at `location`.
     pub fn build_transform(
         &self,
-        cfg: &Value,
+        cfg: &impl ConfigJson,
         location: &str,
     ) -> Result<Built<Arc<dyn Transform>>, ConfigError> {
         let warnings = Mutex::new(Vec::new());
-        let (_, t) = build_one(self, cfg, location, &warnings)?;
+        let (_, t) = build_one(self, &cfg.to_config(), location, &warnings)?;
         Ok(Built {
             value: t,
             warnings: warnings.into_inner().unwrap_or_default(),
@@ -100,11 +121,11 @@ impl Registry {
     /// Builds a condition from `{type, settings}` found at `location`.
     pub fn build_condition(
         &self,
-        cfg: &Value,
+        cfg: &impl ConfigJson,
         location: &str,
     ) -> Result<Built<Arc<dyn Condition>>, ConfigError> {
         let warnings = Mutex::new(Vec::new());
-        let c = build_cond(self, cfg, location, &warnings)?;
+        let c = build_cond(self, &cfg.to_config(), location, &warnings)?;
         Ok(Built {
             value: c,
             warnings: warnings.into_inner().unwrap_or_default(),
@@ -215,30 +236,38 @@ impl<'a> Build<'a> {
     }
 
     /// Builds the transform list found in `field` (e.g. `transforms`, `cases[0].transforms`).
-    pub fn pipeline(&self, field: &str, list: &Value) -> Result<Pipeline, ConfigError> {
+    pub fn pipeline(&self, field: &str, list: &impl ConfigJson) -> Result<Pipeline, ConfigError> {
         build_list(
             self.registry,
-            list,
+            &list.to_config(),
             &format!("{}.settings.{field}", self.location),
             self.warnings,
         )
     }
 
     /// Builds the condition found in `field`.
-    pub fn condition(&self, field: &str, cfg: &Value) -> Result<Arc<dyn Condition>, ConfigError> {
+    pub fn condition(
+        &self,
+        field: &str,
+        cfg: &impl ConfigJson,
+    ) -> Result<Arc<dyn Condition>, ConfigError> {
         build_cond(
             self.registry,
-            cfg,
+            &cfg.to_config(),
             &format!("{}.settings.{field}", self.location),
             self.warnings,
         )
     }
 
     /// Builds a single transform found in `field` (e.g. an auxiliary transform).
-    pub fn transform(&self, field: &str, cfg: &Value) -> Result<Arc<dyn Transform>, ConfigError> {
+    pub fn transform(
+        &self,
+        field: &str,
+        cfg: &impl ConfigJson,
+    ) -> Result<Arc<dyn Transform>, ConfigError> {
         build_one(
             self.registry,
-            cfg,
+            &cfg.to_config(),
             &format!("{}.settings.{field}", self.location),
             self.warnings,
         )

@@ -128,7 +128,7 @@ pub struct ObjectSettings {
 }
 
 /// A settings value that may be any JSON (e.g. `object_insert.value`).
-pub type AnyValue = Value;
+pub type AnyValue = crate::json::Value;
 
 #[cfg(test)]
 mod tests {

@@ -6,12 +6,10 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::error::{ConfigError, TransformError};
 use crate::message::Message;
 use crate::pipeline::Pipeline;
-use crate::registry::Registry;
+use crate::registry::{ConfigJson, Registry};
 use crate::transform::{Kind, Transform};
 
 /// Runs a future to completion on a fresh current-thread runtime.
@@ -24,14 +22,14 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 }
 
 /// Builds one transform from `{type, settings}`.
-pub fn build(registry: &Registry, cfg: Value) -> Result<Arc<dyn Transform>, ConfigError> {
+pub fn build(registry: &Registry, cfg: impl ConfigJson) -> Result<Arc<dyn Transform>, ConfigError> {
     registry
         .build_transform(&cfg, "transforms[0]")
         .map(|b| b.value)
 }
 
 /// Builds a pipeline from a list of `{type, settings}`.
-pub fn build_pipeline(registry: &Registry, cfg: Value) -> Result<Pipeline, ConfigError> {
+pub fn build_pipeline(registry: &Registry, cfg: impl ConfigJson) -> Result<Pipeline, ConfigError> {
     registry.build_pipeline(&cfg, "transforms").map(|b| b.value)
 }
 

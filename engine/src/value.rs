@@ -3,8 +3,8 @@
 
 use std::borrow::Cow;
 
+use crate::json::{Number, Value};
 use base64::Engine;
-use serde_json::{Number, Value};
 
 /// GJSON's `String()`: strings without quotes, numbers and booleans as text, null as "",
 /// objects and arrays as compact JSON.
@@ -113,7 +113,7 @@ pub fn to_bytes(v: &Value) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::json;
 
     #[test]
     fn conversions_table() {

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
+use crate::json::{Map, Value};
 
 use super::parse::{Comp, Kind, Multi};
 

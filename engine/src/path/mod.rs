@@ -2,7 +2,7 @@
 //!
 //! No crate implements GJSON/SJSON semantics faithfully in Rust, and Substation configs
 //! depend on them, so the language is written here. Paths are compiled once, when a
-//! transform is built (`parse.rs`), and then applied to parsed JSON ([`serde_json::Value`]
+//! transform is built (`parse.rs`), and then applied to parsed JSON ([`crate::json::Value`]
 //! with key order kept).
 //!
 //! Reads (`get.rs`): dot paths, `\` escapes, `*`/`?` wildcards, indexes, `#` (length, or a
@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
+use crate::json::Value;
 
 mod get;
 mod modifiers;

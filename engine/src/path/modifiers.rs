@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use serde_json::{Map, Value};
+use crate::json::{Map, Value};
 
 use super::parse::ParseResult;
 
@@ -157,7 +157,7 @@ impl Modifier {
                 let Value::Object(m) = v.as_ref() else {
                     return None;
                 };
-                let mut rows: Vec<Map<String, Value>> = Vec::new();
+                let mut rows: Vec<Map> = Vec::new();
                 for (k, x) in m {
                     if let Value::Array(a) = x {
                         for (i, e) in a.iter().enumerate() {

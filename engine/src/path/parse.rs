@@ -5,7 +5,7 @@
 //! (query operands, multipath members) are cut out of the text first and compiled
 //! recursively.
 
-use serde_json::Value;
+use crate::json::Value;
 
 use super::modifiers::Modifier;
 use super::query::Query;

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
+use crate::json::Value;
 
 use super::get::eval;
 use super::parse::{Comp, ParseResult, Pattern, json_prefix, parse_read};

@@ -5,7 +5,7 @@
 //! object key; `:` forces an object key (`a.:1`). A null parent is replaced like a missing
 //! one; a parent that is a string, number or boolean cannot be written into.
 
-use serde_json::{Map, Value};
+use crate::json::{Map, Value};
 
 use super::parse::WStep;
 
@@ -33,11 +33,7 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
         };
     }
     match cur {
-        Value::Object(m) => Ok(if m.contains_key(&*step.name) {
-            m.get_mut(&*step.name).expect("key just found")
-        } else {
-            m.entry(step.name.to_string()).or_insert(Value::Null)
-        }),
+        Value::Object(m) => Ok(m.get_or_insert_null(&step.name)),
         Value::Array(a) => {
             let idx = if step.append {
                 a.len()
@@ -81,7 +77,7 @@ pub(crate) fn delete(steps: &[WStep], doc: &mut Value) -> bool {
     let mut cur = doc;
     for step in parents {
         let next = match cur {
-            Value::Object(m) => m.get_mut(&*step.name),
+            Value::Object(m) => m.get_mut(&step.name),
             Value::Array(a) => match (step.index, step.append) {
                 (Some(i), _) => a.get_mut(i),
                 (None, true) => a.last_mut(),
@@ -95,7 +91,7 @@ pub(crate) fn delete(steps: &[WStep], doc: &mut Value) -> bool {
         }
     }
     match cur {
-        Value::Object(m) => m.shift_remove(&*last.name).is_some(),
+        Value::Object(m) => m.shift_remove(&last.name).is_some(),
         Value::Array(a) => match (last.index, last.append) {
             (Some(i), _) if i < a.len() => {
                 a.remove(i);

@@ -1,6 +1,7 @@
 //! Tables of cases for the path language, one per feature.
 
-use serde_json::{Value, json};
+use crate::json;
+use crate::json::Value;
 
 use super::*;
 

@@ -239,7 +239,7 @@ mod tests {
         out
     }
 
-    fn run(settings: serde_json::Value, inputs: &[&str]) -> Vec<String> {
+    fn run(settings: sluice_engine::Value, inputs: &[&str]) -> Vec<String> {
         let t = testing::build(
             &registry(),
             json!({"type": "send_file", "settings": settings}),

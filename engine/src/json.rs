@@ -1,0 +1,915 @@
+//! The parsed JSON a message carries: [`Value`] and its object type [`Map`].
+//!
+//! `serde_json::Value` with key order kept (its `preserve_order` feature) hashes every key
+//! with SipHash and allocates every key, and a pipeline does dozens of key lookups and
+//! inserts per message: on the Zeek→ECS benchmark that was a quarter of the time. This
+//! `Value` has the same shape and method names, but an object keeps its keys inline (no
+//! allocation up to 24 bytes) in insertion order and finds them by comparison while it is
+//! small (most are), with a fast non-cryptographic hash index once it is large. Parsing and serialising still go through serde_json's reader and writer (serde
+//! impls below), so the text handling is serde_json's.
+
+use std::borrow::Borrow;
+use std::fmt;
+
+use compact_str::CompactString;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use std::collections::HashMap;
+
+pub use serde_json::Number;
+
+type Hasher = foldhash::fast::RandomState;
+
+/// A JSON value.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Value {
+    /// `null`.
+    #[default]
+    Null,
+    /// `true` or `false`.
+    Bool(bool),
+    /// A number (integers kept exact).
+    Number(Number),
+    /// A string.
+    String(String),
+    /// An array.
+    Array(Vec<Value>),
+    /// An object, with key order kept.
+    Object(Map),
+}
+
+/// A JSON object: keys in insertion order.
+///
+/// Most objects in log events are small, so entries are kept in a `Vec` and found by
+/// comparing keys; an object that grows past [`INDEX_FROM`] keys also gets a hash index, so
+/// large objects stay fast too.
+#[derive(Clone, Default)]
+pub struct Map {
+    entries: Vec<(CompactString, Value)>,
+    // Boxed so that a small object (the common case) stays three words plus a pointer.
+    #[allow(clippy::box_collection)]
+    index: Option<Box<HashMap<CompactString, usize, Hasher>>>,
+}
+
+/// From this many keys on, an object keeps a hash index of its keys.
+pub const INDEX_FROM: usize = 32;
+
+impl Map {
+    /// An empty object.
+    pub fn new() -> Map {
+        Map::default()
+    }
+
+    /// An empty object with room for `n` keys.
+    pub fn with_capacity(n: usize) -> Map {
+        Map {
+            entries: Vec::with_capacity(n),
+            index: None,
+        }
+    }
+
+    /// How many keys.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it has no keys.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The position of `key`.
+    pub fn get_index_of(&self, key: &str) -> Option<usize> {
+        match &self.index {
+            Some(ix) => ix.get(key).copied(),
+            None => self.entries.iter().position(|(k, _)| k.as_str() == key),
+        }
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.get_index_of(key).map(|i| &self.entries[i].1)
+    }
+
+    /// The value of `key`, for changing.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.get_index_of(key).map(|i| &mut self.entries[i].1)
+    }
+
+    /// The key and value at a position.
+    pub fn get_index_mut(&mut self, i: usize) -> Option<(&CompactString, &mut Value)> {
+        self.entries.get_mut(i).map(|(k, v)| (&*k, v))
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get_index_of(key).is_some()
+    }
+
+    fn push(&mut self, key: CompactString, v: Value) -> usize {
+        let i = self.entries.len();
+        if let Some(ix) = &mut self.index {
+            ix.insert(key.clone(), i);
+        }
+        self.entries.push((key, v));
+        if self.index.is_none() && self.entries.len() > INDEX_FROM {
+            self.reindex();
+        }
+        i
+    }
+
+    fn reindex(&mut self) {
+        if self.entries.len() > INDEX_FROM {
+            let mut ix =
+                HashMap::with_capacity_and_hasher(self.entries.len() * 2, Hasher::default());
+            for (i, (k, _)) in self.entries.iter().enumerate() {
+                ix.insert(k.clone(), i);
+            }
+            self.index = Some(Box::new(ix));
+        } else {
+            self.index = None;
+        }
+    }
+
+    /// Sets `key`; a new key goes last, an existing one keeps its place. Returns the old value.
+    pub fn insert(&mut self, key: impl Into<CompactString>, v: Value) -> Option<Value> {
+        let key = key.into();
+        match self.get_index_of(&key) {
+            Some(i) => Some(std::mem::replace(&mut self.entries[i].1, v)),
+            None => {
+                self.push(key, v);
+                None
+            }
+        }
+    }
+
+    /// Removes `key`, keeping the order of the others.
+    pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.get_index_of(key)?;
+        let (_, v) = self.entries.remove(i);
+        if self.index.is_some() {
+            self.reindex();
+        }
+        Some(v)
+    }
+
+    /// Removes `key`, keeping the order of the others (as serde_json's `remove` with
+    /// `preserve_order`).
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.shift_remove(key)
+    }
+
+    /// The entry of `key`.
+    pub fn entry(&mut self, key: impl Into<CompactString>) -> Entry<'_> {
+        let key = key.into();
+        match self.get_index_of(&key) {
+            Some(i) => Entry::Occupied(&mut self.entries[i].1),
+            None => Entry::Vacant(self, key),
+        }
+    }
+
+    /// The value of `key`, inserted as `null` first when missing; one lookup, and the key is
+    /// only copied when it is inserted.
+    pub fn get_or_insert_null(&mut self, key: &str) -> &mut Value {
+        let i = match self.get_index_of(key) {
+            Some(i) => i,
+            None => self.push(CompactString::from(key), Value::Null),
+        };
+        &mut self.entries[i].1
+    }
+
+    /// Keys and values in order.
+    pub fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (&CompactString, &Value)> + ExactSizeIterator {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+
+    /// Keys and values in order, values changeable.
+    pub fn iter_mut(
+        &mut self,
+    ) -> impl DoubleEndedIterator<Item = (&CompactString, &mut Value)> + ExactSizeIterator {
+        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
+    /// Keys in order.
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &CompactString> + ExactSizeIterator {
+        self.entries.iter().map(|(k, _)| k)
+    }
+
+    /// Values in order.
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
+        self.entries.iter().map(|(_, v)| v)
+    }
+
+    /// Values in order, changeable.
+    pub fn values_mut(
+        &mut self,
+    ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
+        self.entries.iter_mut().map(|(_, v)| v)
+    }
+
+    /// Sorts the keys.
+    pub fn sort_keys(&mut self) {
+        self.entries.sort_by(|a, b| a.0.cmp(&b.0));
+        if self.index.is_some() {
+            self.reindex();
+        }
+    }
+
+    /// Keeps the entries for which `f` holds.
+    pub fn retain(&mut self, mut f: impl FnMut(&str, &mut Value) -> bool) {
+        self.entries.retain_mut(|(k, v)| f(k.as_str(), v));
+        if self.index.is_some() {
+            self.reindex();
+        }
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.index = None;
+    }
+}
+
+/// A key's place in a [`Map`], for inserting only when missing.
+pub enum Entry<'m> {
+    /// The key is there.
+    Occupied(&'m mut Value),
+    /// The key is missing.
+    Vacant(&'m mut Map, CompactString),
+}
+
+impl<'m> Entry<'m> {
+    /// The value, inserting `v` when missing.
+    pub fn or_insert(self, v: Value) -> &'m mut Value {
+        self.or_insert_with(|| v)
+    }
+
+    /// The value, inserting `f()` when missing.
+    pub fn or_insert_with(self, f: impl FnOnce() -> Value) -> &'m mut Value {
+        match self {
+            Entry::Occupied(v) => v,
+            Entry::Vacant(m, k) => {
+                let i = m.push(k, f());
+                &mut m.entries[i].1
+            }
+        }
+    }
+
+    /// The value, inserting `null` when missing.
+    pub fn or_default(self) -> &'m mut Value {
+        self.or_insert_with(Value::default)
+    }
+}
+
+impl PartialEq for Map {
+    /// Objects are equal when they have the same keys and values, in any order (as JSON).
+    fn eq(&self, other: &Map) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k.as_str()) == Some(v))
+    }
+}
+
+impl fmt::Debug for Map {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<K: Into<CompactString>> FromIterator<(K, Value)> for Map {
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut m = Map::with_capacity(iter.size_hint().0);
+        for (k, v) in iter {
+            m.insert(k, v);
+        }
+        m
+    }
+}
+
+impl<K: Into<CompactString>> Extend<(K, Value)> for Map {
+    fn extend<I: IntoIterator<Item = (K, Value)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+impl IntoIterator for Map {
+    type Item = (CompactString, Value);
+    type IntoIter = std::vec::IntoIter<(CompactString, Value)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter()
+    }
+}
+
+type Pairs<'a> = std::iter::Map<
+    std::slice::Iter<'a, (CompactString, Value)>,
+    fn(&'a (CompactString, Value)) -> (&'a CompactString, &'a Value),
+>;
+
+impl<'a> IntoIterator for &'a Map {
+    type Item = (&'a CompactString, &'a Value);
+    type IntoIter = Pairs<'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl std::ops::Index<&str> for Map {
+    type Output = Value;
+    fn index(&self, key: &str) -> &Value {
+        self.get(key).expect("no such key in the JSON object")
+    }
+}
+
+impl Value {
+    /// Whether it is `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+    /// Whether it is a boolean.
+    pub fn is_boolean(&self) -> bool {
+        matches!(self, Value::Bool(_))
+    }
+    /// Whether it is a number.
+    pub fn is_number(&self) -> bool {
+        matches!(self, Value::Number(_))
+    }
+    /// Whether it is a string.
+    pub fn is_string(&self) -> bool {
+        matches!(self, Value::String(_))
+    }
+    /// Whether it is an array.
+    pub fn is_array(&self) -> bool {
+        matches!(self, Value::Array(_))
+    }
+    /// Whether it is an object.
+    pub fn is_object(&self) -> bool {
+        matches!(self, Value::Object(_))
+    }
+    /// Whether it is a number that fits an `i64`.
+    pub fn is_i64(&self) -> bool {
+        matches!(self, Value::Number(n) if n.is_i64())
+    }
+    /// Whether it is a number that fits a `u64`.
+    pub fn is_u64(&self) -> bool {
+        matches!(self, Value::Number(n) if n.is_u64())
+    }
+    /// Whether it is a floating-point number.
+    pub fn is_f64(&self) -> bool {
+        matches!(self, Value::Number(n) if n.is_f64())
+    }
+    /// The boolean, if it is one.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    /// The number as `f64`, if it is a number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+    /// The number as `i64`, if it is an integer that fits.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Number(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+    /// The number as `u64`, if it is a non-negative integer that fits.
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+    /// The string, if it is one.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// The array, if it is one.
+    pub fn as_array(&self) -> Option<&Vec<Value>> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    /// The array for changing, if it is one.
+    pub fn as_array_mut(&mut self) -> Option<&mut Vec<Value>> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    /// The object, if it is one.
+    pub fn as_object(&self) -> Option<&Map> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+    /// The object for changing, if it is one.
+    pub fn as_object_mut(&mut self) -> Option<&mut Map> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+    /// The value of an object key or an array index.
+    pub fn get<I: JsonIndex>(&self, index: I) -> Option<&Value> {
+        index.index_into(self)
+    }
+    /// The value out, leaving `null`.
+    pub fn take(&mut self) -> Value {
+        std::mem::take(self)
+    }
+}
+
+/// What [`Value::get`] takes: an object key or an array index.
+pub trait JsonIndex {
+    /// The value at this index of `v`.
+    fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value>;
+}
+
+impl JsonIndex for usize {
+    fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
+        v.as_array()?.get(*self)
+    }
+}
+
+impl JsonIndex for &str {
+    fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
+        v.as_object()?.get(self)
+    }
+}
+
+impl JsonIndex for String {
+    fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
+        v.as_object()?.get(self.as_str())
+    }
+}
+
+static NULL: Value = Value::Null;
+
+impl<I: JsonIndex> std::ops::Index<I> for Value {
+    type Output = Value;
+    /// `null` when missing, as serde_json does.
+    fn index(&self, i: I) -> &Value {
+        i.index_into(self).unwrap_or(&NULL)
+    }
+}
+
+impl fmt::Display for Value {
+    /// Compact JSON text.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = serde_json::to_string(self).map_err(|_| fmt::Error)?;
+        f.write_str(&s)
+    }
+}
+
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Value::Null => s.serialize_unit(),
+            Value::Bool(b) => s.serialize_bool(*b),
+            Value::Number(n) => n.serialize(s),
+            Value::String(v) => s.serialize_str(v),
+            Value::Array(a) => {
+                let mut seq = s.serialize_seq(Some(a.len()))?;
+                for v in a {
+                    seq.serialize_element(v)?;
+                }
+                seq.end()
+            }
+            Value::Object(m) => m.serialize(s),
+        }
+    }
+}
+
+impl Serialize for Map {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k.as_str(), v)?;
+        }
+        map.end()
+    }
+}
+
+struct ValueVisitor;
+
+impl<'de> Visitor<'de> for ValueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Deserialize::deserialize(d)
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(e) = seq.next_element()? {
+            v.push(e);
+        }
+        Ok(Value::Array(v))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut m = Map::with_capacity(access.size_hint().unwrap_or(0).min(4096));
+        while let Some(k) = access.next_key::<KeyText>()? {
+            let v: Value = access.next_value()?;
+            m.insert(k.0, v);
+        }
+        Ok(Value::Object(m))
+    }
+}
+
+/// A key read without allocating when it is short.
+struct KeyText(CompactString);
+
+impl<'de> Deserialize<'de> for KeyText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KeyText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<KeyText, E> {
+                Ok(KeyText(CompactString::from(v)))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<KeyText, E> {
+                Ok(KeyText(CompactString::from(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Map {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Map, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Object(m) => Ok(m),
+            _ => Err(de::Error::custom("expected a JSON object")),
+        }
+    }
+}
+
+impl From<serde_json::Value> for Value {
+    fn from(v: serde_json::Value) -> Value {
+        match v {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(b),
+            serde_json::Value::Number(n) => Value::Number(n),
+            serde_json::Value::String(s) => Value::String(s),
+            serde_json::Value::Array(a) => Value::Array(a.into_iter().map(Value::from).collect()),
+            serde_json::Value::Object(m) => {
+                Value::Object(m.into_iter().map(|(k, v)| (k, Value::from(v))).collect())
+            }
+        }
+    }
+}
+
+impl From<Value> for serde_json::Value {
+    fn from(v: Value) -> serde_json::Value {
+        match v {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => serde_json::Value::Bool(b),
+            Value::Number(n) => serde_json::Value::Number(n),
+            Value::String(s) => serde_json::Value::String(s),
+            Value::Array(a) => {
+                serde_json::Value::Array(a.into_iter().map(serde_json::Value::from).collect())
+            }
+            Value::Object(m) => serde_json::Value::Object(
+                m.into_iter()
+                    .map(|(k, v)| (k.into_string(), serde_json::Value::from(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl PartialEq<serde_json::Value> for Value {
+    fn eq(&self, other: &serde_json::Value) -> bool {
+        match (self, other) {
+            (Value::Null, serde_json::Value::Null) => true,
+            (Value::Bool(a), serde_json::Value::Bool(b)) => a == b,
+            (Value::Number(a), serde_json::Value::Number(b)) => a == b,
+            (Value::String(a), serde_json::Value::String(b)) => a == b,
+            (Value::Array(a), serde_json::Value::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+            }
+            (Value::Object(a), serde_json::Value::Object(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .all(|(k, v)| b.get(k.as_str()).is_some_and(|w| v == w))
+            }
+            _ => false,
+        }
+    }
+}
+
+macro_rules! from_number {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(n: $t) -> Value {
+                Value::Number(n.into())
+            }
+        }
+    )*};
+}
+from_number!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+impl From<f64> for Value {
+    /// A float; NaN and infinities become `null`.
+    fn from(f: f64) -> Value {
+        Number::from_f64(f).map_or(Value::Null, Value::Number)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::String(s)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::String(s.to_owned())
+    }
+}
+
+impl From<Number> for Value {
+    fn from(n: Number) -> Value {
+        Value::Number(n)
+    }
+}
+
+impl From<Map> for Value {
+    fn from(m: Map) -> Value {
+        Value::Object(m)
+    }
+}
+
+impl<T: Into<Value>> From<Vec<T>> for Value {
+    fn from(v: Vec<T>) -> Value {
+        Value::Array(v.into_iter().map(Into::into).collect())
+    }
+}
+
+impl<T: Into<Value>> FromIterator<T> for Value {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Value {
+        Value::Array(iter.into_iter().map(Into::into).collect())
+    }
+}
+
+impl Borrow<str> for KeyText {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Compact JSON text of `v`, appended to `out`: the same bytes as `serde_json::to_writer`,
+/// written directly (no serializer dispatch per value; runs of plain characters are
+/// copied at once).
+pub fn write_compact(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => {
+            if let Some(i) = n.as_u64() {
+                out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+            } else if let Some(i) = n.as_i64() {
+                out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+            } else {
+                serde_json::to_writer(&mut *out, n).expect("writing to a Vec cannot fail");
+            }
+        }
+        Value::String(s) => write_str(out, s),
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_compact(out, x);
+            }
+            out.push(b']');
+        }
+        Value::Object(m) => {
+            out.push(b'{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, k);
+                out.push(b':');
+                write_compact(out, x);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+// What follows a backslash for each byte that must be escaped (0 = none; b'u' = \u00XX),
+// as serde_json escapes: control characters, the quote and the backslash.
+const ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc = ESCAPE[b as usize];
+        if esc == 0 {
+            continue;
+        }
+        out.extend_from_slice(&bytes[start..i]);
+        if esc == b'u' {
+            out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xf) as usize],
+            ]);
+        } else {
+            out.extend_from_slice(&[b'\\', esc]);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Builds a [`Value`] with serde_json's `json!` syntax.
+#[macro_export]
+macro_rules! json {
+    ($($t:tt)+) => {
+        $crate::json::Value::from($crate::json::__serde_json::json!($($t)+))
+    };
+}
+
+#[doc(hidden)]
+pub use serde_json as __serde_json;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_serialises_keeping_key_order() {
+        let text = r#"{"z":1,"a":{"y":[1,2.5,"s",null,true]},"m":-3,"big":30400402455622563}"#;
+        let v: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&v).unwrap(), text);
+        assert_eq!(v["a"]["y"][1], json!(2.5));
+        assert_eq!(
+            v.get("big").and_then(Value::as_i64),
+            Some(30400402455622563)
+        );
+    }
+
+    #[test]
+    fn insert_keeps_place_and_remove_keeps_order() {
+        let mut m = Map::new();
+        m.insert("b", json!(1));
+        m.insert("a", json!(2));
+        m.insert("b", json!(3));
+        m.insert(String::from("c"), json!(4));
+        assert_eq!(
+            m.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+            ["b", "a", "c"]
+        );
+        m.shift_remove("b");
+        assert_eq!(m.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+        assert_eq!(*m.get_or_insert_null("d"), Value::Null);
+        assert_eq!(m.len(), 3);
+    }
+
+    #[test]
+    fn duplicate_keys_keep_the_last_value_in_the_first_place() {
+        let v: Value = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(v.to_string(), r#"{"a":3,"b":2}"#);
+    }
+
+    #[test]
+    fn converts_to_and_from_serde_json() {
+        let s = serde_json::json!({"a": [1, {"b": null}], "c": "d"});
+        let v = Value::from(s.clone());
+        assert_eq!(v, s);
+        assert_eq!(serde_json::Value::from(v), s);
+    }
+
+    #[test]
+    fn large_objects_use_an_index_that_follows_changes() {
+        let mut m = Map::new();
+        for i in 0..100 {
+            m.insert(format!("k{i}"), json!(i));
+        }
+        assert!(m.index.is_some());
+        assert_eq!(m.get("k57"), Some(&json!(57)));
+        assert_eq!(m.shift_remove("k10"), Some(json!(10)));
+        assert_eq!(m.get("k11"), Some(&json!(11)));
+        assert_eq!(m.get_index_of("k11"), Some(10));
+        m.retain(|k, _| k.ends_with('7'));
+        assert_eq!(m.len(), 10);
+        assert!(m.index.is_none());
+        assert_eq!(m.get("k97"), Some(&json!(97)));
+        *m.entry("new").or_insert(json!(1)) = json!(2);
+        assert_eq!(m.get("new"), Some(&json!(2)));
+        m.sort_keys();
+        assert_eq!(m.keys().next().map(|k| k.as_str()), Some("k17"));
+    }
+
+    #[test]
+    fn the_direct_writer_writes_what_serde_json_writes() {
+        let mut texts: Vec<String> = vec![
+            r#"{"a":"x\"y\\z\n\t\r\b\f\u0001\u001f/é😀","b":[1,-2,2.5,1e300,-0.0,18446744073709551615,null,true,false],"c":{}}"#.into(),
+            r#"[[],[{}],"",0,-9223372036854775808]"#.into(),
+        ];
+        // Every single byte value 0..128 inside a string and as a key.
+        for b in 0u8..128 {
+            let s = serde_json::to_string(&String::from(b as char)).unwrap();
+            texts.push(format!("{{{s}:{s}}}"));
+        }
+        for t in texts {
+            let v: Value = serde_json::from_str(&t).unwrap();
+            let mut mine = Vec::new();
+            write_compact(&mut mine, &v);
+            assert_eq!(
+                String::from_utf8(mine).unwrap(),
+                serde_json::to_string(&v).unwrap(),
+                "{t}"
+            );
+        }
+    }
+
+    #[test]
+    fn objects_compare_as_json() {
+        assert_eq!(json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1}));
+        assert_ne!(json!({"a": 1}), json!({"a": 2}));
+    }
+}
