@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use crate::error::TransformError;
 use crate::message::Message;
-use crate::transform::{Kind, Transform};
+use crate::transform::{InPlace, Kind, Transform};
 
 /// Below this many messages per worker, splitting a batch across workers costs more than
 /// it saves.
@@ -26,6 +26,7 @@ const MIN_CHUNK: usize = 64;
 struct Step {
     id: Arc<str>,
     transform: Arc<dyn Transform>,
+    in_place: bool,
 }
 
 enum Stage {
@@ -56,7 +57,12 @@ impl Pipeline {
         let mut stages = Vec::new();
         let mut segment: Vec<Step> = Vec::new();
         for (id, transform) in steps {
-            let step = Step { id, transform };
+            let in_place = transform.kind() == Kind::Stateless && transform.supports_in_place();
+            let step = Step {
+                id,
+                transform,
+                in_place,
+            };
             match step.transform.kind() {
                 Kind::Stateless => segment.push(step),
                 Kind::Stateful => {
@@ -238,50 +244,126 @@ fn fail_messages(msgs: &[Message], e: &TransformError) {
     }
 }
 
-/// Takes each message depth-first through a run of stateless transforms.
+/// Takes each message depth-first through a run of stateless transforms. Steps with an
+/// in-place path are called directly on the message; from the first step without one, the
+/// rest of the run goes through async calls and output lists.
 async fn run_segment(
     steps: &[Step],
     msgs: Vec<Message>,
     out: &mut Vec<Message>,
 ) -> Result<(), TransformError> {
-    let mut a: Vec<Message> = Vec::with_capacity(4);
-    let mut b: Vec<Message> = Vec::with_capacity(4);
     let mut rest = msgs.into_iter();
-    while let Some(msg) = rest.next() {
+    while let Some(mut msg) = rest.next() {
         if msg.is_ctrl() {
             out.push(msg);
             continue;
         }
-        a.push(msg);
-        for step in steps {
-            let mut pending = a.drain(..);
-            while let Some(m) = pending.next() {
-                let acks = if m.acks().is_empty() {
-                    None
-                } else {
-                    Some(m.acks().clone())
-                };
-                if let Err(e) = step.transform.transform(m, &mut b).await {
-                    let e = e.within(&step.id);
+        let mut i = 0;
+        let mut kept = true;
+        while i < steps.len() && steps[i].in_place {
+            match steps[i].transform.transform_in_place(&mut msg) {
+                Some(Ok(InPlace::Keep)) => i += 1,
+                Some(Ok(InPlace::Drop)) => {
+                    kept = false;
+                    break;
+                }
+                Some(Err(e)) => {
+                    let e = e.within(&steps[i].id);
                     let reason = e.to_string();
-                    if let Some(acks) = acks {
-                        crate::ack::fail_all(&acks, &reason);
-                    }
-                    for m in pending.chain(b.drain(..)).chain(rest) {
+                    msg.fail_acks(&reason);
+                    for m in rest {
                         m.fail_acks(&reason);
                     }
                     return Err(e);
                 }
-            }
-            drop(pending);
-            std::mem::swap(&mut a, &mut b);
-            if a.is_empty() {
-                break;
+                None => break,
             }
         }
-        out.append(&mut a);
+        if !kept {
+            continue;
+        }
+        if i == steps.len() {
+            out.push(msg);
+            continue;
+        }
+        if let Err(e) = run_steps(&steps[i..], msg, out).await {
+            let reason = e.to_string();
+            for m in rest {
+                m.fail_acks(&reason);
+            }
+            return Err(e);
+        }
     }
     Ok(())
+}
+
+/// Takes one message through `steps` with async calls (fan-out, I/O); outputs to `out`.
+async fn run_steps(
+    steps: &[Step],
+    msg: Message,
+    out: &mut Vec<Message>,
+) -> Result<(), TransformError> {
+    let mut a: Vec<Message> = vec![msg];
+    let mut b: Vec<Message> = Vec::new();
+    for step in steps {
+        let mut pending = a.drain(..);
+        while let Some(m) = pending.next() {
+            let acks = if m.acks().is_empty() {
+                None
+            } else {
+                Some(m.acks().clone())
+            };
+            if let Err(e) = step.transform.transform(m, &mut b).await {
+                let e = e.within(&step.id);
+                let reason = e.to_string();
+                if let Some(acks) = acks {
+                    crate::ack::fail_all(&acks, &reason);
+                }
+                for m in pending.chain(b.drain(..)) {
+                    m.fail_acks(&reason);
+                }
+                return Err(e);
+            }
+        }
+        drop(pending);
+        std::mem::swap(&mut a, &mut b);
+        if a.is_empty() {
+            break;
+        }
+    }
+    out.append(&mut a);
+    Ok(())
+}
+
+impl Pipeline {
+    /// Whether [`Pipeline::apply_in_place`] works: every transform is stateless and has an
+    /// in-place path (what a meta transform needs for an in-place path of its own).
+    pub fn supports_in_place(&self) -> bool {
+        match self.stages.as_slice() {
+            [] => true,
+            [Stage::Stateless(steps)] => steps.iter().all(|s| s.in_place),
+            _ => false,
+        }
+    }
+
+    /// Runs one data message through the pipeline without async calls. `None` when
+    /// [`Pipeline::supports_in_place`] is false (nothing was run).
+    pub fn apply_in_place(&self, msg: &mut Message) -> Option<Result<InPlace, TransformError>> {
+        if !self.supports_in_place() {
+            return None;
+        }
+        let [Stage::Stateless(steps)] = self.stages.as_slice() else {
+            return Some(Ok(InPlace::Keep));
+        };
+        for step in steps.iter() {
+            match step.transform.transform_in_place(msg)? {
+                Ok(InPlace::Keep) => {}
+                Ok(InPlace::Drop) => return Some(Ok(InPlace::Drop)),
+                Err(e) => return Some(Err(e.within(&step.id))),
+            }
+        }
+        Some(Ok(InPlace::Keep))
+    }
 }
 
 #[cfg(test)]
@@ -346,6 +428,105 @@ mod tests {
         fn kind(&self) -> Kind {
             Kind::Stateful
         }
+    }
+
+    /// Appends its tag in place (the fast path).
+    struct FastTag(&'static str);
+    #[async_trait]
+    impl Transform for FastTag {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            crate::transform::transform_via_in_place(self, m, out)
+        }
+        fn transform_in_place(&self, m: &mut Message) -> Option<Result<InPlace, TransformError>> {
+            if &m.data()[..] == b"drop" {
+                return Some(Ok(InPlace::Drop));
+            }
+            if m.data().starts_with(b"bad") {
+                return Some(Err(TransformError::failed("fast boom")));
+            }
+            let s = format!("{}{}", String::from_utf8_lossy(m.data()), self.0);
+            m.set_data(s.into_bytes());
+            Some(Ok(InPlace::Keep))
+        }
+        fn supports_in_place(&self) -> bool {
+            true
+        }
+    }
+
+    /// Emits each message twice (no fast path).
+    struct Twice;
+    #[async_trait]
+    impl Transform for Twice {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            out.push(m.clone());
+            out.push(m);
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn in_place_steps_mix_with_async_ones_without_repeating_work() {
+        let pipe = p(vec![
+            Arc::new(FastTag("a")),
+            Arc::new(Twice),
+            Arc::new(FastTag("b")),
+            Arc::new(FastTag("c")),
+        ]);
+        let out = pipe
+            .apply(vec![
+                Message::new(&b"x"[..]),
+                Message::new(&b"drop"[..]),
+                Message::ctrl(),
+            ])
+            .await
+            .unwrap();
+        // "drop" is dropped by the first (in-place) step; "x" is tagged once per step even
+        // though the work moves from the fast path to async calls and back.
+        assert_eq!(data(&out), vec!["xabc".to_string(), "xabc".to_string()]);
+        assert!(out.last().unwrap().is_ctrl());
+        // A fast step can drop.
+        let out = p(vec![Arc::new(FastTag("a"))])
+            .apply(vec![Message::new(&b"drop"[..])])
+            .await
+            .unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[tokio::test]
+    async fn in_place_errors_name_the_step_and_fail_the_rest() {
+        let pipe = p(vec![Arc::new(FastTag("a")), Arc::new(FastTag("b"))]);
+        let (t_bad, tok_bad) = AckTracker::new();
+        let (t_after, tok_after) = AckTracker::new();
+        let mut bad = Message::new(&b"bad"[..]);
+        bad.add_ack(tok_bad);
+        let mut after = Message::new(&b"ok"[..]);
+        after.add_ack(tok_after);
+        let err = pipe.apply(vec![bad, after]).await.unwrap_err();
+        assert_eq!(err.to_string(), "transform t0: fast boom");
+        assert_eq!(t_bad.status(), AckStatus::Failed);
+        assert_eq!(t_after.status(), AckStatus::Failed);
+    }
+
+    #[test]
+    fn whole_pipelines_report_their_in_place_path() {
+        let fast = p(vec![Arc::new(FastTag("a")), Arc::new(FastTag("b"))]);
+        assert!(fast.supports_in_place());
+        let mut m = Message::new(&b"x"[..]);
+        assert_eq!(fast.apply_in_place(&mut m).unwrap().unwrap(), InPlace::Keep);
+        assert_eq!(&m.data()[..], b"xab");
+        let mixed = p(vec![Arc::new(FastTag("a")), Arc::new(Twice)]);
+        assert!(!mixed.supports_in_place());
+        let mut m = Message::new(&b"x"[..]);
+        assert!(mixed.apply_in_place(&mut m).is_none());
+        assert_eq!(&m.data()[..], b"x", "nothing ran");
     }
 
     fn p(ts: Vec<Arc<dyn Transform>>) -> Pipeline {

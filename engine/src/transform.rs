@@ -26,6 +26,15 @@ pub enum Kind {
     Stateful,
 }
 
+/// What an in-place transform did with a message (see [`Transform::transform_in_place`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlace {
+    /// The message (possibly changed) goes on.
+    Keep,
+    /// The message is dropped.
+    Drop,
+}
+
 /// A step of a pipeline.
 #[async_trait]
 pub trait Transform: Send + Sync + 'static {
@@ -34,6 +43,20 @@ pub trait Transform: Send + Sync + 'static {
     /// Stateless transforms are only given data messages. Stateful ones get ctrl messages
     /// too and must emit the ctrl (after anything they flush) so it reaches later stages.
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError>;
+
+    /// The synchronous fast path of a stateless transform that changes one message in place
+    /// and does no I/O: the pipeline calls it directly, without an async call or output list.
+    /// `None` means the transform has no such path and [`Transform::transform`] is used. A
+    /// transform that has it implements `transform` with [`transform_via_in_place`].
+    fn transform_in_place(&self, _msg: &mut Message) -> Option<Result<InPlace, TransformError>> {
+        None
+    }
+
+    /// Whether [`Transform::transform_in_place`] always returns `Some` for data messages.
+    /// A transform that overrides one overrides both.
+    fn supports_in_place(&self) -> bool {
+        false
+    }
 
     /// Whether the transform keeps state; see [`Kind`].
     fn kind(&self) -> Kind {
@@ -80,6 +103,26 @@ pub trait Transform: Send + Sync + 'static {
     /// whose flush failed keeps the undelivered items so that `meta_retry` can retry the
     /// flush; `abort` is what drops them when nothing retries.
     fn abort(&self, _reason: &str) {}
+}
+
+/// `Transform::transform` for a transform whose work is in
+/// [`Transform::transform_in_place`].
+pub fn transform_via_in_place<T: Transform + ?Sized>(
+    t: &T,
+    mut msg: Message,
+    out: &mut Vec<Message>,
+) -> Result<(), TransformError> {
+    match t.transform_in_place(&mut msg) {
+        Some(Ok(InPlace::Keep)) => {
+            out.push(msg);
+            Ok(())
+        }
+        Some(Ok(InPlace::Drop)) => Ok(()),
+        Some(Err(e)) => Err(e),
+        None => Err(TransformError::failed(
+            "transform_via_in_place on a transform without an in-place path",
+        )),
+    }
 }
 
 /// A predicate over messages, used by `meta_switch`, `meta_retry` and config tests.

@@ -44,11 +44,25 @@ impl ArrayJoin {
 
 #[async_trait]
 impl Transform for ArrayJoin {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl ArrayJoin {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let joined = match crate::object::read_json(&self.io, &msg).as_deref() {
             Some(Value::Array(items)) => Some(
                 items
@@ -60,9 +74,8 @@ impl Transform for ArrayJoin {
             _ => None,
         };
         if let Some(s) = joined {
-            self.io.write(&mut msg, Value::String(s))?;
+            self.io.write(msg, Value::String(s))?;
         }
-        out.push(msg);
         Ok(())
     }
 }

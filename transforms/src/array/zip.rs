@@ -59,19 +59,32 @@ fn zip(rows: &[Value]) -> Vec<Value> {
 
 #[async_trait]
 impl Transform for ArrayZip {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl ArrayZip {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let zipped = match crate::object::read_json(&self.io, &msg).as_deref() {
             Some(Value::Array(rows)) => Some(zip(rows)),
             _ => None,
         };
         if let Some(z) = zipped {
-            self.io.write(&mut msg, Value::Array(z))?;
+            self.io.write(msg, Value::Array(z))?;
         }
-        out.push(msg);
         Ok(())
     }
 }

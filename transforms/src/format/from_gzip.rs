@@ -75,14 +75,27 @@ pub fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, TransformError> {
 
 #[async_trait]
 impl Transform for FormatFromGzip {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl FormatFromGzip {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let data = gunzip(msg.data(), self.limit)?;
         msg.set_data(data);
-        out.push(msg);
         Ok(())
     }
 }

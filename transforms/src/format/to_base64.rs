@@ -37,16 +37,29 @@ impl FormatToBase64 {
 
 #[async_trait]
 impl Transform for FormatToBase64 {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl FormatToBase64 {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let encoded = self.io.read_bytes(&msg).map(|b| STANDARD.encode(&b));
         if let Some(e) = encoded {
-            self.io.write(&mut msg, Value::String(e))?;
+            self.io.write(msg, Value::String(e))?;
         }
-        out.push(msg);
         Ok(())
     }
 }

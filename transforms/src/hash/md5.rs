@@ -44,15 +44,28 @@ fn digest(bytes: &[u8]) -> String {
 
 #[async_trait]
 impl Transform for HashMd5 {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl HashMd5 {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         if let Some(hex) = self.io.read_bytes(&msg).map(|b| digest(&b)) {
-            self.io.write(&mut msg, Value::String(hex))?;
+            self.io.write(msg, Value::String(hex))?;
         }
-        out.push(msg);
         Ok(())
     }
 }

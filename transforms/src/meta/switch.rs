@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, Condition, ConfigError, Kind, Message, Pipeline, Transform, TransformError, Value,
-    async_trait,
+    Build, Condition, ConfigError, InPlace, Kind, Message, Pipeline, Transform, TransformError,
+    Value, async_trait,
 };
 
 use super::{optional_condition, push_with_one_ctrl, required_pipeline};
@@ -49,6 +49,8 @@ struct Case {
 pub struct MetaSwitch {
     cases: Vec<Case>,
     kind: Kind,
+    // Every case is stateless with an in-place path: routing needs no async call.
+    in_place: bool,
 }
 
 impl MetaSwitch {
@@ -77,7 +79,13 @@ impl MetaSwitch {
         } else {
             Kind::Stateless
         };
-        Ok(MetaSwitch { cases, kind })
+        let in_place =
+            kind == Kind::Stateless && cases.iter().all(|c| c.pipeline.supports_in_place());
+        Ok(MetaSwitch {
+            cases,
+            kind,
+            in_place,
+        })
     }
 
     /// The index of the first case `msg` satisfies, or `None` to pass it through.
@@ -145,6 +153,21 @@ impl Transform for MetaSwitch {
 
     fn kind(&self) -> Kind {
         self.kind
+    }
+
+    fn transform_in_place(&self, msg: &mut Message) -> Option<Result<InPlace, TransformError>> {
+        if !self.in_place {
+            return None;
+        }
+        Some(match self.select(msg) {
+            Ok(Some(i)) => self.cases[i].pipeline.apply_in_place(msg)?,
+            Ok(None) => Ok(InPlace::Keep),
+            Err(e) => Err(e),
+        })
+    }
+
+    fn supports_in_place(&self) -> bool {
+        self.in_place
     }
 
     async fn transform_batch(

@@ -136,15 +136,28 @@ impl Counter {
 
 #[async_trait]
 impl Transform for Counter {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl Counter {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
         let d = format!("{}#{n}", text(&msg));
         msg.set_data(d.into_bytes());
-        out.push(msg);
         Ok(())
     }
 }

@@ -46,15 +46,28 @@ impl NumberMaximum {
 
 #[async_trait]
 impl Transform for NumberMaximum {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl NumberMaximum {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         if let Some(f) = super::read_number("number_maximum", &self.io, &msg)? {
-            super::write_number(&self.io, &mut msg, f.max(self.value))?;
+            super::write_number(&self.io, msg, f.max(self.value))?;
         }
-        out.push(msg);
         Ok(())
     }
 }

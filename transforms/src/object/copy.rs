@@ -40,11 +40,25 @@ impl ObjectCopy {
 
 #[async_trait]
 impl Transform for ObjectCopy {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl ObjectCopy {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         match (&self.source, &self.target) {
             (Some(src), Some(trg)) => {
                 if let Some(v) = msg.get(src).map(|v| v.into_owned()) {
@@ -75,7 +89,6 @@ impl Transform for ObjectCopy {
             }
             (None, None) => {}
         }
-        out.push(msg);
         Ok(())
     }
 }

@@ -65,13 +65,26 @@ fn go_numbers(v: Value) -> Value {
 
 #[async_trait]
 impl Transform for ObjectInsert {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl ObjectInsert {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         msg.set(&self.target, self.value.clone())?;
-        out.push(msg);
         Ok(())
     }
 }

@@ -44,16 +44,29 @@ fn convert(v: &Value) -> Value {
 
 #[async_trait]
 impl Transform for ObjectToBoolean {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl ObjectToBoolean {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         if let Some(v) = super::read_any(&self.io, &msg) {
             let converted = convert(&v);
-            self.io.write(&mut msg, converted)?;
+            self.io.write(msg, converted)?;
         }
-        out.push(msg);
         Ok(())
     }
 }

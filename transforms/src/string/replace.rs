@@ -61,11 +61,25 @@ impl StringReplace {
 
 #[async_trait]
 impl Transform for StringReplace {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl StringReplace {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         match &self.io {
             Io::Object { .. } => {
                 let replaced = self.io.read_text(&msg).map(|t| {
@@ -74,7 +88,7 @@ impl Transform for StringReplace {
                         .into_owned()
                 });
                 if let Some(r) = replaced {
-                    self.io.write(&mut msg, Value::String(r))?;
+                    self.io.write(msg, Value::String(r))?;
                 }
             }
             Io::Data => {
@@ -85,7 +99,6 @@ impl Transform for StringReplace {
                 msg.set_data(replaced);
             }
         }
-        out.push(msg);
         Ok(())
     }
 }

@@ -46,20 +46,33 @@ impl StringSplit {
 
 #[async_trait]
 impl Transform for StringSplit {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl StringSplit {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let pieces = self.io.read_text(&msg).map(|t| {
             t.split(self.separator.as_str())
                 .map(|p| Value::String(p.to_string()))
                 .collect::<Vec<_>>()
         });
         if let Some(p) = pieces {
-            self.io.write(&mut msg, Value::Array(p))?;
+            self.io.write(msg, Value::Array(p))?;
         }
-        out.push(msg);
         Ok(())
     }
 }

@@ -36,17 +36,30 @@ impl StringUuid {
 
 #[async_trait]
 impl Transform for StringUuid {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl StringUuid {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let id = ::uuid::Uuid::new_v4().hyphenated().to_string();
         match &self.target {
             Some(t) => msg.set(t, Value::String(id))?,
             None => msg.set_data(id.into_bytes()),
         }
-        out.push(msg);
         Ok(())
     }
 }

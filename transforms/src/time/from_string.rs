@@ -50,11 +50,25 @@ impl TimeFromString {
 
 #[async_trait]
 impl Transform for TimeFromString {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl TimeFromString {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let parsed = match self.io.read_text(&msg) {
             Some(text) => Some(
                 self.layout
@@ -65,9 +79,8 @@ impl Transform for TimeFromString {
         };
         if let Some(t) = parsed {
             let ns = super::to_nanos(&t)?;
-            self.io.write(&mut msg, Value::from(ns))?;
+            self.io.write(msg, Value::from(ns))?;
         }
-        out.push(msg);
         Ok(())
     }
 }

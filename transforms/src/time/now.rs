@@ -42,17 +42,30 @@ impl TimeNow {
 
 #[async_trait]
 impl Transform for TimeNow {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl TimeNow {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let ns = super::to_nanos(&chrono::Utc::now())?;
         match &self.target {
             Some(trg) => msg.set(trg, Value::from(ns))?,
             None => msg.set_data(ns.to_string().into_bytes()),
         }
-        out.push(msg);
         Ok(())
     }
 }

@@ -49,17 +49,30 @@ impl TimeToString {
 
 #[async_trait]
 impl Transform for TimeToString {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
-        super::apply(&self.io, &mut msg, |v| {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl TimeToString {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
+        super::apply(&self.io, msg, |v| {
             let ns = super::epoch_nanos(v, 0, "nanoseconds")?;
             let t = super::from_nanos(ns).with_timezone(&self.location);
             Ok(Value::String(self.layout.format(&t)))
         })?;
-        out.push(msg);
         Ok(())
     }
 }

@@ -36,16 +36,29 @@ impl TimeToUnix {
 
 #[async_trait]
 impl Transform for TimeToUnix {
-    async fn transform(
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        sluice_engine::transform_via_in_place(self, msg, out)
+    }
+
+    fn transform_in_place(
         &self,
-        mut msg: Message,
-        out: &mut Vec<Message>,
-    ) -> Result<(), TransformError> {
-        super::apply(&self.io, &mut msg, |v| {
+        msg: &mut Message,
+    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
+        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
+    }
+
+    fn supports_in_place(&self) -> bool {
+        true
+    }
+}
+
+impl TimeToUnix {
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
+        super::apply(&self.io, msg, |v| {
             let ns = super::epoch_nanos(v, 0, "nanoseconds")?;
             Ok(Value::from(ns.div_euclid(1_000_000_000)))
         })?;
-        out.push(msg);
         Ok(())
     }
 }
