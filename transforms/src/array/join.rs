@@ -63,7 +63,7 @@ impl Transform for ArrayJoin {
 impl ArrayJoin {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        let joined = match crate::object::read_json(&self.io, &msg).as_deref() {
+        let joined = match crate::object::read_json(&self.io, msg).as_deref() {
             Some(Value::Array(items)) => Some(
                 items
                     .iter()

@@ -78,7 +78,7 @@ impl Transform for ArrayZip {
 impl ArrayZip {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        let zipped = match crate::object::read_json(&self.io, &msg).as_deref() {
+        let zipped = match crate::object::read_json(&self.io, msg).as_deref() {
             Some(Value::Array(rows)) => Some(zip(rows)),
             _ => None,
         };

@@ -56,7 +56,7 @@ impl Transform for FormatToBase64 {
 impl FormatToBase64 {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        let encoded = self.io.read_bytes(&msg).map(|b| STANDARD.encode(&b));
+        let encoded = self.io.read_bytes(msg).map(|b| STANDARD.encode(&b));
         if let Some(e) = encoded {
             self.io.write(msg, Value::String(e))?;
         }

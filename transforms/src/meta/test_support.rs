@@ -156,7 +156,7 @@ impl Counter {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
-        let d = format!("{}#{n}", text(&msg));
+        let d = format!("{}#{n}", text(msg));
         msg.set_data(d.into_bytes());
         Ok(())
     }

@@ -65,7 +65,7 @@ impl Transform for NumberMaximum {
 impl NumberMaximum {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        if let Some(f) = super::read_number("number_maximum", &self.io, &msg)? {
+        if let Some(f) = super::read_number("number_maximum", &self.io, msg)? {
             super::write_number(&self.io, msg, f.max(self.value))?;
         }
         Ok(())

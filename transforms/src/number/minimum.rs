@@ -65,7 +65,7 @@ impl Transform for NumberMinimum {
 impl NumberMinimum {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        if let Some(f) = super::read_number("number_minimum", &self.io, &msg)? {
+        if let Some(f) = super::read_number("number_minimum", &self.io, msg)? {
             super::write_number(&self.io, msg, f.min(self.value))?;
         }
         Ok(())

@@ -63,7 +63,7 @@ impl Transform for ObjectToFloat {
 impl ObjectToFloat {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        if let Some(v) = super::read_any(&self.io, &msg) {
+        if let Some(v) = super::read_any(&self.io, msg) {
             let converted = convert(&v);
             self.io.write(msg, converted)?;
         }

@@ -82,7 +82,7 @@ impl StringReplace {
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         match &self.io {
             Io::Object { .. } => {
-                let replaced = self.io.read_text(&msg).map(|t| {
+                let replaced = self.io.read_text(msg).map(|t| {
                     self.re
                         .replace_all(&t, self.replacement.as_str())
                         .into_owned()

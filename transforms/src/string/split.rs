@@ -65,7 +65,7 @@ impl Transform for StringSplit {
 impl StringSplit {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        let pieces = self.io.read_text(&msg).map(|t| {
+        let pieces = self.io.read_text(msg).map(|t| {
             t.split(self.separator.as_str())
                 .map(|p| Value::String(p.to_string()))
                 .collect::<Vec<_>>()

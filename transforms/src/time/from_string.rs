@@ -69,7 +69,7 @@ impl Transform for TimeFromString {
 impl TimeFromString {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        let parsed = match self.io.read_text(&msg) {
+        let parsed = match self.io.read_text(msg) {
             Some(text) => Some(
                 self.layout
                     .parse(&text, self.location)
