@@ -82,7 +82,12 @@ impl Map {
     pub fn get_index_of(&self, key: &str) -> Option<usize> {
         match &self.index {
             Some(ix) => ix.get(key).copied(),
-            None => self.entries.iter().position(|(k, _)| k.as_str() == key),
+            None => {
+                let key = key.as_bytes();
+                self.entries
+                    .iter()
+                    .position(|(k, _)| short_eq(k.as_bytes(), key))
+            }
         }
     }
 
@@ -229,6 +234,19 @@ impl Map {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.index = None;
+    }
+}
+
+/// Byte equality, inlined for the short keys of typical objects (no library call per key).
+#[inline]
+fn short_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() <= 16 {
+        a.iter().zip(b).all(|(x, y)| x == y)
+    } else {
+        a == b
     }
 }
 
@@ -775,31 +793,55 @@ const ESCAPE: [u8; 256] = {
     t
 };
 
+/// Whether any of the 8 bytes of `w` must be escaped (a control character, `"` or `\\`),
+/// tested on the whole word at once (exact for presence, see "bit twiddling hacks").
+#[inline]
+fn word_needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let control = w.wrapping_sub(ONES * 0x20) & !w;
+    let q = w ^ (ONES * b'"' as u64);
+    let quote = q.wrapping_sub(ONES) & !q;
+    let b = w ^ (ONES * b'\\' as u64);
+    let backslash = b.wrapping_sub(ONES) & !b;
+    (control | quote | backslash) & HIGHS != 0
+}
+
 fn write_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        // Skip eight plain bytes at a time.
+        if i + 8 <= bytes.len() {
+            let w = u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+            if !word_needs_escape(w) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
         let esc = ESCAPE[b as usize];
-        if esc == 0 {
-            continue;
+        if esc != 0 {
+            out.extend_from_slice(&bytes[start..i]);
+            if esc == b'u' {
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xf) as usize],
+                ]);
+            } else {
+                out.extend_from_slice(&[b'\\', esc]);
+            }
+            start = i + 1;
         }
-        out.extend_from_slice(&bytes[start..i]);
-        if esc == b'u' {
-            out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xf) as usize],
-            ]);
-        } else {
-            out.extend_from_slice(&[b'\\', esc]);
-        }
-        start = i + 1;
+        i += 1;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
@@ -890,10 +932,17 @@ mod tests {
             r#"{"a":"x\"y\\z\n\t\r\b\f\u0001\u001f/é😀","b":[1,-2,2.5,1e300,-0.0,18446744073709551615,null,true,false],"c":{}}"#.into(),
             r#"[[],[{}],"",0,-9223372036854775808]"#.into(),
         ];
-        // Every single byte value 0..128 inside a string and as a key.
+        // Every single byte value 0..128 inside a string and as a key, alone and at every
+        // position of a longer string (the writer skips eight plain bytes at a time).
         for b in 0u8..128 {
             let s = serde_json::to_string(&String::from(b as char)).unwrap();
             texts.push(format!("{{{s}:{s}}}"));
+            for pos in 0..20 {
+                let mut long: String = "abcdefghijklmnopqrs".into();
+                long.insert(pos, b as char);
+                let long = serde_json::to_string(&long).unwrap();
+                texts.push(format!("[{long}]"));
+            }
         }
         for t in texts {
             let v: Value = serde_json::from_str(&t).unwrap();
