@@ -45,10 +45,34 @@ pub enum Value {
 /// large objects stay fast too.
 #[derive(Clone, Default)]
 pub struct Map {
-    entries: Vec<(CompactString, Value)>,
+    entries: Vec<Slot>,
     // Boxed so that a small object (the common case) stays three words plus a pointer.
     #[allow(clippy::box_collection)]
     index: Option<Box<HashMap<CompactString, usize, Hasher>>>,
+}
+
+/// One key and value of a [`Map`] (opaque), with the key's tag for fast comparison.
+#[derive(Clone)]
+pub struct Slot {
+    tag: u64,
+    key: CompactString,
+    value: Value,
+}
+
+/// A key's length and first seven bytes in one word: keys with different tags differ, and
+/// keys of up to seven bytes with equal tags are equal.
+#[inline]
+fn tag(key: &[u8]) -> u64 {
+    let n = key.len();
+    let head = if n >= 8 {
+        u64::from_le_bytes(key[..8].try_into().expect("8 bytes")) & 0x00ff_ffff_ffff_ffff
+    } else {
+        // Byte by byte: a variable-length copy would be a library call.
+        key.iter()
+            .enumerate()
+            .fold(0u64, |v, (i, &b)| v | (b as u64) << (8 * i))
+    };
+    head | (n.min(255) as u64) << 56
 }
 
 /// From this many keys on, an object keeps a hash index of its keys.
@@ -84,26 +108,31 @@ impl Map {
             Some(ix) => ix.get(key).copied(),
             None => {
                 let key = key.as_bytes();
-                self.entries
-                    .iter()
-                    .position(|(k, _)| short_eq(k.as_bytes(), key))
+                let t = tag(key);
+                if key.len() <= 7 {
+                    self.entries.iter().position(|e| e.tag == t)
+                } else {
+                    self.entries
+                        .iter()
+                        .position(|e| e.tag == t && e.key.as_bytes() == key)
+                }
             }
         }
     }
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.get_index_of(key).map(|i| &self.entries[i].1)
+        self.get_index_of(key).map(|i| &self.entries[i].value)
     }
 
     /// The value of `key`, for changing.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
-        self.get_index_of(key).map(|i| &mut self.entries[i].1)
+        self.get_index_of(key).map(|i| &mut self.entries[i].value)
     }
 
     /// The key and value at a position.
     pub fn get_index_mut(&mut self, i: usize) -> Option<(&CompactString, &mut Value)> {
-        self.entries.get_mut(i).map(|(k, v)| (&*k, v))
+        self.entries.get_mut(i).map(|e| (&e.key, &mut e.value))
     }
 
     /// Whether `key` is present.
@@ -116,7 +145,11 @@ impl Map {
         if let Some(ix) = &mut self.index {
             ix.insert(key.clone(), i);
         }
-        self.entries.push((key, v));
+        self.entries.push(Slot {
+            tag: tag(key.as_bytes()),
+            key,
+            value: v,
+        });
         if self.index.is_none() && self.entries.len() > INDEX_FROM {
             self.reindex();
         }
@@ -127,8 +160,8 @@ impl Map {
         if self.entries.len() > INDEX_FROM {
             let mut ix =
                 HashMap::with_capacity_and_hasher(self.entries.len() * 2, Hasher::default());
-            for (i, (k, _)) in self.entries.iter().enumerate() {
-                ix.insert(k.clone(), i);
+            for (i, e) in self.entries.iter().enumerate() {
+                ix.insert(e.key.clone(), i);
             }
             self.index = Some(Box::new(ix));
         } else {
@@ -140,7 +173,7 @@ impl Map {
     pub fn insert(&mut self, key: impl Into<CompactString>, v: Value) -> Option<Value> {
         let key = key.into();
         match self.get_index_of(&key) {
-            Some(i) => Some(std::mem::replace(&mut self.entries[i].1, v)),
+            Some(i) => Some(std::mem::replace(&mut self.entries[i].value, v)),
             None => {
                 self.push(key, v);
                 None
@@ -151,11 +184,11 @@ impl Map {
     /// Removes `key`, keeping the order of the others.
     pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
         let i = self.get_index_of(key)?;
-        let (_, v) = self.entries.remove(i);
+        let e = self.entries.remove(i);
         if self.index.is_some() {
             self.reindex();
         }
-        Some(v)
+        Some(e.value)
     }
 
     /// Removes `key`, keeping the order of the others (as serde_json's `remove` with
@@ -168,7 +201,7 @@ impl Map {
     pub fn entry(&mut self, key: impl Into<CompactString>) -> Entry<'_> {
         let key = key.into();
         match self.get_index_of(&key) {
-            Some(i) => Entry::Occupied(&mut self.entries[i].1),
+            Some(i) => Entry::Occupied(&mut self.entries[i].value),
             None => Entry::Vacant(self, key),
         }
     }
@@ -180,43 +213,43 @@ impl Map {
             Some(i) => i,
             None => self.push(CompactString::from(key), Value::Null),
         };
-        &mut self.entries[i].1
+        &mut self.entries[i].value
     }
 
     /// Keys and values in order.
     pub fn iter(
         &self,
     ) -> impl DoubleEndedIterator<Item = (&CompactString, &Value)> + ExactSizeIterator {
-        self.entries.iter().map(|(k, v)| (k, v))
+        self.entries.iter().map(|e| (&e.key, &e.value))
     }
 
     /// Keys and values in order, values changeable.
     pub fn iter_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = (&CompactString, &mut Value)> + ExactSizeIterator {
-        self.entries.iter_mut().map(|(k, v)| (&*k, v))
+        self.entries.iter_mut().map(|e| (&e.key, &mut e.value))
     }
 
     /// Keys in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &CompactString> + ExactSizeIterator {
-        self.entries.iter().map(|(k, _)| k)
+        self.entries.iter().map(|e| &e.key)
     }
 
     /// Values in order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
-        self.entries.iter().map(|(_, v)| v)
+        self.entries.iter().map(|e| &e.value)
     }
 
     /// Values in order, changeable.
     pub fn values_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
-        self.entries.iter_mut().map(|(_, v)| v)
+        self.entries.iter_mut().map(|e| &mut e.value)
     }
 
     /// Sorts the keys.
     pub fn sort_keys(&mut self) {
-        self.entries.sort_by(|a, b| a.0.cmp(&b.0));
+        self.entries.sort_by(|a, b| a.key.cmp(&b.key));
         if self.index.is_some() {
             self.reindex();
         }
@@ -224,7 +257,7 @@ impl Map {
 
     /// Keeps the entries for which `f` holds.
     pub fn retain(&mut self, mut f: impl FnMut(&str, &mut Value) -> bool) {
-        self.entries.retain_mut(|(k, v)| f(k.as_str(), v));
+        self.entries.retain_mut(|e| f(e.key.as_str(), &mut e.value));
         if self.index.is_some() {
             self.reindex();
         }
@@ -234,19 +267,6 @@ impl Map {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.index = None;
-    }
-}
-
-/// Byte equality, inlined for the short keys of typical objects (no library call per key).
-#[inline]
-fn short_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    if a.len() <= 16 {
-        a.iter().zip(b).all(|(x, y)| x == y)
-    } else {
-        a == b
     }
 }
 
@@ -270,7 +290,7 @@ impl<'m> Entry<'m> {
             Entry::Occupied(v) => v,
             Entry::Vacant(m, k) => {
                 let i = m.push(k, f());
-                &mut m.entries[i].1
+                &mut m.entries[i].value
             }
         }
     }
@@ -315,22 +335,20 @@ impl<K: Into<CompactString>> Extend<(K, Value)> for Map {
 
 impl IntoIterator for Map {
     type Item = (CompactString, Value);
-    type IntoIter = std::vec::IntoIter<(CompactString, Value)>;
+    type IntoIter = std::iter::Map<std::vec::IntoIter<Slot>, fn(Slot) -> (CompactString, Value)>;
     fn into_iter(self) -> Self::IntoIter {
-        self.entries.into_iter()
+        self.entries.into_iter().map(|e| (e.key, e.value))
     }
 }
 
-type Pairs<'a> = std::iter::Map<
-    std::slice::Iter<'a, (CompactString, Value)>,
-    fn(&'a (CompactString, Value)) -> (&'a CompactString, &'a Value),
->;
+type Pairs<'a> =
+    std::iter::Map<std::slice::Iter<'a, Slot>, fn(&'a Slot) -> (&'a CompactString, &'a Value)>;
 
 impl<'a> IntoIterator for &'a Map {
     type Item = (&'a CompactString, &'a Value);
     type IntoIter = Pairs<'a>;
     fn into_iter(self) -> Self::IntoIter {
-        self.entries.iter().map(|(k, v)| (k, v))
+        self.entries.iter().map(|e| (&e.key, &e.value))
     }
 }
 
@@ -954,6 +972,23 @@ mod tests {
                 "{t}"
             );
         }
+    }
+
+    #[test]
+    fn keys_that_share_a_tag_are_told_apart() {
+        let mut m = Map::new();
+        for k in ["abcdefgX", "abcdefgY", "abcdefg", "abc", "", "abcdefgXY"] {
+            m.insert(k, json!(k));
+        }
+        for k in ["abcdefgX", "abcdefgY", "abcdefg", "abc", "", "abcdefgXY"] {
+            assert_eq!(m.get(k), Some(&json!(k)), "{k:?}");
+        }
+        assert_eq!(m.get("abcdefgZ"), None);
+        assert_eq!(m.get("ab"), None);
+        let long = "k".repeat(300);
+        m.insert(long.as_str(), json!(1));
+        assert_eq!(m.get(long.as_str()), Some(&json!(1)));
+        assert_eq!(m.get("k".repeat(299).as_str()), None);
     }
 
     #[test]

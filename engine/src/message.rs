@@ -28,16 +28,11 @@ pub struct Body {
 }
 
 impl Clone for Body {
+    /// A copy shares the serialised bytes (serialising once if needed) and re-parses only if
+    /// it is itself read by path. The usual copy is a send's: it needs just the bytes, and
+    /// copying a parsed document would cost more than the whole rest of its work.
     fn clone(&self) -> Self {
-        let raw = OnceLock::new();
-        if let Some(b) = self.raw.get() {
-            let _ = raw.set(b.clone());
-        }
-        let parsed = OnceLock::new();
-        if let Some(p) = self.parsed.get() {
-            let _ = parsed.set(p.clone());
-        }
-        Body { raw, parsed }
+        Body::from_bytes(self.bytes().clone())
     }
 }
 
@@ -421,6 +416,21 @@ mod tests {
         assert_eq!(&m.data()[..], br#"{"a":1,"b":"x"}"#);
         assert!(m.data_body().raw.get().is_some());
         assert_eq!(std::mem::size_of::<Message>(), std::mem::size_of::<usize>());
+    }
+
+    #[test]
+    fn copies_share_bytes_and_reparse_on_demand() {
+        let mut m = Message::new(&b"{\"a\":1}"[..]);
+        m.set(&Key::parse("b").unwrap(), json!(2)).unwrap();
+        let c = m.clone();
+        assert!(c.data_body().parsed.get().is_none());
+        assert_eq!(&c.data()[..], br#"{"a":1,"b":2}"#);
+        assert_eq!(
+            c.get(&Key::parse("b").unwrap()).unwrap().as_ref(),
+            &json!(2)
+        );
+        // The original's bytes were cached by the copy and are the same allocation.
+        assert_eq!(c.data().as_ptr(), m.data().as_ptr());
     }
 
     #[test]
