@@ -584,9 +584,19 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut m = Map::with_capacity(access.size_hint().unwrap_or(0).min(4096));
+        // One bit per key seen, chosen by its tag: a key whose bit is clear cannot be a
+        // duplicate, so the comparison with every earlier key is skipped.
+        let mut seen: u64 = 0;
         while let Some(k) = access.next_key::<KeyText>()? {
             let v: Value = access.next_value()?;
-            m.insert(k.0, v);
+            let t = tag(k.0.as_bytes());
+            let bit = 1u64 << (t.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
+            if seen & bit == 0 {
+                seen |= bit;
+                m.push(k.0, v);
+            } else {
+                m.insert(k.0, v);
+            }
         }
         Ok(Value::Object(m))
     }
@@ -828,6 +838,13 @@ fn word_needs_escape(w: u64) -> bool {
 fn write_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
+    // Most keys and values are short and plain: one check, one copy.
+    if bytes.len() <= 24 && bytes.iter().all(|&b| ESCAPE[b as usize] == 0) {
+        let mut quoted = [b'"'; 26];
+        quoted[1..=bytes.len()].copy_from_slice(bytes);
+        out.extend_from_slice(&quoted[..bytes.len() + 2]);
+        return;
+    }
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
@@ -913,6 +930,21 @@ mod tests {
     fn duplicate_keys_keep_the_last_value_in_the_first_place() {
         let v: Value = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
         assert_eq!(v.to_string(), r#"{"a":3,"b":2}"#);
+        // Many keys, so that the parser's seen-bits collide, with duplicates throughout.
+        let keys: Vec<String> = (0..200).map(|i| format!("key{}", i % 70)).collect();
+        let text = format!(
+            "{{{}}}",
+            keys.iter()
+                .enumerate()
+                .map(|(i, k)| format!("\"{k}\":{i}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let want: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v, want);
+        assert_eq!(v.as_object().unwrap().len(), 70);
+        assert_eq!(v.to_string(), serde_json::to_string(&want).unwrap());
     }
 
     #[test]

@@ -29,7 +29,8 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
         *cur = if step.index.is_some() || step.append {
             Value::Array(Vec::new())
         } else {
-            Value::Object(Map::new())
+            // Room for a few keys: a created object is usually filled next.
+            Value::Object(Map::with_capacity(4))
         };
     }
     match cur {
