@@ -89,6 +89,10 @@ def main():
     wall_ratio = med("jq", 0) / med("sluice", 0)
     cpu_ratio = med("jq", 1) / med("sluice", 1)
     print(f"sluice/jq: {wall_ratio:.1f}x events/s (wall), {cpu_ratio:.1f}x events per CPU-second")
+    # Each sluice run against the jq run beside it: shows how much the machine moved.
+    pairs = sorted(j[0] / s[0] for j, s in zip(results["jq"], results["sluice"]))
+    walls = sorted(args.events / r[0] for r in results["sluice"])
+    print(f"per run: sluice {walls[0]:,.0f} to {walls[-1]:,.0f} events/s; sluice/jq {pairs[0]:.1f}x to {pairs[-1]:.1f}x")
 
 
 if __name__ == "__main__":
