@@ -14,6 +14,7 @@ use std::fmt;
 use compact_str::CompactString;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 
 pub use serde_json::Number;
@@ -208,10 +209,10 @@ impl Map {
 
     /// The value of `key`, inserted as `null` first when missing; one lookup, and the key is
     /// only copied when it is inserted.
-    pub fn get_or_insert_null(&mut self, key: &str) -> &mut Value {
+    pub fn get_or_insert_null(&mut self, key: &CompactString) -> &mut Value {
         let i = match self.get_index_of(key) {
             Some(i) => i,
-            None => self.push(CompactString::from(key), Value::Null),
+            None => self.push(key.clone(), Value::Null),
         };
         &mut self.entries[i].value
     }
@@ -583,22 +584,43 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Array(v))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        let mut m = Map::with_capacity(access.size_hint().unwrap_or(0).min(4096));
+        // JSON gives no length up front: collect entries on the stack and allocate the
+        // object once, at its size, instead of growing it (and copying it) as keys arrive.
+        let mut buf: SmallVec<[Slot; 24]> = SmallVec::new();
         // One bit per key seen, chosen by its tag: a key whose bit is clear cannot be a
         // duplicate, so the comparison with every earlier key is skipped.
         let mut seen: u64 = 0;
         while let Some(k) = access.next_key::<KeyText>()? {
-            let v: Value = access.next_value()?;
-            let t = tag(k.0.as_bytes());
-            let bit = 1u64 << (t.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
-            if seen & bit == 0 {
-                seen |= bit;
-                m.push(k.0, v);
-            } else {
-                m.insert(k.0, v);
+            let value: Value = access.next_value()?;
+            let key = k.0;
+            let tag = tag(key.as_bytes());
+            let bit = 1u64 << (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
+            if seen & bit != 0
+                && let Some(e) = buf.iter_mut().find(|e| e.tag == tag && e.key == key)
+            {
+                e.value = value;
+                continue;
+            }
+            seen |= bit;
+            buf.push(Slot { tag, key, value });
+            if buf.len() > INDEX_FROM {
+                // A large object: finish it through the indexed map.
+                let mut m = Map {
+                    entries: buf.into_vec(),
+                    index: None,
+                };
+                m.reindex();
+                while let Some(k) = access.next_key::<KeyText>()? {
+                    let v: Value = access.next_value()?;
+                    m.insert(k.0, v);
+                }
+                return Ok(Value::Object(m));
             }
         }
-        Ok(Value::Object(m))
+        Ok(Value::Object(Map {
+            entries: buf.into_vec(),
+            index: None,
+        }))
     }
 }
 
@@ -838,11 +860,31 @@ fn word_needs_escape(w: u64) -> bool {
 fn write_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
-    // Most keys and values are short and plain: one check, one copy.
-    if bytes.len() <= 24 && bytes.iter().all(|&b| ESCAPE[b as usize] == 0) {
-        let mut quoted = [b'"'; 26];
-        quoted[1..=bytes.len()].copy_from_slice(bytes);
-        out.extend_from_slice(&quoted[..bytes.len() + 2]);
+    // Most keys and values are short and plain: one check, and copies of fixed sizes that
+    // compile to plain moves (a variable-length copy is a library call per string).
+    let n = bytes.len();
+    if n <= 24 && bytes.iter().all(|&b| ESCAPE[b as usize] == 0) {
+        let mut quoted = [b'"'; 32];
+        let mut i = 0;
+        while i + 8 <= n {
+            quoted[1 + i..9 + i].copy_from_slice(&bytes[i..i + 8]);
+            i += 8;
+        }
+        if n - i >= 4 {
+            quoted[1 + i..5 + i].copy_from_slice(&bytes[i..i + 4]);
+            i += 4;
+        }
+        if n - i >= 2 {
+            quoted[1 + i..3 + i].copy_from_slice(&bytes[i..i + 2]);
+            i += 2;
+        }
+        if n - i == 1 {
+            quoted[1 + i] = bytes[i];
+        }
+        quoted[n + 1] = b'"';
+        let at = out.len();
+        out.extend_from_slice(&quoted);
+        out.truncate(at + n + 2);
         return;
     }
     out.reserve(bytes.len() + 2);
@@ -922,7 +964,10 @@ mod tests {
         );
         m.shift_remove("b");
         assert_eq!(m.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["a", "c"]);
-        assert_eq!(*m.get_or_insert_null("d"), Value::Null);
+        assert_eq!(
+            *m.get_or_insert_null(&CompactString::from("d")),
+            Value::Null
+        );
         assert_eq!(m.len(), 3);
     }
 
@@ -993,6 +1038,11 @@ mod tests {
                 let long = serde_json::to_string(&long).unwrap();
                 texts.push(format!("[{long}]"));
             }
+        }
+        // Plain strings of every length around the short-string path's limit.
+        for n in 0..=40 {
+            let plain: String = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"[..n].into();
+            texts.push(format!("{{\"{plain}\":\"{plain}\"}}"));
         }
         for t in texts {
             let v: Value = serde_json::from_str(&t).unwrap();

@@ -133,8 +133,14 @@ pub fn parse_json(b: &[u8]) -> Option<Value> {
 
 /// Compact JSON text of a value.
 pub fn serialize(v: &Value) -> Vec<u8> {
-    let mut out = Vec::with_capacity(256);
+    thread_local! {
+        // The size of the last document written on this thread: consecutive messages are
+        // usually alike, so this sizes the buffer right the first time.
+        static LAST: std::cell::Cell<usize> = const { std::cell::Cell::new(256) };
+    }
+    let mut out = Vec::with_capacity(LAST.get() + LAST.get() / 8 + 16);
     crate::json::write_compact(&mut out, v);
+    LAST.set(out.len().clamp(64, 1 << 20));
     out
 }
 

@@ -480,8 +480,9 @@ pub(crate) fn json_prefix(text: &str) -> Option<(Value, usize)> {
 /// One step of a write path (SJSON).
 #[derive(Debug, Clone)]
 pub(crate) struct WStep {
-    /// The key as an object key (escapes removed, `:` prefix removed).
-    pub name: Box<str>,
+    /// The key as an object key (escapes removed, `:` prefix removed); stored as the map's
+    /// key type so inserting it is a copy of one word-sized value, not a new string.
+    pub name: compact_str::CompactString,
     /// The array index, when the key is all digits and not forced to be an object key.
     pub index: Option<usize>,
     /// `-1` (not forced): append on set, the last element on delete.
@@ -526,7 +527,7 @@ pub(crate) fn parse_write(text: &str) -> ParseResult<Vec<WStep>> {
             Some(r) => (true, r),
             None => (false, raw),
         };
-        let name: Box<str> = if escaped {
+        let name: compact_str::CompactString = if escaped {
             unescape(raw).into()
         } else {
             raw.into()
