@@ -860,11 +860,12 @@ fn word_needs_escape(w: u64) -> bool {
 fn write_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
-    // Most keys and values are short and plain: one check, and copies of fixed sizes that
-    // compile to plain moves (a variable-length copy is a library call per string).
+    // Most keys and values are short: copy them with fixed-size moves (a variable-length
+    // copy is a library call per string) into a buffer padded with a plain byte, check three
+    // words for anything to escape, and write quote, text and quote at once.
     let n = bytes.len();
-    if n <= 24 && bytes.iter().all(|&b| ESCAPE[b as usize] == 0) {
-        let mut quoted = [b'"'; 32];
+    if n <= 24 {
+        let mut quoted = [b'a'; 32];
         let mut i = 0;
         while i + 8 <= n {
             quoted[1 + i..9 + i].copy_from_slice(&bytes[i..i + 8]);
@@ -881,11 +882,18 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
         if n - i == 1 {
             quoted[1 + i] = bytes[i];
         }
-        quoted[n + 1] = b'"';
-        let at = out.len();
-        out.extend_from_slice(&quoted);
-        out.truncate(at + n + 2);
-        return;
+        let word = |at: usize| u64::from_le_bytes(quoted[at..at + 8].try_into().expect("8 bytes"));
+        if !(word_needs_escape(word(1))
+            || word_needs_escape(word(9))
+            || word_needs_escape(word(17)))
+        {
+            quoted[0] = b'"';
+            quoted[n + 1] = b'"';
+            let at = out.len();
+            out.extend_from_slice(&quoted);
+            out.truncate(at + n + 2);
+            return;
+        }
     }
     out.reserve(bytes.len() + 2);
     out.push(b'"');

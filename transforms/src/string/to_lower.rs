@@ -36,6 +36,10 @@ impl StringToLower {
 
 /// The conversion.
 fn convert(s: &str) -> String {
+    // ASCII text (the common case) maps byte for byte, the same as the Unicode mapping.
+    if s.is_ascii() {
+        return s.to_ascii_lowercase();
+    }
     super::simple_case(s, char::to_lowercase)
 }
 

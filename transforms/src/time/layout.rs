@@ -450,20 +450,16 @@ pub fn scaled_decimal(text: &str, scale: u32) -> Option<i128> {
     let shift = exp
         .checked_add(scale as i32)?
         .checked_sub(frac.len() as i32)?;
-    let digits: Vec<u8> = int
-        .iter()
-        .chain(frac)
-        .copied()
-        .skip_while(|c| *c == b'0')
-        .collect();
+    let digits = || int.iter().chain(frac).copied().skip_while(|c| *c == b'0');
+    let count = digits().count();
     // Digits dropped by a negative shift are truncated.
     let keep = if shift < 0 {
-        digits.len().saturating_sub(shift.unsigned_abs() as usize)
+        count.saturating_sub(shift.unsigned_abs() as usize)
     } else {
-        digits.len()
+        count
     };
     let mut v: i128 = 0;
-    for &c in &digits[..keep] {
+    for c in digits().take(keep) {
         v = v.checked_mul(10)?.checked_add((c - b'0') as i128)?;
     }
     if shift > 0 && v != 0 {

@@ -93,6 +93,18 @@ pub(crate) fn format(b: &Build<'_>, format: &Option<String>) -> Result<Layout, C
 /// nanoseconds: `scale` is the power of ten of nanoseconds per unit (9 for seconds, 6 for
 /// milliseconds, 0 for nanoseconds). Fractions are kept down to the nanosecond.
 pub(crate) fn epoch_nanos(v: &Value, scale: u32, unit: &str) -> Result<i64, TransformError> {
+    // An integer needs no decimal text: scale it directly (fractions take the exact
+    // decimal path below).
+    if let Some(i) = v.as_i64() {
+        return 10i64
+            .checked_pow(scale)
+            .and_then(|m| i.checked_mul(m))
+            .ok_or_else(|| {
+                TransformError::failed(format!(
+                    "epoch {unit} {i} is out of range (epoch nanoseconds cover the years 1678 to 2262)"
+                ))
+            });
+    }
     let text = match v {
         Value::Number(n) => n.to_string(),
         Value::String(s) => s.trim().to_string(),
