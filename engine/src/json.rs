@@ -76,6 +76,11 @@ fn tag(key: &[u8]) -> u64 {
     head | (n.min(255) as u64) << 56
 }
 
+/// A key's tag, for the `*_tagged` lookups of [`Map`].
+pub fn key_tag(key: &str) -> u64 {
+    tag(key.as_bytes())
+}
+
 /// From this many keys on, an object keeps a hash index of its keys.
 pub const INDEX_FROM: usize = 32;
 
@@ -105,11 +110,16 @@ impl Map {
 
     /// The position of `key`.
     pub fn get_index_of(&self, key: &str) -> Option<usize> {
+        self.get_index_of_tagged(key, tag(key.as_bytes()))
+    }
+
+    /// The position of `key`, whose [`key_tag`] is `t` (paths compute it once, when they
+    /// are compiled).
+    pub fn get_index_of_tagged(&self, key: &str, t: u64) -> Option<usize> {
         match &self.index {
             Some(ix) => ix.get(key).copied(),
             None => {
                 let key = key.as_bytes();
-                let t = tag(key);
                 if key.len() <= 7 {
                     self.entries.iter().position(|e| e.tag == t)
                 } else {
@@ -124,6 +134,12 @@ impl Map {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.get_index_of(key).map(|i| &self.entries[i].value)
+    }
+
+    /// The value of `key`, whose [`key_tag`] is `t`.
+    pub fn get_tagged(&self, key: &str, t: u64) -> Option<&Value> {
+        self.get_index_of_tagged(key, t)
+            .map(|i| &self.entries[i].value)
     }
 
     /// The value of `key`, for changing.
@@ -210,7 +226,12 @@ impl Map {
     /// The value of `key`, inserted as `null` first when missing; one lookup, and the key is
     /// only copied when it is inserted.
     pub fn get_or_insert_null(&mut self, key: &CompactString) -> &mut Value {
-        let i = match self.get_index_of(key) {
+        self.get_or_insert_null_tagged(key, tag(key.as_bytes()))
+    }
+
+    /// [`Map::get_or_insert_null`] for a key whose [`key_tag`] is `t`.
+    pub fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
+        let i = match self.get_index_of_tagged(key, t) {
             Some(i) => i,
             None => self.push(key.clone(), Value::Null),
         };

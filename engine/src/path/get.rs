@@ -17,8 +17,8 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
     let mut i = 0;
     while i < comps.len() {
         match &comps[i].kind {
-            Kind::Key { name, index } => {
-                cur = child(cur, |v| key_child(v, name, *index))?;
+            Kind::Key { name, index, tag } => {
+                cur = child(cur, |v| key_child(v, name, *tag, *index))?;
             }
             Kind::Wild(p) => {
                 cur = child(cur, |v| match v {
@@ -75,9 +75,14 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
 
 /// The value under a key of an object, or an index of an array.
 #[inline]
-pub(crate) fn key_child<'v>(v: &'v Value, name: &str, index: Option<usize>) -> Option<&'v Value> {
+pub(crate) fn key_child<'v>(
+    v: &'v Value,
+    name: &str,
+    tag: u64,
+    index: Option<usize>,
+) -> Option<&'v Value> {
     match v {
-        Value::Object(m) => m.get(name),
+        Value::Object(m) => m.get_tagged(name, tag),
         Value::Array(a) => a.get(index?),
         _ => None,
     }

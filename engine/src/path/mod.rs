@@ -101,10 +101,10 @@ impl Path {
         if self.simple {
             let mut cur = doc;
             for c in &self.comps {
-                let parse::Kind::Key { name, index } = &c.kind else {
+                let parse::Kind::Key { name, index, tag } = &c.kind else {
                     unreachable!("simple paths hold keys only")
                 };
-                cur = get::key_child(cur, name, *index)?;
+                cur = get::key_child(cur, name, *tag, *index)?;
             }
             return Some(Cow::Borrowed(cur));
         }

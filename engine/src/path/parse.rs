@@ -25,6 +25,8 @@ pub(crate) enum Kind {
     Key {
         name: Box<str>,
         index: Option<usize>,
+        /// The key's tag ([`crate::json::key_tag`]), computed once here.
+        tag: u64,
     },
     /// A key with `*` / `?` wildcards: the first matching object key.
     Wild(Pattern),
@@ -154,6 +156,7 @@ pub(crate) fn parse_read(text: &str) -> ParseResult<Vec<Comp>> {
                 kind: Kind::Key {
                     name: "".into(),
                     index: None,
+                    tag: crate::json::key_tag(""),
                 },
             });
             break;
@@ -244,7 +247,8 @@ fn parse_key(text: &str, pos: usize) -> ParseResult<(Kind, usize)> {
         raw.into()
     };
     let index = parse_index(&name);
-    Ok((Kind::Key { name, index }, end))
+    let tag = crate::json::key_tag(&name);
+    Ok((Kind::Key { name, index, tag }, end))
 }
 
 /// The index a key addresses in an array: all ASCII digits.
@@ -487,6 +491,8 @@ pub(crate) struct WStep {
     pub index: Option<usize>,
     /// `-1` (not forced): append on set, the last element on delete.
     pub append: bool,
+    /// The key's tag ([`crate::json::key_tag`]), computed once here.
+    pub tag: u64,
 }
 
 /// Compiles a write path; `Err` says why the path cannot be written to.
@@ -544,10 +550,12 @@ pub(crate) fn parse_write(text: &str) -> ParseResult<Vec<WStep>> {
         } else {
             (None, false)
         };
+        let tag = crate::json::key_tag(&name);
         steps.push(WStep {
             name,
             index,
             append,
+            tag,
         });
         if end >= b.len() {
             break;

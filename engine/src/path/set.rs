@@ -34,7 +34,7 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
         };
     }
     match cur {
-        Value::Object(m) => Ok(m.get_or_insert_null(&step.name)),
+        Value::Object(m) => Ok(m.get_or_insert_null_tagged(&step.name, step.tag)),
         Value::Array(a) => {
             let idx = if step.append {
                 a.len()
