@@ -11,7 +11,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
 
 use crate::common::Io;
 
@@ -57,23 +57,7 @@ fn zip(rows: &[Value]) -> Vec<Value> {
     columns.into_iter().map(Value::Array).collect()
 }
 
-#[async_trait]
-impl Transform for ArrayZip {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(ArrayZip);
 
 impl ArrayZip {
     /// The work, on the message in place.

@@ -10,7 +10,7 @@ use std::io::Read;
 
 use flate2::read::MultiGzDecoder;
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, TransformError};
 
 /// The most bytes one message may decompress to.
 pub const MAX_DECOMPRESSED: u64 = 1 << 30;
@@ -73,23 +73,7 @@ pub fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, TransformError> {
     Ok(out)
 }
 
-#[async_trait]
-impl Transform for FormatFromGzip {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(FormatFromGzip);
 
 impl FormatFromGzip {
     /// The work, on the message in place.

@@ -8,7 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
 
 use crate::common::Io;
 
@@ -35,23 +35,7 @@ impl FormatToBase64 {
     }
 }
 
-#[async_trait]
-impl Transform for FormatToBase64 {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(FormatToBase64);
 
 impl FormatToBase64 {
     /// The work, on the message in place.

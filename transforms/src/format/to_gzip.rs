@@ -8,7 +8,7 @@ use std::io::Write;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, TransformError};
 
 /// Settings of `format_to_gzip` (none).
 #[derive(Debug, Default, Deserialize)]
@@ -37,23 +37,7 @@ pub fn gzip(data: &[u8]) -> Result<Vec<u8>, TransformError> {
         .map_err(|err| TransformError::external("cannot compress gzip", err))
 }
 
-#[async_trait]
-impl Transform for FormatToGzip {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(FormatToGzip);
 
 impl FormatToGzip {
     /// The work, on the message in place.

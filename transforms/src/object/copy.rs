@@ -9,9 +9,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{
-    Build, ConfigError, Key, Message, Transform, TransformError, Value, async_trait, value,
-};
+use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, value};
 
 /// Settings of `object_copy`.
 #[derive(Debug, Default, Deserialize)]
@@ -38,23 +36,7 @@ impl ObjectCopy {
     }
 }
 
-#[async_trait]
-impl Transform for ObjectCopy {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(ObjectCopy);
 
 impl ObjectCopy {
     /// The work, on the message in place.

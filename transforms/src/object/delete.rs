@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Key, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Key, Message, TransformError};
 
 /// Settings of `object_delete`.
 #[derive(Debug, Default, Deserialize)]
@@ -37,23 +37,7 @@ impl ObjectDelete {
     }
 }
 
-#[async_trait]
-impl Transform for ObjectDelete {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(ObjectDelete);
 
 impl ObjectDelete {
     /// The work, on the message in place.

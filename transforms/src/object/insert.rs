@@ -11,9 +11,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::{AnyValue, ObjectSettings};
-use sluice_engine::{
-    Build, ConfigError, Key, Message, Transform, TransformError, Value, async_trait, value,
-};
+use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, value};
 
 /// Settings of `object_insert`.
 #[derive(Debug, Default, Deserialize)]
@@ -63,23 +61,7 @@ fn go_numbers(v: Value) -> Value {
     }
 }
 
-#[async_trait]
-impl Transform for ObjectInsert {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(ObjectInsert);
 
 impl ObjectInsert {
     /// The work, on the message in place.

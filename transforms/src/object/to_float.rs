@@ -8,9 +8,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{
-    Build, ConfigError, Message, Transform, TransformError, Value, async_trait, value,
-};
+use sluice_engine::{Build, ConfigError, Message, TransformError, Value, value};
 
 use crate::common::Io;
 
@@ -42,23 +40,7 @@ fn convert(v: &Value) -> Value {
     value::number(value::to_f64(v))
 }
 
-#[async_trait]
-impl Transform for ObjectToFloat {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(ObjectToFloat);
 
 impl ObjectToFloat {
     /// The work, on the message in place.

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, TransformError};
 
 use crate::common::Io;
 
@@ -39,23 +39,7 @@ fn convert(s: &str) -> String {
     heck::ToSnakeCase::to_snake_case(s)
 }
 
-#[async_trait]
-impl Transform for StringToSnake {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(StringToSnake);
 
 impl StringToSnake {
     /// The work, on the message in place.

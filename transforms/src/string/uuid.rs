@@ -7,9 +7,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{
-    Build, ConfigError, Key, Message, Transform, TransformError, Value, async_trait,
-};
+use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value};
 
 /// Settings of `string_uuid`.
 #[derive(Debug, Default, Deserialize)]
@@ -34,23 +32,7 @@ impl StringUuid {
     }
 }
 
-#[async_trait]
-impl Transform for StringUuid {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(StringUuid);
 
 impl StringUuid {
     /// The work, on the message in place.

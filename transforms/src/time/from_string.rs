@@ -12,7 +12,7 @@
 use chrono_tz::Tz;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
 
 use super::layout::Layout;
 use crate::common::Io;
@@ -48,23 +48,7 @@ impl TimeFromString {
     }
 }
 
-#[async_trait]
-impl Transform for TimeFromString {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(TimeFromString);
 
 impl TimeFromString {
     /// The work, on the message in place.

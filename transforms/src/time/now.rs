@@ -6,9 +6,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{
-    Build, ConfigError, Key, Message, Transform, TransformError, Value, async_trait,
-};
+use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value};
 
 /// Settings of `time_now`.
 #[derive(Debug, Default, Deserialize)]
@@ -40,23 +38,7 @@ impl TimeNow {
     }
 }
 
-#[async_trait]
-impl Transform for TimeNow {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        sluice_engine::transform_via_in_place(self, msg, out)
-    }
-
-    fn transform_in_place(
-        &self,
-        msg: &mut Message,
-    ) -> Option<Result<sluice_engine::InPlace, TransformError>> {
-        Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-    }
-
-    fn supports_in_place(&self) -> bool {
-        true
-    }
-}
+crate::in_place_transform!(TimeNow);
 
 impl TimeNow {
     /// The work, on the message in place.
