@@ -8,7 +8,6 @@
 //! small (most are), with a fast non-cryptographic hash index once it is large. Parsing and serialising still go through serde_json's reader and writer (serde
 //! impls below), so the text handling is serde_json's.
 
-use std::borrow::Borrow;
 use std::fmt;
 
 use compact_str::CompactString;
@@ -371,13 +370,6 @@ impl<'a> IntoIterator for &'a Map {
     type IntoIter = Pairs<'a>;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.iter().map(|e| (&e.key, &e.value))
-    }
-}
-
-impl std::ops::Index<&str> for Map {
-    type Output = Value;
-    fn index(&self, key: &str) -> &Value {
-        self.get(key).expect("no such key in the JSON object")
     }
 }
 
@@ -793,12 +785,6 @@ impl<T: Into<Value>> From<Vec<T>> for Value {
 impl<T: Into<Value>> FromIterator<T> for Value {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Value {
         Value::Array(iter.into_iter().map(Into::into).collect())
-    }
-}
-
-impl Borrow<str> for KeyText {
-    fn borrow(&self) -> &str {
-        &self.0
     }
 }
 

@@ -76,3 +76,49 @@ pub fn check_compliance(t: Arc<dyn Transform>) {
         );
     }
 }
+
+/// Builds `type_name` with each case's settings, runs its input and a ctrl, and asserts the
+/// one data output: the table runner many transforms' tests share.
+pub fn assert_single_outputs<W: AsRef<str>>(
+    registry: &Registry,
+    type_name: &str,
+    cases: &[(&str, crate::json::Value, &str, W)],
+) {
+    for (name, settings, input, want) in cases {
+        let t = build(
+            registry,
+            crate::json!({"type": type_name, "settings": settings}),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got = run(t, &[input]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let want: &str = want.as_ref();
+        assert_eq!(got, vec![want.to_string()], "{name}");
+    }
+}
+
+/// Asserts that building `type_name` with each settings fails with an error naming `field`.
+pub fn assert_config_errors(
+    registry: &Registry,
+    type_name: &str,
+    cases: &[(crate::json::Value, &str)],
+) {
+    for (settings, field) in cases {
+        let err = build(
+            registry,
+            crate::json!({"type": type_name, "settings": settings}),
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{settings}: expected a config error"));
+        assert!(err.to_string().contains(field), "{err}");
+    }
+}
+
+/// Builds `type_name` with `settings` and runs [`check_compliance`] on it.
+pub fn check_type_compliance(registry: &Registry, type_name: &str, settings: crate::json::Value) {
+    let t = build(
+        registry,
+        crate::json!({"type": type_name, "settings": settings}),
+    )
+    .unwrap_or_else(|e| panic!("{type_name}: {e}"));
+    check_compliance(t);
+}

@@ -131,16 +131,15 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"object": {"source_key": "a"}}), "object.target_key"),
-            (json!({"object": {"target_key": "a"}}), "object.source_key"),
-            (json!({"separator": 1}), "separator"),
-        ] {
-            let err = testing::build(&r, json!({"type": "array_join", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "array_join",
+            &[
+                (json!({"object": {"source_key": "a"}}), "object.target_key"),
+                (json!({"object": {"target_key": "a"}}), "object.source_key"),
+                (json!({"separator": 1}), "separator"),
+            ],
+        );
     }
 
     #[test]

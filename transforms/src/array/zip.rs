@@ -133,29 +133,24 @@ mod tests {
             ),
             ("data mode non-JSON passes", json!({}), "a,b", "a,b"),
         ];
-        for (name, settings, input, want) in cases {
-            let t = testing::build(&r, json!({"type": "array_zip", "settings": settings})).unwrap();
-            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
-        }
+        testing::assert_single_outputs(&r, "array_zip", &cases);
     }
 
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"object": {"source_key": "a"}}), "object.target_key"),
-            (json!({"object": {"target_key": "a"}}), "object.source_key"),
-        ] {
-            let err = testing::build(&r, json!({"type": "array_zip", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "array_zip",
+            &[
+                (json!({"object": {"source_key": "a"}}), "object.target_key"),
+                (json!({"object": {"target_key": "a"}}), "object.source_key"),
+            ],
+        );
     }
 
     #[test]
     fn compliance() {
-        let t = testing::build(&registry(), json!({"type": "array_zip", "settings": {}})).unwrap();
-        testing::check_compliance(t);
+        testing::check_type_compliance(&registry(), "array_zip", json!({}));
     }
 }

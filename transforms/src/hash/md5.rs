@@ -108,10 +108,7 @@ mod tests {
                 "plain".to_string(),
             ),
         ];
-        for (name, settings, input, want) in cases {
-            let t = testing::build(&r, json!({"type": "hash_md5", "settings": settings})).unwrap();
-            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
-        }
+        testing::assert_single_outputs(&r, "hash_md5", &cases);
     }
 
     #[test]
@@ -135,15 +132,14 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"object": {"source_key": "a"}}), "object.target_key"),
-            (json!({"object": {"target_key": "a"}}), "object.source_key"),
-        ] {
-            let err = testing::build(&r, json!({"type": "hash_md5", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "hash_md5",
+            &[
+                (json!({"object": {"source_key": "a"}}), "object.target_key"),
+                (json!({"object": {"target_key": "a"}}), "object.source_key"),
+            ],
+        );
     }
 
     #[test]

@@ -102,15 +102,14 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"object": {"source_key": "a"}}), "object.target_key"),
-            (json!({"object": {"target_key": "a"}}), "object.source_key"),
-        ] {
-            let err = testing::build(&r, json!({"type": "hash_sha256", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "hash_sha256",
+            &[
+                (json!({"object": {"source_key": "a"}}), "object.target_key"),
+                (json!({"object": {"target_key": "a"}}), "object.source_key"),
+            ],
+        );
     }
 
     #[test]

@@ -103,14 +103,7 @@ mod tests {
             ),
             ("data mode non-JSON passes", data.clone(), "1 2", "1 2"),
         ];
-        for (name, settings, input, want) in cases {
-            let t = testing::build(
-                &r,
-                json!({"type": "number_math_division", "settings": settings}),
-            )
-            .unwrap();
-            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
-        }
+        testing::assert_single_outputs(&r, "number_math_division", &cases);
     }
 
     #[test]
@@ -131,28 +124,19 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"object": {"source_key": "a"}}), "object.target_key"),
-            (json!({"object": {"target_key": "a"}}), "object.source_key"),
-            (json!({"object": "a"}), "object"),
-        ] {
-            let err = testing::build(
-                &r,
-                json!({"type": "number_math_division", "settings": settings}),
-            )
-            .err()
-            .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "number_math_division",
+            &[
+                (json!({"object": {"source_key": "a"}}), "object.target_key"),
+                (json!({"object": {"target_key": "a"}}), "object.source_key"),
+                (json!({"object": "a"}), "object"),
+            ],
+        );
     }
 
     #[test]
     fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "number_math_division", "settings": {}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
+        testing::check_type_compliance(&registry(), "number_math_division", json!({}));
     }
 }

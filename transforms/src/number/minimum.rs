@@ -106,11 +106,7 @@ mod tests {
             ),
             ("non-JSON data with keys passes", obj(1.0), "plain", "plain"),
         ];
-        for (name, settings, input, want) in cases {
-            let t = testing::build(&r, json!({"type": "number_minimum", "settings": settings}))
-                .unwrap();
-            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
-        }
+        testing::assert_single_outputs(&r, "number_minimum", &cases);
     }
 
     #[test]
@@ -130,16 +126,15 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"object": {"source_key": "a"}}), "object.target_key"),
-            (json!({"object": {"target_key": "a"}}), "object.source_key"),
-            (json!({"value": "ten"}), "value"),
-        ] {
-            let err = testing::build(&r, json!({"type": "number_minimum", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "number_minimum",
+            &[
+                (json!({"object": {"source_key": "a"}}), "object.target_key"),
+                (json!({"object": {"target_key": "a"}}), "object.source_key"),
+                (json!({"value": "ten"}), "value"),
+            ],
+        );
     }
 
     #[test]

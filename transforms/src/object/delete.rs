@@ -123,16 +123,15 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({}), "object.source_key"),
-            (json!({"object": {"source_key": ""}}), "object.source_key"),
-            (json!({"object": {"source_key": 3}}), "object.source_key"),
-        ] {
-            let err = testing::build(&r, json!({"type": "object_delete", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "object_delete",
+            &[
+                (json!({}), "object.source_key"),
+                (json!({"object": {"source_key": ""}}), "object.source_key"),
+                (json!({"object": {"source_key": 3}}), "object.source_key"),
+            ],
+        );
     }
 
     #[test]

@@ -103,35 +103,24 @@ mod tests {
                 "plain",
             ),
         ];
-        for (name, settings, input, want) in cases {
-            let t = testing::build(
-                &r,
-                json!({"type": "object_to_unsigned_integer", "settings": settings}),
-            )
-            .unwrap();
-            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
-        }
+        testing::assert_single_outputs(&r, "object_to_unsigned_integer", &cases);
     }
 
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"object": {"source_key": "a"}}), "object.target_key"),
-            (json!({"object": {"target_key": "a"}}), "object.source_key"),
-            (
-                json!({"object": {"source_key": ["a"], "target_key": "b"}}),
-                "object.source_key",
-            ),
-        ] {
-            let err = testing::build(
-                &r,
-                json!({"type": "object_to_unsigned_integer", "settings": settings}),
-            )
-            .err()
-            .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "object_to_unsigned_integer",
+            &[
+                (json!({"object": {"source_key": "a"}}), "object.target_key"),
+                (json!({"object": {"target_key": "a"}}), "object.source_key"),
+                (
+                    json!({"object": {"source_key": ["a"], "target_key": "b"}}),
+                    "object.source_key",
+                ),
+            ],
+        );
     }
 
     #[test]

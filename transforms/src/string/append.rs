@@ -176,26 +176,25 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (
-                json!({"object": {"source_key": "a"}, "suffix": "x"}),
-                "object.target_key",
-            ),
-            (
-                json!({"object": {"target_key": "a"}, "suffix": "x"}),
-                "object.source_key",
-            ),
-            (
-                json!({"object": {"source_key": "a", "target_key": "b"}}),
-                "settings.suffix",
-            ),
-            (json!({"suffix_key": "s"}), "settings.suffix_key"),
-        ] {
-            let err = testing::build(&r, json!({"type": "string_append", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "string_append",
+            &[
+                (
+                    json!({"object": {"source_key": "a"}, "suffix": "x"}),
+                    "object.target_key",
+                ),
+                (
+                    json!({"object": {"target_key": "a"}, "suffix": "x"}),
+                    "object.source_key",
+                ),
+                (
+                    json!({"object": {"source_key": "a", "target_key": "b"}}),
+                    "settings.suffix",
+                ),
+                (json!({"suffix_key": "s"}), "settings.suffix_key"),
+            ],
+        );
     }
 
     #[test]

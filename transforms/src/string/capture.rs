@@ -254,34 +254,29 @@ mod tests {
                 "{}",
             ),
         ];
-        for (name, settings, input, want) in cases {
-            let t = testing::build(&r, json!({"type": "string_capture", "settings": settings}))
-                .unwrap();
-            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
-        }
+        testing::assert_single_outputs(&r, "string_capture", &cases);
     }
 
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({}), "settings.pattern"),
-            (json!({"pattern": "(unclosed"}), "settings.pattern"),
-            (json!({"pattern": "x", "count": "two"}), "count"),
-            (
-                json!({"pattern": "x", "object": {"source_key": "a"}}),
-                "object.target_key",
-            ),
-            (
-                json!({"pattern": "x", "object": {"target_key": "a"}}),
-                "object.source_key",
-            ),
-        ] {
-            let err = testing::build(&r, json!({"type": "string_capture", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "string_capture",
+            &[
+                (json!({}), "settings.pattern"),
+                (json!({"pattern": "(unclosed"}), "settings.pattern"),
+                (json!({"pattern": "x", "count": "two"}), "count"),
+                (
+                    json!({"pattern": "x", "object": {"source_key": "a"}}),
+                    "object.target_key",
+                ),
+                (
+                    json!({"pattern": "x", "object": {"target_key": "a"}}),
+                    "object.source_key",
+                ),
+            ],
+        );
     }
 
     #[test]

@@ -148,11 +148,7 @@ mod tests {
                 "user=a secret=*** x",
             ),
         ];
-        for (name, settings, input, want) in cases {
-            let t = testing::build(&r, json!({"type": "string_replace", "settings": settings}))
-                .unwrap();
-            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
-        }
+        testing::assert_single_outputs(&r, "string_replace", &cases);
     }
 
     #[test]
@@ -170,24 +166,23 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"replacement": "x"}), "settings.pattern"),
-            (json!({"pattern": "[z-a]"}), "settings.pattern"),
-            (json!({"pattern": "x", "replacement": 1}), "replacement"),
-            (
-                json!({"pattern": "x", "object": {"source_key": "a"}}),
-                "object.target_key",
-            ),
-            (
-                json!({"pattern": "x", "object": {"target_key": "a"}}),
-                "object.source_key",
-            ),
-        ] {
-            let err = testing::build(&r, json!({"type": "string_replace", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "string_replace",
+            &[
+                (json!({"replacement": "x"}), "settings.pattern"),
+                (json!({"pattern": "[z-a]"}), "settings.pattern"),
+                (json!({"pattern": "x", "replacement": 1}), "replacement"),
+                (
+                    json!({"pattern": "x", "object": {"source_key": "a"}}),
+                    "object.target_key",
+                ),
+                (
+                    json!({"pattern": "x", "object": {"target_key": "a"}}),
+                    "object.source_key",
+                ),
+            ],
+        );
     }
 
     #[test]

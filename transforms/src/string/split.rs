@@ -125,23 +125,22 @@ mod tests {
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({}), "settings.separator"),
-            (json!({"separator": ""}), "settings.separator"),
-            (
-                json!({"object": {"source_key": "a"}, "separator": ","}),
-                "object.target_key",
-            ),
-            (
-                json!({"object": {"target_key": "a"}, "separator": ","}),
-                "object.source_key",
-            ),
-        ] {
-            let err = testing::build(&r, json!({"type": "string_split", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "string_split",
+            &[
+                (json!({}), "settings.separator"),
+                (json!({"separator": ""}), "settings.separator"),
+                (
+                    json!({"object": {"source_key": "a"}, "separator": ","}),
+                    "object.target_key",
+                ),
+                (
+                    json!({"object": {"target_key": "a"}, "separator": ","}),
+                    "object.source_key",
+                ),
+            ],
+        );
     }
 
     #[test]

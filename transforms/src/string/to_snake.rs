@@ -98,34 +98,24 @@ mod tests {
                 "Plain Text",
             ),
         ];
-        for (name, settings, input, want) in cases {
-            let t = testing::build(&r, json!({"type": "string_to_snake", "settings": settings}))
-                .unwrap();
-            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
-        }
+        testing::assert_single_outputs(&r, "string_to_snake", &cases);
     }
 
     #[test]
     fn config_errors() {
         let r = registry();
-        for (settings, field) in [
-            (json!({"object": {"source_key": "a"}}), "object.target_key"),
-            (json!({"object": {"target_key": "a"}}), "object.source_key"),
-        ] {
-            let err = testing::build(&r, json!({"type": "string_to_snake", "settings": settings}))
-                .err()
-                .expect("a config error");
-            assert!(err.to_string().contains(field), "{err}");
-        }
+        testing::assert_config_errors(
+            &r,
+            "string_to_snake",
+            &[
+                (json!({"object": {"source_key": "a"}}), "object.target_key"),
+                (json!({"object": {"target_key": "a"}}), "object.source_key"),
+            ],
+        );
     }
 
     #[test]
     fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "string_to_snake", "settings": {}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
+        testing::check_type_compliance(&registry(), "string_to_snake", json!({}));
     }
 }
