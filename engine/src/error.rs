@@ -128,7 +128,7 @@ impl ConfigError {
     }
 }
 
-/// A warning found while building (an unknown settings key, a deprecated alias).
+/// A warning found while building (an unknown settings key).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigWarning {
     /// Where in the compiled config.

@@ -146,11 +146,6 @@ impl Map {
         self.get_index_of(key).map(|i| &mut self.entries[i].value)
     }
 
-    /// The key and value at a position.
-    pub fn get_index_mut(&mut self, i: usize) -> Option<(&CompactString, &mut Value)> {
-        self.entries.get_mut(i).map(|e| (&e.key, &mut e.value))
-    }
-
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get_index_of(key).is_some()

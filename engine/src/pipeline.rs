@@ -39,6 +39,8 @@ pub struct Pipeline {
     stages: Vec<Stage>,
     workers: usize,
     len: usize,
+    // Every transform is stateless with an in-place path (see `apply_in_place`).
+    in_place: bool,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -76,10 +78,16 @@ impl Pipeline {
         if !segment.is_empty() {
             stages.push(Stage::Stateless(segment.into()));
         }
+        let in_place = match stages.as_slice() {
+            [] => true,
+            [Stage::Stateless(steps)] => steps.iter().all(|s| s.in_place),
+            _ => false,
+        };
         Pipeline {
             stages,
             workers: 1,
             len,
+            in_place,
         }
     }
 
@@ -111,11 +119,6 @@ impl Pipeline {
     /// Applies the pipeline to `msgs` (data and ctrl, in order) and returns what comes out.
     pub async fn apply(&self, msgs: Vec<Message>) -> Result<Vec<Message>, TransformError> {
         self.apply_stages(0, self.stages.len(), msgs).await
-    }
-
-    /// Applies the pipeline to one message.
-    pub async fn apply_one(&self, msg: Message) -> Result<Vec<Message>, TransformError> {
-        self.apply(vec![msg]).await
     }
 
     async fn apply_stages(
@@ -339,17 +342,13 @@ impl Pipeline {
     /// Whether [`Pipeline::apply_in_place`] works: every transform is stateless and has an
     /// in-place path (what a meta transform needs for an in-place path of its own).
     pub fn supports_in_place(&self) -> bool {
-        match self.stages.as_slice() {
-            [] => true,
-            [Stage::Stateless(steps)] => steps.iter().all(|s| s.in_place),
-            _ => false,
-        }
+        self.in_place
     }
 
     /// Runs one data message through the pipeline without async calls. `None` when
     /// [`Pipeline::supports_in_place`] is false (nothing was run).
     pub fn apply_in_place(&self, msg: &mut Message) -> Option<Result<InPlace, TransformError>> {
-        if !self.supports_in_place() {
+        if !self.in_place {
             return None;
         }
         let [Stage::Stateless(steps)] = self.stages.as_slice() else {

@@ -47,7 +47,6 @@ pub type ConditionCtor = fn(&Build<'_>) -> Result<Arc<dyn Condition>, ConfigErro
 pub struct Registry {
     transforms: BTreeMap<String, TransformCtor>,
     conditions: BTreeMap<String, ConditionCtor>,
-    deprecated: BTreeMap<String, String>,
 }
 
 impl Registry {
@@ -59,18 +58,6 @@ impl Registry {
     /// Registers a transform type.
     pub fn transform(&mut self, name: &str, ctor: TransformCtor) -> &mut Self {
         self.transforms.insert(name.to_string(), ctor);
-        self
-    }
-
-    /// Registers another name for a transform type; using it warns that `name` is preferred.
-    pub fn deprecated_transform(
-        &mut self,
-        alias: &str,
-        name: &str,
-        ctor: TransformCtor,
-    ) -> &mut Self {
-        self.transforms.insert(alias.to_string(), ctor);
-        self.deprecated.insert(alias.to_string(), name.to_string());
         self
     }
 
@@ -137,7 +124,7 @@ impl Registry {
 pub struct Built<T> {
     /// What was built.
     pub value: T,
-    /// Unknown keys, deprecated names.
+    /// Unknown settings keys.
     pub warnings: Vec<ConfigWarning>,
 }
 
@@ -165,11 +152,6 @@ impl<'a> Build<'a> {
     /// Where it is in the config.
     pub fn location(&self) -> &str {
         &self.location
-    }
-
-    /// The raw settings (without `id`).
-    pub fn raw_settings(&self) -> &Value {
-        &self.settings
     }
 
     /// Decodes the settings into the transform's settings struct; unknown keys warn.
@@ -388,16 +370,6 @@ fn build_one(
             nearest(type_name, registry.transform_types()),
         )
     })?;
-    if let Some(preferred) = registry.deprecated.get(type_name)
-        && let Ok(mut w) = warnings.lock()
-    {
-        {
-            w.push(ConfigWarning {
-                location: location.to_string(),
-                message: format!("type {type_name:?} is deprecated; use {preferred:?}"),
-            });
-        }
-    }
     let id = take_id(&mut settings, type_name);
     let b = Build {
         registry,
