@@ -75,8 +75,7 @@ fn build_writes_sibling_json_equal_to_stdout() {
     );
     let from_json = d.sluice(&["run", "--config", "cfgs/sub/b.json"], "{\"x\":1}\n");
     from_jsonnet.assert_clean_success();
-    from_json.assert_clean_success();
-    assert_eq!(from_json.stdout_str(), "{\"x\":1}\n");
+    from_json.assert_stdout("{\"x\":1}\n");
     assert_eq!(from_jsonnet.stdout, from_json.stdout);
 }
 
@@ -86,8 +85,7 @@ fn build_shallow_skips_subdirectories() {
     d.write("cfgs/a.jsonnet", OTHER);
     d.write("cfgs/sub/b.jsonnet", OTHER);
     let out = d.sluice(&["build", "--shallow", "cfgs"], "");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "cfgs/a.json\n");
+    out.assert_stdout("cfgs/a.json\n");
     assert!(!d.path().join("cfgs/sub/b.json").exists());
 }
 

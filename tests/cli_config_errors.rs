@@ -56,11 +56,7 @@ fn an_unknown_transform_type_names_the_nearest_valid_ones() {
 ]}"#,
     );
     let out = d.sluice(&["run", "--config", "unk.json"], "{}\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: unk.json: transforms[1] (object_cpy): unknown transform type \"object_cpy\"; did you mean \"object_copy\", \"object_delete\", \"object_insert\"?\n"
-    );
+    out.assert_failure("error: unk.json: transforms[1] (object_cpy): unknown transform type \"object_cpy\"; did you mean \"object_copy\", \"object_delete\", \"object_insert\"?\n");
 }
 
 #[test]
@@ -81,11 +77,7 @@ fn an_unknown_condition_type_deep_in_a_config_names_its_place() {
 "#,
     );
     let out = d.sluice(&["run", "--config", "cnd.jsonnet"], "{}\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: cnd.jsonnet: transforms[1].settings.cases[0].condition (string_equal): unknown condition type \"string_equal\"; did you mean \"string_equal_to\", \"string_less_than\", \"string_match\"?\n"
-    );
+    out.assert_failure("error: cnd.jsonnet: transforms[1].settings.cases[0].condition (string_equal): unknown condition type \"string_equal\"; did you mean \"string_equal_to\", \"string_less_than\", \"string_match\"?\n");
 }
 
 #[test]
@@ -96,11 +88,7 @@ fn a_bad_setting_type_names_the_place_type_id_and_field() {
         r#"{"transforms": [{"type": "send_stdout"}, {"type": "string_replace", "settings": {"id": "r1", "pattern": 5, "replacement": "x"}}]}"#,
     );
     let out = d.sluice(&["run", "--config", "bad.json"], "{}\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: bad.json: transforms[1] (string_replace, id r1) settings.pattern: invalid type: integer `5`, expected a string\n"
-    );
+    out.assert_failure("error: bad.json: transforms[1] (string_replace, id r1) settings.pattern: invalid type: integer `5`, expected a string\n");
 
     // The same through the Jsonnet library.
     d.write(
@@ -108,11 +96,7 @@ fn a_bad_setting_type_names_the_place_type_id_and_field() {
         "local sub = std.extVar('sub');\n{ transforms: [sub.tf.str.replace({ id: 'r', obj: { src: 'a', trg: 'a' }, pattern: ['x'], replacement: 'x' })] }\n",
     );
     let out = d.sluice(&["run", "--config", "bad.jsonnet"], "{}\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: bad.jsonnet: transforms[0] (string_replace, id r) settings.pattern: invalid type: sequence, expected a string\n"
-    );
+    out.assert_failure("error: bad.jsonnet: transforms[0] (string_replace, id r) settings.pattern: invalid type: sequence, expected a string\n");
 }
 
 #[test]
@@ -194,16 +178,13 @@ fn a_json_config_is_read_as_is() {
 ]}"#,
     );
     let out = d.sluice(&["run", "--config", "cfg.json"], "{\"a\":1}\n");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "{\"a\":1,\"b\":1}\n");
+    out.assert_stdout("{\"a\":1,\"b\":1}\n");
 
     // Not evaluated as Jsonnet: a comment is invalid JSON, reported with its place.
     d.write("comment.json", "{\"transforms\": [\n  // a comment\n]}\n");
     let out = d.sluice(&["run", "--config", "comment.json"], "{}\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: comment.json:2:3: invalid JSON: expected value at line 2 column 3\n"
+    out.assert_failure(
+        "error: comment.json:2:3: invalid JSON: expected value at line 2 column 3\n",
     );
 }
 
@@ -220,27 +201,20 @@ fn jsonnet_imports_resolve_the_library_and_relative_files() {
         "local sub = import 'sluice.libsonnet';\n{ transforms: [sub.tf.send.stdout()] }\n",
     );
     let out = d.sluice(&["run", "--config", "cfg/imp.jsonnet"], "{}\n");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "{\"k\":\"from-lib\"}\n");
+    out.assert_stdout("{\"k\":\"from-lib\"}\n");
     let out = d.sluice(&["run", "--config", "cfg/lib.libsonnet"], "{}\n");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "{}\n");
+    out.assert_stdout("{}\n");
 }
 
 #[test]
 fn a_missing_or_unusable_config_file_is_an_error() {
     let d = Dir::new();
     let out = d.sluice(&["run", "--config", "nope.jsonnet"], "{}\n");
-    out.assert_code(1);
-    assert_eq!(out.stderr, "error: nope.jsonnet: no such file\n");
+    out.assert_failure("error: nope.jsonnet: no such file\n");
 
     d.write("cfg.yaml", "transforms: []\n");
     let out = d.sluice(&["run", "--config", "cfg.yaml"], "{}\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: cfg.yaml: unsupported file type; a config is a .jsonnet, .libsonnet or .json file\n"
-    );
+    out.assert_failure("error: cfg.yaml: unsupported file type; a config is a .jsonnet, .libsonnet or .json file\n");
 }
 
 #[test]

@@ -24,10 +24,8 @@ fn stdin_to_stdout_through_a_config() {
         &["run", "--config", "cfg.jsonnet"],
         "{\"a\":\"b\"}\n{\"a\":\"xy\",\"n\":1}\n",
     );
-    out.assert_clean_success();
-    assert_eq!(
-        out.stdout_str(),
-        "{\"a\":\"B\",\"greeting\":\"hello\"}\n{\"a\":\"XY\",\"n\":1,\"greeting\":\"hello\"}\n"
+    out.assert_stdout(
+        "{\"a\":\"B\",\"greeting\":\"hello\"}\n{\"a\":\"XY\",\"n\":1,\"greeting\":\"hello\"}\n",
     );
 }
 
@@ -36,8 +34,7 @@ fn short_config_flag_works_too() {
     let d = Dir::new();
     d.write("cfg.jsonnet", UPPER);
     let out = d.sluice(&["run", "-c", "cfg.jsonnet"], "{\"a\":\"q\"}\n");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "{\"a\":\"Q\",\"greeting\":\"hello\"}\n");
+    out.assert_stdout("{\"a\":\"Q\",\"greeting\":\"hello\"}\n");
 }
 
 #[test]
@@ -59,12 +56,10 @@ fn several_files_are_read_in_the_order_given() {
     d.write("2.txt", "c\nd"); // no final newline
     d.write("3.txt", "e\r\nf\r\n"); // CRLF line ends
     let out = d.sluice(&["run", "3.txt", "1.txt", "2.txt"], "ignored\n");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "e\nf\na\nb\nc\nd\n");
+    out.assert_stdout("e\nf\na\nb\nc\nd\n");
 
     let out = d.sluice(&["run", "1.txt", "2.txt", "3.txt"], "");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "a\nb\nc\nd\ne\nf\n");
+    out.assert_stdout("a\nb\nc\nd\ne\nf\n");
 }
 
 #[test]
@@ -106,8 +101,7 @@ fn gzip_input_is_detected_and_decompressed() {
 fn gzip_on_stdin_is_detected_too() {
     let d = Dir::new();
     let out = d.sluice(&["run"], gzip(b"l1\nl2\n"));
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "l1\nl2\n");
+    out.assert_stdout("l1\nl2\n");
 }
 
 #[test]
@@ -123,11 +117,9 @@ fn a_truncated_gzip_file_is_an_error_naming_the_file() {
     d.write("cut-middle.gz", &gz[..gz.len() / 2]);
     for name in ["cut-trailer.gz", "cut-middle.gz"] {
         let out = d.sluice(&["run", "ok.txt", name], "");
-        out.assert_code(1);
-        assert_eq!(
-            out.stderr,
-            format!("error: {name}: truncated gzip stream (unexpected end of file)\n")
-        );
+        out.assert_failure(&format!(
+            "error: {name}: truncated gzip stream (unexpected end of file)\n"
+        ));
     }
 }
 
@@ -136,31 +128,18 @@ fn a_line_over_max_line_bytes_is_an_error_naming_file_and_line() {
     let d = Dir::new();
     d.write("long.txt", "ab\nabcde\nabcdefgh\nok\n");
     let out = d.sluice(&["run", "--max-line-bytes", "5", "long.txt"], "");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: long.txt:3: line is longer than 5 bytes (raise --max-line-bytes)\n"
-    );
+    out.assert_failure("error: long.txt:3: line is longer than 5 bytes (raise --max-line-bytes)\n");
 
     // The last line, without a newline, counts too; so does stdin.
     d.write("tail.txt", "ab\nabcdefgh");
     let out = d.sluice(&["run", "--max-line-bytes", "5", "tail.txt"], "");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: tail.txt:2: line is longer than 5 bytes (raise --max-line-bytes)\n"
-    );
+    out.assert_failure("error: tail.txt:2: line is longer than 5 bytes (raise --max-line-bytes)\n");
     let out = d.sluice(&["run", "--max-line-bytes", "5"], "123456\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: <stdin>:1: line is longer than 5 bytes (raise --max-line-bytes)\n"
-    );
+    out.assert_failure("error: <stdin>:1: line is longer than 5 bytes (raise --max-line-bytes)\n");
 
     // A line of exactly the limit is fine.
     let out = d.sluice(&["run", "--max-line-bytes", "5"], "12345\nab\n");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "12345\nab\n");
+    out.assert_stdout("12345\nab\n");
 }
 
 /// A CRLF line of exactly `--max-line-bytes` is accepted wherever the read boundaries fall
@@ -186,11 +165,7 @@ fn a_long_line_in_a_gzip_file_is_reported_with_its_line_number() {
     let d = Dir::new();
     d.write("big.gz", gzip(b"1\n22\n333333333333\n"));
     let out = d.sluice(&["run", "--max-line-bytes", "4", "big.gz"], "");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: big.gz:3: line is longer than 4 bytes (raise --max-line-bytes)\n"
-    );
+    out.assert_failure("error: big.gz:3: line is longer than 4 bytes (raise --max-line-bytes)\n");
 }
 
 #[test]
@@ -369,8 +344,7 @@ fn ext_str_reaches_std_ext_var() {
         &["run", "--config", "ext.jsonnet", "--ext-str", "env=prod=eu"],
         "{\"a\":1}\n",
     );
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "{\"a\":1,\"env\":\"prod=eu\"}\n");
+    out.assert_stdout("{\"a\":1,\"env\":\"prod=eu\"}\n");
 
     // Without it, the Jsonnet error names the place.
     let out = d.sluice(&["run", "--config", "ext.jsonnet"], "{\"a\":1}\n");
@@ -393,11 +367,7 @@ fn ext_str_cannot_replace_the_library_or_be_malformed() {
         &["run", "--config", "ext.jsonnet", "--ext-str", "sub=x"],
         "",
     );
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: --ext-str sub: the name `sub` is reserved for the sluice library (std.extVar('sub'))\n"
-    );
+    out.assert_failure("error: --ext-str sub: the name `sub` is reserved for the sluice library (std.extVar('sub'))\n");
 
     let out = d.sluice(&["run", "--ext-str", "novalue"], "");
     out.assert_code(2);
@@ -454,16 +424,11 @@ local sub = std.extVar('sub');
 "#,
     );
     let out = d.sluice(&["run", "--config", "nest.jsonnet"], "{\"a\":\"x\"}\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: running nest.jsonnet: transform route: transform inner: bad a\n"
-    );
+    out.assert_failure("error: running nest.jsonnet: transform route: transform inner: bad a\n");
 
     // Messages the error case does not match pass.
     let out = d.sluice(&["run", "--config", "nest.jsonnet"], "{\"a\":\"y\"}\n");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "{\"a\":\"y\"}\n");
+    out.assert_stdout("{\"a\":\"y\"}\n");
 }
 
 #[test]
@@ -488,11 +453,7 @@ local sub = std.extVar('sub');
         &["run", "--config", "read.jsonnet"],
         "not json\n{\"a\":\"x\"}\n[1,2\n",
     );
-    out.assert_clean_success();
-    assert_eq!(
-        out.stdout_str(),
-        "not json\n{\"b\":\"X\",\"c\":\"x\"}\n[1,2\n"
-    );
+    out.assert_stdout("not json\n{\"b\":\"X\",\"c\":\"x\"}\n[1,2\n");
 
     // Writing a key into non-JSON data is an error naming the transform.
     d.write(
@@ -503,16 +464,13 @@ local sub = std.extVar('sub');
 "#,
     );
     let out = d.sluice(&["run", "--config", "write.jsonnet"], "not json\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: running write.jsonnet: transform ins: cannot set a key: the data is not JSON\n"
+    out.assert_failure(
+        "error: running write.jsonnet: transform ins: cannot set a key: the data is not JSON\n",
     );
 
     // Empty data is an empty object for writes.
     let out = d.sluice(&["run", "--config", "write.jsonnet"], "\n");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "{\"b\":1}\n");
+    out.assert_stdout("{\"b\":1}\n");
 }
 
 #[test]
@@ -520,20 +478,12 @@ fn a_missing_input_file_is_an_error_naming_it() {
     let d = Dir::new();
     d.write("here.txt", "x\n");
     let out = d.sluice(&["run", "here.txt", "absent.txt"], "");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: absent.txt: No such file or directory (os error 2)\n"
-    );
+    out.assert_failure("error: absent.txt: No such file or directory (os error 2)\n");
 }
 
 #[test]
 fn a_closed_stdout_is_an_error_not_a_panic() {
     let d = Dir::new();
     let out = common::run_with_closed_stdout(d.path(), &["run"], b"a\nb\n");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: running <default config>: transform send_stdout: writing to standard output: Broken pipe (os error 32)\n"
-    );
+    out.assert_failure("error: running <default config>: transform send_stdout: writing to standard output: Broken pipe (os error 32)\n");
 }

@@ -122,8 +122,7 @@ fn a_failing_test_is_reported_and_exits_non_zero() {
     let d = Dir::new();
     d.write("fail.jsonnet", FAILING);
     let out = d.sluice(&["test", "fail.jsonnet"], "");
-    out.assert_code(1);
-    assert_eq!(out.stderr, "");
+    out.assert_failure("");
     assert_eq!(
         report(out.stdout_str()),
         [
@@ -170,11 +169,7 @@ fn a_config_without_tests_is_marked_no_tests() {
     let d = Dir::new();
     d.write("notests.jsonnet", NO_TESTS);
     let out = d.sluice(&["test", "notests.jsonnet"], "");
-    out.assert_clean_success();
-    assert_eq!(
-        out.stdout_str(),
-        "?\tnotests.jsonnet\t[no tests]\n0 passed, 0 failed\n"
-    );
+    out.assert_stdout("?\tnotests.jsonnet\t[no tests]\n0 passed, 0 failed\n");
 }
 
 #[test]
@@ -212,11 +207,7 @@ fn a_file_error_names_the_file_once() {
     let d = Dir::new();
     d.write("broken.jsonnet", BROKEN);
     let out = d.sluice(&["test", "broken.jsonnet"], "");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "broken.jsonnet: transforms[0] (nope): unknown transform type \"nope\"\n"
-    );
+    out.assert_failure("broken.jsonnet: transforms[0] (nope): unknown transform type \"nope\"\n");
 }
 
 #[test]
@@ -224,8 +215,7 @@ fn a_jsonnet_file_without_transforms_is_skipped() {
     let d = Dir::new();
     d.write("lib.jsonnet", "{ helper: 1 }\n");
     let out = d.sluice(&["test", "lib.jsonnet"], "");
-    out.assert_clean_success();
-    assert_eq!(out.stdout_str(), "0 passed, 0 failed\n");
+    out.assert_stdout("0 passed, 0 failed\n");
 }
 
 #[test]
@@ -350,19 +340,11 @@ fn ext_str_reaches_tested_configs() {
 fn a_path_that_does_not_exist_or_holds_no_configs_is_an_error() {
     let d = Dir::new();
     let out = d.sluice(&["test", "absent"], "");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: absent: No such file or directory (os error 2)\n"
-    );
+    out.assert_failure("error: absent: No such file or directory (os error 2)\n");
 
     d.write("empty/readme.txt", "nothing here");
     let out = d.sluice(&["test", "empty"], "");
-    out.assert_code(1);
-    assert_eq!(
-        out.stderr,
-        "error: no config files (.jsonnet, .json) found in empty\n"
-    );
+    out.assert_failure("error: no config files (.jsonnet, .json) found in empty\n");
 }
 
 /// `sluice test ... | head` must not panic when the reader goes away.

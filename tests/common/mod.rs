@@ -50,6 +50,22 @@ impl Output {
         assert_eq!(self.stderr, "", "stderr of a clean run");
         self
     }
+
+    /// Asserts a clean success that printed exactly `stdout`.
+    #[track_caller]
+    pub fn assert_stdout(&self, stdout: &str) -> &Self {
+        self.assert_clean_success();
+        assert_eq!(self.stdout_str(), stdout);
+        self
+    }
+
+    /// Asserts exit code 1 with exactly `stderr`.
+    #[track_caller]
+    pub fn assert_failure(&self, stderr: &str) -> &Self {
+        self.assert_code(1);
+        assert_eq!(self.stderr, stderr);
+        self
+    }
 }
 
 /// A temporary working directory for one test.
