@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs the benchmarks the repo carries, printing tables.
-#   scripts/bench.sh [--events N] [--runs N]
+#   scripts/bench.sh [--events N] [--runs N]      the Zeek -> ECS bench (benches/zeek)
+#   scripts/bench.sh lock [ARGS]                  the lock over DynamoDB (benches/lock):
+#       installs the emulator (scripts/emulators.sh), builds into target-bench/ (not the
+#       shared target/), runs benches/lock/bench.py ARGS (--help lists them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == "lock" ]]; then
+    shift
+    scripts/emulators.sh install >&2
+    CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd
+    exec python3 benches/lock/bench.py --sluice target-bench/release/sluice "$@"
+fi
 cargo build --release --locked --bin sluice
 python3 benches/zeek/bench.py "$@"

@@ -2,7 +2,8 @@
 # The one command that checks everything, on a fresh machine or a developer's:
 #   formatting, lints, unit and integration tests, and every example config's `tests:`.
 # It installs what the tests need (a Rust toolchain is assumed; rustfmt and clippy are
-# added if missing) and exits non-zero on the first failure.
+# added if missing; the local AWS emulators come from the package registries through
+# scripts/emulators.sh) and exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,9 @@ step "toolchain"
 cargo --version
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+
+step "emulators (scripts/emulators.sh install)"
+scripts/emulators.sh install
 
 step "format (cargo fmt --check)"
 cargo fmt --all -- --check

@@ -26,7 +26,6 @@ const PENDING_TRANSFORMS: &[&str] = &[
     "enrich_kv_store_item_get",
     "enrich_kv_store_item_set",
     "enrich_kv_store_set_add",
-    "meta_kv_store_lock",
     // Formats that need extra libraries.
     "format_from_parquet",
     "format_from_pretty_print",

@@ -34,6 +34,9 @@ pub struct TestCase {
     pub transforms: Value,
     /// Its `condition`, a `{type, settings}` object.
     pub condition: Value,
+    /// sluice's `outputs`: how many data messages must come out (Substation has no such
+    /// field and ignores it), so that a test can prove a duplicate was dropped.
+    pub outputs: Option<usize>,
 }
 
 impl TestCase {
@@ -158,11 +161,25 @@ impl LoadedConfig {
                     ));
                 }
             };
+            let outputs = match test.get("outputs") {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().map(|n| n as usize),
+                Some(other) => {
+                    return Err(invalid(
+                        at("outputs"),
+                        format!(
+                            "test {name:?}: must be a whole number of output messages, not {}",
+                            describe(other)
+                        ),
+                    ));
+                }
+            };
             tests.push(TestCase {
                 index,
                 name,
                 transforms,
                 condition,
+                outputs,
             });
         }
         Ok(tests)

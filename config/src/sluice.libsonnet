@@ -45,7 +45,8 @@
 //      exactly as given: neither the merge patch nor the pruning touch it, so `value: {}`,
 //      `value: []` and nulls inside a value survive. Substation's library drops them.
 //   9. `transform.meta.kv_store.lock` does not inject `ttl_offset: '0s'`: a lock without a
-//      TTL is reported by the transform instead of silently disabling deduplication.
+//      TTL gets the transform's documented 24-hour default instead of a TTL of 0, which
+//      silently disables deduplication in Substation.
 //  10. Settings that are not an object, and conflicting abbreviations, are reported with
 //      the type name instead of failing somewhere inside the library.
 //  11. Extra aliases: `time.to.unix`/`time.to.unix_milli` (Substation only has
@@ -564,6 +565,8 @@ local as_list(x) = if std.isArray(x) then x else [x];
     json_file: plain('json_file', { file: null, is_lines: false }),
     memory: plain('memory', { capacity: 1024 }),
     mmdb: plain('mmdb', { file: null }),
+    // sluice's embedded lock store: an SQLite file, shared by the processes of one machine.
+    sqlite: plain('sqlite', { file: null }),
     text_file: plain('text_file', { file: null }),
   },
 

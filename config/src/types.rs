@@ -135,6 +135,7 @@ pub const LIBRARY_KV_STORE_TYPES: &[&str] = &[
     "json_file",
     "memory",
     "mmdb",
+    "sqlite",
     "text_file",
 ];
 

@@ -46,6 +46,11 @@ impl AckTracker {
         (tracker, token)
     }
 
+    /// An identity, equal to [`AckToken::tracker_id`] of its tokens, while it lives.
+    pub fn id(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as usize
+    }
+
     /// The message's fate so far.
     pub fn status(&self) -> AckStatus {
         if self.failed.load(Ordering::Acquire) {
@@ -87,6 +92,11 @@ impl AckToken {
         {
             *r = Some(reason.to_string());
         }
+    }
+
+    /// The identity of the tracker this token reports to (see [`AckTracker::id`]).
+    pub fn tracker_id(&self) -> usize {
+        Arc::as_ptr(&self.0.tracker) as usize
     }
 
     /// Whether this token reports to `tracker`.

@@ -33,7 +33,7 @@ pub async fn drive(
 ) -> Result<RunStats, TransformError> {
     let r = drive_inner(pipeline, input, on_output).await;
     if let Err(e) = &r {
-        pipeline.abort(&e.to_string());
+        pipeline.abort(&e.to_string()).await;
     }
     r
 }

@@ -200,10 +200,10 @@ impl Pipeline {
     }
 
     /// Discards what every stateful transform holds (see [`Transform::abort`]).
-    pub fn abort(&self, reason: &str) {
+    pub async fn abort(&self, reason: &str) {
         for s in &self.stages {
             if let Stage::Stateful(step) = s {
-                step.transform.abort(reason);
+                step.transform.abort(reason).await;
             }
         }
     }

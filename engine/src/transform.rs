@@ -102,7 +102,7 @@ pub trait Transform: Send + Sync + 'static {
     /// will redeliver those messages, so sending them later would duplicate them. A send
     /// whose flush failed keeps the undelivered items so that `meta_retry` can retry the
     /// flush; `abort` is what drops them when nothing retries.
-    fn abort(&self, _reason: &str) {}
+    async fn abort(&self, _reason: &str) {}
 }
 
 /// `Transform::transform` for a transform whose work is in

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod dynamodb;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

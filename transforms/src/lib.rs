@@ -7,10 +7,12 @@
 
 pub mod aggregate;
 pub mod array;
+pub mod aws;
 pub mod common;
 pub mod condition;
 pub mod format;
 pub mod hash;
+pub mod kv_store;
 pub mod meta;
 pub mod number;
 pub mod object;

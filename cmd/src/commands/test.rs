@@ -4,7 +4,9 @@
 //! `test_message` transforms emit their messages in order, then the ctrl); a fresh instance
 //! of the config's pipeline gets all of that in one batch (so batches flush at the ctrl);
 //! the condition must hold for every data message that comes out. Unlike Substation, a
-//! failing or erroring test makes the exit status non-zero, so CI can rely on it.
+//! failing or erroring test makes the exit status non-zero, so CI can rely on it; a test
+//! may also say how many messages must come out (`outputs: N`, which Substation ignores),
+//! and every test gets fresh kv stores in a temporary directory.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -149,7 +151,10 @@ fn run_case(
     let seeds = rt
         .block_on(setup.value.apply(vec![Message::ctrl()]))
         .context("running the test's transforms")?;
-    // A fresh pipeline per test: no state is shared between tests.
+    // A fresh pipeline per test, and fresh kv stores in a temporary directory: no state
+    // (locks included) is shared between tests, or with real runs.
+    let state = tempfile::tempdir().context("creating the test's state directory")?;
+    sluice_transforms::kv_store::new_scope(Some(state.path().to_path_buf()));
     let pipeline = super::build_pipeline(registry, file, transforms)?;
     let out = rt
         .block_on(pipeline.apply(seeds))
@@ -163,6 +168,14 @@ fn run_case(
                 condition: serde_json::to_string(&t.condition).unwrap_or_default(),
             });
         }
+    }
+    if let Some(want) = t.outputs
+        && want != outputs
+    {
+        return Ok(Outcome::Fail {
+            message: format!("{outputs} output message(s)"),
+            condition: format!("outputs: {want}"),
+        });
     }
     Ok(Outcome::Pass { outputs })
 }

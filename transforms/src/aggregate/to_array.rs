@@ -124,7 +124,7 @@ impl Transform for AggregateToArray {
         self.emit_all(self.buffers.take_expired(now), out)
     }
 
-    fn abort(&self, reason: &str) {
+    async fn abort(&self, reason: &str) {
         self.buffers.abort(reason);
     }
 }
@@ -235,7 +235,7 @@ mod tests {
         let mut m = Message::new(&b"1"[..]);
         m.add_ack(tok);
         testing::block_on(t.transform(m, &mut Vec::new())).unwrap();
-        t.abort("boom");
+        testing::block_on(t.abort("boom"));
         assert_eq!(tr.status(), AckStatus::Failed);
         let mut out = Vec::new();
         testing::block_on(t.transform(Message::ctrl(), &mut out)).unwrap();

@@ -98,7 +98,7 @@ impl Transform for AggregateToString {
         Ok(())
     }
 
-    fn abort(&self, reason: &str) {
+    async fn abort(&self, reason: &str) {
         self.buffers.abort(reason);
     }
 }

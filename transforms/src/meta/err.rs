@@ -68,8 +68,8 @@ impl MetaErr {
     /// After a swallowed flush: what the inner list still holds would otherwise be sent
     /// with a later flush, after the source was told (through the failed tokens) to
     /// redeliver it.
-    fn discard_held(&self, e: &TransformError) {
-        self.inner.abort(&e.to_string());
+    async fn discard_held(&self, e: &TransformError) {
+        self.inner.abort(&e.to_string()).await;
     }
 }
 
@@ -85,7 +85,7 @@ impl Transform for MetaErr {
                 Ok(outs) => push_with_one_ctrl(outs, msg, out),
                 Err(e) if self.catches(&e) => {
                     tracing::warn!(error = %e, "meta_err: a flush error was swallowed");
-                    self.discard_held(&e);
+                    self.discard_held(&e).await;
                     out.push(msg);
                 }
                 Err(e) => return Err(e),
@@ -138,15 +138,15 @@ impl Transform for MetaErr {
             Ok(outs) => out.extend(outs),
             Err(e) if self.catches(&e) => {
                 tracing::warn!(error = %e, "meta_err: a timed flush error was swallowed");
-                self.discard_held(&e);
+                self.discard_held(&e).await;
             }
             Err(e) => return Err(e),
         }
         Ok(())
     }
 
-    fn abort(&self, reason: &str) {
-        self.inner.abort(reason);
+    async fn abort(&self, reason: &str) {
+        self.inner.abort(reason).await;
     }
 }
 
@@ -304,7 +304,7 @@ mod tests {
         assert_status(&t_a, AckStatus::Failed, "a");
         // Not swallowed, so not aborted here: the driver aborts the whole pipeline.
         assert!(journal("err-send-2").is_empty());
-        p.abort("gave up");
+        testing::block_on(p.abort("gave up"));
         assert_eq!(journal("err-send-2"), vec!["aborted:a"]);
     }
 

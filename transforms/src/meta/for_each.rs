@@ -140,8 +140,8 @@ impl Transform for MetaForEach {
         Ok(())
     }
 
-    fn abort(&self, reason: &str) {
-        self.inner.abort(reason);
+    async fn abort(&self, reason: &str) {
+        self.inner.abort(reason).await;
     }
 }
 

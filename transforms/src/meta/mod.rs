@@ -8,6 +8,7 @@
 
 pub mod err;
 pub mod for_each;
+pub mod kv_store_lock;
 pub mod retry;
 pub mod switch;
 
@@ -26,6 +27,7 @@ use crate::ctor;
 pub fn register(r: &mut Registry) {
     r.transform("meta_err", ctor!(err::MetaErr));
     r.transform("meta_for_each", ctor!(for_each::MetaForEach));
+    r.transform("meta_kv_store_lock", ctor!(kv_store_lock::MetaKvStoreLock));
     r.transform("meta_retry", ctor!(retry::MetaRetry));
     r.transform("meta_switch", ctor!(switch::MetaSwitch));
 }

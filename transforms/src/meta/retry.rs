@@ -182,8 +182,8 @@ impl Transform for MetaRetry {
         Ok(())
     }
 
-    fn abort(&self, reason: &str) {
-        self.inner.abort(reason);
+    async fn abort(&self, reason: &str) {
+        self.inner.abort(reason).await;
     }
 }
 
@@ -392,7 +392,7 @@ mod tests {
             assert_status(&tracker, AckStatus::Delivered, "flushed by the timer");
             let (m, tracker) = tracked("y");
             t.transform(m, &mut Vec::new()).await.unwrap();
-            t.abort("gave up");
+            t.abort("gave up").await;
             assert_status(&tracker, AckStatus::Failed, "aborted");
         });
     }

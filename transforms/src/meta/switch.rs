@@ -236,9 +236,9 @@ impl Transform for MetaSwitch {
         Ok(())
     }
 
-    fn abort(&self, reason: &str) {
+    async fn abort(&self, reason: &str) {
         for case in &self.cases {
-            case.pipeline.abort(reason);
+            case.pipeline.abort(reason).await;
         }
     }
 }
@@ -508,7 +508,7 @@ mod tests {
             assert_eq!(journal("sw-expire"), vec!["x", "<ctrl>"]);
             assert_eq!(t.deadline(), None);
             assert_status(&tracker, AckStatus::Pending, "held by the send");
-            t.abort("gave up");
+            t.abort("gave up").await;
             assert_status(&tracker, AckStatus::Failed, "aborted");
             assert_eq!(journal("sw-abort"), vec!["aborted:send me"]);
         });

@@ -231,7 +231,7 @@ impl Transform for Send {
     fn kind(&self) -> Kind {
         Kind::Stateful
     }
-    fn abort(&self, reason: &str) {
+    async fn abort(&self, reason: &str) {
         for m in std::mem::take(&mut *self.held.lock().unwrap()) {
             m.fail_acks(reason);
             note(&self.s.name, format!("aborted:{}", text(&m)));

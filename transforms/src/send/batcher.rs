@@ -293,7 +293,7 @@ impl<D: Destination> Sender<D> {
             let outs = match aux.apply(msgs).await {
                 Ok(o) => o,
                 Err(e) => {
-                    aux.abort(&e.to_string());
+                    aux.abort(&e.to_string()).await;
                     return Err((batch, e));
                 }
             };
@@ -431,7 +431,7 @@ impl<D: Destination> Transform for Sender<D> {
         self.drain().await
     }
 
-    fn abort(&self, reason: &str) {
+    async fn abort(&self, reason: &str) {
         let dropped: Vec<Batch<Message>> = {
             let mut st = self.lock();
             st.epoch += 1;
@@ -446,7 +446,7 @@ impl<D: Destination> Transform for Sender<D> {
             }
         }
         if let Some(aux) = &self.aux {
-            aux.abort(reason);
+            aux.abort(reason).await;
         }
     }
 }
@@ -712,7 +712,7 @@ pub(crate) mod tests {
         assert!(e.to_string().contains("destination down"));
         drop(out);
         assert_eq!(t_queued.status(), AckStatus::Pending);
-        s.abort("pipeline failed");
+        testing::block_on(s.abort("pipeline failed"));
         assert_eq!(t_queued.status(), AckStatus::Failed);
         assert_eq!(
             t_queued.failure_reason().as_deref(),
@@ -731,7 +731,7 @@ pub(crate) mod tests {
         let s = sender(limits(100, 100, 0), None);
         let (t, m) = tracked("x");
         testing::block_on(s.transform(m, &mut Vec::new())).unwrap();
-        s.abort("stop");
+        testing::block_on(s.abort("stop"));
         assert_eq!(t.status(), AckStatus::Failed);
     }
 

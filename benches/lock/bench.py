@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""The meta_kv_store_lock benchmark: locks in DynamoDB (the dynoxide emulator) behind an
+added network delay, at the default concurrency and at concurrency 1, in the same run.
+
+It starts dynoxide on a free loopback port, creates the lock table (on-demand, partition
+key PK of type S), and runs `sluice run CONFIG < input` over messages with unique ids, the
+pipeline being a lock (`object.source_key: 'id'`, `ttl_offset: '1h'`, a fresh `prefix`
+per run so no run sees another's locks) around one `object_insert`, then `send_stdout`.
+Every acquisition is one conditional PutItem; the one checkpoint (the ctrl at the end of
+input) commits the keys in TransactWriteItems of up to 100. Each run goes through a fresh
+delay proxy (delay_proxy.py: DELAY_MS added in each direction, so 2 x DELAY_MS per round
+trip), which counts the DynamoDB calls by operation.
+
+Configurations (rows), interleaved run by run so they see the same machine:
+  default/DELAY   the lock's default concurrency (32 calls in flight; not set in the config)
+  serial/DELAY    `concurrency: 1`; fewer messages (--serial-messages), because one call
+                  at a time over a ~6 ms round trip runs ~150 messages/s
+  default/0ms     through the proxy with no delay: the proxy's own cost
+  default/direct  no proxy: the emulator's and sluice's own ceiling (no call counts)
+  cN/DELAY        --concurrency N adds rows with `concurrency: N`, for investigation
+
+Output: per configuration the median messages/s (wall time of the whole process: start,
+config, reading, locking, the final commit; process start-up is ~10 ms), the range over the
+runs, DynamoDB calls per message by operation, and the default/serial ratio. Each run also
+checks that sluice exited 0, every message came out with the inner transform's field, and
+(through the proxy) that PutItem was called once per message.
+
+Usage (from the repository root):
+  benches/lock/bench.py [--messages 20000] [--serial-messages 2000] [--runs 3]
+                        [--delay-ms 2.5] [--concurrency 64,128]
+                        [--sluice target-bench/release/sluice] [--dynoxide PATH]
+"""
+import argparse
+import datetime
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import select
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DYNOXIDE = os.path.join(ROOT, ".emulators", "node_modules", "@dynoxide", "linux-x64", "dynoxide")
+TABLE = "sluice-bench-locks"
+REGION = "us-east-1"
+OPS = ("PutItem", "TransactWriteItems")
+MARK = b'"bench_locked":true'
+
+CHILDREN = []  # every process started, stopped on the way out whatever happens
+
+
+def die(msg):
+    sys.exit(f"lock bench: {msg}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port, proc, what, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            die(f"{what} exited with {proc.returncode} before listening on {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    die(f"{what} is not listening on 127.0.0.1:{port} after {timeout:.0f} s")
+
+
+def stop(proc, sig=signal.SIGTERM, timeout=10.0):
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc in CHILDREN:
+        CHILDREN.remove(proc)
+
+
+# --- DynamoDB calls from the bench itself (table set-up, round-trip probe) ---------------
+
+
+def sigv4_headers(host, target, body):
+    """SigV4 for the test credentials; dynoxide wants a well-formed signature."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    headers = {
+        "content-type": "application/x-amz-json-1.0",
+        "host": host,
+        "x-amz-date": amz_date,
+        "x-amz-target": target,
+    }
+    signed = ";".join(sorted(headers))
+    canonical = "\n".join(
+        ["POST", "/", ""]
+        + [f"{k}:{headers[k]}" for k in sorted(headers)]
+        + ["", signed, hashlib.sha256(body).hexdigest()]
+    )
+    scope = f"{day}/{REGION}/dynamodb/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
+    key = ("AWS4" + "test").encode()
+    for part in (day, REGION, "dynamodb", "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    headers["authorization"] = (
+        f"AWS4-HMAC-SHA256 Credential=test/{scope}, SignedHeaders={signed}, Signature={signature}"
+    )
+    return headers
+
+
+class Dynamo:
+    def __init__(self, port):
+        self.host = f"127.0.0.1:{port}"
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+    def call(self, op, payload):
+        body = json.dumps(payload).encode()
+        self.conn.request("POST", "/", body, sigv4_headers(self.host, "DynamoDB_20120810." + op, body))
+        resp = self.conn.getresponse()
+        data = json.loads(resp.read() or b"{}")
+        return resp.status, data
+
+    def close(self):
+        self.conn.close()
+
+
+def create_table(port):
+    db = Dynamo(port)
+    status, data = db.call(
+        "CreateTable",
+        {
+            "TableName": TABLE,
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [{"AttributeName": "PK", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}],
+        },
+    )
+    if status != 200:
+        die(f"CreateTable: HTTP {status}: {data}")
+    for _ in range(100):
+        status, data = db.call("DescribeTable", {"TableName": TABLE})
+        if status == 200 and data["Table"]["TableStatus"] == "ACTIVE":
+            break
+        time.sleep(0.05)
+    else:
+        die(f"table {TABLE} not ACTIVE: {data}")
+    db.call(
+        "UpdateTimeToLive",
+        {"TableName": TABLE, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "ttl"}},
+    )
+    db.close()
+
+
+def probe_rtt(port, n=200):
+    """Median of n sequential PutItems (Python client, one keep-alive connection), ms."""
+    db = Dynamo(port)
+    tag = uuid.uuid4().hex[:8]
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        status, data = db.call("PutItem", {"TableName": TABLE, "Item": {"PK": {"S": f"probe-{tag}-{i}"}}})
+        times.append(time.perf_counter() - start)
+        if status != 200:
+            die(f"probe PutItem: HTTP {status}: {data}")
+    db.close()
+    return statistics.median(times) * 1000
+
+
+# --- processes -------------------------------------------------------------------------
+
+
+def start_dynoxide(path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [path, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # Ctrl-C reaches it through our clean-up, not twice
+    )
+    CHILDREN.append(proc)
+    wait_listening(port, proc, "dynoxide")
+    return proc, port
+
+
+def start_proxy(target_port, delay_ms, counts_path):
+    if os.path.exists(counts_path):
+        os.remove(counts_path)  # never read an earlier run's counts
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "delay_proxy.py"), "0", f"127.0.0.1:{target_port}", str(delay_ms),
+         "--counts", counts_path],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    CHILDREN.append(proc)
+    ready, _, _ = select.select([proc.stdout], [], [], 10)
+    line = proc.stdout.readline().decode() if ready else ""
+    if not line.startswith("listening "):
+        stop(proc, signal.SIGKILL)
+        die(f"the delay proxy did not start (said {line!r})")
+    # It prints the line after listen(): connections from now on are accepted.
+    return proc, int(line.rsplit(":", 1)[1])
+
+
+def stop_proxy(proc, counts_path):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        stop(proc, signal.SIGKILL)
+        die("the delay proxy did not exit on SIGTERM")
+    stop(proc)
+    proc.stdout.close()
+    with open(counts_path) as f:
+        return json.load(f)
+
+
+# --- the runs --------------------------------------------------------------------------
+
+
+def write_input(path, n):
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(
+                json.dumps(
+                    {"id": f"evt-{i:08d}", "host": f"web-{i % 17}", "bytes": 100 + i % 9000, "msg": "GET /index.html 200"},
+                    separators=(",", ":"),
+                )
+                + "\n"
+            )
+
+
+def write_config(path, prefix, concurrency):
+    extra = "" if concurrency is None else f"\n      concurrency: {concurrency},"
+    text = f"""// Generated by benches/lock/bench.py.
+local sub = std.extVar('sub');
+local kv = sub.kv_store.aws.dynamodb({{
+  aws: {{ arn: '{TABLE}' }},
+  attributes: {{ partition_key: 'PK', ttl: 'ttl' }},
+}});
+{{
+  transforms: [
+    sub.tf.meta.kv_store.lock({{
+      kv_store: kv,
+      prefix: '{prefix}',
+      ttl_offset: '1h',
+      object: {{ source_key: 'id' }},{extra}
+      transforms: [
+        sub.tf.obj.insert({{ obj: {{ trg: 'bench_locked' }}, value: true }}),
+      ],
+    }}),
+    sub.tf.send.stdout(),
+  ],
+}}
+"""
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def run_sluice(args, tmp, endpoint_port, messages, concurrency, label):
+    prefix = f"{label.replace('/', '-')}-{uuid.uuid4().hex[:10]}"
+    config = os.path.join(tmp, "config.jsonnet")
+    write_config(config, prefix, concurrency)
+    inp = os.path.join(tmp, f"input-{messages}.jsonl")
+    if not os.path.exists(inp):
+        write_input(inp, messages)
+    out = os.path.join(tmp, "out.jsonl")
+    env = dict(os.environ)
+    env.update(
+        AWS_ENDPOINT_URL_DYNAMODB=f"http://127.0.0.1:{endpoint_port}",
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",
+        AWS_REGION=REGION,
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    env.pop("AWS_SESSION_TOKEN", None)
+    env.pop("AWS_PROFILE", None)
+    timeout = 60 + messages / 20  # far above the slowest expected run (~150 msgs/s serial)
+    with open(inp, "rb") as fin, open(out, "wb") as fout:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [args.sluice, "run", "--config", config], stdin=fin, stdout=fout, stderr=subprocess.PIPE, env=env
+        )
+        CHILDREN.append(proc)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop(proc, signal.SIGKILL)
+            die(f"{label}: sluice did not finish {messages} messages in {timeout:.0f} s")
+        wall = time.perf_counter() - start
+        CHILDREN.remove(proc)
+    if proc.returncode != 0:
+        die(f"{label}: sluice exited {proc.returncode}:\n{err.decode(errors='replace')[-4000:]}")
+    with open(out, "rb") as f:
+        lines = f.read().splitlines()
+    marked = sum(1 for line in lines if MARK in line)
+    if len(lines) != messages or marked != messages:
+        die(f"{label}: expected {messages} messages out, all locked and processed; got {len(lines)}, {marked} processed")
+    return wall
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--messages", type=int, default=20_000, help="per run at the default concurrency")
+    ap.add_argument("--serial-messages", type=int, default=2_000, help="per run at concurrency 1")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--delay-ms", type=float, default=2.5, help="added by the proxy in each direction")
+    ap.add_argument("--concurrency", default="", help="extra rows: comma-separated lock concurrencies")
+    ap.add_argument("--sluice", default=os.path.join(ROOT, "target-bench", "release", "sluice"))
+    ap.add_argument("--dynoxide", default=DYNOXIDE)
+    args = ap.parse_args()
+    if not os.access(args.sluice, os.X_OK):
+        die(f"no sluice binary at {args.sluice} (scripts/bench.sh lock builds it)")
+    if not os.access(args.dynoxide, os.X_OK):
+        die(f"no dynoxide at {args.dynoxide} (scripts/emulators.sh install)")
+    if args.runs < 1 or args.messages < 1 or args.serial_messages < 1:
+        die("--runs, --messages and --serial-messages must be at least 1")
+
+    d = f"{args.delay_ms:g}ms"
+    # (label, concurrency or None for the default, messages, delay ms or None for no proxy)
+    configs = [
+        (f"default/{d}", None, args.messages, args.delay_ms),
+        (f"serial/{d}", 1, args.serial_messages, args.delay_ms),
+        ("default/0ms", None, args.messages, 0.0),
+        ("default/direct", None, args.messages, None),
+    ]
+    for c in filter(None, (x.strip() for x in args.concurrency.split(","))):
+        configs.append((f"c{int(c)}/{d}", int(c), args.messages, args.delay_ms))
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    results = {c[0]: [] for c in configs}
+    with tempfile.TemporaryDirectory(prefix="sluice-lock-bench-") as tmp:
+        try:
+            _, db_port = start_dynoxide(args.dynoxide)
+            create_table(db_port)
+            probes = {"direct": probe_rtt(db_port)}
+            for delay in (0.0, args.delay_ms):
+                counts_path = os.path.join(tmp, "probe-counts.json")
+                proxy, port = start_proxy(db_port, delay, counts_path)
+                probes[f"{delay:g} ms"] = probe_rtt(port)
+                stop_proxy(proxy, counts_path)
+            for r in range(args.runs):
+                for label, conc, n, delay in configs:
+                    counts = None
+                    if delay is None:
+                        wall = run_sluice(args, tmp, db_port, n, conc, label)
+                    else:
+                        counts_path = os.path.join(tmp, "counts.json")
+                        proxy, port = start_proxy(db_port, delay, counts_path)
+                        wall = run_sluice(args, tmp, port, n, conc, label)
+                        counts = stop_proxy(proxy, counts_path)
+                        puts = counts["targets"].get("DynamoDB_20120810.PutItem", 0)
+                        if puts != n:
+                            print(f"warning: {label} run {r + 1}: {puts} PutItem calls for {n} messages", file=sys.stderr)
+                    results[label].append((wall, counts))
+                    print(f"  run {r + 1}/{args.runs} {label:<16} {n:>7} msgs {wall:7.3f} s {n / wall:>9,.0f} msgs/s",
+                          file=sys.stderr, flush=True)
+        finally:  # inside the temporary directory: the proxies write their counts there
+            for proc in list(CHILDREN):
+                stop(proc, signal.SIGKILL if proc.args[0] == args.sluice else signal.SIGTERM)
+
+    print()
+    print(
+        f"meta_kv_store_lock over DynamoDB (dynoxide on loopback), +{args.delay_ms:g} ms each way by the proxy; "
+        f"median of {args.runs} runs"
+    )
+    print(
+        "sequential PutItem round trip, p50 (Python client): "
+        + ", ".join(f"{k} {v:.2f} ms" for k, v in probes.items())
+    )
+    head = f"{'configuration':<16} {'concurrency':>11} {'messages':>8} {'msgs/s':>9} {'min-max msgs/s':>17} {'PutItem/msg':>11} {'TWI/msg':>8} {'other/msg':>9} {'conns':>5}"
+    print(head)
+    medians = {}
+    for label, conc, n, delay in configs:
+        rates = sorted(n / wall for wall, _ in results[label])
+        medians[label] = statistics.median(rates)
+        counted = [c for _, c in results[label] if c]
+        if counted:
+            def per_msg(op):
+                return statistics.median(c["targets"].get("DynamoDB_20120810." + op, 0) / n for c in counted)
+            other = statistics.median(
+                sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS) / n for c in counted
+            )
+            conns = statistics.median(c["connections"] for c in counted)
+            calls = f"{per_msg('PutItem'):>11.3f} {per_msg('TransactWriteItems'):>8.4f} {other:>9.4f} {conns:>5.0f}"
+        else:
+            calls = f"{'-':>11} {'-':>8} {'-':>9} {'-':>5}"
+        shown = "32 (default)" if conc is None else str(conc)
+        print(
+            f"{label:<16} {shown:>11} {n:>8} {medians[label]:>9,.0f} "
+            f"{f'{rates[0]:,.0f}-{rates[-1]:,.0f}':>17} {calls}"
+        )
+    ratio = medians[f"default/{d}"] / medians[f"serial/{d}"]
+    print(f"default/serial at +{args.delay_ms:g} ms: {ratio:.1f}x messages/s")
+    print(
+        f"(TWI = TransactWriteItems; serial runs use {args.serial_messages} messages, default ones {args.messages}: "
+        "one call at a time is ~30x slower, and fewer messages keep the run short; "
+        "the per-message rate does not depend on the count beyond process start-up)"
+    )
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit(130)

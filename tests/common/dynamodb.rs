@@ -1,0 +1,272 @@
+//! A DynamoDB endpoint for integration tests: the local emulator (dynoxide, installed by
+//! `scripts/emulators.sh install`) started once per test binary on a free loopback port,
+//! or the endpoint in `SLUICE_TEST_DYNAMODB_ENDPOINT` when that is set. A missing emulator
+//! fails the test with instructions; it is never skipped.
+//!
+//! Tests share the one emulator and keep apart by table name ([`unique_table`]). Clients
+//! are built with the endpoint, region and placeholder credentials given explicitly, so
+//! nothing depends on (or changes) the process environment.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+};
+
+/// The environment variable that names an already running endpoint to use instead.
+pub const ENDPOINT_ENV: &str = "SLUICE_TEST_DYNAMODB_ENDPOINT";
+
+/// A running emulator process; killed when dropped.
+struct Emulator {
+    child: Child,
+    endpoint: String,
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where the emulator lives once `scripts/emulators.sh install` ran.
+pub fn emulator_binary() -> PathBuf {
+    super::workspace_root().join(".emulators/node_modules/@dynoxide/linux-x64/dynoxide")
+}
+
+/// The endpoint URL (`http://127.0.0.1:PORT`) of a running DynamoDB: the one in
+/// `SLUICE_TEST_DYNAMODB_ENDPOINT`, else this test binary's emulator, started on first use
+/// and killed when the binary exits (statics are never dropped, so an exit hook does it).
+pub fn endpoint() -> String {
+    if let Ok(url) = std::env::var(ENDPOINT_ENV)
+        && !url.is_empty()
+    {
+        return url;
+    }
+    static EMULATOR: OnceLock<Emulator> = OnceLock::new();
+    EMULATOR
+        .get_or_init(|| {
+            let emulator = start();
+            kill_at_exit(emulator.child.id());
+            emulator
+        })
+        .endpoint
+        .clone()
+}
+
+fn start() -> Emulator {
+    let bin = emulator_binary();
+    assert!(
+        bin.exists(),
+        "the DynamoDB emulator is not installed ({}): run scripts/emulators.sh install \
+         (or set {ENDPOINT_ENV} to a running DynamoDB endpoint)",
+        bin.display()
+    );
+    // A free port: bind to port 0, read it, release it. Another process could take it
+    // before the emulator binds; the readiness check below then fails loudly.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("finding a free loopback port")
+        .port();
+    let child = Command::new(&bin)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+    let mut emulator = Emulator {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+    };
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return emulator;
+        }
+        if let Ok(Some(status)) = emulator.child.try_wait() {
+            panic!("the DynamoDB emulator exited at start ({status}); port {port} taken?");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the DynamoDB emulator did not listen on {addr} within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills process `pid` when the test binary exits.
+fn kill_at_exit(pid: u32) {
+    static PID: OnceLock<u32> = OnceLock::new();
+    let _ = PID.set(pid);
+    extern "C" fn kill_emulator() {
+        if let Some(pid) = PID.get() {
+            // SAFETY: `kill` has no memory-safety preconditions; the pid is our child's.
+            unsafe {
+                kill(*pid as i32, 9);
+            }
+        }
+    }
+    unsafe extern "C" {
+        fn atexit(f: extern "C" fn()) -> i32;
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: registers a plain function with no captured state.
+    unsafe {
+        atexit(kill_emulator);
+    }
+}
+
+/// A table name no other test in this run uses, starting with `prefix`.
+pub fn unique_table(prefix: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// An SDK client for `endpoint` (region `us-east-1`, placeholder credentials).
+pub fn client(endpoint: &str) -> Client {
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
+        .endpoint_url(endpoint)
+        .http_client(sluice_transforms::aws::https_client())
+        .build();
+    Client::from_conf(conf)
+}
+
+/// Creates an on-demand lock table `name` with partition key `pk` (and sort key `sk`, both
+/// strings) and TTL on `ttl_attr`, and waits until it is active.
+pub async fn create_lock_table(
+    endpoint: &str,
+    name: &str,
+    pk: &str,
+    sk: Option<&str>,
+    ttl_attr: &str,
+) {
+    let c = client(endpoint);
+    let mut create = c
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute(pk))
+        .key_schema(key(pk, KeyType::Hash));
+    if let Some(sk) = sk {
+        create = create
+            .attribute_definitions(attribute(sk))
+            .key_schema(key(sk, KeyType::Range));
+    }
+    create
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("creating table {name}: {e:?}"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let d = c
+            .describe_table()
+            .table_name(name)
+            .send()
+            .await
+            .expect("describing the table");
+        if d.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "table {name} not active in 10 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    c.update_time_to_live()
+        .table_name(name)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(ttl_attr)
+                .build()
+                .expect("a TTL specification"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("enabling TTL on {name}: {e:?}"));
+}
+
+fn attribute(name: &str) -> AttributeDefinition {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(ScalarAttributeType::S)
+        .build()
+        .expect("an attribute definition")
+}
+
+fn key(name: &str, kind: KeyType) -> KeySchemaElement {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .expect("a key schema element")
+}
+
+/// An item as plain strings: `S` and `N` values as their text, other types debug-printed.
+pub type Item = HashMap<String, String>;
+
+fn plain(item: &HashMap<String, AttributeValue>) -> Item {
+    item.iter()
+        .map(|(k, v)| {
+            let text = match v {
+                AttributeValue::S(s) | AttributeValue::N(s) => s.clone(),
+                other => format!("{other:?}"),
+            };
+            (k.clone(), text)
+        })
+        .collect()
+}
+
+/// Reads the item with key `key` (strongly consistent), `None` when absent.
+pub async fn get_item(endpoint: &str, table: &str, key: &[(&str, &str)]) -> Option<Item> {
+    let mut get = client(endpoint)
+        .get_item()
+        .table_name(table)
+        .consistent_read(true);
+    for (name, value) in key {
+        get = get.key(*name, AttributeValue::S(value.to_string()));
+    }
+    let out = get
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("reading from {table}: {e:?}"));
+    out.item().map(plain)
+}
+
+/// Every item of `table` (a full scan).
+pub async fn scan(endpoint: &str, table: &str) -> Vec<Item> {
+    let c = client(endpoint);
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let out = c
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("scanning {table}: {e:?}"));
+        items.extend(out.items().iter().map(plain));
+        start = out.last_evaluated_key().cloned();
+        if start.is_none() {
+            return items;
+        }
+    }
+}

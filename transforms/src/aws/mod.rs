@@ -1,0 +1,206 @@
+//! What every AWS-backed part of sluice shares: parsing the `aws` settings (an ARN and
+//! an optional role to assume) and loading the SDK configuration they mean.
+//!
+//! The SDK crates are built with slim features (no default HTTPS client, no SSO, no second
+//! TLS stack; `reference/toolchain.md`), so the HTTP client is set here explicitly: hyper
+//! with rustls on the `ring` provider. Everything else comes from the SDK's own default
+//! chains, as with any AWS tool:
+//!
+//! - credentials: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`, the shared profile files,
+//!   web identity, the ECS and EC2 metadata endpoints (in that order);
+//! - region: the ARN's region when a resource is named by ARN, else `AWS_REGION`, then
+//!   the profile;
+//! - endpoint: `AWS_ENDPOINT_URL_<SERVICE>` (e.g. `AWS_ENDPOINT_URL_DYNAMODB`), then
+//!   `AWS_ENDPOINT_URL`, then the profile's `endpoint_url`, then AWS's own; this is how
+//!   sluice is pointed at a local emulator.
+//!
+//! Retries: the SDK's standard mode (exponential backoff with jitter and a retry quota)
+//! with [`MAX_ATTEMPTS`] attempts, for throttling, 5xx and I/O errors. Timeouts bound a
+//! single attempt ([`ATTEMPT_TIMEOUT`]) and an operation with its retries
+//! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
+//! pipeline.
+//!
+//! The Kinesis and Firehose sends reuse this module.
+
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+// The SDK's shared types; every service crate re-exports the same ones.
+use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
+
+/// Attempts per SDK operation (the first and the retries).
+pub const MAX_ATTEMPTS: u32 = 8;
+/// The first retry's backoff ceiling; it doubles per retry (with full jitter).
+pub const INITIAL_BACKOFF: Duration = Duration::from_millis(50);
+/// The largest backoff between two attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The longest one attempt of an operation may take.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest an operation may take, retries included.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest establishing a connection may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The parts of an Amazon Resource Name
+/// (`arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arn {
+    /// `aws`, `aws-cn`, `aws-us-gov`, ...
+    pub partition: String,
+    /// The service, e.g. `dynamodb`.
+    pub service: String,
+    /// The region (empty for global resources).
+    pub region: String,
+    /// The account id.
+    pub account: String,
+    /// The rest, e.g. `table/locks`.
+    pub resource: String,
+}
+
+impl Arn {
+    /// Parses `s`; the message of an error says what is wrong.
+    pub fn parse(s: &str) -> Result<Arn, String> {
+        let mut parts = s.splitn(6, ':');
+        let mut next = || parts.next().unwrap_or("");
+        let (arn, partition, service, region, account, resource) =
+            (next(), next(), next(), next(), next(), next());
+        if arn != "arn" || partition.is_empty() || service.is_empty() || resource.is_empty() {
+            return Err(format!(
+                "{s:?} is not an ARN (expected arn:PARTITION:SERVICE:REGION:ACCOUNT:RESOURCE)"
+            ));
+        }
+        Ok(Arn {
+            partition: partition.to_string(),
+            service: service.to_string(),
+            region: region.to_string(),
+            account: account.to_string(),
+            resource: resource.to_string(),
+        })
+    }
+}
+
+/// Which AWS configuration to load: the settings-derived parts. Everything not set here
+/// comes from the SDK's default chains (see the module documentation).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct AwsTarget {
+    /// The region, when the configuration fixes one (from a resource ARN).
+    pub region: Option<String>,
+    /// A role to assume (through STS) with the default credentials.
+    pub assume_role_arn: Option<String>,
+    /// An endpoint to use instead of the default chain's (tests against an emulator).
+    pub endpoint_url: Option<String>,
+    /// Fixed `(access key, secret key)` credentials instead of the default chain (tests
+    /// against an emulator, which accepts anything but needs something to sign with).
+    pub static_credentials: Option<(String, String)>,
+}
+
+/// The HTTPS client (hyper + rustls with the `ring` provider); plain `http://` endpoints
+/// (local emulators) work through it too.
+pub fn https_client() -> SharedHttpClient {
+    use aws_smithy_http_client::tls;
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(
+            tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https()
+}
+
+/// The retry configuration every sluice AWS client uses (see the module documentation).
+pub fn retry_config() -> RetryConfig {
+    RetryConfig::standard()
+        .with_max_attempts(MAX_ATTEMPTS)
+        .with_initial_backoff(INITIAL_BACKOFF)
+        .with_max_backoff(MAX_BACKOFF)
+}
+
+/// The timeouts every sluice AWS client uses (see the module documentation).
+pub fn timeout_config() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .build()
+}
+
+/// Loads the SDK configuration for `target`: the default chains, the explicit HTTP
+/// client, sluice's retry and timeout settings, then the target's overrides; with
+/// `assume_role_arn`, credentials become the role's (refreshed before they expire).
+pub async fn load(target: &AwsTarget) -> SdkConfig {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(https_client())
+        .retry_config(retry_config())
+        .timeout_config(timeout_config());
+    if let Some(region) = &target.region {
+        loader = loader.region(Region::new(region.clone()));
+    }
+    if let Some(url) = &target.endpoint_url {
+        loader = loader.endpoint_url(url.clone());
+    }
+    if let Some((key, secret)) = &target.static_credentials {
+        loader = loader.credentials_provider(Credentials::new(
+            key.clone(),
+            secret.clone(),
+            None,
+            None,
+            "sluice-static",
+        ));
+    }
+    let base = loader.load().await;
+    let Some(role) = &target.assume_role_arn else {
+        return base;
+    };
+    let mut provider = aws_config::sts::AssumeRoleProvider::builder(role.clone())
+        .session_name(format!("sluice-{}", std::process::id()))
+        .configure(&base);
+    if let Some(region) = base.region() {
+        provider = provider.region(region.clone());
+    }
+    let provider = provider.build().await;
+    base.into_builder()
+        .credentials_provider(SharedCredentialsProvider::new(provider))
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arns_parse_into_their_parts() {
+        let a = Arn::parse("arn:aws:dynamodb:eu-west-1:123456789012:table/locks").unwrap();
+        assert_eq!(
+            a,
+            Arn {
+                partition: "aws".into(),
+                service: "dynamodb".into(),
+                region: "eu-west-1".into(),
+                account: "123456789012".into(),
+                resource: "table/locks".into(),
+            }
+        );
+        // The resource keeps its colons.
+        let a = Arn::parse("arn:aws:kinesis:us-east-1:1:stream/s:x").unwrap();
+        assert_eq!(a.resource, "stream/s:x");
+        for bad in [
+            "",
+            "locks",
+            "arn:aws",
+            "arn:aws:dynamodb:r:a:",
+            "nra:aws:x:r:a:b",
+        ] {
+            assert!(Arn::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn retry_and_timeouts_are_bounded() {
+        let r = retry_config();
+        assert_eq!(r.max_attempts(), MAX_ATTEMPTS);
+        assert_eq!(r.initial_backoff(), INITIAL_BACKOFF);
+        let t = timeout_config();
+        assert_eq!(t.operation_attempt_timeout(), Some(ATTEMPT_TIMEOUT));
+        assert_eq!(t.operation_timeout(), Some(OPERATION_TIMEOUT));
+    }
+}
