@@ -6,7 +6,9 @@
 #   scripts/emulators.sh path dynamodb    print the DynamoDB emulator's binary
 #   scripts/emulators.sh start dynamodb [PORT]
 #                                         run it in the foreground on 127.0.0.1:PORT
-#                                         (default 8000), in memory; Ctrl-C stops it
+#                                         (default 8000), in memory, with the tables of
+#                                         tests/fixtures/dynamodb_tables.json (the examples'
+#                                         sluice-locks); Ctrl-C stops it
 #
 # DynamoDB: dynoxide (a DynamoDB-compatible server backed by SQLite; a static binary in the
 # npm package @dynoxide/linux-x64). It implements what the lock store needs: conditional
@@ -68,7 +70,8 @@ case "$cmd" in
         case "${2:-}" in
             dynamodb)
                 [[ -x "$DYNOXIDE_BIN" ]] || die "dynoxide is not installed: run $0 install"
-                exec "$DYNOXIDE_BIN" --host 127.0.0.1 --port "${3:-8000}"
+                exec "$DYNOXIDE_BIN" --host 127.0.0.1 --port "${3:-8000}" \
+                    --schema tests/fixtures/dynamodb_tables.json
                 ;;
             *) die "usage: $0 start dynamodb [PORT]" ;;
         esac

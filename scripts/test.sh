@@ -29,8 +29,20 @@ cargo build --workspace --locked --bins
 step "unit and integration tests (cargo test)"
 cargo test --workspace --locked
 
-step "example configs (sluice test examples/)"
-target/debug/sluice test examples/
+step "example configs (sluice test examples/, the DynamoDB ones on a fresh emulator)"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+scripts/emulators.sh start dynamodb "$port" >/dev/null &
+emulator=$!
+trap 'kill "$emulator" 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+done
+AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+    AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null \
+    AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$port" \
+    target/debug/sluice test examples/
+kill "$emulator" 2>/dev/null || true
 
 step "example configs build and vet (sluice vet examples/)"
 target/debug/sluice vet examples/ >/dev/null

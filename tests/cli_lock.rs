@@ -1,6 +1,7 @@
-//! `meta_kv_store_lock` through the real `sluice` binary with the embedded (sqlite) store:
-//! exactly-once across runs, two processes at once over overlapping input, and a process
-//! killed between acquisition and checkpoint.
+//! `meta_kv_store_lock` through the real `sluice` binary, with the embedded store (sqlite)
+//! and with DynamoDB (the emulator): exactly-once across runs, two processes at once over
+//! overlapping input sharing one store, and a process killed between acquisition and
+//! checkpoint. Every scenario runs against both stores.
 
 mod common;
 
@@ -10,18 +11,90 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Dir;
+use common::{Dir, dynamodb};
+
+/// Where the locks are.
+enum Store {
+    /// `state/locks.sqlite` in the test's directory.
+    Sqlite,
+    /// A fresh table in the test binary's DynamoDB emulator.
+    DynamoDb { endpoint: String, table: String },
+}
+
+impl Store {
+    fn dynamodb() -> Store {
+        let endpoint = dynamodb::endpoint();
+        let table = dynamodb::unique_table("cli-lock");
+        runtime().block_on(dynamodb::create_lock_table(
+            &endpoint, &table, "PK", None, "ttl",
+        ));
+        Store::DynamoDb { endpoint, table }
+    }
+
+    /// The `kv_store` setting.
+    fn kv_store(&self) -> String {
+        match self {
+            Store::Sqlite => "sub.kv_store.sqlite({ file: 'state/locks.sqlite' })".into(),
+            Store::DynamoDb { table, .. } => format!(
+                "sub.kv_store.aws.dynamodb({{ aws: {{ arn: 'arn:aws:dynamodb:us-east-1:000000000000:table/{table}' }}, attributes: {{ partition_key: 'PK', ttl: 'ttl' }} }})"
+            ),
+        }
+    }
+
+    /// What a `sluice` process needs to reach the store.
+    fn env(&self) -> Vec<(String, String)> {
+        match self {
+            Store::Sqlite => Vec::new(),
+            Store::DynamoDb { endpoint, .. } => dynamodb::process_env(endpoint),
+        }
+    }
+
+    /// (pending, committed) locks (sqlite: (0, 0) before the file exists).
+    fn counts(&self, dir: &Dir) -> (i64, i64) {
+        match self {
+            Store::Sqlite => sqlite_counts(&dir.path().join("state/locks.sqlite")),
+            Store::DynamoDb { endpoint, table } => {
+                let items = runtime().block_on(dynamodb::scan(endpoint, table));
+                let status = |s: &str| {
+                    items
+                        .iter()
+                        .filter(|i| i.get("lock_status").map(String::as_str) == Some(s))
+                        .count() as i64
+                };
+                (status("pending"), status("committed"))
+            }
+        }
+    }
+
+    /// A configured run of `sluice args...` in `dir`.
+    fn command(&self, dir: &Dir, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        c.args(args)
+            .current_dir(dir.path())
+            .env_remove("SLUICE_LOG")
+            .envs(self.env());
+        c
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
 
 /// A lock keyed by `id` whose inner list marks the message and prints it; duplicates are
 /// dropped, so stdout holds exactly what this process processed.
-fn config(extra: &str) -> String {
+fn config(store: &Store, extra: &str) -> String {
+    let kv = store.kv_store();
     format!(
         r#"
 local sub = std.extVar('sub');
 {{
   transforms: [
     sub.tf.meta.kv_store.lock({{
-      kv_store: sub.kv_store.sqlite({{ file: 'state/locks.sqlite' }}),
+      kv_store: {kv},
       prefix: 'test',
       ttl_offset: '1h',
       object: {{ source_key: 'id' }},
@@ -58,13 +131,11 @@ fn ids_of(stdout: &str) -> Vec<u32> {
 }
 
 /// Starts `sluice run` in `dir` reading `input` (a file there), writing `output` there.
-fn spawn(dir: &Dir, input: &str, output: &str, extra_args: &[&str]) -> Child {
+fn spawn(store: &Store, dir: &Dir, input: &str, output: &str, extra_args: &[&str]) -> Child {
     let mut args = vec!["run", "-c", "cfg.jsonnet"];
     args.extend_from_slice(extra_args);
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(&args)
-        .current_dir(dir.path())
-        .env_remove("SLUICE_LOG")
+    store
+        .command(dir, &args)
         .stdin(File::open(dir.path().join(input)).expect("input"))
         .stdout(File::create(dir.path().join(output)).expect("output"))
         .stderr(File::create(dir.path().join(format!("{output}.err"))).expect("stderr"))
@@ -86,8 +157,8 @@ fn wait(mut child: Child, what: &str) -> std::process::ExitStatus {
     }
 }
 
-/// (pending, committed) lock counts in the store file ((0, 0) before it exists).
-fn lock_counts(db: &Path) -> (i64, i64) {
+/// (pending, committed) lock counts in an sqlite store file ((0, 0) before it exists).
+fn sqlite_counts(db: &Path) -> (i64, i64) {
     let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
     let Ok(c) = rusqlite::Connection::open_with_flags(db, flags) else {
         return (0, 0);
@@ -103,31 +174,27 @@ fn lock_counts(db: &Path) -> (i64, i64) {
     (count(0), count(1))
 }
 
-#[test]
-fn a_second_run_skips_what_the_first_processed() {
+fn a_second_run_skips_what_the_first_processed(store: Store) {
     let d = Dir::new();
-    d.write("cfg.jsonnet", config(""));
-    let first = d.sluice(
-        &["run", "-c", "cfg.jsonnet"],
-        lines([1, 2, 2, 3].into_iter()),
-    );
+    d.write("cfg.jsonnet", config(&store, ""));
+    let run = |input: String| d.sluice_env(&["run", "-c", "cfg.jsonnet"], input, &store.env());
+    let first = run(lines([1, 2, 2, 3].into_iter()));
     first.assert_clean_success();
     assert_eq!(ids_of(first.stdout_str()), vec![1, 2, 3]);
-    let second = d.sluice(&["run", "-c", "cfg.jsonnet"], lines(2..=5));
+    let second = run(lines(2..=5));
     second.assert_clean_success();
     assert_eq!(ids_of(second.stdout_str()), vec![4, 5]);
-    assert_eq!(lock_counts(&d.path().join("state/locks.sqlite")), (0, 5));
+    assert_eq!(store.counts(&d), (0, 5));
 }
 
-#[test]
-fn two_processes_over_overlapping_input_process_each_key_once() {
+fn two_processes_over_overlapping_input_process_each_key_once(store: Store) {
     let d = Dir::new();
-    d.write("cfg.jsonnet", config(""));
+    d.write("cfg.jsonnet", config(&store, ""));
     // Crossed order: each process meets the other's pending keys in its later batches.
     d.write("a.jsonl", lines(0..3000));
     d.write("b.jsonl", lines((1500..4500).rev()));
-    let a = spawn(&d, "a.jsonl", "a.out", &["--batch-messages", "100"]);
-    let b = spawn(&d, "b.jsonl", "b.out", &["--batch-messages", "100"]);
+    let a = spawn(&store, &d, "a.jsonl", "a.out", &["--batch-messages", "100"]);
+    let b = spawn(&store, &d, "b.jsonl", "b.out", &["--batch-messages", "100"]);
     let (sa, sb) = (wait(a, "process a"), wait(b, "process b"));
     assert!(sa.success(), "a: {}", d.read("a.out.err"));
     assert!(sb.success(), "b: {}", d.read("b.out.err"));
@@ -141,82 +208,68 @@ fn two_processes_over_overlapping_input_process_each_key_once() {
     let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "processed more than once: {twice:?}");
     assert_eq!(seen.len(), 4500, "every id processed");
-    assert_eq!(lock_counts(&d.path().join("state/locks.sqlite")), (0, 4500));
+    assert_eq!(store.counts(&d), (0, 4500));
 }
 
-#[test]
-fn a_killed_run_leaves_pending_locks_that_a_rerun_processes() {
-    let d = Dir::new();
-    d.write("cfg.jsonnet", config("lease: '1s',"));
-    let db = d.path().join("state/locks.sqlite");
-    // The input stays open: the process locks and processes what it has read, then waits
-    // for more, and never reaches its checkpoint.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["run", "-c", "cfg.jsonnet", "--batch-messages", "1"])
-        .current_dir(d.path())
+/// Starts a `sluice run` that reads one message at a time from a pipe kept open.
+fn spawn_holding(store: &Store, d: &Dir, input: String) -> Child {
+    let mut child = store
+        .command(d, &["run", "-c", "cfg.jsonnet", "--batch-messages", "1"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("starting sluice");
-    {
-        use std::io::Write;
-        let stdin = child.stdin.as_mut().expect("stdin");
-        stdin.write_all(lines(0..10).as_bytes()).expect("feeding");
-        stdin.flush().expect("flushing");
-    }
+    use std::io::Write;
+    let stdin = child.stdin.as_mut().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("feeding");
+    stdin.flush().expect("flushing");
+    child
+}
+
+fn wait_for_pending(store: &Store, d: &Dir, n: i64) {
     let start = Instant::now();
-    while lock_counts(&db).0 < 10 {
+    while store.counts(d).0 < n {
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "no pending locks appeared"
+            "{n} pending locks did not appear"
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+fn a_killed_run_leaves_pending_locks_that_a_rerun_processes(store: Store) {
+    let d = Dir::new();
+    d.write("cfg.jsonnet", config(&store, "lease: '1s',"));
+    // The input stays open: the process locks and processes what it has read, then waits
+    // for more, and never reaches its checkpoint.
+    let mut child = spawn_holding(&store, &d, lines(0..10));
+    wait_for_pending(&store, &d, 10);
     child.kill().expect("SIGKILL");
     child.wait().expect("reaping");
-    assert_eq!(lock_counts(&db), (10, 0), "pending, never committed");
+    assert_eq!(store.counts(&d), (10, 0), "pending, never committed");
 
     // The source redelivers everything: the rerun waits out the dead owner's lease, takes
     // the keys over and processes all of it.
-    let rerun = d.sluice(&["run", "-c", "cfg.jsonnet"], lines(0..12));
+    let run = |input: String| d.sluice_env(&["run", "-c", "cfg.jsonnet"], input, &store.env());
+    let rerun = run(lines(0..12));
     rerun.assert_clean_success();
     assert_eq!(ids_of(rerun.stdout_str()), (0..12).collect::<Vec<_>>());
-    assert_eq!(lock_counts(&db), (0, 12));
+    assert_eq!(store.counts(&d), (0, 12));
 
     // After a checkpoint, a redelivery is skipped.
-    let again = d.sluice(&["run", "-c", "cfg.jsonnet"], lines(0..12));
-    again.assert_stdout("");
+    run(lines(0..12)).assert_stdout("");
 }
 
-#[test]
-fn another_process_still_working_makes_the_run_fail_loudly_not_drop() {
+fn another_process_still_working_makes_the_run_fail_loudly_not_drop(store: Store) {
     let d = Dir::new();
-    d.write("cfg.jsonnet", config("lease: '1h', pending_wait: '300ms',"));
-    let db = d.path().join("state/locks.sqlite");
-    let mut holder = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["run", "-c", "cfg.jsonnet", "--batch-messages", "1"])
-        .current_dir(d.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting sluice");
-    {
-        use std::io::Write;
-        let stdin = holder.stdin.as_mut().expect("stdin");
-        stdin.write_all(lines(7..8).as_bytes()).expect("feeding");
-        stdin.flush().expect("flushing");
-    }
-    let start = Instant::now();
-    while lock_counts(&db).0 < 1 {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no pending lock appeared"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = d.sluice(&["run", "-c", "cfg.jsonnet"], lines(6..9));
+    d.write(
+        "cfg.jsonnet",
+        config(&store, "lease: '1h', pending_wait: '300ms',"),
+    );
+    let mut holder = spawn_holding(&store, &d, lines(7..8));
+    wait_for_pending(&store, &d, 1);
+    let out = d.sluice_env(&["run", "-c", "cfg.jsonnet"], lines(6..9), &store.env());
     out.assert_code(1);
     assert!(
         out.stderr.contains("key \"test:7\" is pending under"),
@@ -232,5 +285,24 @@ fn another_process_still_working_makes_the_run_fail_loudly_not_drop() {
     holder.kill().expect("SIGKILL");
     holder.wait().expect("reaping");
     // The failed run released what it had taken: only the holder's key is locked.
-    assert_eq!(lock_counts(&db), (1, 0));
+    assert_eq!(store.counts(&d), (1, 0));
 }
+
+/// One `#[test]` per scenario and store.
+macro_rules! on_both_stores {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[test] fn $scenario() { super::$scenario(super::Store::Sqlite) })*
+        }
+        mod aws_dynamodb {
+            $(#[test] fn $scenario() { super::$scenario(super::Store::dynamodb()) })*
+        }
+    };
+}
+
+on_both_stores!(
+    a_second_run_skips_what_the_first_processed,
+    two_processes_over_overlapping_input_process_each_key_once,
+    a_killed_run_leaves_pending_locks_that_a_rerun_processes,
+    another_process_still_working_makes_the_run_fail_loudly_not_drop,
+);

@@ -62,7 +62,21 @@ fn report(stdout: &str) -> Vec<String> {
 #[test]
 fn the_examples_pass() {
     let root = workspace_root();
-    let out = common::run_in(&root, &["test", "examples"], Vec::new(), None);
+    // The DynamoDB examples run against this binary's emulator, in a fresh table.
+    let endpoint = common::dynamodb::endpoint();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(common::dynamodb::create_lock_table(
+            &endpoint,
+            "sluice-locks",
+            "PK",
+            None,
+            "ttl",
+        ));
+    let env = common::dynamodb::process_env(&endpoint);
+    let out = common::run_in_env(&root, &["test", "examples"], Vec::new(), None, &env);
     out.assert_code(0);
     let stdout = out.stdout_str();
     let last = stdout.lines().last().expect("a summary line");

@@ -37,7 +37,9 @@ import hmac
 import http.client
 import json
 import os
+import resource
 import select
+import shlex
 import signal
 import socket
 import statistics
@@ -198,15 +200,15 @@ def start_dynoxide(path):
     return proc, port
 
 
-def start_proxy(target_port, delay_ms, counts_path):
-    if os.path.exists(counts_path):
-        os.remove(counts_path)  # never read an earlier run's counts
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(HERE, "delay_proxy.py"), "0", f"127.0.0.1:{target_port}", str(delay_ms),
-         "--counts", counts_path],
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-    )
+def start_proxy(target_port, delay_ms, counts_path, trace_path=None):
+    for path in (counts_path, trace_path):
+        if path and os.path.exists(path):
+            os.remove(path)  # never read an earlier run's counts
+    cmd = [sys.executable, os.path.join(HERE, "delay_proxy.py"), "0", f"127.0.0.1:{target_port}", str(delay_ms),
+           "--counts", counts_path]
+    if trace_path:
+        cmd += ["--trace", trace_path]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
     CHILDREN.append(proc)
     ready, _, _ = select.select([proc.stdout], [], [], 10)
     line = proc.stdout.readline().decode() if ready else ""
@@ -230,7 +232,19 @@ def stop_proxy(proc, counts_path):
         return json.load(f)
 
 
-# --- the runs --------------------------------------------------------------------------
+def cpu_s(pid):
+    """User + system CPU seconds of a running process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def busy_s():
+    """CPU seconds the whole machine spent busy (all cores), from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]  # idle + iowait
+    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def write_input(path, n):
@@ -272,7 +286,24 @@ local kv = sub.kv_store.aws.dynamodb({{
         f.write(text)
 
 
-def run_sluice(args, tmp, endpoint_port, messages, concurrency, label):
+class Run:
+    """One sluice run: wall time, CPU of each process, DynamoDB calls, phases."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def run_one(args, tmp, label, messages, concurrency, delay):
+    """A fresh emulator (and proxy unless delay is None), one sluice run, its measurements."""
+    dynoxide, db_port = start_dynoxide(args.dynoxide)
+    create_table(db_port)
+    proxy = None
+    port = db_port
+    counts_path = os.path.join(tmp, "counts.json")
+    trace_path = os.path.join(tmp, "trace.txt")
+    if delay is not None:
+        proxy, port = start_proxy(db_port, delay, counts_path, trace_path)
+
     prefix = f"{label.replace('/', '-')}-{uuid.uuid4().hex[:10]}"
     config = os.path.join(tmp, "config.jsonnet")
     write_config(config, prefix, concurrency)
@@ -282,28 +313,37 @@ def run_sluice(args, tmp, endpoint_port, messages, concurrency, label):
     out = os.path.join(tmp, "out.jsonl")
     env = dict(os.environ)
     env.update(
-        AWS_ENDPOINT_URL_DYNAMODB=f"http://127.0.0.1:{endpoint_port}",
+        AWS_ENDPOINT_URL_DYNAMODB=f"http://127.0.0.1:{port}",
         AWS_ACCESS_KEY_ID="test",
         AWS_SECRET_ACCESS_KEY="test",
         AWS_REGION=REGION,
         AWS_EC2_METADATA_DISABLED="true",
     )
-    env.pop("AWS_SESSION_TOKEN", None)
-    env.pop("AWS_PROFILE", None)
+    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        env.pop(k, None)
     timeout = 60 + messages / 20  # far above the slowest expected run (~150 msgs/s serial)
+    cmd = [args.sluice, "run", "--config", config, *shlex.split(args.run_args)]
+    db_cpu0 = cpu_s(dynoxide.pid)
+    px_cpu0 = cpu_s(proxy.pid) if proxy else 0.0
+    busy0 = busy_s()
+    children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(inp, "rb") as fin, open(out, "wb") as fout:
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            [args.sluice, "run", "--config", config], stdin=fin, stdout=fout, stderr=subprocess.PIPE, env=env
-        )
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE, env=env)
         CHILDREN.append(proc)
         try:
             _, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             stop(proc, signal.SIGKILL)
             die(f"{label}: sluice did not finish {messages} messages in {timeout:.0f} s")
-        wall = time.perf_counter() - start
+        end = time.monotonic()
         CHILDREN.remove(proc)
+    # Only sluice was reaped in between (the emulator and the proxy are still running).
+    children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sluice_cpu = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
+    busy = busy_s() - busy0
+    db_cpu = cpu_s(dynoxide.pid) - db_cpu0
+    px_cpu = (cpu_s(proxy.pid) - px_cpu0) if proxy else 0.0
     if proc.returncode != 0:
         die(f"{label}: sluice exited {proc.returncode}:\n{err.decode(errors='replace')[-4000:]}")
     with open(out, "rb") as f:
@@ -311,7 +351,21 @@ def run_sluice(args, tmp, endpoint_port, messages, concurrency, label):
     marked = sum(1 for line in lines if MARK in line)
     if len(lines) != messages or marked != messages:
         die(f"{label}: expected {messages} messages out, all locked and processed; got {len(lines)}, {marked} processed")
-    return wall
+
+    counts = None
+    commit_s = None
+    if proxy:
+        counts = stop_proxy(proxy, counts_path)
+        puts = counts["targets"].get("DynamoDB_20120810.PutItem", 0)
+        if puts != messages:
+            print(f"warning: {label}: {puts} PutItem calls for {messages} messages", file=sys.stderr)
+        with open(trace_path) as f:
+            twi = [float(t) for t, target in (line.split() for line in f) if target.endswith(".TransactWriteItems")]
+        if twi:
+            commit_s = end - min(twi)
+    stop(dynoxide)
+    return Run(wall=end - start, counts=counts, commit_s=commit_s, cpu=sluice_cpu, db_cpu=db_cpu, px_cpu=px_cpu,
+               busy=busy)
 
 
 def main():
@@ -323,6 +377,7 @@ def main():
     ap.add_argument("--concurrency", default="", help="extra rows: comma-separated lock concurrencies")
     ap.add_argument("--sluice", default=os.path.join(ROOT, "target-bench", "release", "sluice"))
     ap.add_argument("--dynoxide", default=DYNOXIDE)
+    ap.add_argument("--run-args", default="", help="extra arguments of every `sluice run`, e.g. '--workers 1'")
     args = ap.parse_args()
     if not os.access(args.sluice, os.X_OK):
         die(f"no sluice binary at {args.sluice} (scripts/bench.sh lock builds it)")
@@ -346,72 +401,68 @@ def main():
     results = {c[0]: [] for c in configs}
     with tempfile.TemporaryDirectory(prefix="sluice-lock-bench-") as tmp:
         try:
-            _, db_port = start_dynoxide(args.dynoxide)
+            dynoxide, db_port = start_dynoxide(args.dynoxide)
             create_table(db_port)
             probes = {"direct": probe_rtt(db_port)}
             for delay in (0.0, args.delay_ms):
                 counts_path = os.path.join(tmp, "probe-counts.json")
                 proxy, port = start_proxy(db_port, delay, counts_path)
-                probes[f"{delay:g} ms"] = probe_rtt(port)
+                probes[f"+{delay:g} ms"] = probe_rtt(port)
                 stop_proxy(proxy, counts_path)
+            stop(dynoxide)
             for r in range(args.runs):
-                for label, conc, n, delay in configs:
-                    counts = None
-                    if delay is None:
-                        wall = run_sluice(args, tmp, db_port, n, conc, label)
-                    else:
-                        counts_path = os.path.join(tmp, "counts.json")
-                        proxy, port = start_proxy(db_port, delay, counts_path)
-                        wall = run_sluice(args, tmp, port, n, conc, label)
-                        counts = stop_proxy(proxy, counts_path)
-                        puts = counts["targets"].get("DynamoDB_20120810.PutItem", 0)
-                        if puts != n:
-                            print(f"warning: {label} run {r + 1}: {puts} PutItem calls for {n} messages", file=sys.stderr)
-                    results[label].append((wall, counts))
-                    print(f"  run {r + 1}/{args.runs} {label:<16} {n:>7} msgs {wall:7.3f} s {n / wall:>9,.0f} msgs/s",
-                          file=sys.stderr, flush=True)
+                for label, conc, n, delay in configs:  # interleaved: every row sees the same machine
+                    run = run_one(args, tmp, label, n, conc, delay)
+                    results[label].append(run)
+                    print(f"  run {r + 1}/{args.runs} {label:<16} {n:>7} msgs {run.wall:7.3f} s "
+                          f"{n / run.wall:>9,.0f} msgs/s", file=sys.stderr, flush=True)
         finally:  # inside the temporary directory: the proxies write their counts there
             for proc in list(CHILDREN):
                 stop(proc, signal.SIGKILL if proc.args[0] == args.sluice else signal.SIGTERM)
 
+    med = statistics.median
     print()
-    print(
-        f"meta_kv_store_lock over DynamoDB (dynoxide on loopback), +{args.delay_ms:g} ms each way by the proxy; "
-        f"median of {args.runs} runs"
-    )
-    print(
-        "sequential PutItem round trip, p50 (Python client): "
-        + ", ".join(f"{k} {v:.2f} ms" for k, v in probes.items())
-    )
-    head = f"{'configuration':<16} {'concurrency':>11} {'messages':>8} {'msgs/s':>9} {'min-max msgs/s':>17} {'PutItem/msg':>11} {'TWI/msg':>8} {'other/msg':>9} {'conns':>5}"
-    print(head)
+    print(f"meta_kv_store_lock over DynamoDB (dynoxide on loopback), +{args.delay_ms:g} ms each way by the proxy, "
+          f"median of {args.runs} runs" + (f", sluice run {args.run_args}" if args.run_args else ""))
+    print("sequential PutItem round trip, p50 (Python client): " + ", ".join(f"{k} {v:.2f} ms" for k, v in probes.items()))
+    print(f"{'configuration':<16} {'concurrency':>12} {'messages':>8} {'msgs/s':>7} {'min-max':>13} "
+          f"{'PutItem/msg':>11} {'TWI/msg':>7} {'other/msg':>9} {'conns':>5}")
     medians = {}
     for label, conc, n, delay in configs:
-        rates = sorted(n / wall for wall, _ in results[label])
-        medians[label] = statistics.median(rates)
-        counted = [c for _, c in results[label] if c]
+        runs = results[label]
+        rates = sorted(n / x.wall for x in runs)
+        medians[label] = med(rates)
+        counted = [x.counts for x in runs if x.counts]
         if counted:
             def per_msg(op):
-                return statistics.median(c["targets"].get("DynamoDB_20120810." + op, 0) / n for c in counted)
-            other = statistics.median(
-                sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS) / n for c in counted
-            )
-            conns = statistics.median(c["connections"] for c in counted)
-            calls = f"{per_msg('PutItem'):>11.3f} {per_msg('TransactWriteItems'):>8.4f} {other:>9.4f} {conns:>5.0f}"
+                return med(c["targets"].get("DynamoDB_20120810." + op, 0) / n for c in counted)
+            other = med(sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS) / n
+                        for c in counted)
+            conns = med(c["connections"] for c in counted)
+            calls = f"{per_msg('PutItem'):>11.3f} {per_msg('TransactWriteItems'):>7.4f} {other:>9.4f} {conns:>5.0f}"
         else:
-            calls = f"{'-':>11} {'-':>8} {'-':>9} {'-':>5}"
+            calls = f"{'-':>11} {'-':>7} {'-':>9} {'-':>5}"
         shown = "32 (default)" if conc is None else str(conc)
-        print(
-            f"{label:<16} {shown:>11} {n:>8} {medians[label]:>9,.0f} "
-            f"{f'{rates[0]:,.0f}-{rates[-1]:,.0f}':>17} {calls}"
-        )
+        print(f"{label:<16} {shown:>12} {n:>8} {medians[label]:>7,.0f} "
+              f"{f'{rates[0]:,.0f}-{rates[-1]:,.0f}':>13} {calls}")
     ratio = medians[f"default/{d}"] / medians[f"serial/{d}"]
     print(f"default/serial at +{args.delay_ms:g} ms: {ratio:.1f}x messages/s")
-    print(
-        f"(TWI = TransactWriteItems; serial runs use {args.serial_messages} messages, default ones {args.messages}: "
-        "one call at a time is ~30x slower, and fewer messages keep the run short; "
-        "the per-message rate does not depend on the count beyond process start-up)"
-    )
+    print()
+    print("where the time and the CPU went (medians; commit = from the first TransactWriteItems to the exit;")
+    print("CPU per message of each process; other = the rest of the machine, in cores busy on average)")
+    print(f"{'configuration':<16} {'wall s':>7} {'commit s':>8} {'sluice us':>9} {'dynoxide us':>11} "
+          f"{'proxy us':>8} {'other cores':>11}")
+    for label, conc, n, delay in configs:
+        runs = results[label]
+        commits = [x.commit_s for x in runs if x.commit_s is not None]
+        commit = f"{med(commits):>8.3f}" if commits else f"{'-':>8}"
+        proxy = f"{med(x.px_cpu for x in runs) / n * 1e6:>8.0f}" if delay is not None else f"{'-':>8}"
+        others = med(max(0.0, x.busy - x.cpu - x.db_cpu - x.px_cpu) / x.wall for x in runs)
+        print(f"{label:<16} {med(x.wall for x in runs):>7.3f} {commit} {med(x.cpu for x in runs) / n * 1e6:>9.0f} "
+              f"{med(x.db_cpu for x in runs) / n * 1e6:>11.0f} {proxy} {others:>11.2f}")
+    print(f"(TWI = TransactWriteItems. The serial rows use {args.serial_messages} messages, the others "
+          f"{args.messages}: one call at a time runs ~1/30 as fast, and the rate per message does not "
+          "depend on the count beyond ~10 ms of process start-up. Each run has a fresh emulator.)")
 
 
 if __name__ == "__main__":

@@ -28,8 +28,9 @@ Content-Length or chunked framing) and every request is counted by its `X-Amz-Ta
 header (`DynamoDB_20120810.PutItem` ...; `-` when absent). Parsing never delays
 forwarding: a chunk is stamped and queued before it is parsed.
 
-With --trace FILE it also appends a line per request to FILE: the seconds since the proxy
-started (when the request's head was parsed) and its target, for timelines.
+With --trace FILE it also appends a line per request to FILE: when its head was parsed
+(CLOCK_MONOTONIC seconds, Python's time.monotonic(), comparable across processes) and its
+target, for timelines.
 
 On SIGTERM or SIGINT it writes the counts as JSON to FILE (or to stdout without --counts),
 then exits; SIGUSR1 writes them without exiting. The JSON:
@@ -58,8 +59,7 @@ MAX_HEAD = 1 << 20
 class Counts:
     def __init__(self, delay_ms, trace=None):
         self.lock = threading.Lock()
-        self.trace = trace  # a file: one line per request, "seconds target"
-        self.t0 = time.monotonic()
+        self.trace = trace  # a file: one line per request, "CLOCK_MONOTONIC-seconds target"
         self.targets = {}
         self.requests = 0
         self.connections = 0
@@ -73,7 +73,7 @@ class Counts:
             self.requests += 1
             self.targets[target] = self.targets.get(target, 0) + 1
             if self.trace:
-                self.trace.write(f"{time.monotonic() - self.t0:.6f} {target}\n")
+                self.trace.write(f"{time.monotonic():.6f} {target}\n")
 
     def add(self, field, n):
         with self.lock:
@@ -407,7 +407,7 @@ def main():
     ap.add_argument("target", help="HOST:PORT")
     ap.add_argument("delay_ms", type=float, help="added in each direction")
     ap.add_argument("--counts", help="write the counts here (JSON) on SIGTERM/SIGINT/SIGUSR1")
-    ap.add_argument("--trace", help="append one line per request here: seconds since start, X-Amz-Target")
+    ap.add_argument("--trace", help="append one line per request here: monotonic seconds, X-Amz-Target")
     ap.add_argument("--threads", action="store_true",
                     help="a reader and a writer thread per direction instead of the event loop (slower; for comparison)")
     args = ap.parse_args()

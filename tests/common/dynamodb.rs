@@ -270,3 +270,20 @@ pub async fn scan(endpoint: &str, table: &str) -> Vec<Item> {
         }
     }
 }
+
+/// The environment that points a `sluice` process at `endpoint` (placeholder credentials,
+/// region `us-east-1`, no instance metadata lookups).
+pub fn process_env(endpoint: &str) -> Vec<(String, String)> {
+    [
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+        ("AWS_CONFIG_FILE", "/dev/null"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}

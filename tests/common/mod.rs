@@ -111,6 +111,16 @@ impl Dir {
     pub fn sluice(&self, args: &[&str], stdin: impl Into<Vec<u8>>) -> Output {
         run_in(self.path(), args, stdin.into(), None)
     }
+
+    /// [`Dir::sluice`] with extra environment variables.
+    pub fn sluice_env(
+        &self,
+        args: &[&str],
+        stdin: impl Into<Vec<u8>>,
+        env: &[(String, String)],
+    ) -> Output {
+        run_in_env(self.path(), args, stdin.into(), None, env)
+    }
 }
 
 /// The workspace root (the parent of `cmd/`).
@@ -123,9 +133,21 @@ pub fn workspace_root() -> PathBuf {
 
 /// Runs `sluice args...` in `cwd`; when `stdout` is given it replaces the captured pipe.
 pub fn run_in(cwd: &Path, args: &[&str], stdin: Vec<u8>, stdout: Option<Stdio>) -> Output {
+    run_in_env(cwd, args, stdin, stdout, &[])
+}
+
+/// [`run_in`] with extra environment variables.
+pub fn run_in_env(
+    cwd: &Path,
+    args: &[&str],
+    stdin: Vec<u8>,
+    stdout: Option<Stdio>,
+    env: &[(String, String)],
+) -> Output {
     let captured = stdout.is_none();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
         .env_remove("SLUICE_LOG")
         .env("RUST_BACKTRACE", "0")
