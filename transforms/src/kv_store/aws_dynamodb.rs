@@ -1314,6 +1314,92 @@ mod tests {
         server.abort();
     }
 
+    /// A loopback HTTP server that answers every request with an empty `200 {}` (a
+    /// successful PutItem) after `delay`, and records the most requests it had open at once.
+    async fn slow_endpoint(
+        delay: Duration,
+    ) -> (
+        String,
+        Arc<std::sync::atomic::AtomicUsize>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        use std::sync::atomic::AtomicUsize;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let most_seen = most.clone();
+        let server = tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let (open, most) = (open.clone(), most.clone());
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        // One request: headers, then Content-Length bytes of body.
+                        let (head_end, len) = loop {
+                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                                let len = head
+                                    .lines()
+                                    .find_map(|l| l.strip_prefix("content-length:"))
+                                    .and_then(|v| v.trim().parse::<usize>().ok())
+                                    .unwrap_or(0);
+                                break (i + 4, len);
+                            }
+                            match sock.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        while buf.len() < head_end + len {
+                            match sock.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.drain(..head_end + len);
+                        let now_open = open.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now_open, Ordering::SeqCst);
+                        tokio::time::sleep(delay).await;
+                        open.fetch_sub(1, Ordering::SeqCst);
+                        let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: 2\r\n\r\n{}";
+                        if sock.write_all(reply.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (format!("http://{addr}"), most_seen, server)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn acquisitions_are_concurrent_up_to_the_bound() {
+        let delay = Duration::from_millis(20);
+        for (concurrency, want_most) in [(1usize, 1usize), (8, 8), (32, 32)] {
+            let (endpoint, most, server) = slow_endpoint(delay).await;
+            let store = DynamoDbStore::from_settings(&settings())
+                .unwrap()
+                .with_local_endpoint(endpoint);
+            let reqs: Vec<_> = keys(64).iter().map(|k| req(k)).collect();
+            let started = std::time::Instant::now();
+            let got = store.acquire("me", NOW_MS, &reqs, concurrency).await;
+            let took = started.elapsed();
+            assert!(got.iter().all(|r| r.as_ref().unwrap() == &Acquired::Taken));
+            assert_eq!(
+                most.load(Ordering::SeqCst),
+                want_most,
+                "requests in flight at concurrency {concurrency}"
+            );
+            // 64 requests in waves of `concurrency`, each wave at least `delay`.
+            let waves = 64 / concurrency as u32;
+            assert!(took >= delay * waves, "{concurrency}: {took:?}");
+            server.abort();
+        }
+    }
+
     fn config_error(json: &str) -> String {
         DynamoDbStore::from_settings(&value(json)).unwrap_err()
     }
