@@ -66,6 +66,28 @@ impl Store {
         }
     }
 
+    /// The owner of the lock on `key`.
+    fn owner_of(&self, dir: &Dir, key: &str) -> String {
+        match self {
+            Store::Sqlite => {
+                let c = rusqlite::Connection::open(dir.path().join("state/locks.sqlite"))
+                    .expect("opening the lock store");
+                c.query_row(
+                    "SELECT owner FROM sluice_locks WHERE key = ?1",
+                    [key],
+                    |r| r.get(0),
+                )
+                .expect("the lock")
+            }
+            Store::DynamoDb { endpoint, table } => {
+                let item = runtime()
+                    .block_on(dynamodb::get_item(endpoint, table, &[("PK", key)]))
+                    .expect("the lock");
+                item["lock_owner"].clone()
+            }
+        }
+    }
+
     /// A configured run of `sluice args...` in `dir`.
     fn command(&self, dir: &Dir, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
@@ -288,6 +310,46 @@ fn another_process_still_working_makes_the_run_fail_loudly_not_drop(store: Store
     assert_eq!(store.counts(&d), (1, 0));
 }
 
+fn a_late_owner_never_commits_a_lock_another_process_took_over(store: Store) {
+    let d = Dir::new();
+    d.write("cfg.jsonnet", config(&store, "lease: '300ms',"));
+    // A takes the key and stalls (its input stays open) past its lease.
+    let mut a = store
+        .command(&d, &["run", "-c", "cfg.jsonnet", "--batch-messages", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting sluice");
+    {
+        use std::io::Write;
+        let stdin = a.stdin.as_mut().expect("stdin");
+        stdin.write_all(lines(5..6).as_bytes()).expect("feeding");
+        stdin.flush().expect("flushing");
+    }
+    wait_for_pending(&store, &d, 1);
+    let a_pid = a.id();
+    assert!(store.owner_of(&d, "test:5").contains(&format!("/{a_pid}/")));
+    std::thread::sleep(Duration::from_millis(400));
+    // B, a redelivery elsewhere, takes the expired lease over and commits.
+    let b = d.sluice_env(&["run", "-c", "cfg.jsonnet"], lines(5..6), &store.env());
+    b.assert_clean_success();
+    assert_eq!(ids_of(b.stdout_str()), vec![5]);
+    let b_owner = store.owner_of(&d, "test:5");
+    assert!(!b_owner.contains(&format!("/{a_pid}/")), "{b_owner}");
+    // A wakes up and reaches its checkpoint: its commit must not touch B's lock.
+    drop(a.stdin.take());
+    let out = a.wait_with_output().expect("a finishes");
+    let a_err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{a_err}");
+    assert!(
+        a_err.contains("taken over after its lease ran out"),
+        "A warns that the message may have been processed twice: {a_err}"
+    );
+    assert_eq!(store.owner_of(&d, "test:5"), b_owner, "still B's");
+    assert_eq!(store.counts(&d), (0, 1));
+}
+
 /// One `#[test]` per scenario and store.
 macro_rules! on_both_stores {
     ($($scenario:ident),* $(,)?) => {
@@ -305,4 +367,5 @@ on_both_stores!(
     two_processes_over_overlapping_input_process_each_key_once,
     a_killed_run_leaves_pending_locks_that_a_rerun_processes,
     another_process_still_working_makes_the_run_fail_loudly_not_drop,
+    a_late_owner_never_commits_a_lock_another_process_took_over,
 );
