@@ -233,13 +233,21 @@ fn two_processes_over_overlapping_input_process_each_key_once(store: Store) {
     assert_eq!(store.counts(&d), (0, 4500));
 }
 
-/// Starts a `sluice run` that reads one message at a time from a pipe kept open.
-fn spawn_holding(store: &Store, d: &Dir, input: String) -> Child {
+/// Starts a `sluice run` that reads one message at a time from a pipe kept open; its
+/// outputs are piped when `captured`, else discarded.
+fn spawn_holding(store: &Store, d: &Dir, input: String, captured: bool) -> Child {
+    let out = || {
+        if captured {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        }
+    };
     let mut child = store
         .command(d, &["run", "-c", "cfg.jsonnet", "--batch-messages", "1"])
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(out())
+        .stderr(out())
         .spawn()
         .expect("starting sluice");
     use std::io::Write;
@@ -265,7 +273,7 @@ fn a_killed_run_leaves_pending_locks_that_a_rerun_processes(store: Store) {
     d.write("cfg.jsonnet", config(&store, "lease: '1s',"));
     // The input stays open: the process locks and processes what it has read, then waits
     // for more, and never reaches its checkpoint.
-    let mut child = spawn_holding(&store, &d, lines(0..10));
+    let mut child = spawn_holding(&store, &d, lines(0..10), false);
     wait_for_pending(&store, &d, 10);
     child.kill().expect("SIGKILL");
     child.wait().expect("reaping");
@@ -289,7 +297,7 @@ fn another_process_still_working_makes_the_run_fail_loudly_not_drop(store: Store
         "cfg.jsonnet",
         config(&store, "lease: '1h', pending_wait: '300ms',"),
     );
-    let mut holder = spawn_holding(&store, &d, lines(7..8));
+    let mut holder = spawn_holding(&store, &d, lines(7..8), false);
     wait_for_pending(&store, &d, 1);
     let out = d.sluice_env(&["run", "-c", "cfg.jsonnet"], lines(6..9), &store.env());
     out.assert_code(1);
@@ -314,19 +322,7 @@ fn a_late_owner_never_commits_a_lock_another_process_took_over(store: Store) {
     let d = Dir::new();
     d.write("cfg.jsonnet", config(&store, "lease: '300ms',"));
     // A takes the key and stalls (its input stays open) past its lease.
-    let mut a = store
-        .command(&d, &["run", "-c", "cfg.jsonnet", "--batch-messages", "1"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting sluice");
-    {
-        use std::io::Write;
-        let stdin = a.stdin.as_mut().expect("stdin");
-        stdin.write_all(lines(5..6).as_bytes()).expect("feeding");
-        stdin.flush().expect("flushing");
-    }
+    let mut a = spawn_holding(&store, &d, lines(5..6), true);
     wait_for_pending(&store, &d, 1);
     let a_pid = a.id();
     assert!(store.owner_of(&d, "test:5").contains(&format!("/{a_pid}/")));
