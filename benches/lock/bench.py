@@ -2,32 +2,37 @@
 """The meta_kv_store_lock benchmark: locks in DynamoDB (the dynoxide emulator) behind an
 added network delay, at the default concurrency and at concurrency 1, in the same run.
 
-It starts dynoxide on a free loopback port, creates the lock table (on-demand, partition
-key PK of type S), and runs `sluice run CONFIG < input` over messages with unique ids, the
-pipeline being a lock (`object.source_key: 'id'`, `ttl_offset: '1h'`, a fresh `prefix`
-per run so no run sees another's locks) around one `object_insert`, then `send_stdout`.
-Every acquisition is one conditional PutItem; the one checkpoint (the ctrl at the end of
-input) commits the keys in TransactWriteItems of up to 100. Each run goes through a fresh
-delay proxy (delay_proxy.py: DELAY_MS added in each direction, so 2 x DELAY_MS per round
-trip), which counts the DynamoDB calls by operation.
+Each run starts dynoxide on a free loopback port, creates the lock table (on-demand,
+partition key PK of type S), and runs `sluice run CONFIG < input` over messages with unique
+ids, the pipeline being a lock (`object.source_key: 'id'`, `ttl_offset: '1h'`, a fresh
+`prefix` per run) around one `object_insert`, then `send_stdout`. Every acquisition is one
+conditional PutItem; the one checkpoint (the ctrl at the end of input) commits the keys in
+TransactWriteItems of up to 100. Each run goes through a fresh delay proxy (delay_proxy.py:
+DELAY_MS added in each direction, so 2 x DELAY_MS per round trip), which counts the
+DynamoDB calls by operation and traces when each was made.
 
 Configurations (rows), interleaved run by run so they see the same machine:
   default/DELAY   the lock's default concurrency (32 calls in flight; not set in the config)
   serial/DELAY    `concurrency: 1`; fewer messages (--serial-messages), because one call
-                  at a time over a ~6 ms round trip runs ~150 messages/s
-  default/0ms     through the proxy with no delay: the proxy's own cost
-  default/direct  no proxy: the emulator's and sluice's own ceiling (no call counts)
-  cN/DELAY        --concurrency N adds rows with `concurrency: N`, for investigation
+                  at a time over a ~6 ms round trip runs ~160 messages/s
+  default/0ms     through the proxy with no delay: with default/direct, the proxy's cost
+  default/direct  no proxy: the emulator's and sluice's own ceiling on this machine
+  stub/DELAY      the proxy answers every call itself (`200 {}`) after 2 x DELAY: a
+                  DynamoDB that costs no CPU here, so sluice's own ceiling at that delay
+  cN/DELAY        --concurrency N adds rows with `concurrency: N` (and stub-cN/DELAY, the
+                  same against the stub), for investigation
 
-Output: per configuration the median messages/s (wall time of the whole process: start,
-config, reading, locking, the final commit; process start-up is ~10 ms), the range over the
-runs, DynamoDB calls per message by operation, and the default/serial ratio. Each run also
-checks that sluice exited 0, every message came out with the inner transform's field, and
-(through the proxy) that PutItem was called once per message.
+Printed: per configuration the median messages/s (wall time of the whole process: start,
+config, reading, locking, the final commit; start-up is ~10 ms), the range over the runs,
+DynamoDB calls per message by operation, the default/serial ratio; then where the time
+went (the commit phase, from the first TransactWriteItems to the exit) and the CPU per
+message of sluice, the emulator and the proxy, and how busy the rest of the machine was.
+Each run checks that sluice exited 0 and every message came out with the inner
+transform's field; through the proxy it warns unless PutItem was called once per message.
 
-Usage (from the repository root):
+Usage (from the repository root; scripts/bench.sh lock builds and runs it):
   benches/lock/bench.py [--messages 20000] [--serial-messages 2000] [--runs 3]
-                        [--delay-ms 2.5] [--concurrency 64,128]
+                        [--delay-ms 2.5] [--concurrency 64,128] [--run-args '--workers 1']
                         [--sluice target-bench/release/sluice] [--dynoxide PATH]
 """
 import argparse
@@ -99,7 +104,9 @@ def stop(proc, sig=signal.SIGTERM, timeout=10.0):
 
 
 def sigv4_headers(host, target, body):
-    """SigV4 for the test credentials; dynoxide wants a well-formed signature."""
+    """SigV4 with the test credentials. dynoxide 1.2.1 rejects a request without a well-formed
+    Authorization header (MissingAuthenticationToken) but does not check the signature
+    itself; signing properly keeps the bench working against one that does."""
     now = datetime.datetime.now(datetime.timezone.utc)
     amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
     headers = {
@@ -204,8 +211,8 @@ def start_proxy(target_port, delay_ms, counts_path, trace_path=None):
     for path in (counts_path, trace_path):
         if path and os.path.exists(path):
             os.remove(path)  # never read an earlier run's counts
-    cmd = [sys.executable, os.path.join(HERE, "delay_proxy.py"), "0", f"127.0.0.1:{target_port}", str(delay_ms),
-           "--counts", counts_path]
+    target = "stub" if target_port == "stub" else f"127.0.0.1:{target_port}"
+    cmd = [sys.executable, os.path.join(HERE, "delay_proxy.py"), "0", target, str(delay_ms), "--counts", counts_path]
     if trace_path:
         cmd += ["--trace", trace_path]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
@@ -293,16 +300,18 @@ class Run:
         self.__dict__.update(kw)
 
 
-def run_one(args, tmp, label, messages, concurrency, delay):
-    """A fresh emulator (and proxy unless delay is None), one sluice run, its measurements."""
-    dynoxide, db_port = start_dynoxide(args.dynoxide)
-    create_table(db_port)
+def run_one(args, tmp, label, messages, concurrency, delay, stub=False):
+    """A fresh emulator (none for the stub) and proxy (none when delay is None), one sluice
+    run, its measurements."""
+    dynoxide, db_port = (None, None) if stub else start_dynoxide(args.dynoxide)
+    if dynoxide:
+        create_table(db_port)
     proxy = None
     port = db_port
     counts_path = os.path.join(tmp, "counts.json")
     trace_path = os.path.join(tmp, "trace.txt")
     if delay is not None:
-        proxy, port = start_proxy(db_port, delay, counts_path, trace_path)
+        proxy, port = start_proxy("stub" if stub else db_port, delay, counts_path, trace_path)
 
     prefix = f"{label.replace('/', '-')}-{uuid.uuid4().hex[:10]}"
     config = os.path.join(tmp, "config.jsonnet")
@@ -323,7 +332,7 @@ def run_one(args, tmp, label, messages, concurrency, delay):
         env.pop(k, None)
     timeout = 60 + messages / 20  # far above the slowest expected run (~150 msgs/s serial)
     cmd = [args.sluice, "run", "--config", config, *shlex.split(args.run_args)]
-    db_cpu0 = cpu_s(dynoxide.pid)
+    db_cpu0 = cpu_s(dynoxide.pid) if dynoxide else 0.0
     px_cpu0 = cpu_s(proxy.pid) if proxy else 0.0
     busy0 = busy_s()
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -342,7 +351,7 @@ def run_one(args, tmp, label, messages, concurrency, delay):
     children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     sluice_cpu = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
     busy = busy_s() - busy0
-    db_cpu = cpu_s(dynoxide.pid) - db_cpu0
+    db_cpu = (cpu_s(dynoxide.pid) - db_cpu0) if dynoxide else 0.0
     px_cpu = (cpu_s(proxy.pid) - px_cpu0) if proxy else 0.0
     if proc.returncode != 0:
         die(f"{label}: sluice exited {proc.returncode}:\n{err.decode(errors='replace')[-4000:]}")
@@ -363,7 +372,8 @@ def run_one(args, tmp, label, messages, concurrency, delay):
             twi = [float(t) for t, target in (line.split() for line in f) if target.endswith(".TransactWriteItems")]
         if twi:
             commit_s = end - min(twi)
-    stop(dynoxide)
+    if dynoxide:
+        stop(dynoxide)
     return Run(wall=end - start, counts=counts, commit_s=commit_s, cpu=sluice_cpu, db_cpu=db_cpu, px_cpu=px_cpu,
                busy=busy)
 
@@ -387,17 +397,22 @@ def main():
         die("--runs, --messages and --serial-messages must be at least 1")
 
     d = f"{args.delay_ms:g}ms"
-    # (label, concurrency or None for the default, messages, delay ms or None for no proxy)
+    # (label, concurrency or None for the default, messages, delay ms or None for no proxy, stub)
     configs = [
-        (f"default/{d}", None, args.messages, args.delay_ms),
-        (f"serial/{d}", 1, args.serial_messages, args.delay_ms),
-        ("default/0ms", None, args.messages, 0.0),
-        ("default/direct", None, args.messages, None),
+        (f"default/{d}", None, args.messages, args.delay_ms, False),
+        (f"serial/{d}", 1, args.serial_messages, args.delay_ms, False),
+        ("default/0ms", None, args.messages, 0.0, False),
+        ("default/direct", None, args.messages, None, False),
+        (f"stub/{d}", None, args.messages, args.delay_ms, True),
     ]
     for c in filter(None, (x.strip() for x in args.concurrency.split(","))):
-        configs.append((f"c{int(c)}/{d}", int(c), args.messages, args.delay_ms))
+        configs.append((f"c{int(c)}/{d}", int(c), args.messages, args.delay_ms, False))
+        configs.append((f"stub-c{int(c)}/{d}", int(c), args.messages, args.delay_ms, True))
 
+    # Ctrl-C and SIGTERM end the bench through the clean-up below (SIGINT explicitly: a shell
+    # that starts a job in the background ignores it in the job).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     results = {c[0]: [] for c in configs}
     with tempfile.TemporaryDirectory(prefix="sluice-lock-bench-") as tmp:
         try:
@@ -411,8 +426,8 @@ def main():
                 stop_proxy(proxy, counts_path)
             stop(dynoxide)
             for r in range(args.runs):
-                for label, conc, n, delay in configs:  # interleaved: every row sees the same machine
-                    run = run_one(args, tmp, label, n, conc, delay)
+                for label, conc, n, delay, stub in configs:  # interleaved: every row sees the same machine
+                    run = run_one(args, tmp, label, n, conc, delay, stub)
                     results[label].append(run)
                     print(f"  run {r + 1}/{args.runs} {label:<16} {n:>7} msgs {run.wall:7.3f} s "
                           f"{n / run.wall:>9,.0f} msgs/s", file=sys.stderr, flush=True)
@@ -428,7 +443,7 @@ def main():
     print(f"{'configuration':<16} {'concurrency':>12} {'messages':>8} {'msgs/s':>7} {'min-max':>13} "
           f"{'PutItem/msg':>11} {'TWI/msg':>7} {'other/msg':>9} {'conns':>5}")
     medians = {}
-    for label, conc, n, delay in configs:
+    for label, conc, n, delay, stub in configs:
         runs = results[label]
         rates = sorted(n / x.wall for x in runs)
         medians[label] = med(rates)
@@ -452,14 +467,15 @@ def main():
     print("CPU per message of each process; other = the rest of the machine, in cores busy on average)")
     print(f"{'configuration':<16} {'wall s':>7} {'commit s':>8} {'sluice us':>9} {'dynoxide us':>11} "
           f"{'proxy us':>8} {'other cores':>11}")
-    for label, conc, n, delay in configs:
+    for label, conc, n, delay, stub in configs:
         runs = results[label]
         commits = [x.commit_s for x in runs if x.commit_s is not None]
         commit = f"{med(commits):>8.3f}" if commits else f"{'-':>8}"
         proxy = f"{med(x.px_cpu for x in runs) / n * 1e6:>8.0f}" if delay is not None else f"{'-':>8}"
         others = med(max(0.0, x.busy - x.cpu - x.db_cpu - x.px_cpu) / x.wall for x in runs)
+        db = f"{'-':>11}" if stub else f"{med(x.db_cpu for x in runs) / n * 1e6:>11.0f}"
         print(f"{label:<16} {med(x.wall for x in runs):>7.3f} {commit} {med(x.cpu for x in runs) / n * 1e6:>9.0f} "
-              f"{med(x.db_cpu for x in runs) / n * 1e6:>11.0f} {proxy} {others:>11.2f}")
+              f"{db} {proxy} {others:>11.2f}")
     print(f"(TWI = TransactWriteItems. The serial rows use {args.serial_messages} messages, the others "
           f"{args.messages}: one call at a time runs ~1/30 as fast, and the rate per message does not "
           "depend on the count beyond ~10 ms of process start-up. Each run has a fresh emulator.)")

@@ -8,19 +8,27 @@ TARGET_HOST:PORT, holding each chunk of bytes DELAY_MS (a float) in each directi
 request/response round trip gains 2 x DELAY_MS. Once listening it prints one line,
 `listening 127.0.0.1:PORT`, on stdout.
 
+TARGET `stub` forwards nothing: the proxy answers every request itself, 2 x DELAY_MS after
+it was read to its end, with `200 {}` (what a successful PutItem or TransactWriteItems
+returns): a DynamoDB that costs no CPU, to see the client's own ceiling.
+
 There is no netem on these machines (docs/performance.md), hence a proxy. Timing: one
 thread runs every connection: select() wakes on readable sockets or at the earliest
 deadline (its timeout is in microseconds, unlike epoll's milliseconds); each chunk read is
 stamped arrival + delay and put on a heap; whatever is due is written at once (a deadline
 that has passed is not waited for, so 0 ms adds only a loop turn). TCP_NODELAY is set on
 both sockets; chunks of one direction keep their order; writes never block the loop.
+Sequential PutItems to dynoxide took 0.43 ms direct and 5.71 ms with 2.5 ms each way: the
+proxy adds ~0.14 ms per direction beyond the delay.
 
 --threads instead runs a reader and a writer thread per connection and direction (the
 writer sleeps until the deadline, then writes), the design of the Rust proxy in the
-toolchain notes. In Python it does not keep up: with 32 connections of back-to-back
-requests and 2.5 ms each way it reached ~3,200 requests/s at 1.3 cores with a p50 round
-trip of 9.7 ms instead of ~5.1 (GIL hand-offs between 128 threads), while the event loop
-did ~5,500 requests/s (the 32 / 5.8 ms the delay allows) at 0.3 cores, p50 5.7 ms.
+toolchain notes. In Python it does not keep up. Measured on the 2-core machine with a
+no-op HTTP server and a client of 32 keep-alive connections sending back to back (both
+std-only Rust), 2.5 ms each way: threads 3,200-3,350 requests/s at 1.3 cores, round trip
+p50 9.2-9.7 ms instead of ~5.5 (GIL hand-offs between 128 threads); the event loop
+5,200-5,300 requests/s at 0.3 cores, p50 5.8-6.0 ms, and 8,600 / 13,200 requests/s with
+64 / 128 connections. With no delay: threads 7,700 requests/s, the loop 18,600.
 
 Counting: the client-to-server stream is parsed as HTTP/1.1 requests (keep-alive
 connections carry many; headers may be split across reads; bodies are skipped by
@@ -54,6 +62,12 @@ RECV_BYTES = 65536
 # A request head longer than this is not HTTP as we know it: stop parsing that connection
 # (it is still forwarded) and report it as unparsed.
 MAX_HEAD = 1 << 20
+# What the stub answers to every request: a success for PutItem (no ReturnValues) and for
+# TransactWriteItems alike.
+STUB_RESPONSE = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
+    b"x-amzn-RequestId: stub\r\nContent-Length: 2\r\n\r\n{}"
+)
 
 
 class Counts:
@@ -95,8 +109,9 @@ class Counts:
 class RequestCounter:
     """Incremental HTTP/1.1 request framing over one connection's client-to-server bytes."""
 
-    def __init__(self, counts):
+    def __init__(self, counts, on_request=None):
         self.counts = counts
+        self.on_request = on_request  # called when a request has been read to its end
         self.buf = bytearray()  # unparsed head or chunk-size line bytes
         self.skip = 0  # body bytes still to skip
         self.state = "head"  # head | body | chunk_size | chunk_data | trailer
@@ -116,7 +131,15 @@ class RequestCounter:
         self.parse()
 
     def skipped(self):
-        self.state = "head" if self.state == "body" else "chunk_size"
+        if self.state == "body":
+            self.ended()
+        else:
+            self.state = "chunk_size"
+
+    def ended(self):
+        self.state = "head"
+        if self.on_request is not None:
+            self.on_request()
 
     def parse(self):
         while not self.broken:
@@ -164,7 +187,7 @@ class RequestCounter:
                     return
                 del self.buf[: end + 2]
                 if end == 0:
-                    self.state = "head"
+                    self.ended()
 
     def on_head(self, head):
         target = "-"
@@ -193,7 +216,7 @@ class RequestCounter:
             self.state = "body"
             self.skip = length
         else:
-            self.state = "head"
+            self.ended()
 
     def give_up(self):
         self.broken = True
@@ -231,6 +254,7 @@ class Loop:
         self.wake = wake
         self.heap = []
         self.seq = 0
+        self.now = time.monotonic()  # when the chunk being read arrived
         self.sides = {}  # socket -> Side
 
     def accept(self):
@@ -243,23 +267,34 @@ class Loop:
             try:
                 if client.fileno() > 1000:
                     raise OSError("too many connections for select()")
-                server = socket.create_connection(self.target)
+                server = None if self.target is None else socket.create_connection(self.target)
             except OSError as e:
-                print(f"delay_proxy: cannot serve a connection to {self.target[0]}:{self.target[1]}: {e}",
-                      file=sys.stderr)
+                where = "the stub" if self.target is None else f"{self.target[0]}:{self.target[1]}"
+                print(f"delay_proxy: cannot serve a connection to {where}: {e}", file=sys.stderr)
                 client.close()
                 continue
-            c = Side(client, "bytes_up", RequestCounter(self.counts))
-            v = Side(server, "bytes_down", None)
-            c.peer, v.peer = v, c
-            for side in (c, v):
+            c = Side(client, "bytes_up", None)
+            if server is None:
+                # The stub: each request, once read to its end, is answered 2 x delay later.
+                c.counter = RequestCounter(self.counts, lambda c=c: self.push(2 * self.delay_s, c, STUB_RESPONSE))
+                pair = (c,)
+            else:
+                c.counter = RequestCounter(self.counts)
+                v = Side(server, "bytes_down", None)
+                c.peer, v.peer = v, c
+                pair = (c, v)
+            for side in pair:
                 side.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 side.sock.setblocking(False)
                 self.sides[side.sock] = side
 
+    def push(self, delay_s, dst, data):
+        self.seq += 1
+        heapq.heappush(self.heap, (self.now + delay_s, self.seq, dst, data))
+
     def close_pair(self, side):
         for x in (side, side.peer):
-            if not x.closed:
+            if x is not None and not x.closed:
                 x.closed = True
                 self.sides.pop(x.sock, None)
                 x.sock.close()
@@ -272,10 +307,13 @@ class Loop:
         except OSError:
             self.close_pair(side)  # reset: nothing more will be delivered either way
             return
-        self.seq += 1
-        heapq.heappush(self.heap, (now + self.delay_s, self.seq, side.peer, data))
+        self.now = now
+        if side.peer is not None:
+            self.push(self.delay_s, side.peer, data)
         if not data:
             side.reading = False
+            if side.peer is None:
+                self.push(2 * self.delay_s, side, b"")  # the stub's end, after its answers
             return
         self.counts.add(side.field, len(data))
         if side.counter is not None:
@@ -296,7 +334,7 @@ class Loop:
         except OSError:
             self.close_pair(side)
             return
-        if side.shut and side.peer.shut:
+        if side.shut and (side.peer is None or side.peer.shut):
             self.close_pair(side)  # both directions ended and were delivered
 
     def run(self, on_signal):
@@ -404,15 +442,20 @@ def handle(client, target, delay_s, counts):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("listen_port", type=int)
-    ap.add_argument("target", help="HOST:PORT")
+    ap.add_argument("target", help="HOST:PORT, or stub")
     ap.add_argument("delay_ms", type=float, help="added in each direction")
     ap.add_argument("--counts", help="write the counts here (JSON) on SIGTERM/SIGINT/SIGUSR1")
     ap.add_argument("--trace", help="append one line per request here: monotonic seconds, X-Amz-Target")
     ap.add_argument("--threads", action="store_true",
                     help="a reader and a writer thread per direction instead of the event loop (slower; for comparison)")
     args = ap.parse_args()
-    host, _, port = args.target.rpartition(":")
-    target = (host or "127.0.0.1", int(port))
+    if args.target == "stub":
+        target = None
+    else:
+        host, _, port = args.target.rpartition(":")
+        target = (host or "127.0.0.1", int(port))
+    if target is None and args.threads:
+        ap.error("the stub needs the event loop (no --threads)")
     delay_s = max(args.delay_ms, 0.0) / 1000.0
     trace = open(args.trace, "a", buffering=1 << 20) if args.trace else None
     counts = Counts(args.delay_ms, trace)
