@@ -145,7 +145,7 @@ async fn a_missing_table_is_an_error_naming_it() {
     );
     assert!(err.contains("ResourceNotFoundException"), "{err}");
     let err = store
-        .commit("me", &["k".into()])
+        .commit("me", &["k".into()], 1)
         .await
         .unwrap_err()
         .to_string();
@@ -218,7 +218,7 @@ async fn store_from_the_environment() {
     let got = store.acquire("child", now, &[req], 1).await;
     assert_eq!(got[0].as_ref().unwrap(), &Acquired::Taken);
     assert_eq!(
-        store.commit("child", &["env-key".into()]).await.unwrap(),
+        store.commit("child", &["env-key".into()], 1).await.unwrap(),
         vec![Settled::Ok]
     );
 }

@@ -572,107 +572,131 @@ impl DynamoDbStore {
         op: Op,
         owner: &str,
         keys: &[String],
+        concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         let client = self.client().await?;
-        let mut out: Vec<Option<Settled>> = vec![None; keys.len()];
-        for (n, chunk) in keys.chunks(TRANSACTION_MAX).enumerate() {
-            let base = n * TRANSACTION_MAX;
-            let what = |left: &[usize]| {
-                format!(
-                    "{} {} keys ({:?}, ...)",
-                    op.verb(),
-                    left.len(),
-                    chunk[left[0]]
-                )
-            };
-            let mut left: Vec<usize> = (0..chunk.len()).collect();
-            let mut attempt = 0;
-            while !left.is_empty() {
-                let items = left
-                    .iter()
-                    .map(|&i| self.transact_item(op, owner, &chunk[i]))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let err = match client
-                    .transact_write_items()
-                    .set_transact_items(Some(items))
-                    .send()
-                    .await
-                {
-                    Ok(_) => {
-                        for i in left.drain(..) {
-                            out[base + i] = Some(Settled::Ok);
-                        }
-                        break;
+        // Made up front, as in `acquire` (a closure in the stream trips lifetime inference).
+        let calls: Vec<_> = keys
+            .chunks(TRANSACTION_MAX)
+            .map(|chunk| self.settle_chunk(client, op, owner, chunk))
+            .collect();
+        let parts: Vec<Result<Vec<Settled>, StoreError>> = stream::iter(calls)
+            .buffered(concurrency.max(1))
+            .collect()
+            .await;
+        let mut out = Vec::with_capacity(keys.len());
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
+    }
+
+    /// Settles up to [`TRANSACTION_MAX`] keys in one transaction, sent again without the
+    /// keys that are not ours (and after a backoff when a conflict or throttling cancelled
+    /// it) until every key is settled.
+    async fn settle_chunk(
+        &self,
+        client: &Client,
+        op: Op,
+        owner: &str,
+        chunk: &[String],
+    ) -> Result<Vec<Settled>, StoreError> {
+        let mut out: Vec<Option<Settled>> = vec![None; chunk.len()];
+        let what = |left: &[usize]| {
+            format!(
+                "{} {} keys ({:?}, ...)",
+                op.verb(),
+                left.len(),
+                chunk[left[0]]
+            )
+        };
+        let mut left: Vec<usize> = (0..chunk.len()).collect();
+        let mut attempt = 0;
+        while !left.is_empty() {
+            let items = left
+                .iter()
+                .map(|&i| self.transact_item(op, owner, &chunk[i]))
+                .collect::<Result<Vec<_>, _>>()?;
+            let err = match client
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await
+            {
+                Ok(_) => {
+                    for i in left.drain(..) {
+                        out[i] = Some(Settled::Ok);
                     }
-                    Err(err) => err,
-                };
-                let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
-                    err.as_service_error()
-                else {
-                    return Err(self.sdk_fail(&what(&left), &err));
-                };
-                let reasons = cancelled.cancellation_reasons();
-                if reasons.len() != left.len() {
+                    break;
+                }
+                Err(err) => err,
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+                err.as_service_error()
+            else {
+                return Err(self.sdk_fail(&what(&left), &err));
+            };
+            let reasons = cancelled.cancellation_reasons();
+            if reasons.len() != left.len() {
+                return Err(self.fail(
+                    &what(&left),
+                    format!(
+                        "transaction cancelled with {} reasons for {} writes: {}",
+                        reasons.len(),
+                        left.len(),
+                        DisplayErrorContext(&err)
+                    ),
+                ));
+            }
+            let mut again = Vec::with_capacity(left.len());
+            let mut transient = false;
+            for (&i, reason) in left.iter().zip(reasons) {
+                match Cancel::of(reason) {
+                    Cancel::NotOurs => {
+                        let record = reason.item().map(|item| self.decode(item));
+                        out[i] = Some(Settled::NotOwner(record));
+                    }
+                    Cancel::NotApplied => again.push(i),
+                    Cancel::Transient => {
+                        transient = true;
+                        again.push(i);
+                    }
+                    Cancel::Failed => {
+                        return Err(self.fail(
+                            &format!("{} key {:?}", op.verb(), chunk[i]),
+                            format!(
+                                "transaction cancelled: {} {}",
+                                reason.code().unwrap_or("?"),
+                                reason.message().unwrap_or("")
+                            ),
+                        ));
+                    }
+                }
+            }
+            let progressed = again.len() < left.len();
+            if transient || !progressed {
+                attempt += 1;
+                if attempt >= STORE_ATTEMPTS {
                     return Err(self.fail(
                         &what(&left),
                         format!(
-                            "transaction cancelled with {} reasons for {} writes: {}",
-                            reasons.len(),
-                            left.len(),
+                            "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
                             DisplayErrorContext(&err)
                         ),
                     ));
                 }
-                let mut again = Vec::with_capacity(left.len());
-                let mut transient = false;
-                for (&i, reason) in left.iter().zip(reasons) {
-                    match Cancel::of(reason) {
-                        Cancel::NotOurs => {
-                            let record = reason.item().map(|item| self.decode(item));
-                            out[base + i] = Some(Settled::NotOwner(record));
-                        }
-                        Cancel::NotApplied => again.push(i),
-                        Cancel::Transient => {
-                            transient = true;
-                            again.push(i);
-                        }
-                        Cancel::Failed => {
-                            return Err(self.fail(
-                                &format!("{} key {:?}", op.verb(), chunk[i]),
-                                format!(
-                                    "transaction cancelled: {} {}",
-                                    reason.code().unwrap_or("?"),
-                                    reason.message().unwrap_or("")
-                                ),
-                            ));
-                        }
-                    }
-                }
-                let progressed = again.len() < left.len();
-                if transient || !progressed {
-                    attempt += 1;
-                    if attempt >= STORE_ATTEMPTS {
-                        return Err(self.fail(
-                            &what(&left),
-                            format!(
-                                "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
-                                DisplayErrorContext(&err)
-                            ),
-                        ));
-                    }
-                    tracing::debug!(
-                        table = %self.table.name,
-                        attempt,
-                        reasons = ?reasons.iter().map(|r| r.code().unwrap_or("?")).collect::<Vec<_>>(),
-                        "lock transaction cancelled by a conflict or throttling; retrying"
-                    );
-                    tokio::time::sleep(backoff(attempt - 1)).await;
-                }
-                left = again;
+                tracing::debug!(
+                    table = %self.table.name,
+                    attempt,
+                    reasons = ?reasons.iter().map(|r| r.code().unwrap_or("?")).collect::<Vec<_>>(),
+                    "lock transaction cancelled by a conflict or throttling; retrying"
+                );
+                tokio::time::sleep(backoff(attempt - 1)).await;
             }
+            left = again;
         }
         Ok(out
             .into_iter()
@@ -817,12 +841,22 @@ impl LockStore for DynamoDbStore {
             .await
     }
 
-    async fn commit(&self, owner: &str, keys: &[String]) -> Result<Vec<Settled>, StoreError> {
-        self.settle(Op::Commit, owner, keys).await
+    async fn commit(
+        &self,
+        owner: &str,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        self.settle(Op::Commit, owner, keys, concurrency).await
     }
 
-    async fn release(&self, owner: &str, keys: &[String]) -> Result<Vec<Settled>, StoreError> {
-        self.settle(Op::Release, owner, keys).await
+    async fn release(
+        &self,
+        owner: &str,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        self.settle(Op::Release, owner, keys, concurrency).await
     }
 }
 
@@ -1146,7 +1180,7 @@ mod tests {
             .times(3)
             .build();
         let store = store(&[&rule], 1);
-        let got = store.commit("me", &keys(230)).await.unwrap();
+        let got = store.commit("me", &keys(230), 4).await.unwrap();
         assert_eq!(got, vec![Settled::Ok; 230]);
         assert_eq!(rule.num_calls(), 3);
     }
@@ -1173,7 +1207,7 @@ mod tests {
             })
             .then_output(|| TransactWriteItemsOutput::builder().build());
         let store = store(&[&first, &second], 1);
-        let got = store.commit("me", &keys(3)).await.unwrap();
+        let got = store.commit("me", &keys(3), 4).await.unwrap();
         assert_eq!(got.len(), 3);
         assert_eq!(got[0], Settled::Ok);
         assert!(
@@ -1195,7 +1229,7 @@ mod tests {
             })
             .then_error(|| cancelled(&[("ConditionalCheckFailed", None)]));
         let store = store(&[&rule], 1);
-        let got = store.release("me", &keys(1)).await.unwrap();
+        let got = store.release("me", &keys(1), 4).await.unwrap();
         assert_eq!(got, vec![Settled::NotOwner(None)]);
     }
 
@@ -1217,12 +1251,12 @@ mod tests {
             .build();
         let store = store(&[&rule, &throttled], 2);
         assert_eq!(
-            store.release("me", &keys(2)).await.unwrap(),
+            store.release("me", &keys(2), 4).await.unwrap(),
             vec![Settled::Ok; 2]
         );
         assert_eq!(rule.num_calls(), 3);
         assert_eq!(
-            store.commit("me", &keys(2)).await.unwrap(),
+            store.commit("me", &keys(2), 4).await.unwrap(),
             vec![Settled::Ok; 2]
         );
         assert_eq!(
@@ -1241,7 +1275,11 @@ mod tests {
             .build();
         let store = store(&[&rule], 1);
         tokio::time::pause();
-        let err = store.commit("me", &keys(1)).await.unwrap_err().to_string();
+        let err = store
+            .commit("me", &keys(1), 4)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("aws_dynamodb table locks: committing 1 keys (\"k0\", ...): transaction still cancelled after 8 attempts"),
             "{err}"
@@ -1254,7 +1292,11 @@ mod tests {
         let rule = mock!(Client::transact_write_items)
             .then_error(|| cancelled(&[("ValidationError", None)]));
         let store = store(&[&rule], 1);
-        let err = store.commit("me", &keys(1)).await.unwrap_err().to_string();
+        let err = store
+            .commit("me", &keys(1), 4)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("aws_dynamodb table locks: committing key \"k0\": transaction cancelled: ValidationError"),
             "{err}"
@@ -1268,12 +1310,16 @@ mod tests {
             )
         });
         let store = super::tests::store(&[&rule], 1);
-        let err = store.release("me", &keys(2)).await.unwrap_err().to_string();
+        let err = store
+            .release("me", &keys(2), 4)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("aws_dynamodb table locks: releasing 2 keys (\"k0\", ...): "),
             "{err}"
         );
-        assert!(store.commit("me", &[]).await.unwrap().is_empty());
+        assert!(store.commit("me", &[], 4).await.unwrap().is_empty());
     }
 
     #[tokio::test]

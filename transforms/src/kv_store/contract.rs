@@ -67,17 +67,23 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
     }
 
     // Another owner can neither commit nor release it; nothing changes.
-    let not_ours = store.commit(b, std::slice::from_ref(&first)).await.unwrap();
+    let not_ours = store
+        .commit(b, std::slice::from_ref(&first), 4)
+        .await
+        .unwrap();
     assert!(matches!(&not_ours[0], Settled::NotOwner(Some(r)) if r.owner == a));
     let not_ours = store
-        .release(b, std::slice::from_ref(&first))
+        .release(b, std::slice::from_ref(&first), 4)
         .await
         .unwrap();
     assert!(matches!(&not_ours[0], Settled::NotOwner(Some(r)) if r.owner == a));
 
     // The owner commits it; committed locks block until their TTL, leases no longer count.
     assert_eq!(
-        store.commit(a, std::slice::from_ref(&first)).await.unwrap(),
+        store
+            .commit(a, std::slice::from_ref(&first), 4)
+            .await
+            .unwrap(),
         vec![Settled::Ok]
     );
     let later = now_ms + 120_000;
@@ -88,14 +94,17 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
     // A committed lock cannot be released (its messages were delivered).
     assert!(matches!(
         &store
-            .release(a, std::slice::from_ref(&first))
+            .release(a, std::slice::from_ref(&first), 4)
             .await
             .unwrap()[0],
         Settled::NotOwner(Some(_))
     ));
     // Committing twice is not an error for the owner's bookkeeping: the key is not pending.
     assert!(matches!(
-        &store.commit(a, std::slice::from_ref(&first)).await.unwrap()[0],
+        &store
+            .commit(a, std::slice::from_ref(&first), 4)
+            .await
+            .unwrap()[0],
         Settled::NotOwner(Some(_))
     ));
 
@@ -135,12 +144,12 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         Acquired::Taken
     );
     let late = store
-        .commit(a, std::slice::from_ref(&crashed))
+        .commit(a, std::slice::from_ref(&crashed), 4)
         .await
         .unwrap();
     assert!(matches!(&late[0], Settled::NotOwner(Some(r)) if r.owner == b));
     let late = store
-        .release(a, std::slice::from_ref(&crashed))
+        .release(a, std::slice::from_ref(&crashed), 4)
         .await
         .unwrap();
     assert!(matches!(&late[0], Settled::NotOwner(Some(r)) if r.owner == b));
@@ -157,7 +166,7 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         .await;
     assert_eq!(
         store
-            .release(a, std::slice::from_ref(&released))
+            .release(a, std::slice::from_ref(&released), 4)
             .await
             .unwrap(),
         vec![Settled::Ok]
@@ -178,7 +187,7 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
     // does not stop the others (more keys than one DynamoDB transaction holds).
     let mut keys: Vec<String> = (0..40).map(|i| k(&format!("many{i}"))).collect();
     keys.insert(17, crashed.clone());
-    let commits = store.commit(a, &keys[..30]).await.unwrap();
+    let commits = store.commit(a, &keys[..30], 4).await.unwrap();
     assert_eq!(commits.len(), 30);
     for (i, s) in commits.iter().enumerate() {
         if i == 17 {
@@ -190,7 +199,7 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
             assert_eq!(s, &Settled::Ok, "key {}", keys[i]);
         }
     }
-    let releases = store.release(a, &keys[30..]).await.unwrap();
+    let releases = store.release(a, &keys[30..], 4).await.unwrap();
     assert_eq!(releases, vec![Settled::Ok; keys.len() - 30]);
     let big: Vec<String> = (0..230).map(|i| k(&format!("big{i}"))).collect();
     let reqs: Vec<_> = big
@@ -205,11 +214,11 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
             .all(|r| r.unwrap() == Acquired::Taken)
     );
     assert_eq!(
-        store.commit(a, &big).await.unwrap(),
+        store.commit(a, &big, 4).await.unwrap(),
         vec![Settled::Ok; big.len()]
     );
 
     // Keys that were never taken are not ours.
-    let ghost = store.release(a, &[k("ghost")]).await.unwrap();
+    let ghost = store.release(a, &[k("ghost")], 4).await.unwrap();
     assert_eq!(ghost, vec![Settled::NotOwner(None)]);
 }

@@ -119,7 +119,12 @@ impl LockStore for MemoryStore {
         })
     }
 
-    async fn commit(&self, owner: &str, keys: &[String]) -> Result<Vec<Settled>, StoreError> {
+    async fn commit(
+        &self,
+        owner: &str,
+        keys: &[String],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
         Ok(self.with(|l| {
             l.settle(owner, keys, |l, k| {
                 if let Some(r) = l.records.get_mut(k) {
@@ -129,7 +134,12 @@ impl LockStore for MemoryStore {
         }))
     }
 
-    async fn release(&self, owner: &str, keys: &[String]) -> Result<Vec<Settled>, StoreError> {
+    async fn release(
+        &self,
+        owner: &str,
+        keys: &[String],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
         Ok(self.with(|l| {
             l.settle(owner, keys, |l, k| {
                 l.records.remove(k);
@@ -184,7 +194,7 @@ mod tests {
             .collect();
         store.acquire("o", 0, &reqs, 1).await;
         let keys: Vec<String> = (0..3000).map(|i| format!("k{i}")).collect();
-        store.commit("o", &keys).await.unwrap();
+        store.commit("o", &keys, 1).await.unwrap();
         // A later acquisition at 20 s sweeps the expired ones.
         let more = [AcquireRequest {
             key: "new".into(),

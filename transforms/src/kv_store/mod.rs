@@ -119,12 +119,23 @@ pub trait LockStore: Send + Sync + 'static {
         concurrency: usize,
     ) -> Vec<Result<Acquired, StoreError>>;
 
-    /// Marks `owner`'s pending locks on `keys` committed. One result per key, in order.
-    /// An `Err` means the store failed for the call as a whole (after retries).
-    async fn commit(&self, owner: &str, keys: &[String]) -> Result<Vec<Settled>, StoreError>;
+    /// Marks `owner`'s pending locks on `keys` committed, with at most `concurrency` store
+    /// calls in flight. One result per key, in order. An `Err` means the store failed for
+    /// the call as a whole (after retries).
+    async fn commit(
+        &self,
+        owner: &str,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError>;
 
-    /// Deletes `owner`'s pending locks on `keys`. One result per key, in order.
-    async fn release(&self, owner: &str, keys: &[String]) -> Result<Vec<Settled>, StoreError>;
+    /// Deletes `owner`'s pending locks on `keys`, like [`LockStore::commit`].
+    async fn release(
+        &self,
+        owner: &str,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError>;
 }
 
 /// Builds the lock store configured in `field` (a `{type, settings}` object).

@@ -244,11 +244,21 @@ impl LockStore for SqliteStore {
         }
     }
 
-    async fn commit(&self, owner: &str, keys: &[String]) -> Result<Vec<Settled>, StoreError> {
+    async fn commit(
+        &self,
+        owner: &str,
+        keys: &[String],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
         self.settle(owner, keys, COMMIT).await
     }
 
-    async fn release(&self, owner: &str, keys: &[String]) -> Result<Vec<Settled>, StoreError> {
+    async fn release(
+        &self,
+        owner: &str,
+        keys: &[String],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
         self.settle(owner, keys, RELEASE).await
     }
 }
@@ -280,7 +290,7 @@ mod tests {
                 .await;
             assert_eq!(r[0].as_ref().unwrap(), &Acquired::Taken);
             assert_eq!(
-                a.commit("a", &["k".into()]).await.unwrap(),
+                a.commit("a", &["k".into()], 1).await.unwrap(),
                 vec![Settled::Ok]
             );
         }
@@ -327,7 +337,7 @@ mod tests {
             path: PathBuf::from("/proc/no/such/locks.sqlite"),
             conn: Arc::new(Mutex::new(None)),
         };
-        let e = store.commit("a", &["k".into()]).await.unwrap_err();
+        let e = store.commit("a", &["k".into()], 1).await.unwrap_err();
         assert!(e.to_string().contains("/proc/no/such"), "{e}");
         let e = SqliteStore::open(PathBuf::from("/proc/no/such/locks.sqlite"))
             .err()

@@ -118,6 +118,8 @@ pub struct Settings {
 struct Held {
     key: String,
     tracker: Arc<AckTracker>,
+    /// When it was taken: past half the lease, the lock checkpoints on its own.
+    taken: Instant,
 }
 
 /// Counts of what the lock did, for logs and tests.
@@ -440,7 +442,10 @@ impl MetaKvStoreLock {
             .map(|(q, _)| q.key.clone())
             .collect();
         if !taken.is_empty()
-            && let Err(e) = self.store.release(&self.owner, &taken).await
+            && let Err(e) = self
+                .store
+                .release(&self.owner, &taken, self.concurrency)
+                .await
         {
             tracing::warn!(lock = %self.id, error = %e, keys = taken.len(),
                 "could not release locks taken for a failed batch; they block until their lease ends");
@@ -456,12 +461,17 @@ impl MetaKvStoreLock {
         let mut msgs = Vec::with_capacity(run.len());
         let mut ours = HashSet::with_capacity(run.len());
         {
+            let taken = Instant::now();
             let mut held = self.held();
             for (key, mut m) in run {
                 let (tracker, token) = AckTracker::new();
                 ours.insert(tracker.id());
                 m.add_ack(token);
-                held.push(Held { key, tracker });
+                held.push(Held {
+                    key,
+                    tracker,
+                    taken,
+                });
                 msgs.push(m);
             }
         }
@@ -480,6 +490,15 @@ impl MetaKvStoreLock {
     ) -> Result<(), TransformError> {
         if msgs.is_empty() {
             return Ok(());
+        }
+        // Locks held for half their lease are settled now, whatever the source's ctrl
+        // rhythm (`sluice run` sends one at the end of input), so a long run never lets
+        // its leases run out before it commits.
+        let half_lease = Duration::from_millis(self.lease_ms as u64 / 2);
+        let stale = self.held().iter().any(|h| h.taken.elapsed() >= half_lease);
+        if stale && let Err(e) = self.flush_and_settle(out).await {
+            fail_each(msgs.iter(), &e);
+            return Err(e);
         }
         let fates = match self.acquire_all(&msgs, out).await {
             Ok(f) => f,
@@ -589,9 +608,13 @@ impl MetaKvStoreLock {
         let keys: Vec<String> = group.iter().map(|h| h.key.clone()).collect();
         let what = if commit { "commit" } else { "release" };
         let result = if commit {
-            self.store.commit(&self.owner, &keys).await
+            self.store
+                .commit(&self.owner, &keys, self.concurrency)
+                .await
         } else {
-            self.store.release(&self.owner, &keys).await
+            self.store
+                .release(&self.owner, &keys, self.concurrency)
+                .await
         };
         let settled = result.map_err(|e| {
             TransformError::failed(format!(
@@ -1082,7 +1105,7 @@ mod tests {
         let k = key.clone();
         let committer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(150));
-            testing::block_on(store.commit("them", &[k])).unwrap();
+            testing::block_on(store.commit("them", &[k], 1)).unwrap();
         });
         assert_eq!(testing::run(lock, &["m"]).unwrap(), vec!["m"]);
         committer.join().unwrap();
@@ -1096,7 +1119,7 @@ mod tests {
         let k = key2.clone();
         let releaser = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(150));
-            testing::block_on(store.release("them", &[k])).unwrap();
+            testing::block_on(store.release("them", &[k], 1)).unwrap();
         });
         testing::run(lock, &["n"]).unwrap();
         releaser.join().unwrap();
@@ -1131,6 +1154,28 @@ mod tests {
         let recs = f.records();
         let q = recs.iter().find(|r| r.0 == key4).unwrap();
         assert!(q.1 != "them" && q.2, "ours now, committed: {q:?}");
+    }
+
+    #[test]
+    fn locks_half_their_lease_old_are_committed_without_waiting_for_a_ctrl() {
+        let f = Fixture::new();
+        let lock = f.lock(
+            suffix_and_send("lock-half-lease"),
+            json!({"lease": "400ms"}),
+        );
+        let p = Pipeline::new(vec![("lock".into(), lock)]);
+        testing::block_on(p.apply(vec![Message::new(&b"early"[..])])).unwrap();
+        assert!(journal("lock-half-lease").is_empty(), "held by the send");
+        std::thread::sleep(Duration::from_millis(250));
+        // The next batch finds "early" held for more than half the lease: the lock flushes
+        // its inner list and commits it before going on.
+        let out = testing::block_on(p.apply(vec![Message::new(&b"late"[..])])).unwrap();
+        assert_eq!(datas(&out), vec!["late+"]);
+        assert_eq!(journal("lock-half-lease"), vec!["sent:early+"]);
+        let early = hex::encode(sha2::Sha256::digest(b"early"));
+        let recs = f.records();
+        assert!(recs.iter().any(|r| r.0 == early && r.2), "{recs:?}");
+        assert!(recs.iter().any(|r| r.0 != early && !r.2), "late is pending");
     }
 
     #[test]
