@@ -4,24 +4,36 @@
 #
 #   scripts/emulators.sh install          install every emulator (idempotent; fast when done)
 #   scripts/emulators.sh path dynamodb    print the DynamoDB emulator's binary
+#   scripts/emulators.sh path moto        print moto's server binary
 #   scripts/emulators.sh start dynamodb [PORT]
 #                                         run it in the foreground on 127.0.0.1:PORT
 #                                         (default 8000), in memory, with the tables of
 #                                         tests/fixtures/dynamodb_tables.json (the examples'
 #                                         sluice-locks); Ctrl-C stops it
+#   scripts/emulators.sh start moto [PORT]
+#                                         run moto in the foreground on 127.0.0.1:PORT
+#                                         (default 5000), in memory; Ctrl-C stops it
 #
 # DynamoDB: dynoxide (a DynamoDB-compatible server backed by SQLite; a static binary in the
 # npm package @dynoxide/linux-x64). It implements what the lock store needs: conditional
 # PutItem with ReturnValuesOnConditionCheckFailure=ALL_OLD, TransactWriteItems with
 # CancellationReasons (and the old item), UpdateTimeToLive.
 #
-# The tests do not need `start`: tests/common/dynamodb.rs spawns the installed binary on a
-# free loopback port (or uses SLUICE_TEST_DYNAMODB_ENDPOINT when set). To point sluice
-# itself at a running emulator:
-#   AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-#   AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 sluice run ...
+# Kinesis, Firehose (and the S3 bucket Firehose delivers to): moto's server (PyPI
+# `moto[server]`), in a virtualenv at .emulators/venv. Quirks (reference/toolchain.md): a
+# Firehose delivery stream must be created with CompressionFormat set (the Rust SDK cannot
+# read moto's description otherwise), and its destination bucket must exist before the
+# first PutRecordBatch (moto answers HTTP 500 otherwise).
 #
-# Needs: npm (node 18 or later). Later: moto for Kinesis and Firehose.
+# The tests do not need `start`: tests/common/dynamodb.rs and tests/common/moto.rs spawn the
+# installed binaries on free loopback ports (or use SLUICE_TEST_DYNAMODB_ENDPOINT /
+# SLUICE_TEST_MOTO_ENDPOINT when set). To point sluice itself at running emulators:
+#   AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+#   AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 \
+#   AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:5000 \
+#   AWS_ENDPOINT_URL_FIREHOSE=http://127.0.0.1:5000 sluice run ...
+#
+# Needs: npm (node 18 or later) and python3 (3.9 or later, with the venv module).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +41,9 @@ DIR=.emulators
 DYNOXIDE_VERSION=1.2.1
 DYNOXIDE_PKG="@dynoxide/linux-x64"
 DYNOXIDE_BIN="$DIR/node_modules/$DYNOXIDE_PKG/dynoxide"
+MOTO_VERSION=5.2.5
+MOTO_VENV="$DIR/venv"
+MOTO_BIN="$MOTO_VENV/bin/moto_server"
 
 die() { echo "emulators.sh: $*" >&2; exit 1; }
 
@@ -55,15 +70,35 @@ install_dynoxide() {
     "$DYNOXIDE_BIN" --version
 }
 
+install_moto() {
+    local stamp="$MOTO_VENV/.moto-version"
+    if [[ -x "$MOTO_BIN" && "$(cat "$stamp" 2>/dev/null)" == "$MOTO_VERSION" ]]; then
+        echo "moto $MOTO_VERSION: already installed ($MOTO_BIN)"
+        return
+    fi
+    command -v python3 >/dev/null || die "python3 is needed to install moto (apt-get install python3 python3-venv)"
+    mkdir -p "$DIR"
+    echo "installing moto[server] $MOTO_VERSION into $MOTO_VENV/"
+    [[ -x "$MOTO_VENV/bin/pip" ]] || python3 -m venv "$MOTO_VENV" \
+        || die "python3 -m venv failed (apt-get install python3-venv)"
+    "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check \
+        "moto[server]==$MOTO_VERSION" >&2
+    [[ -x "$MOTO_BIN" ]] || die "pip finished but $MOTO_BIN is missing"
+    echo "$MOTO_VERSION" >"$stamp"
+    echo "moto $MOTO_VERSION installed"
+}
+
 cmd="${1:-}"
 case "$cmd" in
     install)
         install_dynoxide
+        install_moto
         ;;
     path)
         case "${2:-}" in
             dynamodb) echo "$PWD/$DYNOXIDE_BIN" ;;
-            *) die "usage: $0 path dynamodb" ;;
+            moto) echo "$PWD/$MOTO_BIN" ;;
+            *) die "usage: $0 path dynamodb|moto" ;;
         esac
         ;;
     start)
@@ -73,11 +108,15 @@ case "$cmd" in
                 exec "$DYNOXIDE_BIN" --host 127.0.0.1 --port "${3:-8000}" \
                     --schema tests/fixtures/dynamodb_tables.json
                 ;;
-            *) die "usage: $0 start dynamodb [PORT]" ;;
+            moto)
+                [[ -x "$MOTO_BIN" ]] || die "moto is not installed: run $0 install"
+                exec "$MOTO_BIN" -H 127.0.0.1 -p "${3:-5000}"
+                ;;
+            *) die "usage: $0 start dynamodb|moto [PORT]" ;;
         esac
         ;;
     *)
-        sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+        sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
 esac

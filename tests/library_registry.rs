@@ -35,17 +35,11 @@ const PENDING_TRANSFORMS: &[&str] = &[
     "utility_metric_bytes",
     "utility_metric_count",
     "utility_metric_freshness",
-    // Public-suffix-list domain parsing.
-    "network_domain_registered_domain",
-    "network_domain_subdomain",
-    "network_domain_top_level_domain",
     // jq.
     "object_jq",
     // AWS, GCP and HTTP sends.
-    "send_aws_data_firehose",
     "send_aws_dynamodb_put",
     "send_aws_eventbridge",
-    "send_aws_kinesis_data_stream",
     "send_aws_lambda",
     "send_aws_s3",
     "send_aws_sns",

@@ -14,6 +14,7 @@ pub mod format;
 pub mod hash;
 pub mod kv_store;
 pub mod meta;
+pub mod network;
 pub mod number;
 pub mod object;
 pub mod send;
@@ -33,6 +34,7 @@ pub fn registry() -> Registry {
     format::register(&mut r);
     hash::register(&mut r);
     meta::register(&mut r);
+    network::register(&mut r);
     number::register(&mut r);
     object::register(&mut r);
     send::register(&mut r);

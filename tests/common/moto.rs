@@ -1,0 +1,335 @@
+//! A Kinesis / Firehose / S3 endpoint for integration tests: moto's server (installed by
+//! `scripts/emulators.sh install` into `.emulators/venv`) started once per test binary on a
+//! free loopback port, or the endpoint in `SLUICE_TEST_MOTO_ENDPOINT` when that is set. A
+//! missing emulator fails the test with instructions; it is never skipped.
+//!
+//! Tests share the one server and keep apart by stream and bucket names
+//! ([`super::dynamodb::unique_table`] makes them). Clients are built with the endpoint,
+//! region and placeholder credentials given explicitly, so nothing depends on (or changes)
+//! the process environment. S3 is reached with plain HTTP requests (moto does not check
+//! signatures), which keeps the S3 SDK out of the build.
+//!
+//! Quirks (`reference/toolchain.md` §2): a delivery stream must be created with
+//! `CompressionFormat` set, and its bucket must exist before the first `PutRecordBatch`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use aws_sdk_firehose::types::{CompressionFormat, ExtendedS3DestinationConfiguration};
+use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_kinesis::types::{ShardIteratorType, StreamStatus};
+
+/// The environment variable that names an already running endpoint to use instead.
+pub const ENDPOINT_ENV: &str = "SLUICE_TEST_MOTO_ENDPOINT";
+/// moto's account id.
+pub const ACCOUNT: &str = "123456789012";
+
+/// A running emulator process; killed when dropped.
+struct Emulator {
+    child: Child,
+    endpoint: String,
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where moto's server lives once `scripts/emulators.sh install` ran.
+pub fn emulator_binary() -> PathBuf {
+    super::workspace_root().join(".emulators/venv/bin/moto_server")
+}
+
+/// The endpoint URL (`http://127.0.0.1:PORT`) of a running moto: the one in
+/// `SLUICE_TEST_MOTO_ENDPOINT`, else this test binary's server, started on first use and
+/// killed when the binary exits.
+pub fn endpoint() -> String {
+    if let Ok(url) = std::env::var(ENDPOINT_ENV)
+        && !url.is_empty()
+    {
+        return url;
+    }
+    static EMULATOR: OnceLock<Emulator> = OnceLock::new();
+    EMULATOR
+        .get_or_init(|| {
+            let emulator = start();
+            kill_at_exit(emulator.child.id());
+            emulator
+        })
+        .endpoint
+        .clone()
+}
+
+fn start() -> Emulator {
+    let bin = emulator_binary();
+    assert!(
+        bin.exists(),
+        "moto is not installed ({}): run scripts/emulators.sh install \
+         (or set {ENDPOINT_ENV} to a running moto server)",
+        bin.display()
+    );
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("finding a free loopback port")
+        .port();
+    let child = Command::new(&bin)
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
+    let mut emulator = Emulator {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+    };
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return emulator;
+        }
+        if let Ok(Some(status)) = emulator.child.try_wait() {
+            panic!("moto exited at start ({status}); port {port} taken?");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "moto did not listen on {addr} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Kills process `pid` when the test binary exits.
+fn kill_at_exit(pid: u32) {
+    static PID: OnceLock<u32> = OnceLock::new();
+    let _ = PID.set(pid);
+    extern "C" fn kill_emulator() {
+        if let Some(pid) = PID.get() {
+            // SAFETY: `kill` has no memory-safety preconditions; the pid is our child's.
+            unsafe {
+                kill(*pid as i32, 9);
+            }
+        }
+    }
+    unsafe extern "C" {
+        fn atexit(f: extern "C" fn()) -> i32;
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: registers a plain function with no captured state.
+    unsafe {
+        atexit(kill_emulator);
+    }
+}
+
+/// A Kinesis client for `endpoint`.
+pub fn kinesis(endpoint: &str) -> aws_sdk_kinesis::Client {
+    let conf = aws_sdk_kinesis::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
+        .endpoint_url(endpoint)
+        .http_client(sluice_transforms::aws::https_client())
+        .build();
+    aws_sdk_kinesis::Client::from_conf(conf)
+}
+
+/// A Firehose client for `endpoint`.
+pub fn firehose(endpoint: &str) -> aws_sdk_firehose::Client {
+    let conf = aws_sdk_firehose::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
+        .endpoint_url(endpoint)
+        .http_client(sluice_transforms::aws::https_client())
+        .build();
+    aws_sdk_firehose::Client::from_conf(conf)
+}
+
+/// The ARN of stream `name`.
+pub fn stream_arn(name: &str) -> String {
+    format!("arn:aws:kinesis:us-east-1:{ACCOUNT}:stream/{name}")
+}
+
+/// Creates stream `name` with `shards` shards and waits until it is active.
+pub async fn create_stream(endpoint: &str, name: &str, shards: i32) {
+    let c = kinesis(endpoint);
+    c.create_stream()
+        .stream_name(name)
+        .shard_count(shards)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("creating stream {name}: {e:?}"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let d = c
+            .describe_stream_summary()
+            .stream_name(name)
+            .send()
+            .await
+            .expect("describing the stream");
+        if d.stream_description_summary().map(|s| s.stream_status()) == Some(&StreamStatus::Active)
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stream {name} not active in 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every record of stream `name`, per shard: (shard id, [(partition key, data)]).
+pub async fn read_stream(endpoint: &str, name: &str) -> Vec<(String, Vec<(String, Vec<u8>)>)> {
+    let c = kinesis(endpoint);
+    let shards = c
+        .list_shards()
+        .stream_name(name)
+        .send()
+        .await
+        .expect("listing shards");
+    let mut out = Vec::new();
+    for shard in shards.shards() {
+        let mut iter = c
+            .get_shard_iterator()
+            .stream_name(name)
+            .shard_id(shard.shard_id())
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .expect("a shard iterator")
+            .shard_iterator()
+            .map(String::from);
+        let mut records = Vec::new();
+        while let Some(it) = iter {
+            let got = c
+                .get_records()
+                .shard_iterator(it)
+                .limit(10_000)
+                .send()
+                .await
+                .expect("reading records");
+            if got.records().is_empty() {
+                break;
+            }
+            for r in got.records() {
+                records.push((
+                    r.partition_key().unwrap_or_default().to_string(),
+                    r.data().as_ref().to_vec(),
+                ));
+            }
+            iter = got.next_shard_iterator().map(String::from);
+        }
+        out.push((shard.shard_id().to_string(), records));
+    }
+    out
+}
+
+/// One plain HTTP/1.0 request to `endpoint` (S3 path style): (status, body).
+pub fn http(endpoint: &str, method: &str, path: &str) -> (u16, Vec<u8>) {
+    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
+    // moto checks no signature, but refuses anonymous reads of private objects: any
+    // Authorization header makes the request the account's.
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: 0\r\n\
+         Authorization: AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/s3/aws4_request, \
+         SignedHeaders=host, Signature=0\r\n\r\n"
+    )
+    .expect("writing the request");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("reading the response");
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("an HTTP response");
+    let head = String::from_utf8_lossy(&buf[..split]);
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status code");
+    (status, buf[split + 4..].to_vec())
+}
+
+/// Creates bucket `name`.
+pub fn create_bucket(endpoint: &str, name: &str) {
+    let (status, body) = http(endpoint, "PUT", &format!("/{name}"));
+    assert_eq!(
+        status,
+        200,
+        "creating bucket {name}: {}",
+        String::from_utf8_lossy(&body)
+    );
+}
+
+/// The contents of every object in bucket `name`, in key order.
+pub fn bucket_objects(endpoint: &str, name: &str) -> Vec<Vec<u8>> {
+    let (status, body) = http(
+        endpoint,
+        "GET",
+        &format!("/{name}?list-type=2&max-keys=1000"),
+    );
+    let xml = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(status, 200, "listing {name}: {xml}");
+    assert!(!xml.contains("<IsTruncated>true"), "more than 1000 objects");
+    let mut keys: Vec<String> = xml
+        .split("<Key>")
+        .skip(1)
+        .map(|s| s.split("</Key>").next().unwrap_or("").to_string())
+        .collect();
+    keys.sort();
+    keys.iter()
+        .map(|k| {
+            let (status, body) = http(endpoint, "GET", &format!("/{name}/{k}"));
+            assert_eq!(status, 200, "reading {name}/{k}");
+            body
+        })
+        .collect()
+}
+
+/// Creates a direct-put delivery stream `name` that delivers to bucket `bucket` (which it
+/// creates), uncompressed.
+pub async fn create_delivery_stream(endpoint: &str, name: &str, bucket: &str) {
+    create_bucket(endpoint, bucket);
+    firehose(endpoint)
+        .create_delivery_stream()
+        .delivery_stream_name(name)
+        .extended_s3_destination_configuration(
+            ExtendedS3DestinationConfiguration::builder()
+                .role_arn(format!("arn:aws:iam::{ACCOUNT}:role/firehose"))
+                .bucket_arn(format!("arn:aws:s3:::{bucket}"))
+                // Without it the SDK cannot read moto's DescribeDeliveryStream answer.
+                .compression_format(CompressionFormat::Uncompressed)
+                .build()
+                .expect("a destination"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("creating delivery stream {name}: {e:?}"));
+}
+
+/// The environment that points a `sluice` process at `endpoint` for every service
+/// (placeholder credentials, region `us-east-1`, no instance metadata lookups).
+pub fn process_env(endpoint: &str) -> Vec<(String, String)> {
+    [
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+        ("AWS_CONFIG_FILE", "/dev/null"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "/dev/null"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}

@@ -1,0 +1,104 @@
+//! The `network_*` transforms: the parts of a domain name by the public suffix list
+//! (registered domain, subdomain, top-level domain).
+//!
+//! The three share one shape: read a domain (the value's text in object mode, the data in
+//! data mode), write one part of it. [`NetworkDomain`] is that shape; each type's file
+//! gives the function that picks its part. The public suffix list is the `psl` crate's
+//! compiled copy (ICANN and private sections, as Go's `golang.org/x/net/publicsuffix`
+//! that Substation uses); a name whose last label is not on the list counts as a
+//! one-label suffix, as in Go.
+
+pub mod domain_registered_domain;
+pub mod domain_subdomain;
+pub mod domain_top_level_domain;
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use sluice_engine::settings::ObjectSettings;
+use sluice_engine::{Build, ConfigError, Message, Registry, Transform, TransformError, Value};
+
+use crate::common::Io;
+
+/// Registers the family.
+pub fn register(r: &mut Registry) {
+    r.transform("network_domain_registered_domain", |b| {
+        NetworkDomain::build(b, domain_registered_domain::part).map(into_transform)
+    });
+    r.transform("network_domain_subdomain", |b| {
+        NetworkDomain::build(b, domain_subdomain::part).map(into_transform)
+    });
+    r.transform("network_domain_top_level_domain", |b| {
+        NetworkDomain::build(b, domain_top_level_domain::part).map(into_transform)
+    });
+}
+
+fn into_transform(t: NetworkDomain) -> Arc<dyn Transform> {
+    Arc::new(t)
+}
+
+/// Settings of the `network_domain_*` transforms.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `source_key` and `target_key` (both or neither).
+    pub object: ObjectSettings,
+}
+
+/// Picks one part of a domain name, or says why it has none.
+pub type Part = fn(&str) -> Result<String, String>;
+
+/// A `network_domain_*` transform: reads a domain, writes the part `part` picks.
+pub struct NetworkDomain {
+    io: Io,
+    part: Part,
+}
+
+impl NetworkDomain {
+    /// Builds one from its settings.
+    pub fn build(b: &Build<'_>, part: Part) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        Ok(NetworkDomain {
+            io: Io::new(b, &s.object)?,
+            part,
+        })
+    }
+
+    /// The work, on the message in place.
+    fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
+        let Some(domain) = self.io.read_text(msg) else {
+            return Ok(());
+        };
+        let part = (self.part)(&domain).map_err(TransformError::failed)?;
+        self.io.write(msg, Value::String(part))?;
+        Ok(())
+    }
+}
+
+crate::in_place_transform!(NetworkDomain);
+
+/// Go's checks before a look-up: no empty label (`a..b`, a leading or trailing dot, `""`).
+fn check_labels(domain: &str) -> Result<(), String> {
+    if domain.split('.').any(str::is_empty) {
+        return Err(format!("empty label in domain {domain:?}"));
+    }
+    Ok(())
+}
+
+/// The public suffix of `domain` (the last label when the list has no rule for it).
+fn suffix(domain: &str) -> &str {
+    psl::suffix_str(domain).unwrap_or_else(|| domain.rsplit('.').next().unwrap_or(domain))
+}
+
+/// The registered domain (eTLD+1) of `domain`.
+fn registered(domain: &str) -> Result<&str, String> {
+    check_labels(domain)?;
+    let suffix = suffix(domain);
+    if suffix.len() >= domain.len() {
+        return Err(format!("cannot derive eTLD+1 for domain {domain:?}"));
+    }
+    // The label before the suffix, and the suffix.
+    let head = &domain[..domain.len() - suffix.len() - 1];
+    let start = head.rfind('.').map_or(0, |i| i + 1);
+    Ok(&domain[start..])
+}

@@ -1,0 +1,589 @@
+//! `send_aws_data_firehose`: puts each batch into an Amazon Data Firehose delivery stream
+//! with `PutRecordBatch`.
+//!
+//! Substation compatibility: the same type name and settings (`aws.arn`,
+//! `aws.assume_role_arn`, `batch`, `auxiliary_transforms`, `object.batch_key`). `aws.arn`
+//! is the delivery stream's ARN (`arn:aws:firehose:REGION:ACCOUNT:deliverystream/NAME`),
+//! from which the `DeliveryStreamName` and the region are taken, or its bare name (the
+//! region then comes from `AWS_REGION`); Substation passes the whole ARN as the name. Each
+//! item is one Firehose record, sent as is (Firehose adds no separator: add one with
+//! auxiliary transforms). The default id is the type name; Substation's Go code defaults it
+//! to `send_aws_kinesis_data_firehose` (a copy-paste slip), which sluice does not copy.
+//!
+//! Where sluice differs from Substation (`reference/substation.md` §2.1 row 50):
+//!
+//! - **Limits**: at most 500 records and 4 MiB per call; a batch that exceeds either (after
+//!   auxiliary transforms) is split into several calls, in order. A record is at most
+//!   1,000 KiB (1,024,000 bytes); a larger message is an error naming the limit when it
+//!   arrives, so it never blocks a batch.
+//! - **Partial failures**: the records a call reports with an `ErrorCode`
+//!   (`RequestResponses[i]`) are sent again, only those, with exponential backoff and full
+//!   jitter and a bound ([`RetryPolicy::DEFAULT`]); throttling and 5xx of the whole call
+//!   are retried by the SDK (`crate::aws`). What still fails is reported to the batcher as
+//!   exactly those items, so only their messages' acknowledgements fail, and the error
+//!   names the delivery stream and the error codes. Substation retries recursively without
+//!   bound or backoff, and dereferences a nil response when the call itself fails.
+
+use aws_sdk_firehose::Client;
+use aws_sdk_firehose::error::DisplayErrorContext;
+use aws_sdk_firehose::primitives::Blob;
+use aws_sdk_firehose::types::Record;
+use serde::Deserialize;
+use sluice_engine::settings::{BatchSettings, ObjectSettings};
+use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
+use tokio::sync::OnceCell;
+
+use super::aws_kinesis_data_stream::{
+    AwsSettings, Failures, RetryPolicy, check_role, non_empty, valid_stream_name,
+};
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+use crate::aws::{Arn, AwsTarget};
+
+/// Most records in one `PutRecordBatch` call.
+pub const MAX_RECORDS: usize = 500;
+/// Most bytes in one `PutRecordBatch` call.
+pub const MAX_CALL_BYTES: usize = 4 * 1024 * 1024;
+/// Most bytes of one record (1,000 KiB).
+pub const MAX_RECORD_BYTES: usize = 1_024_000;
+
+/// Settings of `send_aws_data_firehose`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The delivery stream and the role.
+    pub aws: AwsSettings,
+    /// Batch limits (capped at 500 records and 4 MiB).
+    pub batch: BatchSettings,
+    /// Transforms run over each batch before it is sent.
+    pub auxiliary_transforms: Option<Value>,
+    /// `batch_key`.
+    pub object: ObjectSettings,
+}
+
+/// The delivery stream named by `aws.arn`: its name and its region (from an ARN).
+pub fn parse_delivery_stream(arn: Option<String>) -> Result<(String, Option<String>), String> {
+    let arn = non_empty(arn).ok_or(
+        "missing required option: the delivery stream's ARN \
+         (arn:aws:firehose:REGION:ACCOUNT:deliverystream/NAME) or its name",
+    )?;
+    if arn.starts_with("arn:") {
+        let a = Arn::parse(&arn)?;
+        let name = a.resource.strip_prefix("deliverystream/").unwrap_or("");
+        if a.service != "firehose" || !valid_stream_name(name, 64) || a.region.is_empty() {
+            return Err(format!(
+                "{arn:?} is not a Firehose delivery stream ARN \
+                 (expected arn:aws:firehose:REGION:ACCOUNT:deliverystream/NAME)"
+            ));
+        }
+        Ok((name.to_string(), Some(a.region)))
+    } else if valid_stream_name(&arn, 64) {
+        Ok((arn, None))
+    } else {
+        Err(format!(
+            "{arn:?} is neither a Firehose delivery stream ARN \
+             (arn:aws:firehose:REGION:ACCOUNT:deliverystream/NAME) nor a delivery stream \
+             name (1 to 64 letters, digits, '_', '-', '.')"
+        ))
+    }
+}
+
+/// A Firehose delivery stream as a destination.
+pub struct Firehose {
+    name: String,
+    target: AwsTarget,
+    client: OnceCell<Client>,
+    retry: RetryPolicy,
+}
+
+impl Firehose {
+    /// The delivery stream `name`, reached with `target`.
+    pub fn new(name: String, target: AwsTarget) -> Self {
+        Firehose {
+            name,
+            target,
+            client: OnceCell::new(),
+            retry: RetryPolicy::DEFAULT,
+        }
+    }
+
+    /// Uses `client` instead of making one (tests with mocked responses).
+    pub fn with_client(mut self, client: Client) -> Self {
+        self.client = OnceCell::new_with(Some(client));
+        self
+    }
+
+    /// Uses `retry` for failed records.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The delivery stream's name.
+    pub fn stream_name(&self) -> &str {
+        &self.name
+    }
+
+    async fn client(&self) -> Result<&Client, TransformError> {
+        self.client
+            .get_or_try_init(|| async {
+                let conf = crate::aws::load(&self.target).await;
+                if conf.region().is_none() {
+                    return Err(TransformError::failed(format!(
+                        "firehose delivery stream {}: no AWS region: give the delivery stream's ARN in aws.arn or set AWS_REGION",
+                        self.name
+                    )));
+                }
+                Ok(Client::new(&conf))
+            })
+            .await
+    }
+
+    /// Puts `items` (one call's worth) until each was accepted or the attempts are spent.
+    /// On failure: the indexes (into `items`) not accepted, and why.
+    async fn put(
+        &self,
+        client: &Client,
+        items: &[bytes::Bytes],
+    ) -> Result<(), (Vec<usize>, TransformError)> {
+        let mut pending: Vec<usize> = (0..items.len()).collect();
+        let mut failures = Failures::default();
+        for attempt in 1..=self.retry.attempts {
+            if attempt > 1 {
+                tokio::time::sleep(self.retry.delay(attempt - 1)).await;
+            }
+            let records: Vec<Record> = pending
+                .iter()
+                .map(|&i| {
+                    Record::builder()
+                        .data(Blob::new(items[i].to_vec()))
+                        .build()
+                        .expect("data is set")
+                })
+                .collect();
+            let out = match client
+                .put_record_batch()
+                .delivery_stream_name(&self.name)
+                .set_records(Some(records))
+                .send()
+                .await
+            {
+                Ok(out) => out,
+                Err(e) => {
+                    return Err((
+                        pending,
+                        TransformError::failed(format!(
+                            "firehose delivery stream {}: PutRecordBatch failed: {}",
+                            self.name,
+                            DisplayErrorContext(&e)
+                        )),
+                    ));
+                }
+            };
+            let results = out.request_responses();
+            if results.len() != pending.len() {
+                return Err((
+                    pending.clone(),
+                    TransformError::failed(format!(
+                        "firehose delivery stream {}: PutRecordBatch answered {} results for {} records",
+                        self.name,
+                        results.len(),
+                        pending.len()
+                    )),
+                ));
+            }
+            failures = Failures::default();
+            let mut still = Vec::new();
+            for (&i, r) in pending.iter().zip(results) {
+                if let Some(code) = r.error_code().filter(|c| !c.is_empty()) {
+                    failures.add(code, r.error_message().unwrap_or(""));
+                    still.push(i);
+                }
+            }
+            if still.is_empty() {
+                return Ok(());
+            }
+            tracing::debug!(stream = %self.name, failed = still.len(), attempt, "PutRecordBatch: records failed");
+            pending = still;
+        }
+        Err((
+            pending.clone(),
+            TransformError::failed(format!(
+                "firehose delivery stream {}: {} of {} records not accepted after {} PutRecordBatch attempts: {failures}",
+                self.name,
+                pending.len(),
+                items.len(),
+                self.retry.attempts
+            )),
+        ))
+    }
+}
+
+/// Splits `items` into calls of at most [`MAX_RECORDS`] records and [`MAX_CALL_BYTES`].
+fn calls(items: &[bytes::Bytes]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, r) in items.iter().enumerate() {
+        if i > start && (i - start == MAX_RECORDS || bytes + r.len() > MAX_CALL_BYTES) {
+            out.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += r.len();
+    }
+    if start < items.len() {
+        out.push(start..items.len());
+    }
+    out
+}
+
+#[async_trait]
+impl Destination for Firehose {
+    async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+        let client = self.client().await?;
+        for range in calls(&batch.items) {
+            if let Err((failed, e)) = self.put(client, &batch.items[range.clone()]).await {
+                // The failed records of this call and everything after it (not sent, so
+                // order is kept).
+                let items: Vec<usize> = failed
+                    .iter()
+                    .map(|&i| range.start + i)
+                    .chain(range.end..batch.items.len())
+                    .collect();
+                return Err(SendError::items(items, e));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `send_aws_data_firehose` transform.
+pub type SendAwsDataFirehose = Sender<Firehose>;
+
+impl Sender<Firehose> {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        let (name, region) =
+            parse_delivery_stream(s.aws.arn).map_err(|m| b.field_error("aws.arn", m))?;
+        let role = non_empty(s.aws.assume_role_arn);
+        check_role(&role).map_err(|m| b.field_error("aws.assume_role_arn", m))?;
+        let target = AwsTarget {
+            region,
+            assume_role_arn: role,
+            ..Default::default()
+        };
+        Sender::new(
+            b,
+            SendOptions {
+                batch: s.batch,
+                auxiliary_transforms: s.auxiliary_transforms,
+                object: s.object,
+            },
+            Caps {
+                count: MAX_RECORDS,
+                size: MAX_CALL_BYTES,
+                item_size: MAX_RECORD_BYTES,
+            },
+            Firehose::new(name, target),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry;
+    use crate::send::batcher::Undelivered;
+    use aws_sdk_firehose::config::retry::RetryConfig;
+    use aws_sdk_firehose::operation::put_record_batch::{
+        PutRecordBatchInput, PutRecordBatchOutput,
+    };
+    use aws_sdk_firehose::types::PutRecordBatchResponseEntry;
+    use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use bytes::Bytes;
+    use sluice_engine::ack::{AckStatus, AckTracker};
+    use sluice_engine::batch::BatchLimits;
+    use sluice_engine::{Message, Transform, json, testing};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    const ARN: &str = "arn:aws:firehose:eu-west-1:123456789012:deliverystream/logs";
+
+    const FAST: RetryPolicy = RetryPolicy {
+        attempts: 3,
+        base: Duration::from_millis(1),
+        max: Duration::from_millis(2),
+    };
+
+    fn firehose(rules: &[&Rule]) -> Firehose {
+        let client = mock_client!(aws_sdk_firehose, RuleMode::MatchAny, rules, |b| b
+            .retry_config(
+                RetryConfig::standard()
+                    .with_max_attempts(3)
+                    .with_initial_backoff(Duration::from_millis(1))
+            ));
+        let (name, region) = parse_delivery_stream(Some(ARN.into())).unwrap();
+        Firehose::new(
+            name,
+            AwsTarget {
+                region,
+                ..Default::default()
+            },
+        )
+        .with_client(client)
+        .with_retry(FAST)
+    }
+
+    fn batch(items: &[&str]) -> Outgoing {
+        Outgoing {
+            key: String::new(),
+            items: items.iter().map(|i| Bytes::from(i.to_string())).collect(),
+        }
+    }
+
+    fn results(codes: &[Option<&str>]) -> PutRecordBatchOutput {
+        let failed = codes.iter().filter(|c| c.is_some()).count() as i32;
+        let entries = codes
+            .iter()
+            .map(|c| match c {
+                None => PutRecordBatchResponseEntry::builder()
+                    .record_id("id")
+                    .build(),
+                Some(code) => PutRecordBatchResponseEntry::builder()
+                    .error_code(*code)
+                    .error_message("slow down")
+                    .build(),
+            })
+            .collect();
+        PutRecordBatchOutput::builder()
+            .failed_put_count(failed)
+            .set_request_responses(Some(entries))
+            .build()
+            .unwrap()
+    }
+
+    fn ok(n: usize) -> PutRecordBatchOutput {
+        results(&vec![None; n])
+    }
+
+    type Seen = Arc<Mutex<Vec<(String, Vec<String>)>>>;
+
+    fn recorder() -> (
+        Seen,
+        impl Fn(&PutRecordBatchInput) -> bool + Send + Sync + 'static,
+    ) {
+        let seen: Seen = Arc::default();
+        let s = seen.clone();
+        (seen, move |r: &PutRecordBatchInput| {
+            let recs = r
+                .records()
+                .iter()
+                .map(|e| String::from_utf8_lossy(e.data().as_ref()).into_owned())
+                .collect();
+            s.lock()
+                .unwrap()
+                .push((r.delivery_stream_name().unwrap_or("").to_string(), recs));
+            true
+        })
+    }
+
+    #[test]
+    fn settings_table() {
+        let r = registry();
+        for s in [
+            json!({"aws": {"arn": ARN}}),
+            json!({"aws": {"arn": "logs"}}),
+            json!({"aws": {"arn": ARN}, "batch": {"count": 10000, "size": 100000000}}),
+        ] {
+            testing::build(&r, json!({"type": "send_aws_data_firehose", "settings": s}))
+                .unwrap_or_else(|e| panic!("{s}: {e}"));
+        }
+        testing::assert_config_errors(
+            &r,
+            "send_aws_data_firehose",
+            &[
+                (json!({}), "aws.arn: missing required option"),
+                (
+                    json!({"aws": {"arn": "arn:aws:kinesis:us-east-1:1:stream/s"}}),
+                    "is not a Firehose delivery stream ARN",
+                ),
+                (
+                    json!({"aws": {"arn": "arn:aws:firehose::1:deliverystream/x"}}),
+                    "is not a Firehose delivery stream ARN",
+                ),
+                (
+                    json!({"aws": {"arn": "x".repeat(65)}}),
+                    "nor a delivery stream name",
+                ),
+                (
+                    json!({"aws": {"arn": ARN, "assume_role_arn": "arn:aws:s3:::b"}}),
+                    "aws.assume_role_arn",
+                ),
+            ],
+        );
+        assert_eq!(
+            parse_delivery_stream(Some(ARN.into())).unwrap(),
+            ("logs".into(), Some("eu-west-1".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn caps_split_calls_and_the_name_is_sent() {
+        let (seen, m) = recorder();
+        let rule = mock!(Client::put_record_batch)
+            .match_requests(m)
+            .then_compute_output(|r| ok(r.records().len()));
+        let f = firehose(&[&rule]);
+        let items: Vec<String> = (0..501).map(|i| i.to_string()).collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        f.send(&batch(&refs)).await.unwrap();
+        let big = "x".repeat(MAX_RECORD_BYTES);
+        f.send(&batch(&[big.as_str(); 5])).await.unwrap();
+        let seen = seen.lock().unwrap();
+        let sizes: Vec<usize> = seen.iter().map(|(_, r)| r.len()).collect();
+        // 501 records: 500 + 1; five records of 1,000 KiB: 4 fit in 4 MiB, then 1.
+        assert_eq!(sizes, vec![500, 1, 4, 1]);
+        assert!(seen.iter().all(|(n, _)| n == "logs"), "DeliveryStreamName");
+        assert_eq!(seen[1].1, vec!["500"]);
+    }
+
+    #[test]
+    fn a_record_over_the_limit_is_an_error_naming_it() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "send_aws_data_firehose", "settings": {"aws": {"arn": ARN}}}),
+        )
+        .unwrap();
+        let e = testing::block_on(t.transform(
+            Message::new(vec![b'x'; MAX_RECORD_BYTES + 1]),
+            &mut Vec::new(),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("item size limit of 1024000 bytes"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn partial_failures_resend_only_the_failed_records() {
+        let (seen, m) = recorder();
+        let rule = mock!(Client::put_record_batch)
+            .match_requests(m)
+            .sequence()
+            .output(|| results(&[Some("ServiceUnavailableException"), None, None]))
+            .output(|| ok(1))
+            .build();
+        let f = firehose(&[&rule]);
+        f.send(&batch(&["a", "b", "c"])).await.unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[1].1, vec!["a"]);
+    }
+
+    #[tokio::test]
+    async fn a_throttled_call_is_retried() {
+        let throttled = r#"{"__type":"ServiceUnavailableException","message":"Slow down."}"#;
+        let rule = mock!(Client::put_record_batch)
+            .sequence()
+            .http_status(503, Some(throttled.into()))
+            .times(2)
+            .output(|| ok(1))
+            .build();
+        let f = firehose(&[&rule]);
+        f.send(&batch(&["a"])).await.unwrap();
+        assert_eq!(rule.num_calls(), 3);
+    }
+
+    #[tokio::test]
+    async fn persistent_record_failures_are_undelivered_items() {
+        let rule = mock!(Client::put_record_batch).then_compute_output(|r| {
+            let codes: Vec<Option<&str>> = r
+                .records()
+                .iter()
+                .map(|e| (e.data().as_ref() == b"c").then_some("ServiceUnavailableException"))
+                .collect();
+            results(&codes)
+        });
+        let f = firehose(&[&rule]);
+        let e = f.send(&batch(&["a", "b", "c", "d"])).await.unwrap_err();
+        assert_eq!(e.undelivered, Undelivered::Items(vec![2]));
+        let text = e.error.to_string();
+        assert!(
+            text.contains("firehose delivery stream logs: 1 of 4 records not accepted after 3 PutRecordBatch attempts: 1 × ServiceUnavailableException"),
+            "{text}"
+        );
+        assert_eq!(rule.num_calls(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_failed_call_fails_it_and_the_calls_after_it() {
+        let rule_ok = mock!(Client::put_record_batch)
+            .sequence()
+            .output(|| ok(500))
+            .build();
+        let rule_err = mock!(Client::put_record_batch)
+            .sequence()
+            .http_status(
+                400,
+                Some(r#"{"__type":"ResourceNotFoundException","message":"no such stream"}"#.into()),
+            )
+            .build();
+        let f = firehose(&[&rule_ok, &rule_err]);
+        let items: Vec<String> = (0..1200).map(|i| i.to_string()).collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let e = f.send(&batch(&refs)).await.unwrap_err();
+        assert_eq!(e.undelivered, Undelivered::Items((500..1200).collect()));
+        let text = e.error.to_string();
+        assert!(
+            text.contains("firehose delivery stream logs: PutRecordBatch failed"),
+            "{text}"
+        );
+        assert!(text.contains("ResourceNotFoundException"), "{text}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn acks_fail_for_exactly_the_undelivered_messages() {
+        let rule = mock!(Client::put_record_batch).then_compute_output(|r| {
+            let codes: Vec<Option<&str>> = r
+                .records()
+                .iter()
+                .map(|e| (e.data().as_ref() == b"a").then_some("InternalFailure"))
+                .collect();
+            results(&codes)
+        });
+        let s = Sender::from_parts(
+            firehose(&[&rule]),
+            BatchLimits::from(BatchSettings::default()),
+            MAX_RECORD_BYTES,
+            None,
+            None,
+        );
+        let mut trackers = Vec::new();
+        let mut out = Vec::new();
+        for d in ["a", "b"] {
+            let (t, tok) = AckTracker::new();
+            let mut m = Message::new(d.as_bytes().to_vec());
+            m.add_ack(tok);
+            s.transform(m, &mut out).await.unwrap();
+            trackers.push(t);
+        }
+        drop(out);
+        assert!(s.transform(Message::ctrl(), &mut Vec::new()).await.is_err());
+        assert_eq!(trackers[0].status(), AckStatus::Pending);
+        assert_eq!(trackers[1].status(), AckStatus::Delivered);
+        s.abort("gave up").await;
+        assert_eq!(trackers[0].status(), AckStatus::Failed);
+    }
+
+    #[test]
+    fn compliance() {
+        let rule = mock!(Client::put_record_batch).then_compute_output(|r| ok(r.records().len()));
+        let t = Arc::new(Sender::from_parts(
+            firehose(&[&rule]),
+            BatchLimits::from(BatchSettings::default()),
+            MAX_RECORD_BYTES,
+            None,
+            None,
+        ));
+        testing::check_compliance(t);
+    }
+}
