@@ -42,28 +42,40 @@ fn n_of(data: &[u8]) -> u64 {
     v["n"].as_u64().expect("a number n")
 }
 
-#[test]
-fn records_arrive_once_each_spread_over_shards() {
+/// Every record of a stream, per shard: (shard id, [(partition key, data)]).
+type Shards = Vec<(String, Vec<(String, Vec<u8>)>)>;
+
+/// Creates a stream of `shards` shards named from `prefix`, runs `total` lines through the
+/// send with the settings `settings(stream name)`, and reads every record back, per shard.
+fn send_and_read(
+    prefix: &str,
+    shards: i32,
+    settings: impl FnOnce(&str) -> String,
+    total: usize,
+) -> Shards {
     let endpoint = moto::endpoint();
-    let stream = unique_table("sluice-kinesis");
-    runtime().block_on(moto::create_stream(&endpoint, &stream, 4));
+    let stream = unique_table(prefix);
+    runtime().block_on(moto::create_stream(&endpoint, &stream, shards));
     let d = Dir::new();
-    d.write(
-        "cfg.jsonnet",
-        config(&format!(
-            "{{ aws: {{ arn: '{}' }} }}",
-            moto::stream_arn(&stream)
-        )),
-    );
-    let total = 3000;
+    d.write("cfg.jsonnet", config(&settings(&stream)));
     d.sluice_env(
         &["run", "-c", "cfg.jsonnet"],
         lines(total),
         &moto::process_env(&endpoint),
     )
     .assert_clean_success();
+    runtime().block_on(moto::read_stream(&endpoint, &stream))
+}
 
-    let shards = runtime().block_on(moto::read_stream(&endpoint, &stream));
+#[test]
+fn records_arrive_once_each_spread_over_shards() {
+    let total = 3000;
+    let shards = send_and_read(
+        "sluice-kinesis",
+        4,
+        |stream| format!("{{ aws: {{ arn: '{}' }} }}", moto::stream_arn(stream)),
+        total,
+    );
     let mut seen = BTreeSet::new();
     let mut count = 0;
     let mut used = 0;
@@ -84,24 +96,17 @@ fn records_arrive_once_each_spread_over_shards() {
 
 #[test]
 fn a_bare_stream_name_and_keys_from_the_data() {
-    let endpoint = moto::endpoint();
-    let stream = unique_table("sluice-kinesis-name");
-    runtime().block_on(moto::create_stream(&endpoint, &stream, 4));
-    let d = Dir::new();
-    d.write(
-        "cfg.jsonnet",
-        config(&format!(
-            "{{ aws: {{ arn: '{stream}' }}, object: {{ partition_key: 'user' }}, batch: {{ count: 100 }} }}"
-        )),
-    );
     let total = 2000;
-    d.sluice_env(
-        &["run", "-c", "cfg.jsonnet"],
-        lines(total),
-        &moto::process_env(&endpoint),
-    )
-    .assert_clean_success();
-    let shards = runtime().block_on(moto::read_stream(&endpoint, &stream));
+    let shards = send_and_read(
+        "sluice-kinesis-name",
+        4,
+        |stream| {
+            format!(
+                "{{ aws: {{ arn: '{stream}' }}, object: {{ partition_key: 'user' }}, batch: {{ count: 100 }} }}"
+            )
+        },
+        total,
+    );
     let mut shard_of: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut per_key: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for (shard, records) in &shards {
@@ -184,25 +189,18 @@ fn deaggregate(blob: &[u8]) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn aggregated_records_decode_to_every_input() {
-    let endpoint = moto::endpoint();
-    let stream = unique_table("sluice-kinesis-kpl");
-    runtime().block_on(moto::create_stream(&endpoint, &stream, 2));
-    let d = Dir::new();
-    d.write(
-        "cfg.jsonnet",
-        config(&format!(
-            "{{ aws: {{ arn: '{}' }}, object: {{ partition_key: 'user' }}, enable_record_aggregation: true }}",
-            moto::stream_arn(&stream)
-        )),
-    );
     let total = 3000;
-    d.sluice_env(
-        &["run", "-c", "cfg.jsonnet"],
-        lines(total),
-        &moto::process_env(&endpoint),
-    )
-    .assert_clean_success();
-    let shards = runtime().block_on(moto::read_stream(&endpoint, &stream));
+    let shards = send_and_read(
+        "sluice-kinesis-kpl",
+        2,
+        |stream| {
+            format!(
+                "{{ aws: {{ arn: '{}' }}, object: {{ partition_key: 'user' }}, enable_record_aggregation: true }}",
+                moto::stream_arn(stream)
+            )
+        },
+        total,
+    );
     let mut kinesis_records = 0;
     let mut seen = Vec::new();
     for (_, records) in &shards {

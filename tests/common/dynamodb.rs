@@ -8,9 +8,7 @@
 //! nothing depends on (or changes) the process environment.
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -22,21 +20,10 @@ use aws_sdk_dynamodb::types::{
     ScalarAttributeType, TableStatus, TimeToLiveSpecification,
 };
 
+use super::emulator::{self, Emulator, Spec};
+
 /// The environment variable that names an already running endpoint to use instead.
 pub const ENDPOINT_ENV: &str = "SLUICE_TEST_DYNAMODB_ENDPOINT";
-
-/// A running emulator process; killed when dropped.
-struct Emulator {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Where the emulator lives once `scripts/emulators.sh install` ran.
 pub fn emulator_binary() -> PathBuf {
@@ -47,84 +34,16 @@ pub fn emulator_binary() -> PathBuf {
 /// `SLUICE_TEST_DYNAMODB_ENDPOINT`, else this test binary's emulator, started on first use
 /// and killed when the binary exits (statics are never dropped, so an exit hook does it).
 pub fn endpoint() -> String {
-    if let Ok(url) = std::env::var(ENDPOINT_ENV)
-        && !url.is_empty()
-    {
-        return url;
-    }
     static EMULATOR: OnceLock<Emulator> = OnceLock::new();
-    EMULATOR
-        .get_or_init(|| {
-            let emulator = start();
-            kill_at_exit(emulator.child.id());
-            emulator
-        })
-        .endpoint
-        .clone()
-}
-
-fn start() -> Emulator {
-    let bin = emulator_binary();
-    assert!(
-        bin.exists(),
-        "the DynamoDB emulator is not installed ({}): run scripts/emulators.sh install \
-         (or set {ENDPOINT_ENV} to a running DynamoDB endpoint)",
-        bin.display()
-    );
-    // A free port: bind to port 0, read it, release it. Another process could take it
-    // before the emulator binds; the readiness check below then fails loudly.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("finding a free loopback port")
-        .port();
-    let child = Command::new(&bin)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-    let mut emulator = Emulator {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
-    };
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return emulator;
-        }
-        if let Ok(Some(status)) = emulator.child.try_wait() {
-            panic!("the DynamoDB emulator exited at start ({status}); port {port} taken?");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the DynamoDB emulator did not listen on {addr} within 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Kills process `pid` when the test binary exits.
-fn kill_at_exit(pid: u32) {
-    static PID: OnceLock<u32> = OnceLock::new();
-    let _ = PID.set(pid);
-    extern "C" fn kill_emulator() {
-        if let Some(pid) = PID.get() {
-            // SAFETY: `kill` has no memory-safety preconditions; the pid is our child's.
-            unsafe {
-                kill(*pid as i32, 9);
-            }
-        }
-    }
-    unsafe extern "C" {
-        fn atexit(f: extern "C" fn()) -> i32;
-        fn kill(pid: i32, sig: i32) -> i32;
-    }
-    // SAFETY: registers a plain function with no captured state.
-    unsafe {
-        atexit(kill_emulator);
-    }
+    emulator::endpoint(&EMULATOR, || Spec {
+        what: "the DynamoDB emulator",
+        env: ENDPOINT_ENV,
+        running: "DynamoDB endpoint",
+        bin: emulator_binary(),
+        flags: ["--host", "--port"],
+        timeout: Duration::from_secs(10),
+        poll: Duration::from_millis(20),
+    })
 }
 
 /// A table name no other test in this run uses, starting with `prefix`.

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod dynamodb;
+pub mod emulator;
 pub mod moto;
 
 use std::io::{Read, Write};

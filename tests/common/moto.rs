@@ -13,9 +13,8 @@
 //! `CompressionFormat` set, and its bucket must exist before the first `PutRecordBatch`.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -23,23 +22,12 @@ use aws_sdk_firehose::types::{CompressionFormat, ExtendedS3DestinationConfigurat
 use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_kinesis::types::{ShardIteratorType, StreamStatus};
 
+use super::emulator::{self, Emulator, Spec};
+
 /// The environment variable that names an already running endpoint to use instead.
 pub const ENDPOINT_ENV: &str = "SLUICE_TEST_MOTO_ENDPOINT";
 /// moto's account id.
 pub const ACCOUNT: &str = "123456789012";
-
-/// A running emulator process; killed when dropped.
-struct Emulator {
-    child: Child,
-    endpoint: String,
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Where moto's server lives once `scripts/emulators.sh install` ran.
 pub fn emulator_binary() -> PathBuf {
@@ -50,82 +38,16 @@ pub fn emulator_binary() -> PathBuf {
 /// `SLUICE_TEST_MOTO_ENDPOINT`, else this test binary's server, started on first use and
 /// killed when the binary exits.
 pub fn endpoint() -> String {
-    if let Ok(url) = std::env::var(ENDPOINT_ENV)
-        && !url.is_empty()
-    {
-        return url;
-    }
     static EMULATOR: OnceLock<Emulator> = OnceLock::new();
-    EMULATOR
-        .get_or_init(|| {
-            let emulator = start();
-            kill_at_exit(emulator.child.id());
-            emulator
-        })
-        .endpoint
-        .clone()
-}
-
-fn start() -> Emulator {
-    let bin = emulator_binary();
-    assert!(
-        bin.exists(),
-        "moto is not installed ({}): run scripts/emulators.sh install \
-         (or set {ENDPOINT_ENV} to a running moto server)",
-        bin.display()
-    );
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("finding a free loopback port")
-        .port();
-    let child = Command::new(&bin)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting {}: {e}", bin.display()));
-    let mut emulator = Emulator {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
-    };
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return emulator;
-        }
-        if let Ok(Some(status)) = emulator.child.try_wait() {
-            panic!("moto exited at start ({status}); port {port} taken?");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "moto did not listen on {addr} within 30 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Kills process `pid` when the test binary exits.
-fn kill_at_exit(pid: u32) {
-    static PID: OnceLock<u32> = OnceLock::new();
-    let _ = PID.set(pid);
-    extern "C" fn kill_emulator() {
-        if let Some(pid) = PID.get() {
-            // SAFETY: `kill` has no memory-safety preconditions; the pid is our child's.
-            unsafe {
-                kill(*pid as i32, 9);
-            }
-        }
-    }
-    unsafe extern "C" {
-        fn atexit(f: extern "C" fn()) -> i32;
-        fn kill(pid: i32, sig: i32) -> i32;
-    }
-    // SAFETY: registers a plain function with no captured state.
-    unsafe {
-        atexit(kill_emulator);
-    }
+    emulator::endpoint(&EMULATOR, || Spec {
+        what: "moto",
+        env: ENDPOINT_ENV,
+        running: "moto server",
+        bin: emulator_binary(),
+        flags: ["-H", "-p"],
+        timeout: Duration::from_secs(30),
+        poll: Duration::from_millis(50),
+    })
 }
 
 /// A Kinesis client for `endpoint`.

@@ -33,8 +33,9 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 use tokio::sync::OnceCell;
 
-use super::aws_kinesis_data_stream::{
-    AwsSettings, Failures, RetryPolicy, check_role, non_empty, valid_stream_name,
+use super::aws_records::{
+    self, AwsSettings, RetryPolicy, Stream, check_role, non_empty, put_with_retries, record_result,
+    sdk_config, valid_stream_name,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::{Arn, AwsTarget};
@@ -126,13 +127,13 @@ impl Firehose {
     async fn client(&self) -> Result<&Client, TransformError> {
         self.client
             .get_or_try_init(|| async {
-                let conf = crate::aws::load(&self.target).await;
-                if conf.region().is_none() {
-                    return Err(TransformError::failed(format!(
+                let conf = sdk_config(&self.target, || {
+                    format!(
                         "firehose delivery stream {}: no AWS region: give the delivery stream's ARN in aws.arn or set AWS_REGION",
                         self.name
-                    )));
-                }
+                    )
+                })
+                .await?;
                 Ok(Client::new(&conf))
             })
             .await
@@ -145,12 +146,12 @@ impl Firehose {
         client: &Client,
         items: &[bytes::Bytes],
     ) -> Result<(), (Vec<usize>, TransformError)> {
-        let mut pending: Vec<usize> = (0..items.len()).collect();
-        let mut failures = Failures::default();
-        for attempt in 1..=self.retry.attempts {
-            if attempt > 1 {
-                tokio::time::sleep(self.retry.delay(attempt - 1)).await;
-            }
+        let stream = Stream {
+            kind: "firehose delivery stream",
+            name: &self.name,
+            operation: "PutRecordBatch",
+        };
+        put_with_retries(stream, &self.retry, items.len(), |pending| {
             let records: Vec<Record> = pending
                 .iter()
                 .map(|&i| {
@@ -160,80 +161,27 @@ impl Firehose {
                         .expect("data is set")
                 })
                 .collect();
-            let out = match client
+            let req = client
                 .put_record_batch()
                 .delivery_stream_name(&self.name)
                 .set_records(Some(records))
-                .send()
-                .await
-            {
-                Ok(out) => out,
-                Err(e) => {
-                    return Err((
-                        pending,
-                        TransformError::failed(format!(
-                            "firehose delivery stream {}: PutRecordBatch failed: {}",
-                            self.name,
-                            DisplayErrorContext(&e)
-                        )),
-                    ));
-                }
-            };
-            let results = out.request_responses();
-            if results.len() != pending.len() {
-                return Err((
-                    pending.clone(),
-                    TransformError::failed(format!(
-                        "firehose delivery stream {}: PutRecordBatch answered {} results for {} records",
-                        self.name,
-                        results.len(),
-                        pending.len()
-                    )),
-                ));
+                .send();
+            async move {
+                let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
+                Ok(out
+                    .request_responses()
+                    .iter()
+                    .map(|r| record_result(r.error_code(), r.error_message()))
+                    .collect())
             }
-            failures = Failures::default();
-            let mut still = Vec::new();
-            for (&i, r) in pending.iter().zip(results) {
-                if let Some(code) = r.error_code().filter(|c| !c.is_empty()) {
-                    failures.add(code, r.error_message().unwrap_or(""));
-                    still.push(i);
-                }
-            }
-            if still.is_empty() {
-                return Ok(());
-            }
-            tracing::debug!(stream = %self.name, failed = still.len(), attempt, "PutRecordBatch: records failed");
-            pending = still;
-        }
-        Err((
-            pending.clone(),
-            TransformError::failed(format!(
-                "firehose delivery stream {}: {} of {} records not accepted after {} PutRecordBatch attempts: {failures}",
-                self.name,
-                pending.len(),
-                items.len(),
-                self.retry.attempts
-            )),
-        ))
+        })
+        .await
     }
 }
 
 /// Splits `items` into calls of at most [`MAX_RECORDS`] records and [`MAX_CALL_BYTES`].
 fn calls(items: &[bytes::Bytes]) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for (i, r) in items.iter().enumerate() {
-        if i > start && (i - start == MAX_RECORDS || bytes + r.len() > MAX_CALL_BYTES) {
-            out.push(start..i);
-            start = i;
-            bytes = 0;
-        }
-        bytes += r.len();
-    }
-    if start < items.len() {
-        out.push(start..items.len());
-    }
-    out
+    aws_records::calls(items, bytes::Bytes::len, MAX_RECORDS, MAX_CALL_BYTES)
 }
 
 #[async_trait]

@@ -35,7 +35,6 @@
 //!   order; with random keys an aggregate gets one random key. A lone record is sent plain.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use ::md5::{Digest, Md5};
 use aws_sdk_kinesis::Client;
@@ -50,8 +49,14 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait, value};
 use tokio::sync::OnceCell;
 
+use super::aws_records::{
+    self, Stream, check_role, non_empty, put_with_retries, record_result, sdk_config,
+    valid_stream_name,
+};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::{Arn, AwsTarget};
+
+pub use super::aws_records::{AwsSettings, RetryPolicy};
 
 /// Most records in one `PutRecords` call.
 pub const MAX_RECORDS: usize = 500;
@@ -65,76 +70,6 @@ pub const MAX_PARTITION_KEY: usize = 256;
 pub const MAX_DATA_BYTES: usize = MAX_RECORD_BYTES - MAX_PARTITION_KEY;
 /// The first bytes of a KPL aggregated record.
 pub const KPL_MAGIC: [u8; 4] = [0xF3, 0x89, 0x9A, 0xC2];
-
-/// How often a call's failed records are sent again, and how long to wait in between
-/// (exponential backoff with full jitter). Shared by the Kinesis and Firehose sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Calls in all (the first and the retries of its failed records).
-    pub attempts: u32,
-    /// The first wait's ceiling; it doubles per retry.
-    pub base: Duration,
-    /// The largest wait.
-    pub max: Duration,
-}
-
-impl RetryPolicy {
-    /// 6 calls, waits up to 100 ms, 200 ms, ... 1.6 s (about 3 s at most in all).
-    pub const DEFAULT: RetryPolicy = RetryPolicy {
-        attempts: 6,
-        base: Duration::from_millis(100),
-        max: Duration::from_secs(5),
-    };
-
-    /// The wait before retry number `retry` (1 for the first retry): a random duration up to
-    /// `min(max, base * 2^(retry-1))`.
-    pub fn delay(&self, retry: u32) -> Duration {
-        let ceiling = self
-            .base
-            .saturating_mul(1u32 << retry.saturating_sub(1).min(20))
-            .min(self.max);
-        ceiling.mul_f64(fastrand::f64())
-    }
-}
-
-/// Error codes of the failed records of a call, counted, with the first message of each
-/// (for error texts).
-#[derive(Debug, Default)]
-pub(crate) struct Failures(Vec<(String, usize, String)>);
-
-impl Failures {
-    pub(crate) fn add(&mut self, code: &str, message: &str) {
-        match self.0.iter_mut().find(|(c, _, _)| c == code) {
-            Some((_, n, _)) => *n += 1,
-            None => self.0.push((code.to_string(), 1, message.to_string())),
-        }
-    }
-}
-
-impl std::fmt::Display for Failures {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, (code, n, msg)) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{n} × {code}")?;
-            if !msg.is_empty() {
-                write!(f, " ({msg})")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `aws`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct AwsSettings {
-    /// The stream's ARN (or name).
-    pub arn: Option<String>,
-    /// A role to assume.
-    pub assume_role_arn: Option<String>,
-}
 
 /// `object`: the keys every send takes, plus sluice's `partition_key`.
 #[derive(Debug, Default, Deserialize)]
@@ -166,33 +101,6 @@ pub struct Settings {
     pub auxiliary_transforms: Option<Value>,
     /// `batch_key`, `partition_key`.
     pub object: KinesisObject,
-}
-
-pub(crate) fn non_empty(s: Option<String>) -> Option<String> {
-    s.filter(|s| !s.is_empty())
-}
-
-/// Kinesis and Firehose stream names: 1 to `max` of `[a-zA-Z0-9_.-]`.
-pub(crate) fn valid_stream_name(name: &str, max: usize) -> bool {
-    (1..=max).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-}
-
-/// Checks `aws.assume_role_arn`.
-pub(crate) fn check_role(role: &Option<String>) -> Result<(), String> {
-    if let Some(role) = role {
-        match Arn::parse(role) {
-            Ok(a) if a.service == "iam" && a.resource.starts_with("role/") => {}
-            _ => {
-                return Err(format!(
-                    "{role:?} is not an IAM role ARN (expected arn:aws:iam::ACCOUNT:role/NAME)"
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// How a stream is named in requests.
@@ -308,13 +216,13 @@ impl Kinesis {
     async fn client(&self) -> Result<&Client, TransformError> {
         self.client
             .get_or_try_init(|| async {
-                let conf = crate::aws::load(&self.target).await;
-                if conf.region().is_none() {
-                    return Err(TransformError::failed(format!(
+                let conf = sdk_config(&self.target, || {
+                    format!(
                         "kinesis stream {}: no AWS region: give the stream's ARN in aws.arn or set AWS_REGION",
                         self.name
-                    )));
-                }
+                    )
+                })
+                .await?;
                 Ok(Client::new(&conf))
             })
             .await
@@ -367,12 +275,12 @@ impl Kinesis {
         client: &Client,
         records: &[Record],
     ) -> Result<(), (Vec<usize>, TransformError)> {
-        let mut pending: Vec<usize> = (0..records.len()).collect();
-        let mut failures = Failures::default();
-        for attempt in 1..=self.retry.attempts {
-            if attempt > 1 {
-                tokio::time::sleep(self.retry.delay(attempt - 1)).await;
-            }
+        let stream = Stream {
+            kind: "kinesis stream",
+            name: &self.name,
+            operation: "PutRecords",
+        };
+        put_with_retries(stream, &self.retry, records.len(), |pending| {
             let entries: Vec<PutRecordsRequestEntry> = pending
                 .iter()
                 .map(|&i| {
@@ -388,55 +296,17 @@ impl Kinesis {
                 StreamRef::Arn(a) => req.stream_arn(a),
                 StreamRef::Name(n) => req.stream_name(n),
             };
-            let out = match req.send().await {
-                Ok(out) => out,
-                Err(e) => {
-                    return Err((
-                        pending.clone(),
-                        TransformError::failed(format!(
-                            "kinesis stream {}: PutRecords failed: {}",
-                            self.name,
-                            DisplayErrorContext(&e)
-                        )),
-                    ));
-                }
-            };
-            let results = out.records();
-            if results.len() != pending.len() {
-                return Err((
-                    pending.clone(),
-                    TransformError::failed(format!(
-                        "kinesis stream {}: PutRecords answered {} results for {} records",
-                        self.name,
-                        results.len(),
-                        pending.len()
-                    )),
-                ));
+            let req = req.send();
+            async move {
+                let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
+                Ok(out
+                    .records()
+                    .iter()
+                    .map(|r| record_result(r.error_code(), r.error_message()))
+                    .collect())
             }
-            failures = Failures::default();
-            let mut still = Vec::new();
-            for (&i, r) in pending.iter().zip(results) {
-                if let Some(code) = r.error_code().filter(|c| !c.is_empty()) {
-                    failures.add(code, r.error_message().unwrap_or(""));
-                    still.push(i);
-                }
-            }
-            if still.is_empty() {
-                return Ok(());
-            }
-            tracing::debug!(stream = %self.name, failed = still.len(), attempt, "PutRecords: records failed");
-            pending = still;
-        }
-        Err((
-            pending.clone(),
-            TransformError::failed(format!(
-                "kinesis stream {}: {} of {} records not accepted after {} PutRecords attempts: {failures}",
-                self.name,
-                pending.len(),
-                records.len(),
-                self.retry.attempts
-            )),
-        ))
+        })
+        .await
     }
 }
 
@@ -446,20 +316,7 @@ fn random_key() -> String {
 
 /// Splits `records` into calls of at most [`MAX_RECORDS`] records and [`MAX_CALL_BYTES`].
 fn calls(records: &[Record]) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::new();
-    let (mut start, mut bytes) = (0, 0);
-    for (i, r) in records.iter().enumerate() {
-        if i > start && (i - start == MAX_RECORDS || bytes + r.size() > MAX_CALL_BYTES) {
-            out.push(start..i);
-            start = i;
-            bytes = 0;
-        }
-        bytes += r.size();
-    }
-    if start < records.len() {
-        out.push(start..records.len());
-    }
-    out
+    aws_records::calls(records, Record::size, MAX_RECORDS, MAX_CALL_BYTES)
 }
 
 #[async_trait]
@@ -717,6 +574,7 @@ pub(crate) mod tests {
     use sluice_engine::batch::BatchLimits;
     use sluice_engine::{Transform, json, testing};
     use std::sync::{Arc, Mutex};
+    use std::time::Duration;
 
     const ARN: &str = "arn:aws:kinesis:eu-west-1:123456789012:stream/events";
 

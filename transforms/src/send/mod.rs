@@ -3,6 +3,7 @@
 
 pub mod aws_data_firehose;
 pub mod aws_kinesis_data_stream;
+mod aws_records;
 pub mod batcher;
 pub mod file;
 pub mod stdout;

@@ -1,0 +1,386 @@
+//! What the sends to AWS batch APIs with per-record results share.
+//!
+//! Such an API accepts a call of records and answers one result per record, some of which
+//! may carry an error code while the call as a whole succeeded: Kinesis `PutRecords`,
+//! Firehose `PutRecordBatch`, and later SQS `SendMessageBatch`, SNS `PublishBatch` and
+//! EventBridge `PutEvents`. Their sends differ in how a request is built and in their
+//! limits; what they share lives here: the `aws` settings and their checks, splitting a
+//! batch into calls, and [`put_with_retries`], which sends a call again with only its failed
+//! records (exponential backoff with full jitter, a bounded number of attempts), counts the
+//! error codes ([`Failures`]) and, on final failure, answers the records not accepted and
+//! an error naming the stream, the operation and the codes.
+
+use std::future::Future;
+use std::ops::Range;
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use serde::Deserialize;
+use sluice_engine::TransformError;
+
+use crate::aws::{Arn, AwsTarget};
+
+/// How often a call's failed records are sent again, and how long to wait in between
+/// (exponential backoff with full jitter). Shared by the Kinesis and Firehose sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Calls in all (the first and the retries of its failed records).
+    pub attempts: u32,
+    /// The first wait's ceiling; it doubles per retry.
+    pub base: Duration,
+    /// The largest wait.
+    pub max: Duration,
+}
+
+impl RetryPolicy {
+    /// 6 calls, waits up to 100 ms, 200 ms, ... 1.6 s (about 3 s at most in all).
+    pub const DEFAULT: RetryPolicy = RetryPolicy {
+        attempts: 6,
+        base: Duration::from_millis(100),
+        max: Duration::from_secs(5),
+    };
+
+    /// The wait before retry number `retry` (1 for the first retry): a random duration up to
+    /// `min(max, base * 2^(retry-1))`.
+    pub fn delay(&self, retry: u32) -> Duration {
+        let ceiling = self
+            .base
+            .saturating_mul(1u32 << retry.saturating_sub(1).min(20))
+            .min(self.max);
+        ceiling.mul_f64(fastrand::f64())
+    }
+}
+
+/// Error codes of the failed records of a call, counted, with the first message of each
+/// (for error texts).
+#[derive(Debug, Default)]
+pub(crate) struct Failures(Vec<(String, usize, String)>);
+
+impl Failures {
+    pub(crate) fn add(&mut self, code: &str, message: &str) {
+        match self.0.iter_mut().find(|(c, _, _)| c == code) {
+            Some((_, n, _)) => *n += 1,
+            None => self.0.push((code.to_string(), 1, message.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for Failures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (code, n, msg)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{n} × {code}")?;
+            if !msg.is_empty() {
+                write!(f, " ({msg})")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `aws`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AwsSettings {
+    /// The stream's ARN (or name).
+    pub arn: Option<String>,
+    /// A role to assume.
+    pub assume_role_arn: Option<String>,
+}
+
+pub(crate) fn non_empty(s: Option<String>) -> Option<String> {
+    s.filter(|s| !s.is_empty())
+}
+
+/// Kinesis and Firehose stream names: 1 to `max` of `[a-zA-Z0-9_.-]`.
+pub(crate) fn valid_stream_name(name: &str, max: usize) -> bool {
+    (1..=max).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+}
+
+/// Checks `aws.assume_role_arn`.
+pub(crate) fn check_role(role: &Option<String>) -> Result<(), String> {
+    if let Some(role) = role {
+        match Arn::parse(role) {
+            Ok(a) if a.service == "iam" && a.resource.starts_with("role/") => {}
+            _ => {
+                return Err(format!(
+                    "{role:?} is not an IAM role ARN (expected arn:aws:iam::ACCOUNT:role/NAME)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The SDK configuration for `target`; `no_region` is the error text when it has no region.
+pub(crate) async fn sdk_config(
+    target: &AwsTarget,
+    no_region: impl FnOnce() -> String,
+) -> Result<SdkConfig, TransformError> {
+    let conf = crate::aws::load(target).await;
+    if conf.region().is_none() {
+        return Err(TransformError::failed(no_region()));
+    }
+    Ok(conf)
+}
+
+/// Splits `items` into calls of at most `max_records` records and `max_bytes` (by `size`).
+pub(crate) fn calls<T>(
+    items: &[T],
+    size: impl Fn(&T) -> usize,
+    max_records: usize,
+    max_bytes: usize,
+) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, r) in items.iter().enumerate() {
+        let n = size(r);
+        if i > start && (i - start == max_records || bytes + n > max_bytes) {
+            out.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += n;
+    }
+    if start < items.len() {
+        out.push(start..items.len());
+    }
+    out
+}
+
+/// One record's result in an answer: `Some((error code, error message))` if it failed.
+pub(crate) type RecordResult = Option<(String, String)>;
+
+/// The result of a record from the SDK's `error_code` and `error_message`: failed when the
+/// code is set and not empty.
+pub(crate) fn record_result(code: Option<&str>, message: Option<&str>) -> RecordResult {
+    code.filter(|c| !c.is_empty())
+        .map(|c| (c.to_string(), message.unwrap_or("").to_string()))
+}
+
+/// The stream a send puts records into, for error texts and logs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stream<'a> {
+    /// What it is, e.g. `kinesis stream`.
+    pub kind: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// The API call, e.g. `PutRecords`.
+    pub operation: &'a str,
+}
+
+/// Puts `count` records (one call's worth) until each was accepted or `retry`'s attempts
+/// are spent. `call` sends the records with the given indexes (into the `count` records),
+/// in that order, and answers one [`RecordResult`] per record, or why the call failed.
+/// On failure: the indexes not accepted, and why.
+///
+/// `call` builds its request from the indexes before it returns its future, so that the
+/// future borrows nothing of them (no higher-ranked lifetimes in the send's future).
+pub(crate) async fn put_with_retries<F, Fut>(
+    stream: Stream<'_>,
+    retry: &RetryPolicy,
+    count: usize,
+    mut call: F,
+) -> Result<(), (Vec<usize>, TransformError)>
+where
+    F: FnMut(&[usize]) -> Fut,
+    Fut: Future<Output = Result<Vec<RecordResult>, String>>,
+{
+    let Stream {
+        kind,
+        name,
+        operation,
+    } = stream;
+    let mut pending: Vec<usize> = (0..count).collect();
+    let mut failures = Failures::default();
+    for attempt in 1..=retry.attempts {
+        if attempt > 1 {
+            tokio::time::sleep(retry.delay(attempt - 1)).await;
+        }
+        let results = match call(&pending).await {
+            Ok(results) => results,
+            Err(e) => {
+                return Err((
+                    pending,
+                    TransformError::failed(format!("{kind} {name}: {operation} failed: {e}")),
+                ));
+            }
+        };
+        if results.len() != pending.len() {
+            return Err((
+                pending.clone(),
+                TransformError::failed(format!(
+                    "{kind} {name}: {operation} answered {} results for {} records",
+                    results.len(),
+                    pending.len()
+                )),
+            ));
+        }
+        failures = Failures::default();
+        let mut still = Vec::new();
+        for (&i, r) in pending.iter().zip(results) {
+            if let Some((code, message)) = r {
+                failures.add(&code, &message);
+                still.push(i);
+            }
+        }
+        if still.is_empty() {
+            return Ok(());
+        }
+        tracing::debug!(stream = %name, failed = still.len(), attempt, "{operation}: records failed");
+        pending = still;
+    }
+    Err((
+        pending.clone(),
+        TransformError::failed(format!(
+            "{kind} {name}: {} of {count} records not accepted after {} {operation} attempts: {failures}",
+            pending.len(),
+            retry.attempts
+        )),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    const FAST: RetryPolicy = RetryPolicy {
+        attempts: 3,
+        base: Duration::from_millis(1),
+        max: Duration::from_millis(2),
+    };
+
+    const STREAM: Stream<'static> = Stream {
+        kind: "kinesis stream",
+        name: "events",
+        operation: "PutRecords",
+    };
+
+    fn fail(code: &str) -> RecordResult {
+        Some((code.to_string(), String::new()))
+    }
+
+    #[test]
+    fn delays_stay_under_their_ceiling() {
+        let p = RetryPolicy::DEFAULT;
+        for (retry, ceiling) in [(1, 100), (2, 200), (5, 1600), (7, 5000), (40, 5000)] {
+            for _ in 0..20 {
+                assert!(p.delay(retry) <= Duration::from_millis(ceiling), "{retry}");
+            }
+        }
+    }
+
+    #[test]
+    fn failures_count_codes_with_their_first_message() {
+        let mut f = Failures::default();
+        f.add("A", "first");
+        f.add("B", "");
+        f.add("A", "second");
+        assert_eq!(f.to_string(), "2 × A (first); 1 × B");
+        assert_eq!(Failures::default().to_string(), "");
+    }
+
+    /// Sizes, max records, max bytes, the calls.
+    type CallsCase = (&'static [usize], usize, usize, &'static [Range<usize>]);
+
+    #[test]
+    fn calls_table() {
+        let table: &[CallsCase] = &[
+            (&[], 2, 10, &[]),
+            (&[1, 1, 1], 2, 10, &[0..2, 2..3]),
+            (&[6, 6, 6], 5, 10, &[0..1, 1..2, 2..3]),
+            (&[20, 1], 5, 10, &[0..1, 1..2]),
+            (&[5, 5, 1], 5, 10, &[0..2, 2..3]),
+        ];
+        for (sizes, records, bytes, want) in table {
+            assert_eq!(calls(sizes, |s| *s, *records, *bytes), *want, "{sizes:?}");
+        }
+    }
+
+    #[test]
+    fn record_results() {
+        assert_eq!(record_result(None, Some("m")), None);
+        assert_eq!(record_result(Some(""), None), None);
+        assert_eq!(
+            record_result(Some("C"), None),
+            Some(("C".into(), String::new()))
+        );
+    }
+
+    type Answer = Result<Vec<RecordResult>, String>;
+    type Outcome = Result<(), (Vec<usize>, String)>;
+
+    /// Runs [`put_with_retries`] over 4 records against `answers` (one per call, the last
+    /// repeated); answers the indexes each call sent, and the outcome.
+    fn run(answers: &[Answer]) -> (Vec<Vec<usize>>, Outcome) {
+        let seen = Mutex::new(Vec::new());
+        let out = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(put_with_retries(STREAM, &FAST, 4, |pending| {
+                let mut seen = seen.lock().unwrap();
+                seen.push(pending.to_vec());
+                let answer = answers[(seen.len() - 1).min(answers.len() - 1)].clone();
+                async move { answer }
+            }));
+        (
+            seen.into_inner().unwrap(),
+            out.map_err(|(p, e)| (p, e.to_string())),
+        )
+    }
+
+    #[test]
+    fn retries_table() {
+        let all_ok = Ok(vec![None; 4]);
+        // All accepted at once.
+        let (seen, out) = run(&[all_ok]);
+        assert_eq!(seen, vec![vec![0, 1, 2, 3]]);
+        assert!(out.is_ok());
+        // Only the failed ones are sent again.
+        let (seen, out) = run(&[
+            Ok(vec![None, fail("T"), None, fail("I")]),
+            Ok(vec![None, None]),
+        ]);
+        assert_eq!(seen, vec![vec![0, 1, 2, 3], vec![1, 3]]);
+        assert!(out.is_ok());
+        // Failing for good: the failed indexes, the codes of the last attempt.
+        let (seen, out) = run(&[
+            Ok(vec![fail("X"), fail("T"), None, None]),
+            Ok(vec![None, fail("T")]),
+            Ok(vec![fail("T")]),
+        ]);
+        assert_eq!(seen, vec![vec![0, 1, 2, 3], vec![0, 1], vec![1]]);
+        let (failed, text) = out.unwrap_err();
+        assert_eq!(failed, vec![1]);
+        assert!(
+            text.contains(
+                "kinesis stream events: 1 of 4 records not accepted after 3 PutRecords attempts: 1 × T"
+            ),
+            "{text}"
+        );
+        // A failed call: what was pending.
+        let (seen, out) = run(&[Ok(vec![None, fail("T"), None, None]), Err("boom".into())]);
+        assert_eq!(seen.len(), 2);
+        let (failed, text) = out.unwrap_err();
+        assert_eq!(failed, vec![1]);
+        assert!(
+            text.contains("kinesis stream events: PutRecords failed: boom"),
+            "{text}"
+        );
+        // A wrong number of results.
+        let (_, out) = run(&[Ok(vec![None])]);
+        let (failed, text) = out.unwrap_err();
+        assert_eq!(failed, vec![0, 1, 2, 3]);
+        assert!(
+            text.contains("kinesis stream events: PutRecords answered 1 results for 4 records"),
+            "{text}"
+        );
+    }
+}
