@@ -1,8 +1,9 @@
 //! The `aws_dynamodb` lock store against a real DynamoDB API (the local emulator that
 //! `scripts/emulators.sh install` provides; see `tests/common/dynamodb.rs`): the lock
 //! store contract that every store passes, with the table named by ARN and by bare name
-//! and with a sort key, the items it leaves in the table, and the SDK configuration taken
-//! from the standard environment variables, as in production.
+//! and with a sort key, and the items it leaves in the table. That the SDK configuration
+//! comes from the standard environment variables, as in production, is proved through the
+//! `sluice` binary in `tests/cli_lock.rs`, whose processes reach the emulator only by them.
 
 mod common;
 
@@ -11,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use common::dynamodb;
 use serde_json::json;
 use sluice_transforms::kv_store::aws_dynamodb::{DynamoDbStore, SORT_KEY_VALUE};
-use sluice_transforms::kv_store::{AcquireRequest, Acquired, LockStore, Settled, contract};
+use sluice_transforms::kv_store::{AcquireRequest, LockStore, contract};
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -152,73 +153,5 @@ async fn a_missing_table_is_an_error_naming_it() {
     assert!(
         err.starts_with("aws_dynamodb table no-such-table: committing 1 keys (\"k\", ...): "),
         "{err}"
-    );
-}
-
-/// The environment variables of the child process in
-/// [`the_sdk_configuration_comes_from_the_standard_environment`].
-const CHILD_TABLE: &str = "SLUICE_TEST_CHILD_TABLE";
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_sdk_configuration_comes_from_the_standard_environment() {
-    // The store as production makes it (no overrides): credentials, region and endpoint
-    // from AWS_* variables. The environment is process-wide, so this runs the child test
-    // below in a new process of this test binary with the variables set.
-    let endpoint = dynamodb::endpoint();
-    let table = dynamodb::unique_table("locks-env");
-    dynamodb::create_lock_table(&endpoint, &table, "PK", None, "ttl").await;
-    let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
-        .args([
-            "--exact",
-            "store_from_the_environment",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", &endpoint)
-        // Never ask an instance metadata service (there is none).
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-        .env(CHILD_TABLE, &table)
-        .output()
-        .expect("running the child test");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "child test failed\n--- stdout:\n{stdout}\n--- stderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let item = dynamodb::get_item(&endpoint, &table, &[("PK", "env-key")])
-        .await
-        .expect("the child's lock");
-    assert_eq!(item["lock_status"], "committed");
-    assert_eq!(item["lock_owner"], "child");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "run in a child process by the_sdk_configuration_comes_from_the_standard_environment"]
-async fn store_from_the_environment() {
-    let table = std::env::var(CHILD_TABLE).expect("run by the parent test");
-    let store = DynamoDbStore::from_settings(&value(json!({
-        "aws": {"arn": table}, "attributes": {"partition_key": "PK"},
-    })))
-    .unwrap();
-    let now = now_ms();
-    let req = AcquireRequest {
-        key: "env-key".into(),
-        ttl: now / 1000 + 60,
-        lease_until_ms: now + 60_000,
-    };
-    let got = store.acquire("child", now, &[req], 1).await;
-    assert_eq!(got[0].as_ref().unwrap(), &Acquired::Taken);
-    assert_eq!(
-        store.commit("child", &["env-key".into()], 1).await.unwrap(),
-        vec![Settled::Ok]
     );
 }

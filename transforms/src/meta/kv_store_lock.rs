@@ -318,7 +318,8 @@ impl MetaKvStoreLock {
         out: &mut Vec<Message>,
     ) -> Result<Vec<Fate>, TransformError> {
         let first = now_ms();
-        let mut fates: Vec<Option<Fate>> = Vec::with_capacity(msgs.len());
+        // Every message is a duplicate unless its own request takes the key.
+        let mut fates: Vec<Fate> = Vec::with_capacity(msgs.len());
         let mut requests = Vec::new();
         let mut index_of_request = Vec::new();
         let mut seen: HashSet<String> = HashSet::with_capacity(msgs.len());
@@ -326,7 +327,7 @@ impl MetaKvStoreLock {
             let key = self.key_of(m);
             if !seen.insert(key.clone()) {
                 // The same key earlier in this batch: a duplicate of that message.
-                fates.push(Some(Fate::Duplicate));
+                fates.push(Fate::Duplicate);
                 continue;
             }
             let ttl = self.ttl_of(m, first)?;
@@ -336,7 +337,7 @@ impl MetaKvStoreLock {
                 lease_until_ms: 0,
             });
             index_of_request.push(i);
-            fates.push(None);
+            fates.push(Fate::Duplicate);
         }
         let started = Instant::now();
         let mut backoff = Duration::from_millis(20);
@@ -362,42 +363,44 @@ impl MetaKvStoreLock {
                 self.release_taken(&requests, &results).await;
                 return Err(e);
             }
-            let blocked = results.iter().position(|res| {
-                matches!(res, Ok(Acquired::Held(Some(rec)))
+            // The first key pending under another owner's live lease, with that lease.
+            let blocked = results.iter().enumerate().find_map(|(r, res)| match res {
+                Ok(Acquired::Held(Some(rec)))
                     if self.pending == Pending::Wait
                         && rec.owner != self.owner
-                        && matches!(rec.status, LockStatus::Pending { .. })
-                        && rec.blocks(now))
+                        && rec.blocks(now) =>
+                {
+                    match rec.status {
+                        LockStatus::Pending { lease_until_ms } => Some((r, rec, lease_until_ms)),
+                        LockStatus::Committed => None,
+                    }
+                }
+                _ => None,
             });
-            let Some(blocked) = blocked else {
+            let Some((blocked, holder, until)) = blocked else {
                 break results;
             };
-            self.release_taken(&requests, &results).await;
             if started.elapsed() >= self.pending_wait {
-                let holder = match &results[blocked] {
-                    Ok(Acquired::Held(Some(rec))) => rec.clone(),
-                    _ => unreachable!("blocked only by a pending record"),
-                };
-                let until = match holder.status {
-                    LockStatus::Pending { lease_until_ms } => lease_until_ms,
-                    LockStatus::Committed => 0,
-                };
-                return Err(TransformError::failed(format!(
+                let e = TransformError::failed(format!(
                     "key {:?} is pending under {} (lease until {} ms since the epoch) after waiting {:?}: another process is processing that message; the source should redeliver it later (or set `pending: \"skip\"`)",
                     requests[blocked].key, holder.owner, until, self.pending_wait
-                )));
+                ));
+                self.release_taken(&requests, &results).await;
+                return Err(e);
             }
+            self.release_taken(&requests, &results).await;
             self.flush_and_settle(out).await?;
             let jitter = backoff.mul_f64(0.5 + fastrand::f64());
             let left = self.pending_wait.saturating_sub(started.elapsed());
             tokio::time::sleep(jitter.min(left)).await;
             backoff = (backoff * 2).min(Duration::from_millis(500));
         };
+        // No result is an error here: errors returned above.
         for ((req, result), &i) in requests.iter().zip(results).zip(&index_of_request) {
-            fates[i] = Some(match result {
+            match result {
                 Ok(Acquired::Taken) => {
                     self.counts.acquired.fetch_add(1, Ordering::Relaxed);
-                    Fate::Run(req.key.clone())
+                    fates[i] = Fate::Run(req.key.clone());
                 }
                 Ok(Acquired::Held(rec)) => {
                     tracing::debug!(
@@ -406,15 +409,11 @@ impl MetaKvStoreLock {
                         holder = ?rec,
                         "duplicate: the key is held"
                     );
-                    Fate::Duplicate
                 }
-                Err(_) => unreachable!("errors returned above"),
-            });
+                Err(_) => {}
+            }
         }
-        Ok(fates
-            .into_iter()
-            .map(|f| f.expect("every message has a fate"))
-            .collect())
+        Ok(fates)
     }
 
     /// A checkpoint of the lock's own, in the middle of a batch: the inner list is flushed
@@ -495,7 +494,11 @@ impl MetaKvStoreLock {
         // rhythm (`sluice run` sends one at the end of input), so a long run never lets
         // its leases run out before it commits.
         let half_lease = Duration::from_millis(self.lease_ms as u64 / 2);
-        let stale = self.held().iter().any(|h| h.taken.elapsed() >= half_lease);
+        // `held` is oldest first (see `settle`).
+        let stale = self
+            .held()
+            .first()
+            .is_some_and(|h| h.taken.elapsed() >= half_lease);
         if stale && let Err(e) = self.flush_and_settle(out).await {
             fail_each(msgs.iter(), &e);
             return Err(e);
@@ -593,7 +596,10 @@ impl MetaKvStoreLock {
             }
         }
         if !keep.is_empty() {
-            self.held().extend(keep);
+            // Kept locks are older than any taken since: they go first.
+            let mut held = self.held();
+            keep.append(&mut held);
+            *held = keep;
         }
         match first_error {
             Some(e) => Err(e),

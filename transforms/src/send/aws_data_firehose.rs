@@ -34,8 +34,8 @@ use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 use tokio::sync::OnceCell;
 
 use super::aws_records::{
-    self, AwsSettings, RetryPolicy, Stream, check_role, non_empty, put_with_retries, record_result,
-    sdk_config, valid_stream_name,
+    self, AwsSettings, RetryPolicy, Stream, check_role, lazy_client, non_empty, put_with_retries,
+    record_result, valid_stream_name,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::{Arn, AwsTarget};
@@ -125,18 +125,13 @@ impl Firehose {
     }
 
     async fn client(&self) -> Result<&Client, TransformError> {
-        self.client
-            .get_or_try_init(|| async {
-                let conf = sdk_config(&self.target, || {
-                    format!(
-                        "firehose delivery stream {}: no AWS region: give the delivery stream's ARN in aws.arn or set AWS_REGION",
-                        self.name
-                    )
-                })
-                .await?;
-                Ok(Client::new(&conf))
-            })
-            .await
+        lazy_client(
+            &self.client,
+            &self.target,
+            || format!("firehose delivery stream {}: no AWS region: give the delivery stream's ARN in aws.arn or set AWS_REGION", self.name),
+            Client::new,
+        )
+        .await
     }
 
     /// Puts `items` (one call's worth) until each was accepted or the attempts are spent.

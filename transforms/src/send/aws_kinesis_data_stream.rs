@@ -50,7 +50,7 @@ use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, asy
 use tokio::sync::OnceCell;
 
 use super::aws_records::{
-    self, Stream, check_role, non_empty, put_with_retries, record_result, sdk_config,
+    self, Stream, check_role, lazy_client, non_empty, put_with_retries, record_result,
     valid_stream_name,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
@@ -214,18 +214,13 @@ impl Kinesis {
     }
 
     async fn client(&self) -> Result<&Client, TransformError> {
-        self.client
-            .get_or_try_init(|| async {
-                let conf = sdk_config(&self.target, || {
-                    format!(
-                        "kinesis stream {}: no AWS region: give the stream's ARN in aws.arn or set AWS_REGION",
-                        self.name
-                    )
-                })
-                .await?;
-                Ok(Client::new(&conf))
-            })
-            .await
+        lazy_client(
+            &self.client,
+            &self.target,
+            || format!("kinesis stream {}: no AWS region: give the stream's ARN in aws.arn or set AWS_REGION", self.name),
+            Client::new,
+        )
+        .await
     }
 
     /// The partition key of `item` in a batch with key `batch_key`; `None` for a random one.

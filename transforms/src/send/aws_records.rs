@@ -129,6 +129,17 @@ pub(crate) async fn sdk_config(
     Ok(conf)
 }
 
+/// The client in `cell`, made from [`sdk_config`] with `make` on first use.
+pub(crate) async fn lazy_client<'c, C>(
+    cell: &'c tokio::sync::OnceCell<C>,
+    target: &AwsTarget,
+    no_region: impl FnOnce() -> String,
+    make: impl FnOnce(&SdkConfig) -> C,
+) -> Result<&'c C, TransformError> {
+    cell.get_or_try_init(|| async { Ok(make(&sdk_config(target, no_region).await?)) })
+        .await
+}
+
 /// Splits `items` into calls of at most `max_records` records and `max_bytes` (by `size`).
 pub(crate) fn calls<T>(
     items: &[T],
