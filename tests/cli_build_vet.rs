@@ -1,8 +1,6 @@
 //! `sluice build` and `sluice vet` as real processes.
 
-mod common;
-
-use common::{Dir, workspace_root};
+use crate::common::{Dir, workspace_root};
 
 const CFG: &str = r#"local sub = std.extVar('sub');
 {
@@ -126,7 +124,7 @@ fn vet_accepts_good_configs() {
 
 #[test]
 fn vet_passes_the_examples() {
-    let out = common::run_in(&workspace_root(), &["vet", "examples"], Vec::new(), None);
+    let out = crate::common::run_in(&workspace_root(), &["vet", "examples"], Vec::new(), None);
     out.assert_code(0);
     assert!(
         out.stdout_str().lines().all(|l| l.starts_with("ok\t")),
@@ -204,7 +202,7 @@ fn a_closed_stdout_is_not_a_panic() {
         &["build", "a.jsonnet"][..],
         &["vet", "a.jsonnet"][..],
     ] {
-        let out = common::run_with_closed_stdout(d.path(), args, b"");
+        let out = crate::common::run_with_closed_stdout(d.path(), args, b"");
         assert!(
             !out.stderr.contains("panicked"),
             "sluice {args:?} panicked on a closed stdout: {}",

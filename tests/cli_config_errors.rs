@@ -1,9 +1,7 @@
 //! Config problems through `sluice run`: each is a clear error with its place and a
 //! non-zero exit, never a panic; an unknown settings key is only a warning.
 
-mod common;
-
-use common::Dir;
+use crate::common::Dir;
 
 /// The first line of standard error.
 fn first_line(s: &str) -> &str {

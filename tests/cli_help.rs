@@ -1,8 +1,6 @@
 //! `--help` works for the binary and every subcommand, and mentions each option.
 
-mod common;
-
-use common::Dir;
+use crate::common::Dir;
 
 #[test]
 fn top_level_help_lists_every_subcommand() {

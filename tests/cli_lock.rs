@@ -3,15 +3,13 @@
 //! overlapping input sharing one store, and a process killed between acquisition and
 //! checkpoint. Every scenario runs against both stores.
 
-mod common;
-
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Dir, dynamodb};
+use crate::common::{Dir, dynamodb};
 
 /// Where the locks are.
 enum Store {

@@ -1,9 +1,7 @@
 //! `sluice run` as a real process: input reading (files, gzip, limits, bytes), order,
 //! batching at the end of input, external strings and runtime errors.
 
-mod common;
-
-use common::{Dir, gzip};
+use crate::common::{Dir, gzip};
 
 const UPPER: &str = r#"
 local sub = std.extVar('sub');
@@ -484,6 +482,6 @@ fn a_missing_input_file_is_an_error_naming_it() {
 #[test]
 fn a_closed_stdout_is_an_error_not_a_panic() {
     let d = Dir::new();
-    let out = common::run_with_closed_stdout(d.path(), &["run"], b"a\nb\n");
+    let out = crate::common::run_with_closed_stdout(d.path(), &["run"], b"a\nb\n");
     out.assert_failure("error: running <default config>: transform send_stdout: writing to standard output: Broken pipe (os error 32)\n");
 }

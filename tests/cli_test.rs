@@ -1,8 +1,6 @@
 //! `sluice test` as a real process: the report format, exit codes, and which files it takes.
 
-mod common;
-
-use common::{Dir, workspace_root};
+use crate::common::{Dir, workspace_root};
 
 const PASSING: &str = r#"local sub = std.extVar('sub');
 {
@@ -63,20 +61,20 @@ fn report(stdout: &str) -> Vec<String> {
 fn the_examples_pass() {
     let root = workspace_root();
     // The DynamoDB examples run against this binary's emulator, in a fresh table.
-    let endpoint = common::dynamodb::endpoint();
+    let endpoint = crate::common::dynamodb::endpoint();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime")
-        .block_on(common::dynamodb::create_lock_table(
+        .block_on(crate::common::dynamodb::create_lock_table(
             &endpoint,
             "sluice-locks",
             "PK",
             None,
             "ttl",
         ));
-    let env = common::dynamodb::process_env(&endpoint);
-    let out = common::run_in_env(&root, &["test", "examples"], Vec::new(), None, &env);
+    let env = crate::common::dynamodb::process_env(&endpoint);
+    let out = crate::common::run_in_env(&root, &["test", "examples"], Vec::new(), None, &env);
     out.assert_code(0);
     let stdout = out.stdout_str();
     let last = stdout.lines().last().expect("a summary line");
@@ -366,7 +364,7 @@ fn a_path_that_does_not_exist_or_holds_no_configs_is_an_error() {
 fn a_closed_stdout_is_not_a_panic() {
     let d = Dir::new();
     d.write("pass.jsonnet", PASSING);
-    let out = common::run_with_closed_stdout(d.path(), &["test", "pass.jsonnet"], b"");
+    let out = crate::common::run_with_closed_stdout(d.path(), &["test", "pass.jsonnet"], b"");
     assert!(
         !out.stderr.contains("panicked"),
         "sluice test panicked on a closed stdout: {}",

@@ -5,11 +5,9 @@
 //! comes from the standard environment variables, as in production, is proved through the
 //! `sluice` binary in `tests/cli_lock.rs`, whose processes reach the emulator only by them.
 
-mod common;
-
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use common::dynamodb;
+use crate::common::dynamodb;
 use serde_json::json;
 use sluice_transforms::kv_store::aws_dynamodb::{DynamoDbStore, SORT_KEY_VALUE};
 use sluice_transforms::kv_store::{AcquireRequest, LockStore, contract};

@@ -1,9 +1,7 @@
 //! `send_aws_data_firehose` through the real `sluice` binary against moto's Firehose: a few
 //! thousand lines go in, and the S3 objects moto's delivery stream wrote are read back.
 
-mod common;
-
-use common::{Dir, dynamodb::unique_table, moto};
+use crate::common::{Dir, dynamodb::unique_table, moto};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

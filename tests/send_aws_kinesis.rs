@@ -3,11 +3,9 @@
 //! are spread over the shards (a partition key per record). With aggregation and keys from
 //! the data, the KPL records are decoded and each key stays on one shard.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{Dir, dynamodb::unique_table, moto};
+use crate::common::{Dir, dynamodb::unique_table, moto};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

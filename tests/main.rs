@@ -1,0 +1,16 @@
+//! The integration tests, in one binary so that a build links the AWS SDK once, not once
+//! per file: `sluice` run as a process, and the AWS stores and sends against the local
+//! emulators that `scripts/emulators.sh` installs (each started once per test run).
+
+mod common;
+
+mod cli_build_vet;
+mod cli_config_errors;
+mod cli_help;
+mod cli_lock;
+mod cli_run;
+mod cli_test;
+mod kv_store_dynamodb;
+mod library_registry;
+mod send_aws_firehose;
+mod send_aws_kinesis;
