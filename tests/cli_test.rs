@@ -60,19 +60,18 @@ fn report(stdout: &str) -> Vec<String> {
 #[test]
 fn the_examples_pass() {
     let root = workspace_root();
-    // The DynamoDB examples run against this binary's emulator, in a fresh table.
+    // The DynamoDB examples run against this binary's emulator, in fresh tables (those of
+    // tests/fixtures/dynamodb_tables.json, which scripts/test.sh loads for `sluice test`).
     let endpoint = crate::common::dynamodb::endpoint();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime")
-        .block_on(crate::common::dynamodb::create_lock_table(
-            &endpoint,
-            "sluice-locks",
-            "PK",
-            None,
-            "ttl",
-        ));
+        .block_on(async {
+            use crate::common::dynamodb::create_lock_table;
+            create_lock_table(&endpoint, "sluice-locks", "PK", None, "ttl").await;
+            create_lock_table(&endpoint, "sluice-example-events", "event_id", None, "ttl").await;
+        });
     let env = crate::common::dynamodb::process_env(&endpoint);
     let out = crate::common::run_in_env(&root, &["test", "examples"], Vec::new(), None, &env);
     out.assert_code(0);

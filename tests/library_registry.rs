@@ -38,7 +38,6 @@ const PENDING_TRANSFORMS: &[&str] = &[
     // jq.
     "object_jq",
     // AWS, GCP and HTTP sends.
-    "send_aws_dynamodb_put",
     "send_aws_eventbridge",
     "send_aws_lambda",
     "send_aws_s3",

@@ -12,5 +12,6 @@ mod cli_run;
 mod cli_test;
 mod kv_store_dynamodb;
 mod library_registry;
+mod send_aws_dynamodb;
 mod send_aws_firehose;
 mod send_aws_kinesis;

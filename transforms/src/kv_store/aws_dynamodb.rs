@@ -166,6 +166,30 @@ fn valid_table_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
 }
 
+/// The table named by `arn`, a table ARN (`arn:aws:dynamodb:REGION:ACCOUNT:table/NAME`)
+/// or a bare table name: its name and, from an ARN, its region.
+pub fn parse_table(arn: &str) -> Result<(String, Option<String>), String> {
+    if arn.starts_with("arn:") {
+        let a = Arn::parse(arn)?;
+        let name = a.resource.strip_prefix("table/").unwrap_or("");
+        if a.service != "dynamodb" || !valid_table_name(name) || a.region.is_empty() {
+            return Err(format!(
+                "{arn:?} is not a DynamoDB table ARN \
+                 (expected arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
+            ));
+        }
+        Ok((name.to_string(), Some(a.region)))
+    } else if valid_table_name(arn) {
+        Ok((arn.to_string(), None))
+    } else {
+        Err(format!(
+            "{arn:?} is neither a DynamoDB table ARN \
+             (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME) nor a table name \
+             (3 to 255 letters, digits, '_', '-', '.')"
+        ))
+    }
+}
+
 impl Table {
     fn from_settings(s: Settings) -> Result<Table, FieldError> {
         let err = |f: &str, m: String| (f.to_string(), m);
@@ -177,31 +201,7 @@ impl Table {
                     .into(),
             )
         })?;
-        let (name, region) = if arn.starts_with("arn:") {
-            let a = Arn::parse(&arn).map_err(|m| err("aws.arn", m))?;
-            let name = a.resource.strip_prefix("table/").unwrap_or("");
-            if a.service != "dynamodb" || !valid_table_name(name) || a.region.is_empty() {
-                return Err(err(
-                    "aws.arn",
-                    format!(
-                        "{arn:?} is not a DynamoDB table ARN \
-                         (expected arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
-                    ),
-                ));
-            }
-            (name.to_string(), Some(a.region))
-        } else if valid_table_name(&arn) {
-            (arn, None)
-        } else {
-            return Err(err(
-                "aws.arn",
-                format!(
-                    "{arn:?} is neither a DynamoDB table ARN \
-                     (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME) nor a table name \
-                     (3 to 255 letters, digits, '_', '-', '.')"
-                ),
-            ));
-        };
+        let (name, region) = parse_table(&arn).map_err(|m| err("aws.arn", m))?;
         let assume_role_arn = non_empty(s.aws.assume_role_arn);
         if let Some(role) = &assume_role_arn {
             match Arn::parse(role) {
@@ -334,6 +334,38 @@ impl DynamoDbStore {
     /// The table's name.
     pub fn table_name(&self) -> &str {
         &self.table.name
+    }
+
+    /// The table's region, when its ARN names one.
+    pub fn region(&self) -> Option<&str> {
+        self.table.region.as_deref()
+    }
+
+    /// The transaction write that commits `owner`'s lock on `key` together with other
+    /// writes (`send_aws_dynamodb_put`'s transactional mode): conditional on the owner
+    /// only, so that committing a key twice (a message whose items took two transactions)
+    /// is harmless, while a lock another owner took over cancels the transaction.
+    pub fn co_commit_write(&self, owner: &str, key: &str) -> Result<TransactWriteItem, StoreError> {
+        let a = &self.table.attributes;
+        Update::builder()
+            .table_name(&self.table.name)
+            .set_key(Some(self.key(key)))
+            .update_expression("SET #status = :committed REMOVE #lease")
+            .condition_expression("#owner = :me")
+            .expression_attribute_names("#owner", &a.owner)
+            .expression_attribute_names("#status", &a.status)
+            .expression_attribute_names("#lease", &a.lease_until)
+            .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
+            .expression_attribute_values(":committed", AttributeValue::S(COMMITTED.into()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map(|u| TransactWriteItem::builder().update(u).build())
+            .map_err(|e| self.fail(&format!("committing key {key:?}"), e))
+    }
+
+    /// Reads the holder of a lock out of the item a cancelled transaction returned.
+    pub fn holder(&self, item: &HashMap<String, AttributeValue>) -> LockRecord {
+        self.decode(item)
     }
 
     async fn client(&self) -> Result<&Client, StoreError> {
@@ -749,7 +781,7 @@ impl Op {
 
 /// What one cancellation reason of a transaction means for its write.
 #[derive(Debug, PartialEq, Eq)]
-enum Cancel {
+pub enum Cancel {
     /// The condition failed: the lock is not ours (or not pending).
     NotOurs,
     /// Another write cancelled the transaction; this one was fine.
@@ -761,7 +793,8 @@ enum Cancel {
 }
 
 impl Cancel {
-    fn of(reason: &CancellationReason) -> Cancel {
+    /// The meaning of `reason`.
+    pub fn of(reason: &CancellationReason) -> Cancel {
         match reason.code() {
             Some("ConditionalCheckFailed") => Cancel::NotOurs,
             None | Some("None") => Cancel::NotApplied,
@@ -857,6 +890,10 @@ impl LockStore for DynamoDbStore {
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
         self.settle(Op::Release, owner, keys, concurrency).await
+    }
+
+    fn dynamodb(&self) -> Option<&DynamoDbStore> {
+        Some(self)
     }
 }
 

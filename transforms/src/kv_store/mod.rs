@@ -21,6 +21,7 @@
 //! testable without waiting.
 
 pub mod aws_dynamodb;
+pub mod co_commit;
 pub mod contract;
 pub mod memory;
 pub mod sqlite;
@@ -136,6 +137,12 @@ pub trait LockStore: Send + Sync + 'static {
         keys: &[String],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError>;
+
+    /// The DynamoDB table behind this store, when it is one: a DynamoDB send can then
+    /// commit a lock in the same transaction as its items ([`co_commit`]).
+    fn dynamodb(&self) -> Option<&aws_dynamodb::DynamoDbStore> {
+        None
+    }
 }
 
 /// Builds the lock store configured in `field` (a `{type, settings}` object).

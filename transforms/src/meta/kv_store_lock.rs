@@ -45,6 +45,7 @@ use sluice_engine::{
 };
 
 use super::required_pipeline;
+use crate::kv_store::co_commit::{self, LockRef};
 use crate::kv_store::{self, AcquireRequest, Acquired, LockStatus, LockStore, Settled};
 
 /// The TTL when neither `ttl_offset` nor `ttl_key` is set.
@@ -120,6 +121,8 @@ struct Held {
     tracker: Arc<AckTracker>,
     /// When it was taken: past half the lease, the lock checkpoints on its own.
     taken: Instant,
+    /// Registered for a DynamoDB send's co-commit (DynamoDB stores only).
+    co: Option<Arc<LockRef>>,
 }
 
 /// Counts of what the lock did, for logs and tests.
@@ -142,7 +145,9 @@ pub struct MetaKvStoreLock {
     id: Arc<str>,
     inner: Pipeline,
     store: Arc<dyn LockStore>,
-    owner: String,
+    owner: Arc<str>,
+    /// Whether the store can commit together with a DynamoDB send (`co_commit`).
+    co_commit: bool,
     prefix: String,
     source_key: Option<Key>,
     ttl_key: Option<Key>,
@@ -234,8 +239,9 @@ impl MetaKvStoreLock {
         Ok(MetaKvStoreLock {
             id: b.id().clone(),
             inner,
+            co_commit: store.dynamodb().is_some(),
             store,
-            owner: new_owner(),
+            owner: new_owner().into(),
             prefix: s.prefix,
             source_key,
             ttl_key,
@@ -367,7 +373,7 @@ impl MetaKvStoreLock {
             let blocked = results.iter().enumerate().find_map(|(r, res)| match res {
                 Ok(Acquired::Held(Some(rec)))
                     if self.pending == Pending::Wait
-                        && rec.owner != self.owner
+                        && *rec.owner != *self.owner
                         && rec.blocks(now) =>
                 {
                     match rec.status {
@@ -466,10 +472,20 @@ impl MetaKvStoreLock {
                 let (tracker, token) = AckTracker::new();
                 ours.insert(tracker.id());
                 m.add_ack(token);
+                let co = self.co_commit.then(|| {
+                    let lock = Arc::new(LockRef::new(
+                        self.store.clone(),
+                        self.owner.clone(),
+                        key.clone(),
+                    ));
+                    co_commit::register(tracker.id(), lock.clone());
+                    lock
+                });
                 held.push(Held {
                     key,
                     tracker,
                     taken,
+                    co,
                 });
                 msgs.push(m);
             }
@@ -578,21 +594,37 @@ impl MetaKvStoreLock {
         let mut commit = Vec::new();
         let mut release = Vec::new();
         let mut keep = Vec::new();
+        let mut co_committed = 0;
         for h in held {
             match h.tracker.status() {
+                // A DynamoDB send committed it with the message's items: done.
+                AckStatus::Delivered if h.co.as_ref().is_some_and(|c| c.is_committed()) => {
+                    co_committed += 1;
+                    co_commit::unregister([h.tracker.id()]);
+                }
                 AckStatus::Delivered => commit.push(h),
                 AckStatus::Failed => release.push(h),
                 AckStatus::Pending if aborting => release.push(h),
                 AckStatus::Pending => keep.push(h),
             }
         }
+        self.counts
+            .committed
+            .fetch_add(co_committed, Ordering::Relaxed);
         let mut first_error = None;
         let committed = self.settle_keys(&commit, true).await;
         let released = self.settle_keys(&release, false).await;
         for (group, result) in [(commit, committed), (release, released)] {
-            if let Err(e) = result {
-                keep.extend(group);
-                first_error.get_or_insert(e);
+            match result {
+                Ok(()) => {
+                    if self.co_commit {
+                        co_commit::unregister(group.iter().map(|h| h.tracker.id()));
+                    }
+                }
+                Err(e) => {
+                    keep.extend(group);
+                    first_error.get_or_insert(e);
+                }
             }
         }
         if !keep.is_empty() {

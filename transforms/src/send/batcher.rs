@@ -106,6 +106,33 @@ impl From<TransformError> for SendError {
 pub trait Destination: Send + Sync + 'static {
     /// Delivers one batch (never empty). `Ok` means every item was accepted.
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError>;
+
+    /// Checks one item when it arrives (or, with auxiliary transforms, when it leaves
+    /// them), so that an item the destination can never accept is an error at once
+    /// instead of a batch that fails on every retry. The message says what is wrong.
+    fn check_item(&self, item: &[u8]) -> Result<(), String> {
+        let _ = item;
+        Ok(())
+    }
+
+    /// Whether the destination needs to know which acknowledgement trackers each item
+    /// belongs to ([`Destination::send_tracked`]); only without auxiliary transforms,
+    /// which lose the item↔message mapping.
+    fn tracks_origins(&self) -> bool {
+        false
+    }
+
+    /// Delivers one batch whose item `i` carries tokens of the trackers `origins[i]`
+    /// (their [`sluice_engine::ack::AckTracker::id`]s). Called instead of
+    /// [`Destination::send`] when [`Destination::tracks_origins`] says so.
+    async fn send_tracked(
+        &self,
+        batch: &Outgoing,
+        origins: &[Vec<usize>],
+    ) -> Result<(), SendError> {
+        let _ = origins;
+        self.send(batch).await
+    }
 }
 
 /// What a destination accepts at most; configured batch limits are honoured only within
@@ -306,6 +333,14 @@ impl<D: Destination> Sender<D> {
                 let e = self.check_item(big.len()).expect_err("over the limit");
                 return Err((batch, e));
             }
+            if let Some(e) = items.iter().find_map(|i| self.dest.check_item(i).err()) {
+                return Err((
+                    batch,
+                    TransformError::failed(format!(
+                        "data could not be sent: after auxiliary_transforms: {e}"
+                    )),
+                ));
+            }
             if items.is_empty() {
                 return Ok(());
             }
@@ -322,7 +357,17 @@ impl<D: Destination> Sender<D> {
             key: batch.key.clone(),
             items: batch.items.iter().map(|m| m.data().clone()).collect(),
         };
-        match self.dest.send(&out).await {
+        let sent = if self.dest.tracks_origins() {
+            let origins: Vec<Vec<usize>> = batch
+                .items
+                .iter()
+                .map(|m| m.acks().iter().map(|t| t.tracker_id()).collect())
+                .collect();
+            self.dest.send_tracked(&out, &origins).await
+        } else {
+            self.dest.send(&out).await
+        };
+        match sent {
             Ok(()) => Ok(()),
             Err(SendError {
                 undelivered: Undelivered::Items(idx),
@@ -378,6 +423,9 @@ impl<D: Destination> Transform for Sender<D> {
         let data = msg.data().clone();
         if self.aux.is_none() {
             self.check_item(data.len())?;
+            self.dest
+                .check_item(&data)
+                .map_err(|e| TransformError::failed(format!("data could not be sent: {e}")))?;
         }
         let size = data.len();
         let mut held = Message::new(data);

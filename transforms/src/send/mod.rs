@@ -2,6 +2,7 @@
 //! send is a [`batcher::Sender`] around a [`batcher::Destination`]; data passes through.
 
 pub mod aws_data_firehose;
+pub mod aws_dynamodb_put;
 pub mod aws_kinesis_data_stream;
 mod aws_records;
 pub mod batcher;
@@ -17,6 +18,10 @@ pub fn register(r: &mut Registry) {
     r.transform(
         "send_aws_data_firehose",
         ctor!(aws_data_firehose::SendAwsDataFirehose),
+    );
+    r.transform(
+        "send_aws_dynamodb_put",
+        ctor!(aws_dynamodb_put::SendAwsDynamodbPut),
     );
     r.transform(
         "send_aws_kinesis_data_stream",

@@ -1,0 +1,199 @@
+//! `send_aws_dynamodb_put` through the real `sluice` binary against dynoxide: items written
+//! with `BatchWriteItem`, and the transactional mode inside `meta_kv_store_lock`, where each
+//! message's items and its lock's commit are one transaction. The sink table is scanned
+//! back and the lock table read, so every assertion is about what DynamoDB holds.
+
+use std::collections::BTreeMap;
+
+use crate::common::{Dir, Output, dynamodb};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// A sink table `name` keyed by `pk` and a lock table `locks` keyed by `PK`.
+fn tables(endpoint: &str, sink: &str, locks: &str) {
+    runtime().block_on(async {
+        dynamodb::create_lock_table(endpoint, sink, "pk", None, "ttl").await;
+        dynamodb::create_lock_table(endpoint, locks, "PK", None, "ttl").await;
+    });
+}
+
+/// The sink's items as `pk → n`.
+fn sink(endpoint: &str, table: &str) -> BTreeMap<String, String> {
+    runtime()
+        .block_on(dynamodb::scan(endpoint, table))
+        .into_iter()
+        .map(|i| (i["pk"].clone(), i.get("n").cloned().unwrap_or_default()))
+        .collect()
+}
+
+fn run(d: &Dir, endpoint: &str, config: String, input: &str) -> Output {
+    d.write("cfg.jsonnet", config);
+    d.sluice_env(
+        &["run", "-c", "cfg.jsonnet"],
+        input.as_bytes().to_vec(),
+        &dynamodb::process_env(endpoint),
+    )
+}
+
+fn lines(ids: impl Iterator<Item = u32>) -> String {
+    ids.map(|i| format!("{{\"pk\":\"id-{i}\",\"n\":{i}}}\n"))
+        .collect()
+}
+
+#[test]
+fn batch_write_puts_every_item_and_the_last_write_of_a_key_wins() {
+    let endpoint = dynamodb::endpoint();
+    let table = dynamodb::unique_table("sluice-put");
+    runtime().block_on(dynamodb::create_lock_table(
+        &endpoint, &table, "pk", None, "ttl",
+    ));
+    let mut input = lines(0..1000);
+    // id-7 again, later, with another value: one BatchWriteItem may not hold both.
+    input.push_str("{\"pk\":\"id-7\",\"n\":70}\n");
+    let d = Dir::new();
+    let config = format!(
+        r#"
+local sub = std.extVar('sub');
+{{ transforms: [
+  sub.tf.send.aws.dynamodb.put({{ aws: {{ arn: 'arn:aws:dynamodb:us-east-1:123456789012:table/{table}' }} }}),
+  sub.tf.util.drop(),
+] }}
+"#
+    );
+    let out = run(&d, &endpoint, config, &input);
+    out.assert_clean_success();
+    let got = sink(&endpoint, &table);
+    assert_eq!(got.len(), 1000);
+    assert_eq!(got["id-7"], "70");
+    assert_eq!(got["id-999"], "999");
+}
+
+#[test]
+fn a_bad_item_is_an_error_naming_the_rule() {
+    let endpoint = dynamodb::endpoint();
+    let table = dynamodb::unique_table("sluice-put-bad");
+    runtime().block_on(dynamodb::create_lock_table(
+        &endpoint, &table, "pk", None, "ttl",
+    ));
+    let d = Dir::new();
+    let config = format!(
+        r#"
+local sub = std.extVar('sub');
+{{ transforms: [ sub.tf.send.aws.dynamodb.put({{ aws: {{ arn: '{table}' }} }}) ] }}
+"#
+    );
+    let out = run(&d, &endpoint, config, "[1,2]\n");
+    out.assert_code(1);
+    let err = &out.stderr;
+    assert!(err.contains("an item must be a JSON object"), "{err}");
+    assert!(err.contains("running cfg.jsonnet: transform "), "{err}");
+}
+
+fn transactional_config(sink: &str, locks: &str) -> String {
+    format!(
+        r#"
+local sub = std.extVar('sub');
+{{ transforms: [
+  sub.tf.meta.kv_store.lock({{
+    kv_store: sub.kv_store.aws.dynamodb({{
+      aws: {{ arn: '{locks}' }},
+      attributes: {{ partition_key: 'PK', ttl: 'ttl' }},
+    }}),
+    prefix: 'put',
+    object: {{ source_key: 'pk' }},
+    duplicates: 'drop',
+    transforms: [
+      sub.tf.send.aws.dynamodb.put({{ aws: {{ arn: '{sink}' }}, transactional: true }}),
+    ],
+  }}),
+  sub.tf.send.stdout(),
+] }}
+"#
+    )
+}
+
+#[test]
+fn transactional_puts_commit_the_locks_with_the_items_and_redeliveries_are_dropped() {
+    let endpoint = dynamodb::endpoint();
+    let sink_table = dynamodb::unique_table("sluice-put-tx");
+    let locks = dynamodb::unique_table("sluice-put-tx-locks");
+    tables(&endpoint, &sink_table, &locks);
+    let d = Dir::new();
+    // 300 messages, 20 of them delivered twice in the same run.
+    let mut input = lines(0..300);
+    input.push_str(&lines(100..120));
+    let out = run(
+        &d,
+        &endpoint,
+        transactional_config(&sink_table, &locks),
+        &input,
+    );
+    out.assert_clean_success();
+    assert_eq!(sink(&endpoint, &sink_table).len(), 300);
+    // Every lock committed, by the transactions.
+    let lock_items = runtime().block_on(dynamodb::scan(&endpoint, &locks));
+    assert_eq!(lock_items.len(), 300);
+    assert!(
+        lock_items.iter().all(|i| i["lock_status"] == "committed"),
+        "{:?}",
+        lock_items.iter().find(|i| i["lock_status"] != "committed")
+    );
+    // The redelivery of the whole input (a source retrying) writes nothing and passes nothing.
+    let again = run(
+        &d,
+        &endpoint,
+        transactional_config(&sink_table, &locks),
+        &input,
+    );
+    again.assert_clean_success();
+    assert_eq!(again.stdout_str(), "");
+    assert_eq!(sink(&endpoint, &sink_table).len(), 300);
+}
+
+#[test]
+fn a_failed_transaction_releases_the_locks_so_a_redelivery_writes_the_items() {
+    let endpoint = dynamodb::endpoint();
+    let sink_table = dynamodb::unique_table("sluice-put-txfail");
+    let locks = dynamodb::unique_table("sluice-put-txfail-locks");
+    // Only the lock table exists: every transaction fails.
+    runtime().block_on(dynamodb::create_lock_table(
+        &endpoint, &locks, "PK", None, "ttl",
+    ));
+    let d = Dir::new();
+    let input = lines(0..50);
+    let out = run(
+        &d,
+        &endpoint,
+        transactional_config(&sink_table, &locks),
+        &input,
+    );
+    out.assert_code(1);
+    let err = &out.stderr;
+    assert!(err.contains(&sink_table), "{err}");
+    // Nothing is left locked: the failure released every key.
+    assert_eq!(
+        runtime().block_on(dynamodb::scan(&endpoint, &locks)).len(),
+        0
+    );
+    // The source redelivers once the table exists: everything is written.
+    runtime().block_on(dynamodb::create_lock_table(
+        &endpoint,
+        &sink_table,
+        "pk",
+        None,
+        "ttl",
+    ));
+    let out = run(
+        &d,
+        &endpoint,
+        transactional_config(&sink_table, &locks),
+        &input,
+    );
+    out.assert_clean_success();
+    assert_eq!(sink(&endpoint, &sink_table).len(), 50);
+}

@@ -1,0 +1,1364 @@
+//! `send_aws_dynamodb_put`: writes each item (a JSON object) to a DynamoDB table, with
+//! `BatchWriteItem`, or, in `transactional` mode inside `meta_kv_store_lock`, with
+//! `TransactWriteItems` that also commit the items' locks.
+//!
+//! Substation compatibility: the same type name and settings (`aws.arn`,
+//! `aws.assume_role_arn`, `batch`, `auxiliary_transforms`, `object.batch_key`). `aws.arn` is
+//! the table's ARN (`arn:aws:dynamodb:REGION:ACCOUNT:table/NAME`), whose region is used, or
+//! its bare name (region from `AWS_REGION`). Each item must be a JSON object; it becomes a
+//! DynamoDB item as Go's `attributevalue.MarshalMap` makes it (strings `S`, numbers `N`,
+//! booleans `BOOL`, null `NULL`, arrays `L`, objects `M`). An item that is not a JSON
+//! object, is larger than 400 KiB (409,600 bytes, Substation's check), or lacks one of the
+//! table's key attributes is an error when it arrives, naming the rule, so it never blocks
+//! a batch.
+//!
+//! Where sluice differs from Substation (`reference/substation.md` §2.1 row 51):
+//!
+//! - **Unprocessed items** of `BatchWriteItem` are sent again, only those, with exponential
+//!   backoff and full jitter and a bound ([`RetryPolicy::DEFAULT`]); what is still
+//!   unprocessed fails exactly those items' acknowledgements, with an error naming the
+//!   table. Substation ignores `UnprocessedItems` (silent loss) and, on throttling, reads a
+//!   response that is nil.
+//! - Two items of one batch with the same primary key go in separate calls, in order (one
+//!   `BatchWriteItem` may not hold both); the table's key schema is read once with
+//!   `DescribeTable`.
+//!
+//! # Transactional mode (`transactional: true`, a sluice setting)
+//!
+//! Inside a `meta_kv_store_lock` whose `kv_store` is `aws_dynamodb`, each message's items
+//! and the commit of its lock go in one `TransactWriteItems`: either the items are written
+//! and the lock committed, or neither. A crash can then never leave an item written whose
+//! lock is still pending (which a redelivery would write again), nor a committed lock whose
+//! items were not written: the sink is exactly-once across crashes (DESIGN.md, "The lock",
+//! item 7). The lock learns of these commits through [`crate::kv_store::co_commit`] and skips
+//! them at its checkpoint. The commit is conditional on the lock's owner: if another
+//! process took the lock over (our lease ran out), the transaction is cancelled for that
+//! message, its items are not written and its acknowledgement fails.
+//!
+//! A transaction holds whole messages (their items, de-duplicated by primary key, the last
+//! one winning, plus one commit per lock), at most 100 writes and 4 MB
+//! (`aws-contracts.md`): a message with more than 99 items is an error. To keep a message's
+//! items in one transaction, batches in this mode close only at the lock's checkpoints and
+//! after `batch.duration`, never on `batch.count`/`batch.size`; transactions of a batch go
+//! `concurrency` at a time (default 8), those touching the same item one after another.
+//! The lock's table and the sink table must be in the same account and region. Auxiliary
+//! transforms are not allowed in this mode (they lose which message an item came from).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, PutRequest, TransactWriteItem, WriteRequest};
+use futures::stream::{self, StreamExt};
+use serde::Deserialize;
+use sluice_engine::batch::BatchLimits;
+use sluice_engine::settings::{BatchSettings, ObjectSettings};
+use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
+use tokio::sync::OnceCell;
+
+use super::aws_records::{
+    AwsSettings, RetryPolicy, Stream, check_role, lazy_client, non_empty, put_with_retries,
+};
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+use crate::aws::AwsTarget;
+use crate::kv_store::aws_dynamodb::{Cancel, parse_table};
+use crate::kv_store::co_commit::{self, LockRef};
+
+/// Most items in one `BatchWriteItem` call.
+pub const MAX_BATCH_ITEMS: usize = 25;
+/// Most bytes in one `BatchWriteItem` call.
+pub const MAX_BATCH_BYTES: usize = 16_000_000;
+/// Most bytes of one item (Substation's check of the JSON; DynamoDB's limit is 400 KB).
+pub const MAX_ITEM_BYTES: usize = 409_600;
+/// Most writes in one `TransactWriteItems` call.
+pub const MAX_TRANSACTION_WRITES: usize = 100;
+/// Most bytes in one `TransactWriteItems` call.
+pub const MAX_TRANSACTION_BYTES: usize = 4_000_000;
+/// Transactions in flight at once, by default.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// Settings of `send_aws_dynamodb_put`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The table and the role.
+    pub aws: AwsSettings,
+    /// Batch limits (capped at 25 items and 16 MB; ignored in transactional mode but for
+    /// `duration`).
+    pub batch: BatchSettings,
+    /// Transforms run over each batch before it is sent.
+    pub auxiliary_transforms: Option<Value>,
+    /// `batch_key`.
+    pub object: ObjectSettings,
+    /// Write items and commit their locks in one transaction (sluice).
+    pub transactional: bool,
+    /// Transactions in flight at once (sluice; transactional mode).
+    pub concurrency: Option<usize>,
+}
+
+/// A DynamoDB item.
+type Item = HashMap<String, AttributeValue>;
+
+/// A JSON value as a DynamoDB attribute value (Go's `attributevalue.Marshal` of decoded
+/// JSON).
+pub fn attribute_value(v: &serde_json::Value) -> AttributeValue {
+    match v {
+        serde_json::Value::Null => AttributeValue::Null(true),
+        serde_json::Value::Bool(b) => AttributeValue::Bool(*b),
+        serde_json::Value::Number(n) => AttributeValue::N(n.to_string()),
+        serde_json::Value::String(s) => AttributeValue::S(s.clone()),
+        serde_json::Value::Array(a) => AttributeValue::L(a.iter().map(attribute_value).collect()),
+        serde_json::Value::Object(o) => AttributeValue::M(
+            o.iter()
+                .map(|(k, v)| (k.clone(), attribute_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// An item's bytes as a DynamoDB item: a JSON object, at most [`MAX_ITEM_BYTES`].
+pub fn parse_item(data: &[u8]) -> Result<Item, String> {
+    if data.len() > MAX_ITEM_BYTES {
+        return Err(format!(
+            "an item of {} bytes exceeds DynamoDB's item size limit of {MAX_ITEM_BYTES} bytes",
+            data.len()
+        ));
+    }
+    match serde_json::from_slice::<serde_json::Value>(data) {
+        Ok(serde_json::Value::Object(o)) => Ok(o
+            .iter()
+            .map(|(k, v)| (k.clone(), attribute_value(v)))
+            .collect()),
+        Ok(_) => Err("an item must be a JSON object (a DynamoDB item)".into()),
+        Err(e) => Err(format!("an item must be a JSON object: {e}")),
+    }
+}
+
+/// A DynamoDB table as a destination.
+pub struct DynamoDbPut {
+    table: String,
+    target: AwsTarget,
+    client: OnceCell<Client>,
+    /// The table's key attribute names (partition key, then sort key), read once.
+    key_schema: OnceCell<Vec<String>>,
+    retry: RetryPolicy,
+    transactional: bool,
+    concurrency: usize,
+}
+
+impl DynamoDbPut {
+    /// The table `table`, reached with `target`.
+    pub fn new(table: String, target: AwsTarget) -> Self {
+        DynamoDbPut {
+            table,
+            target,
+            client: OnceCell::new(),
+            key_schema: OnceCell::new(),
+            retry: RetryPolicy::DEFAULT,
+            transactional: false,
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
+
+    /// Writes in transactions that commit the items' locks (see the module documentation).
+    pub fn transactional(mut self, concurrency: usize) -> Self {
+        self.transactional = true;
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Uses `client` instead of making one (tests with mocked responses).
+    pub fn with_client(mut self, client: Client) -> Self {
+        self.client = OnceCell::new_with(Some(client));
+        self
+    }
+
+    /// Uses `retry` for unprocessed items and cancelled transactions.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    fn fail(&self, what: impl std::fmt::Display) -> TransformError {
+        TransformError::failed(format!("dynamodb table {}: {what}", self.table))
+    }
+
+    async fn client(&self) -> Result<&Client, TransformError> {
+        lazy_client(
+            &self.client,
+            &self.target,
+            || format!("dynamodb table {}: no AWS region: give the table's ARN in aws.arn or set AWS_REGION", self.table),
+            Client::new,
+        )
+        .await
+    }
+
+    async fn key_schema(&self, client: &Client) -> Result<&[String], TransformError> {
+        self.key_schema
+            .get_or_try_init(|| async {
+                let out = client
+                    .describe_table()
+                    .table_name(&self.table)
+                    .send()
+                    .await
+                    .map_err(|e| {
+                        self.fail(format!("DescribeTable failed: {}", DisplayErrorContext(&e)))
+                    })?;
+                let mut keys: Vec<(bool, String)> = out
+                    .table()
+                    .map(|t| t.key_schema())
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|k| {
+                        (
+                            k.key_type().as_str() != "HASH",
+                            k.attribute_name().to_string(),
+                        )
+                    })
+                    .collect();
+                keys.sort();
+                if keys.is_empty() {
+                    return Err(self.fail("DescribeTable answered no key schema"));
+                }
+                Ok(keys.into_iter().map(|(_, k)| k).collect())
+            })
+            .await
+            .map(Vec::as_slice)
+    }
+
+    /// The primary key of `item` under `schema`, or which key attribute it lacks.
+    fn primary_key<'i>(
+        &self,
+        item: &'i Item,
+        schema: &[String],
+    ) -> Result<Vec<&'i AttributeValue>, TransformError> {
+        schema
+            .iter()
+            .map(|k| {
+                item.get(k).ok_or_else(|| {
+                    self.fail(format!(
+                        "an item has no {k:?} attribute, part of the table's primary key"
+                    ))
+                })
+            })
+            .collect()
+    }
+
+    /// Parses `batch`'s items; the indexes that failed, with the first reason.
+    fn parse_batch(
+        &self,
+        batch: &Outgoing,
+        schema: &[String],
+    ) -> (Vec<Option<Item>>, Vec<usize>, Option<TransformError>) {
+        let mut items = Vec::with_capacity(batch.items.len());
+        let mut bad = Vec::new();
+        let mut first = None;
+        for (i, data) in batch.items.iter().enumerate() {
+            let parsed = parse_item(data)
+                .map_err(|m| self.fail(m))
+                .and_then(|item| self.primary_key(&item, schema).map(|_| ()).map(|()| item));
+            match parsed {
+                Ok(item) => items.push(Some(item)),
+                Err(e) => {
+                    items.push(None);
+                    bad.push(i);
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        (items, bad, first)
+    }
+
+    /// Writes `items` (indexes into the batch, in order) with `BatchWriteItem`.
+    async fn batch_write(
+        &self,
+        client: &Client,
+        schema: &[String],
+        items: &[(usize, Item)],
+    ) -> Result<(), (Vec<usize>, TransformError)> {
+        for call in batch_calls(items, schema, |it| self.primary_key(it, schema).ok()) {
+            let chunk: Vec<&(usize, Item)> = call.iter().map(|&c| &items[c]).collect();
+            let stream = Stream {
+                kind: "dynamodb table",
+                name: &self.table,
+                operation: "BatchWriteItem",
+            };
+            let result = put_with_retries(stream, &self.retry, chunk.len(), |pending| {
+                let sent: Vec<Item> = pending.iter().map(|&i| chunk[i].1.clone()).collect();
+                let requests: Vec<WriteRequest> = sent
+                    .iter()
+                    .map(|item| {
+                        WriteRequest::builder()
+                            .put_request(
+                                PutRequest::builder()
+                                    .set_item(Some(item.clone()))
+                                    .build()
+                                    .expect("item is set"),
+                            )
+                            .build()
+                    })
+                    .collect();
+                let req = client
+                    .batch_write_item()
+                    .request_items(&self.table, requests)
+                    .send();
+                async move {
+                    let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
+                    let unprocessed: Vec<&Item> = out
+                        .unprocessed_items()
+                        .and_then(|u| u.values().next())
+                        .map(|w| {
+                            w.iter()
+                                .filter_map(|r| r.put_request())
+                                .map(|p| p.item())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    Ok(sent
+                        .iter()
+                        .map(|item| {
+                            unprocessed
+                                .contains(&item)
+                                .then(|| ("UnprocessedItems".to_string(), String::new()))
+                        })
+                        .collect())
+                }
+            })
+            .await;
+            if let Err((failed, e)) = result {
+                // The failed items of this call and every item not sent yet.
+                let later = items
+                    .iter()
+                    .map(|(i, _)| *i)
+                    .filter(|&i| i > chunk[chunk.len() - 1].0);
+                let failed: Vec<usize> = failed.iter().map(|&f| chunk[f].0).chain(later).collect();
+                return Err((failed, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Transactional mode: groups the items by the locks guarding them, writes each group
+    /// with its commits in transactions; the indexes of items not written, with the first
+    /// reason.
+    async fn transact(
+        &self,
+        client: &Client,
+        schema: &[String],
+        items: Vec<(usize, Item, Vec<Arc<LockRef>>)>,
+    ) -> Result<(), (Vec<usize>, TransformError)> {
+        let mut failed = Vec::new();
+        let mut first: Option<TransformError> = None;
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, item, locks) in items {
+            if locks.is_empty() {
+                failed.push(i);
+                first.get_or_insert_with(|| self.fail(
+                    "transactional: an item carries no DynamoDB lock; put this send inside a meta_kv_store_lock whose kv_store is aws_dynamodb",
+                ));
+                continue;
+            }
+            if let Some(lock) = locks.iter().find(|l| l.store.dynamodb().is_none()) {
+                failed.push(i);
+                first.get_or_insert_with(|| {
+                    self.fail(format!(
+                        "transactional: the lock on {:?} is in {}, not in DynamoDB",
+                        lock.key,
+                        lock.store.describe()
+                    ))
+                });
+                continue;
+            }
+            let same = groups
+                .last()
+                .is_some_and(|g| g.locks.iter().any(|a| locks.iter().any(|b| a.key == b.key)));
+            if !same {
+                groups.push(Group::default());
+            }
+            let g = groups.last_mut().expect("a group was just made");
+            let pk: Vec<AttributeValue> = self
+                .primary_key(&item, schema)
+                .map(|k| k.into_iter().cloned().collect())
+                .unwrap_or_default();
+            // The last item with a primary key wins, as consecutive puts would.
+            if let Some(at) = g.puts.iter().position(|(_, k, _)| *k == pk) {
+                let (old, _, _) = g.puts.remove(at);
+                g.replaced.push(old);
+            }
+            g.bytes += item_bytes(&item);
+            g.puts.push((i, pk, item));
+            for l in locks {
+                if !g.locks.iter().any(|h| h.key == l.key) {
+                    g.locks.push(l);
+                }
+            }
+        }
+        let mut ok_groups = Vec::new();
+        for g in groups {
+            if g.writes() > MAX_TRANSACTION_WRITES || g.bytes > MAX_TRANSACTION_BYTES {
+                failed.extend(g.indexes());
+                first.get_or_insert_with(|| {
+                    self.fail(format!(
+                        "transactional: one message's {} items and {} lock commit(s) ({} bytes) exceed a transaction's {MAX_TRANSACTION_WRITES} writes or {MAX_TRANSACTION_BYTES} bytes",
+                        g.puts.len(),
+                        g.locks.len(),
+                        g.bytes
+                    ))
+                });
+            } else {
+                ok_groups.push(g);
+            }
+        }
+        let waves = plan_transactions(&ok_groups);
+        for wave in waves {
+            let calls: Vec<_> = wave
+                .iter()
+                .map(|tx| self.transact_one(client, tx.iter().map(|&g| &ok_groups[g]).collect()))
+                .collect();
+            let results: Vec<Vec<Result<(), TransformError>>> = stream::iter(calls)
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+            for r in results.into_iter().flatten() {
+                if let Err(e) = r {
+                    first.get_or_insert(e);
+                }
+            }
+        }
+        for g in &ok_groups {
+            if !g.written() {
+                failed.extend(g.indexes());
+            }
+        }
+        match first {
+            None if failed.is_empty() => Ok(()),
+            first => {
+                failed.sort_unstable();
+                let e = first.unwrap_or_else(|| self.fail("transaction failed"));
+                Err((failed, e))
+            }
+        }
+    }
+
+    /// One transaction of whole groups, sent again without the groups whose lock was taken
+    /// over or whose write was refused, and after a backoff when a conflict or throttling
+    /// cancelled it. One result per group.
+    async fn transact_one(
+        &self,
+        client: &Client,
+        groups: Vec<&Group>,
+    ) -> Vec<Result<(), TransformError>> {
+        let mut results: Vec<Option<Result<(), TransformError>>> =
+            groups.iter().map(|_| None).collect();
+        let mut left: Vec<usize> = (0..groups.len()).collect();
+        let mut attempt = 0;
+        while !left.is_empty() {
+            attempt += 1;
+            // Each write's group, in the order they are sent.
+            let mut owners = Vec::new();
+            let mut writes = Vec::new();
+            let mut build_error = None;
+            for &gi in &left {
+                let g = groups[gi];
+                for (_, _, item) in &g.puts {
+                    let put = Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(item.clone()))
+                        .build();
+                    match put {
+                        Ok(p) => {
+                            writes.push(TransactWriteItem::builder().put(p).build());
+                            owners.push((gi, None));
+                        }
+                        Err(e) => build_error = Some(self.fail(e)),
+                    }
+                }
+                for l in &g.locks {
+                    let store = l.store.dynamodb().expect("checked when grouped");
+                    match store.co_commit_write(&l.owner, &l.key) {
+                        Ok(w) => {
+                            writes.push(w);
+                            owners.push((gi, Some(l)));
+                        }
+                        Err(e) => build_error = Some(self.fail(e)),
+                    }
+                }
+            }
+            if let Some(e) = build_error {
+                for &gi in &left {
+                    results[gi] = Some(Err(TransformError::failed(e.to_string())));
+                }
+                break;
+            }
+            let sent = client
+                .transact_write_items()
+                .set_transact_items(Some(writes))
+                .send()
+                .await;
+            let err = match sent {
+                Ok(_) => {
+                    for &gi in &left {
+                        for l in &groups[gi].locks {
+                            l.mark_committed();
+                        }
+                        groups[gi].mark_written();
+                        results[gi] = Some(Ok(()));
+                    }
+                    break;
+                }
+                Err(e) => e,
+            };
+            let reasons = match &err {
+                SdkError::ServiceError(s) => match s.err() {
+                    TransactWriteItemsError::TransactionCanceledException(c) => {
+                        Some(c.cancellation_reasons().to_vec())
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some(reasons) = reasons.filter(|r| r.len() == owners.len()) else {
+                let text = format!("TransactWriteItems failed: {}", DisplayErrorContext(&err));
+                for &gi in &left {
+                    results[gi] = Some(Err(self.fail(&text)));
+                }
+                break;
+            };
+            let mut transient = false;
+            for ((gi, lock), reason) in owners.iter().zip(&reasons) {
+                if results[*gi].is_some() {
+                    continue;
+                }
+                let why = match (Cancel::of(reason), lock) {
+                    (Cancel::NotOurs, Some(l)) => {
+                        let holder = reason
+                            .item()
+                            .map(|i| l.store.dynamodb().expect("checked").holder(i).owner)
+                            .unwrap_or_else(|| "nobody (the lock is gone)".into());
+                        Some(format!(
+                            "transactional: the lock on {:?} is held by {holder}, not by this process (its lease ran out): the message's items were not written",
+                            l.key
+                        ))
+                    }
+                    (Cancel::NotOurs | Cancel::Failed, _) => Some(format!(
+                        "TransactWriteItems refused an item: {}: {}",
+                        reason.code().unwrap_or("?"),
+                        reason.message().unwrap_or("")
+                    )),
+                    (Cancel::Transient, _) => {
+                        transient = true;
+                        None
+                    }
+                    (Cancel::NotApplied, _) => None,
+                };
+                if let Some(why) = why {
+                    results[*gi] = Some(Err(self.fail(why)));
+                }
+            }
+            left.retain(|&gi| results[gi].is_none());
+            if left.is_empty() {
+                break;
+            }
+            if attempt >= self.retry.attempts {
+                let text = format!(
+                    "TransactWriteItems cancelled after {attempt} attempts: {}",
+                    err.code().unwrap_or("?")
+                );
+                for &gi in &left {
+                    results[gi] = Some(Err(self.fail(&text)));
+                }
+                break;
+            }
+            if transient {
+                tokio::time::sleep(self.retry.delay(attempt)).await;
+            }
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(self.fail("transaction not attempted"))))
+            .collect()
+    }
+}
+
+/// Items of one message (or of messages whose items are mixed), and their locks.
+#[derive(Default)]
+struct Group {
+    /// (index in the batch, primary key, item), in order.
+    puts: Vec<(usize, Vec<AttributeValue>, Item)>,
+    /// Indexes of items a later item with the same primary key replaced.
+    replaced: Vec<usize>,
+    locks: Vec<Arc<LockRef>>,
+    bytes: usize,
+    written: std::sync::atomic::AtomicBool,
+}
+
+impl Group {
+    fn writes(&self) -> usize {
+        self.puts.len() + self.locks.len()
+    }
+
+    fn indexes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.puts
+            .iter()
+            .map(|(i, _, _)| *i)
+            .chain(self.replaced.iter().copied())
+    }
+
+    fn mark_written(&self) {
+        self.written
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn written(&self) -> bool {
+        self.written.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// The size of an item as DynamoDB counts it, near enough: names and values.
+fn item_bytes(item: &Item) -> usize {
+    fn value(v: &AttributeValue) -> usize {
+        match v {
+            AttributeValue::S(s) | AttributeValue::N(s) => s.len(),
+            AttributeValue::L(l) => 3 + l.iter().map(|v| 1 + value(v)).sum::<usize>(),
+            AttributeValue::M(m) => {
+                3 + m.iter().map(|(k, v)| 1 + k.len() + value(v)).sum::<usize>()
+            }
+            _ => 1,
+        }
+    }
+    item.iter().map(|(k, v)| k.len() + value(v)).sum()
+}
+
+/// Packs groups into transactions (at most [`MAX_TRANSACTION_WRITES`] writes and
+/// [`MAX_TRANSACTION_BYTES`], no item twice) and the transactions into waves that may run
+/// at once (no item in two transactions of a wave). Group indexes, in order.
+fn plan_transactions(groups: &[Group]) -> Vec<Vec<Vec<usize>>> {
+    // Everything a group writes: its items' primary keys and its lock keys.
+    let touched = |g: &Group| -> Vec<String> {
+        g.puts
+            .iter()
+            .map(|(_, k, _)| format!("item:{k:?}"))
+            .chain(g.locks.iter().map(|l| format!("lock:{}", l.key)))
+            .collect()
+    };
+    let mut waves: Vec<Vec<Vec<usize>>> = Vec::new();
+    let mut wave_touched: Vec<String> = Vec::new();
+    let mut tx: Vec<usize> = Vec::new();
+    let (mut tx_writes, mut tx_bytes) = (0, 0);
+    let mut tx_touched: Vec<String> = Vec::new();
+    let close = |waves: &mut Vec<Vec<Vec<usize>>>,
+                 wave_touched: &mut Vec<String>,
+                 tx: &mut Vec<usize>,
+                 tx_touched: &mut Vec<String>| {
+        if tx.is_empty() {
+            return;
+        }
+        if waves.is_empty() || tx_touched.iter().any(|t| wave_touched.contains(t)) {
+            waves.push(Vec::new());
+            wave_touched.clear();
+        }
+        waves.last_mut().expect("a wave").push(std::mem::take(tx));
+        wave_touched.append(tx_touched);
+    };
+    for (gi, g) in groups.iter().enumerate() {
+        let t = touched(g);
+        let full = tx_writes + g.writes() > MAX_TRANSACTION_WRITES
+            || tx_bytes + g.bytes > MAX_TRANSACTION_BYTES
+            || t.iter().any(|x| tx_touched.contains(x));
+        if full {
+            close(&mut waves, &mut wave_touched, &mut tx, &mut tx_touched);
+            tx_writes = 0;
+            tx_bytes = 0;
+        }
+        tx.push(gi);
+        tx_writes += g.writes();
+        tx_bytes += g.bytes;
+        tx_touched.extend(t);
+    }
+    close(&mut waves, &mut wave_touched, &mut tx, &mut tx_touched);
+    waves
+}
+
+/// Splits items into `BatchWriteItem` calls: at most [`MAX_BATCH_ITEMS`] and
+/// [`MAX_BATCH_BYTES`], and a primary key at most once per call. Indexes into `items`.
+fn batch_calls<'i>(
+    items: &'i [(usize, Item)],
+    _schema: &[String],
+    key: impl Fn(&'i Item) -> Option<Vec<&'i AttributeValue>>,
+) -> Vec<Vec<usize>> {
+    let mut calls: Vec<Vec<usize>> = Vec::new();
+    let mut keys: Vec<Vec<&AttributeValue>> = Vec::new();
+    let mut bytes = 0;
+    for (c, (_, item)) in items.iter().enumerate() {
+        let k = key(item).unwrap_or_default();
+        let n = item_bytes(item);
+        let full = calls.last().is_none_or(|call| {
+            call.len() == MAX_BATCH_ITEMS || bytes + n > MAX_BATCH_BYTES || keys.contains(&k)
+        });
+        if full {
+            calls.push(Vec::new());
+            keys.clear();
+            bytes = 0;
+        }
+        calls.last_mut().expect("a call").push(c);
+        keys.push(k);
+        bytes += n;
+    }
+    calls
+}
+
+#[async_trait]
+impl Destination for DynamoDbPut {
+    fn check_item(&self, item: &[u8]) -> Result<(), String> {
+        parse_item(item).map(|_| ())
+    }
+
+    async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+        let client = self.client().await?;
+        let schema = self.key_schema(client).await?;
+        let (parsed, mut bad, first) = self.parse_batch(batch, schema);
+        let items: Vec<(usize, Item)> = parsed
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, it)| it.map(|it| (i, it)))
+            .collect();
+        let result = self.batch_write(client, schema, &items).await;
+        match (result, first) {
+            (Ok(()), None) => Ok(()),
+            (Ok(()), Some(e)) => Err(SendError::items(bad, e)),
+            (Err((failed, e)), first) => {
+                bad.extend(failed);
+                bad.sort_unstable();
+                Err(SendError::items(bad, first.unwrap_or(e)))
+            }
+        }
+    }
+
+    fn tracks_origins(&self) -> bool {
+        self.transactional
+    }
+
+    async fn send_tracked(
+        &self,
+        batch: &Outgoing,
+        origins: &[Vec<usize>],
+    ) -> Result<(), SendError> {
+        if !self.transactional {
+            return self.send(batch).await;
+        }
+        let client = self.client().await?;
+        let schema = self.key_schema(client).await?;
+        let (parsed, mut bad, first) = self.parse_batch(batch, schema);
+        let items: Vec<(usize, Item, Vec<Arc<LockRef>>)> = parsed
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, it)| {
+                let locks = origins
+                    .get(i)
+                    .map(|o| o.iter().filter_map(|&t| co_commit::lookup(t)).collect())
+                    .unwrap_or_default();
+                it.map(|it| (i, it, locks))
+            })
+            .collect();
+        match (self.transact(client, schema, items).await, first) {
+            (Ok(()), None) => Ok(()),
+            (Ok(()), Some(e)) => Err(SendError::items(bad, e)),
+            (Err((failed, e)), first) => {
+                bad.extend(failed);
+                bad.sort_unstable();
+                Err(SendError::items(bad, first.unwrap_or(e)))
+            }
+        }
+    }
+}
+
+/// The `send_aws_dynamodb_put` transform.
+pub type SendAwsDynamodbPut = Sender<DynamoDbPut>;
+
+impl Sender<DynamoDbPut> {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        let arn = non_empty(s.aws.arn).ok_or_else(|| {
+            b.field_error(
+                "aws.arn",
+                "missing required option: the table's ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME) or its name",
+            )
+        })?;
+        let (table, region) = parse_table(&arn).map_err(|m| b.field_error("aws.arn", m))?;
+        let role = non_empty(s.aws.assume_role_arn);
+        check_role(&role).map_err(|m| b.field_error("aws.assume_role_arn", m))?;
+        let target = AwsTarget {
+            region,
+            assume_role_arn: role,
+            ..Default::default()
+        };
+        let dest = DynamoDbPut::new(table, target);
+        if !s.transactional {
+            if s.concurrency.is_some() {
+                return Err(b.field_error(
+                    "concurrency",
+                    "applies to transactional mode only (transactional: true)",
+                ));
+            }
+            return Sender::new(
+                b,
+                SendOptions {
+                    batch: s.batch,
+                    auxiliary_transforms: s.auxiliary_transforms,
+                    object: s.object,
+                },
+                Caps {
+                    count: MAX_BATCH_ITEMS,
+                    size: MAX_BATCH_BYTES,
+                    item_size: MAX_ITEM_BYTES,
+                },
+                dest,
+            );
+        }
+        if !matches!(&s.auxiliary_transforms, None | Some(Value::Null))
+            && !matches!(&s.auxiliary_transforms, Some(Value::Array(a)) if a.is_empty())
+        {
+            return Err(b.field_error(
+                "auxiliary_transforms",
+                "not allowed with transactional: true (a transaction needs to know which message each item came from)",
+            ));
+        }
+        let concurrency = s.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
+        if concurrency == 0 {
+            return Err(b.field_error("concurrency", "must be at least 1"));
+        }
+        let batch_key = b.opt_key("object.batch_key", &s.object.batch_key)?;
+        // Batches close at checkpoints and by age only, so a message's items stay together.
+        let limits = BatchLimits {
+            count: usize::MAX,
+            size: usize::MAX,
+            max_age: BatchLimits::from(s.batch).max_age,
+        };
+        Ok(Sender::from_parts(
+            dest.transactional(concurrency),
+            limits,
+            MAX_ITEM_BYTES,
+            batch_key,
+            None,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv_store::LockStore;
+    use crate::kv_store::aws_dynamodb::DynamoDbStore;
+    use crate::registry;
+    use aws_sdk_dynamodb::config::retry::RetryConfig;
+    use aws_sdk_dynamodb::operation::batch_write_item::{
+        BatchWriteItemInput, BatchWriteItemOutput,
+    };
+    use aws_sdk_dynamodb::operation::describe_table::DescribeTableOutput;
+    use aws_sdk_dynamodb::operation::transact_write_items::{
+        TransactWriteItemsInput, TransactWriteItemsOutput,
+    };
+    use aws_sdk_dynamodb::types::error::TransactionCanceledException;
+    use aws_sdk_dynamodb::types::{
+        CancellationReason, KeySchemaElement, KeyType, TableDescription,
+    };
+    use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use bytes::Bytes;
+    use sluice_engine::{Message, json, testing};
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    const ARN: &str = "arn:aws:dynamodb:eu-west-1:123456789012:table/events";
+
+    const FAST: RetryPolicy = RetryPolicy {
+        attempts: 3,
+        base: Duration::from_millis(1),
+        max: Duration::from_millis(2),
+    };
+
+    fn client(rules: &[&Rule]) -> Client {
+        mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, rules, |b| b
+            .retry_config(
+                RetryConfig::standard()
+                    .with_max_attempts(2)
+                    .with_initial_backoff(Duration::from_millis(1))
+            ))
+    }
+
+    /// The sink table `events` has the key `pk` (+ `sk` with `sort`).
+    fn describe(sort: bool) -> Rule {
+        mock!(Client::describe_table).then_output(move || {
+            let mut keys = vec![
+                KeySchemaElement::builder()
+                    .attribute_name("pk")
+                    .key_type(KeyType::Hash)
+                    .build()
+                    .unwrap(),
+            ];
+            if sort {
+                keys.insert(
+                    0,
+                    KeySchemaElement::builder()
+                        .attribute_name("sk")
+                        .key_type(KeyType::Range)
+                        .build()
+                        .unwrap(),
+                );
+            }
+            DescribeTableOutput::builder()
+                .table(
+                    TableDescription::builder()
+                        .set_key_schema(Some(keys))
+                        .build(),
+                )
+                .build()
+        })
+    }
+
+    fn put(rules: &[&Rule]) -> DynamoDbPut {
+        let (table, region) = parse_table(ARN).unwrap();
+        DynamoDbPut::new(
+            table,
+            AwsTarget {
+                region,
+                ..Default::default()
+            },
+        )
+        .with_client(client(rules))
+        .with_retry(FAST)
+    }
+
+    fn batch(items: &[&str]) -> Outgoing {
+        Outgoing {
+            key: String::new(),
+            items: items.iter().map(|i| Bytes::from(i.to_string())).collect(),
+        }
+    }
+
+    fn s(v: &str) -> AttributeValue {
+        AttributeValue::S(v.into())
+    }
+
+    /// The `pk`s of the items of each call.
+    type Seen = Arc<Mutex<Vec<Vec<String>>>>;
+
+    fn pks(items: impl Iterator<Item = Item>) -> Vec<String> {
+        items
+            .map(|i| match i.get("pk") {
+                Some(AttributeValue::S(s)) => s.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    fn batch_recorder() -> (Seen, impl Fn(&BatchWriteItemInput) -> bool + Send + Sync) {
+        let seen: Seen = Arc::default();
+        let s = seen.clone();
+        (seen, move |r: &BatchWriteItemInput| {
+            let items = r.request_items().unwrap()["events"]
+                .iter()
+                .map(|w| w.put_request().unwrap().item().clone());
+            s.lock().unwrap().push(pks(items));
+            true
+        })
+    }
+
+    fn unprocessed(items: Vec<Item>) -> BatchWriteItemOutput {
+        let reqs = items
+            .into_iter()
+            .map(|i| {
+                WriteRequest::builder()
+                    .put_request(PutRequest::builder().set_item(Some(i)).build().unwrap())
+                    .build()
+            })
+            .collect();
+        BatchWriteItemOutput::builder()
+            .unprocessed_items("events", reqs)
+            .build()
+    }
+
+    #[test]
+    fn json_becomes_dynamodb_attribute_values() {
+        let table: &[(&str, AttributeValue)] = &[
+            ("null", AttributeValue::Null(true)),
+            ("true", AttributeValue::Bool(true)),
+            (
+                "12345678901234567890",
+                AttributeValue::N("12345678901234567890".into()),
+            ),
+            ("-1.5", AttributeValue::N("-1.5".into())),
+            ("\"\"", s("")),
+            (
+                "[1,\"a\"]",
+                AttributeValue::L(vec![AttributeValue::N("1".into()), s("a")]),
+            ),
+            (
+                "{\"m\":{\"x\":null}}",
+                AttributeValue::M(
+                    [(
+                        "m".to_string(),
+                        AttributeValue::M([("x".to_string(), AttributeValue::Null(true))].into()),
+                    )]
+                    .into(),
+                ),
+            ),
+        ];
+        for (json, want) in table {
+            let v: serde_json::Value = serde_json::from_str(json).unwrap();
+            assert_eq!(&attribute_value(&v), want, "{json}");
+        }
+    }
+
+    #[test]
+    fn items_must_be_objects_within_the_size_limit() {
+        assert!(parse_item(br#"{"pk":"a"}"#).is_ok());
+        for (data, want) in [
+            (b"[1]".to_vec(), "must be a JSON object"),
+            (b"nope".to_vec(), "must be a JSON object"),
+            (
+                vec![b' '; MAX_ITEM_BYTES + 1],
+                "item size limit of 409600 bytes",
+            ),
+        ] {
+            let e = parse_item(&data).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+        // Through the transform: an error when the message arrives, naming the rule.
+        let t = testing::build(
+            &registry(),
+            json!({"type": "send_aws_dynamodb_put", "settings": {"aws": {"arn": ARN}}}),
+        )
+        .unwrap();
+        let e = testing::block_on(t.transform(Message::new(&b"[1]"[..]), &mut Vec::new()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("data could not be sent: an item must be a JSON object"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn settings_table() {
+        let r = registry();
+        for s in [
+            json!({"aws": {"arn": ARN}}),
+            json!({"aws": {"arn": "events"}}),
+            json!({"aws": {"arn": ARN}, "transactional": true, "concurrency": 2}),
+        ] {
+            testing::build(&r, json!({"type": "send_aws_dynamodb_put", "settings": s}))
+                .unwrap_or_else(|e| panic!("{s}: {e}"));
+        }
+        testing::assert_config_errors(
+            &r,
+            "send_aws_dynamodb_put",
+            &[
+                (json!({}), "aws.arn: missing required option"),
+                (
+                    json!({"aws": {"arn": "arn:aws:kinesis:us-east-1:1:stream/s"}}),
+                    "is not a DynamoDB table ARN",
+                ),
+                (json!({"aws": {"arn": "a b"}}), "nor a table name"),
+                (
+                    json!({"aws": {"arn": ARN}, "concurrency": 2}),
+                    "concurrency: applies to transactional mode only",
+                ),
+                (
+                    json!({"aws": {"arn": ARN}, "transactional": true, "concurrency": 0}),
+                    "concurrency: must be at least 1",
+                ),
+                (
+                    json!({"aws": {"arn": ARN}, "transactional": true,
+                           "auxiliary_transforms": [{"type": "format_to_gzip"}]}),
+                    "auxiliary_transforms: not allowed with transactional: true",
+                ),
+            ],
+        );
+    }
+
+    #[tokio::test]
+    async fn calls_hold_25_items_and_a_primary_key_once() {
+        let (seen, m) = batch_recorder();
+        let rule = mock!(Client::batch_write_item)
+            .match_requests(m)
+            .then_output(|| BatchWriteItemOutput::builder().build());
+        let d = describe(false);
+        let p = put(&[&rule, &d]);
+        let mut items: Vec<String> = (0..26).map(|i| format!(r#"{{"pk":"{i}"}}"#)).collect();
+        items[3] = r#"{"pk":"1","v":2}"#.into();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        p.send(&batch(&refs)).await.unwrap();
+        let seen = seen.lock().unwrap();
+        let sizes: Vec<usize> = seen.iter().map(Vec::len).collect();
+        // "1" again at index 3 starts a second call; 25 per call after that.
+        assert_eq!(sizes, vec![3, 23]);
+        assert_eq!(seen[1][0], "1");
+        assert_eq!(d.num_calls(), 1, "the key schema is read once");
+    }
+
+    #[tokio::test]
+    async fn unprocessed_items_are_sent_again_and_only_they() {
+        let (seen, m) = batch_recorder();
+        let rule = mock!(Client::batch_write_item)
+            .match_requests(m)
+            .sequence()
+            .output(|| unprocessed(vec![[("pk".to_string(), s("b"))].into()]))
+            .output(|| BatchWriteItemOutput::builder().build())
+            .build();
+        let d = describe(false);
+        let p = put(&[&rule, &d]);
+        p.send(&batch(&[r#"{"pk":"a"}"#, r#"{"pk":"b"}"#, r#"{"pk":"c"}"#]))
+            .await
+            .unwrap();
+        assert_eq!(*seen.lock().unwrap(), vec![vec!["a", "b", "c"], vec!["b"]]);
+    }
+
+    #[tokio::test]
+    async fn items_still_unprocessed_fail_alone_and_items_without_a_key_fail() {
+        let rule = mock!(Client::batch_write_item)
+            .then_output(|| unprocessed(vec![[("pk".to_string(), s("b"))].into()]));
+        let d = describe(false);
+        let p = put(&[&rule, &d]);
+        let e = p
+            .send(&batch(&[
+                r#"{"pk":"a"}"#,
+                r#"{"pk":"b"}"#,
+                r#"{"other":1}"#,
+            ]))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.undelivered,
+            super::super::batcher::Undelivered::Items(vec![1, 2])
+        );
+        let text = e.error.to_string();
+        assert!(text.contains("no \"pk\" attribute"), "{text}");
+        assert_eq!(rule.num_calls(), 3, "retried up to the policy's attempts");
+        let e = p.send(&batch(&[r#"{"pk":"b"}"#])).await.unwrap_err();
+        let text = e.error.to_string();
+        assert!(
+            text.contains("dynamodb table events: 1 of 1 records not accepted after 3 BatchWriteItem attempts: 1 × UnprocessedItems"),
+            "{text}"
+        );
+    }
+
+    // --- transactional mode -------------------------------------------------------
+
+    fn lock_store() -> Arc<dyn LockStore> {
+        let settings: Value = serde_json::from_str(
+            r#"{"aws":{"arn":"arn:aws:dynamodb:eu-west-1:123456789012:table/locks"},"attributes":{"partition_key":"PK"}}"#,
+        )
+        .unwrap();
+        Arc::new(DynamoDbStore::from_settings(&settings).unwrap())
+    }
+
+    /// Registers a lock on `key` for a fresh tracker id; returns the id and the lock.
+    fn lock(key: &str) -> (usize, Arc<LockRef>) {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1 << 40);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let l = Arc::new(LockRef::new(lock_store(), "me".into(), key.into()));
+        co_commit::register(id, l.clone());
+        (id, l)
+    }
+
+    /// Each transaction as (sink pks, lock keys committed).
+    type SeenTx = Arc<Mutex<Vec<(Vec<String>, Vec<String>)>>>;
+
+    fn tx_recorder() -> (
+        SeenTx,
+        impl Fn(&TransactWriteItemsInput) -> bool + Send + Sync,
+    ) {
+        let seen: SeenTx = Arc::default();
+        let s = seen.clone();
+        (seen, move |r: &TransactWriteItemsInput| {
+            let mut puts = Vec::new();
+            let mut commits = Vec::new();
+            for w in r.transact_items() {
+                if let Some(p) = w.put() {
+                    assert_eq!(p.table_name(), "events");
+                    puts.push(p.item().clone());
+                }
+                if let Some(u) = w.update() {
+                    assert_eq!(u.table_name(), "locks");
+                    assert_eq!(u.condition_expression(), Some("#owner = :me"));
+                    if let Some(AttributeValue::S(k)) = u.key().get("PK") {
+                        commits.push(k.clone());
+                    }
+                }
+            }
+            s.lock().unwrap().push((pks(puts.into_iter()), commits));
+            true
+        })
+    }
+
+    #[tokio::test]
+    async fn a_transaction_writes_the_items_and_commits_their_locks() {
+        let (seen, m) = tx_recorder();
+        let rule = mock!(Client::transact_write_items)
+            .match_requests(m)
+            .then_output(|| TransactWriteItemsOutput::builder().build());
+        let d = describe(false);
+        let p = put(&[&rule, &d]).transactional(4);
+        let (a, la) = lock("A");
+        let (b, lb) = lock("B");
+        // A has two items (the second "x" replaces the first), B one.
+        p.send_tracked(
+            &batch(&[
+                r#"{"pk":"x"}"#,
+                r#"{"pk":"y"}"#,
+                r#"{"pk":"x","v":2}"#,
+                r#"{"pk":"z"}"#,
+            ]),
+            &[vec![a], vec![a], vec![a], vec![b]],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![(
+                vec!["y".into(), "x".into(), "z".into()],
+                vec!["A".into(), "B".into()]
+            )]
+        );
+        assert!(la.is_committed() && lb.is_committed());
+        co_commit::unregister([a, b]);
+    }
+
+    #[tokio::test]
+    async fn a_lock_taken_over_cancels_only_its_message() {
+        let (seen, m) = tx_recorder();
+        let rule = mock!(Client::transact_write_items)
+            .match_requests(m)
+            .sequence()
+            .error(|| {
+                let reason = |code: &str| CancellationReason::builder().code(code).build();
+                let mut old = HashMap::new();
+                old.insert("lock_owner".to_string(), s("other"));
+                old.insert("lock_status".to_string(), s("pending"));
+                TransactWriteItemsError::TransactionCanceledException(
+                    TransactionCanceledException::builder()
+                        .cancellation_reasons(reason("None"))
+                        .cancellation_reasons(
+                            CancellationReason::builder()
+                                .code("ConditionalCheckFailed")
+                                .set_item(Some(old))
+                                .build(),
+                        )
+                        .cancellation_reasons(reason("None"))
+                        .cancellation_reasons(reason("None"))
+                        .build(),
+                )
+            })
+            .output(|| TransactWriteItemsOutput::builder().build())
+            .build();
+        let d = describe(false);
+        let p = put(&[&rule, &d]).transactional(4);
+        let (a, la) = lock("A");
+        let (b, lb) = lock("B");
+        let e = p
+            .send_tracked(
+                &batch(&[r#"{"pk":"x"}"#, r#"{"pk":"z"}"#]),
+                &[vec![a], vec![b]],
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.undelivered,
+            super::super::batcher::Undelivered::Items(vec![0])
+        );
+        let text = e.error.to_string();
+        assert!(
+            text.contains("the lock on \"A\" is held by other"),
+            "{text}"
+        );
+        // The retry holds B's message only.
+        assert_eq!(
+            seen.lock().unwrap()[1],
+            (vec!["z".to_string()], vec!["B".to_string()])
+        );
+        assert!(!la.is_committed() && lb.is_committed());
+        co_commit::unregister([a, b]);
+    }
+
+    #[tokio::test]
+    async fn items_without_a_dynamodb_lock_fail_and_big_messages_are_refused() {
+        let rule = mock!(Client::transact_write_items)
+            .then_output(|| TransactWriteItemsOutput::builder().build());
+        let d = describe(false);
+        let p = put(&[&rule, &d]).transactional(4);
+        let e = p
+            .send_tracked(&batch(&[r#"{"pk":"x"}"#]), &[vec![]])
+            .await
+            .unwrap_err();
+        assert!(
+            e.error.to_string().contains("carries no DynamoDB lock"),
+            "{}",
+            e.error
+        );
+        let (a, _) = lock("A");
+        let items: Vec<String> = (0..100).map(|i| format!(r#"{{"pk":"{i}"}}"#)).collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let e = p
+            .send_tracked(&batch(&refs), &vec![vec![a]; 100])
+            .await
+            .unwrap_err();
+        assert!(
+            e.error
+                .to_string()
+                .contains("exceed a transaction's 100 writes"),
+            "{}",
+            e.error
+        );
+        assert_eq!(rule.num_calls(), 0);
+        co_commit::unregister([a]);
+    }
+
+    #[tokio::test]
+    async fn transactions_hold_100_writes_and_touch_an_item_once_per_wave() {
+        let (seen, m) = tx_recorder();
+        let rule = mock!(Client::transact_write_items)
+            .match_requests(m)
+            .then_output(|| TransactWriteItemsOutput::builder().build());
+        let d = describe(false);
+        let p = put(&[&rule, &d]).transactional(1);
+        // 60 messages of one item each: 50 fit in a transaction (100 writes).
+        let locks: Vec<(usize, Arc<LockRef>)> = (0..60).map(|i| lock(&format!("k{i}"))).collect();
+        let items: Vec<String> = (0..60)
+            .map(|i| format!(r#"{{"pk":"{}"}}"#, i % 55))
+            .collect();
+        let refs: Vec<&str> = items.iter().map(String::as_str).collect();
+        let origins: Vec<Vec<usize>> = locks.iter().map(|(id, _)| vec![*id]).collect();
+        p.send_tracked(&batch(&refs), &origins).await.unwrap();
+        let seen = seen.lock().unwrap();
+        let sizes: Vec<(usize, usize)> = seen.iter().map(|(p, c)| (p.len(), c.len())).collect();
+        assert_eq!(sizes, vec![(50, 50), (10, 10)]);
+        assert!(locks.iter().all(|(_, l)| l.is_committed()));
+        co_commit::unregister(locks.iter().map(|(id, _)| *id));
+        // Waves: the second transaction rewrites pk "0".."4", so it waits for the first.
+        let groups: Vec<Group> = (0..60)
+            .map(|i| Group {
+                puts: vec![(i, vec![s(&(i % 55).to_string())], Item::new())],
+                locks: vec![lock(&format!("w{i}")).1],
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(
+            plan_transactions(&groups),
+            vec![vec![(0..50).collect::<Vec<_>>()], vec![(50..60).collect()]]
+        );
+        let disjoint: Vec<Group> = (0..60)
+            .map(|i| Group {
+                puts: vec![(i, vec![s(&i.to_string())], Item::new())],
+                locks: vec![lock(&format!("d{i}")).1],
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(
+            plan_transactions(&disjoint),
+            vec![vec![(0..50).collect::<Vec<_>>(), (50..60).collect()]]
+        );
+    }
+}
