@@ -2,8 +2,12 @@
 //! send is a [`batcher::Sender`] around a [`batcher::Destination`]; data passes through.
 
 pub mod aws_data_firehose;
+pub mod aws_eventbridge;
 pub mod aws_kinesis_data_stream;
+pub mod aws_messages;
 mod aws_records;
+pub mod aws_sns;
+pub mod aws_sqs;
 pub mod batcher;
 pub mod file;
 pub mod stdout;
@@ -19,9 +23,15 @@ pub fn register(r: &mut Registry) {
         ctor!(aws_data_firehose::SendAwsDataFirehose),
     );
     r.transform(
+        "send_aws_eventbridge",
+        ctor!(aws_eventbridge::SendAwsEventbridge),
+    );
+    r.transform(
         "send_aws_kinesis_data_stream",
         ctor!(aws_kinesis_data_stream::SendAwsKinesisDataStream),
     );
+    r.transform("send_aws_sns", ctor!(aws_sns::SendAwsSns));
+    r.transform("send_aws_sqs", ctor!(aws_sqs::SendAwsSqs));
     r.transform("send_file", ctor!(file::SendFile));
     r.transform("send_stdout", ctor!(stdout::SendStdout));
 }
