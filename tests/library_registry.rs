@@ -38,11 +38,8 @@ const PENDING_TRANSFORMS: &[&str] = &[
     // jq.
     "object_jq",
     // AWS, GCP and HTTP sends.
-    "send_aws_eventbridge",
     "send_aws_lambda",
     "send_aws_s3",
-    "send_aws_sns",
-    "send_aws_sqs",
     "send_gcp_storage",
     "send_http_post",
     // Secrets (sub.secrets.*).

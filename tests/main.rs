@@ -13,5 +13,8 @@ mod cli_test;
 mod kv_store_dynamodb;
 mod library_registry;
 mod send_aws_dynamodb;
+mod send_aws_eventbridge;
 mod send_aws_firehose;
 mod send_aws_kinesis;
+mod send_aws_sns;
+mod send_aws_sqs;

@@ -255,3 +255,168 @@ pub fn process_env(endpoint: &str) -> Vec<(String, String)> {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect()
 }
+
+/// An SQS client for `endpoint`.
+pub fn sqs(endpoint: &str) -> aws_sdk_sqs::Client {
+    let conf = aws_sdk_sqs::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
+        .endpoint_url(endpoint)
+        .http_client(sluice_transforms::aws::https_client())
+        .build();
+    aws_sdk_sqs::Client::from_conf(conf)
+}
+
+/// An SNS client for `endpoint`.
+pub fn sns(endpoint: &str) -> aws_sdk_sns::Client {
+    let conf = aws_sdk_sns::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
+        .endpoint_url(endpoint)
+        .http_client(sluice_transforms::aws::https_client())
+        .build();
+    aws_sdk_sns::Client::from_conf(conf)
+}
+
+/// An EventBridge client for `endpoint`.
+pub fn eventbridge(endpoint: &str) -> aws_sdk_eventbridge::Client {
+    let conf = aws_sdk_eventbridge::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
+        .endpoint_url(endpoint)
+        .http_client(sluice_transforms::aws::https_client())
+        .build();
+    aws_sdk_eventbridge::Client::from_conf(conf)
+}
+
+/// The ARN of queue `name`.
+pub fn queue_arn(name: &str) -> String {
+    format!("arn:aws:sqs:us-east-1:{ACCOUNT}:{name}")
+}
+
+/// Creates queue `name` (a FIFO queue when it ends in `.fifo`, without content-based
+/// deduplication) and returns its URL.
+pub async fn create_queue(endpoint: &str, name: &str) -> String {
+    let mut req = sqs(endpoint).create_queue().queue_name(name);
+    if name.ends_with(".fifo") {
+        req = req.attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true");
+    }
+    req.send()
+        .await
+        .unwrap_or_else(|e| panic!("creating queue {name}: {e:?}"))
+        .queue_url()
+        .expect("a queue URL")
+        .to_string()
+}
+
+/// Receives from the queue at `url` until `want` messages arrived (or 10 s passed), then
+/// once more to see that nothing else is there; answers the bodies in the order received.
+/// Received messages are deleted (a FIFO queue holds back a message group while some of its
+/// messages are received and not deleted); moto then no longer deduplicates against them.
+pub async fn receive(endpoint: &str, url: &str, want: usize) -> Vec<String> {
+    let c = sqs(endpoint);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut bodies = Vec::new();
+    loop {
+        let got = c
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("receiving messages");
+        let empty = got.messages().is_empty();
+        for m in got.messages() {
+            c.delete_message()
+                .queue_url(url)
+                .receipt_handle(m.receipt_handle().unwrap_or_default())
+                .send()
+                .await
+                .expect("deleting a message");
+        }
+        bodies.extend(
+            got.messages()
+                .iter()
+                .map(|m| m.body().unwrap_or_default().to_string()),
+        );
+        if (bodies.len() >= want && empty) || Instant::now() > deadline {
+            return bodies;
+        }
+        if empty {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Creates topic `name` (FIFO when it ends in `.fifo`) and a queue `queue` subscribed to it
+/// with raw message delivery; answers the topic's ARN and the queue's URL.
+pub async fn create_topic_to_queue(endpoint: &str, name: &str, queue: &str) -> (String, String) {
+    let c = sns(endpoint);
+    let mut req = c.create_topic().name(name);
+    if name.ends_with(".fifo") {
+        req = req.attributes("FifoTopic", "true");
+    }
+    let topic = req
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("creating topic {name}: {e:?}"))
+        .topic_arn()
+        .expect("a topic ARN")
+        .to_string();
+    let url = create_queue(endpoint, queue).await;
+    c.subscribe()
+        .topic_arn(&topic)
+        .protocol("sqs")
+        .endpoint(queue_arn(queue))
+        .attributes("RawMessageDelivery", "true")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("subscribing {queue} to {name}: {e:?}"));
+    (topic, url)
+}
+
+/// Creates event bus `name` with a rule that sends every event from `source` to a queue
+/// `queue`; answers the bus's ARN and the queue's URL.
+pub async fn create_bus_to_queue(
+    endpoint: &str,
+    name: &str,
+    source: &str,
+    queue: &str,
+) -> (String, String) {
+    let c = eventbridge(endpoint);
+    let bus = c
+        .create_event_bus()
+        .name(name)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("creating event bus {name}: {e:?}"))
+        .event_bus_arn()
+        .expect("a bus ARN")
+        .to_string();
+    let url = create_queue(endpoint, queue).await;
+    let rule = format!("{name}-to-{queue}");
+    c.put_rule()
+        .name(&rule)
+        .event_bus_name(name)
+        .event_pattern(serde_json::json!({ "source": [source] }).to_string())
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("creating rule {rule}: {e:?}"));
+    c.put_targets()
+        .rule(&rule)
+        .event_bus_name(name)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("queue")
+                .arn(queue_arn(queue))
+                .build()
+                .expect("a target"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("targeting {queue} from {rule}: {e:?}"));
+    (bus, url)
+}

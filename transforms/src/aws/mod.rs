@@ -20,7 +20,8 @@
 //! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
 //! pipeline.
 //!
-//! The Kinesis and Firehose sends reuse this module.
+//! The AWS sends (Kinesis, Firehose, SQS, SNS, EventBridge) and the DynamoDB kv store reuse
+//! this module.
 
 use std::time::Duration;
 

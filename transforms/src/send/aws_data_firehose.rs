@@ -145,6 +145,7 @@ impl Firehose {
             kind: "firehose delivery stream",
             name: &self.name,
             operation: "PutRecordBatch",
+            records: "records",
         };
         put_with_retries(stream, &self.retry, items.len(), |pending| {
             let records: Vec<Record> = pending

@@ -284,6 +284,7 @@ impl DynamoDbPut {
                 kind: "dynamodb table",
                 name: &self.table,
                 operation: "BatchWriteItem",
+                records: "items",
             };
             let result = put_with_retries(stream, &self.retry, chunk.len(), |pending| {
                 let sent: Vec<Item> = pending.iter().map(|&i| chunk[i].1.clone()).collect();
@@ -711,7 +712,7 @@ fn batch_calls<'i>(
 
 #[async_trait]
 impl Destination for DynamoDbPut {
-    fn check_item(&self, item: &[u8]) -> Result<(), String> {
+    fn check(&self, item: &[u8]) -> Result<(), String> {
         parse_item(item).map(|_| ())
     }
 
@@ -1140,7 +1141,7 @@ mod tests {
         let e = p.send(&batch(&[r#"{"pk":"b"}"#])).await.unwrap_err();
         let text = e.error.to_string();
         assert!(
-            text.contains("dynamodb table events: 1 of 1 records not accepted after 3 BatchWriteItem attempts: 1 × UnprocessedItems"),
+            text.contains("dynamodb table events: 1 of 1 items not accepted after 3 BatchWriteItem attempts: 1 × UnprocessedItems"),
             "{text}"
         );
     }

@@ -274,6 +274,7 @@ impl Kinesis {
             kind: "kinesis stream",
             name: &self.name,
             operation: "PutRecords",
+            records: "records",
         };
         put_with_retries(stream, &self.retry, records.len(), |pending| {
             let entries: Vec<PutRecordsRequestEntry> = pending

@@ -2,13 +2,15 @@
 //!
 //! Such an API accepts a call of records and answers one result per record, some of which
 //! may carry an error code while the call as a whole succeeded: Kinesis `PutRecords`,
-//! Firehose `PutRecordBatch`, and later SQS `SendMessageBatch`, SNS `PublishBatch` and
-//! EventBridge `PutEvents`. Their sends differ in how a request is built and in their
-//! limits; what they share lives here: the `aws` settings and their checks, splitting a
-//! batch into calls, and [`put_with_retries`], which sends a call again with only its failed
-//! records (exponential backoff with full jitter, a bounded number of attempts), counts the
-//! error codes ([`Failures`]) and, on final failure, answers the records not accepted and
-//! an error naming the stream, the operation and the codes.
+//! Firehose `PutRecordBatch`, SQS `SendMessageBatch`, SNS `PublishBatch` and EventBridge
+//! `PutEvents`. Their sends differ in how a request is built, how results are matched to
+//! records (by position, or by entry id for SQS and SNS: `super::aws_messages`) and in
+//! their limits; what they share lives here: the `aws` settings and their checks, splitting
+//! a batch into calls, and [`put_with_retries`], which sends a call again with only its
+//! failed records (exponential backoff with full jitter, a bounded number of attempts),
+//! counts the error codes ([`Failures`]) and, on final failure, answers the records not
+//! accepted and an error naming the stream (queue, topic, bus), the operation and the
+//! codes.
 
 use std::future::Future;
 use std::ops::Range;
@@ -21,7 +23,7 @@ use sluice_engine::TransformError;
 use crate::aws::{Arn, AwsTarget};
 
 /// How often a call's failed records are sent again, and how long to wait in between
-/// (exponential backoff with full jitter). Shared by the Kinesis and Firehose sends.
+/// (exponential backoff with full jitter). Shared by the AWS batch sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Calls in all (the first and the retries of its failed records).
@@ -183,6 +185,8 @@ pub(crate) struct Stream<'a> {
     pub name: &'a str,
     /// The API call, e.g. `PutRecords`.
     pub operation: &'a str,
+    /// What its records are called, plural, e.g. `records` or `messages`.
+    pub records: &'a str,
 }
 
 /// Puts `count` records (one call's worth) until each was accepted or `retry`'s attempts
@@ -206,6 +210,7 @@ where
         kind,
         name,
         operation,
+        records,
     } = stream;
     let mut pending: Vec<usize> = (0..count).collect();
     let mut failures = Failures::default();
@@ -226,7 +231,7 @@ where
             return Err((
                 pending.clone(),
                 TransformError::failed(format!(
-                    "{kind} {name}: {operation} answered {} results for {} records",
+                    "{kind} {name}: {operation} answered {} results for {} {records}",
                     results.len(),
                     pending.len()
                 )),
@@ -249,7 +254,7 @@ where
     Err((
         pending.clone(),
         TransformError::failed(format!(
-            "{kind} {name}: {} of {count} records not accepted after {} {operation} attempts: {failures}",
+            "{kind} {name}: {} of {count} {records} not accepted after {} {operation} attempts: {failures}",
             pending.len(),
             retry.attempts
         )),
@@ -271,6 +276,7 @@ mod tests {
         kind: "kinesis stream",
         name: "events",
         operation: "PutRecords",
+        records: "records",
     };
 
     fn fail(code: &str) -> RecordResult {

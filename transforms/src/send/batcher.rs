@@ -22,6 +22,12 @@
 //! transforms the item↔message mapping is lost, so such a batch succeeds or fails as a whole.
 //! [`Transform::abort`] drops everything held and marks those tokens failed.
 //!
+//! A data message whose data the destination cannot take at all (over its item size limit,
+//! or against a rule of its own, [`Destination::check`]: SQS takes only XML characters,
+//! EventBridge only JSON objects) is refused with an error naming the rule when it arrives,
+//! and never held, so it cannot block a batch. With auxiliary transforms the rules apply to
+//! their outputs, and an output that breaks one fails its batch.
+//!
 //! When a data message arrives while undelivered items are queued, they are retried first;
 //! if they still fail the message is refused with that error (it is not held, so a retry of
 //! the same message adds it once). A batch that closes *because* a message was accepted and
@@ -107,11 +113,12 @@ pub trait Destination: Send + Sync + 'static {
     /// Delivers one batch (never empty). `Ok` means every item was accepted.
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError>;
 
-    /// Checks one item when it arrives (or, with auxiliary transforms, when it leaves
-    /// them), so that an item the destination can never accept is an error at once
-    /// instead of a batch that fails on every retry. The message says what is wrong.
-    fn check_item(&self, item: &[u8]) -> Result<(), String> {
-        let _ = item;
+    /// Checks that the destination can take `item` at all (e.g. SQS takes only text of
+    /// the characters XML allows); the error says which rule it breaks. Called when a
+    /// message arrives (without auxiliary transforms; a failing message is refused, never
+    /// held) or on each output of the auxiliary transforms (a failing one fails its batch),
+    /// before the item size limit ([`Caps::item_size`]) is checked.
+    fn check(&self, _item: &[u8]) -> Result<(), String> {
         Ok(())
     }
 
@@ -264,7 +271,14 @@ impl<D: Destination> Sender<D> {
         }
     }
 
-    fn check_item(&self, len: usize) -> Result<(), TransformError> {
+    /// Checks one item against the destination's rules, then its size limit.
+    fn check_item(&self, item: &[u8]) -> Result<(), TransformError> {
+        if let Err(rule) = self.dest.check(item) {
+            return Err(TransformError::failed(format!(
+                "data could not be sent: {rule}"
+            )));
+        }
+        let len = item.len();
         if len > self.item_size {
             return Err(TransformError::failed(format!(
                 "data could not be sent: an item of {len} bytes exceeds the destination's item size limit of {} bytes",
@@ -329,17 +343,8 @@ impl<D: Destination> Sender<D> {
                 .filter(|m| !m.is_ctrl())
                 .map(|m| m.data().clone())
                 .collect();
-            if let Some(big) = items.iter().find(|i| i.len() > self.item_size) {
-                let e = self.check_item(big.len()).expect_err("over the limit");
+            if let Err(e) = items.iter().try_for_each(|i| self.check_item(i)) {
                 return Err((batch, e));
-            }
-            if let Some(e) = items.iter().find_map(|i| self.dest.check_item(i).err()) {
-                return Err((
-                    batch,
-                    TransformError::failed(format!(
-                        "data could not be sent: after auxiliary_transforms: {e}"
-                    )),
-                ));
             }
             if items.is_empty() {
                 return Ok(());
@@ -422,10 +427,7 @@ impl<D: Destination> Transform for Sender<D> {
         let key = self.key_of(&msg);
         let data = msg.data().clone();
         if self.aux.is_none() {
-            self.check_item(data.len())?;
-            self.dest
-                .check_item(&data)
-                .map_err(|e| TransformError::failed(format!("data could not be sent: {e}")))?;
+            self.check_item(&data)?;
         }
         let size = data.len();
         let mut held = Message::new(data);
@@ -730,6 +732,56 @@ pub(crate) mod tests {
         feed(&s, &["ab"]).unwrap();
         ctrl(&s).unwrap();
         assert_eq!(s.destination().items(), vec![vec!["ab"]]);
+    }
+
+    /// A destination that takes no item containing `!`.
+    #[derive(Default)]
+    struct Picky(Recorder);
+
+    #[async_trait]
+    impl Destination for Picky {
+        async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+            self.0.send(batch).await
+        }
+        fn check(&self, item: &[u8]) -> Result<(), String> {
+            match item.contains(&b'!') {
+                true => Err("picky takes no '!'".into()),
+                false => Ok(()),
+            }
+        }
+    }
+
+    #[test]
+    fn items_the_destination_cannot_take_are_refused_when_they_arrive() {
+        let s = Sender::from_parts(Picky::default(), limits(100, 100, 0), 3, None, None);
+        let (t, m) = tracked("no!");
+        let e = testing::block_on(s.transform(m, &mut Vec::new()))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "data could not be sent: picky takes no '!'");
+        assert_eq!(t.status(), AckStatus::Delivered, "not held");
+        // The destination's rule comes before the size limit.
+        let e = feed(&s, &["toolong!"]).unwrap_err().to_string();
+        assert!(e.contains("picky takes no '!'"), "{e}");
+        feed(&s, &["ok"]).unwrap();
+        ctrl(&s).unwrap();
+        assert_eq!(s.destination().0.items(), vec![vec!["ok"]]);
+
+        // With auxiliary transforms the rule applies to what they output.
+        let s = Sender::from_parts(
+            Picky::default(),
+            limits(100, 100, 0),
+            usize::MAX,
+            None,
+            Some(aux(json!([
+                {"type": "string_append", "settings": {"suffix": "!"}},
+            ]))),
+        );
+        feed(&s, &["a"]).unwrap();
+        let e = ctrl(&s).unwrap_err().to_string();
+        assert!(e.contains("picky takes no '!'"), "{e}");
+        assert_eq!(s.undelivered(), 1, "the batch stays queued");
+        assert!(s.destination().0.items().is_empty());
     }
 
     #[test]

@@ -3,8 +3,12 @@
 
 pub mod aws_data_firehose;
 pub mod aws_dynamodb_put;
+pub mod aws_eventbridge;
 pub mod aws_kinesis_data_stream;
+pub mod aws_messages;
 mod aws_records;
+pub mod aws_sns;
+pub mod aws_sqs;
 pub mod batcher;
 pub mod file;
 pub mod stdout;
@@ -24,9 +28,15 @@ pub fn register(r: &mut Registry) {
         ctor!(aws_dynamodb_put::SendAwsDynamodbPut),
     );
     r.transform(
+        "send_aws_eventbridge",
+        ctor!(aws_eventbridge::SendAwsEventbridge),
+    );
+    r.transform(
         "send_aws_kinesis_data_stream",
         ctor!(aws_kinesis_data_stream::SendAwsKinesisDataStream),
     );
+    r.transform("send_aws_sns", ctor!(aws_sns::SendAwsSns));
+    r.transform("send_aws_sqs", ctor!(aws_sqs::SendAwsSqs));
     r.transform("send_file", ctor!(file::SendFile));
     r.transform("send_stdout", ctor!(stdout::SendStdout));
 }
