@@ -41,7 +41,6 @@ const PENDING_TRANSFORMS: &[&str] = &[
     "send_aws_dynamodb_put",
     "send_aws_eventbridge",
     "send_aws_lambda",
-    "send_aws_s3",
     "send_aws_sns",
     "send_aws_sqs",
     "send_gcp_storage",

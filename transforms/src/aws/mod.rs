@@ -20,7 +20,9 @@
 //! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
 //! pipeline.
 //!
-//! The Kinesis and Firehose sends reuse this module.
+//! The Kinesis, Firehose and S3 sends reuse this module; [`s3`] adds what S3 needs.
+
+pub mod s3;
 
 use std::time::Duration;
 

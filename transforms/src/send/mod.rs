@@ -4,8 +4,10 @@
 pub mod aws_data_firehose;
 pub mod aws_kinesis_data_stream;
 mod aws_records;
+pub mod aws_s3;
 pub mod batcher;
 pub mod file;
+pub mod object_per_batch;
 pub mod stdout;
 
 use sluice_engine::Registry;
@@ -22,6 +24,7 @@ pub fn register(r: &mut Registry) {
         "send_aws_kinesis_data_stream",
         ctor!(aws_kinesis_data_stream::SendAwsKinesisDataStream),
     );
+    r.transform("send_aws_s3", ctor!(aws_s3::SendAwsS3));
     r.transform("send_file", ctor!(file::SendFile));
     r.transform("send_stdout", ctor!(stdout::SendStdout));
 }
