@@ -7,7 +7,7 @@
 //! ([`super::dynamodb::unique_table`] makes them). Clients are built with the endpoint,
 //! region and placeholder credentials given explicitly, so nothing depends on (or changes)
 //! the process environment. S3 is reached with plain HTTP requests (moto does not check
-//! signatures), which keeps the S3 SDK out of the build.
+//! signatures), so what sluice wrote with the S3 SDK is read back by other means.
 //!
 //! Quirks (`reference/toolchain.md` §2): a delivery stream must be created with
 //! `CompressionFormat` set, and its bucket must exist before the first `PutRecordBatch`.
