@@ -19,9 +19,9 @@
 # PutItem with ReturnValuesOnConditionCheckFailure=ALL_OLD, TransactWriteItems with
 # CancellationReasons (and the old item), UpdateTimeToLive.
 #
-# Kinesis, Firehose (and the S3 bucket Firehose delivers to), SQS, SNS and EventBridge:
-# moto's server (PyPI `moto[server]`), in a virtualenv at .emulators/venv. Quirks
-# (reference/toolchain.md): a
+# Kinesis, Firehose (and the S3 bucket Firehose delivers to), SQS, SNS, EventBridge and S3
+# (send_aws_s3, configs at s3:// URLs): moto's server (PyPI `moto[server]`), in a
+# virtualenv at .emulators/venv. Quirks (reference/toolchain.md): a
 # Firehose delivery stream must be created with CompressionFormat set (the Rust SDK cannot
 # read moto's description otherwise), and its destination bucket must exist before the
 # first PutRecordBatch (moto answers HTTP 500 otherwise).

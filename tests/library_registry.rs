@@ -39,7 +39,6 @@ const PENDING_TRANSFORMS: &[&str] = &[
     "object_jq",
     // AWS, GCP and HTTP sends.
     "send_aws_lambda",
-    "send_aws_s3",
     "send_gcp_storage",
     "send_http_post",
     // Secrets (sub.secrets.*).

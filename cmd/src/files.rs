@@ -12,12 +12,16 @@ pub fn parse_ext_str(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// The config files named by `paths`: files as given; directories walked for `.jsonnet`
-/// and `.json` files (recursively unless `shallow`), sorted. `.libsonnet` files are
-/// libraries and only taken when named.
+/// The config files named by `paths`: files and URLs (`s3://`, `https://`) as given;
+/// directories walked for `.jsonnet` and `.json` files (recursively unless `shallow`),
+/// sorted. `.libsonnet` files are libraries and only taken when named.
 pub fn config_files(paths: &[PathBuf], shallow: bool) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
+        if crate::commands::url_of(p).is_some() {
+            out.push(p.clone());
+            continue;
+        }
         let meta = std::fs::metadata(p).with_context(|| format!("{}", p.display()))?;
         if meta.is_dir() {
             walk(p, shallow, &mut out)?;

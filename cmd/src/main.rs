@@ -2,12 +2,14 @@
 //!
 //! The binary is thin: it parses arguments, loads a config (`sluice-config`), builds the
 //! pipeline from the registry of every transform (`sluice-transforms`), feeds it lines from
-//! stdin or files (`input`), and reports.
+//! stdin or files (`input`), and reports. Configs may also be read from `s3://` and
+//! `https://` URLs (`remote`).
 
 mod commands;
 mod files;
 mod input;
 mod output;
+mod remote;
 
 use std::process::ExitCode;
 

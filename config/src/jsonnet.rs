@@ -2,15 +2,24 @@
 //!
 //! jrsonnet's `State` and `Val` are `!Send`: everything here runs on the calling thread and
 //! only `serde_json` values leave it.
+//!
+//! A config is a local file (imports resolved relative to it on disk) or a text with a name,
+//! typically the URL it was fetched from (`s3://bucket/cfg.jsonnet`): jrsonnet knows it as a
+//! [`Remote`] source, so error positions show that name, and its imports resolve relative to
+//! it as URLs and are read with the caller's [`Fetch`].
 
+use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use jrsonnet_evaluator::{
-    AsPathLike, FileImportResolver, ImportResolver, SourcePath, SourceVirtual, State,
+    AsPathLike, FileImportResolver, ImportIo, ImportResolver, SourcePath, SourceVirtual, State,
+    Val,
     manifest::JsonFormat,
     trace::{CompactFormat, PathResolver, TraceFormat},
 };
 use jrsonnet_gcmodule::Acyclic;
+use jrsonnet_ir::SourcePathT;
 
 use crate::error::ConfigLoadError;
 use crate::library;
@@ -21,6 +30,52 @@ pub const LIBRARY_IMPORT_NAMES: [&str; 2] = ["sluice.libsonnet", "substation.lib
 /// The ext-code variable that holds the library: `std.extVar('sub')`.
 pub const LIBRARY_EXT_VAR: &str = "sub";
 
+/// Reads what a config given as text imports: the bytes at an absolute URL (the import
+/// resolved against the config's name), or why not.
+pub type Fetch = Box<dyn Fn(&str) -> Result<Vec<u8>, String>>;
+
+/// A source that is not a local file, known by its name (a URL): the config given as text,
+/// and what it imports. Error positions show the name as it is.
+#[derive(Acyclic, Hash, PartialEq, Eq, Debug)]
+struct Remote(String);
+
+impl fmt::Display for Remote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl SourcePathT for Remote {
+    fn is_default(&self) -> bool {
+        false
+    }
+    fn path(&self) -> Option<&Path> {
+        None
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn dyn_hash(&self, mut hasher: &mut dyn Hasher) {
+        self.hash(&mut hasher)
+    }
+    fn dyn_eq(&self, other: &dyn SourcePathT) -> bool {
+        other.as_any().downcast_ref::<Self>() == Some(self)
+    }
+    fn dyn_debug(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// `import`'s `path` resolved against `base` as a URL (RFC 3986), when `base` is an absolute
+/// URL; an absolute URL as `path` stands for itself.
+fn join_url(base: &str, path: &str) -> Option<String> {
+    let base = url::Url::parse(base).ok()?;
+    if base.cannot_be_a_base() {
+        return None;
+    }
+    base.join(path).ok().map(String::from)
+}
+
 /// Resolves imports relative to the importing file, and the library names to the embedded
 /// library.
 ///
@@ -28,10 +83,19 @@ pub const LIBRARY_EXT_VAR: &str = "sub";
 /// give the embedded library, even when a file of that name exists, so that a config gets
 /// the library that matches the engine. A path with directories that ends in one of those
 /// names (`import '../substation.libsonnet'`) is read from disk when the file exists and
-/// falls back to the embedded library when it does not.
+/// falls back to the embedded library when it does not; from a config given as text it is
+/// always the embedded library (nothing is fetched for it).
+///
+/// A config given as text (`main`) resolves its other imports against its name as a URL and
+/// reads them with `fetch`; without `fetch`, or when the name is not a URL, it can import
+/// only the library.
 #[derive(Acyclic)]
 struct Resolver {
     files: FileImportResolver,
+    /// The config given as text: its name and its text.
+    main: Option<(String, Vec<u8>)>,
+    /// Reads the imports of the config given as text.
+    fetch: Option<Fetch>,
 }
 
 fn library_name(path: &Path) -> Option<&'static str> {
@@ -57,6 +121,21 @@ impl ImportResolver for Resolver {
         {
             return Ok(library_path(name));
         }
+        if let Some(remote) = from.downcast_ref::<Remote>() {
+            if let Some(name) = lib {
+                return Ok(library_path(name));
+            }
+            let text = requested.to_string_lossy();
+            let joined = self.fetch.as_ref().and_then(|_| join_url(&remote.0, &text));
+            return match joined {
+                Some(url) => Ok(SourcePath::new(Remote(url))),
+                None => Err(ImportIo(format!(
+                    "cannot import {text:?} from {remote}: it can import only the library \
+                     (sluice.libsonnet, substation.libsonnet)"
+                ))
+                .into()),
+            };
+        }
         match self.files.resolve_from(from, path) {
             Ok(found) => Ok(found),
             Err(e) => match lib {
@@ -71,6 +150,17 @@ impl ImportResolver for Resolver {
             && LIBRARY_IMPORT_NAMES.contains(&&*v.0)
         {
             return Ok(library().as_bytes().to_vec());
+        }
+        if let Some(remote) = resolved.downcast_ref::<Remote>() {
+            if let Some((name, text)) = &self.main
+                && *name == remote.0
+            {
+                return Ok(text.clone());
+            }
+            let Some(fetch) = &self.fetch else {
+                return Err(ImportIo(format!("{remote}: cannot read it")).into());
+            };
+            return fetch(&remote.0).map_err(|e| ImportIo(format!("{remote}: {e}")).into());
         }
         self.files.load_file_contents(resolved)
     }
@@ -92,14 +182,51 @@ pub(crate) fn evaluate_to_json_text(
     path: &Path,
     ext_strs: &[(String, String)],
 ) -> Result<String, ConfigLoadError> {
-    let jsonnet_error = |e: &jrsonnet_evaluator::Error| ConfigLoadError::Jsonnet {
-        path: path.to_path_buf(),
-        trace: trace(e),
-    };
     let absolute: PathBuf = std::path::absolute(path).map_err(|source| ConfigLoadError::Io {
         path: path.to_path_buf(),
         source,
     })?;
+    let resolver = Resolver {
+        files: FileImportResolver::new(Vec::new()),
+        main: None,
+        fetch: None,
+    };
+    evaluate(path, ext_strs, resolver, |state| {
+        state.import(absolute.as_path())
+    })
+}
+
+/// Evaluates Jsonnet `text` named `name` (its URL) to JSON text (minified); its imports are
+/// resolved against `name` and read with `fetch` (see [`Resolver`]).
+pub(crate) fn evaluate_text_to_json_text(
+    name: &str,
+    text: &str,
+    ext_strs: &[(String, String)],
+    fetch: Option<Fetch>,
+) -> Result<String, ConfigLoadError> {
+    let resolver = Resolver {
+        files: FileImportResolver::new(Vec::new()),
+        main: Some((name.to_string(), text.as_bytes().to_vec())),
+        fetch,
+    };
+    let entry = SourcePath::new(Remote(name.to_string()));
+    evaluate(Path::new(name), ext_strs, resolver, |state| {
+        state.import_resolved(entry)
+    })
+}
+
+/// Evaluates what `entry` imports from a state with `resolver`, the library and
+/// `ext_strs`, to JSON text (minified); errors name `path`.
+fn evaluate(
+    path: &Path,
+    ext_strs: &[(String, String)],
+    resolver: Resolver,
+    entry: impl FnOnce(&State) -> jrsonnet_evaluator::Result<Val>,
+) -> Result<String, ConfigLoadError> {
+    let jsonnet_error = |e: &jrsonnet_evaluator::Error| ConfigLoadError::Jsonnet {
+        path: path.to_path_buf(),
+        trace: trace(e),
+    };
 
     let ctx = jrsonnet_stdlib::ContextInitializer::new(PathResolver::new_cwd_fallback());
     for (name, value) in ext_strs {
@@ -110,9 +237,7 @@ pub(crate) fn evaluate_to_json_text(
     }
 
     let mut builder = State::builder();
-    builder.import_resolver(Resolver {
-        files: FileImportResolver::new(Vec::new()),
-    });
+    builder.import_resolver(resolver);
     // The initializer shares its settings with its clones: the library's value is added
     // after the state exists.
     builder.context_initializer(ctx.clone());
@@ -128,9 +253,52 @@ pub(crate) fn evaluate_to_json_text(
         .map_err(|e| jsonnet_error(&e))?;
     ctx.add_ext_var(LIBRARY_EXT_VAR.into(), lib);
 
-    let val = state
-        .import(absolute.as_path())
-        .map_err(|e| jsonnet_error(&e))?;
+    let val = entry(&state).map_err(|e| jsonnet_error(&e))?;
     val.manifest(JsonFormat::minify())
         .map_err(|e| jsonnet_error(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_join_like_rfc_3986() {
+        for (base, path, want) in [
+            (
+                "s3://b/dir/cfg.jsonnet",
+                "lib.libsonnet",
+                Some("s3://b/dir/lib.libsonnet"),
+            ),
+            (
+                "s3://b/dir/cfg.jsonnet",
+                "../x.libsonnet",
+                Some("s3://b/x.libsonnet"),
+            ),
+            (
+                "s3://b/cfg.jsonnet",
+                "sub/x.json",
+                Some("s3://b/sub/x.json"),
+            ),
+            (
+                "s3://b/dir/cfg.jsonnet",
+                "/top.libsonnet",
+                Some("s3://b/top.libsonnet"),
+            ),
+            (
+                "https://h:8443/a/cfg.jsonnet?v=1",
+                "lib.libsonnet",
+                Some("https://h:8443/a/lib.libsonnet"),
+            ),
+            (
+                "https://h/a/cfg.jsonnet",
+                "s3://other/x",
+                Some("s3://other/x"),
+            ),
+            ("config text", "x.libsonnet", None),
+            ("mailto:a@b", "x", None),
+        ] {
+            assert_eq!(join_url(base, path).as_deref(), want, "{base} + {path}");
+        }
+    }
 }

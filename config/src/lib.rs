@@ -7,6 +7,11 @@
 //! `import 'substation.libsonnet'`, so Substation users' configs compile unchanged; other
 //! imports are resolved relative to the importing file.
 //!
+//! A config that is not a local file (fetched from `s3://` or `https://` by the caller: this
+//! crate does no I/O beyond local files) is compiled from its text with [`compile_text`] /
+//! [`load_text`], under a name (its URL) that error positions show and that its relative
+//! imports are resolved against; the caller's [`Fetch`] reads them.
+//!
 //! jrsonnet's evaluator is `!Send`: evaluation runs on the calling thread and only
 //! `serde_json` values come out.
 //!
@@ -26,7 +31,7 @@ use std::path::Path;
 use serde_json::Value;
 
 pub use error::ConfigLoadError;
-pub use jsonnet::{LIBRARY_EXT_VAR, LIBRARY_IMPORT_NAMES};
+pub use jsonnet::{Fetch, LIBRARY_EXT_VAR, LIBRARY_IMPORT_NAMES};
 pub use loaded::{LoadedConfig, TestCase};
 pub use types::{
     LIBRARY_CONDITION_TYPES, LIBRARY_KV_STORE_TYPES, LIBRARY_SECRET_TYPES, LIBRARY_TRANSFORM_TYPES,
@@ -110,13 +115,7 @@ pub fn compile_to_string(
     pretty: bool,
 ) -> Result<String, ConfigLoadError> {
     let value = compile(path, ext_strs)?;
-    let text = if pretty {
-        serde_json::to_string_pretty(&value)
-    } else {
-        serde_json::to_string(&value)
-    };
-    // Serialising a `serde_json::Value` to a string cannot fail.
-    Ok(text.unwrap_or_default())
+    Ok(to_text(&value, pretty))
 }
 
 /// Loads a config: compiles it ([`compile`]) and checks that its top level is an object
@@ -124,4 +123,71 @@ pub fn compile_to_string(
 pub fn load(path: &Path, ext_strs: &[(String, String)]) -> Result<LoadedConfig, ConfigLoadError> {
     let json = compile(path, ext_strs)?;
     LoadedConfig::new(json, path)
+}
+
+/// How a config given as text is read, by its name's extension (a URL's query and fragment
+/// aside): `.json` is parsed as JSON, anything else is evaluated as Jsonnet (which reads
+/// JSON too, so a name without an extension works for both).
+fn text_kind(name: &str) -> Kind {
+    let path = name.split(['?', '#']).next().unwrap_or(name);
+    match Path::new(path).extension().and_then(|e| e.to_str()) {
+        Some("json") => Kind::Json,
+        _ => Kind::Jsonnet,
+    }
+}
+
+/// Compiles a config given as `text`, named `name` (typically the URL it was read from), to
+/// JSON without checking its schema. Errors show `name` where a file's would show its path
+/// (`s3://bucket/cfg.jsonnet:3:5: ...`). Jsonnet imports: the library always; other
+/// imports are resolved against `name` as a URL (`lib.libsonnet` next to
+/// `s3://bucket/dir/cfg.jsonnet` is `s3://bucket/dir/lib.libsonnet`) and read with `fetch`;
+/// without `fetch` (or when `name` is not a URL) they are errors.
+pub fn compile_text(
+    name: &str,
+    text: &str,
+    ext_strs: &[(String, String)],
+    fetch: Option<Fetch>,
+) -> Result<Value, ConfigLoadError> {
+    let path = Path::new(name);
+    match text_kind(name) {
+        Kind::Jsonnet => {
+            let json = jsonnet::evaluate_text_to_json_text(name, text, ext_strs, fetch)?;
+            parse_json(path, &json)
+        }
+        Kind::Json => parse_json(path, text),
+    }
+}
+
+/// [`compile_text`] to JSON text, for `sluice build` (see [`compile_to_string`]).
+pub fn compile_text_to_string(
+    name: &str,
+    text: &str,
+    ext_strs: &[(String, String)],
+    fetch: Option<Fetch>,
+    pretty: bool,
+) -> Result<String, ConfigLoadError> {
+    let value = compile_text(name, text, ext_strs, fetch)?;
+    Ok(to_text(&value, pretty))
+}
+
+/// Loads a config given as text: compiles it ([`compile_text`]) and checks that its top
+/// level is an object with a `transforms` array. Its [`LoadedConfig::path`] is `name`.
+pub fn load_text(
+    name: &str,
+    text: &str,
+    ext_strs: &[(String, String)],
+    fetch: Option<Fetch>,
+) -> Result<LoadedConfig, ConfigLoadError> {
+    let json = compile_text(name, text, ext_strs, fetch)?;
+    LoadedConfig::new(json, Path::new(name))
+}
+
+fn to_text(value: &Value, pretty: bool) -> String {
+    let text = if pretty {
+        serde_json::to_string_pretty(value)
+    } else {
+        serde_json::to_string(value)
+    };
+    // Serialising a `serde_json::Value` to a string cannot fail.
+    text.unwrap_or_default()
 }

@@ -7,7 +7,7 @@
 //! ([`super::dynamodb::unique_table`] makes them). Clients are built with the endpoint,
 //! region and placeholder credentials given explicitly, so nothing depends on (or changes)
 //! the process environment. S3 is reached with plain HTTP requests (moto does not check
-//! signatures), which keeps the S3 SDK out of the build.
+//! signatures), so what sluice wrote with the S3 SDK is read back by other means.
 //!
 //! Quirks (`reference/toolchain.md` §2): a delivery stream must be created with
 //! `CompressionFormat` set, and its bucket must exist before the first `PutRecordBatch`.
@@ -419,4 +419,92 @@ pub async fn create_bus_to_queue(
         .await
         .unwrap_or_else(|e| panic!("targeting {queue} from {rule}: {e:?}"));
     (bus, url)
+}
+
+/// One plain HTTP/1.0 request with `body` to `endpoint` (S3 path style): (status, the
+/// response's header lines, body).
+pub fn http_full(
+    endpoint: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, Vec<String>, Vec<u8>) {
+    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n\
+         Authorization: AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/s3/aws4_request, \
+         SignedHeaders=host, Signature=0\r\n\r\n",
+        body.len()
+    )
+    .expect("writing the request");
+    s.write_all(body).expect("writing the body");
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).expect("reading the response");
+    let split = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("an HTTP response");
+    let head = String::from_utf8_lossy(&buf[..split]).into_owned();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("a status code");
+    (
+        status,
+        lines.map(String::from).collect(),
+        buf[split + 4..].to_vec(),
+    )
+}
+
+/// Writes object `key` of bucket `bucket`.
+pub fn put_object(endpoint: &str, bucket: &str, key: &str, body: &[u8]) {
+    let (status, _, answer) = http_full(endpoint, "PUT", &format!("/{bucket}/{key}"), body);
+    assert_eq!(
+        status,
+        200,
+        "writing {bucket}/{key}: {}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
+/// One object as read back: its key, its response headers (lower-case names) and contents.
+#[derive(Debug)]
+pub struct Object {
+    pub key: String,
+    pub headers: std::collections::HashMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+/// Every object in bucket `name` (at most 1000), in key order, with headers.
+pub fn bucket_objects_full(endpoint: &str, name: &str) -> Vec<Object> {
+    let (status, body) = http(
+        endpoint,
+        "GET",
+        &format!("/{name}?list-type=2&max-keys=1000"),
+    );
+    let xml = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(status, 200, "listing {name}: {xml}");
+    assert!(!xml.contains("<IsTruncated>true"), "more than 1000 objects");
+    let mut keys: Vec<String> = xml
+        .split("<Key>")
+        .skip(1)
+        .map(|s| s.split("</Key>").next().unwrap_or("").to_string())
+        .collect();
+    keys.sort();
+    keys.into_iter()
+        .map(|key| {
+            let (status, head, body) = http_full(endpoint, "GET", &format!("/{name}/{key}"), b"");
+            assert_eq!(status, 200, "reading {name}/{key}");
+            let headers = head
+                .iter()
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+                .collect();
+            Object { key, headers, body }
+        })
+        .collect()
 }

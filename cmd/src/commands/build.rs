@@ -1,4 +1,7 @@
 //! `sluice build`: compile Jsonnet configs to JSON.
+//!
+//! A config named by URL (`s3://`, `https://`) is compiled to standard output, as with
+//! `--stdout`: there is no place next to it to write a `.json` file.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +25,7 @@ pub struct Args {
     /// Print the compiled JSON to stdout instead of writing `.json` files.
     #[arg(long)]
     stdout: bool,
-    /// Files or directories.
+    /// Files, directories, or config URLs (s3://BUCKET/KEY, https://...).
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
 }
@@ -32,13 +35,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let _ = args.recursive;
     let files: Vec<PathBuf> = config_files(&args.paths, args.shallow)?
         .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e != "json"))
+        .filter(|p| super::url_of(p).is_some() || p.extension().is_some_and(|e| e != "json"))
         .collect();
     let mut failed = 0;
     for file in &files {
-        match sluice_config::compile_to_string(file, &args.ext_str, true) {
+        let url = super::url_of(file);
+        let compiled = match url {
+            Some(url) => crate::remote::compile_to_string(url, &args.ext_str, true),
+            None => sluice_config::compile_to_string(file, &args.ext_str, true).map_err(Into::into),
+        };
+        match compiled {
             Ok(json) => {
-                if args.stdout {
+                if args.stdout || url.is_some() {
                     crate::outln!("{json}")?;
                 } else {
                     let out = file.with_extension("json");

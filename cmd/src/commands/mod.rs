@@ -11,13 +11,30 @@ use std::sync::Arc;
 use anyhow::Context;
 use sluice_engine::{Condition, Pipeline, Registry};
 
-/// Compiles a config file; `None` when it has no `transforms` (a library or data file,
-/// which `test` and `vet` skip as Substation does).
+/// The URL a config argument names, when it is one (`s3://`, `https://`, `http://`)
+/// rather than a local path.
+pub fn url_of(file: &Path) -> Option<&str> {
+    file.to_str().filter(|s| crate::remote::is_url(s))
+}
+
+/// Loads a config: a local file or one at a URL.
+pub fn load(file: &Path, ext: &[(String, String)]) -> anyhow::Result<sluice_config::LoadedConfig> {
+    match url_of(file) {
+        Some(url) => crate::remote::load(url, ext),
+        None => Ok(sluice_config::load(file, ext)?),
+    }
+}
+
+/// Compiles a config (a local file or one at a URL); `None` when it has no `transforms` (a
+/// library or data file, which `test` and `vet` skip as Substation does).
 pub fn load_optional(
     file: &Path,
     ext: &[(String, String)],
 ) -> anyhow::Result<Option<sluice_config::LoadedConfig>> {
-    let json = sluice_config::compile(file, ext)?;
+    let json = match url_of(file) {
+        Some(url) => crate::remote::compile(url, ext)?,
+        None => sluice_config::compile(file, ext)?,
+    };
     if json.get("transforms").is_none() {
         return Ok(None);
     }

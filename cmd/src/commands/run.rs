@@ -14,8 +14,8 @@ use crate::input::{self, ReadOptions, Source};
 /// Arguments of `sluice run`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The config (.jsonnet, .libsonnet or .json). Without one, each line is written to
-    /// stdout unchanged.
+    /// The config (.jsonnet, .libsonnet or .json): a file, or an s3://BUCKET/KEY or
+    /// https:// URL. Without one, each line is written to stdout unchanged.
     #[arg(short, long)]
     config: Option<PathBuf>,
     /// A Jsonnet external string, KEY=VALUE (repeatable), read with std.extVar('KEY').
@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let registry = sluice_transforms::registry();
     let (pipeline, concurrency, config_name) = match &args.config {
         Some(path) => {
-            let cfg = sluice_config::load(path, &args.ext_str)?;
+            let cfg = super::load(path, &args.ext_str)?;
             let pipeline = super::build_pipeline(&registry, path, cfg.transforms())?;
             (pipeline, cfg.concurrency()?, path.display().to_string())
         }

@@ -32,7 +32,7 @@ pub struct Args {
     /// Print every test's name and result, not only failures.
     #[arg(short, long)]
     verbose: bool,
-    /// Files or directories.
+    /// Files, directories, or config URLs (s3://BUCKET/KEY, https://...).
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
 }

@@ -18,7 +18,7 @@ pub struct Args {
     /// A Jsonnet external string, KEY=VALUE (repeatable).
     #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
     ext_str: Vec<(String, String)>,
-    /// Files or directories.
+    /// Files, directories, or config URLs (s3://BUCKET/KEY, https://...).
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
 }

@@ -20,8 +20,10 @@
 //! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
 //! pipeline.
 //!
-//! The AWS sends (Kinesis, Firehose, SQS, SNS, EventBridge) and the DynamoDB kv store reuse
-//! this module.
+//! The AWS sends (Kinesis, Firehose, SQS, SNS, EventBridge, S3) and the DynamoDB kv store
+//! reuse this module; [`s3`] adds what S3 needs.
+
+pub mod s3;
 
 use std::time::Duration;
 

@@ -3,14 +3,12 @@
 //! Substation compatibility: the same settings (`file_path {prefix, time_format, uuid,
 //! suffix}`, `use_batch_key_as_prefix`, `batch`, `auxiliary_transforms`,
 //! `object.batch_key`) and output: one file per batch, the items concatenated without a
-//! separator (add one with auxiliary transforms, e.g. `aggregate_to_string` with
-//! `separator: "\n"`), parent directories created (mode 0770). The path is
-//! `[prefix]/[time_format]/[uuid][suffix]`: the parts that are set, joined by `/`, with the
-//! suffix appended to the last one; `time_format` is a Go layout applied to the current UTC
-//! time; with `use_batch_key_as_prefix` the batch key is the prefix (the configured prefix
-//! is used for the empty key). The library's default `file_path` is
-//! `{time_format: '2006/01/02', uuid: true}`; with no `file_path` at all (Go's default, an
-//! empty path) the config is rejected instead of failing at the first flush.
+//! separator unless sluice's `separator` sets one (or add one with auxiliary transforms,
+//! e.g. `aggregate_to_string` with `separator: "\n"`), parent directories created (mode
+//! 0770). Naming and joining are shared with `send_aws_s3` ([`super::object_per_batch`]).
+//! The library's default `file_path` is `{time_format: '2006/01/02', uuid: true}`; with no
+//! `file_path` at all (Go's default, an empty path) the config is rejected instead of
+//! failing at the first flush.
 //!
 //! Unlike Substation, a batch is written to a temporary file in the target directory and
 //! renamed into place after it was synced, so a crash never leaves half a batch under the
@@ -19,59 +17,13 @@
 
 use std::path::{Path, PathBuf};
 
-use chrono::Utc;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::time::layout::format_go;
-
-/// `file_path`: how file names are made.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct FilePath {
-    /// The first directory (or directories) of the path.
-    pub prefix: String,
-    /// A Go time layout for the directories after the prefix (e.g. `2006/01/02`).
-    pub time_format: String,
-    /// Whether the file name is a random UUID.
-    pub uuid: bool,
-    /// Appended to the file name (e.g. `.json.gz`).
-    pub suffix: String,
-}
-
-impl FilePath {
-    fn is_empty(&self) -> bool {
-        self.prefix.is_empty()
-            && self.time_format.is_empty()
-            && !self.uuid
-            && self.suffix.is_empty()
-    }
-
-    /// A new path for a batch written now, with `prefix` instead of the configured one.
-    pub fn make(&self, prefix: &str) -> String {
-        let mut parts: Vec<String> = Vec::with_capacity(3);
-        let prefix = if prefix.is_empty() {
-            &self.prefix
-        } else {
-            prefix
-        };
-        if !prefix.is_empty() {
-            parts.push(prefix.trim_end_matches('/').to_string());
-        }
-        if !self.time_format.is_empty() {
-            let now = Utc::now().with_timezone(&chrono_tz::UTC);
-            parts.push(format_go(&now, &self.time_format));
-        }
-        if self.uuid {
-            parts.push(uuid::Uuid::new_v4().to_string());
-        }
-        let mut path = parts.join("/");
-        path.push_str(&self.suffix);
-        path
-    }
-}
+pub use super::object_per_batch::FilePath;
+use super::object_per_batch::ObjectPerBatch;
 
 /// Settings of `send_file`.
 #[derive(Debug, Default, Deserialize)]
@@ -81,6 +33,8 @@ pub struct Settings {
     pub file_path: FilePath,
     /// Use the batch key as the path's prefix.
     pub use_batch_key_as_prefix: bool,
+    /// Put between consecutive items (sluice's; Substation has none).
+    pub separator: String,
     /// Batch limits.
     pub batch: BatchSettings,
     /// Transforms run over each batch before it is written.
@@ -91,40 +45,21 @@ pub struct Settings {
 
 /// Local files as a destination.
 pub struct Files {
-    path: FilePath,
-    use_batch_key_as_prefix: bool,
+    objects: ObjectPerBatch,
 }
 
 impl Files {
-    /// Files named by `path`.
-    pub fn new(path: FilePath, use_batch_key_as_prefix: bool) -> Self {
-        Files {
-            path,
-            use_batch_key_as_prefix,
-        }
+    /// Files named and filled as `objects` says.
+    pub fn new(objects: ObjectPerBatch) -> Self {
+        Files { objects }
     }
 }
 
 #[async_trait]
 impl Destination for Files {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let prefix = if self.use_batch_key_as_prefix {
-            batch.key.as_str()
-        } else {
-            ""
-        };
-        let path = self.path.make(prefix);
-        if path.is_empty() || path.ends_with('/') {
-            return Err(TransformError::failed(format!(
-                "file_path gives no file name for batch key {:?}",
-                batch.key
-            ))
-            .into());
-        }
-        let mut data = Vec::with_capacity(batch.size());
-        for item in &batch.items {
-            data.extend_from_slice(item);
-        }
+        let path = self.objects.name(&batch.key)?;
+        let data = self.objects.contents(&batch.items);
         let target = PathBuf::from(&path);
         tokio::task::spawn_blocking(move || write_atomically(&target, &data))
             .await
@@ -169,18 +104,7 @@ impl Sender<Files> {
     /// Builds it from its settings.
     pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
-        if s.file_path.is_empty() {
-            return Err(b.field_error(
-                "file_path",
-                "missing required option: file_path must set at least one of prefix, time_format, uuid, suffix (the library's default is {time_format: '2006/01/02', uuid: true})",
-            ));
-        }
-        if !s.file_path.uuid {
-            b.warn(
-                "file_path.uuid is false: batches written in the same time bucket replace each other"
-                    .to_string(),
-            );
-        }
+        let objects = ObjectPerBatch::new(b, s.file_path, s.use_batch_key_as_prefix, s.separator)?;
         Sender::new(
             b,
             SendOptions {
@@ -189,7 +113,7 @@ impl Sender<Files> {
                 object: s.object,
             },
             Caps::NONE,
-            Files::new(s.file_path, s.use_batch_key_as_prefix),
+            Files::new(objects),
         )
     }
 }
@@ -264,6 +188,16 @@ mod tests {
         for (name, _) in &got {
             assert!(name.ends_with(".txt") && name.len() == 36 + 4, "{name}");
         }
+    }
+
+    #[test]
+    fn a_separator_goes_between_items() {
+        let dir = TempDir::new();
+        run(
+            json!({"file_path": {"prefix": dir.path(), "uuid": true}, "separator": "\n"}),
+            &["a", "b", "c"],
+        );
+        assert_eq!(files(&dir.0)[0].1, "a\nb\nc");
     }
 
     #[test]

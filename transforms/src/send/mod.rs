@@ -7,10 +7,12 @@ pub mod aws_eventbridge;
 pub mod aws_kinesis_data_stream;
 pub mod aws_messages;
 mod aws_records;
+pub mod aws_s3;
 pub mod aws_sns;
 pub mod aws_sqs;
 pub mod batcher;
 pub mod file;
+pub mod object_per_batch;
 pub mod stdout;
 
 use sluice_engine::Registry;
@@ -37,6 +39,7 @@ pub fn register(r: &mut Registry) {
     );
     r.transform("send_aws_sns", ctor!(aws_sns::SendAwsSns));
     r.transform("send_aws_sqs", ctor!(aws_sqs::SendAwsSqs));
+    r.transform("send_aws_s3", ctor!(aws_s3::SendAwsS3));
     r.transform("send_file", ctor!(file::SendFile));
     r.transform("send_stdout", ctor!(stdout::SendStdout));
 }

@@ -1,0 +1,295 @@
+//! Configs read from URLs by the real `sluice` binary: `s3://` against moto's S3 (a config
+//! and its imports uploaded, then run, tested, vetted and built), and `http://` against a
+//! tiny HTTP server on loopback in this test process.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::common::{Dir, dynamodb::unique_table, moto};
+
+/// A config that imports a library file next to it, and carries a test.
+const CONFIG: &str = r#"
+local sub = std.extVar('sub');
+local steps = import 'lib/steps.libsonnet';
+{
+  transforms: steps.upper + [sub.tf.send.stdout()],
+  tests: [{
+    name: 'upper',
+    transforms: [sub.tf.test.message({ value: { a: 'b' } })],
+    condition: sub.cnd.str.eq({ obj: { src: 'a' }, value: 'B' }),
+  }],
+}
+"#;
+
+/// The imported file, which imports the library by a Substation-style relative path.
+const STEPS: &str = r#"
+local sub = import '../../build/config/substation.libsonnet';
+{ upper: [sub.tf.str.to.upper({ obj: { src: 'a', trg: 'a' } })] }
+"#;
+
+#[test]
+fn run_test_vet_and_build_a_config_in_s3() {
+    let endpoint = moto::endpoint();
+    let bucket = unique_table("sluice-config");
+    moto::create_bucket(&endpoint, &bucket);
+    moto::put_object(&endpoint, &bucket, "team/config.jsonnet", CONFIG.as_bytes());
+    moto::put_object(
+        &endpoint,
+        &bucket,
+        "team/lib/steps.libsonnet",
+        STEPS.as_bytes(),
+    );
+    let env = moto::process_env(&endpoint);
+    let url = format!("s3://{bucket}/team/config.jsonnet");
+    let d = Dir::new();
+
+    d.sluice_env(&["run", "-c", &url], "{\"a\":\"x\"}\n", &env)
+        .assert_stdout("{\"a\":\"X\"}\n");
+
+    let out = d.sluice_env(&["test", &url], "", &env);
+    out.assert_code(0);
+    // (send_stdout prints the test's output first.)
+    assert!(
+        out.stdout_str()
+            .lines()
+            .any(|l| l.starts_with(&format!("ok\t{url}\t"))),
+        "{}",
+        out.stdout_str()
+    );
+    assert!(out.stdout_str().ends_with("1 passed, 0 failed\n"));
+
+    let out = d.sluice_env(&["vet", &url], "", &env);
+    out.assert_code(0);
+    assert_eq!(out.stdout_str(), format!("ok\t{url}\n"));
+
+    // build prints the compiled JSON (there is nowhere next to a URL to write it).
+    let out = d.sluice_env(&["build", &url], "", &env);
+    out.assert_clean_success();
+    let json: serde_json::Value = serde_json::from_str(out.stdout_str()).expect("JSON");
+    assert_eq!(json["transforms"][0]["type"], "string_to_upper");
+    assert_eq!(json["transforms"][1]["type"], "send_stdout");
+    assert!(
+        std::fs::read_dir(d.path()).unwrap().next().is_none(),
+        "no file written"
+    );
+}
+
+#[test]
+fn s3_errors_name_the_url_and_the_cause() {
+    let endpoint = moto::endpoint();
+    let bucket = unique_table("sluice-config");
+    moto::create_bucket(&endpoint, &bucket);
+    let env = moto::process_env(&endpoint);
+    let d = Dir::new();
+
+    let url = format!("s3://{bucket}/nope.jsonnet");
+    let out = d.sluice_env(&["run", "-c", &url], "", &env);
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .starts_with(&format!("error: {url}: GetObject failed: NoSuchKey")),
+        "{}",
+        out.stderr
+    );
+
+    // A failed import names the import's URL, its cause and the place in the config.
+    moto::put_object(&endpoint, &bucket, "cfg.jsonnet", CONFIG.as_bytes());
+    let url = format!("s3://{bucket}/cfg.jsonnet");
+    let out = d.sluice_env(&["run", "-c", &url], "", &env);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains(&format!(
+            "s3://{bucket}/lib/steps.libsonnet: GetObject failed: NoSuchKey"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(&format!("{url}:3:")), "{}", out.stderr);
+
+    // A Jsonnet error's position names the URL.
+    moto::put_object(
+        &endpoint,
+        &bucket,
+        "bad.jsonnet",
+        b"{\n  transforms: [\n}\n",
+    );
+    let url = format!("s3://{bucket}/bad.jsonnet");
+    let out = d.sluice_env(&["vet", &url], "", &env);
+    out.assert_code(1);
+    assert!(out.stderr.contains(&format!("{url}:3:")), "{}", out.stderr);
+
+    let out = d.sluice_env(&["run", "-c", "s3://bucket-only"], "", &env);
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("names no object (expected s3://BUCKET/KEY)"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A tiny HTTP/1.0 server on loopback: `GET path` answers `routes[path]` (status, extra
+/// header, body) or 404, and records the paths asked for. Stopped when dropped.
+struct Server {
+    port: u16,
+    asked: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+type Routes = HashMap<String, (u16, String, Vec<u8>)>;
+
+impl Server {
+    fn start(routes: Routes) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
+        let port = listener.local_addr().unwrap().port();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (log, done) = (asked.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if done.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                serve(stream, &routes, &log);
+            }
+        });
+        Server {
+            port,
+            asked,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(stream: TcpStream, routes: &Routes, log: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("cloning the stream"));
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    // Skip the headers.
+    let mut line = String::new();
+    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+        line.clear();
+    }
+    let path = request.split_whitespace().nth(1).unwrap_or("").to_string();
+    log.lock().unwrap().push(path.clone());
+    let (status, header, body) =
+        routes
+            .get(&path)
+            .cloned()
+            .unwrap_or((404, String::new(), b"not found".to_vec()));
+    let mut out = stream;
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n{header}\r\n",
+        body.len()
+    );
+    let _ = out.write_all(&body);
+}
+
+fn route(status: u16, header: &str, body: &str) -> (u16, String, Vec<u8>) {
+    (status, header.to_string(), body.as_bytes().to_vec())
+}
+
+#[test]
+fn run_a_config_over_http_on_loopback() {
+    let server = Server::start(HashMap::from([
+        ("/cfg/config.jsonnet".to_string(), route(200, "", CONFIG)),
+        (
+            "/cfg/lib/steps.libsonnet".to_string(),
+            route(200, "", STEPS),
+        ),
+        (
+            "/moved.jsonnet".to_string(),
+            route(302, "Location: /cfg/config.jsonnet\r\n", ""),
+        ),
+        (
+            "/plain.json".to_string(),
+            route(
+                200,
+                "",
+                r#"{"transforms":[{"type":"send_stdout","settings":{}}]}"#,
+            ),
+        ),
+    ]));
+    let d = Dir::new();
+    d.sluice(
+        &["run", "-c", &server.url("/cfg/config.jsonnet")],
+        "{\"a\":\"q\"}\n",
+    )
+    .assert_stdout("{\"a\":\"Q\"}\n");
+    assert_eq!(
+        server.asked(),
+        vec!["/cfg/config.jsonnet", "/cfg/lib/steps.libsonnet"],
+        "the config, then its import; the library is never fetched"
+    );
+    // A redirect is followed; imports resolve against the URL it led to.
+    d.sluice(
+        &["run", "-c", &server.url("/moved.jsonnet")],
+        "{\"a\":\"r\"}\n",
+    )
+    .assert_stdout("{\"a\":\"R\"}\n");
+    d.sluice(&["run", "-c", &server.url("/plain.json")], "x\n")
+        .assert_stdout("x\n");
+    let out = d.sluice(&["test", &server.url("/cfg/config.jsonnet")], "");
+    out.assert_code(0);
+    assert!(
+        out.stdout_str().ends_with("1 passed, 0 failed\n"),
+        "{}",
+        out.stdout_str()
+    );
+}
+
+#[test]
+fn http_errors_name_the_url_and_the_cause() {
+    let server = Server::start(HashMap::new());
+    let d = Dir::new();
+    let url = server.url("/missing.jsonnet");
+    d.sluice(&["run", "-c", &url], "")
+        .assert_failure(&format!("error: {url}: HTTP 404\n"));
+
+    // TLS to a plain-HTTP server fails the handshake.
+    let url = format!("https://127.0.0.1:{}/c.jsonnet", server.port);
+    let out = d.sluice(&["run", "-c", &url], "");
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .starts_with(&format!("error: {url}: request failed: ")),
+        "{}",
+        out.stderr
+    );
+
+    // Plain http goes only to loopback: refused before any connection is made.
+    d.sluice(&["run", "-c", "http://config.example/c.jsonnet"], "")
+        .assert_failure(
+            "error: http://config.example/c.jsonnet: plain http is accepted only for loopback \
+             hosts (localhost, 127.0.0.0/8, [::1]); use https\n",
+        );
+}

@@ -1,0 +1,145 @@
+//! Amazon S3: the client sluice's S3 users make (`send_aws_s3`, configs at `s3://` URLs),
+//! reading one object, and error texts with S3's error code.
+//!
+//! The client is made from [`super::load`]'s configuration (the explicit HTTPS client, the
+//! default credential, region and endpoint chains, sluice's retries) with longer timeouts:
+//! an attempt that moves an object (or a 16 MiB part) must not be cut off after the 5 s that
+//! bound the other services' small calls. Region: S3 bucket ARNs carry none, so it comes
+//! from `AWS_REGION` (or the profile). Endpoint: `AWS_ENDPOINT_URL_S3`, then
+//! `AWS_ENDPOINT_URL`; an IP endpoint (an emulator on loopback) gets path-style requests.
+
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::RequestChecksumCalculation;
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+
+use super::{AwsTarget, CONNECT_TIMEOUT};
+
+/// The longest one attempt of an S3 operation may take (an object or a part moves in one).
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(300);
+/// The longest an S3 operation may take, retries included.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// The timeouts of S3 clients (see the module documentation).
+pub fn timeout_config() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .operation_timeout(OPERATION_TIMEOUT)
+        .build()
+}
+
+/// An S3 client from `conf`. `checksums` says whether the SDK adds a checksum to uploads
+/// that did not ask for one (`WhenSupported`, CRC32) or not (`WhenRequired`); an upload
+/// that names an algorithm needs `WhenSupported` for it to be computed.
+pub fn client(conf: &SdkConfig, checksums: RequestChecksumCalculation) -> Client {
+    let conf = aws_sdk_s3::config::Builder::from(conf)
+        .timeout_config(timeout_config())
+        .request_checksum_calculation(checksums)
+        .build();
+    Client::from_conf(conf)
+}
+
+/// The text of an S3 error: its code and message when S3 answered with one (`NoSuchBucket
+/// (The specified bucket does not exist)`), the HTTP status when the answer had no code
+/// (a `HEAD`), and the whole chain of causes otherwise (a timeout, a refused connection).
+pub fn describe<E>(e: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    if let Some(code) = e.code() {
+        return match e.message() {
+            Some(m) if !m.is_empty() => format!("{code} ({m})"),
+            _ => code.to_string(),
+        };
+    }
+    if let SdkError::ServiceError(s) = e {
+        return format!("HTTP {}", s.raw().status().as_u16());
+    }
+    DisplayErrorContext(e).to_string()
+}
+
+/// `s3://BUCKET/KEY` as (bucket, key); the message of an error says what is wrong (the
+/// caller names the URL).
+pub fn parse_url(url: &str) -> Result<(String, String), String> {
+    let rest = url
+        .get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("s3://"))
+        .map(|_| &url[5..])
+        .ok_or("not an s3:// URL")?;
+    match rest.split_once('/') {
+        Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => {
+            Ok((bucket.to_string(), key.to_string()))
+        }
+        _ => Err("names no object (expected s3://BUCKET/KEY)".into()),
+    }
+}
+
+/// Reads object `key` of `bucket` with the default chains (no role, region from the
+/// environment), refusing one larger than `max_bytes`. The error names neither (the caller
+/// does) and says why: no region, S3's error code, the size.
+pub async fn get_object(bucket: &str, key: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
+    let conf = super::load(&AwsTarget::default()).await;
+    if conf.region().is_none() {
+        return Err("no AWS region: set AWS_REGION".into());
+    }
+    let c = client(&conf, RequestChecksumCalculation::WhenRequired);
+    let out = c
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .map_err(|e| format!("GetObject failed: {}", describe(&e)))?;
+    let too_big = |n: u64| {
+        format!("the object has {n} bytes, more than the {max_bytes} bytes a config may have")
+    };
+    if let Some(n) = out.content_length().and_then(|n| u64::try_from(n).ok())
+        && n > max_bytes as u64
+    {
+        return Err(too_big(n));
+    }
+    let mut body = out.body;
+    let mut data = Vec::new();
+    while let Some(chunk) = body
+        .try_next()
+        .await
+        .map_err(|e| format!("reading the object: {}", DisplayErrorContext(&e)))?
+    {
+        data.extend_from_slice(&chunk);
+        if data.len() > max_bytes {
+            return Err(too_big(data.len() as u64));
+        }
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_table() {
+        assert_eq!(
+            parse_url("s3://b/k.jsonnet"),
+            Ok(("b".into(), "k.jsonnet".into()))
+        );
+        assert_eq!(
+            parse_url("s3://b/dir/k.json"),
+            Ok(("b".into(), "dir/k.json".into()))
+        );
+        for bad in ["s3://", "s3://b", "s3://b/", "s3:///k", "https://b/k"] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timeouts_fit_object_transfers() {
+        let t = timeout_config();
+        assert_eq!(t.operation_attempt_timeout(), Some(ATTEMPT_TIMEOUT));
+        assert!(ATTEMPT_TIMEOUT >= Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,912 @@
+//! `send_aws_s3`: writes each batch to a new object in an Amazon S3 bucket.
+//!
+//! Substation compatibility: the same type name and settings (`aws.arn`,
+//! `aws.assume_role_arn`, `file_path`, `use_batch_key_as_prefix`, `storage_class`,
+//! `checksum_algorithm`, `batch`, `auxiliary_transforms`, `object.batch_key`) and output: one
+//! object per batch, named by `file_path` like `send_file`'s files
+//! ([`super::object_per_batch`]), the items concatenated without a separator unless sluice's
+//! `separator` sets one. `aws.arn` is the bucket's ARN (`arn:aws:s3:::BUCKET`) or its bare
+//! name; the region comes from `AWS_REGION` (bucket ARNs carry none).
+//!
+//! Uploads: an object of at most `part_size` bytes (16 MiB unless set) is sent with one
+//! `PutObject`; a larger one with a multipart upload (`CreateMultipartUpload`, `UploadPart`
+//! of `part_size` bytes, up to [`PART_CONCURRENCY`] at once, `CompleteMultipartUpload`),
+//! aborted (`AbortMultipartUpload`) when any part or the completion fails, so no orphaned
+//! parts stay billed. Parts grow beyond `part_size` when an object would need more than
+//! S3's 10,000 parts; an object over S3's 5 TiB limit is an error naming it. Each call is
+//! retried by the SDK (`crate::aws`); what still fails fails the whole batch (no message of
+//! it is delivered: the batcher keeps it for a retry and fails every acknowledgement when
+//! the pipeline gives up), and the error names the bucket, the key and S3's error code.
+//!
+//! Content type: sniffed from the object's first bytes (as Substation does): gzip, zstd,
+//! bzip2, snappy (framed), zip and Parquet by their magic numbers, UTF-8 text (JSON, CSV,
+//! lines) as `text/plain; charset=utf-8`, anything else as `application/octet-stream`.
+//! No `Content-Encoding` is set: compressed objects (e.g. `format_to_gzip` as an auxiliary
+//! transform, key suffix `.json.gz`) are stored and served as the `.gz` files they are,
+//! whereas `Content-Encoding: gzip` makes browsers, CloudFront and `curl --compressed`
+//! decompress them on download, so the bytes a reader gets would no longer match the key.
+//!
+//! Checksums: `checksum_algorithm` (`CRC32`, `CRC32C`, `SHA1`, `SHA256`) makes the SDK send
+//! that checksum of the object (of every part, and S3 checks the parts' list on
+//! completion); unset (or `none`) sends none beyond what the protocol requires.
+
+use std::ops::Range;
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::RequestChecksumCalculation;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart, StorageClass};
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use serde::Deserialize;
+use sluice_engine::settings::{BatchSettings, ObjectSettings};
+use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
+use tokio::sync::OnceCell;
+
+use super::aws_records::{AwsSettings, check_role, lazy_client, non_empty};
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+use super::object_per_batch::{FilePath, ObjectPerBatch};
+use crate::aws::s3::describe;
+use crate::aws::{Arn, AwsTarget};
+
+/// 1 MiB.
+const MIB: usize = 1024 * 1024;
+/// The default `part_size`: objects up to it go in one `PutObject`, larger ones in parts of
+/// this size.
+pub const DEFAULT_PART_SIZE: usize = 16 * MIB;
+/// S3's smallest part (all but the last).
+pub const MIN_PART_SIZE: usize = 5 * MIB;
+/// S3's largest part, and its largest `PutObject`.
+pub const MAX_PART_SIZE: usize = 5 * 1024 * MIB;
+/// S3's most parts in one upload.
+pub const MAX_PARTS: usize = 10_000;
+/// S3's largest object (5 TiB).
+pub const MAX_OBJECT_BYTES: u64 = 5 * 1024 * 1024 * MIB as u64;
+/// Parts of one upload in flight at once.
+pub const PART_CONCURRENCY: usize = 4;
+
+/// The checksum algorithms `checksum_algorithm` accepts.
+const CHECKSUMS: [&str; 4] = ["CRC32", "CRC32C", "SHA1", "SHA256"];
+
+/// Settings of `send_aws_s3`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The bucket (`arn`) and the role.
+    pub aws: AwsSettings,
+    /// How object keys are made.
+    pub file_path: FilePath,
+    /// Use the batch key as the key's prefix.
+    pub use_batch_key_as_prefix: bool,
+    /// The objects' storage class (default `STANDARD`).
+    pub storage_class: Option<String>,
+    /// The checksum sent with each upload (none by default).
+    pub checksum_algorithm: Option<String>,
+    /// Put between consecutive items (sluice's; Substation has none).
+    pub separator: String,
+    /// sluice's: the size up to which an object goes in one `PutObject`, and of the parts of
+    /// larger ones.
+    pub part_size: Option<usize>,
+    /// Batch limits.
+    pub batch: BatchSettings,
+    /// Transforms run over each batch before it is written.
+    pub auxiliary_transforms: Option<Value>,
+    /// `batch_key`.
+    pub object: ObjectSettings,
+}
+
+/// The bucket named by `aws.arn`: an S3 bucket ARN (`arn:aws:s3:::BUCKET`) or a bare name.
+pub fn parse_bucket(arn: Option<String>) -> Result<String, String> {
+    let arn = non_empty(arn)
+        .ok_or("missing required option: the bucket's ARN (arn:aws:s3:::BUCKET) or its name")?;
+    let name = if arn.starts_with("arn:") {
+        let a = Arn::parse(&arn)?;
+        if a.service != "s3" || !a.region.is_empty() || !a.account.is_empty() {
+            return Err(format!(
+                "{arn:?} is not an S3 bucket ARN (expected arn:aws:s3:::BUCKET)"
+            ));
+        }
+        a.resource
+    } else {
+        arn.clone()
+    };
+    // S3's rules for new buckets are stricter (3 to 63 lower-case letters, digits, '.' and
+    // '-'); older buckets may have upper-case letters and '_'.
+    let valid = (3..=255).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !valid {
+        return Err(format!(
+            "{arn:?} names no S3 bucket (expected arn:aws:s3:::BUCKET or BUCKET, a bucket name \
+             of 3 to 63 letters, digits, '.' and '-'; an object prefix goes in file_path.prefix)"
+        ));
+    }
+    Ok(name)
+}
+
+/// `storage_class`: one of S3's storage classes (any case); empty or unset is `STANDARD`.
+pub fn parse_storage_class(s: Option<&str>) -> Result<StorageClass, String> {
+    let s = s.unwrap_or("").trim();
+    if s.is_empty() {
+        return Ok(StorageClass::Standard);
+    }
+    let upper = s.to_ascii_uppercase();
+    if StorageClass::values().contains(&upper.as_str()) {
+        return Ok(StorageClass::from(upper.as_str()));
+    }
+    Err(format!(
+        "unknown storage class {s:?}; expected one of {}",
+        StorageClass::values().join(", ")
+    ))
+}
+
+/// `checksum_algorithm`: one of [`CHECKSUMS`] (any case), or none (unset, empty, `none`).
+pub fn parse_checksum(s: Option<&str>) -> Result<Option<ChecksumAlgorithm>, String> {
+    let s = s.unwrap_or("").trim();
+    if s.is_empty() || s.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let upper = s.to_ascii_uppercase();
+    if CHECKSUMS.contains(&upper.as_str()) {
+        return Ok(Some(ChecksumAlgorithm::from(upper.as_str())));
+    }
+    Err(format!(
+        "unknown checksum algorithm {s:?}; expected one of {} or none",
+        CHECKSUMS.join(", ")
+    ))
+}
+
+/// How an object of `len` bytes is uploaded with parts of (at least) `part_size` bytes:
+/// `None` for one `PutObject`, else the byte ranges of the parts (each at least
+/// `part_size`, the last aside, and at most [`MAX_PARTS`] of them).
+pub fn plan_parts(len: usize, part_size: usize) -> Result<Option<Vec<Range<usize>>>, String> {
+    if len as u64 > MAX_OBJECT_BYTES {
+        return Err(format!(
+            "an object of {len} bytes exceeds S3's object size limit of 5 TiB ({MAX_OBJECT_BYTES} bytes)"
+        ));
+    }
+    if len <= part_size {
+        return Ok(None);
+    }
+    let size = part_size.max(len.div_ceil(MAX_PARTS));
+    Ok(Some(
+        (0..len)
+            .step_by(size)
+            .map(|start| start..(start + size).min(len))
+            .collect(),
+    ))
+}
+
+/// The `Content-Type` of an object that starts with `data` (see the module documentation).
+pub fn content_type(data: &[u8]) -> &'static str {
+    match data {
+        [0x1f, 0x8b, ..] => "application/gzip",
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => "application/zstd",
+        [b'B', b'Z', b'h', ..] => "application/x-bzip2",
+        [
+            0xff,
+            0x06,
+            0x00,
+            0x00,
+            b's',
+            b'N',
+            b'a',
+            b'P',
+            b'p',
+            b'Y',
+            ..,
+        ] => "application/x-snappy-framed",
+        [b'P', b'K', 0x03, 0x04, ..] => "application/zip",
+        [b'P', b'A', b'R', b'1', ..] => "application/vnd.apache.parquet",
+        _ if is_text(&data[..data.len().min(512)]) => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Whether `head` (an object's first bytes) reads as UTF-8 text: valid UTF-8 (a character
+/// cut at the end aside) without control characters other than tab, line feed, form feed
+/// and carriage return.
+fn is_text(head: &[u8]) -> bool {
+    let valid = match std::str::from_utf8(head) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    };
+    valid
+        && head
+            .iter()
+            .all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r'))
+        && !head.contains(&0x7f)
+}
+
+/// An S3 bucket as a destination.
+pub struct S3 {
+    bucket: String,
+    objects: ObjectPerBatch,
+    storage_class: StorageClass,
+    checksum: Option<ChecksumAlgorithm>,
+    part_size: usize,
+    target: AwsTarget,
+    client: OnceCell<Client>,
+}
+
+impl S3 {
+    /// Objects in `bucket`, reached with `target`, named and filled as `objects` says.
+    pub fn new(bucket: String, objects: ObjectPerBatch, target: AwsTarget) -> Self {
+        S3 {
+            bucket,
+            objects,
+            storage_class: StorageClass::Standard,
+            checksum: None,
+            part_size: DEFAULT_PART_SIZE,
+            target,
+            client: OnceCell::new(),
+        }
+    }
+
+    /// Stores objects in `class`.
+    pub fn with_storage_class(mut self, class: StorageClass) -> Self {
+        self.storage_class = class;
+        self
+    }
+
+    /// Sends `checksum` with every upload.
+    pub fn with_checksum(mut self, checksum: Option<ChecksumAlgorithm>) -> Self {
+        self.checksum = checksum;
+        self
+    }
+
+    /// Uploads objects over `part_size` bytes in parts of that size.
+    pub fn with_part_size(mut self, part_size: usize) -> Self {
+        self.part_size = part_size;
+        self
+    }
+
+    /// Uses `client` instead of making one (tests with mocked responses).
+    pub fn with_client(mut self, client: Client) -> Self {
+        self.client = OnceCell::new_with(Some(client));
+        self
+    }
+
+    async fn client(&self) -> Result<&Client, TransformError> {
+        let checksums = if self.checksum.is_some() {
+            RequestChecksumCalculation::WhenSupported
+        } else {
+            RequestChecksumCalculation::WhenRequired
+        };
+        lazy_client(
+            &self.client,
+            &self.target,
+            || {
+                format!(
+                    "s3 bucket {}: no AWS region: set AWS_REGION (bucket ARNs carry no region)",
+                    self.bucket
+                )
+            },
+            |conf| crate::aws::s3::client(conf, checksums),
+        )
+        .await
+    }
+
+    /// The error of a failed call on object `key`.
+    fn error(&self, key: &str, what: impl std::fmt::Display) -> TransformError {
+        TransformError::failed(format!("s3 bucket {}, key {key}: {what}", self.bucket))
+    }
+
+    async fn put(&self, client: &Client, key: &str, body: Bytes) -> Result<(), TransformError> {
+        client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type(&body))
+            .storage_class(self.storage_class.clone())
+            .set_checksum_algorithm(self.checksum.clone())
+            .body(ByteStream::from(body))
+            .send()
+            .await
+            .map_err(|e| self.error(key, format_args!("PutObject failed: {}", describe(&e))))?;
+        Ok(())
+    }
+
+    async fn put_multipart(
+        &self,
+        client: &Client,
+        key: &str,
+        body: Bytes,
+        parts: Vec<Range<usize>>,
+    ) -> Result<(), TransformError> {
+        let created = client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type(&body))
+            .storage_class(self.storage_class.clone())
+            .set_checksum_algorithm(self.checksum.clone())
+            .send()
+            .await
+            .map_err(|e| {
+                self.error(
+                    key,
+                    format_args!("CreateMultipartUpload failed: {}", describe(&e)),
+                )
+            })?;
+        let Some(upload_id) = created.upload_id().map(str::to_string) else {
+            return Err(self.error(key, "CreateMultipartUpload answered no UploadId"));
+        };
+        match self
+            .upload_parts(client, key, &upload_id, &body, &parts)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let aborted = client
+                    .abort_multipart_upload()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(&upload_id)
+                    .send()
+                    .await;
+                Err(match aborted {
+                    Ok(_) => self.error(key, format_args!("{e}; the upload was aborted")),
+                    Err(a) => self.error(
+                        key,
+                        format_args!(
+                            "{e}; AbortMultipartUpload of upload {upload_id} failed too: {} \
+                             (its parts stay stored until a lifecycle rule removes them)",
+                            describe(&a)
+                        ),
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Uploads the parts and completes the upload; the error says which call failed and why
+    /// (the caller adds the bucket and key).
+    async fn upload_parts(
+        &self,
+        client: &Client,
+        key: &str,
+        upload_id: &str,
+        body: &Bytes,
+        parts: &[Range<usize>],
+    ) -> Result<(), String> {
+        let count = parts.len();
+        // The uploads are made first and then driven (a closure in the stream would make the
+        // future's `Send` proof depend on higher-ranked lifetimes the compiler cannot show).
+        let uploads: Vec<_> = parts
+            .iter()
+            .enumerate()
+            .map(|(i, range)| {
+                let number = i as i32 + 1;
+                let req = client
+                    .upload_part()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(upload_id)
+                    .part_number(number)
+                    .set_checksum_algorithm(self.checksum.clone())
+                    .body(ByteStream::from(body.slice(range.clone())))
+                    .send();
+                async move {
+                    let out = req.await.map_err(|e| {
+                        format!(
+                            "UploadPart (part {number} of {count}) failed: {}",
+                            describe(&e)
+                        )
+                    })?;
+                    Ok::<_, String>(
+                        CompletedPart::builder()
+                            .part_number(number)
+                            .set_e_tag(out.e_tag().map(str::to_string))
+                            .set_checksum_crc32(out.checksum_crc32().map(str::to_string))
+                            .set_checksum_crc32_c(out.checksum_crc32_c().map(str::to_string))
+                            .set_checksum_sha1(out.checksum_sha1().map(str::to_string))
+                            .set_checksum_sha256(out.checksum_sha256().map(str::to_string))
+                            .build(),
+                    )
+                }
+            })
+            .collect();
+        let mut done: Vec<CompletedPart> = futures::stream::iter(uploads)
+            .buffer_unordered(PART_CONCURRENCY)
+            .try_collect()
+            .await?;
+        done.sort_by_key(|p| p.part_number());
+        client
+            .complete_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .upload_id(upload_id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(done))
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| format!("CompleteMultipartUpload failed: {}", describe(&e)))?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Destination for S3 {
+    async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+        let key = self.objects.name(&batch.key)?;
+        let body = self.objects.contents(&batch.items);
+        let plan = plan_parts(body.len(), self.part_size).map_err(|m| self.error(&key, m))?;
+        let client = self.client().await?;
+        match plan {
+            None => self.put(client, &key, body).await?,
+            Some(parts) => self.put_multipart(client, &key, body, parts).await?,
+        }
+        Ok(())
+    }
+}
+
+/// The `send_aws_s3` transform.
+pub type SendAwsS3 = Sender<S3>;
+
+impl Sender<S3> {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        let bucket = parse_bucket(s.aws.arn).map_err(|m| b.field_error("aws.arn", m))?;
+        let role = non_empty(s.aws.assume_role_arn);
+        check_role(&role).map_err(|m| b.field_error("aws.assume_role_arn", m))?;
+        let storage_class = parse_storage_class(s.storage_class.as_deref())
+            .map_err(|m| b.field_error("storage_class", m))?;
+        let checksum = parse_checksum(s.checksum_algorithm.as_deref())
+            .map_err(|m| b.field_error("checksum_algorithm", m))?;
+        let part_size = s.part_size.unwrap_or(DEFAULT_PART_SIZE);
+        if !(MIN_PART_SIZE..=MAX_PART_SIZE).contains(&part_size) {
+            return Err(b.field_error(
+                "part_size",
+                format!(
+                    "{part_size} bytes is outside S3's part sizes, {MIN_PART_SIZE} (5 MiB) to {MAX_PART_SIZE} (5 GiB)"
+                ),
+            ));
+        }
+        let objects = ObjectPerBatch::new(b, s.file_path, s.use_batch_key_as_prefix, s.separator)?;
+        let target = AwsTarget {
+            assume_role_arn: role,
+            ..Default::default()
+        };
+        let max = usize::try_from(MAX_OBJECT_BYTES).unwrap_or(usize::MAX);
+        Sender::new(
+            b,
+            SendOptions {
+                batch: s.batch,
+                auxiliary_transforms: s.auxiliary_transforms,
+                object: s.object,
+            },
+            Caps {
+                count: usize::MAX,
+                size: max,
+                item_size: max,
+            },
+            S3::new(bucket, objects, target)
+                .with_storage_class(storage_class)
+                .with_checksum(checksum)
+                .with_part_size(part_size),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry;
+    use aws_sdk_s3::config::retry::RetryConfig;
+    use aws_sdk_s3::operation::abort_multipart_upload::AbortMultipartUploadOutput;
+    use aws_sdk_s3::operation::complete_multipart_upload::CompleteMultipartUploadOutput;
+    use aws_sdk_s3::operation::create_multipart_upload::CreateMultipartUploadOutput;
+    use aws_sdk_s3::operation::put_object::{PutObjectInput, PutObjectOutput};
+    use aws_sdk_s3::operation::upload_part::{UploadPartInput, UploadPartOutput};
+    use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use sluice_engine::ack::{AckStatus, AckTracker};
+    use sluice_engine::batch::BatchLimits;
+    use sluice_engine::{Message, Transform, json, testing};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    const ARN: &str = "arn:aws:s3:::logs-bucket";
+
+    fn s3(rules: &[&Rule], part_size: usize) -> S3 {
+        let client = mock_client!(aws_sdk_s3, RuleMode::MatchAny, rules, |b| b.retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(2)
+                .with_initial_backoff(Duration::from_millis(1))
+        ));
+        let objects = ObjectPerBatch {
+            file_path: FilePath {
+                prefix: "p".into(),
+                suffix: ".txt".into(),
+                ..Default::default()
+            },
+            use_batch_key_as_prefix: false,
+            separator: Bytes::from_static(b"\n"),
+        };
+        S3::new("logs-bucket".into(), objects, AwsTarget::default())
+            .with_client(client)
+            .with_part_size(part_size)
+    }
+
+    fn batch(items: &[&[u8]]) -> Outgoing {
+        Outgoing {
+            key: String::new(),
+            items: items.iter().map(|i| Bytes::copy_from_slice(i)).collect(),
+        }
+    }
+
+    /// S3's error document.
+    fn s3_error(code: &str, message: &str) -> String {
+        format!("<Error><Code>{code}</Code><Message>{message}</Message></Error>")
+    }
+
+    fn body_of(b: &ByteStream) -> Vec<u8> {
+        b.bytes().expect("an in-memory body").to_vec()
+    }
+
+    #[test]
+    fn settings_table() {
+        let r = registry();
+        for s in [
+            json!({"aws": {"arn": ARN}, "file_path": {"uuid": true}}),
+            json!({"aws": {"arn": "logs-bucket"}, "file_path": {"prefix": "x"}}),
+            json!({"aws": {"arn": ARN}, "file_path": {"uuid": true}, "storage_class": "GLACIER_IR",
+                   "checksum_algorithm": "SHA256", "separator": "\n", "part_size": MIN_PART_SIZE}),
+            json!({"aws": {"arn": ARN}, "file_path": {"uuid": true}, "storage_class": "standard_ia",
+                   "checksum_algorithm": "none"}),
+        ] {
+            testing::build(&r, json!({"type": "send_aws_s3", "settings": s}))
+                .unwrap_or_else(|e| panic!("{s}: {e}"));
+        }
+        let fp = json!({"uuid": true});
+        testing::assert_config_errors(
+            &r,
+            "send_aws_s3",
+            &[
+                (json!({"file_path": fp}), "aws.arn: missing required option"),
+                (
+                    json!({"aws": {"arn": "arn:aws:kinesis:us-east-1:1:stream/s"}, "file_path": fp}),
+                    "is not an S3 bucket ARN",
+                ),
+                (
+                    json!({"aws": {"arn": "arn:aws:s3:us-east-1:1:b"}, "file_path": fp}),
+                    "is not an S3 bucket ARN",
+                ),
+                (
+                    json!({"aws": {"arn": "arn:aws:s3:::bucket/prefix"}, "file_path": fp}),
+                    "names no S3 bucket",
+                ),
+                (
+                    json!({"aws": {"arn": "s3://bucket"}, "file_path": fp}),
+                    "names no S3 bucket",
+                ),
+                (
+                    json!({"aws": {"arn": ARN}}),
+                    "file_path: missing required option",
+                ),
+                (
+                    json!({"aws": {"arn": ARN}, "file_path": fp, "storage_class": "COLD"}),
+                    "storage_class: unknown storage class \"COLD\"; expected one of",
+                ),
+                (
+                    json!({"aws": {"arn": ARN}, "file_path": fp, "checksum_algorithm": "MD5"}),
+                    "checksum_algorithm: unknown checksum algorithm \"MD5\"; expected one of CRC32, CRC32C, SHA1, SHA256 or none",
+                ),
+                (
+                    json!({"aws": {"arn": ARN}, "file_path": fp, "part_size": 1024}),
+                    "part_size: 1024 bytes is outside S3's part sizes",
+                ),
+                (
+                    json!({"aws": {"arn": ARN, "assume_role_arn": "arn:aws:s3:::b"}, "file_path": fp}),
+                    "aws.assume_role_arn",
+                ),
+            ],
+        );
+        assert_eq!(parse_bucket(Some(ARN.into())).unwrap(), "logs-bucket");
+        assert_eq!(parse_storage_class(None).unwrap(), StorageClass::Standard);
+        assert_eq!(
+            parse_checksum(Some("crc32c")).unwrap(),
+            Some(ChecksumAlgorithm::Crc32C)
+        );
+    }
+
+    #[test]
+    fn part_plans_table() {
+        // (object bytes, part size, the parts' sizes; empty for one PutObject)
+        let cases: [(usize, usize, Vec<usize>); 5] = [
+            (0, MIN_PART_SIZE, vec![]),
+            (MIN_PART_SIZE, MIN_PART_SIZE, vec![]),
+            (MIN_PART_SIZE + 1, MIN_PART_SIZE, vec![MIN_PART_SIZE, 1]),
+            (
+                3 * DEFAULT_PART_SIZE,
+                DEFAULT_PART_SIZE,
+                vec![DEFAULT_PART_SIZE; 3],
+            ),
+            (
+                2 * DEFAULT_PART_SIZE + 7,
+                DEFAULT_PART_SIZE,
+                vec![DEFAULT_PART_SIZE, DEFAULT_PART_SIZE, 7],
+            ),
+        ];
+        for (len, part, want) in cases {
+            let got: Vec<usize> = plan_parts(len, part)
+                .unwrap()
+                .unwrap_or_default()
+                .iter()
+                .map(|r| r.len())
+                .collect();
+            assert_eq!(got, want, "{len} in parts of {part}");
+        }
+        // Parts are contiguous and cover the object.
+        let parts = plan_parts(2 * MIN_PART_SIZE + 3, MIN_PART_SIZE)
+            .unwrap()
+            .unwrap();
+        assert_eq!(parts[0].start, 0);
+        assert!(parts.windows(2).all(|w| w[0].end == w[1].start));
+        assert_eq!(parts.last().unwrap().end, 2 * MIN_PART_SIZE + 3);
+        // The largest object fits in 10,000 parts, which grow to make it fit.
+        let max = MAX_OBJECT_BYTES as usize;
+        let parts = plan_parts(max, DEFAULT_PART_SIZE).unwrap().unwrap();
+        assert!(parts.len() <= MAX_PARTS, "{}", parts.len());
+        assert!(parts[0].len() <= MAX_PART_SIZE);
+        assert_eq!(parts.last().unwrap().end, max);
+        let e = plan_parts(max + 1, DEFAULT_PART_SIZE).unwrap_err();
+        assert!(
+            e.contains("exceeds S3's object size limit of 5 TiB (5497558138880 bytes)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn content_types_table() {
+        for (data, want) in [
+            (&b"\x1f\x8b\x08\x00rest"[..], "application/gzip"),
+            (b"\x28\xb5\x2f\xfdrest", "application/zstd"),
+            (b"BZh91AY", "application/x-bzip2"),
+            (b"\xff\x06\x00\x00sNaPpY", "application/x-snappy-framed"),
+            (b"PK\x03\x04", "application/zip"),
+            (b"PAR1....", "application/vnd.apache.parquet"),
+            (b"{\"a\":1}\n{\"a\":2}\n", "text/plain; charset=utf-8"),
+            (b"", "text/plain; charset=utf-8"),
+            ("naïve\tcafé\r\n".as_bytes(), "text/plain; charset=utf-8"),
+            (b"\x00\x01\x02", "application/octet-stream"),
+            (b"caf\xc3", "text/plain; charset=utf-8"),
+            (b"\xc3\x28", "application/octet-stream"),
+        ] {
+            assert_eq!(content_type(data), want, "{data:?}");
+        }
+        // Only the first 512 bytes are looked at; a character cut there is fine.
+        let mut long = "é".repeat(256).into_bytes();
+        long.insert(0, b'x');
+        long.push(0);
+        assert_eq!(content_type(&long), "text/plain; charset=utf-8");
+    }
+
+    type Seen = Arc<Mutex<Vec<(String, String, Vec<u8>, Option<String>)>>>;
+
+    #[tokio::test]
+    async fn a_small_batch_is_one_put_object() {
+        let seen: Seen = Arc::default();
+        let s = seen.clone();
+        let rule = mock!(Client::put_object)
+            .match_requests(move |r: &PutObjectInput| {
+                s.lock().unwrap().push((
+                    r.bucket().unwrap_or("").to_string(),
+                    r.key().unwrap_or("").to_string(),
+                    body_of(&r.body),
+                    r.content_type().map(str::to_string),
+                ));
+                r.storage_class() == Some(&StorageClass::Standard)
+            })
+            .then_output(|| PutObjectOutput::builder().build());
+        let d = s3(&[&rule], MIN_PART_SIZE);
+        d.send(&batch(&[b"{\"a\":1}", b"{\"a\":2}"])).await.unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        let (bucket, key, body, ct) = &seen[0];
+        assert_eq!(bucket, "logs-bucket");
+        assert_eq!(key, "p.txt");
+        assert_eq!(body, b"{\"a\":1}\n{\"a\":2}", "joined by the separator");
+        assert_eq!(ct.as_deref(), Some("text/plain; charset=utf-8"));
+    }
+
+    #[tokio::test]
+    async fn a_failed_put_object_names_bucket_key_and_code() {
+        let rule = mock!(Client::put_object)
+            .sequence()
+            .http_status(
+                404,
+                Some(s3_error(
+                    "NoSuchBucket",
+                    "The specified bucket does not exist",
+                )),
+            )
+            .repeatedly()
+            .build();
+        let d = s3(&[&rule], MIN_PART_SIZE);
+        let e = d.send(&batch(&[b"x"])).await.unwrap_err();
+        assert_eq!(e.undelivered, crate::send::batcher::Undelivered::All);
+        let text = e.error.to_string();
+        assert!(
+            text.contains("s3 bucket logs-bucket, key p.txt: PutObject failed: NoSuchBucket (The specified bucket does not exist)"),
+            "{text}"
+        );
+    }
+
+    /// Rules for a multipart upload whose part `fail_part` (1-based; 0 for none) fails with
+    /// `InternalError` every time; the parts' bodies are recorded.
+    fn multipart_rules(fail_part: i32, parts: Arc<Mutex<Vec<(i32, usize)>>>) -> Vec<Rule> {
+        let create = mock!(Client::create_multipart_upload).then_output(|| {
+            CreateMultipartUploadOutput::builder()
+                .upload_id("up-1")
+                .build()
+        });
+        let upload_ok = mock!(Client::upload_part)
+            .match_requests(move |r: &UploadPartInput| {
+                let n = r.part_number().unwrap_or(0);
+                if n == fail_part {
+                    return false;
+                }
+                parts.lock().unwrap().push((n, body_of(&r.body).len()));
+                true
+            })
+            .then_compute_output(|r| {
+                UploadPartOutput::builder()
+                    .e_tag(format!("etag-{}", r.part_number().unwrap_or(0)))
+                    .build()
+            });
+        let upload_fail = mock!(Client::upload_part)
+            .match_requests(move |r: &UploadPartInput| r.part_number() == Some(fail_part))
+            .sequence()
+            .http_status(
+                500,
+                Some(s3_error(
+                    "InternalError",
+                    "We encountered an internal error",
+                )),
+            )
+            .repeatedly()
+            .build();
+        let complete = mock!(Client::complete_multipart_upload)
+            .match_requests(|r| {
+                let parts = r.multipart_upload().map(|m| m.parts()).unwrap_or_default();
+                // Ordered by part number, each with its ETag.
+                parts.iter().enumerate().all(|(i, p)| {
+                    p.part_number() == Some(i as i32 + 1)
+                        && p.e_tag() == Some(format!("etag-{}", i + 1).as_str())
+                }) && r.upload_id() == Some("up-1")
+            })
+            .then_output(|| CompleteMultipartUploadOutput::builder().build());
+        let abort = mock!(Client::abort_multipart_upload)
+            .match_requests(|r| r.upload_id() == Some("up-1") && r.key() == Some("p.txt"))
+            .then_output(|| AbortMultipartUploadOutput::builder().build());
+        vec![create, upload_ok, upload_fail, complete, abort]
+    }
+
+    #[tokio::test]
+    async fn a_large_batch_is_a_multipart_upload() {
+        let parts = Arc::new(Mutex::new(Vec::new()));
+        let rules = multipart_rules(0, parts.clone());
+        let refs: Vec<&Rule> = rules.iter().collect();
+        let d = s3(&refs, MIN_PART_SIZE);
+        let item = vec![b'x'; MIN_PART_SIZE];
+        // Two items and a separator: 10 MiB + 1 byte, in parts of 5 MiB, 5 MiB and 1 byte.
+        d.send(&batch(&[&item, &item])).await.unwrap();
+        let mut got = parts.lock().unwrap().clone();
+        got.sort();
+        assert_eq!(got, vec![(1, MIN_PART_SIZE), (2, MIN_PART_SIZE), (3, 1)]);
+        assert_eq!(rules[0].num_calls(), 1, "CreateMultipartUpload");
+        assert_eq!(rules[3].num_calls(), 1, "CompleteMultipartUpload");
+        assert_eq!(rules[4].num_calls(), 0, "no AbortMultipartUpload");
+    }
+
+    #[tokio::test]
+    async fn a_failed_part_aborts_the_upload_and_fails_the_batch() {
+        let parts = Arc::new(Mutex::new(Vec::new()));
+        let rules = multipart_rules(2, parts);
+        let refs: Vec<&Rule> = rules.iter().collect();
+        let d = s3(&refs, MIN_PART_SIZE);
+        let item = vec![b'x'; MIN_PART_SIZE];
+        let e = d.send(&batch(&[&item, &item])).await.unwrap_err();
+        let text = e.error.to_string();
+        assert!(
+            text.contains("s3 bucket logs-bucket, key p.txt: UploadPart (part 2 of 3) failed: InternalError (We encountered an internal error); the upload was aborted"),
+            "{text}"
+        );
+        assert_eq!(rules[2].num_calls(), 2, "the SDK retried the 500 once");
+        assert_eq!(rules[3].num_calls(), 0, "not completed");
+        assert_eq!(rules[4].num_calls(), 1, "aborted");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_upload_fails_every_message_of_the_batch() {
+        let parts = Arc::new(Mutex::new(Vec::new()));
+        let rules = multipart_rules(1, parts);
+        let refs: Vec<&Rule> = rules.iter().collect();
+        let s = Sender::from_parts(
+            s3(&refs, MIN_PART_SIZE),
+            BatchLimits::from(BatchSettings {
+                size: 64 * MIB,
+                ..Default::default()
+            }),
+            usize::MAX,
+            None,
+            None,
+        );
+        let mut trackers = Vec::new();
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            let (t, tok) = AckTracker::new();
+            let mut m = Message::new(vec![b'y'; 3 * MIB]);
+            m.add_ack(tok);
+            s.transform(m, &mut out).await.unwrap();
+            trackers.push(t);
+        }
+        drop(out);
+        let e = s
+            .transform(Message::ctrl(), &mut Vec::new())
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("UploadPart (part 1 of 2) failed"),
+            "{e}"
+        );
+        assert_eq!(s.undelivered(), 3, "the whole batch is kept");
+        assert!(trackers.iter().all(|t| t.status() == AckStatus::Pending));
+        s.abort("gave up").await;
+        assert!(trackers.iter().all(|t| t.status() == AckStatus::Failed));
+    }
+
+    #[tokio::test]
+    async fn a_failed_abort_is_reported_with_the_part() {
+        let create = mock!(Client::create_multipart_upload).then_output(|| {
+            CreateMultipartUploadOutput::builder()
+                .upload_id("up-9")
+                .build()
+        });
+        let upload = mock!(Client::upload_part)
+            .sequence()
+            .http_status(403, Some(s3_error("AccessDenied", "Access Denied")))
+            .repeatedly()
+            .build();
+        let abort = mock!(Client::abort_multipart_upload)
+            .sequence()
+            .http_status(403, Some(s3_error("AccessDenied", "Access Denied")))
+            .repeatedly()
+            .build();
+        let d = s3(&[&create, &upload, &abort], MIN_PART_SIZE);
+        let item = vec![b'x'; MIN_PART_SIZE + 1];
+        let text = d
+            .send(&batch(&[&item]))
+            .await
+            .unwrap_err()
+            .error
+            .to_string();
+        assert!(
+            text.contains("UploadPart (part 1 of 2) failed: AccessDenied"),
+            "{text}"
+        );
+        assert!(
+            text.contains("AbortMultipartUpload of upload up-9 failed too: AccessDenied"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn compliance() {
+        let rule = mock!(Client::put_object).then_output(|| PutObjectOutput::builder().build());
+        let t = Arc::new(Sender::from_parts(
+            s3(&[&rule], MIN_PART_SIZE),
+            BatchLimits::from(BatchSettings::default()),
+            usize::MAX,
+            None,
+            None,
+        ));
+        testing::check_compliance(t);
+    }
+}
