@@ -129,6 +129,10 @@ impl Caps {
     };
 }
 
+/// A destination's own rule for an item besides its size (e.g. "must be JSON"): `Err` says
+/// what is wrong with it.
+pub type ItemCheck = fn(&[u8]) -> Result<(), String>;
+
 /// The settings every send shares, gathered from its settings struct.
 #[derive(Debug, Clone, Default)]
 pub struct SendOptions {
@@ -157,6 +161,7 @@ pub struct Sender<D> {
     batch_key: Option<Key>,
     aux: Option<Pipeline>,
     item_size: usize,
+    item_check: Option<ItemCheck>,
     state: Mutex<State>,
     gate: tokio::sync::Mutex<()>,
 }
@@ -198,6 +203,7 @@ impl<D: Destination> Sender<D> {
             batch_key,
             aux,
             item_size,
+            item_check: None,
             state: Mutex::new(State {
                 buffer: BatchBuffer::new(limits),
                 queue: VecDeque::new(),
@@ -206,6 +212,13 @@ impl<D: Destination> Sender<D> {
             }),
             gate: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Checks every item with `check` too (besides its size): when a message arrives, or,
+    /// with auxiliary transforms, each item they produce before the batch is delivered.
+    pub fn with_item_check(mut self, check: ItemCheck) -> Self {
+        self.item_check = Some(check);
+        self
     }
 
     /// The destination.
@@ -237,12 +250,17 @@ impl<D: Destination> Sender<D> {
         }
     }
 
-    fn check_item(&self, len: usize) -> Result<(), TransformError> {
+    fn check_item(&self, item: &[u8]) -> Result<(), TransformError> {
+        let len = item.len();
         if len > self.item_size {
             return Err(TransformError::failed(format!(
                 "data could not be sent: an item of {len} bytes exceeds the destination's item size limit of {} bytes",
                 self.item_size
             )));
+        }
+        if let Some(check) = self.item_check {
+            check(item)
+                .map_err(|m| TransformError::failed(format!("data could not be sent: {m}")))?;
         }
         Ok(())
     }
@@ -302,8 +320,7 @@ impl<D: Destination> Sender<D> {
                 .filter(|m| !m.is_ctrl())
                 .map(|m| m.data().clone())
                 .collect();
-            if let Some(big) = items.iter().find(|i| i.len() > self.item_size) {
-                let e = self.check_item(big.len()).expect_err("over the limit");
+            if let Some(e) = items.iter().find_map(|i| self.check_item(i).err()) {
                 return Err((batch, e));
             }
             if items.is_empty() {
@@ -377,7 +394,7 @@ impl<D: Destination> Transform for Sender<D> {
         let key = self.key_of(&msg);
         let data = msg.data().clone();
         if self.aux.is_none() {
-            self.check_item(data.len())?;
+            self.check_item(&data)?;
         }
         let size = data.len();
         let mut held = Message::new(data);
@@ -880,6 +897,39 @@ pub(crate) mod tests {
             "{e}"
         );
         assert_eq!(s.undelivered(), 2);
+    }
+
+    #[test]
+    fn item_checks_refuse_messages_and_auxiliary_outputs() {
+        fn digits(b: &[u8]) -> Result<(), String> {
+            if b.iter().all(u8::is_ascii_digit) {
+                Ok(())
+            } else {
+                Err("not digits".into())
+            }
+        }
+        let s = sender(limits(100, 100, 0), None).with_item_check(digits);
+        let e = feed(&s, &["12", "x1"]).unwrap_err().to_string();
+        assert!(e.contains("data could not be sent: not digits"), "{e}");
+        ctrl(&s).unwrap();
+        assert_eq!(s.destination().items(), vec![vec!["12"]], "x1 was not held");
+
+        // With auxiliary transforms, what they make is checked before delivery.
+        let s = Sender::from_parts(
+            Recorder::default(),
+            limits(100, 100, 0),
+            usize::MAX,
+            None,
+            Some(aux(json!([
+                {"type": "string_append", "settings": {"suffix": "x"}},
+            ]))),
+        )
+        .with_item_check(digits);
+        feed(&s, &["1"]).unwrap();
+        let e = ctrl(&s).unwrap_err().to_string();
+        assert!(e.contains("data could not be sent: not digits"), "{e}");
+        assert_eq!(s.undelivered(), 1, "the batch fails as a whole");
+        assert!(s.destination().items().is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod aws_data_firehose;
 pub mod aws_kinesis_data_stream;
+pub mod aws_lambda;
 mod aws_records;
 pub mod batcher;
 pub mod file;
@@ -22,6 +23,7 @@ pub fn register(r: &mut Registry) {
         "send_aws_kinesis_data_stream",
         ctor!(aws_kinesis_data_stream::SendAwsKinesisDataStream),
     );
+    r.transform("send_aws_lambda", ctor!(aws_lambda::SendAwsLambda));
     r.transform("send_file", ctor!(file::SendFile));
     r.transform("send_stdout", ctor!(stdout::SendStdout));
 }
