@@ -13,9 +13,6 @@ use sluice_config::{LIBRARY_CONDITION_TYPES, LIBRARY_TRANSFORM_TYPES};
 /// Transform types the library can emit that are not implemented yet. Each group is the
 /// subject of a later issue; remove a type here when it is registered.
 const PENDING_TRANSFORMS: &[&str] = &[
-    // AWS enrichments (need the AWS SDK and local emulators).
-    "enrich_aws_dynamodb_query",
-    "enrich_aws_lambda",
     // DNS and HTTP enrichments (network clients).
     "enrich_dns_domain_lookup",
     "enrich_dns_ip_lookup",
@@ -38,7 +35,6 @@ const PENDING_TRANSFORMS: &[&str] = &[
     // jq.
     "object_jq",
     // AWS, GCP and HTTP sends.
-    "send_aws_lambda",
     "send_gcp_storage",
     "send_http_post",
     // Secrets (sub.secrets.*).

@@ -11,6 +11,7 @@ mod cli_lock;
 mod cli_remote_config;
 mod cli_run;
 mod cli_test;
+mod enrich_aws_dynamodb_query;
 mod kv_store_dynamodb;
 mod library_registry;
 mod send_aws_dynamodb;

@@ -77,6 +77,25 @@ pub async fn create_lock_table(
     sk: Option<&str>,
     ttl_attr: &str,
 ) {
+    create_table(endpoint, name, pk, sk).await;
+    client(endpoint)
+        .update_time_to_live()
+        .table_name(name)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(ttl_attr)
+                .build()
+                .expect("a TTL specification"),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("enabling TTL on {name}: {e:?}"));
+}
+
+/// Creates an on-demand table `name` with partition key `pk` (and sort key `sk`, both
+/// strings), and waits until it is active.
+pub async fn create_table(endpoint: &str, name: &str, pk: &str, sk: Option<&str>) {
     let c = client(endpoint);
     let mut create = c
         .create_table()
@@ -107,18 +126,17 @@ pub async fn create_lock_table(
         assert!(Instant::now() < deadline, "table {name} not active in 10 s");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    c.update_time_to_live()
-        .table_name(name)
-        .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .enabled(true)
-                .attribute_name(ttl_attr)
-                .build()
-                .expect("a TTL specification"),
-        )
+}
+
+/// Puts `item` into `table`.
+pub async fn put_item(endpoint: &str, table: &str, item: HashMap<String, AttributeValue>) {
+    client(endpoint)
+        .put_item()
+        .table_name(table)
+        .set_item(Some(item))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("enabling TTL on {name}: {e:?}"));
+        .unwrap_or_else(|e| panic!("putting an item into {table}: {e:?}"));
 }
 
 fn attribute(name: &str) -> AttributeDefinition {

@@ -10,6 +10,7 @@ pub mod array;
 pub mod aws;
 pub mod common;
 pub mod condition;
+pub mod enrich;
 pub mod format;
 pub mod hash;
 pub mod kv_store;
@@ -31,6 +32,7 @@ pub fn registry() -> Registry {
     aggregate::register(&mut r);
     array::register(&mut r);
     condition::register(&mut r);
+    enrich::register(&mut r);
     format::register(&mut r);
     hash::register(&mut r);
     meta::register(&mut r);

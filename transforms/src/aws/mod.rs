@@ -20,8 +20,14 @@
 //! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
 //! pipeline.
 //!
-//! The AWS sends (Kinesis, Firehose, SQS, SNS, EventBridge, S3) and the DynamoDB kv store
-//! reuse this module; [`s3`] adds what S3 needs.
+//! Every AWS-backed transform takes the same `aws` settings ([`AwsSettings`]): the resource
+//! (an ARN, or a bare name) and an optional role ([`check_role`]); its SDK client is made on
+//! first use ([`lazy_client`]), so building a config never touches the network. The kv
+//! store and `enrich_aws_dynamodb_query` name their table alike ([`parse_dynamodb_table`]);
+//! the Lambda transforms share [`lambda`].
+//!
+//! The AWS sends (Kinesis, Firehose, SQS, SNS, EventBridge, S3, DynamoDB, Lambda), the
+//! enrichments and the DynamoDB kv store reuse this module; [`s3`] adds what S3 needs.
 
 pub mod s3;
 
@@ -30,8 +36,14 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use serde::Deserialize;
+use sluice_engine::TransformError;
 // The SDK's shared types; every service crate re-exports the same ones.
 use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
+
+pub mod lambda;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 /// Attempts per SDK operation (the first and the retries).
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -81,6 +93,69 @@ impl Arn {
             account: account.to_string(),
             resource: resource.to_string(),
         })
+    }
+}
+
+/// `aws`: the settings every AWS-backed transform takes, as Substation spells them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AwsSettings {
+    /// The resource's ARN (or its name).
+    pub arn: Option<String>,
+    /// A role to assume.
+    pub assume_role_arn: Option<String>,
+}
+
+/// `s` unless it is empty (Substation's library fills unset options with `""`).
+pub fn non_empty(s: Option<String>) -> Option<String> {
+    s.filter(|s| !s.is_empty())
+}
+
+/// Checks `aws.assume_role_arn`.
+pub fn check_role(role: &Option<String>) -> Result<(), String> {
+    if let Some(role) = role {
+        match Arn::parse(role) {
+            Ok(a) if a.service == "iam" && a.resource.starts_with("role/") => {}
+            _ => {
+                return Err(format!(
+                    "{role:?} is not an IAM role ARN (expected arn:aws:iam::ACCOUNT:role/NAME)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// DynamoDB's table name rule: 3 to 255 of `[a-zA-Z0-9_.-]`.
+fn valid_table_name(name: &str) -> bool {
+    (3..=255).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+}
+
+/// The DynamoDB table named by `arn` (an `aws.arn` setting, not empty): its name, and its
+/// region when it is given by ARN (`arn:aws:dynamodb:REGION:ACCOUNT:table/NAME`); a bare
+/// table name leaves the region to the SDK's chain (`AWS_REGION`).
+pub fn parse_dynamodb_table(arn: &str) -> Result<(String, Option<String>), String> {
+    if arn.starts_with("arn:") {
+        let a = Arn::parse(arn)?;
+        let name = a.resource.strip_prefix("table/").unwrap_or("");
+        if a.service != "dynamodb" || !valid_table_name(name) || a.region.is_empty() {
+            return Err(format!(
+                "{arn:?} is not a DynamoDB table ARN \
+                 (expected arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
+            ));
+        }
+        Ok((name.to_string(), Some(a.region)))
+    } else if valid_table_name(arn) {
+        Ok((arn.to_string(), None))
+    } else {
+        Err(format!(
+            "{arn:?} is neither a DynamoDB table ARN \
+             (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME) nor a table name \
+             (3 to 255 letters, digits, '_', '-', '.')"
+        ))
     }
 }
 
@@ -166,6 +241,29 @@ pub async fn load(target: &AwsTarget) -> SdkConfig {
         .build()
 }
 
+/// The SDK configuration for `target`; `no_region` is the error text when it has no region.
+pub async fn sdk_config(
+    target: &AwsTarget,
+    no_region: impl FnOnce() -> String,
+) -> Result<SdkConfig, TransformError> {
+    let conf = load(target).await;
+    if conf.region().is_none() {
+        return Err(TransformError::failed(no_region()));
+    }
+    Ok(conf)
+}
+
+/// The client in `cell`, made from [`sdk_config`] with `make` on first use.
+pub async fn lazy_client<'c, C>(
+    cell: &'c tokio::sync::OnceCell<C>,
+    target: &AwsTarget,
+    no_region: impl FnOnce() -> String,
+    make: impl FnOnce(&SdkConfig) -> C,
+) -> Result<&'c C, TransformError> {
+    cell.get_or_try_init(|| async { Ok(make(&sdk_config(target, no_region).await?)) })
+        .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +293,37 @@ mod tests {
         ] {
             assert!(Arn::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn dynamodb_tables_by_arn_or_name() {
+        assert_eq!(
+            parse_dynamodb_table("arn:aws:dynamodb:eu-west-1:1:table/locks"),
+            Ok(("locks".into(), Some("eu-west-1".into())))
+        );
+        assert_eq!(
+            parse_dynamodb_table("my-table.v2"),
+            Ok(("my-table.v2".into(), None))
+        );
+        for (bad, why) in [
+            ("arn:aws:s3:::bucket", "is not a DynamoDB table ARN"),
+            (
+                "arn:aws:dynamodb::1:table/locks",
+                "is not a DynamoDB table ARN",
+            ),
+            (
+                "arn:aws:dynamodb:r:1:table/x",
+                "is not a DynamoDB table ARN",
+            ),
+            ("ab", "nor a table name"),
+            ("a b c", "nor a table name"),
+        ] {
+            let e = parse_dynamodb_table(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        assert!(check_role(&Some("arn:aws:iam::1:role/r".into())).is_ok());
+        assert!(check_role(&None).is_ok());
+        assert!(check_role(&Some("arn:aws:s3:::b".into())).is_err());
     }
 
     #[test]

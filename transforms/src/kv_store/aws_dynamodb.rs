@@ -86,7 +86,7 @@ use tokio::sync::OnceCell;
 use super::{
     AcquireRequest, Acquired, KvPlace, LockRecord, LockStatus, LockStore, Settled, StoreError,
 };
-use crate::aws::{Arn, AwsTarget};
+use crate::aws::{AwsSettings, AwsTarget, check_role, non_empty, parse_dynamodb_table};
 
 /// The sort key's value when a sort key is configured (Substation's constant).
 pub const SORT_KEY_VALUE: &str = "substation:kv_store";
@@ -107,13 +107,6 @@ struct Settings {
     /// Accepted for compatibility; lock operations are writes, which are always consistent.
     #[allow(dead_code)]
     consistent_read: Option<bool>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct AwsSettings {
-    arn: Option<String>,
-    assume_role_arn: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -154,42 +147,6 @@ struct Table {
 /// A settings error: the field (below the store's settings) and what is wrong.
 type FieldError = (String, String);
 
-fn non_empty(s: Option<String>) -> Option<String> {
-    s.filter(|s| !s.is_empty())
-}
-
-/// DynamoDB's table name rule: 3 to 255 of `[a-zA-Z0-9_.-]`.
-fn valid_table_name(name: &str) -> bool {
-    (3..=255).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-}
-
-/// The table named by `arn`, a table ARN (`arn:aws:dynamodb:REGION:ACCOUNT:table/NAME`)
-/// or a bare table name: its name and, from an ARN, its region.
-pub fn parse_table(arn: &str) -> Result<(String, Option<String>), String> {
-    if arn.starts_with("arn:") {
-        let a = Arn::parse(arn)?;
-        let name = a.resource.strip_prefix("table/").unwrap_or("");
-        if a.service != "dynamodb" || !valid_table_name(name) || a.region.is_empty() {
-            return Err(format!(
-                "{arn:?} is not a DynamoDB table ARN \
-                 (expected arn:aws:dynamodb:REGION:ACCOUNT:table/NAME)"
-            ));
-        }
-        Ok((name.to_string(), Some(a.region)))
-    } else if valid_table_name(arn) {
-        Ok((arn.to_string(), None))
-    } else {
-        Err(format!(
-            "{arn:?} is neither a DynamoDB table ARN \
-             (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME) nor a table name \
-             (3 to 255 letters, digits, '_', '-', '.')"
-        ))
-    }
-}
-
 impl Table {
     fn from_settings(s: Settings) -> Result<Table, FieldError> {
         let err = |f: &str, m: String| (f.to_string(), m);
@@ -201,22 +158,9 @@ impl Table {
                     .into(),
             )
         })?;
-        let (name, region) = parse_table(&arn).map_err(|m| err("aws.arn", m))?;
+        let (name, region) = parse_dynamodb_table(&arn).map_err(|m| err("aws.arn", m))?;
         let assume_role_arn = non_empty(s.aws.assume_role_arn);
-        if let Some(role) = &assume_role_arn {
-            match Arn::parse(role) {
-                Ok(a) if a.service == "iam" && a.resource.starts_with("role/") => {}
-                _ => {
-                    return Err(err(
-                        "aws.assume_role_arn",
-                        format!(
-                            "{role:?} is not an IAM role ARN \
-                             (expected arn:aws:iam::ACCOUNT:role/NAME)"
-                        ),
-                    ));
-                }
-            }
-        }
+        check_role(&assume_role_arn).map_err(|m| err("aws.assume_role_arn", m))?;
         let a = s.attributes;
         let partition_key = non_empty(a.partition_key).ok_or_else(|| {
             err(
@@ -1397,72 +1341,15 @@ mod tests {
         server.abort();
     }
 
-    /// A loopback HTTP server that answers every request with an empty `200 {}` (a
-    /// successful PutItem) after `delay`, and records the most requests it had open at once.
-    async fn slow_endpoint(
-        delay: Duration,
-    ) -> (
-        String,
-        Arc<std::sync::atomic::AtomicUsize>,
-        tokio::task::JoinHandle<()>,
-    ) {
-        use std::sync::atomic::AtomicUsize;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let open = Arc::new(AtomicUsize::new(0));
-        let most = Arc::new(AtomicUsize::new(0));
-        let most_seen = most.clone();
-        let server = tokio::spawn(async move {
-            while let Ok((mut sock, _)) = listener.accept().await {
-                let (open, most) = (open.clone(), most.clone());
-                tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    loop {
-                        // One request: headers, then Content-Length bytes of body.
-                        let (head_end, len) = loop {
-                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                                let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
-                                let len = head
-                                    .lines()
-                                    .find_map(|l| l.strip_prefix("content-length:"))
-                                    .and_then(|v| v.trim().parse::<usize>().ok())
-                                    .unwrap_or(0);
-                                break (i + 4, len);
-                            }
-                            match sock.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        };
-                        while buf.len() < head_end + len {
-                            match sock.read(&mut chunk).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        }
-                        buf.drain(..head_end + len);
-                        let now_open = open.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now_open, Ordering::SeqCst);
-                        tokio::time::sleep(delay).await;
-                        open.fetch_sub(1, Ordering::SeqCst);
-                        let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: 2\r\n\r\n{}";
-                        if sock.write_all(reply.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        (format!("http://{addr}"), most_seen, server)
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn acquisitions_are_concurrent_up_to_the_bound() {
         let delay = Duration::from_millis(20);
         for (concurrency, want_most) in [(1usize, 1usize), (8, 8), (32, 32)] {
-            let (endpoint, most, server) = slow_endpoint(delay).await;
+            let (endpoint, most, server) = crate::aws::test_support::slow_endpoint(
+                delay,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: 2\r\n\r\n{}",
+            )
+            .await;
             let store = DynamoDbStore::from_settings(&settings())
                 .unwrap()
                 .with_local_endpoint(endpoint);

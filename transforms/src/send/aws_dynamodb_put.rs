@@ -63,7 +63,8 @@ use super::aws_records::{
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::AwsTarget;
-use crate::kv_store::aws_dynamodb::{Cancel, parse_table};
+use crate::aws::parse_dynamodb_table;
+use crate::kv_store::aws_dynamodb::Cancel;
 use crate::kv_store::co_commit::{self, LockRef};
 
 /// Most items in one `BatchWriteItem` call.
@@ -788,7 +789,8 @@ impl Sender<DynamoDbPut> {
                 "missing required option: the table's ARN (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME) or its name",
             )
         })?;
-        let (table, region) = parse_table(&arn).map_err(|m| b.field_error("aws.arn", m))?;
+        let (table, region) =
+            parse_dynamodb_table(&arn).map_err(|m| b.field_error("aws.arn", m))?;
         let role = non_empty(s.aws.assume_role_arn);
         check_role(&role).map_err(|m| b.field_error("aws.assume_role_arn", m))?;
         let target = AwsTarget {
@@ -920,7 +922,7 @@ mod tests {
     }
 
     fn put(rules: &[&Rule]) -> DynamoDbPut {
-        let (table, region) = parse_table(ARN).unwrap();
+        let (table, region) = parse_dynamodb_table(ARN).unwrap();
         DynamoDbPut::new(
             table,
             AwsTarget {

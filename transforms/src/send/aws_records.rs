@@ -16,11 +16,12 @@ use std::future::Future;
 use std::ops::Range;
 use std::time::Duration;
 
-use aws_config::SdkConfig;
-use serde::Deserialize;
 use sluice_engine::TransformError;
 
-use crate::aws::{Arn, AwsTarget};
+// The `aws` settings and the lazily made client are every AWS transform's (`crate::aws`);
+// re-exported for the sends that import them from here.
+pub use crate::aws::AwsSettings;
+pub(crate) use crate::aws::{check_role, lazy_client, non_empty};
 
 /// How often a call's failed records are sent again, and how long to wait in between
 /// (exponential backoff with full jitter). Shared by the AWS batch sends.
@@ -82,64 +83,12 @@ impl std::fmt::Display for Failures {
     }
 }
 
-/// `aws`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct AwsSettings {
-    /// The stream's ARN (or name).
-    pub arn: Option<String>,
-    /// A role to assume.
-    pub assume_role_arn: Option<String>,
-}
-
-pub(crate) fn non_empty(s: Option<String>) -> Option<String> {
-    s.filter(|s| !s.is_empty())
-}
-
 /// Kinesis and Firehose stream names: 1 to `max` of `[a-zA-Z0-9_.-]`.
 pub(crate) fn valid_stream_name(name: &str, max: usize) -> bool {
     (1..=max).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
-}
-
-/// Checks `aws.assume_role_arn`.
-pub(crate) fn check_role(role: &Option<String>) -> Result<(), String> {
-    if let Some(role) = role {
-        match Arn::parse(role) {
-            Ok(a) if a.service == "iam" && a.resource.starts_with("role/") => {}
-            _ => {
-                return Err(format!(
-                    "{role:?} is not an IAM role ARN (expected arn:aws:iam::ACCOUNT:role/NAME)"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The SDK configuration for `target`; `no_region` is the error text when it has no region.
-pub(crate) async fn sdk_config(
-    target: &AwsTarget,
-    no_region: impl FnOnce() -> String,
-) -> Result<SdkConfig, TransformError> {
-    let conf = crate::aws::load(target).await;
-    if conf.region().is_none() {
-        return Err(TransformError::failed(no_region()));
-    }
-    Ok(conf)
-}
-
-/// The client in `cell`, made from [`sdk_config`] with `make` on first use.
-pub(crate) async fn lazy_client<'c, C>(
-    cell: &'c tokio::sync::OnceCell<C>,
-    target: &AwsTarget,
-    no_region: impl FnOnce() -> String,
-    make: impl FnOnce(&SdkConfig) -> C,
-) -> Result<&'c C, TransformError> {
-    cell.get_or_try_init(|| async { Ok(make(&sdk_config(target, no_region).await?)) })
-        .await
 }
 
 /// Splits `items` into calls of at most `max_records` records and `max_bytes` (by `size`).

@@ -5,6 +5,7 @@ pub mod aws_data_firehose;
 pub mod aws_dynamodb_put;
 pub mod aws_eventbridge;
 pub mod aws_kinesis_data_stream;
+pub mod aws_lambda;
 pub mod aws_messages;
 mod aws_records;
 pub mod aws_s3;
@@ -40,6 +41,7 @@ pub fn register(r: &mut Registry) {
     r.transform("send_aws_sns", ctor!(aws_sns::SendAwsSns));
     r.transform("send_aws_sqs", ctor!(aws_sqs::SendAwsSqs));
     r.transform("send_aws_s3", ctor!(aws_s3::SendAwsS3));
+    r.transform("send_aws_lambda", ctor!(aws_lambda::SendAwsLambda));
     r.transform("send_file", ctor!(file::SendFile));
     r.transform("send_stdout", ctor!(stdout::SendStdout));
 }
