@@ -325,7 +325,7 @@ mod tests {
         let e = send(big).unwrap_err();
         assert!(
             e.contains(
-                "data could not be sent: an item of 1048577 bytes exceeds the destination's item size limit of 1048576 bytes"
+                "data could not be sent: a payload of 1048577 bytes exceeds Lambda's asynchronous invoke payload limit of 1048576 bytes"
             ),
             "{e}"
         );
