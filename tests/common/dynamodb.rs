@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
     ScalarAttributeType, TableStatus, TimeToLiveSpecification,
@@ -58,14 +57,7 @@ pub fn unique_table(prefix: &str) -> String {
 
 /// An SDK client for `endpoint` (region `us-east-1`, placeholder credentials).
 pub fn client(endpoint: &str) -> Client {
-    let conf = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
-        .endpoint_url(endpoint)
-        .http_client(sluice_transforms::aws::https_client())
-        .build();
-    Client::from_conf(conf)
+    super::emulator_client!(aws_sdk_dynamodb, endpoint)
 }
 
 /// Creates an on-demand lock table `name` with partition key `pk` (and sort key `sk`, both

@@ -5,6 +5,23 @@
 
 #![allow(dead_code)]
 
+/// An SDK client of crate `$sdk` for a local emulator at `$endpoint`: region `us-east-1`,
+/// placeholder credentials, sluice's HTTPS client.
+macro_rules! emulator_client {
+    ($sdk:ident, $endpoint:expr) => {{
+        use $sdk::config::{BehaviorVersion, Credentials, Region};
+        let conf = $sdk::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
+            .endpoint_url($endpoint)
+            .http_client(sluice_transforms::aws::https_client())
+            .build();
+        $sdk::Client::from_conf(conf)
+    }};
+}
+pub(crate) use emulator_client;
+
 pub mod dynamodb;
 pub mod emulator;
 pub mod moto;

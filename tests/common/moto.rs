@@ -19,7 +19,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use aws_sdk_firehose::types::{CompressionFormat, ExtendedS3DestinationConfiguration};
-use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_kinesis::types::{ShardIteratorType, StreamStatus};
 
 use super::emulator::{self, Emulator, Spec};
@@ -52,26 +51,12 @@ pub fn endpoint() -> String {
 
 /// A Kinesis client for `endpoint`.
 pub fn kinesis(endpoint: &str) -> aws_sdk_kinesis::Client {
-    let conf = aws_sdk_kinesis::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
-        .endpoint_url(endpoint)
-        .http_client(sluice_transforms::aws::https_client())
-        .build();
-    aws_sdk_kinesis::Client::from_conf(conf)
+    super::emulator_client!(aws_sdk_kinesis, endpoint)
 }
 
 /// A Firehose client for `endpoint`.
 pub fn firehose(endpoint: &str) -> aws_sdk_firehose::Client {
-    let conf = aws_sdk_firehose::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
-        .endpoint_url(endpoint)
-        .http_client(sluice_transforms::aws::https_client())
-        .build();
-    aws_sdk_firehose::Client::from_conf(conf)
+    super::emulator_client!(aws_sdk_firehose, endpoint)
 }
 
 /// The ARN of stream `name`.
@@ -258,38 +243,17 @@ pub fn process_env(endpoint: &str) -> Vec<(String, String)> {
 
 /// An SQS client for `endpoint`.
 pub fn sqs(endpoint: &str) -> aws_sdk_sqs::Client {
-    let conf = aws_sdk_sqs::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
-        .endpoint_url(endpoint)
-        .http_client(sluice_transforms::aws::https_client())
-        .build();
-    aws_sdk_sqs::Client::from_conf(conf)
+    super::emulator_client!(aws_sdk_sqs, endpoint)
 }
 
 /// An SNS client for `endpoint`.
 pub fn sns(endpoint: &str) -> aws_sdk_sns::Client {
-    let conf = aws_sdk_sns::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
-        .endpoint_url(endpoint)
-        .http_client(sluice_transforms::aws::https_client())
-        .build();
-    aws_sdk_sns::Client::from_conf(conf)
+    super::emulator_client!(aws_sdk_sns, endpoint)
 }
 
 /// An EventBridge client for `endpoint`.
 pub fn eventbridge(endpoint: &str) -> aws_sdk_eventbridge::Client {
-    let conf = aws_sdk_eventbridge::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
-        .endpoint_url(endpoint)
-        .http_client(sluice_transforms::aws::https_client())
-        .build();
-    aws_sdk_eventbridge::Client::from_conf(conf)
+    super::emulator_client!(aws_sdk_eventbridge, endpoint)
 }
 
 /// The ARN of queue `name`.

@@ -248,28 +248,20 @@ impl DynamoDbPut {
     }
 
     /// Parses `batch`'s items; the indexes that failed, with the first reason.
-    fn parse_batch(
-        &self,
-        batch: &Outgoing,
-        schema: &[String],
-    ) -> (Vec<Option<Item>>, Vec<usize>, Option<TransformError>) {
+    fn parse_batch(&self, batch: &Outgoing, schema: &[String]) -> (Vec<(usize, Item)>, Failed) {
         let mut items = Vec::with_capacity(batch.items.len());
-        let mut bad = Vec::new();
-        let mut first = None;
+        let mut bad = Failed::default();
         for (i, data) in batch.items.iter().enumerate() {
-            let parsed = parse_item(data)
-                .map_err(|m| self.fail(m))
-                .and_then(|item| self.primary_key(&item, schema).map(|_| ()).map(|()| item));
+            let parsed = parse_item(data).map_err(|m| self.fail(m)).and_then(|item| {
+                self.primary_key(&item, schema)?;
+                Ok(item)
+            });
             match parsed {
-                Ok(item) => items.push(Some(item)),
-                Err(e) => {
-                    items.push(None);
-                    bad.push(i);
-                    first.get_or_insert(e);
-                }
+                Ok(item) => items.push((i, item)),
+                Err(e) => bad.add(vec![i], e),
             }
         }
-        (items, bad, first)
+        (items, bad)
     }
 
     /// Writes `items` (indexes into the batch, in order) with `BatchWriteItem`.
@@ -279,7 +271,7 @@ impl DynamoDbPut {
         schema: &[String],
         items: &[(usize, Item)],
     ) -> Result<(), (Vec<usize>, TransformError)> {
-        for call in batch_calls(items, schema, |it| self.primary_key(it, schema).ok()) {
+        for call in batch_calls(items, |it| self.primary_key(it, schema).ok()) {
             let chunk: Vec<&(usize, Item)> = call.iter().map(|&c| &items[c]).collect();
             let stream = Stream {
                 kind: "dynamodb table",
@@ -350,27 +342,27 @@ impl DynamoDbPut {
         client: &Client,
         schema: &[String],
         items: Vec<(usize, Item, Vec<Arc<LockRef>>)>,
-    ) -> Result<(), (Vec<usize>, TransformError)> {
-        let mut failed = Vec::new();
-        let mut first: Option<TransformError> = None;
+        bad: &mut Failed,
+    ) {
         let mut groups: Vec<Group> = Vec::new();
         for (i, item, locks) in items {
             if locks.is_empty() {
-                failed.push(i);
-                first.get_or_insert_with(|| self.fail(
+                bad.add(
+                    vec![i],
+                    self.fail(
                     "transactional: an item carries no DynamoDB lock; put this send inside a meta_kv_store_lock whose kv_store is aws_dynamodb",
                 ));
                 continue;
             }
             if let Some(lock) = locks.iter().find(|l| l.store.dynamodb().is_none()) {
-                failed.push(i);
-                first.get_or_insert_with(|| {
+                bad.add(
+                    vec![i],
                     self.fail(format!(
                         "transactional: the lock on {:?} is in {}, not in DynamoDB",
                         lock.key,
                         lock.store.describe()
-                    ))
-                });
+                    )),
+                );
                 continue;
             }
             let same = groups
@@ -400,15 +392,15 @@ impl DynamoDbPut {
         let mut ok_groups = Vec::new();
         for g in groups {
             if g.writes() > MAX_TRANSACTION_WRITES || g.bytes > MAX_TRANSACTION_BYTES {
-                failed.extend(g.indexes());
-                first.get_or_insert_with(|| {
+                bad.add(
+                    g.indexes().collect(),
                     self.fail(format!(
                         "transactional: one message's {} items and {} lock commit(s) ({} bytes) exceed a transaction's {MAX_TRANSACTION_WRITES} writes or {MAX_TRANSACTION_BYTES} bytes",
                         g.puts.len(),
                         g.locks.len(),
                         g.bytes
-                    ))
-                });
+                    )),
+);
             } else {
                 ok_groups.push(g);
             }
@@ -419,27 +411,17 @@ impl DynamoDbPut {
                 .iter()
                 .map(|tx| self.transact_one(client, tx.iter().map(|&g| &ok_groups[g]).collect()))
                 .collect();
+            // In the order of the wave's transactions, one result per group of each.
             let results: Vec<Vec<Result<(), TransformError>>> = stream::iter(calls)
-                .buffer_unordered(self.concurrency)
+                .buffered(self.concurrency)
                 .collect()
                 .await;
-            for r in results.into_iter().flatten() {
-                if let Err(e) = r {
-                    first.get_or_insert(e);
+            for (tx, results) in wave.iter().zip(results) {
+                for (&gi, r) in tx.iter().zip(results) {
+                    if let Err(e) = r {
+                        bad.add(ok_groups[gi].indexes().collect(), e);
+                    }
                 }
-            }
-        }
-        for g in &ok_groups {
-            if !g.written() {
-                failed.extend(g.indexes());
-            }
-        }
-        match first {
-            None if failed.is_empty() => Ok(()),
-            first => {
-                failed.sort_unstable();
-                let e = first.unwrap_or_else(|| self.fail("transaction failed"));
-                Err((failed, e))
             }
         }
     }
@@ -505,7 +487,6 @@ impl DynamoDbPut {
                         for l in &groups[gi].locks {
                             l.mark_committed();
                         }
-                        groups[gi].mark_written();
                         results[gi] = Some(Ok(()));
                     }
                     break;
@@ -584,6 +565,30 @@ impl DynamoDbPut {
     }
 }
 
+/// The items of a batch that were not written, and the first reason.
+#[derive(Default)]
+struct Failed {
+    indexes: Vec<usize>,
+    first: Option<TransformError>,
+}
+
+impl Failed {
+    fn add(&mut self, indexes: Vec<usize>, why: TransformError) {
+        self.indexes.extend(indexes);
+        self.first.get_or_insert(why);
+    }
+
+    fn into_result(mut self) -> Result<(), SendError> {
+        match self.first {
+            None => Ok(()),
+            Some(e) => {
+                self.indexes.sort_unstable();
+                Err(SendError::items(self.indexes, e))
+            }
+        }
+    }
+}
+
 /// Items of one message (or of messages whose items are mixed), and their locks.
 #[derive(Default)]
 struct Group {
@@ -593,7 +598,6 @@ struct Group {
     replaced: Vec<usize>,
     locks: Vec<Arc<LockRef>>,
     bytes: usize,
-    written: std::sync::atomic::AtomicBool,
 }
 
 impl Group {
@@ -606,15 +610,6 @@ impl Group {
             .iter()
             .map(|(i, _, _)| *i)
             .chain(self.replaced.iter().copied())
-    }
-
-    fn mark_written(&self) {
-        self.written
-            .store(true, std::sync::atomic::Ordering::Release);
-    }
-
-    fn written(&self) -> bool {
-        self.written.load(std::sync::atomic::Ordering::Acquire)
     }
 }
 
@@ -687,7 +682,6 @@ fn plan_transactions(groups: &[Group]) -> Vec<Vec<Vec<usize>>> {
 /// [`MAX_BATCH_BYTES`], and a primary key at most once per call. Indexes into `items`.
 fn batch_calls<'i>(
     items: &'i [(usize, Item)],
-    _schema: &[String],
     key: impl Fn(&'i Item) -> Option<Vec<&'i AttributeValue>>,
 ) -> Vec<Vec<usize>> {
     let mut calls: Vec<Vec<usize>> = Vec::new();
@@ -720,22 +714,11 @@ impl Destination for DynamoDbPut {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
         let client = self.client().await?;
         let schema = self.key_schema(client).await?;
-        let (parsed, mut bad, first) = self.parse_batch(batch, schema);
-        let items: Vec<(usize, Item)> = parsed
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, it)| it.map(|it| (i, it)))
-            .collect();
-        let result = self.batch_write(client, schema, &items).await;
-        match (result, first) {
-            (Ok(()), None) => Ok(()),
-            (Ok(()), Some(e)) => Err(SendError::items(bad, e)),
-            (Err((failed, e)), first) => {
-                bad.extend(failed);
-                bad.sort_unstable();
-                Err(SendError::items(bad, first.unwrap_or(e)))
-            }
+        let (items, mut bad) = self.parse_batch(batch, schema);
+        if let Err((failed, e)) = self.batch_write(client, schema, &items).await {
+            bad.add(failed, e);
         }
+        bad.into_result()
     }
 
     fn tracks_origins(&self) -> bool {
@@ -752,27 +735,19 @@ impl Destination for DynamoDbPut {
         }
         let client = self.client().await?;
         let schema = self.key_schema(client).await?;
-        let (parsed, mut bad, first) = self.parse_batch(batch, schema);
-        let items: Vec<(usize, Item, Vec<Arc<LockRef>>)> = parsed
+        let (items, mut bad) = self.parse_batch(batch, schema);
+        let items: Vec<(usize, Item, Vec<Arc<LockRef>>)> = items
             .into_iter()
-            .enumerate()
-            .filter_map(|(i, it)| {
+            .map(|(i, it)| {
                 let locks = origins
                     .get(i)
                     .map(|o| o.iter().filter_map(|&t| co_commit::lookup(t)).collect())
                     .unwrap_or_default();
-                it.map(|it| (i, it, locks))
+                (i, it, locks)
             })
             .collect();
-        match (self.transact(client, schema, items).await, first) {
-            (Ok(()), None) => Ok(()),
-            (Ok(()), Some(e)) => Err(SendError::items(bad, e)),
-            (Err((failed, e)), first) => {
-                bad.extend(failed);
-                bad.sort_unstable();
-                Err(SendError::items(bad, first.unwrap_or(e)))
-            }
-        }
+        self.transact(client, schema, items, &mut bad).await;
+        bad.into_result()
     }
 }
 
