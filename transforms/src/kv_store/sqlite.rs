@@ -163,15 +163,32 @@ fn connect(path: &Path) -> Result<Connection, String> {
     }
     let fail = |e: rusqlite::Error| format!("cannot open {}: {e}", path.display());
     let conn = Connection::open(path).map_err(fail)?;
-    conn.busy_timeout(std::time::Duration::from_secs(30))
-        .map_err(fail)?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(fail)?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(fail)?;
-    conn.execute_batch(SCHEMA).map_err(fail)?;
-    Ok(conn)
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+    // Switching a new database to WAL answers SQLITE_BUSY at once, without the busy
+    // handler, while another process is setting the same file up: try again.
+    let started = std::time::Instant::now();
+    loop {
+        let setup = conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .and_then(|()| conn.pragma_update(None, "synchronous", "FULL"))
+            .and_then(|()| conn.execute_batch(SCHEMA));
+        match setup {
+            Ok(()) => return Ok(conn),
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                ) && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5 + fastrand::u64(0..20)));
+            }
+            Err(e) => return Err(fail(e)),
+        }
+    }
 }
+
+/// How long a process waits for another one's lock on the database.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn read_record(
     select: &mut rusqlite::CachedStatement<'_>,
@@ -266,6 +283,23 @@ impl LockStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_racing_to_set_up_a_new_database_all_succeed() {
+        // Two processes starting at once both set up the same new file; the WAL switch
+        // used to fail one of them with "database is locked".
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("locks.sqlite");
+            let opened: Vec<Result<Connection, String>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4).map(|_| s.spawn(|| connect(&path))).collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for r in opened {
+                r.unwrap_or_else(|e| panic!("round {round}: {e}"));
+            }
+        }
+    }
 
     #[tokio::test]
     async fn passes_the_lock_store_contract() {
