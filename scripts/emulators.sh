@@ -12,7 +12,10 @@
 #                                         sluice-locks); Ctrl-C stops it
 #   scripts/emulators.sh start moto [PORT]
 #                                         run moto in the foreground on 127.0.0.1:PORT
-#                                         (default 5000), in memory; Ctrl-C stops it
+#                                         (default 5000), in memory, with the streams,
+#                                         delivery streams and buckets of
+#                                         tests/fixtures/moto_resources.json (the examples');
+#                                         prints "moto ready" once they exist; Ctrl-C stops it
 #
 # DynamoDB: dynoxide (a DynamoDB-compatible server backed by SQLite; a static binary in the
 # npm package @dynoxide/linux-x64). It implements what the lock store needs: conditional
@@ -89,6 +92,60 @@ install_moto() {
     echo "moto $MOTO_VERSION installed"
 }
 
+# moto has no schema file like dynoxide's: start it, create the fixture's resources with
+# boto3 (installed with moto), say so, and stay in the foreground until moto exits or this
+# script is stopped (which stops moto).
+start_moto() {
+    local port=$1 endpoint="http://127.0.0.1:$1"
+    "$MOTO_BIN" -H 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+    local moto=$!
+    trap 'kill "$moto" 2>/dev/null; exit 0' INT TERM
+    trap 'kill "$moto" 2>/dev/null' EXIT
+    local up=
+    for _ in $(seq 300); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+        kill -0 "$moto" 2>/dev/null || die "moto exited at start (is port $port free?)"
+        sleep 0.1
+    done
+    [[ -n "$up" ]] || die "moto did not listen on $endpoint within 30 s"
+    "$MOTO_VENV/bin/python" - "$endpoint" tests/fixtures/moto_resources.json <<'PY' \
+        || die "creating the resources of tests/fixtures/moto_resources.json failed"
+import json, sys, time
+import boto3
+
+endpoint, fixture = sys.argv[1], sys.argv[2]
+spec = json.load(open(fixture))
+kw = dict(endpoint_url=endpoint, region_name="us-east-1",
+          aws_access_key_id="test", aws_secret_access_key="test")
+s3, kinesis, firehose = (boto3.client(s, **kw) for s in ("s3", "kinesis", "firehose"))
+for bucket in spec.get("s3_buckets", []):
+    s3.create_bucket(Bucket=bucket)
+for stream in spec.get("kinesis_streams", []):
+    kinesis.create_stream(StreamName=stream["name"], ShardCount=stream["shards"])
+    for _ in range(100):
+        d = kinesis.describe_stream_summary(StreamName=stream["name"])
+        if d["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE":
+            break
+        time.sleep(0.1)
+    else:
+        sys.exit(f"stream {stream['name']} did not become active")
+for ds in spec.get("firehose_delivery_streams", []):
+    # The bucket must exist first (moto answers PutRecordBatch with HTTP 500 otherwise);
+    # CompressionFormat must be set (the Rust SDK cannot read the description otherwise).
+    firehose.create_delivery_stream(
+        DeliveryStreamName=ds["name"],
+        DeliveryStreamType="DirectPut",
+        ExtendedS3DestinationConfiguration={
+            "RoleARN": "arn:aws:iam::123456789012:role/firehose",
+            "BucketARN": "arn:aws:s3:::" + ds["bucket"],
+            "CompressionFormat": "UNCOMPRESSED",
+        },
+    )
+PY
+    echo "moto ready on $endpoint"
+    wait "$moto"
+}
+
 cmd="${1:-}"
 case "$cmd" in
     install)
@@ -111,13 +168,13 @@ case "$cmd" in
                 ;;
             moto)
                 [[ -x "$MOTO_BIN" ]] || die "moto is not installed: run $0 install"
-                exec "$MOTO_BIN" -H 127.0.0.1 -p "${3:-5000}"
+                start_moto "${3:-5000}"
                 ;;
             *) die "usage: $0 start dynamodb|moto [PORT]" ;;
         esac
         ;;
     *)
-        sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+        sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
 esac

@@ -29,20 +29,33 @@ cargo build --workspace --locked --bins
 step "unit and integration tests (cargo test)"
 cargo test --workspace --locked
 
-step "example configs (sluice test examples/, the DynamoDB ones on a fresh emulator)"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-scripts/emulators.sh start dynamodb "$port" >/dev/null &
-emulator=$!
-trap 'kill "$emulator" 2>/dev/null || true' EXIT
+step "example configs (sluice test examples/, the AWS ones on fresh emulators)"
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+ddb_port=$(free_port)
+moto_port=$(free_port)
+moto_log=$(mktemp)
+scripts/emulators.sh start dynamodb "$ddb_port" >/dev/null &
+dynamodb=$!
+scripts/emulators.sh start moto "$moto_port" >"$moto_log" &
+moto=$!
+trap 'kill "$dynamodb" "$moto" 2>/dev/null || true; rm -f "$moto_log"' EXIT
 for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    (exec 3<>"/dev/tcp/127.0.0.1/$ddb_port") 2>/dev/null && break
+    sleep 0.1
+done
+# moto is ready once the examples' streams, delivery streams and buckets exist.
+for _ in $(seq 600); do
+    grep -q '^moto ready' "$moto_log" && break
+    kill -0 "$moto" 2>/dev/null || { echo "moto did not start" >&2; exit 1; }
     sleep 0.1
 done
 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
     AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null \
-    AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$port" \
+    AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$ddb_port" \
+    AWS_ENDPOINT_URL_KINESIS="http://127.0.0.1:$moto_port" \
+    AWS_ENDPOINT_URL_FIREHOSE="http://127.0.0.1:$moto_port" \
     target/debug/sluice test examples/
-kill "$emulator" 2>/dev/null || true
+kill "$dynamodb" "$moto" 2>/dev/null || true
 
 step "example configs build and vet (sluice vet examples/)"
 target/debug/sluice vet examples/ >/dev/null

@@ -14,7 +14,7 @@
 //     --schema tests/fixtures/dynamodb_tables.json &
 //   export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
 //     AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000
-//   sluice run -c examples/send/aws_dynamodb_exactly_once/config.jsonnet < events.jsonl
+//   sluice run -c examples/aws/kinesis_to_dynamodb/config.jsonnet < events.jsonl
 //
 // Its `tests:` need that endpoint and tables no earlier run has written to (scripts/test.sh
 // starts a fresh emulator for them).
