@@ -4,6 +4,10 @@
 #   scripts/bench.sh lock [ARGS]                  the lock over DynamoDB (benches/lock):
 #       installs the emulator (scripts/emulators.sh), builds into target-bench/ (not the
 #       shared target/), runs benches/lock/bench.py ARGS (--help lists them)
+#   scripts/bench.sh kinesis [ARGS]               send_aws_kinesis_data_stream to moto's
+#       Kinesis, with and without the lock, against send_stdout (benches/kinesis): installs
+#       the emulators, builds into target-bench/, runs benches/kinesis/bench.py ARGS with
+#       moto's Python (for boto3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "lock" ]]; then
@@ -11,6 +15,12 @@ if [[ "${1:-}" == "lock" ]]; then
     scripts/emulators.sh install >&2
     CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd
     exec python3 benches/lock/bench.py --sluice target-bench/release/sluice "$@"
+fi
+if [[ "${1:-}" == "kinesis" ]]; then
+    shift
+    scripts/emulators.sh install >&2
+    CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd
+    exec .emulators/venv/bin/python benches/kinesis/bench.py --sluice target-bench/release/sluice "$@"
 fi
 cargo build --release --locked --bin sluice
 python3 benches/zeek/bench.py "$@"
