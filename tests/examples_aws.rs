@@ -9,14 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::{Dir, dynamodb, dynamodb::unique_table, moto, workspace_root};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
+use crate::common::{Dir, dynamodb, dynamodb::unique_table, moto, runtime, workspace_root};
 
 /// Example `name`'s config with each `(from, to)` name replaced; every `from` must be there.
 fn example(name: &str, renames: &[(&str, &str)]) -> String {

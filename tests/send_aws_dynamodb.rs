@@ -5,14 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::common::{Dir, Output, dynamodb};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
+use crate::common::{Dir, Output, dynamodb, runtime};
 
 /// A sink table `name` keyed by `pk` and a lock table `locks` keyed by `PK`.
 fn tables(endpoint: &str, sink: &str, locks: &str) {

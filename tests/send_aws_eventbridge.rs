@@ -2,39 +2,12 @@
 //! lines go in as events on a bus whose rule targets an SQS queue, and every event is read
 //! back from the queue with its source, detail type and detail.
 
-use crate::common::{Dir, Output, dynamodb::unique_table, moto};
+use crate::common::{Output, dynamodb::unique_table, moto, runtime};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
-
-/// Runs `input` (lines) through `send_aws_eventbridge` with `settings` (Jsonnet, inside
-/// the function's braces).
+/// Runs `input` (lines) through `send_aws_eventbridge` with `settings` (Jsonnet, inside the
+/// function's braces).
 fn run(endpoint: &str, settings: &str, input: &[String]) -> Output {
-    let d = Dir::new();
-    d.write(
-        "cfg.jsonnet",
-        format!(
-            r#"
-local sub = std.extVar('sub');
-{{
-  transforms: [
-    sub.tf.send.aws.eventbridge({{ {settings} }}),
-    sub.tf.util.drop(),
-  ],
-}}
-"#
-        ),
-    );
-    let stdin: String = input.iter().map(|l| format!("{l}\n")).collect();
-    d.sluice_env(
-        &["run", "-c", "cfg.jsonnet"],
-        stdin,
-        &moto::process_env(endpoint),
-    )
+    moto::run_send(endpoint, "eventbridge", settings, input)
 }
 
 #[test]

@@ -1,14 +1,7 @@
 //! `send_aws_data_firehose` through the real `sluice` binary against moto's Firehose: a few
 //! thousand lines go in, and the S3 objects moto's delivery stream wrote are read back.
 
-use crate::common::{Dir, dynamodb::unique_table, moto};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
+use crate::common::{Dir, dynamodb::unique_table, moto, runtime};
 
 /// Everything the bucket holds, as lines.
 fn delivered(endpoint: &str, bucket: &str) -> (usize, Vec<String>) {

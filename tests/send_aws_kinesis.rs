@@ -5,14 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::common::{Dir, dynamodb::unique_table, moto};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
+use crate::common::{Dir, dynamodb::unique_table, moto, runtime};
 
 fn lines(n: usize) -> String {
     (0..n)

@@ -2,39 +2,12 @@
 //! every message is read back from an SQS queue subscribed to the topic with raw message
 //! delivery. A FIFO topic (with a FIFO queue) keeps one message per deduplication id.
 
-use crate::common::{Dir, Output, dynamodb::unique_table, moto};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
+use crate::common::{Output, dynamodb::unique_table, moto, runtime};
 
 /// Runs `input` (lines) through `send_aws_sns` with `settings` (Jsonnet, inside the
 /// function's braces).
 fn run(endpoint: &str, settings: &str, input: &[String]) -> Output {
-    let d = Dir::new();
-    d.write(
-        "cfg.jsonnet",
-        format!(
-            r#"
-local sub = std.extVar('sub');
-{{
-  transforms: [
-    sub.tf.send.aws.sns({{ {settings} }}),
-    sub.tf.util.drop(),
-  ],
-}}
-"#
-        ),
-    );
-    let stdin: String = input.iter().map(|l| format!("{l}\n")).collect();
-    d.sluice_env(
-        &["run", "-c", "cfg.jsonnet"],
-        stdin,
-        &moto::process_env(endpoint),
-    )
+    moto::run_send(endpoint, "sns", settings, input)
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {

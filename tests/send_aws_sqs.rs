@@ -4,39 +4,12 @@
 //! twice, by the deduplication id sluice sets. Messages SQS cannot take and a missing queue
 //! are errors that name the rule or the queue.
 
-use crate::common::{Dir, Output, dynamodb::unique_table, moto};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-}
+use crate::common::{Output, dynamodb::unique_table, moto, runtime};
 
 /// Runs `input` (lines) through `send_aws_sqs` with `settings` (Jsonnet, inside the
 /// function's braces).
 fn run(endpoint: &str, settings: &str, input: &[String]) -> Output {
-    let d = Dir::new();
-    d.write(
-        "cfg.jsonnet",
-        format!(
-            r#"
-local sub = std.extVar('sub');
-{{
-  transforms: [
-    sub.tf.send.aws.sqs({{ {settings} }}),
-    sub.tf.util.drop(),
-  ],
-}}
-"#
-        ),
-    );
-    let stdin: String = input.iter().map(|l| format!("{l}\n")).collect();
-    d.sluice_env(
-        &["run", "-c", "cfg.jsonnet"],
-        stdin,
-        &moto::process_env(endpoint),
-    )
+    moto::run_send(endpoint, "sqs", settings, input)
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {

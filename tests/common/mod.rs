@@ -31,6 +31,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A current-thread runtime for the SDK calls a test makes (set-up, reading back).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
 /// The longest a single invocation may take before the test fails (it never should).
 const TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -49,14 +49,23 @@ pub fn endpoint() -> String {
     })
 }
 
-/// A Kinesis client for `endpoint`.
-pub fn kinesis(endpoint: &str) -> aws_sdk_kinesis::Client {
-    super::emulator_client!(aws_sdk_kinesis, endpoint)
+/// `pub fn NAME(endpoint) -> SDK::Client` for each `NAME: SDK`: an SDK client for moto at
+/// `endpoint`.
+macro_rules! clients {
+    ($($name:ident: $sdk:ident),* $(,)?) => {$(
+        #[doc = concat!("A `", stringify!($sdk), "` client for `endpoint`.")]
+        pub fn $name(endpoint: &str) -> $sdk::Client {
+            super::emulator_client!($sdk, endpoint)
+        }
+    )*};
 }
 
-/// A Firehose client for `endpoint`.
-pub fn firehose(endpoint: &str) -> aws_sdk_firehose::Client {
-    super::emulator_client!(aws_sdk_firehose, endpoint)
+clients! {
+    kinesis: aws_sdk_kinesis,
+    firehose: aws_sdk_firehose,
+    sqs: aws_sdk_sqs,
+    sns: aws_sdk_sns,
+    eventbridge: aws_sdk_eventbridge,
 }
 
 /// The ARN of stream `name`.
@@ -141,30 +150,8 @@ pub async fn read_stream(endpoint: &str, name: &str) -> Vec<(String, Vec<(String
 
 /// One plain HTTP/1.0 request to `endpoint` (S3 path style): (status, body).
 pub fn http(endpoint: &str, method: &str, path: &str) -> (u16, Vec<u8>) {
-    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
-    // moto checks no signature, but refuses anonymous reads of private objects: any
-    // Authorization header makes the request the account's.
-    write!(
-        s,
-        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: 0\r\n\
-         Authorization: AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/s3/aws4_request, \
-         SignedHeaders=host, Signature=0\r\n\r\n"
-    )
-    .expect("writing the request");
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).expect("reading the response");
-    let split = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("an HTTP response");
-    let head = String::from_utf8_lossy(&buf[..split]);
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("a status code");
-    (status, buf[split + 4..].to_vec())
+    let (status, _, body) = http_full(endpoint, method, path, b"");
+    (status, body)
 }
 
 /// Creates bucket `name`.
@@ -178,28 +165,11 @@ pub fn create_bucket(endpoint: &str, name: &str) {
     );
 }
 
-/// The contents of every object in bucket `name`, in key order.
+/// The contents of every object in bucket `name` (at most 1000), in key order.
 pub fn bucket_objects(endpoint: &str, name: &str) -> Vec<Vec<u8>> {
-    let (status, body) = http(
-        endpoint,
-        "GET",
-        &format!("/{name}?list-type=2&max-keys=1000"),
-    );
-    let xml = String::from_utf8_lossy(&body).into_owned();
-    assert_eq!(status, 200, "listing {name}: {xml}");
-    assert!(!xml.contains("<IsTruncated>true"), "more than 1000 objects");
-    let mut keys: Vec<String> = xml
-        .split("<Key>")
-        .skip(1)
-        .map(|s| s.split("</Key>").next().unwrap_or("").to_string())
-        .collect();
-    keys.sort();
-    keys.iter()
-        .map(|k| {
-            let (status, body) = http(endpoint, "GET", &format!("/{name}/{k}"));
-            assert_eq!(status, 200, "reading {name}/{k}");
-            body
-        })
+    bucket_objects_full(endpoint, name)
+        .into_iter()
+        .map(|o| o.body)
         .collect()
 }
 
@@ -241,19 +211,26 @@ pub fn process_env(endpoint: &str) -> Vec<(String, String)> {
     .collect()
 }
 
-/// An SQS client for `endpoint`.
-pub fn sqs(endpoint: &str) -> aws_sdk_sqs::Client {
-    super::emulator_client!(aws_sdk_sqs, endpoint)
-}
-
-/// An SNS client for `endpoint`.
-pub fn sns(endpoint: &str) -> aws_sdk_sns::Client {
-    super::emulator_client!(aws_sdk_sns, endpoint)
-}
-
-/// An EventBridge client for `endpoint`.
-pub fn eventbridge(endpoint: &str) -> aws_sdk_eventbridge::Client {
-    super::emulator_client!(aws_sdk_eventbridge, endpoint)
+/// Runs `input` (lines) through `sub.tf.send.aws.<send>` with `settings` (Jsonnet, inside
+/// the function's braces), its outputs dropped, with `sluice` pointed at `endpoint`.
+pub fn run_send(endpoint: &str, send: &str, settings: &str, input: &[String]) -> super::Output {
+    let d = super::Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        format!(
+            r#"
+local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.send.aws.{send}({{ {settings} }}),
+    sub.tf.util.drop(),
+  ],
+}}
+"#
+        ),
+    );
+    let stdin: String = input.iter().map(|l| format!("{l}\n")).collect();
+    d.sluice_env(&["run", "-c", "cfg.jsonnet"], stdin, &process_env(endpoint))
 }
 
 /// The ARN of queue `name`.
@@ -276,13 +253,14 @@ pub async fn create_queue(endpoint: &str, name: &str) -> String {
         .to_string()
 }
 
-/// Receives from the queue at `url` until `want` messages arrived (or 10 s passed), then
+/// Receives from the queue at `url` until `want` messages arrived (or 30 s passed: on a
+/// loaded machine moto takes tens of ms per call, and each 10 messages cost 11 calls), then
 /// once more to see that nothing else is there; answers the bodies in the order received.
 /// Received messages are deleted (a FIFO queue holds back a message group while some of its
 /// messages are received and not deleted); moto then no longer deduplicates against them.
 pub async fn receive(endpoint: &str, url: &str, want: usize) -> Vec<String> {
     let c = sqs(endpoint);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     let mut bodies = Vec::new();
     loop {
         let got = c
@@ -395,6 +373,8 @@ pub fn http_full(
 ) -> (u16, Vec<String>, Vec<u8>) {
     let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
     let mut s = TcpStream::connect(host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
+    // moto checks no signature, but refuses anonymous reads of private objects: any
+    // Authorization header makes the request the account's.
     write!(
         s,
         "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n\

@@ -18,12 +18,19 @@
 //!   arrives, so it never blocks a batch.
 //! - **Partial failures**: the records a call reports with an `ErrorCode`
 //!   (`RequestResponses[i]`) are sent again, only those, with exponential backoff and full
-//!   jitter and a bound ([`RetryPolicy::DEFAULT`]); throttling and 5xx of the whole call
+//!   jitter and a bound (`RetryPolicy::DEFAULT`); throttling and 5xx of the whole call
 //!   are retried by the SDK (`crate::aws`). What still fails is reported to the batcher as
 //!   exactly those items, so only their messages' acknowledgements fail, and the error
 //!   names the delivery stream and the error codes. Substation retries recursively without
 //!   bound or backoff, and dereferences a nil response when the call itself fails.
 
+use super::aws_destination::{AwsDestination, aws_send, send_calls};
+use super::aws_records::{
+    self, AwsSettings, Stream, check_role, non_empty, put_with_retries, record_result,
+    valid_stream_name,
+};
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+use crate::aws::{Arn, AwsTarget};
 use aws_sdk_firehose::Client;
 use aws_sdk_firehose::error::DisplayErrorContext;
 use aws_sdk_firehose::primitives::Blob;
@@ -31,14 +38,6 @@ use aws_sdk_firehose::types::Record;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
-use tokio::sync::OnceCell;
-
-use super::aws_records::{
-    self, AwsSettings, RetryPolicy, Stream, check_role, lazy_client, non_empty, put_with_retries,
-    record_result, valid_stream_name,
-};
-use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
 
 /// Most records in one `PutRecordBatch` call.
 pub const MAX_RECORDS: usize = 500;
@@ -90,48 +89,25 @@ pub fn parse_delivery_stream(arn: Option<String>) -> Result<(String, Option<Stri
 
 /// A Firehose delivery stream as a destination.
 pub struct Firehose {
-    name: String,
-    target: AwsTarget,
-    client: OnceCell<Client>,
-    retry: RetryPolicy,
+    aws: AwsDestination<Client>,
 }
 
 impl Firehose {
     /// The delivery stream `name`, reached with `target`.
     pub fn new(name: String, target: AwsTarget) -> Self {
         Firehose {
-            name,
-            target,
-            client: OnceCell::new(),
-            retry: RetryPolicy::DEFAULT,
+            aws: AwsDestination::new(
+                "firehose delivery stream",
+                name,
+                target,
+                "give the delivery stream's ARN in aws.arn or set AWS_REGION",
+            ),
         }
-    }
-
-    /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
-        self.client = OnceCell::new_with(Some(client));
-        self
-    }
-
-    /// Uses `retry` for failed records.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
     }
 
     /// The delivery stream's name.
     pub fn stream_name(&self) -> &str {
-        &self.name
-    }
-
-    async fn client(&self) -> Result<&Client, TransformError> {
-        lazy_client(
-            &self.client,
-            &self.target,
-            || format!("firehose delivery stream {}: no AWS region: give the delivery stream's ARN in aws.arn or set AWS_REGION", self.name),
-            Client::new,
-        )
-        .await
+        self.aws.name()
     }
 
     /// Puts `items` (one call's worth) until each was accepted or the attempts are spent.
@@ -142,12 +118,12 @@ impl Firehose {
         items: &[bytes::Bytes],
     ) -> Result<(), (Vec<usize>, TransformError)> {
         let stream = Stream {
-            kind: "firehose delivery stream",
-            name: &self.name,
+            kind: self.aws.kind(),
+            name: self.aws.name(),
             operation: "PutRecordBatch",
             records: "records",
         };
-        put_with_retries(stream, &self.retry, items.len(), |pending| {
+        put_with_retries(stream, self.aws.retry(), items.len(), |pending| {
             let records: Vec<Record> = pending
                 .iter()
                 .map(|&i| {
@@ -159,7 +135,7 @@ impl Firehose {
                 .collect();
             let req = client
                 .put_record_batch()
-                .delivery_stream_name(&self.name)
+                .delivery_stream_name(self.aws.name())
                 .set_records(Some(records))
                 .send();
             async move {
@@ -183,22 +159,15 @@ fn calls(items: &[bytes::Bytes]) -> Vec<std::ops::Range<usize>> {
 #[async_trait]
 impl Destination for Firehose {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let client = self.client().await?;
-        for range in calls(&batch.items) {
-            if let Err((failed, e)) = self.put(client, &batch.items[range.clone()]).await {
-                // The failed records of this call and everything after it (not sent, so
-                // order is kept).
-                let items: Vec<usize> = failed
-                    .iter()
-                    .map(|&i| range.start + i)
-                    .chain(range.end..batch.items.len())
-                    .collect();
-                return Err(SendError::items(items, e));
-            }
-        }
-        Ok(())
+        let client = self.aws.client(Client::new).await?;
+        send_calls(calls(&batch.items), batch.items.len(), |range| {
+            self.put(client, &batch.items[range])
+        })
+        .await
     }
 }
+
+aws_send!(Firehose, Client);
 
 /// The `send_aws_data_firehose` transform.
 pub type SendAwsDataFirehose = Sender<Firehose>;
@@ -237,6 +206,7 @@ impl Sender<Firehose> {
 mod tests {
     use super::*;
     use crate::registry;
+    use crate::send::aws_destination::{AwsSend, RetryPolicy};
     use crate::send::batcher::Undelivered;
     use aws_sdk_firehose::config::retry::RetryConfig;
     use aws_sdk_firehose::operation::put_record_batch::{

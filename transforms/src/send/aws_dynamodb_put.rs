@@ -15,7 +15,7 @@
 //! Where sluice differs from Substation (`reference/substation.md` §2.1 row 51):
 //!
 //! - **Unprocessed items** of `BatchWriteItem` are sent again, only those, with exponential
-//!   backoff and full jitter and a bound ([`RetryPolicy::DEFAULT`]); what is still
+//!   backoff and full jitter and a bound (`RetryPolicy::DEFAULT`); what is still
 //!   unprocessed fails exactly those items' acknowledgements, with an error naming the
 //!   table. Substation ignores `UnprocessedItems` (silent loss) and, on throttling, reads a
 //!   response that is nil.
@@ -58,9 +58,8 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 use tokio::sync::OnceCell;
 
-use super::aws_records::{
-    AwsSettings, RetryPolicy, Stream, check_role, lazy_client, non_empty, put_with_retries,
-};
+use super::aws_destination::{AwsDestination, aws_send};
+use super::aws_records::{AwsSettings, Stream, check_role, non_empty, put_with_retries};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::AwsTarget;
 use crate::aws::parse_dynamodb_table;
@@ -139,12 +138,9 @@ pub fn parse_item(data: &[u8]) -> Result<Item, String> {
 
 /// A DynamoDB table as a destination.
 pub struct DynamoDbPut {
-    table: String,
-    target: AwsTarget,
-    client: OnceCell<Client>,
+    aws: AwsDestination<Client>,
     /// The table's key attribute names (partition key, then sort key), read once.
     key_schema: OnceCell<Vec<String>>,
-    retry: RetryPolicy,
     transactional: bool,
     concurrency: usize,
 }
@@ -153,11 +149,13 @@ impl DynamoDbPut {
     /// The table `table`, reached with `target`.
     pub fn new(table: String, target: AwsTarget) -> Self {
         DynamoDbPut {
-            table,
-            target,
-            client: OnceCell::new(),
+            aws: AwsDestination::new(
+                "dynamodb table",
+                table,
+                target,
+                "give the table's ARN in aws.arn or set AWS_REGION",
+            ),
             key_schema: OnceCell::new(),
-            retry: RetryPolicy::DEFAULT,
             transactional: false,
             concurrency: DEFAULT_CONCURRENCY,
         }
@@ -170,30 +168,8 @@ impl DynamoDbPut {
         self
     }
 
-    /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
-        self.client = OnceCell::new_with(Some(client));
-        self
-    }
-
-    /// Uses `retry` for unprocessed items and cancelled transactions.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
     fn fail(&self, what: impl std::fmt::Display) -> TransformError {
-        TransformError::failed(format!("dynamodb table {}: {what}", self.table))
-    }
-
-    async fn client(&self) -> Result<&Client, TransformError> {
-        lazy_client(
-            &self.client,
-            &self.target,
-            || format!("dynamodb table {}: no AWS region: give the table's ARN in aws.arn or set AWS_REGION", self.table),
-            Client::new,
-        )
-        .await
+        TransformError::failed(format!("dynamodb table {}: {what}", self.aws.name()))
     }
 
     async fn key_schema(&self, client: &Client) -> Result<&[String], TransformError> {
@@ -201,7 +177,7 @@ impl DynamoDbPut {
             .get_or_try_init(|| async {
                 let out = client
                     .describe_table()
-                    .table_name(&self.table)
+                    .table_name(self.aws.name())
                     .send()
                     .await
                     .map_err(|e| {
@@ -274,12 +250,12 @@ impl DynamoDbPut {
         for call in batch_calls(items, |it| self.primary_key(it, schema).ok()) {
             let chunk: Vec<&(usize, Item)> = call.iter().map(|&c| &items[c]).collect();
             let stream = Stream {
-                kind: "dynamodb table",
-                name: &self.table,
+                kind: self.aws.kind(),
+                name: self.aws.name(),
                 operation: "BatchWriteItem",
                 records: "items",
             };
-            let result = put_with_retries(stream, &self.retry, chunk.len(), |pending| {
+            let result = put_with_retries(stream, self.aws.retry(), chunk.len(), |pending| {
                 let sent: Vec<Item> = pending.iter().map(|&i| chunk[i].1.clone()).collect();
                 let requests: Vec<WriteRequest> = sent
                     .iter()
@@ -296,7 +272,7 @@ impl DynamoDbPut {
                     .collect();
                 let req = client
                     .batch_write_item()
-                    .request_items(&self.table, requests)
+                    .request_items(self.aws.name(), requests)
                     .send();
                 async move {
                     let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
@@ -448,7 +424,7 @@ impl DynamoDbPut {
                 let g = groups[gi];
                 for (_, _, item) in &g.puts {
                     let put = Put::builder()
-                        .table_name(&self.table)
+                        .table_name(self.aws.name())
                         .set_item(Some(item.clone()))
                         .build();
                     match put {
@@ -544,7 +520,7 @@ impl DynamoDbPut {
             if left.is_empty() {
                 break;
             }
-            if attempt >= self.retry.attempts {
+            if attempt >= self.aws.retry().attempts {
                 let text = format!(
                     "TransactWriteItems cancelled after {attempt} attempts: {}",
                     err.code().unwrap_or("?")
@@ -555,7 +531,7 @@ impl DynamoDbPut {
                 break;
             }
             if transient {
-                tokio::time::sleep(self.retry.delay(attempt)).await;
+                tokio::time::sleep(self.aws.retry().delay(attempt)).await;
             }
         }
         results
@@ -712,7 +688,7 @@ impl Destination for DynamoDbPut {
     }
 
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let client = self.client().await?;
+        let client = self.aws.client(Client::new).await?;
         let schema = self.key_schema(client).await?;
         let (items, mut bad) = self.parse_batch(batch, schema);
         if let Err((failed, e)) = self.batch_write(client, schema, &items).await {
@@ -733,7 +709,7 @@ impl Destination for DynamoDbPut {
         if !self.transactional {
             return self.send(batch).await;
         }
-        let client = self.client().await?;
+        let client = self.aws.client(Client::new).await?;
         let schema = self.key_schema(client).await?;
         let (items, mut bad) = self.parse_batch(batch, schema);
         let items: Vec<(usize, Item, Vec<Arc<LockRef>>)> = items
@@ -750,6 +726,8 @@ impl Destination for DynamoDbPut {
         bad.into_result()
     }
 }
+
+aws_send!(DynamoDbPut, Client);
 
 /// The `send_aws_dynamodb_put` transform.
 pub type SendAwsDynamodbPut = Sender<DynamoDbPut>;
@@ -831,6 +809,7 @@ mod tests {
     use crate::kv_store::LockStore;
     use crate::kv_store::aws_dynamodb::DynamoDbStore;
     use crate::registry;
+    use crate::send::aws_destination::{AwsSend, RetryPolicy};
     use aws_sdk_dynamodb::config::retry::RetryConfig;
     use aws_sdk_dynamodb::operation::batch_write_item::{
         BatchWriteItemInput, BatchWriteItemOutput,

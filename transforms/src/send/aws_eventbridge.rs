@@ -21,12 +21,18 @@
 //!   it arrives, not a failed entry later.
 //! - **Partial failures**: the entries a call reports with an `ErrorCode` are put again,
 //!   only those, with exponential backoff and full jitter and a bound
-//!   ([`RetryPolicy::DEFAULT`]); throttling and 5xx of the whole call are retried by the SDK
+//!   (`RetryPolicy::DEFAULT`); throttling and 5xx of the whole call are retried by the SDK
 //!   (`crate::aws`). What still fails is reported to the batcher as exactly those items, so
 //!   only their messages' acknowledgements fail, and the error names the bus and the error
 //!   codes. A failed call fails the entries it carried and those of the later calls of the
 //!   batch. Substation ignores failed entries (they are lost).
 
+use super::aws_destination::{AwsDestination, aws_send, send_calls};
+use super::aws_records::{
+    self, AwsSettings, Stream, check_role, non_empty, put_with_retries, record_result,
+};
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+use crate::aws::{Arn, AwsTarget};
 use aws_sdk_eventbridge::Client;
 use aws_sdk_eventbridge::error::DisplayErrorContext;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
@@ -34,14 +40,6 @@ use bytes::Bytes;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
-use tokio::sync::OnceCell;
-
-use super::aws_records::{
-    self, AwsSettings, RetryPolicy, Stream, check_role, lazy_client, non_empty, put_with_retries,
-    record_result,
-};
-use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
 
 /// Most entries in one `PutEvents` call.
 pub const MAX_ENTRIES: usize = 10;
@@ -112,13 +110,10 @@ pub fn parse_bus(arn: Option<String>) -> Result<(Option<String>, String, Option<
 
 /// An EventBridge event bus as a destination.
 pub struct EventBridge {
+    aws: AwsDestination<Client>,
     bus: Option<String>,
-    name: String,
     source: String,
     detail_type: String,
-    target: AwsTarget,
-    client: OnceCell<Client>,
-    retry: RetryPolicy,
 }
 
 impl EventBridge {
@@ -132,46 +127,26 @@ impl EventBridge {
         target: AwsTarget,
     ) -> Self {
         EventBridge {
+            aws: AwsDestination::new(
+                "eventbridge bus",
+                name,
+                target,
+                "give the bus's ARN in aws.arn or set AWS_REGION",
+            ),
             bus,
-            name,
             source,
             detail_type,
-            target,
-            client: OnceCell::new(),
-            retry: RetryPolicy::DEFAULT,
         }
     }
 
-    /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
-        self.client = OnceCell::new_with(Some(client));
-        self
-    }
-
-    /// Uses `retry` for failed entries.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// The bus's name (`default` for the default bus).
+    /// The bus's name.
     pub fn bus_name(&self) -> &str {
-        &self.name
+        self.aws.name()
     }
 
     /// The bytes an entry takes besides its `Detail`.
     fn overhead(&self) -> usize {
         entry_size(&self.source, &self.detail_type, b"")
-    }
-
-    async fn client(&self) -> Result<&Client, TransformError> {
-        lazy_client(
-            &self.client,
-            &self.target,
-            || format!("eventbridge bus {}: no AWS region: give the bus's ARN in aws.arn or set AWS_REGION", self.name),
-            Client::new,
-        )
-        .await
     }
 
     /// Puts `items` (one call's worth) until each was accepted or the attempts are spent.
@@ -182,12 +157,12 @@ impl EventBridge {
         items: &[Bytes],
     ) -> Result<(), (Vec<usize>, TransformError)> {
         let stream = Stream {
-            kind: "eventbridge bus",
-            name: &self.name,
+            kind: self.aws.kind(),
+            name: self.aws.name(),
             operation: "PutEvents",
             records: "entries",
         };
-        put_with_retries(stream, &self.retry, items.len(), |pending| {
+        put_with_retries(stream, self.aws.retry(), items.len(), |pending| {
             let entries: Vec<PutEventsRequestEntry> = pending
                 .iter()
                 .map(|&i| {
@@ -217,7 +192,7 @@ impl EventBridge {
 #[async_trait]
 impl Destination for EventBridge {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let client = self.client().await?;
+        let client = self.aws.client(Client::new).await?;
         let overhead = self.overhead();
         let calls = aws_records::calls(
             &batch.items,
@@ -225,19 +200,10 @@ impl Destination for EventBridge {
             MAX_ENTRIES,
             MAX_CALL_BYTES,
         );
-        for range in calls {
-            if let Err((failed, e)) = self.put(client, &batch.items[range.clone()]).await {
-                // The failed entries of this call and everything after it (not sent, so
-                // order is kept).
-                let items: Vec<usize> = failed
-                    .iter()
-                    .map(|&i| range.start + i)
-                    .chain(range.end..batch.items.len())
-                    .collect();
-                return Err(SendError::items(items, e));
-            }
-        }
-        Ok(())
+        send_calls(calls, batch.items.len(), |range| {
+            self.put(client, &batch.items[range])
+        })
+        .await
     }
 
     fn check(&self, item: &[u8]) -> Result<(), String> {
@@ -246,7 +212,7 @@ impl Destination for EventBridge {
             return Err(format!(
                 "eventbridge bus {}: an entry of {size} bytes (Source {} + DetailType {} + \
                  Detail {}) exceeds EventBridge's limit of {MAX_CALL_BYTES} bytes",
-                self.name,
+                self.aws.name(),
                 self.source.len(),
                 self.detail_type.len(),
                 item.len()
@@ -260,12 +226,14 @@ impl Destination for EventBridge {
         if !object {
             return Err(format!(
                 "eventbridge bus {}: an event's Detail must be a JSON object; the data is not one",
-                self.name
+                self.aws.name()
             ));
         }
         Ok(())
     }
 }
+
+aws_send!(EventBridge, Client);
 
 /// The `send_aws_eventbridge` transform.
 pub type SendAwsEventbridge = Sender<EventBridge>;
@@ -327,6 +295,7 @@ impl Sender<EventBridge> {
 mod tests {
     use super::*;
     use crate::registry;
+    use crate::send::aws_destination::{AwsSend, RetryPolicy};
     use crate::send::batcher::Undelivered;
     use aws_sdk_eventbridge::config::retry::RetryConfig;
     use aws_sdk_eventbridge::operation::put_events::{PutEventsInput, PutEventsOutput};

@@ -23,7 +23,7 @@
 //!   raised when the message arrives, so it never blocks a batch.
 //! - **Partial failures**: the records a call reports with an `ErrorCode` (throttling,
 //!   internal failure) are sent again, only those, with exponential backoff and full jitter,
-//!   up to [`RetryPolicy::DEFAULT`]'s attempts; throttling or 5xx of the whole call is
+//!   up to `RetryPolicy::DEFAULT`'s attempts; throttling or 5xx of the whole call is
 //!   retried by the SDK (`crate::aws`). What still fails is reported to the batcher as
 //!   exactly those items, so only their messages' acknowledgements fail, and the error names
 //!   the stream and the error codes. Substation retries failed records recursively, without
@@ -36,6 +36,12 @@
 
 use std::collections::HashMap;
 
+use super::aws_destination::{AwsDestination, aws_send};
+use super::aws_records::{
+    self, Stream, check_role, non_empty, put_with_retries, record_result, valid_stream_name,
+};
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+use crate::aws::{Arn, AwsTarget};
 use ::md5::{Digest, Md5};
 use aws_sdk_kinesis::Client;
 use aws_sdk_kinesis::error::DisplayErrorContext;
@@ -47,14 +53,6 @@ use sha2::Sha256;
 use sluice_engine::message::Target;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait, value};
-use tokio::sync::OnceCell;
-
-use super::aws_records::{
-    self, Stream, check_role, lazy_client, non_empty, put_with_retries, record_result,
-    valid_stream_name,
-};
-use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
 
 pub use super::aws_records::{AwsSettings, RetryPolicy};
 
@@ -167,13 +165,10 @@ impl Record {
 
 /// A Kinesis data stream as a destination.
 pub struct Kinesis {
+    aws: AwsDestination<Client>,
     stream: StreamRef,
-    name: String,
-    target: AwsTarget,
-    client: OnceCell<Client>,
     keys: PartitionKeys,
     aggregate: bool,
-    retry: RetryPolicy,
 }
 
 impl Kinesis {
@@ -186,41 +181,21 @@ impl Kinesis {
         aggregate: bool,
     ) -> Self {
         Kinesis {
+            aws: AwsDestination::new(
+                "kinesis stream",
+                name,
+                target,
+                "give the stream's ARN in aws.arn or set AWS_REGION",
+            ),
             stream,
-            name,
-            target,
-            client: OnceCell::new(),
             keys,
             aggregate,
-            retry: RetryPolicy::DEFAULT,
         }
-    }
-
-    /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
-        self.client = OnceCell::new_with(Some(client));
-        self
-    }
-
-    /// Uses `retry` for failed records.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
     }
 
     /// The stream's name.
     pub fn stream_name(&self) -> &str {
-        &self.name
-    }
-
-    async fn client(&self) -> Result<&Client, TransformError> {
-        lazy_client(
-            &self.client,
-            &self.target,
-            || format!("kinesis stream {}: no AWS region: give the stream's ARN in aws.arn or set AWS_REGION", self.name),
-            Client::new,
-        )
-        .await
+        self.aws.name()
     }
 
     /// The partition key of `item` in a batch with key `batch_key`; `None` for a random one.
@@ -271,12 +246,12 @@ impl Kinesis {
         records: &[Record],
     ) -> Result<(), (Vec<usize>, TransformError)> {
         let stream = Stream {
-            kind: "kinesis stream",
-            name: &self.name,
+            kind: self.aws.kind(),
+            name: self.aws.name(),
             operation: "PutRecords",
             records: "records",
         };
-        put_with_retries(stream, &self.retry, records.len(), |pending| {
+        put_with_retries(stream, self.aws.retry(), records.len(), |pending| {
             let entries: Vec<PutRecordsRequestEntry> = pending
                 .iter()
                 .map(|&i| {
@@ -318,7 +293,7 @@ fn calls(records: &[Record]) -> Vec<std::ops::Range<usize>> {
 #[async_trait]
 impl Destination for Kinesis {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let client = self.client().await?;
+        let client = self.aws.client(Client::new).await?;
         let records = self.records(batch);
         for range in calls(&records) {
             if let Err((failed, e)) = self.put(client, &records[range.clone()]).await {
@@ -336,6 +311,8 @@ impl Destination for Kinesis {
         Ok(())
     }
 }
+
+aws_send!(Kinesis, Client);
 
 // --- KPL aggregation -------------------------------------------------------------------
 
@@ -562,6 +539,7 @@ impl Sender<Kinesis> {
 pub(crate) mod tests {
     use super::*;
     use crate::registry;
+    use crate::send::aws_destination::AwsSend;
     use aws_sdk_kinesis::config::retry::RetryConfig;
     use aws_sdk_kinesis::operation::put_records::PutRecordsOutput;
     use aws_sdk_kinesis::types::PutRecordsResultEntry;

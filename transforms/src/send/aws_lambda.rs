@@ -30,8 +30,8 @@ use futures::stream::{self, StreamExt};
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
-use tokio::sync::OnceCell;
 
+use super::aws_destination::{AwsDestination, aws_send};
 use super::aws_records::Failures;
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::lambda::{self, Function, MAX_ASYNC_PAYLOAD};
@@ -63,27 +63,24 @@ fn check_item(item: &[u8]) -> Result<(), String> {
 
 /// A Lambda function, invoked asynchronously, as a destination.
 pub struct Lambda {
+    aws: AwsDestination<Client>,
     function: Function,
-    target: AwsTarget,
     concurrency: usize,
-    client: OnceCell<Client>,
 }
 
 impl Lambda {
     /// The function, reached with `target`, with up to `concurrency` invokes in flight.
     pub fn new(function: Function, target: AwsTarget, concurrency: usize) -> Self {
         Lambda {
+            aws: AwsDestination::new(
+                "lambda function",
+                function.display.clone(),
+                target,
+                "give the function's ARN in aws.arn or set AWS_REGION",
+            ),
             function,
-            target,
             concurrency: concurrency.max(1),
-            client: OnceCell::new(),
         }
-    }
-
-    /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
-        self.client = OnceCell::new_with(Some(client));
-        self
     }
 
     /// The function.
@@ -104,7 +101,8 @@ impl Destination for Lambda {
     }
 
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let client = lambda::client(&self.client, &self.target, &self.function, false).await?;
+        // Asynchronous invokes return at once: the client's usual timeouts hold.
+        let client = self.aws.client(Client::new).await?;
         // Built before they are streamed, so that the stream's type holds no closure over
         // borrowed items (which async_trait's `Send` future cannot express).
         let invokes: Vec<_> = batch
@@ -148,6 +146,8 @@ impl Destination for Lambda {
         Err(SendError::items(failed, error))
     }
 }
+
+aws_send!(Lambda, Client);
 
 /// The `send_aws_lambda` transform.
 pub type SendAwsLambda = Sender<Lambda>;
@@ -199,6 +199,7 @@ impl Sender<Lambda> {
 mod tests {
     use super::*;
     use crate::registry;
+    use crate::send::aws_destination::AwsSend;
     use crate::send::batcher::Undelivered;
     use aws_sdk_lambda::config::retry::RetryConfig;
     use aws_sdk_lambda::operation::invoke::{InvokeInput, InvokeOutput};

@@ -194,6 +194,35 @@ pub fn entry_id(pos: usize) -> String {
     pos.to_string()
 }
 
+/// One message of a call as `SendMessageBatch` and `PublishBatch` both take it, before it
+/// becomes the SDK's entry type.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// Its `Id` ([`entry_id`] of its position in the call).
+    pub id: String,
+    /// Its text (the item, checked to be UTF-8 when it arrived).
+    pub text: std::borrow::Cow<'a, str>,
+    /// Its `MessageGroupId` (FIFO destinations).
+    pub group: Option<&'a str>,
+    /// Its `MessageDeduplicationId` (FIFO destinations).
+    pub dedup: Option<&'a str>,
+}
+
+/// The entries of a call that sends `items[i]` for each `i` of `pending`, in that order;
+/// `fifo` is the call's group id and its items' deduplication ids (indexed like `items`).
+pub fn entries<'a>(
+    pending: &'a [usize],
+    items: &'a [Bytes],
+    fifo: Option<(&'a str, &'a [String])>,
+) -> impl Iterator<Item = Entry<'a>> + 'a {
+    pending.iter().enumerate().map(move |(pos, &i)| Entry {
+        id: entry_id(pos),
+        text: String::from_utf8_lossy(&items[i]),
+        group: fifo.map(|(group, _)| group),
+        dedup: fifo.map(|(_, dedup)| dedup[i].as_str()),
+    })
+}
+
 /// One result per entry of a call of `count` entries (numbered by [`entry_id`]) from the
 /// answer's `Successful` ids and `Failed` (id, code, message) entries. An entry the answer
 /// does not mention failed (`NoResult`).
@@ -325,6 +354,48 @@ mod tests {
                 assert!(e.starts_with("takes "), "{e}");
             }
         }
+    }
+
+    #[test]
+    fn entries_are_numbered_in_call_order_with_their_ids() {
+        let items = items(&["a", "b", "c"]);
+        let dedup: Vec<String> = ["da", "db", "dc"].map(String::from).to_vec();
+        let standard: Vec<_> = entries(&[2, 0], &items, None).collect();
+        assert_eq!(
+            standard,
+            [
+                Entry {
+                    id: "0".into(),
+                    text: "c".into(),
+                    group: None,
+                    dedup: None
+                },
+                Entry {
+                    id: "1".into(),
+                    text: "a".into(),
+                    group: None,
+                    dedup: None
+                },
+            ]
+        );
+        let fifo: Vec<_> = entries(&[1, 2], &items, Some(("g", &dedup))).collect();
+        assert_eq!(
+            fifo,
+            [
+                Entry {
+                    id: "0".into(),
+                    text: "b".into(),
+                    group: Some("g"),
+                    dedup: Some("db")
+                },
+                Entry {
+                    id: "1".into(),
+                    text: "c".into(),
+                    group: Some("g"),
+                    dedup: Some("dc")
+                },
+            ]
+        );
     }
 
     #[test]

@@ -41,9 +41,9 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
-use tokio::sync::OnceCell;
 
-use super::aws_records::{AwsSettings, check_role, lazy_client, non_empty};
+use super::aws_destination::{AwsDestination, aws_send};
+use super::aws_records::{AwsSettings, check_role, non_empty};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use super::object_per_batch::{FilePath, ObjectPerBatch};
 use crate::aws::s3::describe;
@@ -221,26 +221,27 @@ fn is_text(head: &[u8]) -> bool {
 
 /// An S3 bucket as a destination.
 pub struct S3 {
-    bucket: String,
+    aws: AwsDestination<Client>,
     objects: ObjectPerBatch,
     storage_class: StorageClass,
     checksum: Option<ChecksumAlgorithm>,
     part_size: usize,
-    target: AwsTarget,
-    client: OnceCell<Client>,
 }
 
 impl S3 {
     /// Objects in `bucket`, reached with `target`, named and filled as `objects` says.
     pub fn new(bucket: String, objects: ObjectPerBatch, target: AwsTarget) -> Self {
         S3 {
-            bucket,
+            aws: AwsDestination::new(
+                "s3 bucket",
+                bucket,
+                target,
+                "set AWS_REGION (bucket ARNs carry no region)",
+            ),
             objects,
             storage_class: StorageClass::Standard,
             checksum: None,
             part_size: DEFAULT_PART_SIZE,
-            target,
-            client: OnceCell::new(),
         }
     }
 
@@ -262,41 +263,26 @@ impl S3 {
         self
     }
 
-    /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
-        self.client = OnceCell::new_with(Some(client));
-        self
-    }
-
     async fn client(&self) -> Result<&Client, TransformError> {
         let checksums = if self.checksum.is_some() {
             RequestChecksumCalculation::WhenSupported
         } else {
             RequestChecksumCalculation::WhenRequired
         };
-        lazy_client(
-            &self.client,
-            &self.target,
-            || {
-                format!(
-                    "s3 bucket {}: no AWS region: set AWS_REGION (bucket ARNs carry no region)",
-                    self.bucket
-                )
-            },
-            |conf| crate::aws::s3::client(conf, checksums),
-        )
-        .await
+        self.aws
+            .client(|conf| crate::aws::s3::client(conf, checksums))
+            .await
     }
 
     /// The error of a failed call on object `key`.
     fn error(&self, key: &str, what: impl std::fmt::Display) -> TransformError {
-        TransformError::failed(format!("s3 bucket {}, key {key}: {what}", self.bucket))
+        TransformError::failed(format!("s3 bucket {}, key {key}: {what}", self.aws.name()))
     }
 
     async fn put(&self, client: &Client, key: &str, body: Bytes) -> Result<(), TransformError> {
         client
             .put_object()
-            .bucket(&self.bucket)
+            .bucket(self.aws.name())
             .key(key)
             .content_type(content_type(&body))
             .storage_class(self.storage_class.clone())
@@ -317,7 +303,7 @@ impl S3 {
     ) -> Result<(), TransformError> {
         let created = client
             .create_multipart_upload()
-            .bucket(&self.bucket)
+            .bucket(self.aws.name())
             .key(key)
             .content_type(content_type(&body))
             .storage_class(self.storage_class.clone())
@@ -341,7 +327,7 @@ impl S3 {
             Err(e) => {
                 let aborted = client
                     .abort_multipart_upload()
-                    .bucket(&self.bucket)
+                    .bucket(self.aws.name())
                     .key(key)
                     .upload_id(&upload_id)
                     .send()
@@ -381,7 +367,7 @@ impl S3 {
                 let number = i as i32 + 1;
                 let req = client
                     .upload_part()
-                    .bucket(&self.bucket)
+                    .bucket(self.aws.name())
                     .key(key)
                     .upload_id(upload_id)
                     .part_number(number)
@@ -415,7 +401,7 @@ impl S3 {
         done.sort_by_key(|p| p.part_number());
         client
             .complete_multipart_upload()
-            .bucket(&self.bucket)
+            .bucket(self.aws.name())
             .key(key)
             .upload_id(upload_id)
             .multipart_upload(
@@ -444,6 +430,8 @@ impl Destination for S3 {
         Ok(())
     }
 }
+
+aws_send!(S3, Client);
 
 /// The `send_aws_s3` transform.
 pub type SendAwsS3 = Sender<S3>;
@@ -498,6 +486,7 @@ impl Sender<S3> {
 mod tests {
     use super::*;
     use crate::registry;
+    use crate::send::aws_destination::AwsSend;
     use aws_sdk_s3::config::retry::RetryConfig;
     use aws_sdk_s3::operation::abort_multipart_upload::AbortMultipartUploadOutput;
     use aws_sdk_s3::operation::complete_multipart_upload::CompleteMultipartUploadOutput;

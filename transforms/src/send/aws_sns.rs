@@ -19,12 +19,19 @@
 //!   deduplication id, so it needs content-based deduplication on the topic.
 //! - **Partial failures**: the messages a call reports in `Failed` are published again,
 //!   only those, with exponential backoff and full jitter and a bound
-//!   ([`RetryPolicy::DEFAULT`]); throttling and 5xx of the whole call are retried by the SDK
+//!   (`RetryPolicy::DEFAULT`); throttling and 5xx of the whole call are retried by the SDK
 //!   (`crate::aws`). What still fails is reported to the batcher as exactly those items, so
 //!   only their messages' acknowledgements fail, and the error names the topic and the
 //!   error codes. A failed call fails the messages it carried and those of the later calls
 //!   of the batch. Substation retries recursively, without bound or backoff.
 
+use super::aws_destination::{AwsDestination, aws_send, send_calls};
+use super::aws_messages::{
+    FifoIds, MAX_ENTRIES, MessageIds, MessageObject, check_text, entries, results_by_id,
+};
+use super::aws_records::{self, AwsSettings, Stream, check_role, non_empty, put_with_retries};
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+use crate::aws::{Arn, AwsTarget};
 use aws_sdk_sns::Client;
 use aws_sdk_sns::error::DisplayErrorContext;
 use aws_sdk_sns::types::PublishBatchRequestEntry;
@@ -32,16 +39,6 @@ use bytes::Bytes;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
-use tokio::sync::OnceCell;
-
-use super::aws_messages::{
-    FifoIds, MAX_ENTRIES, MessageIds, MessageObject, check_text, entry_id, results_by_id,
-};
-use super::aws_records::{
-    self, AwsSettings, RetryPolicy, Stream, check_role, lazy_client, non_empty, put_with_retries,
-};
-use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
 
 /// Most bytes (the sum of the messages) in one `PublishBatch` call.
 pub const MAX_CALL_BYTES: usize = 256 * 1024;
@@ -92,12 +89,9 @@ pub fn parse_topic(arn: Option<String>) -> Result<(String, String, String), Stri
 
 /// An SNS topic as a destination.
 pub struct Sns {
+    aws: AwsDestination<Client>,
     arn: String,
-    name: String,
     ids: MessageIds,
-    target: AwsTarget,
-    client: OnceCell<Client>,
-    retry: RetryPolicy,
 }
 
 impl Sns {
@@ -105,40 +99,16 @@ impl Sns {
     /// `target`.
     pub fn new(arn: String, name: String, ids: MessageIds, target: AwsTarget) -> Self {
         Sns {
+            // A topic's ARN always carries its region: nothing to add when there is none.
+            aws: AwsDestination::new("sns topic", name, target, ""),
             arn,
-            name,
             ids,
-            target,
-            client: OnceCell::new(),
-            retry: RetryPolicy::DEFAULT,
         }
-    }
-
-    /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
-        self.client = OnceCell::new_with(Some(client));
-        self
-    }
-
-    /// Uses `retry` for failed messages.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
     }
 
     /// The topic's name.
     pub fn topic_name(&self) -> &str {
-        &self.name
-    }
-
-    async fn client(&self) -> Result<&Client, TransformError> {
-        lazy_client(
-            &self.client,
-            &self.target,
-            || format!("sns topic {}: no AWS region", self.name),
-            Client::new,
-        )
-        .await
+        self.aws.name()
     }
 
     /// Publishes `items` (one call's worth, with their FIFO ids) until each was accepted
@@ -151,26 +121,21 @@ impl Sns {
         fifo: Option<(&str, &[String])>,
     ) -> Result<(), (Vec<usize>, TransformError)> {
         let stream = Stream {
-            kind: "sns topic",
-            name: &self.name,
+            kind: self.aws.kind(),
+            name: self.aws.name(),
             operation: "PublishBatch",
             records: "messages",
         };
-        put_with_retries(stream, &self.retry, items.len(), |pending| {
-            let entries: Vec<PublishBatchRequestEntry> = pending
-                .iter()
-                .enumerate()
-                .map(|(pos, &i)| {
-                    let mut e = PublishBatchRequestEntry::builder()
-                        .id(entry_id(pos))
-                        // Checked to be UTF-8 before it was batched.
-                        .message(String::from_utf8_lossy(&items[i]));
-                    if let Some((group, dedup)) = fifo {
-                        e = e
-                            .message_group_id(group)
-                            .message_deduplication_id(&dedup[i]);
-                    }
-                    e.build().expect("id and message are set")
+        put_with_retries(stream, self.aws.retry(), items.len(), |pending| {
+            let entries: Vec<PublishBatchRequestEntry> = entries(pending, items, fifo)
+                .map(|e| {
+                    PublishBatchRequestEntry::builder()
+                        .id(e.id)
+                        .message(e.text)
+                        .set_message_group_id(e.group.map(String::from))
+                        .set_message_deduplication_id(e.dedup.map(String::from))
+                        .build()
+                        .expect("id and message are set")
                 })
                 .collect();
             let count = entries.len();
@@ -200,30 +165,23 @@ fn calls(items: &[Bytes]) -> Vec<std::ops::Range<usize>> {
 #[async_trait]
 impl Destination for Sns {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let client = self.client().await?;
+        let client = self.aws.client(Client::new).await?;
         let ids: Option<FifoIds> = self.ids.of(&batch.key, &batch.items);
-        for range in calls(&batch.items) {
+        send_calls(calls(&batch.items), batch.items.len(), |range| {
             let fifo = ids
                 .as_ref()
                 .map(|f| (f.group.as_str(), &f.dedup[range.clone()]));
-            if let Err((failed, e)) = self.put(client, &batch.items[range.clone()], fifo).await {
-                // The failed messages of this call and everything after it (not sent, so
-                // order is kept).
-                let items: Vec<usize> = failed
-                    .iter()
-                    .map(|&i| range.start + i)
-                    .chain(range.end..batch.items.len())
-                    .collect();
-                return Err(SendError::items(items, e));
-            }
-        }
-        Ok(())
+            self.put(client, &batch.items[range], fifo)
+        })
+        .await
     }
 
     fn check(&self, item: &[u8]) -> Result<(), String> {
-        check_text(item, false).map_err(|rule| format!("sns topic {} {rule}", self.name))
+        check_text(item, false).map_err(|rule| format!("sns topic {} {rule}", self.aws.name()))
     }
 }
+
+aws_send!(Sns, Client);
 
 /// The `send_aws_sns` transform.
 pub type SendAwsSns = Sender<Sns>;
@@ -267,6 +225,7 @@ impl Sender<Sns> {
 mod tests {
     use super::*;
     use crate::registry;
+    use crate::send::aws_destination::{AwsSend, RetryPolicy};
     use crate::send::batcher::Undelivered;
     use aws_sdk_sns::config::retry::RetryConfig;
     use aws_sdk_sns::operation::publish_batch::{PublishBatchInput, PublishBatchOutput};

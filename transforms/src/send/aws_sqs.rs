@@ -23,7 +23,7 @@
 //!   message sent twice within 5 minutes ([`super::aws_messages`]). Substation sets no
 //!   deduplication id.
 //! - **Partial failures**: the messages a call reports in `Failed` are sent again, only
-//!   those, with exponential backoff and full jitter and a bound ([`RetryPolicy::DEFAULT`]);
+//!   those, with exponential backoff and full jitter and a bound (`RetryPolicy::DEFAULT`);
 //!   throttling and 5xx of the whole call are retried by the SDK (`crate::aws`). What still
 //!   fails is reported to the batcher as exactly those items, so only their messages'
 //!   acknowledgements fail, and the error names the queue and the error codes. A failed
@@ -39,12 +39,11 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 use tokio::sync::OnceCell;
 
+use super::aws_destination::{AwsDestination, aws_send, send_calls};
 use super::aws_messages::{
-    FifoIds, MAX_ENTRIES, MessageIds, MessageObject, check_text, entry_id, is_fifo, results_by_id,
+    FifoIds, MAX_ENTRIES, MessageIds, MessageObject, check_text, entries, is_fifo, results_by_id,
 };
-use super::aws_records::{
-    self, AwsSettings, RetryPolicy, Stream, check_role, lazy_client, non_empty, put_with_retries,
-};
+use super::aws_records::{self, AwsSettings, Stream, check_role, non_empty, put_with_retries};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::{Arn, AwsTarget};
 
@@ -168,13 +167,10 @@ pub fn parse_queue(arn: Option<String>) -> Result<Queue, String> {
 
 /// An SQS queue as a destination.
 pub struct Sqs {
+    aws: AwsDestination<Client>,
     queue: QueueRef,
-    name: String,
     ids: MessageIds,
-    target: AwsTarget,
-    client: OnceCell<Client>,
     url: OnceCell<String>,
-    retry: RetryPolicy,
 }
 
 impl Sqs {
@@ -182,41 +178,21 @@ impl Sqs {
     /// `target`.
     pub fn new(queue: QueueRef, name: String, ids: MessageIds, target: AwsTarget) -> Self {
         Sqs {
+            aws: AwsDestination::new(
+                "sqs queue",
+                name,
+                target,
+                "give the queue's ARN in aws.arn or set AWS_REGION",
+            ),
             queue,
-            name,
             ids,
-            target,
-            client: OnceCell::new(),
             url: OnceCell::new(),
-            retry: RetryPolicy::DEFAULT,
         }
-    }
-
-    /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
-        self.client = OnceCell::new_with(Some(client));
-        self
-    }
-
-    /// Uses `retry` for failed messages.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
     }
 
     /// The queue's name.
     pub fn queue_name(&self) -> &str {
-        &self.name
-    }
-
-    async fn client(&self) -> Result<&Client, TransformError> {
-        lazy_client(
-            &self.client,
-            &self.target,
-            || format!("sqs queue {}: no AWS region: give the queue's ARN in aws.arn or set AWS_REGION", self.name),
-            Client::new,
-        )
-        .await
+        self.aws.name()
     }
 
     /// The queue's URL: given, or asked of SQS on first use and kept.
@@ -237,7 +213,7 @@ impl Sqs {
                     .map_err(|e| {
                         TransformError::failed(format!(
                             "sqs queue {}: GetQueueUrl failed: {}",
-                            self.name,
+                            self.aws.name(),
                             DisplayErrorContext(&e)
                         ))
                     })?;
@@ -247,7 +223,7 @@ impl Sqs {
                     .ok_or_else(|| {
                         TransformError::failed(format!(
                             "sqs queue {}: GetQueueUrl answered no URL",
-                            self.name
+                            self.aws.name()
                         ))
                     })
             })
@@ -265,26 +241,21 @@ impl Sqs {
         fifo: Option<(&str, &[String])>,
     ) -> Result<(), (Vec<usize>, TransformError)> {
         let stream = Stream {
-            kind: "sqs queue",
-            name: &self.name,
+            kind: self.aws.kind(),
+            name: self.aws.name(),
             operation: "SendMessageBatch",
             records: "messages",
         };
-        put_with_retries(stream, &self.retry, items.len(), |pending| {
-            let entries: Vec<SendMessageBatchRequestEntry> = pending
-                .iter()
-                .enumerate()
-                .map(|(pos, &i)| {
-                    let mut e = SendMessageBatchRequestEntry::builder()
-                        .id(entry_id(pos))
-                        // Checked to be UTF-8 before it was batched.
-                        .message_body(String::from_utf8_lossy(&items[i]));
-                    if let Some((group, dedup)) = fifo {
-                        e = e
-                            .message_group_id(group)
-                            .message_deduplication_id(&dedup[i]);
-                    }
-                    e.build().expect("id and body are set")
+        put_with_retries(stream, self.aws.retry(), items.len(), |pending| {
+            let entries: Vec<SendMessageBatchRequestEntry> = entries(pending, items, fifo)
+                .map(|e| {
+                    SendMessageBatchRequestEntry::builder()
+                        .id(e.id)
+                        .message_body(e.text)
+                        .set_message_group_id(e.group.map(String::from))
+                        .set_message_deduplication_id(e.dedup.map(String::from))
+                        .build()
+                        .expect("id and body are set")
                 })
                 .collect();
             let count = entries.len();
@@ -314,34 +285,24 @@ fn calls(items: &[Bytes]) -> Vec<std::ops::Range<usize>> {
 #[async_trait]
 impl Destination for Sqs {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let client = self.client().await?;
+        let client = self.aws.client(Client::new).await?;
         let url = self.url(client).await?;
         let ids: Option<FifoIds> = self.ids.of(&batch.key, &batch.items);
-        for range in calls(&batch.items) {
+        send_calls(calls(&batch.items), batch.items.len(), |range| {
             let fifo = ids
                 .as_ref()
                 .map(|f| (f.group.as_str(), &f.dedup[range.clone()]));
-            if let Err((failed, e)) = self
-                .put(client, url, &batch.items[range.clone()], fifo)
-                .await
-            {
-                // The failed messages of this call and everything after it (not sent, so
-                // order is kept).
-                let items: Vec<usize> = failed
-                    .iter()
-                    .map(|&i| range.start + i)
-                    .chain(range.end..batch.items.len())
-                    .collect();
-                return Err(SendError::items(items, e));
-            }
-        }
-        Ok(())
+            self.put(client, url, &batch.items[range], fifo)
+        })
+        .await
     }
 
     fn check(&self, item: &[u8]) -> Result<(), String> {
-        check_text(item, true).map_err(|rule| format!("sqs queue {} {rule}", self.name))
+        check_text(item, true).map_err(|rule| format!("sqs queue {} {rule}", self.aws.name()))
     }
 }
+
+aws_send!(Sqs, Client);
 
 /// The `send_aws_sqs` transform.
 pub type SendAwsSqs = Sender<Sqs>;
@@ -389,6 +350,7 @@ impl Sender<Sqs> {
 mod tests {
     use super::*;
     use crate::registry;
+    use crate::send::aws_destination::{AwsSend, RetryPolicy};
     use crate::send::batcher::Undelivered;
     use aws_sdk_sqs::config::retry::RetryConfig;
     use aws_sdk_sqs::operation::get_queue_url::{GetQueueUrlInput, GetQueueUrlOutput};

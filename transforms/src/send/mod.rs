@@ -2,6 +2,7 @@
 //! send is a [`batcher::Sender`] around a [`batcher::Destination`]; data passes through.
 
 pub mod aws_data_firehose;
+pub mod aws_destination;
 pub mod aws_dynamodb_put;
 pub mod aws_eventbridge;
 pub mod aws_kinesis_data_stream;
