@@ -23,8 +23,9 @@ Configurations (rows), interleaved run by run so they see the same machine:
 
 Printed: per configuration the median records/s (wall time of the whole process: start,
 config, reading, sending, the final commit), the range over the runs, PutRecords calls per
-record and records per call, DynamoDB calls per record, and the CPU per record of sluice and
-of moto; then the send/baseline ratios.
+record and records per call, DynamoDB calls per record, the CPU per record of sluice and of
+moto, and how many cores the whole machine kept busy on average (2.00 on this 2-core machine
+means everything else competed too); then the send/baseline ratios.
 
 Usage:
   benches/kinesis/bench.py [--records 20000] [--runs 3] [--delay-ms 0]
@@ -177,6 +178,7 @@ def run_one(args, tmp, row, moto_proc, moto_port, client):
         lock.write_input(inp, n)
     out = os.path.join(tmp, "out.jsonl")
     moto_cpu0 = lock.cpu_s(moto_proc.pid)
+    busy0 = lock.busy_s()
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     timeout = 60 + n / 100
     with open(inp, "rb") as fin, open(out, "wb") as fout:
@@ -194,6 +196,7 @@ def run_one(args, tmp, row, moto_proc, moto_port, client):
     children1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (children1.ru_utime + children1.ru_stime) - (children0.ru_utime + children0.ru_stime)
     moto_cpu = lock.cpu_s(moto_proc.pid) - moto_cpu0
+    busy = lock.busy_s() - busy0
     if proc.returncode != 0:
         die(f"{row}: sluice exited {proc.returncode}:\n{err.decode(errors='replace')[-4000:]}")
 
@@ -218,7 +221,7 @@ def run_one(args, tmp, row, moto_proc, moto_port, client):
     if row == "kinesis+lock" and dynamo.get(DYNAMODB + "PutItem", 0) != n:
         print(f"warning: {row}: {dynamo.get(DYNAMODB + 'PutItem', 0)} PutItem calls for {n} records",
               file=sys.stderr)
-    return Run(wall=wall, cpu=cpu, moto_cpu=moto_cpu,
+    return Run(wall=wall, cpu=cpu, moto_cpu=moto_cpu, busy=busy,
                puts=kinesis.get(PUT_RECORDS) if "kinesis" in calls else None,
                other=sum(v for k, v in kinesis.items() if k != PUT_RECORDS) if "kinesis" in calls else None,
                dynamo=sum(dynamo.values()) if "dynamodb" in calls else None)
@@ -266,7 +269,7 @@ def main():
           f"one process, {n} records of ~100 bytes, median of {args.runs} runs"
           + (f", +{args.delay_ms:g} ms each way" if args.delay_ms else ""))
     print(f"{'configuration':<15} {'records/s':>9} {'min-max':>15} {'PutRecords/rec':>14} {'recs/call':>9} "
-          f"{'DynamoDB/rec':>12} {'sluice us/rec':>13} {'moto us/rec':>11}")
+          f"{'DynamoDB/rec':>12} {'sluice us/rec':>13} {'moto us/rec':>11} {'busy cores':>10}")
     medians = {}
     for row in rows:
         runs = results[row]
@@ -278,7 +281,7 @@ def main():
         dyn = f"{med(d / n for d in dynamo):>12.3f}" if dynamo else f"{'-':>12}"
         moto = f"{med(x.moto_cpu for x in runs) / n * 1e6:>11.0f}" if row != "send_stdout" else f"{'-':>11}"
         print(f"{row:<15} {medians[row]:>9,.0f} {f'{rates[0]:,.0f}-{rates[-1]:,.0f}':>15} {calls} {dyn} "
-              f"{med(x.cpu for x in runs) / n * 1e6:>13.1f} {moto}")
+              f"{med(x.cpu for x in runs) / n * 1e6:>13.1f} {moto} {med(x.busy / x.wall for x in runs):>10.2f}")
     others = [x.other for row in rows for x in results[row] if x.other]
     if others:
         print(f"(the proxies also saw {max(others)} other Kinesis calls in a run)")
