@@ -12,6 +12,7 @@ mod cli_remote_config;
 mod cli_run;
 mod cli_test;
 mod enrich_aws_dynamodb_query;
+mod http_secrets;
 mod kv_store_dynamodb;
 mod library_registry;
 mod send_aws_dynamodb;

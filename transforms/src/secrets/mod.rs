@@ -246,7 +246,7 @@ pub enum Provider {
     /// An environment variable of the process.
     Environment(environment_variable::EnvironmentVariable),
     /// AWS Secrets Manager.
-    AwsSecretsManager(aws_secrets_manager::AwsSecretsManager),
+    AwsSecretsManager(Box<aws_secrets_manager::AwsSecretsManager>),
 }
 
 /// A configured secret: its cache id, how long a value is used, and its provider.
@@ -286,7 +286,7 @@ impl SecretSource {
             "aws_secrets_manager" => {
                 let s: aws_secrets_manager::Settings = decode(b, &settings_field, &cfg.settings)?;
                 let p = aws_secrets_manager::AwsSecretsManager::build(b, &settings_field, &s)?;
-                (s.id, s.ttl_offset, Provider::AwsSecretsManager(p))
+                (s.id, s.ttl_offset, Provider::AwsSecretsManager(Box::new(p)))
             }
             other => {
                 return Err(b.field_error(

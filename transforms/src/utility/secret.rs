@@ -212,7 +212,7 @@ mod tests {
         UtilitySecret::from_source(SecretSource {
             id: id.to_string(),
             ttl,
-            provider: Provider::AwsSecretsManager(provider),
+            provider: Provider::AwsSecretsManager(Box::new(provider)),
         })
     }
 
