@@ -162,12 +162,12 @@ impl Template {
                 }
                 parts.push(Part::Secret(id.to_string()));
                 rest = &after[end + 1..];
-            } else if tail.starts_with(DATA) {
+            } else if let Some(after) = tail.strip_prefix(DATA) {
                 if !lit.is_empty() {
                     parts.push(Part::Text(std::mem::take(&mut lit)));
                 }
                 parts.push(Part::Data);
-                rest = &tail[DATA.len()..];
+                rest = after;
             } else {
                 lit.push_str("${");
                 rest = &tail[2..];
