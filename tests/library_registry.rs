@@ -13,12 +13,6 @@ use sluice_config::{LIBRARY_CONDITION_TYPES, LIBRARY_TRANSFORM_TYPES};
 /// Transform types the library can emit that are not implemented yet. Each group is the
 /// subject of a later issue; remove a type here when it is registered.
 const PENDING_TRANSFORMS: &[&str] = &[
-    // DNS and HTTP enrichments (network clients).
-    "enrich_dns_domain_lookup",
-    "enrich_dns_ip_lookup",
-    "enrich_dns_text_lookup",
-    "enrich_http_get",
-    "enrich_http_post",
     // KV stores (sub.kv_store.*) and the lock built on them.
     "enrich_kv_store_item_get",
     "enrich_kv_store_item_set",
@@ -34,18 +28,19 @@ const PENDING_TRANSFORMS: &[&str] = &[
     "utility_metric_freshness",
     // jq.
     "object_jq",
-    // AWS, GCP and HTTP sends.
+    // GCP sends.
     "send_gcp_storage",
-    "send_http_post",
-    // Secrets (sub.secrets.*).
-    "utility_secret",
 ];
 
 /// Condition types the library can emit that are not implemented yet (none today).
 const PENDING_CONDITIONS: &[&str] = &[];
 
 /// Registered transform types the library does not emit, each a documented alias.
-const TRANSFORM_ALIASES: &[&str] = &[];
+const TRANSFORM_ALIASES: &[&str] = &[
+    // What Substation's library emits for `sub.tf.enrich.dns.txt_lookup` (its engine does
+    // not know the name; sluice accepts it).
+    "enrich_dns_txt_lookup",
+];
 
 /// Registered condition types the library does not emit: Substation's short names for the
 /// meta conditions (`all` = `meta_all`, `any` = `meta_any`, `none` = `meta_none`), which

@@ -13,6 +13,7 @@ mod cli_run;
 mod cli_test;
 mod enrich_aws_dynamodb_query;
 mod examples_aws;
+mod http_secrets;
 mod kv_store_dynamodb;
 mod library_registry;
 mod send_aws_dynamodb;

@@ -39,8 +39,8 @@
 //      settings argument instead of ignoring it.
 //   7. `transform.enrich.http.post` moves a top-level `body_key` into `object.body_key`, where
 //      the engine reads it; Substation leaves it at the top level, where it is ignored.
-//      `enrich.http.*` do not inject `request: {timeout: '1s'}`, a setting those
-//      transforms do not read.
+//      `enrich.http.*` do not inject `request: {timeout: '1s'}` (ignored by Substation's
+//      engine); sluice's HTTP transforms read `request.timeout` and default to 10s.
 //   8. A `value` setting (object_insert, test_message, the comparison conditions) is kept
 //      exactly as given: neither the merge patch nor the pruning touch it, so `value: {}`,
 //      `value: []` and nulls inside a value survive. Substation's library drops them.

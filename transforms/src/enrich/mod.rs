@@ -4,6 +4,12 @@
 
 pub mod aws_dynamodb_query;
 pub mod aws_lambda;
+pub mod dns;
+pub mod dns_domain_lookup;
+pub mod dns_ip_lookup;
+pub mod dns_text_lookup;
+pub mod http_get;
+pub mod http_post;
 
 use sluice_engine::Registry;
 
@@ -16,4 +22,23 @@ pub fn register(r: &mut Registry) {
         ctor!(aws_dynamodb_query::EnrichAwsDynamodbQuery),
     );
     r.transform("enrich_aws_lambda", ctor!(aws_lambda::EnrichAwsLambda));
+    r.transform(
+        "enrich_dns_domain_lookup",
+        ctor!(dns_domain_lookup::EnrichDnsDomainLookup),
+    );
+    r.transform(
+        "enrich_dns_ip_lookup",
+        ctor!(dns_ip_lookup::EnrichDnsIpLookup),
+    );
+    r.transform(
+        "enrich_dns_text_lookup",
+        ctor!(dns_text_lookup::EnrichDnsTextLookup),
+    );
+    // Substation's library spells it so (its engine does not know this name).
+    r.transform(
+        "enrich_dns_txt_lookup",
+        ctor!(dns_text_lookup::EnrichDnsTextLookup),
+    );
+    r.transform("enrich_http_get", ctor!(http_get::EnrichHttpGet));
+    r.transform("enrich_http_post", ctor!(http_post::EnrichHttpPost));
 }

@@ -14,6 +14,7 @@ pub mod aws_sns;
 pub mod aws_sqs;
 pub mod batcher;
 pub mod file;
+pub mod http_post;
 pub mod object_per_batch;
 pub mod stdout;
 
@@ -44,5 +45,6 @@ pub fn register(r: &mut Registry) {
     r.transform("send_aws_s3", ctor!(aws_s3::SendAwsS3));
     r.transform("send_aws_lambda", ctor!(aws_lambda::SendAwsLambda));
     r.transform("send_file", ctor!(file::SendFile));
+    r.transform("send_http_post", ctor!(http_post::SendHttpPost));
     r.transform("send_stdout", ctor!(stdout::SendStdout));
 }

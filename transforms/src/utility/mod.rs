@@ -5,6 +5,7 @@ pub mod control;
 pub mod delay;
 pub mod drop;
 pub mod err;
+pub mod secret;
 
 use sluice_engine::Registry;
 
@@ -16,4 +17,5 @@ pub fn register(r: &mut Registry) {
     r.transform("utility_delay", ctor!(delay::UtilityDelay));
     r.transform("utility_drop", ctor!(drop::UtilityDrop));
     r.transform("utility_err", ctor!(err::UtilityErr));
+    r.transform("utility_secret", ctor!(secret::UtilitySecret));
 }

@@ -1,0 +1,441 @@
+//! What the HTTP transforms (`enrich_http_get`, `enrich_http_post`, `send_http_post`)
+//! share: their common settings (`url`, `headers`, `request.timeout`, `retry`,
+//! `accept_client_errors`), the client, and one request with retries.
+//!
+//! The client is the AWS SDK's own hyper 1 + rustls 0.23 (`ring`) connector, already in
+//! the build for the AWS transforms, so there is no second HTTP or TLS stack; it trusts the
+//! system's certificates and uses no proxy. `url` and header values are [`Template`]s:
+//! `${SECRET:id}` is filled from the secrets cache on every request (so a refreshed secret
+//! is used at once; Substation fills headers once, when the transform is built) and
+//! `${DATA}` where the transform says.
+//!
+//! Retries follow Substation's client (hashicorp retryablehttp): a transport error, a
+//! timeout, 429 and every 5xx but 501 are retried, `retry.count` times (default
+//! [`DEFAULT_RETRIES`]), waiting `retry.delay` (default 1s) doubled per retry up to
+//! [`MAX_BACKOFF`], or what a `Retry-After` header in seconds asks (up to the same bound).
+//! Each attempt, the answer's body included, is bounded by `request.timeout` (default
+//! [`DEFAULT_TIMEOUT`]) and an answer's body by [`MAX_RESPONSE_BYTES`].
+//!
+//! Where sluice differs from Substation: a 4xx answer is an error (it names the status and
+//! the start of the body) unless `accept_client_errors` is true; Substation treats every
+//! 4xx as success, so a rejected send is lost silently. A 3xx answer is an error too
+//! (redirects are not followed). Errors show the URL as configured, placeholders unfilled,
+//! and pass through [`secrets::redact`], so no secret reaches a log.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use aws_smithy_http_client::{Connector, tls};
+use aws_smithy_runtime_api::client::http::HttpConnector;
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::byte_stream::ByteStream;
+use serde::Deserialize;
+use sluice_engine::settings::GoDuration;
+use sluice_engine::{Build, ConfigError, TransformError, Value};
+
+use crate::secrets::{self, Template};
+
+/// Retries after the first attempt when `retry.count` is not set (retryablehttp's).
+pub const DEFAULT_RETRIES: u32 = 4;
+/// The first wait before a retry when `retry.delay` is not set.
+pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between two attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The longest one attempt may take when `request.timeout` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest answer body read.
+pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// `request`: per-attempt limits.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default)]
+pub struct RequestSettings {
+    /// The longest one attempt may take (connect, send, answer and its body).
+    pub timeout: Option<GoDuration>,
+}
+
+/// `retry`: how often and how long to wait between attempts.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default)]
+pub struct RetrySettings {
+    /// Retries after the first attempt.
+    pub count: Option<u32>,
+    /// The first wait; it doubles per retry.
+    pub delay: Option<GoDuration>,
+}
+
+/// The settings every HTTP transform takes, gathered from its settings struct.
+#[derive(Debug, Default)]
+pub struct HttpOptions {
+    /// `url` (required).
+    pub url: Option<String>,
+    /// `headers`: an object of name → value, or Substation v1's list of `{key, value}`.
+    pub headers: Option<Value>,
+    /// `request`.
+    pub request: RequestSettings,
+    /// `retry`.
+    pub retry: RetrySettings,
+    /// `accept_client_errors`: treat 4xx as success, as Substation does.
+    pub accept_client_errors: bool,
+}
+
+/// An answer.
+#[derive(Debug)]
+pub struct Response {
+    /// The status code.
+    pub status: u16,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// A configured HTTP endpoint: the URL and header templates, the limits, and the client
+/// (made on first use).
+pub struct Endpoint {
+    url: Template,
+    headers: Vec<(String, Template)>,
+    timeout: Duration,
+    retries: u32,
+    backoff: Duration,
+    accept_client_errors: bool,
+    connector: OnceLock<Connector>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("url", &self.url.as_str())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .finish()
+    }
+}
+
+impl Endpoint {
+    /// Builds it from `o`; errors name the field.
+    pub fn build(b: &Build<'_>, o: HttpOptions) -> Result<Self, ConfigError> {
+        let url = o
+            .url
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| b.field_error("url", "missing required option: the URL to request"))?;
+        let url = Template::parse(&url).map_err(|m| b.field_error("url", m))?;
+        let start = url.as_str().trim_start();
+        let scheme_ok = ["http://", "https://", "${"].iter().any(|p| {
+            start
+                .get(..p.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(p))
+        });
+        if !scheme_ok {
+            return Err(b.field_error(
+                "url",
+                format!("{:?} is not an http:// or https:// URL", url.as_str()),
+            ));
+        }
+        let headers = parse_headers(b, o.headers)?;
+        let timeout = o.request.timeout.map(|d| d.0).unwrap_or(DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            return Err(b.field_error("request.timeout", "must be more than 0"));
+        }
+        Ok(Endpoint {
+            url,
+            headers,
+            timeout,
+            retries: o.retry.count.unwrap_or(DEFAULT_RETRIES),
+            backoff: o.retry.delay.map(|d| d.0).unwrap_or(DEFAULT_BACKOFF),
+            accept_client_errors: o.accept_client_errors,
+            connector: OnceLock::new(),
+        })
+    }
+
+    /// The URL template.
+    pub fn url(&self) -> &Template {
+        &self.url
+    }
+
+    fn connector(&self) -> &Connector {
+        self.connector.get_or_init(|| {
+            Connector::builder()
+                .tls_provider(tls::Provider::Rustls(
+                    tls::rustls_provider::CryptoMode::Ring,
+                ))
+                .build()
+        })
+    }
+
+    /// `method` to the URL (`${DATA}` filled with `data`) with `body`, retried as the module
+    /// documentation says. The error names the method and the URL as configured.
+    pub async fn call(
+        &self,
+        method: &str,
+        data: Option<&str>,
+        body: Option<&[u8]>,
+    ) -> Result<Response, TransformError> {
+        let fail = |why: String| {
+            TransformError::failed(secrets::redact(&format!(
+                "{method} {}: {why}",
+                self.url.as_str()
+            )))
+        };
+        let url = self.url.render(data).map_err(|e| fail(e.to_string()))?;
+        let mut headers = Vec::with_capacity(self.headers.len() + 1);
+        for (name, value) in &self.headers {
+            let v = value
+                .render(data)
+                .map_err(|e| fail(format!("header {name}: {e}")))?;
+            headers.push((name.as_str(), v));
+        }
+        let json_body =
+            body.is_some_and(|b| serde_json::from_slice::<serde::de::IgnoredAny>(b).is_ok());
+        if json_body
+            && !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+        {
+            headers.push(("content-type", "application/json".to_string()));
+        }
+        let req = request(method, &url, &headers, body).map_err(fail)?;
+        let mut attempt = 0u32;
+        loop {
+            let req = req
+                .try_clone()
+                .ok_or_else(|| fail("the request cannot be repeated".to_string()))?;
+            let outcome = self.attempt(req).await;
+            let (retryable, why, retry_after) = match outcome {
+                Ok(r) if (200..300).contains(&r.status) => return Ok(r.into()),
+                Ok(r) if (400..500).contains(&r.status) && r.status != 429 => {
+                    if self.accept_client_errors {
+                        return Ok(r.into());
+                    }
+                    (false, status_error(&r), None)
+                }
+                Ok(r) if r.status == 429 || (r.status >= 500 && r.status != 501) => {
+                    (true, status_error(&r), r.retry_after)
+                }
+                Ok(r) if (300..400).contains(&r.status) => (
+                    false,
+                    format!("{} (redirects are not followed)", status_error(&r)),
+                    None,
+                ),
+                Ok(r) => (false, status_error(&r), None),
+                Err(e) => (true, e, None),
+            };
+            if !retryable || attempt >= self.retries {
+                let tries = if attempt > 0 {
+                    format!(" (after {} attempts)", attempt + 1)
+                } else {
+                    String::new()
+                };
+                return Err(fail(format!("{why}{tries}")));
+            }
+            let wait = retry_after.unwrap_or_else(|| {
+                self.backoff
+                    .saturating_mul(2u32.saturating_pow(attempt))
+                    .min(MAX_BACKOFF)
+            });
+            tracing::debug!(
+                url = self.url.as_str(),
+                attempt = attempt + 1,
+                error = %secrets::redact(&why),
+                "HTTP request failed; retrying"
+            );
+            tokio::time::sleep(wait.min(MAX_BACKOFF)).await;
+            attempt += 1;
+        }
+    }
+
+    /// One attempt, bounded by the timeout.
+    async fn attempt(&self, req: HttpRequest) -> Result<Attempt, String> {
+        let call = async {
+            let resp = self
+                .connector()
+                .call(req)
+                .await
+                .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
+            let status = resp.status().as_u16();
+            let retry_after = resp
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let body = read_limited(ByteStream::new(resp.into_body())).await?;
+            Ok(Attempt {
+                status,
+                body,
+                retry_after,
+            })
+        };
+        tokio::time::timeout(self.timeout, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "no complete answer within the timeout of {:?}",
+                    self.timeout
+                ))
+            })
+    }
+}
+
+/// The request (checked once, before the first attempt).
+fn request(
+    method: &str,
+    url: &str,
+    headers: &[(&str, String)],
+    body: Option<&[u8]>,
+) -> Result<HttpRequest, String> {
+    let mut req = HttpRequest::new(match body {
+        Some(b) => SdkBody::from(b.to_vec()),
+        None => SdkBody::empty(),
+    });
+    req.set_method(method).map_err(|e| e.to_string())?;
+    req.set_uri(url)
+        .map_err(|_| "the URL is not valid once its placeholders are filled".to_string())?;
+    let h = req.headers_mut();
+    h.insert("user-agent", concat!("sluice/", env!("CARGO_PKG_VERSION")));
+    for (name, value) in headers {
+        h.try_insert(name.to_string(), value.clone())
+            .map_err(|_| format!("header {name}: not a valid header value"))?;
+    }
+    Ok(req)
+}
+
+/// One attempt's answer.
+struct Attempt {
+    status: u16,
+    body: Vec<u8>,
+    retry_after: Option<Duration>,
+}
+
+impl From<Attempt> for Response {
+    fn from(a: Attempt) -> Self {
+        Response {
+            status: a.status,
+            body: a.body,
+        }
+    }
+}
+
+/// `HTTP <status>: <start of the body>`.
+fn status_error(a: &Attempt) -> String {
+    let text = String::from_utf8_lossy(&a.body);
+    let text = text.trim();
+    if text.is_empty() {
+        format!("HTTP {}", a.status)
+    } else if text.chars().count() > 200 {
+        format!(
+            "HTTP {}: {}...",
+            a.status,
+            text.chars().take(200).collect::<String>()
+        )
+    } else {
+        format!("HTTP {}: {text}", a.status)
+    }
+}
+
+/// The body, refused past [`MAX_RESPONSE_BYTES`].
+async fn read_limited(mut body: ByteStream) -> Result<Vec<u8>, String> {
+    let mut data = Vec::new();
+    while let Some(chunk) = body
+        .try_next()
+        .await
+        .map_err(|e| format!("reading the answer: {}", error_chain(&e)))?
+    {
+        data.extend_from_slice(&chunk);
+        if data.len() > MAX_RESPONSE_BYTES {
+            return Err(format!(
+                "the answer is larger than {MAX_RESPONSE_BYTES} bytes"
+            ));
+        }
+    }
+    Ok(data)
+}
+
+/// An error and its causes, `: `-separated.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// `headers`: an object (`{"Authorization": "Bearer ${SECRET:token}"}`), or Substation
+/// v1's list of `{key, value}`; values are templates.
+fn parse_headers(b: &Build<'_>, v: Option<Value>) -> Result<Vec<(String, Template)>, ConfigError> {
+    let pairs: Vec<(String, String, String)> = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(m)) => m
+            .into_iter()
+            .map(|(k, v)| {
+                let field = format!("headers.{k}");
+                match v {
+                    Value::String(s) => Ok((field, k.to_string(), s)),
+                    other => Err(b.field_error(
+                        &field,
+                        format!("a header value must be a string, not {other}"),
+                    )),
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let field = format!("headers[{i}]");
+                let get = |k: &str| item.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                match (get("key"), get("value")) {
+                    (Some(k), Some(v)) => Ok((field, k, v)),
+                    _ => Err(b.field_error(
+                        &field,
+                        "a header in a list must be an object with string `key` and `value`",
+                    )),
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(b.field_error(
+                "headers",
+                format!("must be an object of header names to values, not {other}"),
+            ));
+        }
+    };
+    let mut out = Vec::with_capacity(pairs.len());
+    for (field, name, value) in pairs {
+        let valid_name = !name.is_empty()
+            && name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c));
+        if !valid_name {
+            return Err(b.field_error(&field, format!("{name:?} is not a valid header name")));
+        }
+        let t = Template::parse(&value).map_err(|m| b.field_error(&field, m))?;
+        out.push((name, t));
+    }
+    Ok(out)
+}
+
+/// The value an answer's body is written as: its JSON (so it is compacted), else SJSON's
+/// typing of the bytes; an empty body is an empty string.
+pub fn body_value(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap_or_else(|_| sluice_engine::value::from_bytes(body))
+}
+
+/// The body as data: compact JSON when it is JSON, else the bytes as they came.
+pub fn body_data(body: Vec<u8>) -> Vec<u8> {
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(v) => serde_json::to_vec(&v).unwrap_or(body),
+        Err(_) => body,
+    }
+}
+
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_server;

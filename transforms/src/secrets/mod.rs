@@ -1,0 +1,456 @@
+//! Secrets: the process-wide cache that `utility_secret` fills, the [`Secret`] type that
+//! keeps values out of logs, errors and `Debug` output, and [`Template`], the one
+//! interpolation of `${SECRET:id}` (and `${DATA}`) that the HTTP transforms use.
+//!
+//! Substation keeps secrets in a global cache (capacity 1000) keyed by the secret's `id`;
+//! `utility_secret` puts them there and strings that contain `${SECRET:id}` read them. The
+//! same happens here, with these differences (`reference/substation.md` §1.10, §2.5):
+//!
+//! - A template naming a secret that is not loaded is an error that names the id, instead
+//!   of sending the literal `${SECRET:id}` text.
+//! - An entry expires `ttl_offset` after it was *fetched* (not after the transform was
+//!   built), and is refreshed once when it expires; Substation never advances the expiry,
+//!   so after the first expiry it re-fetches on every message.
+//! - The cache has no capacity bound: its ids come from the config, not from data.
+//!
+//! Every error text that could carry a value (an HTTP client's error, say) goes through
+//! [`redact`], which replaces every cached value with `<redacted>`.
+
+pub mod aws_secrets_manager;
+pub mod environment_variable;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock, RwLock};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use sluice_engine::{Build, ConfigError, TransformError};
+
+/// How long a fetched secret is used before it is fetched again, when `ttl_offset` is not
+/// set (Substation's default).
+pub const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// What replaces a secret's value wherever it would be shown.
+pub const REDACTED: &str = "<redacted>";
+
+/// A secret value. Its `Debug` and `Display` never show it; [`Secret::expose`] does, for the
+/// one place that must use it (a request being built).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Arc<str>);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<Arc<str>>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret({REDACTED})")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
+struct Entry {
+    value: Secret,
+    /// `None`: never expires.
+    expires: Option<Instant>,
+}
+
+static CACHE: LazyLock<RwLock<HashMap<String, Entry>>> = LazyLock::new(Default::default);
+
+fn cache_read() -> std::sync::RwLockReadGuard<'static, HashMap<String, Entry>> {
+    CACHE.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Puts `value` in the cache under `id`, fresh for `ttl` from now (`Duration::ZERO`: for
+/// the life of the process).
+pub fn store(id: &str, value: Secret, ttl: Duration) {
+    let expires = (!ttl.is_zero()).then(|| Instant::now() + ttl);
+    CACHE
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id.to_string(), Entry { value, expires });
+}
+
+/// The value cached under `id`, fresh or not (a template uses the last value fetched; the
+/// `utility_secret` that owns the id refreshes it).
+pub fn lookup(id: &str) -> Option<Secret> {
+    cache_read().get(id).map(|e| e.value.clone())
+}
+
+/// Whether `id` is cached and not expired at `now`.
+pub fn is_fresh(id: &str, now: Instant) -> bool {
+    cache_read()
+        .get(id)
+        .is_some_and(|e| e.expires.is_none_or(|t| now < t))
+}
+
+/// `text` with every cached secret value replaced by [`REDACTED`].
+pub fn redact(text: &str) -> String {
+    let cache = cache_read();
+    let mut out = text.to_string();
+    for e in cache.values() {
+        let v = e.value.expose();
+        if !v.is_empty() && out.contains(v) {
+            out = out.replace(v, REDACTED);
+        }
+    }
+    out
+}
+
+/// An error from filling a template.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// The template names a secret no `utility_secret` has loaded.
+    #[error(
+        "secret {0:?} is not loaded: a utility_secret transform with this id must run before this one"
+    )]
+    NotLoaded(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Secret(String),
+    Data,
+}
+
+/// A string with `${SECRET:id}` and `${DATA}` placeholders, parsed once when a transform is
+/// built and filled per request. Any other `${...}` is kept as written (URLs may carry such
+/// text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    source: String,
+    parts: Vec<Part>,
+}
+
+const SECRET_OPEN: &str = "${SECRET:";
+const DATA: &str = "${DATA}";
+
+impl Template {
+    /// Parses `text`; the error says what is wrong (an unterminated or empty secret id).
+    pub fn parse(text: &str) -> Result<Template, String> {
+        let mut parts = Vec::new();
+        let mut lit = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("${") {
+            lit.push_str(&rest[..at]);
+            let tail = &rest[at..];
+            if let Some(after) = tail.strip_prefix(SECRET_OPEN) {
+                let end = after
+                    .find('}')
+                    .ok_or_else(|| format!("{text:?}: `${{SECRET:` without a closing `}}`"))?;
+                let id = &after[..end];
+                if id.is_empty() {
+                    return Err(format!("{text:?}: `${{SECRET:}}` names no secret"));
+                }
+                if !lit.is_empty() {
+                    parts.push(Part::Text(std::mem::take(&mut lit)));
+                }
+                parts.push(Part::Secret(id.to_string()));
+                rest = &after[end + 1..];
+            } else if let Some(after) = tail.strip_prefix(DATA) {
+                if !lit.is_empty() {
+                    parts.push(Part::Text(std::mem::take(&mut lit)));
+                }
+                parts.push(Part::Data);
+                rest = after;
+            } else {
+                lit.push_str("${");
+                rest = &tail[2..];
+            }
+        }
+        lit.push_str(rest);
+        if !lit.is_empty() {
+            parts.push(Part::Text(lit));
+        }
+        Ok(Template {
+            source: text.to_string(),
+            parts,
+        })
+    }
+
+    /// The template as written (placeholders unfilled): what errors show.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether it has a `${DATA}` placeholder.
+    pub fn uses_data(&self) -> bool {
+        self.parts.contains(&Part::Data)
+    }
+
+    /// The ids of the secrets it names.
+    pub fn secret_ids(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Secret(id) => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The text with each `${SECRET:id}` replaced by the cached secret and each `${DATA}`
+    /// by `data` (or nothing). The result may hold secrets: it is for the request only,
+    /// never for a message or an error.
+    pub fn render(&self, data: Option<&str>) -> Result<String, TemplateError> {
+        let mut out = String::with_capacity(self.source.len());
+        for p in &self.parts {
+            match p {
+                Part::Text(t) => out.push_str(t),
+                Part::Data => out.push_str(data.unwrap_or("")),
+                Part::Secret(id) => {
+                    let s = lookup(id).ok_or_else(|| TemplateError::NotLoaded(id.clone()))?;
+                    out.push_str(s.expose());
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `secret`: a secret provider's config, `{type, settings}`, as `utility_secret` takes it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SecretConfig {
+    /// `environment_variable` or `aws_secrets_manager`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The provider's settings.
+    #[serde(default)]
+    pub settings: serde_json::Value,
+}
+
+/// `ttl_offset`: [`DEFAULT_TTL`] when unset.
+fn parse_ttl(b: &Build<'_>, field: &str, ttl: &Option<String>) -> Result<Duration, ConfigError> {
+    match ttl.as_deref() {
+        None | Some("") => Ok(DEFAULT_TTL),
+        Some(t) => {
+            sluice_engine::settings::parse_go_duration(t).map_err(|m| b.field_error(field, m))
+        }
+    }
+}
+
+/// Where a secret comes from.
+pub enum Provider {
+    /// An environment variable of the process.
+    Environment(environment_variable::EnvironmentVariable),
+    /// AWS Secrets Manager.
+    AwsSecretsManager(Box<aws_secrets_manager::AwsSecretsManager>),
+}
+
+/// A configured secret: its cache id, how long a value is used, and its provider.
+pub struct SecretSource {
+    /// The cache key that `${SECRET:id}` names.
+    pub id: String,
+    /// How long a fetched value is used (`Duration::ZERO`: for the life of the process).
+    pub ttl: Duration,
+    /// Where it comes from.
+    pub provider: Provider,
+}
+
+impl fmt::Debug for SecretSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.provider {
+            Provider::Environment(_) => "environment_variable",
+            Provider::AwsSecretsManager(_) => "aws_secrets_manager",
+        };
+        f.debug_struct("SecretSource")
+            .field("id", &self.id)
+            .field("ttl", &self.ttl)
+            .field("provider", &kind)
+            .finish()
+    }
+}
+
+impl SecretSource {
+    /// Builds the provider config found at `field` (e.g. `secret`) of a transform.
+    pub fn build(b: &Build<'_>, field: &str, cfg: &SecretConfig) -> Result<Self, ConfigError> {
+        let settings_field = format!("{field}.settings");
+        let (id, ttl_offset, provider) = match cfg.kind.as_str() {
+            "environment_variable" => {
+                let s: environment_variable::Settings = decode(b, &settings_field, &cfg.settings)?;
+                let p = environment_variable::EnvironmentVariable::build(b, &settings_field, &s)?;
+                (s.id, s.ttl_offset, Provider::Environment(p))
+            }
+            "aws_secrets_manager" => {
+                let s: aws_secrets_manager::Settings = decode(b, &settings_field, &cfg.settings)?;
+                let p = aws_secrets_manager::AwsSecretsManager::build(b, &settings_field, &s)?;
+                (s.id, s.ttl_offset, Provider::AwsSecretsManager(Box::new(p)))
+            }
+            other => {
+                return Err(b.field_error(
+                    &format!("{field}.type"),
+                    format!(
+                        "unknown secret provider {other:?} (known: environment_variable, aws_secrets_manager)"
+                    ),
+                ));
+            }
+        };
+        let id = id.filter(|i| !i.is_empty()).ok_or_else(|| {
+            b.field_error(
+                &format!("{settings_field}.id"),
+                "missing required option: the id that ${SECRET:id} names",
+            )
+        })?;
+        if id.contains('}') {
+            return Err(b.field_error(
+                &format!("{settings_field}.id"),
+                format!("{id:?}: an id cannot contain `}}`"),
+            ));
+        }
+        let ttl = parse_ttl(b, &format!("{settings_field}.ttl_offset"), &ttl_offset)?;
+        Ok(SecretSource { id, ttl, provider })
+    }
+
+    /// Fetches the value now.
+    pub async fn fetch(&self) -> Result<Secret, TransformError> {
+        match &self.provider {
+            Provider::Environment(p) => p.fetch().map_err(|m| self.fail(m)),
+            Provider::AwsSecretsManager(p) => p.fetch().await.map_err(|m| self.fail(m)),
+        }
+    }
+
+    /// Fetches and caches the value now when the provider can answer without I/O (an
+    /// environment variable); `None` for the others.
+    pub fn fetch_now(&self) -> Option<Result<(), String>> {
+        match &self.provider {
+            Provider::Environment(p) => Some(p.fetch().map(|v| store(&self.id, v, self.ttl))),
+            Provider::AwsSecretsManager(_) => None,
+        }
+    }
+
+    fn fail(&self, why: String) -> TransformError {
+        TransformError::failed(redact(&format!("secret {:?}: {why}", self.id)))
+    }
+}
+
+/// Decodes a provider's settings, errors naming the field under `field`.
+fn decode<T: serde::de::DeserializeOwned>(
+    b: &Build<'_>,
+    field: &str,
+    settings: &serde_json::Value,
+) -> Result<T, ConfigError> {
+    let settings = if settings.is_null() {
+        serde_json::Value::Object(Default::default())
+    } else {
+        settings.clone()
+    };
+    match sluice_engine::settings::decode::<T>(&settings) {
+        Ok((v, unknown)) => {
+            for k in unknown {
+                b.warn(format!(
+                    "unknown setting {field}.{k} is ignored (check its spelling against the reference for utility_secret)"
+                ));
+            }
+            Ok(v)
+        }
+        Err((f, msg)) => Err(b.field_error(
+            &if f.is_empty() {
+                field.to_string()
+            } else {
+                format!("{field}.{f}")
+            },
+            msg,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_show() {
+        let s = Secret::new("hunter2");
+        assert_eq!(format!("{s}"), REDACTED);
+        assert_eq!(format!("{s:?}"), "Secret(<redacted>)");
+        assert_eq!(s.expose(), "hunter2");
+    }
+
+    #[test]
+    fn templates_parse_and_render() {
+        store("tmpl-key", Secret::new("s3cr3t"), Duration::ZERO);
+        // (template, data, rendered)
+        let cases = [
+            ("https://h/x", None, "https://h/x"),
+            (
+                "https://h/?k=${SECRET:tmpl-key}&q=${DATA}",
+                Some("v"),
+                "https://h/?k=s3cr3t&q=v",
+            ),
+            ("${DATA}", None, ""),
+            ("Bearer ${SECRET:tmpl-key}", None, "Bearer s3cr3t"),
+            ("a ${OTHER} b $ {", None, "a ${OTHER} b $ {"),
+            ("${DATA}${DATA}", Some("x"), "xx"),
+        ];
+        for (t, data, want) in cases {
+            let tpl = Template::parse(t).unwrap();
+            assert_eq!(tpl.render(data).unwrap(), want, "{t}");
+            assert_eq!(tpl.as_str(), t);
+        }
+        assert!(Template::parse("${DATA}").unwrap().uses_data());
+        assert!(!Template::parse("${SECRET:a}").unwrap().uses_data());
+        assert_eq!(
+            Template::parse("${SECRET:a}/${SECRET:b}")
+                .unwrap()
+                .secret_ids()
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        for (bad, why) in [
+            ("x${SECRET:abc", "without a closing"),
+            ("${SECRET:}", "names no secret"),
+        ] {
+            let e = Template::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        let e = Template::parse("${SECRET:tmpl-missing}")
+            .unwrap()
+            .render(None)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "secret \"tmpl-missing\" is not loaded: a utility_secret transform with this id must run before this one"
+        );
+    }
+
+    #[test]
+    fn freshness_and_redaction() {
+        store(
+            "fresh-a",
+            Secret::new("value-a-123"),
+            Duration::from_secs(60),
+        );
+        store("fresh-b", Secret::new("value-b-456"), Duration::ZERO);
+        store(
+            "fresh-c",
+            Secret::new("value-c-789"),
+            Duration::from_nanos(1),
+        );
+        let now = Instant::now() + Duration::from_millis(1);
+        assert!(is_fresh("fresh-a", now));
+        assert!(is_fresh("fresh-b", now + Duration::from_secs(1_000_000)));
+        assert!(!is_fresh("fresh-c", now), "expired");
+        assert!(!is_fresh("fresh-none", now));
+        assert_eq!(
+            lookup("fresh-c").map(|s| s.expose().to_string()),
+            Some("value-c-789".into()),
+            "an expired value stays usable until it is refreshed"
+        );
+        assert_eq!(
+            redact("connect to https://u:value-a-123@h failed (value-b-456)"),
+            "connect to https://u:<redacted>@h failed (<redacted>)"
+        );
+    }
+}
