@@ -60,9 +60,34 @@ fn report(stdout: &str) -> Vec<String> {
 #[test]
 fn the_examples_pass() {
     let root = workspace_root();
-    // The DynamoDB examples run against this binary's emulator, in fresh tables (those of
-    // tests/fixtures/dynamodb_tables.json, which scripts/test.sh loads for `sluice test`).
+    // The AWS examples run against this binary's emulators: DynamoDB in fresh tables (those
+    // of tests/fixtures/dynamodb_tables.json, which scripts/test.sh loads for `sluice test`),
+    // and moto with the streams, delivery streams and buckets of
+    // tests/fixtures/moto_resources.json (which `scripts/emulators.sh start moto` creates).
     let endpoint = crate::common::dynamodb::endpoint();
+    let moto = crate::common::moto::endpoint();
+    let resources: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("tests/fixtures/moto_resources.json"))
+            .expect("reading tests/fixtures/moto_resources.json"),
+    )
+    .expect("tests/fixtures/moto_resources.json is JSON");
+    let names = |list: &str, field: &str| -> Vec<(String, serde_json::Value)> {
+        resources[list]
+            .as_array()
+            .unwrap_or_else(|| panic!("moto_resources.json: {list} is a list"))
+            .iter()
+            .map(|r| match r {
+                serde_json::Value::String(s) => (s.clone(), serde_json::Value::Null),
+                r => (
+                    r["name"].as_str().expect("a name").to_string(),
+                    r[field].clone(),
+                ),
+            })
+            .collect()
+    };
+    for (bucket, _) in names("s3_buckets", "") {
+        crate::common::moto::create_bucket(&moto, &bucket);
+    }
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -71,8 +96,17 @@ fn the_examples_pass() {
             use crate::common::dynamodb::create_lock_table;
             create_lock_table(&endpoint, "sluice-locks", "PK", None, "ttl").await;
             create_lock_table(&endpoint, "sluice-example-events", "event_id", None, "ttl").await;
+            for (stream, shards) in names("kinesis_streams", "shards") {
+                let shards = shards.as_i64().expect("shards") as i32;
+                crate::common::moto::create_stream(&moto, &stream, shards).await;
+            }
+            for (stream, bucket) in names("firehose_delivery_streams", "bucket") {
+                let bucket = bucket.as_str().expect("a bucket");
+                crate::common::moto::create_delivery_stream(&moto, &stream, bucket).await;
+            }
         });
-    let env = crate::common::dynamodb::process_env(&endpoint);
+    let mut env = crate::common::moto::process_env(&moto);
+    env.push(("AWS_ENDPOINT_URL_DYNAMODB".to_string(), endpoint.clone()));
     let out = crate::common::run_in_env(&root, &["test", "examples"], Vec::new(), None, &env);
     out.assert_code(0);
     let stdout = out.stdout_str();
