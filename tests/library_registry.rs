@@ -19,10 +19,6 @@ const PENDING_TRANSFORMS: &[&str] = &[
     "enrich_dns_text_lookup",
     "enrich_http_get",
     "enrich_http_post",
-    // KV stores (sub.kv_store.*) and the lock built on them.
-    "enrich_kv_store_item_get",
-    "enrich_kv_store_item_set",
-    "enrich_kv_store_set_add",
     // Formats that need extra libraries.
     "format_from_parquet",
     "format_from_pretty_print",
@@ -44,8 +40,10 @@ const PENDING_TRANSFORMS: &[&str] = &[
 /// Condition types the library can emit that are not implemented yet (none today).
 const PENDING_CONDITIONS: &[&str] = &[];
 
-/// Registered transform types the library does not emit, each a documented alias.
-const TRANSFORM_ALIASES: &[&str] = &[];
+/// Registered transform types the library does not emit, each a documented alias:
+/// Substation's deprecated names of `enrich_kv_store_item_get` and `_item_set` (which
+/// Substation's own library still emits).
+const TRANSFORM_ALIASES: &[&str] = &["enrich_kv_store_get", "enrich_kv_store_set"];
 
 /// Registered condition types the library does not emit: Substation's short names for the
 /// meta conditions (`all` = `meta_all`, `any` = `meta_any`, `none` = `meta_none`), which

@@ -4,6 +4,10 @@
 
 pub mod aws_dynamodb_query;
 pub mod aws_lambda;
+pub mod kv_store;
+pub mod kv_store_item_get;
+pub mod kv_store_item_set;
+pub mod kv_store_set_add;
 
 use sluice_engine::Registry;
 
@@ -16,4 +20,15 @@ pub fn register(r: &mut Registry) {
         ctor!(aws_dynamodb_query::EnrichAwsDynamodbQuery),
     );
     r.transform("enrich_aws_lambda", ctor!(aws_lambda::EnrichAwsLambda));
+    let get = ctor!(kv_store_item_get::EnrichKvStoreItemGet);
+    r.transform("enrich_kv_store_item_get", get);
+    // Substation's deprecated names, still accepted.
+    r.transform("enrich_kv_store_get", get);
+    let set = ctor!(kv_store_item_set::EnrichKvStoreItemSet);
+    r.transform("enrich_kv_store_item_set", set);
+    r.transform("enrich_kv_store_set", set);
+    r.transform(
+        "enrich_kv_store_set_add",
+        ctor!(kv_store_set_add::EnrichKvStoreSetAdd),
+    );
 }
