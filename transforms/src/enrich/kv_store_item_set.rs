@@ -231,10 +231,6 @@ mod tests {
                     json!({"kv_store": mem, "object": {"source_key": "k"}}),
                     "settings.object.target_key: missing required option",
                 ),
-                (
-                    json!({"kv_store": mem, "object": {"source_key": "k", "target_key": "v", "ttl_key": "a..b["}}),
-                    "settings.object.ttl_key",
-                ),
             ],
         );
     }

@@ -173,7 +173,6 @@ impl ItemStore for CsvFile {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{config_error, item_store};
-    use super::*;
     use sluice_engine::json;
     use sluice_engine::testing::block_on;
 

@@ -203,7 +203,28 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
             control(out, 7, m.len());
             for (k, e) in m.iter() {
                 encode(&Value::String(k.to_string()), out);
-                encode(e, out);
+                // The metadata's 16-bit fields must be uint16.
+                let u16_field = [
+                    "record_size",
+                    "ip_version",
+                    "binary_format_major_version",
+                    "binary_format_minor_version",
+                ];
+                match e.as_u64() {
+                    Some(n) if u16_field.contains(&k.as_str()) => {
+                        let b = (n as u16).to_be_bytes();
+                        let skip = b.iter().take_while(|x| **x == 0).count();
+                        control(out, 5, 2 - skip);
+                        out.extend_from_slice(&b[skip..]);
+                    }
+                    Some(n) if k.as_str() == "build_epoch" => {
+                        let b = n.to_be_bytes();
+                        let skip = b.iter().take_while(|x| **x == 0).count();
+                        control(out, 9, 8 - skip);
+                        out.extend_from_slice(&b[skip..]);
+                    }
+                    _ => encode(e, out),
+                }
             }
         }
         Value::Null => panic!("the MaxMind DB format has no null"),
