@@ -13,10 +13,6 @@ use sluice_config::{LIBRARY_CONDITION_TYPES, LIBRARY_TRANSFORM_TYPES};
 /// Transform types the library can emit that are not implemented yet. Each group is the
 /// subject of a later issue; remove a type here when it is registered.
 const PENDING_TRANSFORMS: &[&str] = &[
-    // KV stores (sub.kv_store.*) and the lock built on them.
-    "enrich_kv_store_item_get",
-    "enrich_kv_store_item_set",
-    "enrich_kv_store_set_add",
     // Formats that need extra libraries.
     "format_from_parquet",
     "format_from_pretty_print",
@@ -35,11 +31,14 @@ const PENDING_TRANSFORMS: &[&str] = &[
 /// Condition types the library can emit that are not implemented yet (none today).
 const PENDING_CONDITIONS: &[&str] = &[];
 
-/// Registered transform types the library does not emit, each a documented alias.
+/// Registered transform types the library does not emit, each a documented alias:
+/// Substation's deprecated names of `enrich_kv_store_item_get` and `_item_set` (which
+/// Substation's own library still emits), and what Substation's library emits for
+/// `sub.tf.enrich.dns.txt_lookup` (its engine does not know the name; sluice accepts it).
 const TRANSFORM_ALIASES: &[&str] = &[
-    // What Substation's library emits for `sub.tf.enrich.dns.txt_lookup` (its engine does
-    // not know the name; sluice accepts it).
     "enrich_dns_txt_lookup",
+    "enrich_kv_store_get",
+    "enrich_kv_store_set",
 ];
 
 /// Registered condition types the library does not emit: Substation's short names for the

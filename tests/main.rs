@@ -15,6 +15,7 @@ mod enrich_aws_dynamodb_query;
 mod examples_aws;
 mod http_secrets;
 mod kv_store_dynamodb;
+mod kv_store_items;
 mod library_registry;
 mod send_aws_dynamodb;
 mod send_aws_eventbridge;

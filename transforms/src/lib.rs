@@ -11,6 +11,7 @@ pub mod aws;
 pub mod common;
 pub mod condition;
 pub mod enrich;
+pub mod fetch;
 pub mod format;
 pub mod hash;
 pub mod http;

@@ -1,4 +1,4 @@
-//! Amazon S3: the client sluice's S3 users make (`send_aws_s3`, configs at `s3://` URLs),
+//! Amazon S3: the client sluice's S3 users make (`send_aws_s3`, files at `s3://` URLs),
 //! reading one object, and error texts with S3's error code.
 //!
 //! The client is made from [`super::load`]'s configuration (the explicit HTTPS client, the
@@ -79,9 +79,15 @@ pub fn parse_url(url: &str) -> Result<(String, String), String> {
 }
 
 /// Reads object `key` of `bucket` with the default chains (no role, region from the
-/// environment), refusing one larger than `max_bytes`. The error names neither (the caller
-/// does) and says why: no region, S3's error code, the size.
-pub async fn get_object(bucket: &str, key: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
+/// environment), refusing one larger than `max_bytes` (`what` names what the object is, for
+/// that error: "a config"). The error names neither bucket nor key (the caller does) and
+/// says why: no region, S3's error code, the size.
+pub async fn get_object(
+    bucket: &str,
+    key: &str,
+    max_bytes: usize,
+    what: &str,
+) -> Result<Vec<u8>, String> {
     let conf = super::load(&AwsTarget::default()).await;
     if conf.region().is_none() {
         return Err("no AWS region: set AWS_REGION".into());
@@ -95,7 +101,7 @@ pub async fn get_object(bucket: &str, key: &str, max_bytes: usize) -> Result<Vec
         .await
         .map_err(|e| format!("GetObject failed: {}", describe(&e)))?;
     let too_big = |n: u64| {
-        format!("the object has {n} bytes, more than the {max_bytes} bytes a config may have")
+        format!("the object has {n} bytes, more than the {max_bytes} bytes {what} may have")
     };
     if let Some(n) = out.content_length().and_then(|n| u64::try_from(n).ok())
         && n > max_bytes as u64

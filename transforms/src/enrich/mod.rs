@@ -10,6 +10,10 @@ pub mod dns_ip_lookup;
 pub mod dns_text_lookup;
 pub mod http_get;
 pub mod http_post;
+pub mod kv_store;
+pub mod kv_store_item_get;
+pub mod kv_store_item_set;
+pub mod kv_store_set_add;
 
 use sluice_engine::Registry;
 
@@ -41,4 +45,15 @@ pub fn register(r: &mut Registry) {
     );
     r.transform("enrich_http_get", ctor!(http_get::EnrichHttpGet));
     r.transform("enrich_http_post", ctor!(http_post::EnrichHttpPost));
+    let get = ctor!(kv_store_item_get::EnrichKvStoreItemGet);
+    r.transform("enrich_kv_store_item_get", get);
+    // Substation's deprecated names, still accepted.
+    r.transform("enrich_kv_store_get", get);
+    let set = ctor!(kv_store_item_set::EnrichKvStoreItemSet);
+    r.transform("enrich_kv_store_item_set", set);
+    r.transform("enrich_kv_store_set", set);
+    r.transform(
+        "enrich_kv_store_set_add",
+        ctor!(kv_store_set_add::EnrichKvStoreSetAdd),
+    );
 }

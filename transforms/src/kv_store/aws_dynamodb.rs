@@ -104,8 +104,8 @@ const COMMITTED: &str = "committed";
 struct Settings {
     aws: AwsSettings,
     attributes: AttributeSettings,
-    /// Accepted for compatibility; lock operations are writes, which are always consistent.
-    #[allow(dead_code)]
+    /// Strongly consistent item reads (`enrich_kv_store_item_get`); lock operations are
+    /// writes, which are always consistent.
     consistent_read: Option<bool>,
 }
 
@@ -115,8 +115,7 @@ struct AttributeSettings {
     partition_key: Option<String>,
     sort_key: Option<String>,
     ttl: Option<String>,
-    /// Accepted for compatibility (Substation's kv store keeps values there); locks have none.
-    #[allow(dead_code)]
+    /// Where an item's value is kept (items only; locks have none).
     value: Option<String>,
     owner: Option<String>,
     status: Option<String>,
@@ -125,23 +124,25 @@ struct AttributeSettings {
 
 /// The attribute names of a lock item.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Attributes {
-    partition_key: String,
-    sort_key: Option<String>,
-    ttl: String,
-    owner: String,
-    status: String,
-    lease_until: String,
+pub(super) struct Attributes {
+    pub(super) partition_key: String,
+    pub(super) sort_key: Option<String>,
+    pub(super) ttl: String,
+    pub(super) value: Option<String>,
+    pub(super) owner: String,
+    pub(super) status: String,
+    pub(super) lease_until: String,
 }
 
 /// Where the locks are and how they are spelled: the decoded settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Table {
-    name: String,
+pub(super) struct Table {
+    pub(super) name: String,
     /// From the ARN.
-    region: Option<String>,
-    assume_role_arn: Option<String>,
-    attributes: Attributes,
+    pub(super) region: Option<String>,
+    pub(super) assume_role_arn: Option<String>,
+    pub(super) attributes: Attributes,
+    pub(super) consistent_read: bool,
 }
 
 /// A settings error: the field (below the store's settings) and what is wrong.
@@ -172,6 +173,7 @@ impl Table {
             partition_key,
             sort_key: non_empty(a.sort_key),
             ttl: non_empty(a.ttl).unwrap_or_else(|| "ttl".into()),
+            value: non_empty(a.value),
             owner: non_empty(a.owner).unwrap_or_else(|| "lock_owner".into()),
             status: non_empty(a.status).unwrap_or_else(|| "lock_status".into()),
             lease_until: non_empty(a.lease_until).unwrap_or_else(|| "lock_lease_until".into()),
@@ -181,6 +183,7 @@ impl Table {
             ("partition_key", Some(&attributes.partition_key)),
             ("sort_key", attributes.sort_key.as_ref()),
             ("ttl", Some(&attributes.ttl)),
+            ("value", attributes.value.as_ref()),
             ("owner", Some(&attributes.owner)),
             ("status", Some(&attributes.status)),
             ("lease_until", Some(&attributes.lease_until)),
@@ -199,13 +202,14 @@ impl Table {
             region,
             assume_role_arn,
             attributes,
+            consistent_read: s.consistent_read.unwrap_or(false),
         })
     }
 }
 
 /// Locks in a DynamoDB table (see the module documentation).
 pub struct DynamoDbStore {
-    table: Table,
+    pub(super) table: Table,
     target: AwsTarget,
     client: OnceCell<Client>,
 }
@@ -312,7 +316,7 @@ impl DynamoDbStore {
         self.decode(item)
     }
 
-    async fn client(&self) -> Result<&Client, StoreError> {
+    pub(super) async fn client(&self) -> Result<&Client, StoreError> {
         self.client
             .get_or_try_init(|| async {
                 let conf = crate::aws::load(&self.target).await;
@@ -332,14 +336,14 @@ impl DynamoDbStore {
             .await
     }
 
-    fn fail(&self, what: &str, why: impl std::fmt::Display) -> StoreError {
+    pub(super) fn fail(&self, what: &str, why: impl std::fmt::Display) -> StoreError {
         StoreError(format!(
             "aws_dynamodb table {}: {what}: {why}",
             self.table.name
         ))
     }
 
-    fn sdk_fail<E, R>(&self, what: &str, err: &SdkError<E, R>) -> StoreError
+    pub(super) fn sdk_fail<E, R>(&self, what: &str, err: &SdkError<E, R>) -> StoreError
     where
         E: std::error::Error + 'static,
         R: std::fmt::Debug,
@@ -348,7 +352,7 @@ impl DynamoDbStore {
     }
 
     /// The item key of lock `key`.
-    fn key(&self, key: &str) -> HashMap<String, AttributeValue> {
+    pub(super) fn key(&self, key: &str) -> HashMap<String, AttributeValue> {
         let a = &self.table.attributes;
         let mut k = HashMap::with_capacity(2);
         k.insert(a.partition_key.clone(), AttributeValue::S(key.to_string()));
@@ -762,12 +766,12 @@ fn field_message(field: &str, message: &str) -> String {
     }
 }
 
-fn number(n: i64) -> AttributeValue {
+pub(super) fn number(n: i64) -> AttributeValue {
     AttributeValue::N(n.to_string())
 }
 
 /// A DynamoDB number as an integer (fractions truncated; nonsense is 0).
-fn parse_number(n: &str) -> i64 {
+pub(super) fn parse_number(n: &str) -> i64 {
     n.parse::<i64>()
         .or_else(|_| n.parse::<f64>().map(|f| f as i64))
         .unwrap_or(0)
@@ -1386,6 +1390,7 @@ mod tests {
                 partition_key: "PK".into(),
                 sort_key: None,
                 ttl: "ttl".into(),
+                value: None,
                 owner: "lock_owner".into(),
                 status: "lock_status".into(),
                 lease_until: "lock_lease_until".into(),

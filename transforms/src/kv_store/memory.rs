@@ -1,4 +1,10 @@
-//! The `memory` kv store as a lock store: locks that live as long as the process.
+//! The `memory` kv store: locks (for `meta_kv_store_lock`) and items (for the
+//! `enrich_kv_store_*` transforms) that live as long as the process.
+//!
+//! Items are kept in an LRU map of `capacity` entries (Substation's default 1024): when it
+//! is full, setting a new key evicts the one used longest ago. An item's TTL is checked
+//! when it is read (an expired item is gone). A set (`set_add`) is an array of distinct
+//! strings in the order they were first added.
 //!
 //! Good for tests and for pipelines whose duplicates can only come from within one process
 //! (one Lambda container sees only its own invocations: use `aws_dynamodb` there). Unlike
@@ -9,14 +15,22 @@
 //! sweep, so a long run does not keep every key it ever saw.
 
 use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use lru::LruCache;
 
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Value, async_trait};
 
+use super::item::{ItemError, ItemStore};
 use super::{
     AcquireRequest, Acquired, KvPlace, LockRecord, LockStatus, LockStore, Settled, StoreError,
 };
+
+/// Substation's default `capacity`.
+pub const DEFAULT_CAPACITY: usize = 1024;
 
 /// Settings of the `memory` kv store.
 #[derive(Debug, Default, Deserialize)]
@@ -32,10 +46,22 @@ struct Locks {
     swept_at_len: usize,
 }
 
-/// Locks in a map behind one mutex.
-#[derive(Default)]
+/// An item and when it expires (epoch seconds).
+struct Item {
+    value: Value,
+    ttl: Option<i64>,
+}
+
+/// Locks in a map behind one mutex, items in an LRU map behind another.
 pub struct MemoryStore {
     locks: Mutex<Locks>,
+    items: Mutex<LruCache<String, Item>>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new(NonZeroUsize::new(DEFAULT_CAPACITY).expect("not zero"))
+    }
 }
 
 impl MemoryStore {
@@ -45,8 +71,25 @@ impl MemoryStore {
         if s.capacity == Some(0) {
             return Err(place.error("capacity", "must be at least 1"));
         }
-        let id = format!("memory:{}", s.capacity.unwrap_or(1024));
-        super::shared(id, || Ok(MemoryStore::default()))
+        let capacity = s.capacity.unwrap_or(DEFAULT_CAPACITY);
+        let id = format!("memory:{capacity}");
+        super::shared(id, || {
+            Ok(MemoryStore::new(
+                NonZeroUsize::new(capacity).expect("checked above"),
+            ))
+        })
+    }
+
+    /// A store holding at most `capacity` items.
+    pub fn new(capacity: NonZeroUsize) -> Self {
+        MemoryStore {
+            locks: Mutex::default(),
+            items: Mutex::new(LruCache::new(capacity)),
+        }
+    }
+
+    fn items(&self) -> std::sync::MutexGuard<'_, LruCache<String, Item>> {
+        self.items.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut Locks) -> R) -> R {
@@ -148,9 +191,113 @@ impl LockStore for MemoryStore {
     }
 }
 
+fn now_s() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn expired(item: &Item, now: i64) -> bool {
+    item.ttl.is_some_and(|t| t <= now)
+}
+
+#[async_trait]
+impl ItemStore for MemoryStore {
+    fn describe(&self) -> String {
+        "memory".to_string()
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Value>, ItemError> {
+        let mut items = self.items();
+        let now = now_s();
+        match items.get(key) {
+            Some(item) if expired(item, now) => {
+                items.pop(key);
+                Ok(None)
+            }
+            Some(item) => Ok(Some(item.value.clone())),
+            None => Ok(None),
+        }
+    }
+
+    async fn set(&self, key: &str, value: Value, ttl: Option<i64>) -> Result<(), ItemError> {
+        self.items().put(key.to_string(), Item { value, ttl });
+        Ok(())
+    }
+
+    async fn set_add(
+        &self,
+        key: &str,
+        values: Vec<String>,
+        ttl: Option<i64>,
+    ) -> Result<(), ItemError> {
+        let mut items = self.items();
+        let now = now_s();
+        if items.peek(key).is_some_and(|i| expired(i, now)) {
+            items.pop(key);
+        }
+        let item = items.get_or_insert_mut(key.to_string(), || Item {
+            value: Value::Array(Vec::new()),
+            ttl: None,
+        });
+        let Value::Array(members) = &mut item.value else {
+            return Err(ItemError::BadKey {
+                store: "memory".into(),
+                key: key.to_string(),
+                why: "it holds a value that is not a set (set it with set_add only)".into(),
+            });
+        };
+        for v in values {
+            if !members.iter().any(|m| m.as_str() == Some(v.as_str())) {
+                members.push(Value::String(v));
+            }
+        }
+        if ttl.is_some() {
+            item.ttl = ttl;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_engine::json;
+    use sluice_engine::testing::block_on;
+
+    #[test]
+    fn items_are_an_lru_map_with_ttls() {
+        let st = MemoryStore::new(NonZeroUsize::new(2).unwrap());
+        block_on(st.set("a", json!({"x": 1}), None)).unwrap();
+        block_on(st.set("b", json!(2), Some(now_s() + 100))).unwrap();
+        assert_eq!(block_on(st.get("a")).unwrap(), Some(json!({"x": 1})));
+        // "b" is now the least recently used: a third key evicts it.
+        block_on(st.set("c", json!(3), None)).unwrap();
+        assert_eq!(block_on(st.get("b")).unwrap(), None);
+        assert_eq!(block_on(st.get("a")).unwrap(), Some(json!({"x": 1})));
+        // An expired item is gone.
+        block_on(st.set("a", json!(1), Some(now_s() - 1))).unwrap();
+        assert_eq!(block_on(st.get("a")).unwrap(), None);
+        assert_eq!(block_on(st.get("nothing")).unwrap(), None);
+    }
+
+    #[test]
+    fn set_add_keeps_distinct_strings_in_order() {
+        let st = MemoryStore::default();
+        block_on(st.set_add("s", vec!["b".into(), "a".into()], None)).unwrap();
+        block_on(st.set_add("s", vec!["a".into(), "c".into()], Some(now_s() + 60))).unwrap();
+        block_on(st.set_add("s", vec![], None)).unwrap();
+        assert_eq!(block_on(st.get("s")).unwrap(), Some(json!(["b", "a", "c"])));
+        // A set whose TTL passed starts again.
+        block_on(st.set_add("t", vec!["x".into()], Some(now_s() - 1))).unwrap();
+        block_on(st.set_add("t", vec!["y".into()], None)).unwrap();
+        assert_eq!(block_on(st.get("t")).unwrap(), Some(json!(["y"])));
+        // A plain value is not a set.
+        block_on(st.set("v", json!("plain"), None)).unwrap();
+        let e = block_on(st.set_add("v", vec!["x".into()], None)).unwrap_err();
+        assert!(e.to_string().contains("not a set"), "{e}");
+    }
 
     #[tokio::test]
     async fn passes_the_lock_store_contract() {

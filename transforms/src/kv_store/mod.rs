@@ -1,5 +1,6 @@
-//! kv stores: where `meta_kv_store_lock` keeps its locks (and, later, where the
-//! `enrich_kv_store_*` transforms read and write items).
+//! kv stores: where `meta_kv_store_lock` keeps its locks, and where the
+//! `enrich_kv_store_*` transforms read and write items ([`item`]: the item interface,
+//! the stores that hold items and the read-only file stores).
 //!
 //! A kv store is configured like a transform, `{type, settings}`, with Substation's type
 //! names. Three can hold locks: `aws_dynamodb` (shared between processes and machines),
@@ -21,10 +22,19 @@
 //! testable without waiting.
 
 pub mod aws_dynamodb;
+pub mod aws_dynamodb_item;
 pub mod co_commit;
 pub mod contract;
+pub mod csv_file;
+pub mod file;
+pub mod item;
+pub mod json_file;
 pub mod memory;
+pub mod mmdb;
 pub mod sqlite;
+#[cfg(test)]
+pub(crate) mod test_support;
+pub mod text_file;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,240 @@
+//! Reading a whole file named by a URL: the one implementation behind configs at URLs
+//! (`sluice run -c s3://...`, the CLI's `remote` module) and the kv stores' files
+//! (`csv_file`, `json_file`, `text_file`, `mmdb` with `file: "https://..."`).
+//!
+//! - `s3://BUCKET/KEY`: `GetObject` with the AWS SDK's default chains (credentials,
+//!   `AWS_REGION`, `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`; [`crate::aws::s3`]).
+//! - `https://...`: a `GET` through the same hyper + rustls (ring) client the AWS SDK uses,
+//!   trusting the system's certificates; redirects are followed (at most
+//!   [`MAX_REDIRECTS`], never from `https` down to `http`), and the file is then known by
+//!   the URL they led to.
+//! - `http://...`: only to a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), e.g. the
+//!   AWS AppConfig Lambda extension on `localhost:2772`; anything else must use `https`, so
+//!   what is read cannot be altered on its way.
+//!
+//! Every fetch is bounded in time and size by the caller's [`Limits`]. Errors are texts
+//! that say why and leave naming the URL to the caller.
+
+use std::net::IpAddr;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use aws_smithy_http_client::{Connector, tls};
+use aws_smithy_runtime_api::client::http::HttpConnector;
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_types::byte_stream::ByteStream;
+
+/// The most redirects followed for one `https://` fetch.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// How much one fetch may read and how long it may take.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The most bytes read.
+    pub max_bytes: usize,
+    /// The longest the fetch may take, redirects included.
+    pub timeout: Duration,
+    /// What is fetched, for the size error: "a config" gives "more than the N bytes a
+    /// config may have".
+    pub what: &'static str,
+}
+
+/// Whether `name` is a URL this module reads (`s3://`, `https://`, `http://`, any case),
+/// rather than a local path.
+pub fn is_url(name: &str) -> bool {
+    ["s3://", "https://", "http://"].iter().any(|scheme| {
+        name.get(..scheme.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(scheme))
+    })
+}
+
+/// Reads URLs. Its HTTP client is made on first use and reused.
+#[derive(Default)]
+pub struct Fetcher {
+    http: OnceLock<Connector>,
+}
+
+impl Fetcher {
+    /// A fetcher (nothing is made until the first fetch).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The URL the bytes came from (`url`, or where its redirects led) and the bytes, or
+    /// why not (the caller names the URL).
+    pub async fn fetch(&self, url: &str, limits: Limits) -> Result<(String, Vec<u8>), String> {
+        let work = async {
+            if url
+                .get(..5)
+                .is_some_and(|p| p.eq_ignore_ascii_case("s3://"))
+            {
+                let (bucket, key) = crate::aws::s3::parse_url(url)?;
+                let bytes =
+                    crate::aws::s3::get_object(&bucket, &key, limits.max_bytes, limits.what)
+                        .await?;
+                Ok((url.to_string(), bytes))
+            } else {
+                self.get(url, limits).await
+            }
+        };
+        tokio::time::timeout(limits.timeout, work)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "no answer within {} s",
+                    limits.timeout.as_secs_f64()
+                ))
+            })
+    }
+
+    fn http(&self) -> &Connector {
+        self.http.get_or_init(|| {
+            Connector::builder()
+                .tls_provider(tls::Provider::Rustls(
+                    tls::rustls_provider::CryptoMode::Ring,
+                ))
+                .build()
+        })
+    }
+
+    /// `GET url` (`https://`, or `http://` to loopback), following redirects: the final
+    /// URL and the body.
+    async fn get(&self, url: &str, limits: Limits) -> Result<(String, Vec<u8>), String> {
+        let mut url = check_http_url(url, None)?;
+        for _ in 0..=MAX_REDIRECTS {
+            let mut req = HttpRequest::get(url.as_str()).map_err(|e| format!("bad URL: {e}"))?;
+            req.headers_mut()
+                .insert("user-agent", concat!("sluice/", env!("CARGO_PKG_VERSION")));
+            let resp = self
+                .http()
+                .call(req)
+                .await
+                .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
+            let status = resp.status().as_u16();
+            if matches!(status, 301 | 302 | 303 | 307 | 308) {
+                let location = resp
+                    .headers()
+                    .get("location")
+                    .ok_or_else(|| format!("HTTP {status} without a Location"))?;
+                let next = url
+                    .join(location)
+                    .map_err(|e| format!("HTTP {status} to a bad Location {location:?}: {e}"))?;
+                url = check_http_url(next.as_str(), Some(&url))?;
+                continue;
+            }
+            if !(200..300).contains(&status) {
+                return Err(format!("HTTP {status}"));
+            }
+            let body = read_limited(ByteStream::new(resp.into_body()), limits).await?;
+            return Ok((url.to_string(), body));
+        }
+        Err(format!("more than {MAX_REDIRECTS} redirects"))
+    }
+}
+
+/// `url` parsed, if sluice may fetch it over HTTP: `https`, or `http` to a loopback host; a
+/// redirect (from `from`) may not go from `https` to `http`.
+pub fn check_http_url(url: &str, from: Option<&url::Url>) -> Result<url::Url, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("not a valid URL: {e}"))?;
+    match parsed.scheme() {
+        "https" => Ok(parsed),
+        "http" if from.is_some_and(|f| f.scheme() == "https") => Err(format!(
+            "redirected from https to {parsed}, which is plain http"
+        )),
+        "http" if is_loopback(&parsed) => Ok(parsed),
+        "http" => Err(
+            "plain http is accepted only for loopback hosts (localhost, 127.0.0.0/8, [::1]); use https"
+                .into(),
+        ),
+        other => Err(format!("unsupported URL scheme {other:?} (use s3:// or https://)")),
+    }
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => false,
+    }
+}
+
+/// The body, refused past `limits.max_bytes`.
+async fn read_limited(mut body: ByteStream, limits: Limits) -> Result<Vec<u8>, String> {
+    let mut data = Vec::new();
+    while let Some(chunk) = body
+        .try_next()
+        .await
+        .map_err(|e| format!("reading the answer: {}", error_chain(&e)))?
+    {
+        data.extend_from_slice(&chunk);
+        if data.len() > limits.max_bytes {
+            return Err(format!(
+                "more than the {} bytes {} may have",
+                limits.max_bytes, limits.what
+            ));
+        }
+    }
+    Ok(data)
+}
+
+/// An error and its causes, `: `-separated.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_table() {
+        for (name, url) in [
+            ("s3://b/k.jsonnet", true),
+            ("S3://b/k.jsonnet", true),
+            ("https://h/c.jsonnet", true),
+            ("HTTP://127.0.0.1:8080/c.json", true),
+            ("config.jsonnet", false),
+            ("./s3://x", false),
+            ("gs://b/k", false),
+            ("", false),
+        ] {
+            assert_eq!(is_url(name), url, "{name}");
+        }
+    }
+
+    #[test]
+    fn http_is_for_loopback_only() {
+        for ok in [
+            "https://example.com/c.jsonnet",
+            "http://localhost:2772/applications/a",
+            "http://127.0.0.1:8080/c.json",
+            "http://127.1.2.3/c.json",
+            "http://[::1]:9/c.json",
+        ] {
+            check_http_url(ok, None).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (bad, why) in [
+            ("http://example.com/c.jsonnet", "only for loopback hosts"),
+            ("http://10.0.0.1/c.jsonnet", "only for loopback hosts"),
+            ("ftp://h/c", "unsupported URL scheme \"ftp\""),
+            ("https://", "not a valid URL"),
+        ] {
+            let e = check_http_url(bad, None).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        let from = url::Url::parse("https://example.com/a").unwrap();
+        let e = check_http_url("http://localhost/c", Some(&from)).unwrap_err();
+        assert!(e.contains("redirected from https"), "{e}");
+    }
+}
