@@ -4,6 +4,8 @@
 #   scripts/bench.sh lock [ARGS]                  the lock over DynamoDB (benches/lock):
 #       installs the emulator (scripts/emulators.sh), builds into target-bench/ (not the
 #       shared target/), runs benches/lock/bench.py ARGS (--help lists them)
+#   scripts/bench.sh lambda [ARGS]                the Lambda bootstrap (benches/lambda): init
+#       time and peak RSS for a Kinesis batch (--records N, --runs N)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "lock" ]]; then
@@ -11,6 +13,11 @@ if [[ "${1:-}" == "lock" ]]; then
     scripts/emulators.sh install >&2
     CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd
     exec python3 benches/lock/bench.py --sluice target-bench/release/sluice "$@"
+fi
+if [[ "${1:-}" == "lambda" ]]; then
+    shift
+    cargo build --release --locked -p sluice-cmd --bin sluice --bin sluice-lambda
+    exec python3 benches/lambda/bench.py "$@"
 fi
 cargo build --release --locked --bin sluice
 python3 benches/zeek/bench.py "$@"

@@ -13,6 +13,8 @@ mod cli_run;
 mod cli_test;
 mod enrich_aws_dynamodb_query;
 mod kv_store_dynamodb;
+mod lambda_e2e;
+mod lambda_handlers;
 mod library_registry;
 mod send_aws_dynamodb;
 mod send_aws_eventbridge;
