@@ -87,7 +87,10 @@ fn path_with_venv() -> String {
 fn bootstrap(port: u16, config: &Path, handler: &str, env: &[(String, String)]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_sluice-lambda"))
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .env("AWS_LAMBDA_RUNTIME_API", format!("127.0.0.1:{port}/.rt"))
+        .env(
+            "AWS_LAMBDA_RUNTIME_API",
+            format!("http://127.0.0.1:{port}/.rt"),
+        )
         .env("AWS_LAMBDA_FUNCTION_NAME", "_")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
@@ -100,8 +103,10 @@ fn bootstrap(port: u16, config: &Path, handler: &str, env: &[(String, String)]) 
         .expect("sluice-lambda")
 }
 
-fn invoke(port: u16, event: &Path) -> Value {
-    let out = Command::new(cargo_lambda())
+/// Invokes the function through the runtime API with the event in `event`; fails the test
+/// (with the function's stderr) if the function exits meanwhile or no answer comes in 60 s.
+fn invoke(port: u16, event: &Path, function: &mut Proc) -> Value {
+    let mut child = Command::new(cargo_lambda())
         .args(["lambda", "invoke", "_", "-A", "127.0.0.1", "-P"])
         .arg(port.to_string())
         .arg("--data-file")
@@ -109,8 +114,35 @@ fn invoke(port: u16, event: &Path) -> Value {
         .args(["-o", "json"])
         .current_dir(workspace_root())
         .env("PATH", path_with_venv())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("cargo lambda invoke");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child
+        .try_wait()
+        .expect("waiting for cargo lambda invoke")
+        .is_none()
+    {
+        let exited = function.0.try_wait().expect("checking sluice-lambda");
+        if exited.is_some() || Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = function.0.kill();
+            let _ = function.0.wait();
+            let mut stderr = String::new();
+            if let Some(mut e) = function.0.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+            }
+            match exited {
+                Some(status) => {
+                    panic!("sluice-lambda exited ({status}) during an invocation: {stderr}")
+                }
+                None => panic!("no answer from the function in 60 s: {stderr}"),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("cargo lambda invoke");
     assert!(
         out.status.success(),
         "invoke failed: {}{}",
@@ -193,7 +225,7 @@ local sub = std.extVar('sub');
     let mut f = Proc(bootstrap(port, &cfg, "AWS_KINESIS_DATA_STREAM", &env));
 
     for round in 0..2 {
-        let resp = invoke(port, &event);
+        let resp = invoke(port, &event, &mut f);
         assert_eq!(resp, json!({"batchItemFailures": []}), "round {round}");
     }
     let _ = f.0.kill();

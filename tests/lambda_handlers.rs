@@ -226,7 +226,12 @@ fn kinesis_reports_exactly_the_undelivered_records_lowest_sequence_number_first(
 fn a_pipeline_error_fails_every_record_it_did_not_deliver() {
     let h = harness(
         HandlerKind::KinesisDataStream,
-        json!([{"type": "object_copy", "settings": {"object": {"source_key": "n", "target_key": "m"}}}]),
+        json!([
+            {"type": "meta_switch", "settings": {"cases": [
+                {"condition": {"type": "string_contains", "settings": {"value": "not json"}},
+                 "transforms": [{"type": "utility_err", "settings": {"message": "bad record"}}]},
+            ]}},
+        ]),
         true,
     );
     let resp = invoke(&h, kinesis_event(&[r#"{"n":0}"#, "not json", r#"{"n":2}"#])).unwrap();

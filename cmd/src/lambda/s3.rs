@@ -234,7 +234,7 @@ mod tests {
             (b"x\0y\nz", &[b"x\0y\nz"]),
         ];
         for (input, want) in cases {
-            let got = split(input.to_vec());
+            let got = split(Vec::from(*input));
             assert_eq!(
                 got.iter().map(|b| &b[..]).collect::<Vec<_>>(),
                 *want,
@@ -257,7 +257,8 @@ mod tests {
 
     #[test]
     fn sqs_bodies_table() {
-        let s3 = r#"{"Records":[{"eventTime":"2024-01-01T00:00:00Z","s3":{"bucket":{"name":"b"},"object":{"key":"k"}}}]}"#;
+        // An S3 event notification as S3 sends it (every field its schema has).
+        let s3 = r#"{"Records":[{"eventVersion":"2.1","eventSource":"aws:s3","awsRegion":"us-east-1","eventTime":"2024-01-01T00:00:00.000Z","eventName":"ObjectCreated:Put","userIdentity":{"principalId":"AWS:EXAMPLE"},"requestParameters":{"sourceIPAddress":"127.0.0.1"},"responseElements":{"x-amz-request-id":"R","x-amz-id-2":"I"},"s3":{"s3SchemaVersion":"1.0","configurationId":"c","bucket":{"name":"b","ownerIdentity":{"principalId":"EXAMPLE"},"arn":"arn:aws:s3:::b"},"object":{"key":"k","size":1,"eTag":"e","sequencer":"0A"}}}]}"#;
         assert_eq!(s3_in_sqs_body(s3).unwrap().len(), 1);
         let sns = json!({"Type": "Notification", "Message": s3}).to_string();
         assert_eq!(s3_in_sqs_body(&sns).unwrap().len(), 1);
