@@ -8,6 +8,8 @@
 #       Kinesis, with and without the lock, against send_stdout (benches/kinesis): installs
 #       the emulators, builds into target-bench/, runs benches/kinesis/bench.py ARGS with
 #       moto's Python (for boto3)
+#   scripts/bench.sh lambda [ARGS]                the Lambda bootstrap (benches/lambda): init
+#       time and peak RSS for a Kinesis batch (--records N, --runs N)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "lock" ]]; then
@@ -21,6 +23,11 @@ if [[ "${1:-}" == "kinesis" ]]; then
     scripts/emulators.sh install >&2
     CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd
     exec .emulators/venv/bin/python benches/kinesis/bench.py --sluice target-bench/release/sluice "$@"
+fi
+if [[ "${1:-}" == "lambda" ]]; then
+    shift
+    cargo build --release --locked -p sluice-cmd --bin sluice --bin sluice-lambda
+    exec python3 benches/lambda/bench.py "$@"
 fi
 cargo build --release --locked --bin sluice
 python3 benches/zeek/bench.py "$@"

@@ -146,11 +146,34 @@ PY
     wait "$moto"
 }
 
+# The Lambda tools, in moto's virtualenv: cargo-lambda (its runtime API emulator for
+# tests/lambda_e2e.rs, and `cargo lambda build`), the KPL encoder aws-kinesis-agg (the
+# Kinesis fixture of tests/lambda_handlers.rs) and cfn-lint (examples/lambda/template.yaml).
+CARGO_LAMBDA_VERSION=1.9.2
+KINESIS_AGG_VERSION=1.2.3
+CFN_LINT_VERSION=1.58.0
+
+install_lambda_tools() {
+    local stamp="$MOTO_VENV/.lambda-tools-version"
+    local want="$CARGO_LAMBDA_VERSION $KINESIS_AGG_VERSION $CFN_LINT_VERSION"
+    if [[ -x "$MOTO_VENV/bin/cargo-lambda" && "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then
+        echo "lambda tools ($want): already installed"
+        return
+    fi
+    echo "installing cargo-lambda, aws-kinesis-agg and cfn-lint into $MOTO_VENV/"
+    "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check \
+        "cargo-lambda==$CARGO_LAMBDA_VERSION" "aws-kinesis-agg==$KINESIS_AGG_VERSION" \
+        "cfn-lint==$CFN_LINT_VERSION" >&2
+    [[ -x "$MOTO_VENV/bin/cargo-lambda" ]] || die "pip finished but cargo-lambda is missing"
+    echo "$want" >"$stamp"
+}
+
 cmd="${1:-}"
 case "$cmd" in
     install)
         install_dynoxide
         install_moto
+        install_lambda_tools
         ;;
     path)
         case "${2:-}" in

@@ -57,6 +57,9 @@ AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
     target/debug/sluice test examples/
 kill "$dynamodb" "$moto" 2>/dev/null || true
 
+step "Lambda deployment template (cfn-lint examples/lambda/template.yaml)"
+.emulators/venv/bin/cfn-lint examples/lambda/template.yaml
+
 step "example configs build and vet (sluice vet examples/)"
 target/debug/sluice vet examples/ >/dev/null
 

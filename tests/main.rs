@@ -16,6 +16,8 @@ mod examples_aws;
 mod http_secrets;
 mod kv_store_dynamodb;
 mod kv_store_items;
+mod lambda_e2e;
+mod lambda_handlers;
 mod library_registry;
 mod send_aws_dynamodb;
 mod send_aws_eventbridge;

@@ -125,6 +125,10 @@ struct Held {
     co: Option<Arc<LockRef>>,
 }
 
+/// Messages found to be duplicates by any lock in this process, since it started: the
+/// Lambda function's `DuplicatesSkipped` metric.
+pub static DUPLICATES_SKIPPED: AtomicU64 = AtomicU64::new(0);
+
 /// Counts of what the lock did, for logs and tests.
 #[derive(Debug, Default)]
 pub struct LockCounts {
@@ -536,6 +540,7 @@ impl MetaKvStoreLock {
                 }
                 Fate::Duplicate => {
                     self.counts.duplicates.fetch_add(1, Ordering::Relaxed);
+                    DUPLICATES_SKIPPED.fetch_add(1, Ordering::Relaxed);
                     let r = if run.is_empty() {
                         Ok(())
                     } else {

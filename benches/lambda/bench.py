@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""The Lambda benchmark: init time and peak memory of the sluice-lambda bootstrap.
+
+A stdlib Lambda runtime API (the same three routes Lambda serves) hands the release
+bootstrap one Kinesis event of N records of 1 KB JSON (AWS_KINESIS_DATA_STREAM, the
+pipeline of benches/lambda/config.jsonnet). It measures
+
+- init: from spawning the process to its first `GET /runtime/invocation/next` (config loaded,
+  pipeline built, runtime started), with the config as Jsonnet and compiled to JSON;
+- the invocation: from handing out the event to the response;
+- peak RSS (VmHWM) once the response is in, before the process is stopped;
+
+and, as the baseline measured in the same run, the spawn-to-exit time of `sluice --version`
+(the cost of starting a process of this size at all). Medians over --runs.
+
+    python3 benches/lambda/bench.py [--records 10000] [--runs 5]
+"""
+import argparse
+import base64
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BOOTSTRAP = os.path.join(ROOT, "target/release/sluice-lambda")
+SLUICE = os.path.join(ROOT, "target/release/sluice")
+CONFIG = os.path.join(ROOT, "benches/lambda/config.jsonnet")
+
+
+def kinesis_event(n):
+    records = []
+    for i in range(n):
+        body = {"id": "e%d" % i, "user": "User%d" % (i % 97), "ts": 1700000000 + i}
+        body["pad"] = "x" * (1024 - len(json.dumps(body)) - 10)
+        data = json.dumps(body).encode()
+        records.append({
+            "kinesis": {
+                "partitionKey": "pk%d" % (i % 16),
+                "sequenceNumber": str(49590338271490256608559692538361571095921575989136588801 + i),
+                "data": base64.b64encode(data).decode(),
+                "approximateArrivalTimestamp": 1700000000.0,
+                "kinesisSchemaVersion": "1.0",
+            },
+            "eventSource": "aws:kinesis",
+            "eventSourceARN": "arn:aws:kinesis:us-east-1:123456789012:stream/bench",
+        })
+    return json.dumps({"Records": records}).encode()
+
+
+class Api:
+    """One invocation: the event, then a `next` that never answers."""
+
+    def __init__(self, event):
+        self.event = event
+        self.first_next = None
+        self.handed = None
+        self.response = None
+        self.done = threading.Event()
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                if not self.path.endswith("/runtime/invocation/next"):
+                    self.send_error(404)
+                    return
+                if api.first_next is None:
+                    api.first_next = time.perf_counter()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Lambda-Runtime-Aws-Request-Id", "bench-1")
+                    self.send_header("Lambda-Runtime-Deadline-Ms", str(int(time.time() * 1000) + 900000))
+                    self.send_header("Lambda-Runtime-Invoked-Function-Arn",
+                                     "arn:aws:lambda:us-east-1:123456789012:function:bench")
+                    self.send_header("Content-Length", str(len(api.event)))
+                    self.end_headers()
+                    api.handed = time.perf_counter()
+                    self.wfile.write(api.event)
+                else:
+                    api.done.wait(120)
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(n)
+                api.response = (self.path, body)
+                api.responded = time.perf_counter()
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                api.done.set()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def port(self):
+        return self.server.server_address[1]
+
+
+def vm_hwm_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def one_run(event, config):
+    api = Api(event)
+    env = dict(os.environ)
+    env.update({
+        "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:%d" % api.port,
+        "AWS_LAMBDA_FUNCTION_NAME": "bench",
+        "AWS_LAMBDA_FUNCTION_VERSION": "1",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+        "SLUICE_CONFIG": config,
+        "SLUICE_LAMBDA_HANDLER": "AWS_KINESIS_DATA_STREAM",
+        "SLUICE_REPORT_BATCH_ITEM_FAILURES": "true",
+        "SLUICE_LOG": "warn",
+        "AWS_REGION": "us-east-1",
+    })
+    t0 = time.perf_counter()
+    p = subprocess.Popen([BOOTSTRAP], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if not api.done.wait(300):
+        p.kill()
+        sys.exit("no response: %s" % p.stderr.read().decode())
+    hwm = vm_hwm_kib(p.pid)
+    p.kill()
+    p.wait()
+    api.server.shutdown()
+    path, body = api.response
+    if not path.endswith("/response") or json.loads(body) != {"batchItemFailures": []}:
+        sys.exit("unexpected answer %s: %s" % (path, body[:300]))
+    return {
+        "init_ms": (api.first_next - t0) * 1e3,
+        "invoke_ms": (api.responded - api.handed) * 1e3,
+        "rss_mib": hwm / 1024,
+    }
+
+
+def spawn_ms(argv):
+    t0 = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - t0) * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=10000)
+    ap.add_argument("--runs", type=int, default=5)
+    a = ap.parse_args()
+    for b in (BOOTSTRAP, SLUICE):
+        if not os.access(b, os.X_OK):
+            sys.exit("%s is missing: cargo build --release -p sluice-cmd" % b)
+    event = kinesis_event(a.records)
+    with tempfile.TemporaryDirectory() as d:
+        compiled = os.path.join(d, "config.json")
+        out = subprocess.run([SLUICE, "build", "--stdout", CONFIG], capture_output=True)
+        if out.returncode != 0:
+            sys.exit("could not compile the config: %s" % out.stderr.decode())
+        with open(compiled, "wb") as f:
+            f.write(out.stdout)
+        rows = {"jsonnet": [], "json": [], "baseline": []}
+        for _ in range(a.runs):
+            rows["baseline"].append(spawn_ms([SLUICE, "--version"]))
+            rows["jsonnet"].append(one_run(event, CONFIG))
+            rows["json"].append(one_run(event, compiled))
+    med = statistics.median
+    base = med(rows["baseline"])
+    print("event: %d Kinesis records of 1 KB (%.1f MB JSON), %d runs, medians [min-max]"
+          % (a.records, len(event) / 1e6, a.runs))
+    print("| config | init ms | init / baseline | invocation ms | peak RSS MiB |")
+    print("|---|---|---|---|---|")
+    for name in ("jsonnet", "json"):
+        r = rows[name]
+        init = [x["init_ms"] for x in r]
+        inv = [x["invoke_ms"] for x in r]
+        rss = [x["rss_mib"] for x in r]
+        print("| %s | %.1f [%.1f-%.1f] | %.2f | %.0f [%.0f-%.0f] | %.1f [%.1f-%.1f] |" % (
+            name, med(init), min(init), max(init), med(init) / base,
+            med(inv), min(inv), max(inv), med(rss), min(rss), max(rss)))
+    print("| baseline: `sluice --version` spawn to exit | %.1f [%.1f-%.1f] | 1.00 | | |"
+          % (base, min(rows["baseline"]), max(rows["baseline"])))
+
+
+if __name__ == "__main__":
+    main()

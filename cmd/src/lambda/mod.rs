@@ -1,0 +1,519 @@
+//! The Lambda function: a sluice config run over AWS event sources.
+//!
+//! At a cold start [`main`] loads the config named by `SLUICE_CONFIG` (a path in the
+//! deployment package, `s3://bucket/key`, or an `https://` URL; `http://` only to loopback,
+//! e.g. the AppConfig extension on `localhost:2772`) and builds the pipeline once; a bad
+//! config ends the init with one log line naming the problem. The handler is chosen by
+//! `SLUICE_LAMBDA_HANDLER` (or `SUBSTATION_LAMBDA_HANDLER`) with Substation's values.
+//!
+//! Each invocation turns the event's records into messages (one module per event source
+//! family, each setting the metadata Substation's handler sets, per record), attaches one
+//! acknowledgement tracker per source record, runs them through the pipeline and ends with
+//! one ctrl message. The response is built after that ctrl returned: from the trackers the
+//! handler knows which records were delivered (`batchItemFailures`, Firehose's per-record
+//! results) and, for API Gateway and plain invokes, what came out of the pipeline.
+//!
+//! Invocations run one at a time (the pipeline's batches and the ctrl are shared state);
+//! within one, stateless transforms run on `concurrency` workers (the config's
+//! `concurrency`, else the number of CPUs Lambda gives the function).
+
+mod api;
+mod dynamodb;
+mod firehose;
+mod kinesis;
+pub mod kpl;
+mod s3;
+mod sns;
+mod sqs;
+pub mod telemetry;
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, anyhow};
+use lambda_runtime::LambdaEvent;
+use serde_json::Value;
+use sluice_engine::Message;
+use sluice_engine::Pipeline;
+use sluice_engine::ack::{AckStatus, AckTracker};
+use tracing::Instrument;
+
+/// The error a handler returns to the runtime (a function error).
+pub type Error = lambda_runtime::Error;
+
+/// The event sources, by Substation's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerKind {
+    /// `AWS_KINESIS_DATA_STREAM`: a Kinesis event source mapping (KPL records deaggregated).
+    KinesisDataStream,
+    /// `AWS_DATA_FIREHOSE`: a Firehose data transformation.
+    DataFirehose,
+    /// `AWS_SQS`: an SQS event source mapping.
+    Sqs,
+    /// `AWS_SNS`: an SNS subscription.
+    Sns,
+    /// `AWS_S3`: S3 event notifications; each object is read.
+    S3,
+    /// `AWS_S3_SNS`: S3 event notifications delivered through SNS.
+    S3Sns,
+    /// `AWS_S3_SQS`: S3 event notifications delivered through SQS (or SNS, then SQS).
+    S3Sqs,
+    /// `AWS_DYNAMODB_STREAM`: a DynamoDB stream event source mapping.
+    DynamodbStream,
+    /// `AWS_API_GATEWAY`: an API Gateway (REST, proxy integration) request.
+    ApiGateway,
+    /// `AWS_LAMBDA`: a plain invoke; the event is the message.
+    Lambda,
+}
+
+const KINDS: [(&str, HandlerKind); 10] = [
+    ("AWS_KINESIS_DATA_STREAM", HandlerKind::KinesisDataStream),
+    ("AWS_DATA_FIREHOSE", HandlerKind::DataFirehose),
+    ("AWS_SQS", HandlerKind::Sqs),
+    ("AWS_SNS", HandlerKind::Sns),
+    ("AWS_S3", HandlerKind::S3),
+    ("AWS_S3_SNS", HandlerKind::S3Sns),
+    ("AWS_S3_SQS", HandlerKind::S3Sqs),
+    ("AWS_DYNAMODB_STREAM", HandlerKind::DynamodbStream),
+    ("AWS_API_GATEWAY", HandlerKind::ApiGateway),
+    ("AWS_LAMBDA", HandlerKind::Lambda),
+];
+
+impl HandlerKind {
+    /// Parses a handler name; Substation v1's names (`AWS_KINESIS`, `AWS_DYNAMODB`,
+    /// `AWS_KINESIS_DATA_FIREHOSE`) are accepted too.
+    pub fn parse(name: &str) -> Result<HandlerKind, String> {
+        let name = name.trim();
+        let alias = match name {
+            "AWS_KINESIS" => "AWS_KINESIS_DATA_STREAM",
+            "AWS_DYNAMODB" => "AWS_DYNAMODB_STREAM",
+            "AWS_KINESIS_DATA_FIREHOSE" => "AWS_DATA_FIREHOSE",
+            other => other,
+        };
+        KINDS
+            .iter()
+            .find(|(n, _)| *n == alias)
+            .map(|(_, k)| *k)
+            .ok_or_else(|| {
+                let names: Vec<&str> = KINDS.iter().map(|(n, _)| *n).collect();
+                format!(
+                    "unknown handler {name:?}; expected one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        KINDS
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+}
+
+/// How the function behaves, beyond its pipeline.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The event source.
+    pub kind: HandlerKind,
+    /// The event source mapping has `ReportBatchItemFailures` (Kinesis, SQS, DynamoDB
+    /// streams): answer the undelivered records in `batchItemFailures`. Without it, any
+    /// undelivered record fails the invocation (the whole batch is retried), because a
+    /// mapping without the setting ignores `batchItemFailures` and would lose them.
+    pub report_batch_item_failures: bool,
+    /// The largest S3 object read (`AWS_S3*`), in bytes.
+    pub max_object_bytes: usize,
+    /// Where EMF metric lines go (`None`: not written).
+    pub metrics: Option<telemetry::MetricsSink>,
+    /// The function's name, a dimension of the metrics.
+    pub function_name: String,
+}
+
+impl Options {
+    /// Options for `kind` with the defaults: no partial batch responses, 1 GiB objects,
+    /// metrics to stdout.
+    pub fn new(kind: HandlerKind) -> Options {
+        Options {
+            kind,
+            report_batch_item_failures: false,
+            max_object_bytes: 1 << 30,
+            metrics: Some(telemetry::MetricsSink::Stdout),
+            function_name: String::new(),
+        }
+    }
+}
+
+/// A loaded function: the pipeline built once, and how to answer its events.
+pub struct Function {
+    pipeline: Pipeline,
+    opts: Options,
+    // One invocation at a time: batches held by stateful transforms and the ctrl that
+    // flushes them belong to one invocation.
+    gate: tokio::sync::Mutex<()>,
+}
+
+/// What one source record became.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// Every message of the record was delivered or deliberately dropped.
+    Delivered,
+    /// Some message was not delivered; why.
+    Failed(String),
+}
+
+/// The result of running one invocation's records.
+pub(crate) struct Run {
+    /// One per source record, in order.
+    pub deliveries: Vec<Delivery>,
+    /// What came out of the last transform, with the index of the record it came from
+    /// (the first record among its acknowledgements), in output order.
+    pub outputs: Vec<(Option<usize>, bytes::Bytes)>,
+    /// The pipeline's error, if one escaped it.
+    pub error: Option<String>,
+}
+
+/// How records go through the pipeline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Feed {
+    /// All records in one batch, then the ctrl; an error aborts the pipeline.
+    Whole,
+    /// Each record on its own, so that an error marks only that record; then the ctrl.
+    PerRecord,
+}
+
+impl Function {
+    /// A function over `pipeline`.
+    pub fn new(pipeline: Pipeline, opts: Options) -> Function {
+        Function {
+            pipeline,
+            opts,
+            gate: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The options it runs with.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Handles one invocation: the response, or a function error (the source retries).
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Error> {
+        let request_id = event.context.request_id.clone();
+        let span = tracing::info_span!("invocation", request_id = %request_id);
+        async {
+            let _one = self.gate.lock().await;
+            let r = match self.opts.kind {
+                HandlerKind::KinesisDataStream => kinesis::handle(self, event.payload).await,
+                HandlerKind::DataFirehose => firehose::handle(self, event.payload).await,
+                HandlerKind::Sqs => sqs::handle(self, event.payload).await,
+                HandlerKind::Sns => sns::handle(self, event.payload).await,
+                HandlerKind::S3 | HandlerKind::S3Sns | HandlerKind::S3Sqs => {
+                    s3::handle(self, event.payload).await
+                }
+                HandlerKind::DynamodbStream => dynamodb::handle(self, event.payload).await,
+                HandlerKind::ApiGateway => api::handle_gateway(self, event.payload).await,
+                HandlerKind::Lambda => api::handle_invoke(self, event.payload).await,
+            };
+            if let Err(e) = &r {
+                tracing::error!(error = %e, "invocation failed");
+            }
+            r
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Runs `records` (the messages of each source record) through the pipeline and one
+    /// ctrl, and reports what became of each record. Writes the invocation's metrics.
+    pub(crate) async fn run(&self, records: Vec<Vec<Message>>, feed: Feed, keep: bool) -> Run {
+        let mut trackers = Vec::with_capacity(records.len());
+        let mut index_of: HashMap<usize, usize> = HashMap::new();
+        let mut metrics = telemetry::Metrics {
+            records_in: records.len() as u64,
+            ..Default::default()
+        };
+        let mut tagged = Vec::with_capacity(records.len());
+        for (i, msgs) in records.into_iter().enumerate() {
+            let (tracker, token) = AckTracker::new();
+            if keep {
+                index_of.insert(tracker.id(), i);
+            }
+            trackers.push(tracker);
+            let msgs: Vec<Message> = msgs
+                .into_iter()
+                .map(|mut m| {
+                    m.add_ack(token.clone());
+                    m
+                })
+                .collect();
+            metrics.messages_in += msgs.len() as u64;
+            tagged.push(msgs);
+        }
+        let mut outputs: Vec<Message> = Vec::new();
+        let mut error: Option<String> = None;
+        match feed {
+            Feed::Whole => {
+                let all: Vec<Message> = tagged.into_iter().flatten().collect();
+                match self.pipeline.apply(all).await {
+                    Ok(out) => outputs.extend(out),
+                    Err(e) => error = Some(e.to_string()),
+                }
+            }
+            Feed::PerRecord => {
+                for msgs in tagged {
+                    match self.pipeline.apply(msgs).await {
+                        Ok(out) => outputs.extend(out),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "a record failed");
+                            error.get_or_insert(e.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        let flush_start = Instant::now();
+        if error.is_none() || feed == Feed::PerRecord {
+            match self.pipeline.apply(vec![Message::ctrl()]).await {
+                Ok(out) => outputs.extend(out),
+                Err(e) => error = Some(e.to_string()),
+            }
+        }
+        metrics.flush = flush_start.elapsed();
+        if let Some(e) = &error {
+            // Nothing held may be sent later: the source redelivers what failed.
+            self.pipeline.abort(e).await;
+        }
+        outputs.retain(|m| !m.is_ctrl());
+        metrics.messages_out = outputs.len() as u64;
+        let outputs: Vec<(Option<usize>, bytes::Bytes)> = if keep {
+            outputs
+                .into_iter()
+                .map(|m| {
+                    let idx = m
+                        .acks()
+                        .iter()
+                        .filter_map(|a| index_of.get(&a.tracker_id()).copied())
+                        .min();
+                    (idx, m.data().clone())
+                })
+                .collect()
+        } else {
+            drop(outputs);
+            Vec::new()
+        };
+        let deliveries: Vec<Delivery> = trackers
+            .iter()
+            .map(|t| match t.status() {
+                AckStatus::Delivered => Delivery::Delivered,
+                AckStatus::Failed => Delivery::Failed(
+                    t.failure_reason()
+                        .or_else(|| error.clone())
+                        .unwrap_or_else(|| "not delivered".into()),
+                ),
+                AckStatus::Pending => Delivery::Failed("still held after the flush".into()),
+            })
+            .collect();
+        metrics.records_failed = deliveries
+            .iter()
+            .filter(|d| matches!(d, Delivery::Failed(_)))
+            .count() as u64;
+        metrics.duplicates = telemetry::take_duplicates();
+        if let Some(sink) = &self.opts.metrics {
+            sink.write(&metrics, &self.opts.function_name, self.opts.kind.name());
+        }
+        tracing::info!(
+            records_in = metrics.records_in,
+            messages_in = metrics.messages_in,
+            messages_out = metrics.messages_out,
+            records_failed = metrics.records_failed,
+            flush_ms = metrics.flush.as_secs_f64() * 1e3,
+            "invocation done"
+        );
+        Run {
+            deliveries,
+            outputs,
+            error,
+        }
+    }
+
+    /// The response of a stream or queue handler: `batchItemFailures` naming the
+    /// undelivered records (`ids[i]` is record `i`'s identifier), or, without
+    /// `ReportBatchItemFailures`, a function error when any record failed.
+    pub(crate) fn batch_response(&self, run: &Run, ids: &[String]) -> Result<Value, Error> {
+        let failed: Vec<(usize, &str)> = run
+            .deliveries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| match d {
+                Delivery::Failed(why) => Some((i, why.as_str())),
+                Delivery::Delivered => None,
+            })
+            .collect();
+        if failed.is_empty() {
+            return Ok(serde_json::json!({ "batchItemFailures": [] }));
+        }
+        let first = failed[0].1;
+        if !self.opts.report_batch_item_failures {
+            return Err(format!(
+                "{} of {} records were not delivered (first: {first}); the batch will be retried",
+                failed.len(),
+                ids.len()
+            )
+            .into());
+        }
+        tracing::warn!(
+            failed = failed.len(),
+            records = ids.len(),
+            first = %first,
+            "records not delivered are reported in batchItemFailures"
+        );
+        let items: Vec<Value> = failed
+            .iter()
+            .map(|(i, _)| serde_json::json!({ "itemIdentifier": ids[*i] }))
+            .collect();
+        Ok(serde_json::json!({ "batchItemFailures": items }))
+    }
+}
+
+/// Parses an event payload as `T`, with an error naming the handler.
+pub(crate) fn parse_event<T: serde::de::DeserializeOwned>(
+    kind: HandlerKind,
+    payload: Value,
+) -> Result<T, Error> {
+    serde_json::from_value(payload)
+        .map_err(|e| format!("the event is not a valid {} event: {e}", kind.name()).into())
+}
+
+/// A message with `data` and `metadata` (a JSON object).
+pub(crate) fn message(data: impl Into<bytes::Bytes>, metadata: &Value) -> Message {
+    let mut m = Message::new(data);
+    if !metadata.is_null() {
+        m.set_metadata(serde_json::to_vec(metadata).unwrap_or_default());
+    }
+    m
+}
+
+/// Loads the config at `location` (a path, `s3://` or `https://`) and builds the function.
+/// Must be called outside any tokio runtime (URL configs are fetched on one of their own).
+/// Returns the function and the number of workers it wants.
+pub fn load(location: &str, mut opts: Options) -> anyhow::Result<(Function, usize)> {
+    let cfg = if crate::remote::is_url(location) {
+        crate::remote::load(location, &[])?
+    } else {
+        sluice_config::load(std::path::Path::new(location), &[])?
+    };
+    let registry = sluice_transforms::registry();
+    let built = registry
+        .build_pipeline(cfg.transforms(), "transforms")
+        .with_context(|| location.to_string())?;
+    for w in &built.warnings {
+        tracing::warn!(config = location, "{w}");
+    }
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let workers = cfg.concurrency()?.unwrap_or(cpus).max(1);
+    if opts.function_name.is_empty() {
+        opts.function_name = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
+    }
+    Ok((
+        Function::new(built.value.with_workers(workers), opts),
+        workers,
+    ))
+}
+
+/// Reads the environment: `SLUICE_CONFIG`, the handler, the options.
+pub fn options_from_env() -> anyhow::Result<(String, Options)> {
+    let config = std::env::var("SLUICE_CONFIG")
+        .or_else(|_| std::env::var("SUBSTATION_CONFIG"))
+        .map_err(|_| {
+            anyhow!("SLUICE_CONFIG is not set (a path, s3://bucket/key or https:// URL)")
+        })?;
+    let handler = std::env::var("SLUICE_LAMBDA_HANDLER")
+        .or_else(|_| std::env::var("SUBSTATION_LAMBDA_HANDLER"))
+        .map_err(|_| anyhow!("SLUICE_LAMBDA_HANDLER is not set"))?;
+    let kind = HandlerKind::parse(&handler).map_err(|e| anyhow!("SLUICE_LAMBDA_HANDLER: {e}"))?;
+    let mut opts = Options::new(kind);
+    if let Ok(v) = std::env::var("SLUICE_REPORT_BATCH_ITEM_FAILURES") {
+        opts.report_batch_item_failures = match v.trim() {
+            "true" | "1" => true,
+            "false" | "0" | "" => false,
+            other => {
+                return Err(anyhow!(
+                    "SLUICE_REPORT_BATCH_ITEM_FAILURES: expected true or false, got {other:?}"
+                ));
+            }
+        };
+    }
+    if let Ok(v) = std::env::var("SLUICE_MAX_OBJECT_BYTES") {
+        opts.max_object_bytes = v.trim().parse().map_err(|_| {
+            anyhow!("SLUICE_MAX_OBJECT_BYTES: expected a number of bytes, got {v:?}")
+        })?;
+    }
+    if std::env::var("SLUICE_METRICS").is_ok_and(|v| v == "off") {
+        opts.metrics = None;
+    }
+    Ok((config, opts))
+}
+
+/// The bootstrap: init (config, pipeline, runtime), then the runtime API loop.
+pub fn main() -> ExitCode {
+    telemetry::init_logs();
+    let started = Instant::now();
+    let init = options_from_env().and_then(|(config, opts)| {
+        let (f, workers) =
+            load(&config, opts).with_context(|| format!("SLUICE_CONFIG={config}"))?;
+        Ok((f, workers, config))
+    });
+    let (function, workers, config) = match init {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "init failed");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed: no tokio runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(
+        config = %config,
+        handler = function.opts.kind.name(),
+        workers,
+        init_ms = started.elapsed().as_secs_f64() * 1e3,
+        "init done"
+    );
+    let function = Arc::new(function);
+    let r = runtime.block_on(lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: LambdaEvent<Value>| {
+            let f = function.clone();
+            async move { f.handle(event).await }
+        },
+    )));
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "the runtime loop ended");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Milliseconds since the epoch, now.
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_millis() as i64
+}

@@ -1,0 +1,8 @@
+//! The library half of `sluice-cmd`: what the `sluice-lambda` bootstrap and the tests use.
+//!
+//! `lambda` holds the Lambda handlers (one module per event source family) and the core
+//! that runs one invocation through the pipeline; `remote` reads configs at `s3://` and
+//! `https://` URLs, shared with the `sluice` CLI.
+
+pub mod lambda;
+pub mod remote;

@@ -1,0 +1,293 @@
+//! The `sluice-lambda` bootstrap end to end through the Lambda runtime API, as cargo-lambda
+//! emulates it (`cargo lambda watch --only-lambda-apis`, installed into .emulators/venv by
+//! scripts/emulators.sh; it starts offline): the binary is started with
+//! `AWS_LAMBDA_RUNTIME_API` pointing at it and invoked with `cargo lambda invoke
+//! --data-file`. The pipeline locks each record in DynamoDB (dynoxide) and sends it to a
+//! Kinesis stream (moto). The same batch invoked twice (a redelivery) leaves each record
+//! in the stream once. A bad config fails the init with a log line naming it.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{Dir, dynamodb, moto, workspace_root};
+
+fn cargo_lambda() -> PathBuf {
+    let p = workspace_root().join(".emulators/venv/bin/cargo-lambda");
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/emulators.sh install",
+        p.display()
+    );
+    p
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// cargo-lambda's runtime API on a free port; returns it and its port once it listens.
+fn runtime_api() -> (Proc, u16) {
+    let port = free_port();
+    let child = Command::new(cargo_lambda())
+        .args([
+            "lambda",
+            "watch",
+            "--only-lambda-apis",
+            "-A",
+            "127.0.0.1",
+            "-P",
+        ])
+        .arg(port.to_string())
+        .current_dir(workspace_root())
+        .env("PATH", path_with_venv())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cargo lambda watch");
+    let p = Proc(child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "cargo lambda watch did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (p, port)
+}
+
+fn path_with_venv() -> String {
+    format!(
+        "{}:{}",
+        workspace_root().join(".emulators/venv/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Starts the bootstrap against the runtime API on `port`.
+fn bootstrap(port: u16, config: &Path, handler: &str, env: &[(String, String)]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_sluice-lambda"))
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env(
+            "AWS_LAMBDA_RUNTIME_API",
+            format!("http://127.0.0.1:{port}/.rt"),
+        )
+        .env("AWS_LAMBDA_FUNCTION_NAME", "_")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
+        .env("SLUICE_CONFIG", config)
+        .env("SLUICE_LAMBDA_HANDLER", handler)
+        .env("SLUICE_REPORT_BATCH_ITEM_FAILURES", "true")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sluice-lambda")
+}
+
+/// Invokes the function through the runtime API with the event in `event`; fails the test
+/// (with the function's stderr) if the function exits meanwhile or no answer comes in 60 s.
+fn invoke(port: u16, event: &Path, function: &mut Proc) -> Value {
+    let mut child = Command::new(cargo_lambda())
+        .args(["lambda", "invoke", "_", "-A", "127.0.0.1", "-P"])
+        .arg(port.to_string())
+        .arg("--data-file")
+        .arg(event)
+        .args(["-o", "json"])
+        .current_dir(workspace_root())
+        .env("PATH", path_with_venv())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cargo lambda invoke");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child
+        .try_wait()
+        .expect("waiting for cargo lambda invoke")
+        .is_none()
+    {
+        let exited = function.0.try_wait().expect("checking sluice-lambda");
+        if exited.is_some() || Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = function.0.kill();
+            let _ = function.0.wait();
+            let mut stderr = String::new();
+            if let Some(mut e) = function.0.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+            }
+            match exited {
+                Some(status) => {
+                    panic!("sluice-lambda exited ({status}) during an invocation: {stderr}")
+                }
+                None => panic!("no answer from the function in 60 s: {stderr}"),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("cargo lambda invoke");
+    assert!(
+        out.status.success(),
+        "invoke failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn kinesis_event(ids: &[&str]) -> Value {
+    use base64::Engine;
+    let records: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let data = json!({"id": id, "n": i}).to_string();
+            json!({
+                "kinesis": {
+                    "partitionKey": id,
+                    "sequenceNumber": format!("{}", 1000 + i),
+                    "data": base64::engine::general_purpose::STANDARD.encode(data),
+                    "approximateArrivalTimestamp": 1700000000.0,
+                    "kinesisSchemaVersion": "1.0",
+                },
+                "eventSource": "aws:kinesis",
+                "eventSourceARN": "arn:aws:kinesis:us-east-1:123456789012:stream/in",
+            })
+        })
+        .collect();
+    json!({ "Records": records })
+}
+
+#[test]
+fn a_redelivered_kinesis_batch_reaches_the_sink_once() {
+    let ddb = dynamodb::endpoint();
+    let mt = moto::endpoint();
+    let table = dynamodb::unique_table("sluice-lambda-locks");
+    let stream = dynamodb::unique_table("sluice-lambda-out");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(dynamodb::create_lock_table(&ddb, &table, "PK", None, "ttl"));
+    rt.block_on(moto::create_stream(&mt, &stream, 2));
+
+    let d = Dir::new();
+    let cfg = d.write(
+        "config.jsonnet",
+        format!(
+            r#"
+local sub = std.extVar('sub');
+{{
+  concurrency: 2,
+  transforms: [
+    sub.tf.meta.kv_store.lock({{
+      kv_store: sub.kv_store.aws.dynamodb({{ aws: {{ arn: 'arn:aws:dynamodb:us-east-1:000000000000:table/{table}' }}, attributes: {{ partition_key: 'PK', ttl: 'ttl' }} }}),
+      prefix: 'lambda',
+      ttl_offset: '1h',
+      object: {{ source_key: 'id' }},
+      duplicates: 'drop',
+      transforms: [
+        sub.tf.send.aws.kinesis_data_stream({{ aws: {{ arn: '{arn}' }} }}),
+      ],
+    }}),
+  ],
+}}
+"#,
+            arn = moto::stream_arn(&stream)
+        ),
+    );
+    let ids: Vec<String> = (0..25).map(|i| format!("rec-{i}")).collect();
+    let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let event = d.write("kinesis.json", kinesis_event(&id_refs).to_string());
+
+    let mut env = moto::process_env(&mt);
+    env.push(("AWS_ENDPOINT_URL_DYNAMODB".into(), ddb.clone()));
+    env.push(("SLUICE_METRICS".into(), "off".into()));
+    let (_api, port) = runtime_api();
+    let mut f = Proc(bootstrap(port, &cfg, "AWS_KINESIS_DATA_STREAM", &env));
+
+    for round in 0..2 {
+        let resp = invoke(port, &event, &mut f);
+        assert_eq!(resp, json!({"batchItemFailures": []}), "round {round}");
+    }
+    let _ = f.0.kill();
+    let _ = f.0.wait();
+    let mut logs = String::new();
+    std::io::Read::read_to_string(&mut f.0.stdout.take().unwrap(), &mut logs).unwrap();
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("\"request_id\"") && l.contains("invocation done")),
+        "JSON logs with the request id: {logs}"
+    );
+
+    let mut got: Vec<String> = rt
+        .block_on(moto::read_stream(&mt, &stream))
+        .into_iter()
+        .flat_map(|(_, records)| records)
+        .map(|(_, data)| {
+            let v: Value = serde_json::from_slice(&data).unwrap();
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    got.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(got, want, "each record once");
+    let locks = rt.block_on(dynamodb::scan(&ddb, &table));
+    assert_eq!(locks.len(), ids.len());
+}
+
+#[test]
+fn a_bad_config_fails_the_init_with_a_log_line() {
+    let d = Dir::new();
+    let cfg = d.write(
+        "config.jsonnet",
+        "{ transforms: [ { type: 'object_copyy', settings: {} } ] }",
+    );
+    let port = free_port();
+    let mut child = bootstrap(port, &cfg, "AWS_SQS", &[]);
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let mut lines = Vec::new();
+    for l in BufReader::new(child.stdout.take().unwrap()).lines() {
+        lines.push(l.unwrap());
+    }
+    let line = lines
+        .iter()
+        .find(|l| l.contains("init failed"))
+        .unwrap_or_else(|| panic!("no init failure line: {lines:?}"));
+    let v: Value = serde_json::from_str(line).expect("a JSON log line");
+    let err = v["fields"]["error"].as_str().unwrap();
+    assert!(err.contains("config.jsonnet"), "{err}");
+    assert!(
+        err.contains("did you mean"),
+        "the nearest valid types: {err}"
+    );
+
+    let mut child = bootstrap(port, &cfg, "AWS_NOPE", &[]);
+    assert!(!child.wait().unwrap().success());
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(
+        out.contains("SLUICE_LAMBDA_HANDLER: unknown handler"),
+        "{out}"
+    );
+}
