@@ -26,8 +26,6 @@ use std::sync::Arc;
 
 use sluice_engine::{Build, ConfigError, Value, async_trait};
 
-use super::KvPlace;
-
 /// An item store's failure.
 #[derive(Debug, thiserror::Error)]
 pub enum ItemError {
@@ -107,28 +105,8 @@ pub fn item_store(
     field: &str,
     cfg: &Value,
 ) -> Result<Arc<dyn ItemStore>, ConfigError> {
-    let obj = cfg.as_object().ok_or_else(|| {
-        b.field_error(
-            field,
-            "missing required option: a kv store {\"type\": ..., \"settings\": {...}}",
-        )
-    })?;
-    let type_name = match obj.get("type") {
-        Some(Value::String(s)) => s.as_str(),
-        _ => return Err(b.field_error(&format!("{field}.type"), "a kv store needs a \"type\"")),
-    };
-    let empty = Value::Object(Default::default());
-    let settings = match obj.get("settings") {
-        None | Some(Value::Null) => &empty,
-        Some(s @ Value::Object(_)) => s,
-        Some(_) => {
-            return Err(b.field_error(&format!("{field}.settings"), "must be an object"));
-        }
-    };
-    let place = KvPlace {
-        b,
-        field: format!("{field}.settings"),
-    };
+    let (type_name, settings, place) = super::kv_config(b, field, cfg)?;
+    let settings = &settings;
     Ok(match type_name {
         "memory" => super::memory::MemoryStore::shared(&place, settings)? as Arc<dyn ItemStore>,
         "aws_dynamodb" => {
@@ -160,18 +138,7 @@ pub fn item_store(
                 "text_file",
                 "mmdb",
             ];
-            let near = sluice_engine::registry::nearest(other, known.iter().copied());
-            let hint = match near.first() {
-                Some(n) => format!(" (did you mean {n:?}?)"),
-                None => String::new(),
-            };
-            return Err(b.field_error(
-                &format!("{field}.type"),
-                format!(
-                    "unknown kv store type {other:?}{hint}; kv stores: {}",
-                    known.join(", ")
-                ),
-            ));
+            return Err(super::unknown_type(b, field, "kv store", other, &known));
         }
     })
 }

@@ -161,28 +161,8 @@ pub fn lock_store(
     field: &str,
     cfg: &Value,
 ) -> Result<Arc<dyn LockStore>, ConfigError> {
-    let obj = cfg.as_object().ok_or_else(|| {
-        b.field_error(
-            field,
-            "missing required option: a kv store {\"type\": ..., \"settings\": {...}}",
-        )
-    })?;
-    let type_name = match obj.get("type") {
-        Some(Value::String(s)) => s.as_str(),
-        _ => return Err(b.field_error(&format!("{field}.type"), "a kv store needs a \"type\"")),
-    };
-    let empty = Value::Object(Default::default());
-    let settings = match obj.get("settings") {
-        None | Some(Value::Null) => &empty,
-        Some(s @ Value::Object(_)) => s,
-        Some(_) => {
-            return Err(b.field_error(&format!("{field}.settings"), "must be an object"));
-        }
-    };
-    let place = KvPlace {
-        b,
-        field: format!("{field}.settings"),
-    };
+    let (type_name, settings, place) = kv_config(b, field, cfg)?;
+    let settings = &settings;
     match type_name {
         "memory" => memory::MemoryStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
         "sqlite" => sqlite::SqliteStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
@@ -195,21 +175,68 @@ pub fn lock_store(
                 "the {type_name} kv store is read-only and cannot hold locks; use aws_dynamodb, sqlite or memory"
             ),
         )),
-        other => {
-            let known = ["aws_dynamodb", "sqlite", "memory"];
-            let near = sluice_engine::registry::nearest(other, known.iter().copied());
-            let hint = match near.first() {
-                Some(n) => format!(" (did you mean {n:?}?)"),
-                None => String::new(),
-            };
-            Err(b.field_error(
-                &format!("{field}.type"),
-                format!(
-                    "unknown lock kv store type {other:?}{hint}; lock stores: aws_dynamodb, sqlite, memory"
-                ),
-            ))
-        }
+        other => Err(unknown_type(
+            b,
+            field,
+            "lock kv store",
+            other,
+            &["aws_dynamodb", "sqlite", "memory"],
+        )),
     }
+}
+
+/// A kv store config `{type, settings}` in `field` taken apart: its type name, its settings
+/// (an empty object when absent) and the place its settings' errors name.
+pub(crate) fn kv_config<'a, 'b>(
+    b: &'a Build<'b>,
+    field: &str,
+    cfg: &'a Value,
+) -> Result<(&'a str, Value, KvPlace<'a, 'b>), ConfigError> {
+    let obj = cfg.as_object().ok_or_else(|| {
+        b.field_error(
+            field,
+            "missing required option: a kv store {\"type\": ..., \"settings\": {...}}",
+        )
+    })?;
+    let type_name = match obj.get("type") {
+        Some(Value::String(s)) => s.as_str(),
+        _ => return Err(b.field_error(&format!("{field}.type"), "a kv store needs a \"type\"")),
+    };
+    let settings = match obj.get("settings") {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(s @ Value::Object(_)) => s.clone(),
+        Some(_) => {
+            return Err(b.field_error(&format!("{field}.settings"), "must be an object"));
+        }
+    };
+    let place = KvPlace {
+        b,
+        field: format!("{field}.settings"),
+    };
+    Ok((type_name, settings, place))
+}
+
+/// The error for a kv store type that is not one of `known` (what `kind` may be), with
+/// the nearest name.
+pub(crate) fn unknown_type(
+    b: &Build<'_>,
+    field: &str,
+    kind: &str,
+    other: &str,
+    known: &[&str],
+) -> ConfigError {
+    let near = sluice_engine::registry::nearest(other, known.iter().copied());
+    let hint = match near.first() {
+        Some(n) => format!(" (did you mean {n:?}?)"),
+        None => String::new(),
+    };
+    b.field_error(
+        &format!("{field}.type"),
+        format!(
+            "unknown {kind} type {other:?}{hint}; {kind}s: {}",
+            known.join(", ")
+        ),
+    )
 }
 
 /// Where a kv store's settings are, for its errors and warnings.
