@@ -9,7 +9,7 @@ mod commands;
 mod files;
 mod input;
 mod output;
-mod remote;
+use sluice_cmd::remote;
 
 use std::process::ExitCode;
 
