@@ -79,22 +79,9 @@ impl sluice_engine::Transform for EnrichHttpGet {
             out.push(msg);
             return Ok(());
         }
-        let data = if self.endpoint.url().uses_data() {
-            let text = match &self.source {
-                Some(k) => msg
-                    .get(k)
-                    .map(|v| sluice_engine::value::to_text(&v).into_owned()),
-                None => Some(String::from_utf8_lossy(msg.data()).into_owned()),
-            };
-            match text {
-                Some(t) => Some(t),
-                None => {
-                    out.push(msg);
-                    return Ok(());
-                }
-            }
-        } else {
-            None
+        let Some(data) = self.endpoint.data_of(self.source.as_ref(), &msg) else {
+            out.push(msg);
+            return Ok(());
         };
         let resp = self.endpoint.call("GET", data.as_deref(), None).await?;
         match &self.target {

@@ -156,6 +156,26 @@ impl Endpoint {
         &self.url
     }
 
+    /// What `${DATA}` in the URL stands for in `msg`: the text of the value at `source`, or
+    /// the whole data without one. `Some(None)` when the URL has no `${DATA}`; `None` when
+    /// the value is missing (the message then passes through unchanged, as in Substation).
+    pub fn data_of(
+        &self,
+        source: Option<&sluice_engine::Key>,
+        msg: &sluice_engine::Message,
+    ) -> Option<Option<String>> {
+        if !self.url.uses_data() {
+            return Some(None);
+        }
+        let text = match source {
+            Some(k) => msg
+                .get(k)
+                .map(|v| sluice_engine::value::to_text(&v).into_owned())?,
+            None => String::from_utf8_lossy(msg.data()).into_owned(),
+        };
+        Some(Some(text))
+    }
+
     fn connector(&self) -> &Connector {
         self.connector.get_or_init(|| {
             Connector::builder()

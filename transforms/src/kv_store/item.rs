@@ -70,17 +70,31 @@ pub trait ItemStore: Send + Sync + 'static {
     async fn get(&self, key: &str) -> Result<Option<Value>, ItemError>;
 
     /// Stores `value` under `key`, replacing what was there; `ttl` (epoch seconds) is when
-    /// it stops being returned, `None` for never.
-    async fn set(&self, key: &str, value: Value, ttl: Option<i64>) -> Result<(), ItemError>;
+    /// it stops being returned, `None` for never. A read-only store (the file stores) keeps
+    /// this default, which refuses.
+    async fn set(&self, key: &str, value: Value, ttl: Option<i64>) -> Result<(), ItemError> {
+        let _ = (key, value, ttl);
+        Err(ItemError::ReadOnly {
+            store: self.describe(),
+            operation: "set",
+        })
+    }
 
     /// Adds `values` to the set of strings under `key` (creating it), and sets its TTL
-    /// when `ttl` is given (a set without one keeps the TTL it had).
+    /// when `ttl` is given (a set without one keeps the TTL it had). Refused by default,
+    /// like [`ItemStore::set`].
     async fn set_add(
         &self,
         key: &str,
         values: Vec<String>,
         ttl: Option<i64>,
-    ) -> Result<(), ItemError>;
+    ) -> Result<(), ItemError> {
+        let _ = (key, values, ttl);
+        Err(ItemError::ReadOnly {
+            store: self.describe(),
+            operation: "set_add",
+        })
+    }
 
     /// Lets go of what the store holds that it can get again (a file store forgets its
     /// file and reads it anew on next use); `close_kv_store` calls it at every ctrl.

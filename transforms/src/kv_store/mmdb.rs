@@ -76,20 +76,6 @@ impl ItemStore for Mmdb {
         })
     }
 
-    async fn set(&self, _: &str, _: Value, _: Option<i64>) -> Result<(), ItemError> {
-        Err(ItemError::ReadOnly {
-            store: self.describe(),
-            operation: "set",
-        })
-    }
-
-    async fn set_add(&self, _: &str, _: Vec<String>, _: Option<i64>) -> Result<(), ItemError> {
-        Err(ItemError::ReadOnly {
-            store: self.describe(),
-            operation: "set_add",
-        })
-    }
-
     async fn close(&self) {
         self.db.forget().await;
     }
@@ -98,9 +84,9 @@ impl ItemStore for Mmdb {
 /// Writes a small MaxMind DB (IPv4, 24-bit records) mapping networks to records, in the
 /// format of the MaxMind DB specification (version 2.0): a binary search tree over the
 /// address bits, 16 zero bytes, the data section, then the metadata after its marker.
-/// For tests and examples: sluice ships no database.
-#[doc(hidden)]
-pub fn write_test_database(networks: &[(&str, Value)]) -> Vec<u8> {
+/// For the tests: sluice ships no database.
+#[cfg(test)]
+fn write_test_database(networks: &[(&str, Value)]) -> Vec<u8> {
     #[derive(Clone, Copy)]
     enum Rec {
         Empty,
@@ -165,6 +151,7 @@ pub fn write_test_database(networks: &[(&str, Value)]) -> Vec<u8> {
 
 /// Appends `v` in the MaxMind DB data format (control byte: type in the top three bits,
 /// size in the low five; types above 7 in an extra byte).
+#[cfg(test)]
 fn encode(v: &Value, out: &mut Vec<u8>) {
     fn control(out: &mut Vec<u8>, kind: u8, size: usize) {
         assert!(size < 29, "test data too large");

@@ -64,20 +64,6 @@ impl ItemStore for TextFile {
         Ok(Some(Value::Bool(lines.contains(key))))
     }
 
-    async fn set(&self, _: &str, _: Value, _: Option<i64>) -> Result<(), ItemError> {
-        Err(ItemError::ReadOnly {
-            store: self.describe(),
-            operation: "set",
-        })
-    }
-
-    async fn set_add(&self, _: &str, _: Vec<String>, _: Option<i64>) -> Result<(), ItemError> {
-        Err(ItemError::ReadOnly {
-            store: self.describe(),
-            operation: "set_add",
-        })
-    }
-
     async fn close(&self) {
         self.lines.forget().await;
     }
