@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::common::{Dir, dynamodb, moto, workspace_root};
 
-fn cargo_lambda() -> PathBuf {
+pub(crate) fn cargo_lambda() -> PathBuf {
     let p = workspace_root().join(".emulators/venv/bin/cargo-lambda");
     assert!(
         p.exists(),
@@ -26,7 +26,7 @@ fn cargo_lambda() -> PathBuf {
     p
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -35,7 +35,7 @@ fn free_port() -> u16 {
 }
 
 /// A child process killed when dropped.
-struct Proc(Child);
+pub(crate) struct Proc(pub(crate) Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -45,7 +45,7 @@ impl Drop for Proc {
 }
 
 /// cargo-lambda's runtime API on a free port; returns it and its port once it listens.
-fn runtime_api() -> (Proc, u16) {
+pub(crate) fn runtime_api() -> (Proc, u16) {
     let port = free_port();
     let child = Command::new(cargo_lambda())
         .args([
@@ -84,7 +84,12 @@ fn path_with_venv() -> String {
 }
 
 /// Starts the bootstrap against the runtime API on `port`.
-fn bootstrap(port: u16, config: &Path, handler: &str, env: &[(String, String)]) -> Child {
+pub(crate) fn bootstrap(
+    port: u16,
+    config: &Path,
+    handler: &str,
+    env: &[(String, String)],
+) -> Child {
     Command::new(env!("CARGO_BIN_EXE_sluice-lambda"))
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env(
@@ -104,8 +109,14 @@ fn bootstrap(port: u16, config: &Path, handler: &str, env: &[(String, String)]) 
 }
 
 /// Invokes the function through the runtime API with the event in `event`; fails the test
-/// (with the function's stderr) if the function exits meanwhile or no answer comes in 60 s.
-fn invoke(port: u16, event: &Path, function: &mut Proc) -> Value {
+/// (with the function's stderr) if the function exits meanwhile, no answer comes in 60 s or
+/// the function answers with an error.
+pub(crate) fn invoke(port: u16, event: &Path, function: &mut Proc) -> Value {
+    try_invoke(port, event, function).unwrap_or_else(|e| panic!("invoke failed: {e}"))
+}
+
+/// [`invoke`], answering a function error (what `cargo lambda invoke` printed) as `Err`.
+pub(crate) fn try_invoke(port: u16, event: &Path, function: &mut Proc) -> Result<Value, String> {
     let mut child = Command::new(cargo_lambda())
         .args(["lambda", "invoke", "_", "-A", "127.0.0.1", "-P"])
         .arg(port.to_string())
@@ -143,14 +154,15 @@ fn invoke(port: u16, event: &Path, function: &mut Proc) -> Value {
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = child.wait_with_output().expect("cargo lambda invoke");
-    assert!(
-        out.status.success(),
-        "invoke failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    if !out.status.success() {
+        return Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout))))
 }
 
 fn kinesis_event(ids: &[&str]) -> Value {

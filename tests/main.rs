@@ -18,6 +18,7 @@ mod kv_store_dynamodb;
 mod kv_store_items;
 mod lambda_e2e;
 mod lambda_handlers;
+mod lambda_s3;
 mod library_registry;
 mod send_aws_dynamodb;
 mod send_aws_eventbridge;

@@ -15,14 +15,53 @@
 
 use std::io::Read;
 
-use aws_lambda_events::event::s3::{S3Event, S3EventRecord};
 use aws_lambda_events::event::sns::SnsEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
 use flate2::read::MultiGzDecoder;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use sluice_engine::Message;
 
 use super::{Delivery, Error, Feed, Function, HandlerKind, message, parse_event};
+
+/// An S3 event notification: only what the handler reads, so that a notification without
+/// the fields it does not need (moto's have no `userIdentity`, for one) is still read.
+#[derive(Debug, Deserialize)]
+struct S3Event {
+    #[serde(rename = "Records")]
+    records: Vec<S3EventRecord>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct S3EventRecord {
+    #[serde(default)]
+    event_time: Option<String>,
+    s3: S3Entity,
+}
+
+#[derive(Debug, Deserialize)]
+struct S3Entity {
+    bucket: S3Bucket,
+    object: S3Object,
+}
+
+#[derive(Debug, Deserialize)]
+struct S3Bucket {
+    name: String,
+    #[serde(default)]
+    arn: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct S3Object {
+    key: String,
+    #[serde(default)]
+    size: Option<u64>,
+    #[serde(default)]
+    url_decoded_key: Option<String>,
+}
 
 pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
     let kind = f.options().kind;
@@ -37,10 +76,9 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
         HandlerKind::S3Sns => {
             let e: SnsEvent = parse_event(kind, payload)?;
             for r in e.records {
-                let inner: S3Event = serde_json::from_str(&r.sns.message).map_err(|e| {
-                    format!("SNS message {} is not an S3 event: {e}", r.sns.message_id)
-                })?;
-                sources.push((r.sns.message_id, inner.records));
+                let inner = s3_in_message(&r.sns.message)
+                    .map_err(|e| format!("SNS message {}: {e}", r.sns.message_id))?;
+                sources.push((r.sns.message_id, inner));
             }
         }
         _ => {
@@ -82,37 +120,48 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
     }
 }
 
-/// The S3 records in an SQS body: an S3 event, or an SNS envelope carrying one. S3's
-/// `s3:TestEvent` (sent when notifications are set up) has no records.
+/// The S3 records in an SQS body: an S3 event, or an SNS envelope carrying one.
 fn s3_in_sqs_body(body: &str) -> Result<Vec<S3EventRecord>, String> {
     let v: Value = serde_json::from_str(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+    if v.get("Records").is_none()
+        && let Some(inner) = v.get("Message").and_then(Value::as_str)
+    {
+        return s3_in_message(inner).map_err(|e| format!("the SNS message in the body: {e}"));
+    }
+    s3_in_message(body).map_err(|e| {
+        if e.starts_with("neither") {
+            "the body is neither an S3 event nor an SNS message carrying one".into()
+        } else {
+            e
+        }
+    })
+}
+
+/// The S3 records of one S3 notification. The `s3:TestEvent` S3 sends to a queue or topic
+/// when notifications are set up has no records (and is no error).
+fn s3_in_message(text: &str) -> Result<Vec<S3EventRecord>, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("it is not JSON: {e}"))?;
     if v.get("Records").is_some() {
         let e: S3Event =
-            serde_json::from_value(v).map_err(|e| format!("the body is not an S3 event: {e}"))?;
-        return Ok(e.records);
-    }
-    if let Some(inner) = v.get("Message").and_then(Value::as_str) {
-        let e: S3Event = serde_json::from_str(inner)
-            .map_err(|e| format!("the SNS message in the body is not an S3 event: {e}"))?;
+            serde_json::from_value(v).map_err(|e| format!("it is not an S3 event: {e}"))?;
         return Ok(e.records);
     }
     if v.get("Event").and_then(Value::as_str) == Some("s3:TestEvent") {
         return Ok(Vec::new());
     }
-    Err("the body is neither an S3 event nor an SNS message carrying one".into())
+    Err("neither an S3 event nor S3's test event".into())
 }
 
 /// Reads one S3 record's object into messages.
 async fn read_record(r: &S3EventRecord, max: usize) -> Result<Vec<Message>, String> {
-    let bucket = r.s3.bucket.name.clone().unwrap_or_default();
-    let raw_key = r.s3.object.key.clone().unwrap_or_default();
+    let bucket = r.s3.bucket.name.clone();
     let key =
         r.s3.object
             .url_decoded_key
             .clone()
-            .unwrap_or_else(|| url_decode(&raw_key));
+            .unwrap_or_else(|| url_decode(&r.s3.object.key));
     let meta = json!({
-        "eventTime": r.event_time.to_rfc3339(),
+        "eventTime": r.event_time,
         "bucketArn": r.s3.bucket.arn,
         "bucketName": bucket,
         "objectKey": key,
@@ -269,5 +318,23 @@ mod tests {
         );
         assert!(s3_in_sqs_body("{}").unwrap_err().contains("neither"));
         assert!(s3_in_sqs_body("nope").unwrap_err().contains("not JSON"));
+        let test_in_sns = json!({"Type": "Notification", "Message": r#"{"Event":"s3:TestEvent"}"#});
+        assert!(s3_in_sqs_body(&test_in_sns.to_string()).unwrap().is_empty());
+        assert!(
+            s3_in_message(r#"{"Event":"s3:TestEvent"}"#)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            s3_in_message(r#"{"Records":[{"s3":1}]}"#)
+                .unwrap_err()
+                .contains("not an S3 event")
+        );
+        let sns_bad = json!({"Type": "Notification", "Message": "{}"}).to_string();
+        assert!(
+            s3_in_sqs_body(&sns_bad)
+                .unwrap_err()
+                .contains("SNS message in the body")
+        );
     }
 }
