@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step prints the time it starts at, so a slow step shows in the CI log.
+step() { printf '\n==> %s  [%s, %ss in]\n' "$*" "$(date -u +%T)" "$SECONDS"; }
 
 step "toolchain"
 cargo --version
@@ -23,9 +24,9 @@ cargo fmt --all -- --check
 step "lint (cargo clippy -D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "build"
-cargo build --workspace --locked --bins
-
+# No separate build step: `cargo test` builds the binaries the integration tests and the
+# steps below run (target/debug/sluice), and a second build would compile the dependencies
+# again with the binaries' feature set.
 step "unit and integration tests (cargo test)"
 cargo test --workspace --locked
 
@@ -63,4 +64,4 @@ step "Lambda deployment template (cfn-lint examples/lambda/template.yaml)"
 step "example configs build and vet (sluice vet examples/)"
 target/debug/sluice vet examples/ >/dev/null
 
-printf '\nall checks passed\n'
+printf '\nall checks passed in %ss\n' "$SECONDS"
