@@ -183,8 +183,9 @@ mod tests {
         let stale = format!(r#"{{"ts":{}}}"#, now - 2 * min);
         let future = format!(r#"{{"ts":{}}}"#, now + min);
         let as_text = format!(r#"{{"ts":"{}"}}"#, now);
-        // (name, input, (success, failure) per ctrl)
-        let cases: Vec<(&str, Vec<&str>, Vec<(u64, u64)>)> = vec![
+        /// (name, input, (success, failure) per ctrl)
+        type Case<'a> = (&'a str, Vec<&'a str>, Vec<(u64, u64)>);
+        let cases: Vec<Case> = vec![
             (
                 "fresh and stale",
                 vec![&fresh, &stale, &fresh, "<ctrl>"],
