@@ -17,11 +17,6 @@ const PENDING_TRANSFORMS: &[&str] = &[
     "format_from_parquet",
     "format_from_pretty_print",
     "format_from_zip",
-    // Metrics.
-    "meta_metric_duration",
-    "utility_metric_bytes",
-    "utility_metric_count",
-    "utility_metric_freshness",
     // jq.
     "object_jq",
     // GCP sends.

@@ -4,13 +4,16 @@
 
 mod common;
 
+mod all_types;
 mod cli_build_vet;
 mod cli_config_errors;
 mod cli_help;
 mod cli_lock;
+mod cli_metrics;
 mod cli_remote_config;
 mod cli_run;
 mod cli_test;
+mod cli_vet_substation;
 mod enrich_aws_dynamodb_query;
 mod examples_aws;
 mod http_secrets;

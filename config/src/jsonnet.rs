@@ -177,6 +177,62 @@ fn trace(err: &jrsonnet_evaluator::Error) -> String {
         .unwrap_or_else(|_| err.error().to_string())
 }
 
+/// jrsonnet reports a field that does not exist (`sub.tf.str.to.uper(...)`, the usual typo
+/// in a library call) with no place in the source: none of its trace's frames has a
+/// location. Then the place is found in the config's own text: the one spot that indexes a
+/// field of that name (`.uper` or `['uper']`), as `    file:line:col: field <uper> access`,
+/// the form of jrsonnet's own frames. Nothing is added when the trace has a place, or when
+/// the name is indexed in several spots (or only in an imported file).
+fn missing_field_place(
+    err: &jrsonnet_evaluator::Error,
+    name: &Path,
+    source: impl FnOnce() -> Option<String>,
+) -> Option<String> {
+    let jrsonnet_evaluator::error::ErrorKind::NoSuchField(field, _) = err.error() else {
+        return None;
+    };
+    if err.trace().0.iter().any(|f| f.location.is_some()) {
+        return None;
+    }
+    let text = source()?;
+    let (line, col) = unique_index_of(&text, field)?;
+    Some(format!(
+        "\n    {}:{line}:{col}: field <{field}> access",
+        name.display()
+    ))
+}
+
+/// The 1-based line and column of the only place in `text` (outside `//` and `#` line
+/// comments) that indexes `field`: `.field` or `['field']` / `["field"]`.
+fn unique_index_of(text: &str, field: &str) -> Option<(usize, usize)> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut found = None;
+    for (n, line) in text.lines().enumerate() {
+        let code = match line.find("//").into_iter().chain(line.find('#')).min() {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        let candidates = [
+            format!(".{field}"),
+            format!("['{field}']"),
+            format!("[\"{field}\"]"),
+        ];
+        for pat in &candidates {
+            for (i, _) in code.match_indices(pat.as_str()) {
+                let after = code[i + pat.len()..].chars().next();
+                if pat.starts_with('.') && after.is_some_and(ident) {
+                    continue;
+                }
+                if found.is_some() {
+                    return None;
+                }
+                found = Some((n + 1, code[..i].chars().count() + 1));
+            }
+        }
+    }
+    found
+}
+
 /// Evaluates a Jsonnet file to JSON text (minified).
 pub(crate) fn evaluate_to_json_text(
     path: &Path,
@@ -191,9 +247,13 @@ pub(crate) fn evaluate_to_json_text(
         main: None,
         fetch: None,
     };
-    evaluate(path, ext_strs, resolver, |state| {
-        state.import(absolute.as_path())
-    })
+    evaluate(
+        path,
+        ext_strs,
+        resolver,
+        |p| std::fs::read_to_string(p).ok(),
+        |state| state.import(absolute.as_path()),
+    )
 }
 
 /// Evaluates Jsonnet `text` named `name` (its URL) to JSON text (minified); its imports are
@@ -210,9 +270,13 @@ pub(crate) fn evaluate_text_to_json_text(
         fetch,
     };
     let entry = SourcePath::new(Remote(name.to_string()));
-    evaluate(Path::new(name), ext_strs, resolver, |state| {
-        state.import_resolved(entry)
-    })
+    evaluate(
+        Path::new(name),
+        ext_strs,
+        resolver,
+        |_| Some(text.to_string()),
+        |state| state.import_resolved(entry),
+    )
 }
 
 /// Evaluates what `entry` imports from a state with `resolver`, the library and
@@ -221,11 +285,18 @@ fn evaluate(
     path: &Path,
     ext_strs: &[(String, String)],
     resolver: Resolver,
+    source: impl Fn(&Path) -> Option<String>,
     entry: impl FnOnce(&State) -> jrsonnet_evaluator::Result<Val>,
 ) -> Result<String, ConfigLoadError> {
-    let jsonnet_error = |e: &jrsonnet_evaluator::Error| ConfigLoadError::Jsonnet {
-        path: path.to_path_buf(),
-        trace: trace(e),
+    let jsonnet_error = |e: &jrsonnet_evaluator::Error| {
+        let mut trace = trace(e);
+        if let Some(place) = missing_field_place(e, path, || source(path)) {
+            trace.push_str(&place);
+        }
+        ConfigLoadError::Jsonnet {
+            path: path.to_path_buf(),
+            trace,
+        }
     };
 
     let ctx = jrsonnet_stdlib::ContextInitializer::new(PathResolver::new_cwd_fallback());
@@ -261,6 +332,27 @@ fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_place_a_field_is_indexed() {
+        let cases = [
+            ("a.b.uper(x)", "uper", Some((1, 4))),
+            (
+                "local s = 1;\n  sub.tf.str.to.uper({})",
+                "uper",
+                Some((2, 16)),
+            ),
+            ("x['uper']\n", "uper", Some((1, 2))),
+            ("x[\"uper\"]", "uper", Some((1, 2))),
+            ("a.uper + b.uper", "uper", None),
+            ("a.upper", "uper", None),
+            ("// a.uper\nb.uper", "uper", Some((2, 2))),
+            ("a.other", "uper", None),
+        ];
+        for (text, field, want) in cases {
+            assert_eq!(unique_index_of(text, field), want, "{text:?}");
+        }
+    }
 
     #[test]
     fn urls_join_like_rfc_3986() {

@@ -362,15 +362,19 @@ fn build_one(
     warnings: &Mutex<Vec<ConfigWarning>>,
 ) -> Result<(Arc<str>, Arc<dyn Transform>), ConfigError> {
     let (type_name, mut settings) = split_config(cfg, location, "transform")?;
-    let ctor = registry.transforms.get(type_name).ok_or_else(|| {
-        unknown_type(
-            location,
-            "transform",
-            type_name,
-            nearest(type_name, registry.transform_types()),
-        )
-    })?;
     let id = take_id(&mut settings, type_name);
+    let ctor = registry
+        .transforms
+        .get(type_name)
+        .ok_or_else(|| ConfigError {
+            id: Some(id.to_string()),
+            ..unknown_type(
+                location,
+                "transform",
+                type_name,
+                nearest(type_name, registry.transform_types()),
+            )
+        })?;
     let b = Build {
         registry,
         location: location.to_string(),
@@ -417,15 +421,19 @@ fn build_cond(
     warnings: &Mutex<Vec<ConfigWarning>>,
 ) -> Result<Arc<dyn Condition>, ConfigError> {
     let (type_name, mut settings) = split_config(cfg, location, "condition")?;
-    let ctor = registry.conditions.get(type_name).ok_or_else(|| {
-        unknown_type(
-            location,
-            "condition",
-            type_name,
-            nearest(type_name, registry.condition_types()),
-        )
-    })?;
     let id = take_id(&mut settings, type_name);
+    let ctor = registry
+        .conditions
+        .get(type_name)
+        .ok_or_else(|| ConfigError {
+            id: Some(id.to_string()),
+            ..unknown_type(
+                location,
+                "condition",
+                type_name,
+                nearest(type_name, registry.condition_types()),
+            )
+        })?;
     let b = Build {
         registry,
         location: location.to_string(),
@@ -471,6 +479,19 @@ mod tests {
         let text = err.to_string();
         assert!(text.starts_with("transforms[0]"), "{text}");
         assert!(text.contains("did you mean \"object_copy\""), "{text}");
+        // The id names which of several transforms of that type is meant.
+        let err = r
+            .build_pipeline(
+                &serde_json::json!([{"type": "object_cpy", "settings": {"id": "c1"}}]),
+                "transforms",
+            )
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string()
+                .starts_with("transforms[0] (object_cpy, id c1): unknown transform type"),
+            "{err}"
+        );
     }
 
     #[test]

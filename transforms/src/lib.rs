@@ -17,6 +17,7 @@ pub mod hash;
 pub mod http;
 pub mod kv_store;
 pub mod meta;
+pub mod metrics;
 pub mod network;
 pub mod number;
 pub mod object;

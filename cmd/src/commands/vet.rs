@@ -28,40 +28,93 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let _ = args.recursive;
     let registry = sluice_transforms::registry();
     let files = config_files(&args.paths, args.shallow)?;
-    let mut problems = 0;
+    let mut with_problems = 0;
     for file in &files {
         match vet_file(&registry, file, &args.ext_str) {
-            Ok(true) => crate::outln!("ok\t{}", file.display())?,
-            Ok(false) => crate::outln!("-\t{}\t[no transforms]", file.display())?,
-            Err(e) => {
-                problems += 1;
+            Vetted::Ok => crate::outln!("ok\t{}", file.display())?,
+            Vetted::NoTransforms => crate::outln!("-\t{}\t[no transforms]", file.display())?,
+            Vetted::Problems(problems) => {
+                with_problems += 1;
                 crate::outln!("FAIL\t{}", file.display())?;
-                eprintln!("{e:#}");
+                for e in problems {
+                    eprintln!("{e:#}");
+                }
             }
         }
     }
-    eprintln!("vet: {} files, {} with problems", files.len(), problems);
-    Ok(if problems == 0 {
+    eprintln!(
+        "vet: {} files, {} with problems",
+        files.len(),
+        with_problems
+    );
+    Ok(if with_problems == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
 }
 
+/// What vetting one file found.
+enum Vetted {
+    Ok,
+    /// A library or data file: nothing to build.
+    NoTransforms,
+    /// Every problem found, each with its place.
+    Problems(Vec<anyhow::Error>),
+}
+
+/// Compiles `file` and builds each of its transforms and each test's transforms and
+/// condition on its own, so that every problem is reported, not only the first. A problem
+/// inside a meta transform's inner list is reported as the first problem of that transform.
 fn vet_file(
     registry: &sluice_engine::Registry,
     file: &std::path::Path,
     ext: &[(String, String)],
-) -> anyhow::Result<bool> {
-    let Some(cfg) = super::load_optional(file, ext)? else {
-        return Ok(false);
+) -> Vetted {
+    let cfg = match super::load_optional(file, ext) {
+        Ok(Some(cfg)) => cfg,
+        Ok(None) => return Vetted::NoTransforms,
+        Err(e) => return Vetted::Problems(vec![e]),
     };
-    super::build_pipeline(registry, file, cfg.transforms())?;
-    cfg.concurrency()?;
-    for t in cfg.tests()? {
-        super::build_condition(registry, file, &t.condition, &t.condition_location())?;
-        let built = registry.build_pipeline(&t.transforms, &t.transforms_location())?;
-        crate::output::warnings(file, &built.warnings);
+    let mut problems = Vec::new();
+    let at_file =
+        |e: sluice_engine::ConfigError| anyhow::Error::new(e).context(file.display().to_string());
+    let build_each = |list: &serde_json::Value,
+                      location: &str,
+                      problems: &mut Vec<anyhow::Error>| match list.as_array()
+    {
+        Some(items) => {
+            for (i, item) in items.iter().enumerate() {
+                match registry.build_transform(item, &format!("{location}[{i}]")) {
+                    Ok(built) => crate::output::warnings(file, &built.warnings),
+                    Err(e) => problems.push(at_file(e)),
+                }
+            }
+        }
+        None => match registry.build_pipeline(list, location) {
+            Ok(built) => crate::output::warnings(file, &built.warnings),
+            Err(e) => problems.push(at_file(e)),
+        },
+    };
+    build_each(cfg.transforms(), "transforms", &mut problems);
+    if let Err(e) = cfg.concurrency() {
+        problems.push(e.into());
     }
-    Ok(true)
+    match cfg.tests() {
+        Ok(tests) => {
+            for t in tests {
+                match registry.build_condition(&t.condition, &t.condition_location()) {
+                    Ok(built) => crate::output::warnings(file, &built.warnings),
+                    Err(e) => problems.push(at_file(e)),
+                }
+                build_each(&t.transforms, &t.transforms_location(), &mut problems);
+            }
+        }
+        Err(e) => problems.push(e.into()),
+    }
+    if problems.is_empty() {
+        Vetted::Ok
+    } else {
+        Vetted::Problems(problems)
+    }
 }

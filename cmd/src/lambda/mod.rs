@@ -323,7 +323,12 @@ impl Function {
             .count() as u64;
         metrics.duplicates = telemetry::take_duplicates();
         if let Some(sink) = &self.opts.metrics {
-            sink.write(&metrics, &self.opts.function_name, self.opts.kind.name());
+            telemetry::write(
+                sink,
+                &metrics,
+                &self.opts.function_name,
+                self.opts.kind.name(),
+            );
         }
         tracing::info!(
             records_in = metrics.records_in,

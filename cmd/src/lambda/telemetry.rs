@@ -6,14 +6,18 @@
 //!
 //! Metrics are CloudWatch embedded metric format (EMF) lines on stdout, one per invocation:
 //! CloudWatch turns them into metrics in the `sluice` namespace, by function name and
-//! handler, with no API call from the function.
+//! handler, with no API call from the function. The lines are encoded and written by
+//! `sluice_transforms::metrics::emf`, the same writer the metric transforms use.
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::Number;
+use sluice_transforms::metrics::emf::{self, Datum, EmfOutput, Unit};
+
+/// The namespace of the function's own metrics (the metric transforms' default is
+/// Substation's, `Substation`).
+pub const NAMESPACE: &str = "sluice";
 
 /// Sets up JSON logs on stdout (what Lambda captures).
 pub fn init_logs() {
@@ -45,61 +49,44 @@ pub struct Metrics {
     pub flush: Duration,
 }
 
-/// Where EMF lines go.
-#[derive(Debug, Clone)]
-pub enum MetricsSink {
-    /// Standard output (Lambda).
-    Stdout,
-    /// A buffer (tests).
-    Buffer(Arc<Mutex<Vec<String>>>),
-}
+/// Where EMF lines go: standard output (Lambda) or a buffer (tests). The one EMF writer,
+/// shared with the metric transforms' `aws_cloudwatch_embedded_metrics` destination.
+pub type MetricsSink = EmfOutput;
 
-impl MetricsSink {
-    /// Writes one EMF line for `m`.
-    pub fn write(&self, m: &Metrics, function: &str, handler: &str) {
-        let line = emf_line(m, function, handler, super::now_ms());
-        match self {
-            MetricsSink::Stdout => {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-            }
-            MetricsSink::Buffer(b) => {
-                if let Ok(mut b) = b.lock() {
-                    b.push(line);
-                }
-            }
-        }
+/// Writes one EMF line for `m` to `sink`. A failed write is logged, not returned: the
+/// invocation's records were already processed and reported.
+pub fn write(sink: &MetricsSink, m: &Metrics, function: &str, handler: &str) {
+    let line = emf_line(m, function, handler, emf::now_ms());
+    if let Err(e) = sink.write_line(&line) {
+        tracing::warn!(error = %e, "the invocation's metrics could not be written");
     }
 }
 
 /// The EMF document for `m`.
 pub fn emf_line(m: &Metrics, function: &str, handler: &str, timestamp_ms: i64) -> String {
-    json!({
-        "_aws": {
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": "sluice",
-                "Dimensions": [["FunctionName", "Handler"]],
-                "Metrics": [
-                    {"Name": "RecordsIn", "Unit": "Count"},
-                    {"Name": "MessagesIn", "Unit": "Count"},
-                    {"Name": "MessagesOut", "Unit": "Count"},
-                    {"Name": "RecordsFailed", "Unit": "Count"},
-                    {"Name": "DuplicatesSkipped", "Unit": "Count"},
-                    {"Name": "FlushDuration", "Unit": "Milliseconds"},
-                ],
-            }],
-        },
-        "FunctionName": function,
-        "Handler": handler,
-        "RecordsIn": m.records_in,
-        "MessagesIn": m.messages_in,
-        "MessagesOut": m.messages_out,
-        "RecordsFailed": m.records_failed,
-        "DuplicatesSkipped": m.duplicates,
-        "FlushDuration": m.flush.as_secs_f64() * 1e3,
-    })
-    .to_string()
+    let ms = Number::from_f64(m.flush.as_secs_f64() * 1e3).unwrap_or_else(|| 0.into());
+    let count = |name, v: u64| Datum {
+        name,
+        unit: Some(Unit::Count),
+        value: v.into(),
+    };
+    emf::encode(
+        NAMESPACE,
+        timestamp_ms,
+        &[("FunctionName", function), ("Handler", handler)],
+        &[
+            count("RecordsIn", m.records_in),
+            count("MessagesIn", m.messages_in),
+            count("MessagesOut", m.messages_out),
+            count("RecordsFailed", m.records_failed),
+            count("DuplicatesSkipped", m.duplicates),
+            Datum {
+                name: "FlushDuration",
+                unit: Some(Unit::Milliseconds),
+                value: ms,
+            },
+        ],
+    )
 }
 
 /// Duplicates found by the locks since the last call (the counter is process-wide).

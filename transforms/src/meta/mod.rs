@@ -1,5 +1,5 @@
 //! The `meta` family: transforms that wrap inner transform lists and add one behaviour each
-//! (routing, iteration, error swallowing, retries), in the manner of tower's middleware.
+//! (routing, iteration, error swallowing, retries, timing), in the manner of tower's middleware.
 //!
 //! Every meta transform is stateful exactly when one of its inner lists is, so a wrapper
 //! around stateless transforms still runs in parallel, and forwards the pipeline's timer
@@ -9,6 +9,7 @@
 pub mod err;
 pub mod for_each;
 pub mod kv_store_lock;
+pub mod metric_duration;
 pub mod retry;
 pub mod switch;
 
@@ -28,6 +29,10 @@ pub fn register(r: &mut Registry) {
     r.transform("meta_err", ctor!(err::MetaErr));
     r.transform("meta_for_each", ctor!(for_each::MetaForEach));
     r.transform("meta_kv_store_lock", ctor!(kv_store_lock::MetaKvStoreLock));
+    r.transform(
+        "meta_metric_duration",
+        ctor!(metric_duration::MetaMetricDuration),
+    );
     r.transform("meta_retry", ctor!(retry::MetaRetry));
     r.transform("meta_switch", ctor!(switch::MetaSwitch));
 }

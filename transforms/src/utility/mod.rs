@@ -1,10 +1,13 @@
-//! The `utility` family: dropping, failing, delaying, and cutting a stream into batches
-//! with ctrl messages.
+//! The `utility` family: dropping, failing, delaying, cutting a stream into batches with
+//! ctrl messages, loading secrets, and counting what passes as metrics.
 
 pub mod control;
 pub mod delay;
 pub mod drop;
 pub mod err;
+pub mod metric_bytes;
+pub mod metric_count;
+pub mod metric_freshness;
 pub mod secret;
 
 use sluice_engine::Registry;
@@ -17,5 +20,17 @@ pub fn register(r: &mut Registry) {
     r.transform("utility_delay", ctor!(delay::UtilityDelay));
     r.transform("utility_drop", ctor!(drop::UtilityDrop));
     r.transform("utility_err", ctor!(err::UtilityErr));
+    r.transform(
+        "utility_metric_bytes",
+        ctor!(metric_bytes::UtilityMetricBytes),
+    );
+    r.transform(
+        "utility_metric_count",
+        ctor!(metric_count::UtilityMetricCount),
+    );
+    r.transform(
+        "utility_metric_freshness",
+        ctor!(metric_freshness::UtilityMetricFreshness),
+    );
     r.transform("utility_secret", ctor!(secret::UtilitySecret));
 }

@@ -1,0 +1,208 @@
+//! Metrics: the `metric` settings the metric transforms share (`utility_metric_bytes`,
+//! `utility_metric_count`, `utility_metric_freshness`, `meta_metric_duration`), the
+//! destinations a metric is written to, and the EMF encoder ([`emf`]).
+//!
+//! Substation's `metric` is `{name, attributes, destination}`: `attributes` (a map of
+//! strings) become the metric's dimensions, and `destination` is a `{type, settings}`
+//! config; its one type is `aws_cloudwatch_embedded_metrics`
+//! ([`aws_cloudwatch_embedded_metrics`]). Differences (`reference/substation.md` §2.5):
+//!
+//! - `name` and `destination` are required and checked when the transform is built, with
+//!   the field named; Substation accepts an empty name and writes a document CloudWatch
+//!   rejects.
+//! - `attributes` must be strings, and the names must make a valid EMF document (see
+//!   [`emf::check`]); they keep the order they are written in (Substation's come out in Go's
+//!   random map order).
+//! - The transforms count in 64 bits (Substation's `uint32` counters wrap at 4 GiB).
+
+pub mod aws_cloudwatch_embedded_metrics;
+pub mod emf;
+
+use serde::Deserialize;
+use sluice_engine::{Build, ConfigError, TransformError};
+
+pub use aws_cloudwatch_embedded_metrics::CloudWatchEmf;
+
+/// The `metric` settings: what the metric is called, its dimensions, and where it goes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct MetricSettings {
+    /// The metric's name (Substation suggests UpperCamelCase).
+    pub name: Option<String>,
+    /// Dimensions, `{name: value}`; values must be strings.
+    pub attributes: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Where the metric is written: `{type, settings}`.
+    pub destination: Option<serde_json::Value>,
+}
+
+/// A metric destination.
+#[derive(Debug, Clone)]
+pub enum Destination {
+    /// `aws_cloudwatch_embedded_metrics`.
+    CloudWatchEmf(CloudWatchEmf),
+}
+
+impl Destination {
+    fn write(
+        &self,
+        metric: &Metric,
+        extra: Option<(&str, &str)>,
+        value: u64,
+        unit: Option<emf::Unit>,
+    ) -> Result<(), TransformError> {
+        match self {
+            Destination::CloudWatchEmf(d) => d.write(metric, extra, value, unit),
+        }
+    }
+}
+
+/// A configured metric: its name, dimensions and destination.
+#[derive(Debug, Clone)]
+pub struct Metric {
+    name: String,
+    attributes: Vec<(String, String)>,
+    destination: Destination,
+}
+
+impl Metric {
+    /// Builds the metric from the transform's `metric` settings. `extra` names dimensions
+    /// the transform adds itself (`FreshnessType`), which must not collide with the user's.
+    pub fn build(b: &Build<'_>, s: MetricSettings, extra: &[&str]) -> Result<Metric, ConfigError> {
+        let name = match s.name {
+            Some(n) if !n.trim().is_empty() => n,
+            Some(_) => return Err(b.field_error("metric.name", "must not be empty")),
+            None => {
+                return Err(b.field_error(
+                    "metric.name",
+                    "missing required option: the metric's name, e.g. \"MessagesIn\"",
+                ));
+            }
+        };
+        let mut attributes = Vec::new();
+        for (k, v) in s.attributes.unwrap_or_default() {
+            match v {
+                serde_json::Value::String(v) => attributes.push((k, v)),
+                other => {
+                    return Err(b.field_error(
+                        &format!("metric.attributes.{k}"),
+                        format!(
+                            "must be a string (a dimension value), found {}",
+                            kind_of(&other)
+                        ),
+                    ));
+                }
+            }
+        }
+        emf::check(
+            attributes
+                .iter()
+                .map(|(k, _)| k.as_str())
+                .chain(extra.iter().copied()),
+            [name.as_str()],
+        )
+        .map_err(|e| b.field_error("metric.attributes", e))?;
+        let destination = match s.destination {
+            None | Some(serde_json::Value::Null) => {
+                return Err(b.field_error(
+                    "metric.destination",
+                    "missing required option: where the metric goes, e.g. {\"type\": \"aws_cloudwatch_embedded_metrics\"}",
+                ));
+            }
+            Some(d) => build_destination(b, &d)?,
+        };
+        Ok(Metric {
+            name,
+            attributes,
+            destination,
+        })
+    }
+
+    /// The metric's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The configured dimensions, in order.
+    pub fn attributes(&self) -> &[(String, String)] {
+        &self.attributes
+    }
+
+    /// Writes one value, with `extra` as one more dimension when given.
+    pub fn emit(
+        &self,
+        value: u64,
+        unit: Option<emf::Unit>,
+        extra: Option<(&str, &str)>,
+    ) -> Result<(), TransformError> {
+        self.destination.write(self, extra, value, unit)
+    }
+}
+
+fn build_destination(b: &Build<'_>, cfg: &serde_json::Value) -> Result<Destination, ConfigError> {
+    let obj = cfg.as_object().ok_or_else(|| {
+        b.field_error(
+            "metric.destination",
+            format!(
+                "must be an object {{\"type\": ..., \"settings\": {{...}}}}, found {}",
+                kind_of(cfg)
+            ),
+        )
+    })?;
+    let type_name = match obj.get("type") {
+        Some(serde_json::Value::String(t)) => t.as_str(),
+        Some(other) => {
+            return Err(b.field_error(
+                "metric.destination.type",
+                format!("must be a string, found {}", kind_of(other)),
+            ));
+        }
+        None => {
+            return Err(b.field_error(
+                "metric.destination.type",
+                "missing required option: \"aws_cloudwatch_embedded_metrics\"",
+            ));
+        }
+    };
+    let settings = obj
+        .get("settings")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    match type_name {
+        "aws_cloudwatch_embedded_metrics" => {
+            CloudWatchEmf::build(b, "metric.destination.settings", &settings)
+                .map(Destination::CloudWatchEmf)
+        }
+        other => Err(b.field_error(
+            "metric.destination.type",
+            format!(
+                "unknown metric destination {other:?}; the one destination is \"aws_cloudwatch_embedded_metrics\""
+            ),
+        )),
+    }
+}
+
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Test helpers: reading what a destination wrote.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::sync::{Arc, Mutex};
+
+    /// The lines written to a buffer, parsed.
+    pub fn lines(buf: &Arc<Mutex<Vec<String>>>) -> Vec<serde_json::Value> {
+        buf.lock()
+            .unwrap()
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("an EMF line is JSON"))
+            .collect()
+    }
+}
