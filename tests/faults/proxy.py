@@ -79,6 +79,11 @@ class State:
         # same token when it retries, and DynamoDB (and dynoxide) answer a retry of an
         # applied transaction with success without writing again.
         self.applied_tokens = set()
+        # moto's Kinesis numbers a shard's records with max + 1 without a lock, so two
+        # PutRecords it serves at once can get the same sequence numbers and one overwrites
+        # the other's records: acknowledged, then gone. Writes to the emulator's streams are
+        # therefore forwarded one at a time (the campaign found this; sluice is not at fault).
+        self.stream_writes = threading.Lock()
 
     def draw(self, cls):
         """The fault for one call of class `cls`, or None."""
@@ -178,6 +183,13 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _forward(self, body):
+        target = self.headers.get("X-Amz-Target", "")
+        if target.endswith((".PutRecords", ".PutRecord", ".PutRecordBatch")):
+            with self.state.stream_writes:
+                return self._forward_now(body)
+        return self._forward_now(body)
+
+    def _forward_now(self, body):
         conn = http.client.HTTPConnection(self.state.host, self.state.port, timeout=120)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Content-Length"] = str(len(body))
