@@ -72,7 +72,8 @@ LOCK_FAULTS = {
 }
 SINK_FAULTS = {
     "sink": {"throttle": 0.04, "error_before": 0.02, "error_after": 0.03,
-             "timeout_before": 0.005, "timeout_after": 0.005, "partial": 0.08},
+             "timeout_before": 0.005, "timeout_after": 0.005, "partial": 0.08,
+             "outage": 0.05},
 }
 
 # Fault mixes: what is injected, whether runs are killed, and how many workers.
@@ -92,7 +93,8 @@ SIZES = {
     "small": {"messages": 1000, "batch": 50, "mixes": ["all"], "redeliver": 0.05,
               "control": "file"},
     # docs/exactly-once.md's table: >= 100,000 messages and >= 200 crashes.
-    "large": {"messages": 25000, "batch": 250, "mixes": ["all"], "control": "file",
+    "large": {"messages": 25000, "batch": 250, "mixes": ["sink", "lock", "crash", "all"],
+              "control": "file",
               "redeliver": 0.03},
 }
 

@@ -33,6 +33,9 @@ Faults *before* forwarding: the emulator never sees the request.
                     with probability `partial_fraction` (at least one); only the others are
                     forwarded, and the answer has a failed entry (ErrorCode, ErrorMessage) at
                     each failed record's position, with the failed count adjusted
+    outage          (a rate per caller, not per call) every call of the class from that
+                    caller (the `app/NAME` of its user agent) gets HTTP 500: its sends fail
+                    after all retries, the lock rolls back, the run exits non-zero
 Faults *after* forwarding: the emulator applied the request, the client sees a failure,
 an ambiguous outcome no client can resolve by itself:
     error_after     the emulator's answer is replaced by HTTP 500
@@ -84,6 +87,15 @@ class State:
         # the other's records: acknowledged, then gone. Writes to the emulator's streams are
         # therefore forwarded one at a time (the campaign found this; sluice is not at fault).
         self.stream_writes = threading.Lock()
+
+    def in_outage(self, cls, app):
+        """Whether every call of class `cls` from caller `app` fails (`outage` rate per
+        caller, decided once per caller from the seed): such a run's sends fail after all
+        their retries, so the lock releases its keys and the run exits non-zero."""
+        rate = float((self.faults.get(cls) or {}).get("outage", 0))
+        if not rate or not app:
+            return False
+        return random.Random(f"{self.faults.get('seed')}/{cls}/{app}").random() < rate
 
     def draw(self, cls):
         """The fault for one call of class `cls`, or None."""
@@ -163,6 +175,8 @@ def classify(target, body):
 
 
 def error_body(service, kind):
+    if kind == "outage":
+        kind = "error_before"
     if kind == "throttle":
         if service == "firehose":
             return 503, "ServiceUnavailableException", "Slow down. (injected throttling)"
@@ -233,14 +247,14 @@ class Handler(BaseHTTPRequestHandler):
         if cls == "other":
             return self._reply(*self._forward(body))
         st = self.state
-        fault = st.draw(cls)
+        fault = "outage" if st.in_outage(cls, app) else st.draw(cls)
         op = target.split(".")[-1]
         entry = {"class": cls, "op": op, "app": app, "fault": fault}
         if cls == "sink" or cls == "commit" or fault is not None:
             entry["ids" if cls == "sink" else "keys"] = ids
         if fault == "partial" and (cls != "sink" or op not in ("PutRecords", "PutRecordBatch")):
             fault = entry["fault"] = "error_before"
-        if fault in ("throttle", "error_before"):
+        if fault in ("throttle", "error_before", "outage"):
             entry["applied"] = False
             st.record(entry)
             return self._reply_error(service, fault)

@@ -165,6 +165,16 @@ class ProxyTest(unittest.TestCase):
         self.assertTrue(second["replay"])
 
 
+    def test_an_outage_fails_every_call_of_its_caller(self):
+        self.start({"sink": {"outage": 1.0}})
+        for _ in range(3):
+            status, _ = self.call("Kinesis_20131202.PutRecords",
+                                  {"StreamName": "s", "Records": records(2)})
+            self.assertEqual(status, 500)
+        self.assertEqual(Upstream.received, [])
+        self.assertEqual([e["fault"] for e in self.entries()], ["outage"] * 3)
+
+
 class ClassifyTest(unittest.TestCase):
     def test_lock_calls_and_sink_calls(self):
         upd = {"Update": {"Key": {"PK": {"S": "fi:a"}}}}
