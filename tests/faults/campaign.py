@@ -35,7 +35,6 @@ Everything a run did is kept under --out: configs, batches, each process's stder
 logs, results.json.
 """
 import argparse
-import base64
 import json
 import os
 import random
@@ -435,7 +434,7 @@ class Context:
         self.kill = MIXES[mix]["kill"]
         self.redeliver = SIZES[args.size]["redeliver"]
         self.max_attempts = 60
-        self.rng = random.Random(args.seed + hash((p, mix)) % 1000)
+        self.rng = random.Random(f"{args.seed}/{p}/{mix}")  # str seeds are stable
         self.lock = threading.Lock()
         self.runs = []
         self.durations = []
