@@ -517,8 +517,7 @@ def analyse(ctx, res, emu, ids, proxies):
     for e in sink_log:
         if e.get("class") == "sink" and e.get("fault") in AFTER_FAULTS and e.get("applied"):
             for i in e.get("ids", []):
-                ambiguous[(i, e.get("app"))] += 1
-                ambiguous[(i, None)] += 1
+                ambiguous[(i, e.get("app"))] += 1  # app None: a caller without app/ in its UA
     takeovers = set()
     for run_id in runs:
         for key in lease_takeovers(workdir, run_id):
@@ -555,7 +554,7 @@ def analyse(ctx, res, emu, ids, proxies):
                     dup["lease"] += 1
                     extra -= 1
             # The rest: each needs an ambiguous sink outcome that carried the id.
-            amb = ambiguous[(i, run)] or ambiguous[(i, None)]
+            amb = ambiguous[(i, run)] + ambiguous[(i, None)]
             explained = min(extra, amb)
             dup["ambiguous"] += explained
             if extra > explained:
