@@ -24,7 +24,7 @@ size="${1:-}"
 case "$size" in
     small | large) shift ;;
     *)
-        sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+        sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
 esac
