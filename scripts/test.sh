@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command that checks everything, on a fresh machine or a developer's:
-#   formatting, lints, unit and integration tests, and every example config's `tests:`.
+#   formatting, lints, unit and integration tests, the exactly-once fault campaign
+#   (scripts/faults.sh small), and every example config's `tests:`.
 # It installs what the tests need (a Rust toolchain is assumed; rustfmt and clippy are
 # added if missing; the local AWS emulators come from the package registries through
 # scripts/emulators.sh) and exits non-zero on the first failure.
@@ -29,6 +30,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # again with the binaries' feature set.
 step "unit and integration tests (cargo test)"
 cargo test --workspace --locked
+
+# Whole pipelines (lock + Kinesis, Firehose, DynamoDB, file) under injected faults, SIGKILLs
+# and two workers, on emulators of its own; fails on any loss or unexplained duplicate.
+step "exactly-once fault campaign (scripts/faults.sh small)"
+scripts/faults.sh small
 
 step "example configs (sluice test examples/, the AWS ones on fresh emulators)"
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -485,3 +485,29 @@ fn a_closed_stdout_is_an_error_not_a_panic() {
     let out = crate::common::run_with_closed_stdout(d.path(), &["run"], b"a\nb\n");
     out.assert_failure("error: running <default config>: transform send_stdout: writing to standard output: Broken pipe (os error 32)\n");
 }
+
+/// Logs go to standard error without colour codes when it is not a terminal (a file, a
+/// pipe, a log collector): the fault campaign reads the lock's warnings back from files.
+#[test]
+fn logs_to_a_file_have_no_colour_codes() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n{ transforms: [sub.tf.meta.kv_store.lock({ kv_store: sub.kv_store.memory(), transforms: [sub.tf.send.stdout()] })] }\n",
+    );
+    d.write("in.jsonl", "{\"a\":1}\n");
+    // The common helpers clear SLUICE_LOG; this test needs it.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", "-c", "cfg.jsonnet", "in.jsonl"])
+        .current_dir(d.path())
+        .env("SLUICE_LOG", "debug")
+        .output()
+        .expect("running sluice");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("no ttl_offset or ttl_key"),
+        "the debug line is logged: {stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "no escape codes: {stderr:?}");
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The exactly-once fault-injection campaign (tests/faults/, docs/exactly-once.md).
+#
+#   scripts/faults.sh small    CI's configuration: every pipeline (lock + Kinesis, Firehose,
+#                              DynamoDB transactional, file) under every fault at once
+#                              (sink and lock-store faults, SIGKILLs, two workers over
+#                              overlapping input); a few thousand messages, dozens of crashes
+#   scripts/faults.sh large    the documented run: >= 100,000 messages and >= 200 crashes,
+#                              each pipeline under each fault mix; its table goes in
+#                              docs/exactly-once.md
+#   scripts/faults.sh small|large [campaign.py options...]
+#                              e.g. --pipelines kinesis --mixes crash --messages 5000 --seed 7
+#
+# It starts its own emulators (dynoxide and moto from scripts/emulators.sh install) and
+# fault-injecting proxies on free loopback ports, drives target/debug/sluice (SLUICE_BIN to
+# use another build; `cargo build --bin sluice` makes it), prints a table per pipeline and
+# fault mix, keeps everything the runs did under target/faults/ (FAULTS_OUT to change), and
+# exits non-zero when a message was lost, the transactional DynamoDB sink got a duplicate, a
+# duplicate could not be attributed, or a lock was left pending.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+size="${1:-}"
+case "$size" in
+    small | large) shift ;;
+    *)
+        sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+        exit 2
+        ;;
+esac
+
+python=.emulators/venv/bin/python
+[[ -x "$python" ]] || scripts/emulators.sh install
+sluice="${SLUICE_BIN:-target/debug/sluice}"
+[[ -x "$sluice" ]] || { echo "faults.sh: $sluice is missing: cargo build --bin sluice" >&2; exit 1; }
+
+# The proxy's own tests first: a proxy that injected the wrong thing would void the counts.
+"$python" tests/faults/test_proxy.py -q
+
+exec "$python" tests/faults/campaign.py --size "$size" --sluice "$sluice" \
+    --out "${FAULTS_OUT:-target/faults/$size}" "$@"

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""A fault-injecting HTTP proxy for the AWS JSON protocol, in front of dynoxide or moto.
+
+    proxy.py --upstream http://127.0.0.1:PORT --faults FAULTS.json --log LOG.jsonl [--port 0]
+
+Once listening it prints `listening 127.0.0.1:PORT` on stdout. It forwards every request
+to the upstream emulator, and for the calls that matter to exactly-once it injects faults at
+configured rates. Each request is classified by its `X-Amz-Target` header and body:
+
+    acquire   DynamoDB PutItem (the lock's conditional acquire)
+    commit    DynamoDB TransactWriteItems of Updates only (the lock's commit)
+    release   DynamoDB TransactWriteItems of Deletes only (the lock's rollback)
+    sink      DynamoDB TransactWriteItems holding a Put (the transactional DynamoDB sink),
+              Kinesis PutRecords, Firehose PutRecordBatch
+    other     anything else (forwarded untouched)
+
+FAULTS.json maps a class to the rate (0..1, per call) of each fault:
+
+    {"sink": {"throttle": 0.02, "error_before": 0.01, "error_after": 0.01,
+              "timeout_before": 0.002, "timeout_after": 0.002, "partial": 0.05},
+     "acquire": {...}, "commit": {...}, "release": {...},
+     "hold_s": 5.5, "partial_fraction": 0.3, "seed": 1}
+
+Faults *before* forwarding: the emulator never sees the request.
+    throttle        HTTP 400 with the service's throttling error: DynamoDB and Kinesis
+                    ProvisionedThroughputExceededException, Firehose
+                    ServiceUnavailableException (HTTP 503, Firehose's throttling answer)
+    error_before    HTTP 500 (DynamoDB InternalServerError, Kinesis InternalFailure,
+                    Firehose ServiceUnavailableException)
+    timeout_before  the request is held `hold_s` seconds (past the client's attempt timeout)
+                    and the connection closed without an answer
+    partial         sink calls with records (PutRecords, PutRecordBatch): each record fails
+                    with probability `partial_fraction` (at least one); only the others are
+                    forwarded, and the answer has a failed entry (ErrorCode, ErrorMessage) at
+                    each failed record's position, with the failed count adjusted
+    outage          (a rate per caller, not per call) every call of the class from that
+                    caller (the `app/NAME` of its user agent) gets HTTP 500: its sends fail
+                    after all retries, the lock rolls back, the run exits non-zero
+Faults *after* forwarding: the emulator applied the request, the client sees a failure,
+an ambiguous outcome no client can resolve by itself:
+    error_after     the emulator's answer is replaced by HTTP 500
+    timeout_after   the answer is held `hold_s` seconds and the connection closed
+
+LOG.jsonl gets one line per sink call forwarded or failed, per lock-store call that got a
+fault, and per commit forwarded, with the message ids (sinks) or lock keys (commits) it
+carried, the fault (or null), whether the emulator applied it (`applied`: it answered 2xx;
+for partial faults `ids` lists only the forwarded records and `refused` the others; a
+TransactWriteItems retried with the ClientRequestToken of one already applied is a `replay`,
+answered with success and written nothing), the
+caller (the `app/NAME` part of its user agent: sluice sets it from AWS_SDK_UA_APP_ID) and
+the time. On SIGTERM it appends a `{"summary": ...}` line with counts per class and fault.
+"""
+import argparse
+import base64
+import http.client
+import json
+import random
+import signal
+import socketserver
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+FAULTS = ("throttle", "error_before", "timeout_before", "partial", "error_after", "timeout_after")
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "x-amz-crc32"}
+
+
+class State:
+    def __init__(self, upstream, faults, log_path):
+        u = urlparse(upstream)
+        self.host, self.port = u.hostname, u.port
+        self.faults = faults
+        self.hold = float(faults.get("hold_s", 5.5))
+        self.partial_fraction = float(faults.get("partial_fraction", 0.3))
+        self.rng = random.Random(faults.get("seed"))
+        self.lock = threading.Lock()
+        self.log = open(log_path, "a", buffering=1)
+        self.counts = {}
+        # ClientRequestTokens of TransactWriteItems the emulator applied: the SDK sends the
+        # same token when it retries, and DynamoDB (and dynoxide) answer a retry of an
+        # applied transaction with success without writing again.
+        self.applied_tokens = set()
+        # moto's Kinesis numbers a shard's records with max + 1 without a lock, so two
+        # PutRecords it serves at once can get the same sequence numbers and one overwrites
+        # the other's records: acknowledged, then gone. Writes to the emulator's streams are
+        # therefore forwarded one at a time (the campaign found this; sluice is not at fault).
+        self.stream_writes = threading.Lock()
+
+    def in_outage(self, cls, app):
+        """Whether every call of class `cls` from caller `app` fails (`outage` rate per
+        caller, decided once per caller from the seed): such a run's sends fail after all
+        their retries, so the lock releases its keys and the run exits non-zero."""
+        rate = float((self.faults.get(cls) or {}).get("outage", 0))
+        if not rate or not app:
+            return False
+        return random.Random(f"{self.faults.get('seed')}/{cls}/{app}").random() < rate
+
+    def draw(self, cls):
+        """The fault for one call of class `cls`, or None."""
+        rates = self.faults.get(cls) or {}
+        with self.lock:
+            x = self.rng.random()
+        acc = 0.0
+        for f in FAULTS:
+            acc += float(rates.get(f, 0))
+            if x < acc:
+                return f
+        return None
+
+    def record(self, entry):
+        entry["t"] = round(time.time(), 4)
+        line = json.dumps(entry, separators=(",", ":"))
+        with self.lock:
+            key = f"{entry.get('class')}:{entry.get('fault')}"
+            self.counts[key] = self.counts.get(key, 0) + 1
+            self.log.write(line + "\n")
+
+    def summary(self):
+        with self.lock:
+            self.log.write(json.dumps({"summary": self.counts}) + "\n")
+            self.log.flush()
+
+
+def service_of(target):
+    if target.startswith("DynamoDB"):
+        return "dynamodb"
+    if target.startswith("Kinesis"):
+        return "kinesis"
+    if target.startswith("Firehose"):
+        return "firehose"
+    return "other"
+
+
+def record_id(blob_b64):
+    """The `id` of a record whose data is a JSON message (base64 in the JSON protocol)."""
+    try:
+        return str(json.loads(base64.b64decode(blob_b64))["id"])
+    except Exception:
+        return None
+
+
+def classify(target, body):
+    """(class, ids) for a request: the message ids of a sink call, the keys of a lock call."""
+    op = target.split(".")[-1]
+    if op == "PutItem":
+        item = body.get("Item", {})
+        key = next((v.get("S") for k, v in item.items() if k == "PK"), None)
+        return "acquire", [key] if key else []
+    if op == "TransactWriteItems":
+        items = body.get("TransactItems", [])
+        puts = [i["Put"] for i in items if "Put" in i]
+        if puts:
+            ids = []
+            for p in puts:
+                for attr in ("event_id", "id"):
+                    v = p.get("Item", {}).get(attr)
+                    if v and "S" in v:
+                        ids.append(v["S"])
+                        break
+            return "sink", ids
+        keys = []
+        for i in items:
+            w = i.get("Update") or i.get("Delete") or {}
+            k = w.get("Key", {}).get("PK", {}).get("S")
+            if k:
+                keys.append(k)
+        if items and all("Delete" in i for i in items):
+            return "release", keys
+        return "commit", keys
+    if op in ("PutRecords", "PutRecordBatch"):
+        return "sink", [record_id(r.get("Data", "")) for r in body.get("Records", [])]
+    return "other", []
+
+
+def error_body(service, kind):
+    if kind == "outage":
+        kind = "error_before"
+    if kind == "throttle":
+        if service == "firehose":
+            return 503, "ServiceUnavailableException", "Slow down. (injected throttling)"
+        prefix = "com.amazonaws.dynamodb.v20120810#" if service == "dynamodb" else ""
+        return 400, prefix + "ProvisionedThroughputExceededException", "Rate exceeded (injected)"
+    if service == "dynamodb":
+        return 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "injected 500"
+    if service == "firehose":
+        return 500, "ServiceUnavailableException", "injected 500"
+    return 500, "InternalFailure", "injected 500"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: State = None  # set by main
+
+    def log_message(self, *args):
+        pass
+
+    def _forward(self, body):
+        target = self.headers.get("X-Amz-Target", "")
+        if target.endswith((".PutRecords", ".PutRecord", ".PutRecordBatch")):
+            with self.state.stream_writes:
+                return self._forward_now(body)
+        return self._forward_now(body)
+
+    def _forward_now(self, body):
+        conn = http.client.HTTPConnection(self.state.host, self.state.port, timeout=120)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        headers["Content-Length"] = str(len(body))
+        conn.request(self.command, self.path, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        out = (resp.status, [(k, v) for k, v in resp.getheaders() if k.lower() not in HOP_BY_HOP], data)
+        conn.close()
+        return out
+
+    def _reply(self, status, headers, data):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _reply_error(self, service, kind):
+        status, code, msg = error_body(service, kind)
+        data = json.dumps({"__type": code, "message": msg}).encode()
+        ctype = "application/x-amz-json-1.0" if service == "dynamodb" else "application/x-amz-json-1.1"
+        self._reply(status, [("Content-Type", ctype), ("x-amzn-ErrorType", code.split("#")[-1])], data)
+
+    def _hold_and_close(self):
+        time.sleep(self.state.hold)
+        self.close_connection = True
+
+    def _handle(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        target = self.headers.get("X-Amz-Target", "")
+        service = service_of(target)
+        ua = self.headers.get("x-amz-user-agent", "") + " " + self.headers.get("User-Agent", "")
+        app = next((p[4:] for p in ua.split() if p.startswith("app/")), None)
+        try:
+            parsed = json.loads(body) if body and target else {}
+        except ValueError:
+            parsed = {}
+        cls, ids = classify(target, parsed) if target else ("other", [])
+        if cls == "other":
+            return self._reply(*self._forward(body))
+        st = self.state
+        fault = "outage" if st.in_outage(cls, app) else st.draw(cls)
+        op = target.split(".")[-1]
+        entry = {"class": cls, "op": op, "app": app, "fault": fault}
+        if cls == "sink" or cls == "commit" or fault is not None:
+            entry["ids" if cls == "sink" else "keys"] = ids
+        if fault == "partial" and (cls != "sink" or op not in ("PutRecords", "PutRecordBatch")):
+            fault = entry["fault"] = "error_before"
+        if fault in ("throttle", "error_before", "outage"):
+            entry["applied"] = False
+            st.record(entry)
+            return self._reply_error(service, fault)
+        if fault == "timeout_before":
+            entry["applied"] = False
+            st.record(entry)
+            return self._hold_and_close()
+        if fault == "partial":
+            return self._partial(service, op, parsed, ids, entry)
+        status, headers, data = self._forward(body)
+        entry["applied"] = 200 <= status < 300
+        entry["status"] = status
+        token = parsed.get("ClientRequestToken")
+        if op == "TransactWriteItems" and token:
+            entry["token"] = token
+            with st.lock:
+                if entry["applied"] and token in st.applied_tokens:
+                    entry["replay"] = True  # answered from the token: nothing written
+                elif entry["applied"]:
+                    st.applied_tokens.add(token)
+        if cls == "sink" and entry["applied"] and op in ("PutRecords", "PutRecordBatch"):
+            entry["refused"] = refused_by_upstream(op, data, ids)
+        if cls in ("sink", "commit") or fault is not None:
+            st.record(entry)
+        if fault == "error_after":
+            return self._reply_error(service, "error_before")
+        if fault == "timeout_after":
+            return self._hold_and_close()
+        return self._reply(status, headers, data)
+
+    def _partial(self, service, op, parsed, ids, entry):
+        records = parsed.get("Records", [])
+        n = len(records)
+        fail = [self.state.rng.random() < self.state.partial_fraction for _ in range(n)]
+        if n and not any(fail):
+            fail[self.state.rng.randrange(n)] = True
+        keep = [r for r, f in zip(records, fail) if not f]
+        entry["ids"] = [i for i, f in zip(ids, fail) if not f]
+        entry["refused"] = [i for i, f in zip(ids, fail) if f]
+        upstream_results = []
+        status, headers, upstream_failed = 200, [("Content-Type", "application/x-amz-json-1.1")], 0
+        if keep:
+            forwarded = dict(parsed)
+            forwarded["Records"] = keep
+            status, headers, data = self._forward(json.dumps(forwarded).encode())
+            if not 200 <= status < 300:
+                entry["applied"] = False
+                entry["status"] = status
+                self.state.record(entry)
+                return self._reply(status, headers, data)
+            answer = json.loads(data)
+            key = "Records" if op == "PutRecords" else "RequestResponses"
+            upstream_results = answer.get(key, [])
+            upstream_failed = answer.get("FailedRecordCount", answer.get("FailedPutCount", 0)) or 0
+        entry["applied"] = True
+        entry["status"] = status
+        self.state.record(entry)
+        results, it = [], iter(upstream_results)
+        for f in fail:
+            if f:
+                code = "ProvisionedThroughputExceededException" if op == "PutRecords" else "ServiceUnavailableException"
+                results.append({"ErrorCode": code, "ErrorMessage": "injected record failure"})
+            else:
+                results.append(next(it))
+        failed = sum(fail) + upstream_failed
+        if op == "PutRecords":
+            answer = {"FailedRecordCount": failed, "Records": results}
+        else:
+            answer = {"FailedPutCount": failed, "Encrypted": False, "RequestResponses": results}
+        self._reply(200, [h for h in headers if h[0].lower() == "content-type"] or
+                    [("Content-Type", "application/x-amz-json-1.1")], json.dumps(answer).encode())
+
+    def do_POST(self):
+        try:
+            self._handle()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = do_PUT = do_DELETE = do_HEAD = do_POST
+
+
+def refused_by_upstream(op, data, ids):
+    """Ids of records the emulator itself answered with an error code."""
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return []
+    key = "Records" if op == "PutRecords" else "RequestResponses"
+    return [i for i, r in zip(ids, answer.get(key, [])) if r.get("ErrorCode")]
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+    def handle_error(self, request, client_address):
+        # A client killed mid-request (the campaign's SIGKILLs) resets its connections.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--upstream", required=True)
+    ap.add_argument("--faults", required=True)
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--port", type=int, default=0)
+    a = ap.parse_args()
+    faults = json.load(open(a.faults))
+    Handler.state = State(a.upstream, faults, a.log)
+    server = Server(("127.0.0.1", a.port), Handler)
+
+    def stop(*_):
+        Handler.state.summary()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"listening 127.0.0.1:{server.server_address[1]}", flush=True)
+    server.serve_forever(poll_interval=0.2)
+
+
+if __name__ == "__main__":
+    socketserver.TCPServer.allow_reuse_address = True
+    sys.exit(main())
