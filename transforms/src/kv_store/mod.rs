@@ -33,6 +33,8 @@ pub mod memory;
 pub mod mmdb;
 pub mod sqlite;
 #[cfg(test)]
+pub(crate) mod test_slow_sqlite;
+#[cfg(test)]
 pub(crate) mod test_support;
 pub mod text_file;
 
@@ -169,6 +171,9 @@ pub fn lock_store(
         "aws_dynamodb" => {
             aws_dynamodb::DynamoDbStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>)
         }
+        #[cfg(test)]
+        "test_slow_sqlite" => test_slow_sqlite::SlowSqliteStore::build(&place, settings)
+            .map(|s| Arc::new(s) as Arc<dyn LockStore>),
         "csv_file" | "json_file" | "text_file" | "mmdb" => Err(b.field_error(
             &format!("{field}.type"),
             format!(

@@ -166,6 +166,9 @@ pub struct MetaKvStoreLock {
 }
 
 /// What became of one data message at acquisition.
+/// How many acquisitions in a row may use more than half the lease before the batch fails.
+const SLOW_ACQUISITIONS: u32 = 3;
+
 enum Fate {
     /// Taken: runs the inner transforms.
     Run(String),
@@ -322,11 +325,18 @@ impl MetaKvStoreLock {
     /// whole batch is tried again after a jittered backoff, until `pending_wait` has
     /// passed. So this process never waits while holding uncommitted locks, and two
     /// processes with overlapping input cannot wait for each other until their leases end.
+    ///
+    /// The leases start when the store call is made. When the call returns with less than
+    /// half the lease left (a slow or retrying store), another process could take the keys
+    /// over while the inner list runs: the keys are given back and the batch tried again,
+    /// at most [`SLOW_ACQUISITIONS`] times before the batch fails.
+    ///
+    /// Answers each message's fate and when the leases of the taken keys began.
     async fn acquire_all(
         &self,
         msgs: &[Message],
         out: &mut Vec<Message>,
-    ) -> Result<Vec<Fate>, TransformError> {
+    ) -> Result<(Vec<Fate>, Instant), TransformError> {
         let first = now_ms();
         // Every message is a duplicate unless its own request takes the key.
         let mut fates: Vec<Fate> = Vec::with_capacity(msgs.len());
@@ -351,7 +361,11 @@ impl MetaKvStoreLock {
         }
         let started = Instant::now();
         let mut backoff = Duration::from_millis(20);
+        let half_lease = Duration::from_millis(self.lease_ms as u64 / 2);
+        let mut slow = 0;
+        let mut lease_start;
         let results = loop {
+            lease_start = Instant::now();
             let now = now_ms();
             for r in &mut requests {
                 r.lease_until_ms = now + self.lease_ms;
@@ -372,6 +386,26 @@ impl MetaKvStoreLock {
                 ));
                 self.release_taken(&requests, &results).await;
                 return Err(e);
+            }
+            let took = lease_start.elapsed();
+            if took >= half_lease && results.iter().any(|r| matches!(r, Ok(Acquired::Taken))) {
+                self.release_taken(&requests, &results).await;
+                slow += 1;
+                if slow >= SLOW_ACQUISITIONS {
+                    return Err(TransformError::failed(format!(
+                        "taking {} locks in {} took {took:?}, more than half the {:?} lease, {slow} times in a row: another process could take them over before their messages are processed; raise `lease` (or lower `concurrency`'s load on the store)",
+                        requests.len(),
+                        self.store.describe(),
+                        Duration::from_millis(self.lease_ms as u64),
+                    )));
+                }
+                tracing::warn!(
+                    lock = %self.id,
+                    took_ms = took.as_millis() as u64,
+                    lease_ms = self.lease_ms,
+                    "taking the locks used more than half their lease; gave them back to take them again"
+                );
+                continue;
             }
             // The first key pending under another owner's live lease, with that lease.
             let blocked = results.iter().enumerate().find_map(|(r, res)| match res {
@@ -423,7 +457,7 @@ impl MetaKvStoreLock {
                 Err(_) => {}
             }
         }
-        Ok(fates)
+        Ok((fates, lease_start))
     }
 
     /// A checkpoint of the lock's own, in the middle of a batch: the inner list is flushed
@@ -462,15 +496,16 @@ impl MetaKvStoreLock {
     }
 
     /// Runs the inner list over `run` (messages that got their locks), tracking each.
+    /// `taken` is when their leases began.
     async fn run_inner(
         &self,
         run: Vec<(String, Message)>,
+        taken: Instant,
         out: &mut Vec<Message>,
     ) -> Result<(), TransformError> {
         let mut msgs = Vec::with_capacity(run.len());
         let mut ours = HashSet::with_capacity(run.len());
         {
-            let taken = Instant::now();
             let mut held = self.held();
             for (key, mut m) in run {
                 let (tracker, token) = AckTracker::new();
@@ -523,7 +558,7 @@ impl MetaKvStoreLock {
             fail_each(msgs.iter(), &e);
             return Err(e);
         }
-        let fates = match self.acquire_all(&msgs, out).await {
+        let (fates, taken) = match self.acquire_all(&msgs, out).await {
             Ok(f) => f,
             Err(e) => {
                 fail_each(msgs.iter(), &e);
@@ -544,7 +579,7 @@ impl MetaKvStoreLock {
                     let r = if run.is_empty() {
                         Ok(())
                     } else {
-                        self.run_inner(std::mem::take(&mut run), out).await
+                        self.run_inner(std::mem::take(&mut run), taken, out).await
                     };
                     if r.is_ok() && self.duplicates == Duplicates::Continue {
                         out.push(m);
@@ -560,7 +595,7 @@ impl MetaKvStoreLock {
             }
         }
         if !run.is_empty() {
-            self.run_inner(run, out).await?;
+            self.run_inner(run, taken, out).await?;
         }
         Ok(())
     }
@@ -1197,6 +1232,54 @@ mod tests {
         let recs = f.records();
         let q = recs.iter().find(|r| r.0 == key4).unwrap();
         assert!(q.1 != "them" && q.2, "ours now, committed: {q:?}");
+    }
+
+    #[test]
+    fn keys_whose_lease_ran_out_while_they_were_taken_are_taken_again_not_processed() {
+        // The store answers the acquisition after the leases ran out, and meanwhile another
+        // process took the key over (the fault campaign found this with a stalled PutItem).
+        // Processing the message would send it twice; the lock takes the keys again and
+        // finds the key held by the other process.
+        let f = Fixture::new();
+        let settings = json!({
+            "kv_store": {"type": "test_slow_sqlite",
+                         "settings": {"file": f.db.to_str().unwrap(), "takeover_by": "them"}},
+            "ttl_offset": "1h",
+            "lease": "200ms",
+            "pending": "skip",
+            "transforms": record("lock-slow-acquire"),
+        });
+        let lock = testing::build(
+            &registry(),
+            json!({"type": "meta_kv_store_lock", "settings": settings}),
+        )
+        .unwrap();
+        assert_eq!(testing::run(lock, &["m"]).unwrap(), vec!["m"]);
+        assert_eq!(journal("lock-slow-acquire"), vec!["<ctrl>"], "not processed");
+        let key = hex::encode(sha2::Sha256::digest(b"m"));
+        assert_eq!(f.records(), vec![(key, "them".to_string(), false)]);
+
+        // A store that stays that slow fails the batch (its messages are redelivered) with
+        // an error that says what to change.
+        let f = Fixture::new();
+        let settings = json!({
+            "kv_store": {"type": "sqlite", "settings": {"file": f.db.to_str().unwrap()}},
+            "ttl_offset": "1h",
+            "lease": "2ms",
+            "transforms": record("lock-slow-always"),
+        });
+        let lock = testing::build(
+            &registry(),
+            json!({"type": "meta_kv_store_lock", "settings": settings}),
+        )
+        .unwrap();
+        let p = Pipeline::new(vec![("lock".into(), lock)]);
+        let (m, t_m) = tracked("m");
+        let e = testing::block_on(p.apply(vec![m])).unwrap_err();
+        assert!(e.to_string().contains("raise `lease`"), "{e}");
+        assert_status(&t_m, AckStatus::Failed, "m");
+        assert!(journal("lock-slow-always").is_empty());
+        assert!(f.records().is_empty(), "the keys were given back");
     }
 
     #[test]
