@@ -10,34 +10,73 @@
 //! `batchItemFailures` lists the others, lowest sequence number first (Lambda checkpoints
 //! at the lowest one and retries from there).
 
-use aws_lambda_events::event::kinesis::KinesisEvent;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Delivery, Error, Feed, Function, HandlerKind, kpl, message, parse_event};
 
+/// A Kinesis event, as much of it as the handler reads. Its own type rather than
+/// aws_lambda_events': each record's data is decoded from base64 as it is parsed (the
+/// event's text is never held twice), and `approximateArrivalTimestamp` keeps its
+/// milliseconds (aws_lambda_events 1.2 reads `1700000000.5` as .005 s).
+#[derive(Debug, Deserialize)]
+pub struct KinesisEvent {
+    #[serde(rename = "Records")]
+    records: Vec<KinesisEventRecord>,
+}
+
+#[derive(Debug, Deserialize)]
+struct KinesisEventRecord {
+    kinesis: KinesisRecord,
+    #[serde(rename = "eventSourceARN", default)]
+    event_source_arn: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KinesisRecord {
+    #[serde(deserialize_with = "base64_bytes")]
+    data: Vec<u8>,
+    #[serde(default)]
+    partition_key: String,
+    sequence_number: String,
+    #[serde(default)]
+    approximate_arrival_timestamp: Value,
+}
+
+/// Decodes a base64 string as it is read.
+fn base64_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("base64 data")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Vec<u8>, E> {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(v)
+                .map_err(|e| E::custom(format!("data is not base64: {e}")))
+        }
+    }
+    d.deserialize_str(Visitor)
+}
+
+/// Handles an event given as JSON (in-process callers and tests).
 pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
-    // aws_lambda_events reads the digits after the point as milliseconds (1700000000.5 as
-    // .005, 1700000000.98 as .098), so the arrival times are read from the event here.
-    let arrivals: Vec<Option<String>> = match payload.get("Records") {
-        Some(Value::Array(rs)) => rs
-            .iter()
-            .map(|r| epoch_seconds_rfc3339(&r["kinesis"]["approximateArrivalTimestamp"]))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let event: KinesisEvent = parse_event(HandlerKind::KinesisDataStream, payload)?;
+    handle_event(f, parse_event(HandlerKind::KinesisDataStream, payload)?).await
+}
+
+/// Handles a parsed event (the bootstrap parses it straight from the runtime API's body).
+pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Value, Error> {
     let mut records = Vec::with_capacity(event.records.len());
     let mut ids = Vec::with_capacity(event.records.len());
     let mut corrupt: Vec<(usize, String)> = Vec::new();
     for (i, r) in event.records.into_iter().enumerate() {
         let k = r.kinesis;
-        let arrival = arrivals
-            .get(i)
-            .cloned()
-            .flatten()
-            .unwrap_or_else(|| k.approximate_arrival_timestamp.0.to_rfc3339());
+        let arrival = epoch_seconds_rfc3339(&k.approximate_arrival_timestamp);
         let stream = r.event_source_arn.unwrap_or_default();
-        let data = bytes::Bytes::from(k.data.0);
+        let data = bytes::Bytes::from(k.data);
         let msgs = match kpl::deaggregate(&data) {
             Ok(None) => vec![message(
                 data,
@@ -107,6 +146,25 @@ fn epoch_seconds_rfc3339(v: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_parse_with_their_data_decoded_or_fail_naming_the_field() {
+        let ok: KinesisEvent = serde_json::from_value(json!({"Records": [{
+            "kinesis": {"data": "aGk=", "partitionKey": "p", "sequenceNumber": "1",
+                        "approximateArrivalTimestamp": 1700000000.25},
+            "eventSourceARN": "arn:s"}]}))
+        .unwrap();
+        assert_eq!(ok.records[0].kinesis.data, b"hi");
+        assert_eq!(ok.records[0].event_source_arn.as_deref(), Some("arn:s"));
+        let bad = serde_json::from_value::<KinesisEvent>(json!({"Records": [{
+            "kinesis": {"data": "!!", "sequenceNumber": "1"}}]}))
+        .unwrap_err();
+        assert!(bad.to_string().contains("not base64"), "{bad}");
+        let missing =
+            serde_json::from_value::<KinesisEvent>(json!({"Records": [{"kinesis": {"data": ""}}]}))
+                .unwrap_err();
+        assert!(missing.to_string().contains("sequenceNumber"), "{missing}");
+    }
 
     #[test]
     fn arrival_times_keep_their_milliseconds() {

@@ -29,7 +29,7 @@ pub mod telemetry;
 
 use std::collections::HashMap;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, anyhow};
@@ -202,21 +202,19 @@ impl Function {
 
     /// Handles one invocation: the response, or a function error (the source retries).
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Error> {
+        self.handle_event(LambdaEvent::new(Event::Json(event.payload), event.context))
+            .await
+    }
+
+    /// [`Function::handle`] for an event parsed by [`Event`]'s deserializer.
+    pub async fn handle_event(&self, event: LambdaEvent<Event>) -> Result<Value, Error> {
         let request_id = event.context.request_id.clone();
         let span = tracing::info_span!("invocation", request_id = %request_id);
         async {
             let _one = self.gate.lock().await;
-            let r = match self.opts.kind {
-                HandlerKind::KinesisDataStream => kinesis::handle(self, event.payload).await,
-                HandlerKind::DataFirehose => firehose::handle(self, event.payload).await,
-                HandlerKind::Sqs => sqs::handle(self, event.payload).await,
-                HandlerKind::Sns => sns::handle(self, event.payload).await,
-                HandlerKind::S3 | HandlerKind::S3Sns | HandlerKind::S3Sqs => {
-                    s3::handle(self, event.payload).await
-                }
-                HandlerKind::DynamodbStream => dynamodb::handle(self, event.payload).await,
-                HandlerKind::ApiGateway => api::handle_gateway(self, event.payload).await,
-                HandlerKind::Lambda => api::handle_invoke(self, event.payload).await,
+            let r = match event.payload {
+                Event::Kinesis(e) => kinesis::handle_event(self, e).await,
+                Event::Json(p) => self.handle_json(p).await,
             };
             if let Err(e) = &r {
                 tracing::error!(error = %e, "invocation failed");
@@ -225,6 +223,20 @@ impl Function {
         }
         .instrument(span)
         .await
+    }
+
+    /// Runs the handler for an event given as JSON.
+    async fn handle_json(&self, p: Value) -> Result<Value, Error> {
+        match self.opts.kind {
+            HandlerKind::KinesisDataStream => kinesis::handle(self, p).await,
+            HandlerKind::DataFirehose => firehose::handle(self, p).await,
+            HandlerKind::Sqs => sqs::handle(self, p).await,
+            HandlerKind::Sns => sns::handle(self, p).await,
+            HandlerKind::S3 | HandlerKind::S3Sns | HandlerKind::S3Sqs => s3::handle(self, p).await,
+            HandlerKind::DynamodbStream => dynamodb::handle(self, p).await,
+            HandlerKind::ApiGateway => api::handle_gateway(self, p).await,
+            HandlerKind::Lambda => api::handle_invoke(self, p).await,
+        }
     }
 
     /// Runs `records` (the messages of each source record) through the pipeline and one
@@ -384,6 +396,31 @@ impl Function {
     }
 }
 
+/// The handler the bootstrap's events are parsed for (set once, before the runtime loop).
+static EVENT_KIND: OnceLock<HandlerKind> = OnceLock::new();
+
+/// An invocation's event as the runtime API's body is parsed: a Kinesis event straight
+/// into its records (a batch can be many megabytes: parsing it into JSON values first
+/// would hold it twice over), every other event as JSON. Which one depends on the
+/// handler [`main`] runs; without one set (in-process callers), JSON.
+pub enum Event {
+    /// A Kinesis event.
+    Kinesis(kinesis::KinesisEvent),
+    /// Any other event.
+    Json(Value),
+}
+
+impl<'de> serde::Deserialize<'de> for Event {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match EVENT_KIND.get() {
+            Some(HandlerKind::KinesisDataStream) => {
+                kinesis::KinesisEvent::deserialize(d).map(Event::Kinesis)
+            }
+            _ => Value::deserialize(d).map(Event::Json),
+        }
+    }
+}
+
 /// Parses an event payload as `T`, with an error naming the handler.
 pub(crate) fn parse_event<T: serde::de::DeserializeOwned>(
     kind: HandlerKind,
@@ -499,11 +536,12 @@ pub fn main() -> ExitCode {
         init_ms = started.elapsed().as_secs_f64() * 1e3,
         "init done"
     );
+    let _ = EVENT_KIND.set(function.opts.kind);
     let function = Arc::new(function);
     let r = runtime.block_on(lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: LambdaEvent<Value>| {
+        move |event: LambdaEvent<Event>| {
             let f = function.clone();
-            async move { f.handle(event).await }
+            async move { f.handle_event(event).await }
         },
     )));
     match r {
