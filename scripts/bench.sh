@@ -9,7 +9,7 @@
 #       the emulators, builds into target-bench/, runs benches/kinesis/bench.py ARGS with
 #       moto's Python (for boto3)
 #   scripts/bench.sh lambda [ARGS]                the Lambda bootstrap (benches/lambda): init
-#       time and peak RSS for a Kinesis batch (--records N, --runs N)
+#       time and peak RSS for a Kinesis batch (--records N, --runs N), built into target-bench/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "lock" ]]; then
@@ -26,7 +26,7 @@ if [[ "${1:-}" == "kinesis" ]]; then
 fi
 if [[ "${1:-}" == "lambda" ]]; then
     shift
-    cargo build --release --locked -p sluice-cmd --bin sluice --bin sluice-lambda
+    CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd --bin sluice --bin sluice-lambda
     exec python3 benches/lambda/bench.py "$@"
 fi
 cargo build --release --locked --bin sluice

@@ -28,8 +28,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BOOTSTRAP = os.path.join(ROOT, "target/release/sluice-lambda")
-SLUICE = os.path.join(ROOT, "target/release/sluice")
+BOOTSTRAP = os.path.join(ROOT, "target-bench/release/sluice-lambda")
+SLUICE = os.path.join(ROOT, "target-bench/release/sluice")
 CONFIG = os.path.join(ROOT, "benches/lambda/config.jsonnet")
 
 
@@ -116,7 +116,7 @@ def vm_hwm_kib(pid):
     return 0
 
 
-def one_run(event, config):
+def one_run(bootstrap, event, config):
     api = Api(event)
     env = dict(os.environ)
     env.update({
@@ -131,7 +131,7 @@ def one_run(event, config):
         "AWS_REGION": "us-east-1",
     })
     t0 = time.perf_counter()
-    p = subprocess.Popen([BOOTSTRAP], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen([bootstrap], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if not api.done.wait(300):
         p.kill()
         sys.exit("no response: %s" % p.stderr.read().decode())
@@ -159,23 +159,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=10000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--bootstrap", default=BOOTSTRAP, help="the sluice-lambda binary")
+    ap.add_argument("--sluice", default=SLUICE, help="the sluice binary (compiles the config)")
     a = ap.parse_args()
-    for b in (BOOTSTRAP, SLUICE):
+    for b in (a.bootstrap, a.sluice):
         if not os.access(b, os.X_OK):
-            sys.exit("%s is missing: cargo build --release -p sluice-cmd" % b)
+            sys.exit("%s is missing: scripts/bench.sh lambda builds it" % b)
     event = kinesis_event(a.records)
     with tempfile.TemporaryDirectory() as d:
         compiled = os.path.join(d, "config.json")
-        out = subprocess.run([SLUICE, "build", "--stdout", CONFIG], capture_output=True)
+        out = subprocess.run([a.sluice, "build", "--stdout", CONFIG], capture_output=True)
         if out.returncode != 0:
             sys.exit("could not compile the config: %s" % out.stderr.decode())
         with open(compiled, "wb") as f:
             f.write(out.stdout)
         rows = {"jsonnet": [], "json": [], "baseline": []}
         for _ in range(a.runs):
-            rows["baseline"].append(spawn_ms([SLUICE, "--version"]))
-            rows["jsonnet"].append(one_run(event, CONFIG))
-            rows["json"].append(one_run(event, compiled))
+            rows["baseline"].append(spawn_ms([a.sluice, "--version"]))
+            rows["jsonnet"].append(one_run(a.bootstrap, event, CONFIG))
+            rows["json"].append(one_run(a.bootstrap, event, compiled))
     med = statistics.median
     base = med(rows["baseline"])
     print("event: %d Kinesis records of 1 KB (%.1f MB JSON), %d runs, medians [min-max]"

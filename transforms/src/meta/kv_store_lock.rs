@@ -1255,7 +1255,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(testing::run(lock, &["m"]).unwrap(), vec!["m"]);
-        assert_eq!(journal("lock-slow-acquire"), vec!["<ctrl>"], "not processed");
+        assert_eq!(
+            journal("lock-slow-acquire"),
+            vec!["<ctrl>"],
+            "not processed"
+        );
         let key = hex::encode(sha2::Sha256::digest(b"m"));
         assert_eq!(f.records(), vec![(key, "them".to_string(), false)]);
 
