@@ -356,7 +356,7 @@ mod tests {
     const WANT: [&str; 3] = [
         r#"{"id":1,"name":"alice","score":1.5,"ok":true,"day":"1970-01-01","at":"1970-01-01T00:00:00.000Z","price":"12.30","raw":"AP8=","tags":[1,null,3],"user":{"login":"a","age":30},"ratio":0.5}"#,
         r#"{"id":2,"name":null,"score":-2,"ok":false,"day":"2024-01-01","at":"2024-01-02T03:04:05.123Z","price":"-0.05","raw":"aGk=","tags":[],"user":null,"ratio":null}"#,
-        r#"{"id":3,"name":"carol","score":1e300,"ok":true,"day":"1969-12-31","at":"1969-12-31T23:59:59.999Z","price":"0.00","raw":"","tags":null,"user":{"login":"c","age":null},"ratio":2}"#,
+        r#"{"id":3,"name":"carol","score":1e+300,"ok":true,"day":"1969-12-31","at":"1969-12-31T23:59:59.999Z","price":"0.00","raw":"","tags":null,"user":{"login":"c","age":null},"ratio":2}"#,
     ];
 
     fn run(input: Vec<u8>) -> Result<Vec<Message>, TransformError> {
