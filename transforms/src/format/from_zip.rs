@@ -144,13 +144,16 @@ mod tests {
         testing::block_on(p.apply(vec![m]))
     }
 
+    /// A case: its name, the input archive and the files that should come out.
+    type Case<'a> = (&'a str, Vec<u8>, Vec<&'a [u8]>);
+
     const DEFLATED: CompressionMethod = CompressionMethod::Deflated;
     const STORED: CompressionMethod = CompressionMethod::Stored;
 
     #[test]
     fn cases() {
         let big = vec![b'x'; 100_000];
-        let cases: [(&str, Vec<u8>, Vec<&[u8]>); 6] = [
+        let cases: [Case; 6] = [
             (
                 "two files, deflated",
                 archive(&[
