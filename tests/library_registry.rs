@@ -13,12 +13,6 @@ use sluice_config::{LIBRARY_CONDITION_TYPES, LIBRARY_TRANSFORM_TYPES};
 /// Transform types the library can emit that are not implemented yet. Each group is the
 /// subject of a later issue; remove a type here when it is registered.
 const PENDING_TRANSFORMS: &[&str] = &[
-    // Formats that need extra libraries.
-    "format_from_parquet",
-    "format_from_pretty_print",
-    "format_from_zip",
-    // jq.
-    "object_jq",
     // GCP sends.
     "send_gcp_storage",
 ];

@@ -35,7 +35,7 @@ impl FormatFromGzip {
     }
 }
 
-fn describe_limit(limit: u64) -> String {
+pub(crate) fn describe_limit(limit: u64) -> String {
     if limit >= 1 << 30 && limit.is_multiple_of(1 << 30) {
         format!("{} GiB", limit >> 30)
     } else {

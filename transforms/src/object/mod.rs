@@ -1,8 +1,10 @@
-//! The `object_*` family: copy, delete, insert and convert values by key.
+//! The `object_*` family: copy, delete, insert and convert values by key, and reshape the
+//! data with jq.
 
 pub mod copy;
 pub mod delete;
 pub mod insert;
+pub mod jq;
 pub mod to_boolean;
 pub mod to_float;
 pub mod to_integer;
@@ -21,6 +23,7 @@ pub fn register(r: &mut Registry) {
     r.transform("object_copy", ctor!(copy::ObjectCopy));
     r.transform("object_delete", ctor!(delete::ObjectDelete));
     r.transform("object_insert", ctor!(insert::ObjectInsert));
+    r.transform("object_jq", ctor!(jq::ObjectJq));
     r.transform("object_to_boolean", ctor!(to_boolean::ObjectToBoolean));
     r.transform("object_to_float", ctor!(to_float::ObjectToFloat));
     r.transform("object_to_integer", ctor!(to_integer::ObjectToInteger));
