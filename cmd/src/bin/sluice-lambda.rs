@@ -48,6 +48,9 @@ mod tests {
             unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) },
             0
         );
-        assert_eq!(unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) }, 1);
+        assert_eq!(
+            unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) },
+            1
+        );
     }
 }
