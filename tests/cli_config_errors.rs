@@ -54,7 +54,7 @@ fn an_unknown_transform_type_names_the_nearest_valid_ones() {
 ]}"#,
     );
     let out = d.sluice(&["run", "--config", "unk.json"], "{}\n");
-    out.assert_failure("error: unk.json: transforms[1] (object_cpy): unknown transform type \"object_cpy\"; did you mean \"object_copy\", \"object_delete\", \"object_insert\"?\n");
+    out.assert_failure("error: unk.json: transforms[1] (object_cpy): unknown transform type \"object_cpy\"; did you mean \"object_copy\", \"object_jq\", \"object_delete\"?\n");
 }
 
 #[test]

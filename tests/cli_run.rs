@@ -116,7 +116,7 @@ fn a_truncated_gzip_file_is_an_error_naming_the_file() {
     for name in ["cut-trailer.gz", "cut-middle.gz"] {
         let out = d.sluice(&["run", "ok.txt", name], "");
         out.assert_failure(&format!(
-            "error: {name}: truncated gzip stream (unexpected end of file)\n"
+            "error: {name}: gzip: truncated stream (unexpected end of file)\n"
         ));
     }
 }

@@ -3,15 +3,15 @@
 //! Reading happens on its own thread and hands the pipeline bounded batches of messages
 //! through a bounded channel, so memory stays flat however long the input is. Lines are
 //! cut out of large read buffers without copying (each message's data shares the buffer).
-//! A gzip stream is detected by its magic bytes and decompressed; a truncated one is an
-//! error naming the file. A line longer than the limit is an error naming the file and line.
+//! Compressed input (gzip, bzip2, Zstandard, framed Snappy) is detected by its magic bytes
+//! and decompressed (`sluice_cmd::compression`); a truncated stream is an error naming the
+//! file and the format. A line longer than the limit is an error naming the file and line.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use flate2::read::MultiGzDecoder;
 use sluice_engine::Message;
 use tokio::sync::mpsc;
 
@@ -84,16 +84,8 @@ pub fn read_all(
             Source::Stdin => Box::new(io::stdin().lock()),
             Source::File(p) => Box::new(File::open(p).map_err(io_err)?),
         };
-        let mut reader = BufReader::with_capacity(64 * 1024, raw);
-        let gz = {
-            let head = reader.fill_buf().map_err(io_err)?;
-            head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b
-        };
-        let stream: Box<dyn Read> = if gz {
-            Box::new(MultiGzDecoder::new(reader))
-        } else {
-            Box::new(reader)
-        };
+        let reader = BufReader::with_capacity(64 * 1024, raw);
+        let (_, stream) = sluice_cmd::compression::decompressing(reader).map_err(io_err)?;
         if !split_lines(stream, &name, opts, tx)? {
             return Ok(());
         }
@@ -125,7 +117,7 @@ fn split_lines(
             .read_until(b'\n', &mut line)
             .map_err(|error| InputError::Io {
                 source_name: name.to_string(),
-                error: annotate(error),
+                error,
             })?;
         if n == 0 {
             break;
@@ -155,14 +147,6 @@ fn split_lines(
         return Ok(send(tx, &mut batch, opts));
     }
     Ok(true)
-}
-
-fn annotate(e: io::Error) -> io::Error {
-    if e.kind() == io::ErrorKind::UnexpectedEof {
-        io::Error::new(e.kind(), "truncated gzip stream (unexpected end of file)")
-    } else {
-        e
-    }
 }
 
 fn send(tx: &mpsc::Sender<Vec<Message>>, batch: &mut Vec<Message>, opts: ReadOptions) -> bool {

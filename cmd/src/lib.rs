@@ -4,5 +4,6 @@
 //! that runs one invocation through the pipeline; `remote` reads configs at `s3://` and
 //! `https://` URLs, shared with the `sluice` CLI.
 
+pub mod compression;
 pub mod lambda;
 pub mod remote;

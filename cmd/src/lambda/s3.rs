@@ -3,7 +3,8 @@
 //! The notification comes directly (`AWS_S3`), inside SNS messages (`AWS_S3_SNS`), or
 //! inside SQS message bodies (`AWS_S3_SQS`: an S3 event, or an SNS envelope whose `Message`
 //! is one). Each object is read (at most `SLUICE_MAX_OBJECT_BYTES`, 1 GiB by default), a
-//! gzip object is decompressed (detected by its magic bytes; a truncated one is an error),
+//! compressed object (gzip, bzip2, Zstandard, framed Snappy: [`crate::compression`]) is
+//! decompressed (detected by its magic bytes; a truncated one is an error),
 //! and text becomes one message per line (a final newline ends the last line, `\r\n` is a
 //! line end); an object with a NUL byte in its first 8 KiB is binary and is one message.
 //! Unlike Substation, a binary object does not end the processing of the event's other
@@ -17,7 +18,6 @@ use std::io::Read;
 
 use aws_lambda_events::event::sns::SnsEvent;
 use aws_lambda_events::event::sqs::SqsEvent;
-use flate2::read::MultiGzDecoder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sluice_engine::Message;
@@ -171,12 +171,12 @@ async fn read_record(r: &S3EventRecord, max: usize) -> Result<Vec<Message>, Stri
     let data = get_object(&bucket, &key, max)
         .await
         .map_err(|e| format!("{place}: {e}"))?;
-    let data = if data.len() >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+    let data = if let Some(codec) = crate::compression::Codec::detect(&data) {
         let mut out = Vec::with_capacity(data.len() * 4);
-        MultiGzDecoder::new(&data[..])
-            .take(max as u64 + 1)
-            .read_to_end(&mut out)
-            .map_err(|e| format!("{place}: gzip: {e}"))?;
+        codec
+            .reader(&data[..])
+            .and_then(|r| r.take(max as u64 + 1).read_to_end(&mut out))
+            .map_err(|e| format!("{place}: {e}"))?;
         if out.len() > max {
             return Err(format!(
                 "{place}: decompressed, it is larger than {max} bytes"

@@ -1,6 +1,7 @@
-//! A lock store for unit tests whose first `acquire` answers late: it takes the keys in a
-//! sqlite file, then waits until their leases have run out and lets another owner take
-//! them over (as another process would), and only then answers. It is how the lock's
+//! A lock store for unit tests whose `acquire` answers late. With `takeover_by`, the first
+//! call takes the keys in a sqlite file, then waits until their leases have run out and
+//! lets another owner take them over (as another process would), and only then answers;
+//! with `delay_ms`, every call answers that much later. It is how the lock's
 //! handling of an acquisition that outlasts its lease is tested without timing races.
 //! Registered as the `test_slow_sqlite` lock kv store in test builds only.
 
@@ -24,12 +25,17 @@ fn clock_ms() -> i64 {
 struct Settings {
     file: String,
     /// The owner that takes the keys over while the first acquisition is answered.
-    takeover_by: String,
+    #[serde(default)]
+    takeover_by: Option<String>,
+    /// How late every acquisition answers.
+    #[serde(default)]
+    delay_ms: u64,
 }
 
 pub(crate) struct SlowSqliteStore {
     inner: SqliteStore,
-    takeover_by: String,
+    takeover_by: Option<String>,
+    delay: std::time::Duration,
     answered: AtomicBool,
 }
 
@@ -42,6 +48,7 @@ impl SlowSqliteStore {
         Ok(SlowSqliteStore {
             inner: SqliteStore::open(PathBuf::from(&s.file)).map_err(|e| place.error("file", e))?,
             takeover_by: s.takeover_by,
+            delay: std::time::Duration::from_millis(s.delay_ms),
             answered: AtomicBool::new(false),
         })
     }
@@ -64,6 +71,10 @@ impl LockStore for SlowSqliteStore {
             .inner
             .acquire(owner, now_ms, requests, concurrency)
             .await;
+        tokio::time::sleep(self.delay).await;
+        let Some(takeover_by) = &self.takeover_by else {
+            return results;
+        };
         if self.answered.swap(true, Ordering::SeqCst) {
             return results;
         }
@@ -83,7 +94,7 @@ impl LockStore for SlowSqliteStore {
             .collect();
         for r in self
             .inner
-            .acquire(&self.takeover_by, later, &theirs, concurrency)
+            .acquire(takeover_by, later, &theirs, concurrency)
             .await
         {
             assert_eq!(r.expect("the takeover"), Acquired::Taken, "the takeover");

@@ -1267,9 +1267,10 @@ mod tests {
         // an error that says what to change.
         let f = Fixture::new();
         let settings = json!({
-            "kv_store": {"type": "sqlite", "settings": {"file": f.db.to_str().unwrap()}},
+            "kv_store": {"type": "test_slow_sqlite",
+                         "settings": {"file": f.db.to_str().unwrap(), "delay_ms": 60}},
             "ttl_offset": "1h",
-            "lease": "2ms",
+            "lease": "100ms",
             "transforms": record("lock-slow-always"),
         });
         let lock = testing::build(
