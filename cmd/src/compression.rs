@@ -148,7 +148,13 @@ mod tests {
 
     #[test]
     fn anything_else_passes_as_it_is() {
-        for plain in [&b"plain text\n"[..], b"", b"BZ", b"\x1f", b"\xff\x06\x00\x00sNa"] {
+        for plain in [
+            &b"plain text\n"[..],
+            b"",
+            b"BZ",
+            b"\x1f",
+            b"\xff\x06\x00\x00sNa",
+        ] {
             let (codec, out) = read_all(plain);
             assert_eq!(codec, None, "{plain:?}");
             assert_eq!(out.unwrap(), plain);
