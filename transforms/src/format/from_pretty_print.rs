@@ -105,17 +105,17 @@ impl Scanner {
                     b'"' => self.in_string = true,
                     b'{' => self.open.push(b'}'),
                     b'[' => self.open.push(b']'),
-                    b'}' | b']' => match self.open.pop() {
-                        Some(want) if want == c => {}
-                        Some(want) => {
+                    b'}' | b']' => {
+                        // A value is open here (a close at the top level is refused above).
+                        let want = self.open.pop();
+                        if want != Some(c) {
                             return Err(format!(
                                 "unexpected {} at byte {i} of the message, where {} was expected",
                                 show(c),
-                                show(want)
+                                want.map_or_else(|| "nothing".to_string(), show)
                             ));
                         }
-                        None => unreachable!("checked above: a value is open"),
-                    },
+                    }
                     _ => {}
                 }
                 // Keep two tokens that whitespace separated apart (`1 2` must stay

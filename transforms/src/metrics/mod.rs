@@ -18,6 +18,8 @@
 pub mod aws_cloudwatch_embedded_metrics;
 pub mod emf;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, TransformError};
 
@@ -135,6 +137,40 @@ impl Metric {
         extra: Option<(&str, &str)>,
     ) -> Result<(), TransformError> {
         self.destination.write(self, extra, value, unit)
+    }
+}
+
+/// A running sum written as one metric at each ctrl and then reset: what
+/// `utility_metric_bytes` and `utility_metric_count` keep. The sum is taken and reset in
+/// one atomic step, so nothing is lost or counted twice when messages arrive during a
+/// write, and put back when the write fails, so the next ctrl reports it.
+pub struct Tally {
+    metric: Metric,
+    unit: emf::Unit,
+    sum: AtomicU64,
+}
+
+impl Tally {
+    /// A sum of zero, written as `metric` in `unit`.
+    pub fn new(metric: Metric, unit: emf::Unit) -> Tally {
+        Tally {
+            metric,
+            unit,
+            sum: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds `n`.
+    pub fn add(&self, n: u64) {
+        self.sum.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// Writes the sum and starts again from zero.
+    pub fn emit(&self) -> Result<(), TransformError> {
+        let n = self.sum.swap(0, Ordering::AcqRel);
+        self.metric.emit(n, Some(self.unit), None).inspect_err(|_| {
+            self.sum.fetch_add(n, Ordering::AcqRel);
+        })
     }
 }
 

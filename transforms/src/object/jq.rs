@@ -171,11 +171,12 @@ impl ObjectJq {
             }
             results.push(from_val(&v)?);
         }
-        match results.len() {
-            0 => Err(TransformError::failed("jq: no output generated")),
-            1 => Ok(results.pop().expect("one result")),
-            _ => Ok(Value::Array(results)),
+        if results.len() > 1 {
+            return Ok(Value::Array(results));
         }
+        results
+            .pop()
+            .ok_or_else(|| TransformError::failed("jq: no output generated"))
     }
 
     /// The work, on the message in place.
@@ -249,21 +250,19 @@ fn from_num(n: &Num) -> Value {
     match n {
         Num::Int(i) => Value::Number(Number::from(*i as i64)),
         Num::Float(f) => value::number(*f),
-        // Big integers and decimal literals: exact when they fit 64 bits, else a float.
-        Num::BigInt(_) | Num::Dec(_) => {
-            let text = match n {
-                Num::BigInt(b) => b.to_string(),
-                Num::Dec(d) => d.to_string(),
-                _ => unreachable!("matched above"),
-            };
-            if let Ok(i) = text.parse::<i64>() {
-                Value::Number(Number::from(i))
-            } else if let Ok(u) = text.parse::<u64>() {
-                Value::Number(Number::from(u))
-            } else {
-                value::number(text.parse::<f64>().unwrap_or(f64::NAN))
-            }
-        }
+        Num::BigInt(b) => from_number_text(&b.to_string()),
+        Num::Dec(d) => from_number_text(d),
+    }
+}
+
+/// Big integers and decimal literals: exact when they fit 64 bits, else a float.
+fn from_number_text(text: &str) -> Value {
+    if let Ok(i) = text.parse::<i64>() {
+        Value::Number(Number::from(i))
+    } else if let Ok(u) = text.parse::<u64>() {
+        Value::Number(Number::from(u))
+    } else {
+        value::number(text.parse::<f64>().unwrap_or(f64::NAN))
     }
 }
 

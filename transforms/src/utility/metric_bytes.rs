@@ -9,13 +9,11 @@
 //! back if the write fails); and the metric carries `Unit: Bytes`. See `crate::metrics` for
 //! the `metric` settings.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Kind, Message, Transform, TransformError, async_trait};
 
 use crate::metrics::emf::Unit;
-use crate::metrics::{Metric, MetricSettings};
+use crate::metrics::{Metric, MetricSettings, Tally};
 
 /// Settings of `utility_metric_bytes`.
 #[derive(Debug, Default, Deserialize)]
@@ -27,8 +25,7 @@ pub struct Settings {
 
 /// The `utility_metric_bytes` transform.
 pub struct UtilityMetricBytes {
-    metric: Metric,
-    bytes: AtomicU64,
+    tally: Tally,
 }
 
 impl UtilityMetricBytes {
@@ -36,8 +33,7 @@ impl UtilityMetricBytes {
     pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(UtilityMetricBytes {
-            metric: Metric::build(b, s.metric, &[])?,
-            bytes: AtomicU64::new(0),
+            tally: Tally::new(Metric::build(b, s.metric, &[])?, Unit::Bytes),
         })
     }
 }
@@ -46,14 +42,9 @@ impl UtilityMetricBytes {
 impl Transform for UtilityMetricBytes {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
-            let n = self.bytes.swap(0, Ordering::AcqRel);
-            if let Err(e) = self.metric.emit(n, Some(Unit::Bytes), None) {
-                self.bytes.fetch_add(n, Ordering::AcqRel);
-                return Err(e);
-            }
+            self.tally.emit()?;
         } else {
-            self.bytes
-                .fetch_add(msg.data().len() as u64, Ordering::AcqRel);
+            self.tally.add(msg.data().len() as u64);
         }
         out.push(msg);
         Ok(())

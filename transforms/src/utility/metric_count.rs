@@ -8,13 +8,11 @@
 //! and put back if the write fails, so the next ctrl reports it); and the metric carries
 //! `Unit: Count`. See `crate::metrics` for the `metric` settings.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Kind, Message, Transform, TransformError, async_trait};
 
 use crate::metrics::emf::Unit;
-use crate::metrics::{Metric, MetricSettings};
+use crate::metrics::{Metric, MetricSettings, Tally};
 
 /// Settings of `utility_metric_count`.
 #[derive(Debug, Default, Deserialize)]
@@ -26,8 +24,7 @@ pub struct Settings {
 
 /// The `utility_metric_count` transform.
 pub struct UtilityMetricCount {
-    metric: Metric,
-    count: AtomicU64,
+    tally: Tally,
 }
 
 impl UtilityMetricCount {
@@ -35,8 +32,7 @@ impl UtilityMetricCount {
     pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(UtilityMetricCount {
-            metric: Metric::build(b, s.metric, &[])?,
-            count: AtomicU64::new(0),
+            tally: Tally::new(Metric::build(b, s.metric, &[])?, Unit::Count),
         })
     }
 }
@@ -45,13 +41,9 @@ impl UtilityMetricCount {
 impl Transform for UtilityMetricCount {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
-            let n = self.count.swap(0, Ordering::AcqRel);
-            if let Err(e) = self.metric.emit(n, Some(Unit::Count), None) {
-                self.count.fetch_add(n, Ordering::AcqRel);
-                return Err(e);
-            }
+            self.tally.emit()?;
         } else {
-            self.count.fetch_add(1, Ordering::AcqRel);
+            self.tally.add(1);
         }
         out.push(msg);
         Ok(())
