@@ -128,28 +128,29 @@ fn s3_in_sqs_body(body: &str) -> Result<Vec<S3EventRecord>, String> {
     {
         return s3_in_message(inner).map_err(|e| format!("the SNS message in the body: {e}"));
     }
-    s3_in_message(body).map_err(|e| {
-        if e.starts_with("neither") {
-            "the body is neither an S3 event nor an SNS message carrying one".into()
-        } else {
-            e
-        }
-    })
+    s3_records(v)?
+        .ok_or_else(|| "the body is neither an S3 event nor an SNS message carrying one".into())
 }
 
-/// The S3 records of one S3 notification. The `s3:TestEvent` S3 sends to a queue or topic
-/// when notifications are set up has no records (and is no error).
+/// The S3 records of one S3 notification's text.
 fn s3_in_message(text: &str) -> Result<Vec<S3EventRecord>, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("it is not JSON: {e}"))?;
+    s3_records(v)?.ok_or_else(|| "neither an S3 event nor S3's test event".into())
+}
+
+/// The S3 records of a notification; `None` when it is neither an S3 event nor S3's
+/// `s3:TestEvent` (sent to a queue or topic when notifications are set up: no records,
+/// and no error).
+fn s3_records(v: Value) -> Result<Option<Vec<S3EventRecord>>, String> {
     if v.get("Records").is_some() {
         let e: S3Event =
             serde_json::from_value(v).map_err(|e| format!("it is not an S3 event: {e}"))?;
-        return Ok(e.records);
+        return Ok(Some(e.records));
     }
     if v.get("Event").and_then(Value::as_str) == Some("s3:TestEvent") {
-        return Ok(Vec::new());
+        return Ok(Some(Vec::new()));
     }
-    Err("neither an S3 event nor S3's test event".into())
+    Ok(None)
 }
 
 /// Reads one S3 record's object into messages.
