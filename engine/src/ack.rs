@@ -10,19 +10,59 @@
 //! *done*; a send that could not deliver a message marks its tokens *failed* first.
 //! So after a ctrl message has flushed every batch, a tracker that is done and not failed
 //! means: every copy of that message was delivered or deliberately dropped.
+//!
+//! Two additions serve the lock, which must act on a message's fate wherever it is decided
+//! (a send after the lock, a batch flushed by its timer while the input is idle):
+//! - a tracker may carry a **tag**, readable from its tokens: the lock tags its trackers
+//!   with the lock key and its history, so that a send can name an object after the keys
+//!   it holds or look for an earlier attempt's record before sending it again;
+//! - a tracker may have a **watch**, told once when the last copy is gone, so the lock
+//!   commits a key as soon as its message was delivered instead of at the next ctrl.
+//!
+//! A failure is **uncertain** when the destination may have applied the write although it
+//! answered with an error (a 5xx or a timeout after the request went out): the lock then
+//! keeps the key pending for whoever processes the message next to check, instead of
+//! releasing it as never sent. And a tracker knows whether some copy was **accepted** by a
+//! destination, whatever became of the others: the lock tells a message whose sends inside
+//! it delivered (its effect happened) from one that only passed through.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use smallvec::SmallVec;
 
+/// Told when a watched tracker is done (its last token dropped). Called from whatever
+/// thread drops that token, possibly inside another component's critical section: an
+/// implementation must only record the fact (a leaf lock, an atomic, a wake-up).
+pub trait AckWatch: Send + Sync {
+    /// `tracker` is done; its [`AckTracker::status`] is final.
+    fn done(&self, tracker: &Arc<AckTracker>);
+}
+
+/// What a tracker's creator attaches for the message's later handlers to read.
+pub type AckTag = Arc<dyn Any + Send + Sync>;
+
 /// The observer's side: created by whoever wants to know a message's fate.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct AckTracker {
     done: AtomicBool,
     failed: AtomicBool,
+    uncertain: AtomicBool,
+    accepted: AtomicBool,
     reason: Mutex<Option<String>>,
+    tag: Option<AckTag>,
+    watch: Option<Arc<dyn AckWatch>>,
+}
+
+impl std::fmt::Debug for AckTracker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AckTracker")
+            .field("status", &self.status())
+            .field("uncertain", &self.uncertain())
+            .finish()
+    }
 }
 
 /// What became of a tracked message.
@@ -39,7 +79,24 @@ pub enum AckStatus {
 impl AckTracker {
     /// A new tracker and the token to attach to the message.
     pub fn new() -> (Arc<AckTracker>, AckToken) {
-        let tracker = Arc::new(AckTracker::default());
+        Self::build(AckTracker::default())
+    }
+
+    /// A tracker carrying `tag` (readable through [`AckToken::tag`]) and told through
+    /// `watch` when it is done.
+    pub fn watched(
+        tag: Option<AckTag>,
+        watch: Option<Arc<dyn AckWatch>>,
+    ) -> (Arc<AckTracker>, AckToken) {
+        Self::build(AckTracker {
+            tag,
+            watch,
+            ..AckTracker::default()
+        })
+    }
+
+    fn build(t: AckTracker) -> (Arc<AckTracker>, AckToken) {
+        let tracker = Arc::new(t);
         let token = AckToken(Arc::new(TokenInner {
             tracker: tracker.clone(),
         }));
@@ -62,9 +119,48 @@ impl AckTracker {
         }
     }
 
+    /// Whether every copy is gone (the status is final).
+    pub fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// Whether a failure may have been applied by the destination anyway (see the module
+    /// comment). Only meaningful when the status is [`AckStatus::Failed`].
+    pub fn uncertain(&self) -> bool {
+        self.uncertain.load(Ordering::Acquire)
+    }
+
+    /// Whether a destination accepted some copy of the message (a send delivered it),
+    /// whatever became of the other copies.
+    pub fn accepted(&self) -> bool {
+        self.accepted.load(Ordering::Acquire)
+    }
+
     /// Why it failed, when a send said so.
     pub fn failure_reason(&self) -> Option<String> {
         self.reason.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// The tag its creator attached.
+    pub fn tag(&self) -> Option<&AckTag> {
+        self.tag.as_ref()
+    }
+
+    /// Marks the message failed from the observer's side (e.g. it could not be processed
+    /// at all), as a token's [`AckToken::fail`] would.
+    pub fn fail(&self, reason: &str) {
+        mark_failed(self, reason, false);
+    }
+}
+
+fn mark_failed(t: &AckTracker, reason: &str, uncertain: bool) {
+    if uncertain {
+        t.uncertain.store(true, Ordering::Release);
+    }
+    if !t.failed.swap(true, Ordering::AcqRel)
+        && let Ok(mut r) = t.reason.lock()
+    {
+        *r = Some(reason.to_string());
     }
 }
 
@@ -76,6 +172,9 @@ struct TokenInner {
 impl Drop for TokenInner {
     fn drop(&mut self) {
         self.tracker.done.store(true, Ordering::Release);
+        if let Some(w) = &self.tracker.watch {
+            w.done(&self.tracker);
+        }
     }
 }
 
@@ -86,12 +185,26 @@ pub struct AckToken(Arc<TokenInner>);
 impl AckToken {
     /// Marks the tracked message as not delivered.
     pub fn fail(&self, reason: &str) {
-        let t = &self.0.tracker;
-        if !t.failed.swap(true, Ordering::AcqRel)
-            && let Ok(mut r) = t.reason.lock()
-        {
-            *r = Some(reason.to_string());
-        }
+        mark_failed(&self.0.tracker, reason, false);
+    }
+
+    /// Marks the tracked message as not known to be delivered: the destination answered
+    /// with an error after the request may have been applied.
+    pub fn fail_uncertain(&self, reason: &str) {
+        mark_failed(&self.0.tracker, reason, true);
+    }
+
+    /// Records that a destination may have applied the message although it answered with
+    /// an error, without failing it (a retry may still deliver it): should the message end
+    /// up failed, the failure is uncertain.
+    pub fn mark_uncertain(&self) {
+        self.0.tracker.uncertain.store(true, Ordering::Release);
+    }
+
+    /// Records that a destination accepted this copy (a send delivered it; see
+    /// [`AckTracker::accepted`]).
+    pub fn mark_accepted(&self) {
+        self.0.tracker.accepted.store(true, Ordering::Release);
     }
 
     /// The identity of the tracker this token reports to (see [`AckTracker::id`]).
@@ -102,6 +215,11 @@ impl AckToken {
     /// Whether this token reports to `tracker`.
     pub fn reports_to(&self, tracker: &Arc<AckTracker>) -> bool {
         Arc::ptr_eq(&self.0.tracker, tracker)
+    }
+
+    /// The tag of the tracker this token reports to, when it is a `T`.
+    pub fn tag<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.0.tracker.tag.clone()?.downcast::<T>().ok()
     }
 }
 
@@ -115,9 +233,22 @@ pub fn fail_all(acks: &AckSet, reason: &str) {
     }
 }
 
+/// Marks every token in `acks` failed, uncertainly (see [`AckToken::fail_uncertain`]).
+pub fn fail_all_uncertain(acks: &AckSet, reason: &str) {
+    for a in acks {
+        a.fail_uncertain(reason);
+    }
+}
+
+/// The tags of type `T` among `acks`.
+pub fn tags<T: Any + Send + Sync>(acks: &AckSet) -> impl Iterator<Item = Arc<T>> + '_ {
+    acks.iter().filter_map(|a| a.tag::<T>())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
 
     #[test]
     fn done_when_every_copy_is_dropped() {
@@ -128,6 +259,7 @@ mod tests {
         assert_eq!(tracker.status(), AckStatus::Pending);
         drop(copy);
         assert_eq!(tracker.status(), AckStatus::Delivered);
+        assert!(tracker.is_done());
     }
 
     #[test]
@@ -138,6 +270,21 @@ mod tests {
         drop(token);
         assert_eq!(tracker.status(), AckStatus::Failed);
         assert_eq!(tracker.failure_reason().as_deref(), Some("throttled"));
+        assert!(!tracker.uncertain());
+    }
+
+    #[test]
+    fn an_uncertain_failure_is_a_failure_that_says_so() {
+        let (tracker, token) = AckTracker::new();
+        token.fail_uncertain("timed out after sending");
+        token.fail("refused");
+        drop(token);
+        assert_eq!(tracker.status(), AckStatus::Failed);
+        assert!(tracker.uncertain());
+        assert_eq!(
+            tracker.failure_reason().as_deref(),
+            Some("timed out after sending")
+        );
     }
 
     #[test]
@@ -146,5 +293,33 @@ mod tests {
         let (b, _tb) = AckTracker::new();
         assert!(ta.reports_to(&a));
         assert!(!ta.reports_to(&b));
+    }
+
+    #[test]
+    fn tags_are_read_through_tokens_and_watches_hear_of_the_last_drop_once() {
+        struct Count(AtomicUsize);
+        impl AckWatch for Count {
+            fn done(&self, t: &Arc<AckTracker>) {
+                assert!(t.is_done());
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let watch = Arc::new(Count(AtomicUsize::new(0)));
+        let tag: AckTag = Arc::new(String::from("key-1"));
+        let (tracker, token) = AckTracker::watched(Some(tag), Some(watch.clone()));
+        assert_eq!(
+            token.tag::<String>().as_deref().map(String::as_str),
+            Some("key-1")
+        );
+        assert!(token.tag::<u32>().is_none());
+        let mut set = AckSet::new();
+        set.push(token.clone());
+        assert_eq!(tags::<String>(&set).count(), 1);
+        drop(set);
+        assert_eq!(watch.0.load(Ordering::SeqCst), 0);
+        drop(token);
+        assert_eq!(watch.0.load(Ordering::SeqCst), 1);
+        tracker.fail("late");
+        assert_eq!(tracker.status(), AckStatus::Failed);
     }
 }

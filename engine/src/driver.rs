@@ -23,9 +23,14 @@ pub struct RunStats {
     pub elapsed: Duration,
 }
 
+/// The longest the driver waits, after the end of input, for transforms to settle what
+/// they owe (the lock's commits; it bounds the wait by its lease too).
+pub const SETTLE_WAIT: Duration = Duration::from_secs(600);
+
 /// Runs `pipeline` over the batches received from `input` until it closes, then sends a
 /// ctrl. `on_output` gets what comes out of the last transform. When a transform fails,
 /// what the pipeline holds is discarded ([`Pipeline::abort`]) and the error is returned.
+/// Either way the pipeline settles ([`Pipeline::settle`]) before this returns.
 pub async fn drive(
     pipeline: &Pipeline,
     input: mpsc::Receiver<Vec<Message>>,
@@ -35,6 +40,7 @@ pub async fn drive(
     if let Err(e) = &r {
         pipeline.abort(&e.to_string()).await;
     }
+    pipeline.settle(Instant::now() + SETTLE_WAIT).await;
     r
 }
 

@@ -17,6 +17,7 @@ pub mod ack;
 pub mod batch;
 pub mod driver;
 pub mod error;
+pub mod invocation;
 pub mod json;
 pub mod message;
 pub mod path;

@@ -208,6 +208,16 @@ impl Pipeline {
         }
     }
 
+    /// Lets every stateful transform finish what it owes for messages that left it (see
+    /// [`Transform::settle`]), waiting at most until `until`.
+    pub async fn settle(&self, until: Instant) {
+        for s in &self.stages {
+            if let Stage::Stateful(step) = s {
+                step.transform.settle(until).await;
+            }
+        }
+    }
+
     /// The earliest deadline of any batch held by a stateful transform.
     pub fn deadline(&self) -> Option<Instant> {
         self.stages

@@ -47,12 +47,19 @@ pub fn run_pipeline(p: &Pipeline, inputs: &[&str]) -> Result<Vec<String>, Transf
         .map(|s| Message::new(s.as_bytes().to_vec()))
         .collect();
     msgs.push(Message::ctrl());
-    let out = block_on(p.apply(msgs))?;
-    Ok(out
-        .iter()
-        .filter(|m| !m.is_ctrl())
-        .map(|m| String::from_utf8_lossy(m.data()).into_owned())
-        .collect())
+    // What came out is dropped before the pipeline settles: a lock commits the keys of
+    // messages once every copy of them is gone.
+    block_on(async {
+        let out = p.apply(msgs).await.map(|out| {
+            out.iter()
+                .filter(|m| !m.is_ctrl())
+                .map(|m| String::from_utf8_lossy(m.data()).into_owned())
+                .collect()
+        });
+        p.settle(std::time::Instant::now() + std::time::Duration::from_secs(60))
+            .await;
+        out
+    })
 }
 
 /// Asserts the behaviour every transform shares: a ctrl message comes out exactly once and

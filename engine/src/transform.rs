@@ -103,6 +103,16 @@ pub trait Transform: Send + Sync + 'static {
     /// whose flush failed keeps the undelivered items so that `meta_retry` can retry the
     /// flush; `abort` is what drops them when nothing retries.
     async fn abort(&self, _reason: &str) {}
+
+    /// Finishes what the transform owes for messages that already left it, waiting at most
+    /// until `until`: `meta_kv_store_lock` commits the keys of messages delivered after it
+    /// (a send later in the pipeline) and releases those of messages that failed there.
+    ///
+    /// Input adapters call it (through [`crate::Pipeline::settle`]) after the ctrl that ends
+    /// their input went through the whole pipeline and its outputs were dropped, before
+    /// they report to the source. It never fails: what it could not finish it logs, and the
+    /// transform keeps trying on later calls.
+    async fn settle(&self, _until: Instant) {}
 }
 
 /// `Transform::transform` for a transform whose work is in

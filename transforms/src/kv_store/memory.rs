@@ -24,9 +24,12 @@ use lru::LruCache;
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Value, async_trait};
 
+use sluice_lock_protocol::{self as protocol, Change};
+
 use super::item::{ItemError, ItemStore};
 use super::{
-    AcquireRequest, Acquired, KvPlace, LockRecord, LockStatus, LockStore, Settled, StoreError,
+    AcquireRequest, Acquired, CommitRequest, KvPlace, LockRecord, LockStore, RenewRequest, Settled,
+    StoreError,
 };
 
 /// Substation's default `capacity`.
@@ -107,21 +110,26 @@ impl Locks {
         self.swept_at_len = self.records.len();
     }
 
-    fn settle(
+    /// Applies `change` to `key` by the protocol's rules.
+    fn change(&mut self, owner: &str, key: &str, change: &Change) -> Settled {
+        let (next, outcome) = protocol::change(self.records.get(key), owner, change);
+        match next {
+            Some(r) => {
+                self.records.insert(key.to_string(), r);
+            }
+            None => {
+                self.records.remove(key);
+            }
+        }
+        outcome
+    }
+
+    fn change_all<'k>(
         &mut self,
         owner: &str,
-        keys: &[String],
-        mut on_ours: impl FnMut(&mut Locks, &str),
+        changes: impl Iterator<Item = (&'k str, Change)>,
     ) -> Vec<Settled> {
-        keys.iter()
-            .map(|k| match self.records.get(k) {
-                Some(r) if r.owner == owner && matches!(r.status, LockStatus::Pending { .. }) => {
-                    on_ours(self, k);
-                    Settled::Ok
-                }
-                other => Settled::NotOwner(other.cloned()),
-            })
-            .collect()
+        changes.map(|(k, c)| self.change(owner, k, &c)).collect()
     }
 }
 
@@ -142,22 +150,15 @@ impl LockStore for MemoryStore {
             l.sweep(now_ms);
             requests
                 .iter()
-                .map(|r| match l.records.get(&r.key) {
-                    Some(held) if held.blocks(now_ms) => Ok(Acquired::Held(Some(held.clone()))),
-                    _ => {
-                        l.records.insert(
-                            r.key.clone(),
-                            LockRecord {
-                                owner: owner.to_string(),
-                                status: LockStatus::Pending {
-                                    lease_until_ms: r.lease_until_ms,
-                                },
-                                ttl: r.ttl,
-                            },
-                        );
-                        Ok(Acquired::Taken)
-                    }
-                })
+                .map(
+                    |r| match protocol::acquire(l.records.get(&r.key), owner, now_ms, r) {
+                        Ok((record, taken)) => {
+                            l.records.insert(r.key.clone(), record);
+                            Ok(taken)
+                        }
+                        Err(holder) => Ok(Acquired::Held(Some(holder))),
+                    },
+                )
                 .collect()
         })
     }
@@ -165,15 +166,38 @@ impl LockStore for MemoryStore {
     async fn commit(
         &self,
         owner: &str,
-        keys: &[String],
+        requests: &[CommitRequest],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
         Ok(self.with(|l| {
-            l.settle(owner, keys, |l, k| {
-                if let Some(r) = l.records.get_mut(k) {
-                    r.status = LockStatus::Committed;
-                }
-            })
+            l.change_all(
+                owner,
+                requests
+                    .iter()
+                    .map(|r| (r.key.as_str(), Change::Commit { ttl: r.ttl })),
+            )
+        }))
+    }
+
+    async fn renew(
+        &self,
+        owner: &str,
+        requests: &[RenewRequest],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        Ok(self.with(|l| {
+            l.change_all(
+                owner,
+                requests.iter().map(|r| {
+                    (
+                        r.key.as_str(),
+                        Change::Renew {
+                            ttl: r.ttl,
+                            lease_until_ms: r.lease_until_ms,
+                        },
+                    )
+                }),
+            )
         }))
     }
 
@@ -183,11 +207,16 @@ impl LockStore for MemoryStore {
         keys: &[String],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        Ok(self.with(|l| {
-            l.settle(owner, keys, |l, k| {
-                l.records.remove(k);
-            })
-        }))
+        Ok(self.with(|l| l.change_all(owner, keys.iter().map(|k| (k.as_str(), Change::Release)))))
+    }
+
+    async fn abandon(
+        &self,
+        owner: &str,
+        keys: &[String],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        Ok(self.with(|l| l.change_all(owner, keys.iter().map(|k| (k.as_str(), Change::Abandon)))))
     }
 }
 
@@ -318,7 +347,7 @@ mod tests {
                     lease_until_ms: i64::MAX / 2,
                 };
                 let r = store.acquire(&format!("o{i}"), 0, &[req], 1).await;
-                matches!(r[0], Ok(Acquired::Taken))
+                matches!(r[0], Ok(Acquired::Taken { .. }))
             }));
         }
         let mut taken = 0;
@@ -340,8 +369,15 @@ mod tests {
             })
             .collect();
         store.acquire("o", 0, &reqs, 1).await;
-        let keys: Vec<String> = (0..3000).map(|i| format!("k{i}")).collect();
-        store.commit("o", &keys, 1).await.unwrap();
+        let commits: Vec<CommitRequest> = reqs
+            .iter()
+            .map(|r| CommitRequest {
+                key: r.key.clone(),
+                ttl: r.ttl,
+                note: None,
+            })
+            .collect();
+        store.commit("o", &commits, 1).await.unwrap();
         // A later acquisition at 20 s sweeps the expired ones.
         let more = [AcquireRequest {
             key: "new".into(),

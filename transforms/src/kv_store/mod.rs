@@ -1,39 +1,21 @@
-//! kv stores: where `meta_kv_store_lock` keeps its locks, and where the
-//! `enrich_kv_store_*` transforms read and write items ([`item`]: the item interface,
-//! the stores that hold items and the read-only file stores).
+//! kv stores: where `meta_kv_store_lock` keeps its locks ([`lock`]: the lock store
+//! interface, the rules every lock store applies, and the stores that only hold locks),
+//! and where the `enrich_kv_store_*` transforms read and write items ([`item`]: the item
+//! interface, the stores that hold items and the read-only file stores).
 //!
 //! A kv store is configured like a transform, `{type, settings}`, with Substation's type
-//! names. Three can hold locks: `aws_dynamodb` (shared between processes and machines),
-//! `memory` (one process) and `sqlite` (an embedded database file: shared between the
-//! processes of one machine and kept across runs, with no server).
-//!
-//! # The lock record
-//!
-//! Every lock store keeps, per key: the `owner` that took it (unique per lock instance and
-//! process), its `status` (pending until the messages it guards were delivered, then
-//! committed), `lease_until` (pending locks only: after it, the lock may be taken over, so
-//! a crashed owner's messages are not lost until the TTL) and `ttl` (epoch seconds: after
-//! it, the lock no longer blocks anything, whatever the store's own expiry does).
-//!
-//! Acquisition is a conditional write that succeeds when the key is absent, its `ttl` has
-//! passed, or it is pending with an expired lease. Commit and release are conditional on
-//! the owner, so a process never commits or deletes a lock another process took over.
-//! Times are passed in by the caller (`now_ms`), which keeps every store's conditions
-//! testable without waiting.
+//! names. `memory` and `aws_dynamodb` hold both locks and items (in separate records);
+//! `sqlite` holds locks only; the file stores are read-only item stores.
 
 pub mod aws_dynamodb;
 pub mod aws_dynamodb_item;
-pub mod co_commit;
-pub mod contract;
 pub mod csv_file;
 pub mod file;
 pub mod item;
 pub mod json_file;
+pub mod lock;
 pub mod memory;
 pub mod mmdb;
-pub mod sqlite;
-#[cfg(test)]
-pub(crate) mod test_slow_sqlite;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod text_file;
@@ -42,153 +24,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use sluice_engine::{Build, ConfigError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, Value};
 
-/// Whether a lock is waiting for its messages' delivery or done.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockStatus {
-    /// Taken; the guarded messages are on their way. Carries the lease end (epoch ms).
-    Pending {
-        /// After this (epoch milliseconds) another owner may take the key over.
-        lease_until_ms: i64,
-    },
-    /// The guarded messages were delivered.
-    Committed,
-}
-
-/// A lock as a store holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LockRecord {
-    /// Who took it.
-    pub owner: String,
-    /// Pending or committed.
-    pub status: LockStatus,
-    /// Epoch seconds after which the lock no longer blocks anything.
-    pub ttl: i64,
-}
-
-impl LockRecord {
-    /// Whether the record still blocks an acquisition at `now_ms`.
-    pub fn blocks(&self, now_ms: i64) -> bool {
-        if self.ttl.saturating_mul(1000) <= now_ms {
-            return false;
-        }
-        match self.status {
-            LockStatus::Committed => true,
-            LockStatus::Pending { lease_until_ms } => lease_until_ms >= now_ms,
-        }
-    }
-}
-
-/// One key to acquire.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AcquireRequest {
-    /// The lock key (prefix included).
-    pub key: String,
-    /// Epoch seconds stored as the lock's TTL.
-    pub ttl: i64,
-    /// Epoch milliseconds stored as the lease end.
-    pub lease_until_ms: i64,
-}
-
-/// What an acquisition found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Acquired {
-    /// The key is ours now (pending).
-    Taken,
-    /// Someone holds it (possibly us, from an earlier message); the record as the store
-    /// returned it (`None` when the store could not say, e.g. it vanished meanwhile).
-    Held(Option<LockRecord>),
-}
-
-/// The outcome of committing or releasing one key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Settled {
-    /// Done.
-    Ok,
-    /// The key is not ours (any more): another owner took it over after our lease expired,
-    /// or it is gone. Nothing was changed.
-    NotOwner(Option<LockRecord>),
-}
-
-/// A lock store's failure, after its own retries.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreError(pub String);
-
-/// Where locks are kept.
-#[async_trait]
-pub trait LockStore: Send + Sync + 'static {
-    /// A short description for logs and errors, e.g. `aws_dynamodb table locks`.
-    fn describe(&self) -> String;
-
-    /// Tries to take each key for `owner`, with at most `concurrency` store calls in flight.
-    /// One result per request, in order. Keys in one call are distinct.
-    async fn acquire(
-        &self,
-        owner: &str,
-        now_ms: i64,
-        requests: &[AcquireRequest],
-        concurrency: usize,
-    ) -> Vec<Result<Acquired, StoreError>>;
-
-    /// Marks `owner`'s pending locks on `keys` committed, with at most `concurrency` store
-    /// calls in flight. One result per key, in order. An `Err` means the store failed for
-    /// the call as a whole (after retries).
-    async fn commit(
-        &self,
-        owner: &str,
-        keys: &[String],
-        concurrency: usize,
-    ) -> Result<Vec<Settled>, StoreError>;
-
-    /// Deletes `owner`'s pending locks on `keys`, like [`LockStore::commit`].
-    async fn release(
-        &self,
-        owner: &str,
-        keys: &[String],
-        concurrency: usize,
-    ) -> Result<Vec<Settled>, StoreError>;
-
-    /// The DynamoDB table behind this store, when it is one: a DynamoDB send can then
-    /// commit a lock in the same transaction as its items ([`co_commit`]).
-    fn dynamodb(&self) -> Option<&aws_dynamodb::DynamoDbStore> {
-        None
-    }
-}
-
-/// Builds the lock store configured in `field` (a `{type, settings}` object).
-pub fn lock_store(
-    b: &Build<'_>,
-    field: &str,
-    cfg: &Value,
-) -> Result<Arc<dyn LockStore>, ConfigError> {
-    let (type_name, settings, place) = kv_config(b, field, cfg)?;
-    let settings = &settings;
-    match type_name {
-        "memory" => memory::MemoryStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
-        "sqlite" => sqlite::SqliteStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
-        "aws_dynamodb" => {
-            aws_dynamodb::DynamoDbStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>)
-        }
-        #[cfg(test)]
-        "test_slow_sqlite" => test_slow_sqlite::SlowSqliteStore::build(&place, settings)
-            .map(|s| Arc::new(s) as Arc<dyn LockStore>),
-        "csv_file" | "json_file" | "text_file" | "mmdb" => Err(b.field_error(
-            &format!("{field}.type"),
-            format!(
-                "the {type_name} kv store is read-only and cannot hold locks; use aws_dynamodb, sqlite or memory"
-            ),
-        )),
-        other => Err(unknown_type(
-            b,
-            field,
-            "lock kv store",
-            other,
-            &["aws_dynamodb", "sqlite", "memory"],
-        )),
-    }
-}
+pub use lock::{
+    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, LockTicket, Prior,
+    RenewRequest, Settled, StoreError, contract, lock_store, sqlite,
+};
 
 /// A kv store config `{type, settings}` in `field` taken apart: its type name, its settings
 /// (an empty object when absent) and the place its settings' errors name.

@@ -148,6 +148,10 @@ impl Transform for MetaErr {
     async fn abort(&self, reason: &str) {
         self.inner.abort(reason).await;
     }
+
+    async fn settle(&self, until: Instant) {
+        self.inner.settle(until).await;
+    }
 }
 
 #[cfg(test)]

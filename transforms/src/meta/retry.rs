@@ -185,6 +185,10 @@ impl Transform for MetaRetry {
     async fn abort(&self, reason: &str) {
         self.inner.abort(reason).await;
     }
+
+    async fn settle(&self, until: Instant) {
+        self.inner.settle(until).await;
+    }
 }
 
 #[cfg(test)]

@@ -241,6 +241,12 @@ impl Transform for MetaSwitch {
             case.pipeline.abort(reason).await;
         }
     }
+
+    async fn settle(&self, until: Instant) {
+        for case in &self.cases {
+            case.pipeline.settle(until).await;
+        }
+    }
 }
 
 #[cfg(test)]

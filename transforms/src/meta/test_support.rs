@@ -186,6 +186,10 @@ struct SendSettings {
     name: String,
     /// The first this-many flushes fail.
     fail_flushes: u32,
+    /// Failed flushes may have delivered (a 5xx after the write applied).
+    uncertain: bool,
+    /// Flush when this many messages are held, not only at ctrl.
+    flush_at: Option<usize>,
 }
 
 /// A send: passes data on, keeps a copy until ctrl, then "delivers" (notes `sent:<data>`).
@@ -210,19 +214,35 @@ impl Send {
 impl Transform for Send {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if !msg.is_ctrl() {
-            self.held.lock().unwrap().push(msg.clone());
+            let full = {
+                let mut held = self.held.lock().unwrap();
+                held.push(msg.clone());
+                self.s.flush_at.is_some_and(|n| held.len() >= n)
+            };
             out.push(msg);
+            if full {
+                let mut flushed = Vec::new();
+                self.transform(Message::ctrl(), &mut flushed).await?;
+            }
             return Ok(());
         }
         let batch = std::mem::take(&mut *self.held.lock().unwrap());
         if self.failures.fetch_add(1, Ordering::SeqCst) < self.s.fail_flushes {
             for m in &batch {
+                if self.s.uncertain {
+                    for t in m.acks() {
+                        t.mark_uncertain();
+                    }
+                }
                 m.fail_acks("delivery failed");
             }
             *self.held.lock().unwrap() = batch;
             return Err(TransformError::failed("delivery failed"));
         }
         for m in batch {
+            for t in m.acks() {
+                t.mark_accepted();
+            }
             note(&self.s.name, format!("sent:{}", text(&m)));
         }
         out.push(msg);

@@ -30,7 +30,8 @@
 //! and the lock committed, or neither. A crash can then never leave an item written whose
 //! lock is still pending (which a redelivery would write again), nor a committed lock whose
 //! items were not written: the sink is exactly-once across crashes (DESIGN.md, "The lock",
-//! item 7). The lock learns of these commits through [`crate::kv_store::co_commit`] and skips
+//! item 7). The send finds each item's lock in its message's lock ticket
+//! ([`crate::kv_store::lock::ticket`]) and marks it committed, so the lock skips
 //! them at its checkpoint. The commit is conditional on the lock's owner: if another
 //! process took the lock over (our lease ran out), the transaction is cancelled for that
 //! message, its items are not written and its acknowledgement fails.
@@ -63,8 +64,8 @@ use super::aws_records::{AwsSettings, Stream, check_role, non_empty, put_with_re
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::AwsTarget;
 use crate::aws::parse_dynamodb_table;
+use crate::kv_store::LockTicket;
 use crate::kv_store::aws_dynamodb::Cancel;
-use crate::kv_store::co_commit::{self, LockRef};
 
 /// Most items in one `BatchWriteItem` call.
 pub const MAX_BATCH_ITEMS: usize = 25;
@@ -317,7 +318,7 @@ impl DynamoDbPut {
         &self,
         client: &Client,
         schema: &[String],
-        items: Vec<(usize, Item, Vec<Arc<LockRef>>)>,
+        items: Vec<(usize, Item, Vec<Arc<LockTicket>>)>,
         bad: &mut Failed,
     ) {
         let mut groups: Vec<Group> = Vec::new();
@@ -437,7 +438,7 @@ impl DynamoDbPut {
                 }
                 for l in &g.locks {
                     let store = l.store.dynamodb().expect("checked when grouped");
-                    match store.co_commit_write(&l.owner, &l.key) {
+                    match store.co_commit_write(l) {
                         Ok(w) => {
                             writes.push(w);
                             owners.push((gi, Some(l)));
@@ -572,7 +573,7 @@ struct Group {
     puts: Vec<(usize, Vec<AttributeValue>, Item)>,
     /// Indexes of items a later item with the same primary key replaced.
     replaced: Vec<usize>,
-    locks: Vec<Arc<LockRef>>,
+    locks: Vec<Arc<LockTicket>>,
     bytes: usize,
 }
 
@@ -691,34 +692,16 @@ impl Destination for DynamoDbPut {
         let client = self.aws.client(Client::new).await?;
         let schema = self.key_schema(client).await?;
         let (items, mut bad) = self.parse_batch(batch, schema);
-        if let Err((failed, e)) = self.batch_write(client, schema, &items).await {
-            bad.add(failed, e);
-        }
-        bad.into_result()
-    }
-
-    fn tracks_origins(&self) -> bool {
-        self.transactional
-    }
-
-    async fn send_tracked(
-        &self,
-        batch: &Outgoing,
-        origins: &[Vec<usize>],
-    ) -> Result<(), SendError> {
         if !self.transactional {
-            return self.send(batch).await;
+            if let Err((failed, e)) = self.batch_write(client, schema, &items).await {
+                bad.add(failed, e);
+            }
+            return bad.into_result();
         }
-        let client = self.aws.client(Client::new).await?;
-        let schema = self.key_schema(client).await?;
-        let (items, mut bad) = self.parse_batch(batch, schema);
-        let items: Vec<(usize, Item, Vec<Arc<LockRef>>)> = items
+        let items: Vec<(usize, Item, Vec<Arc<LockTicket>>)> = items
             .into_iter()
             .map(|(i, it)| {
-                let locks = origins
-                    .get(i)
-                    .map(|o| o.iter().filter_map(|&t| co_commit::lookup(t)).collect())
-                    .unwrap_or_default();
+                let locks = batch.locks.of(i).map(<[_]>::to_vec).unwrap_or_default();
                 (i, it, locks)
             })
             .collect();
@@ -892,6 +875,7 @@ mod tests {
         Outgoing {
             key: String::new(),
             items: items.iter().map(|i| Bytes::from(i.to_string())).collect(),
+            ..Default::default()
         }
     }
 
@@ -1112,13 +1096,24 @@ mod tests {
         Arc::new(DynamoDbStore::from_settings(&settings).unwrap())
     }
 
-    /// Registers a lock on `key` for a fresh tracker id; returns the id and the lock.
-    fn lock(key: &str) -> (usize, Arc<LockRef>) {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1 << 40);
-        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let l = Arc::new(LockRef::new(lock_store(), "me".into(), key.into()));
-        co_commit::register(id, l.clone());
-        (id, l)
+    /// A lock ticket for "me"'s lock on `key`.
+    fn lock(key: &str) -> Arc<LockTicket> {
+        Arc::new(LockTicket::new(
+            key.into(),
+            2_000_000_000,
+            0,
+            None,
+            lock_store(),
+            "me".into(),
+        ))
+    }
+
+    /// A batch whose item `i` carries the locks `locks[i]`.
+    fn locked(items: &[&str], locks: Vec<Vec<Arc<LockTicket>>>) -> Outgoing {
+        Outgoing {
+            locks: super::super::batcher::ItemLocks::PerItem(locks),
+            ..batch(items)
+        }
     }
 
     /// Each transaction as (sink pks, lock keys committed).
@@ -1159,18 +1154,22 @@ mod tests {
             .then_output(|| TransactWriteItemsOutput::builder().build());
         let d = describe(false);
         let p = put(&[&rule, &d]).transactional(4);
-        let (a, la) = lock("A");
-        let (b, lb) = lock("B");
+        let (la, lb) = (lock("A"), lock("B"));
         // A has two items (the second "x" replaces the first), B one.
-        p.send_tracked(
-            &batch(&[
+        p.send(&locked(
+            &[
                 r#"{"pk":"x"}"#,
                 r#"{"pk":"y"}"#,
                 r#"{"pk":"x","v":2}"#,
                 r#"{"pk":"z"}"#,
-            ]),
-            &[vec![a], vec![a], vec![a], vec![b]],
-        )
+            ],
+            vec![
+                vec![la.clone()],
+                vec![la.clone()],
+                vec![la.clone()],
+                vec![lb.clone()],
+            ],
+        ))
         .await
         .unwrap();
         assert_eq!(
@@ -1181,7 +1180,6 @@ mod tests {
             )]
         );
         assert!(la.is_committed() && lb.is_committed());
-        co_commit::unregister([a, b]);
     }
 
     #[tokio::test]
@@ -1213,13 +1211,12 @@ mod tests {
             .build();
         let d = describe(false);
         let p = put(&[&rule, &d]).transactional(4);
-        let (a, la) = lock("A");
-        let (b, lb) = lock("B");
+        let (la, lb) = (lock("A"), lock("B"));
         let e = p
-            .send_tracked(
-                &batch(&[r#"{"pk":"x"}"#, r#"{"pk":"z"}"#]),
-                &[vec![a], vec![b]],
-            )
+            .send(&locked(
+                &[r#"{"pk":"x"}"#, r#"{"pk":"z"}"#],
+                vec![vec![la.clone()], vec![lb.clone()]],
+            ))
             .await
             .unwrap_err();
         assert_eq!(
@@ -1237,7 +1234,6 @@ mod tests {
             (vec!["z".to_string()], vec!["B".to_string()])
         );
         assert!(!la.is_committed() && lb.is_committed());
-        co_commit::unregister([a, b]);
     }
 
     #[tokio::test]
@@ -1247,7 +1243,7 @@ mod tests {
         let d = describe(false);
         let p = put(&[&rule, &d]).transactional(4);
         let e = p
-            .send_tracked(&batch(&[r#"{"pk":"x"}"#]), &[vec![]])
+            .send(&locked(&[r#"{"pk":"x"}"#], vec![vec![]]))
             .await
             .unwrap_err();
         assert!(
@@ -1255,11 +1251,11 @@ mod tests {
             "{}",
             e.error
         );
-        let (a, _) = lock("A");
+        let a = lock("A");
         let items: Vec<String> = (0..100).map(|i| format!(r#"{{"pk":"{i}"}}"#)).collect();
         let refs: Vec<&str> = items.iter().map(String::as_str).collect();
         let e = p
-            .send_tracked(&batch(&refs), &vec![vec![a]; 100])
+            .send(&locked(&refs, vec![vec![a]; 100]))
             .await
             .unwrap_err();
         assert!(
@@ -1270,7 +1266,6 @@ mod tests {
             e.error
         );
         assert_eq!(rule.num_calls(), 0);
-        co_commit::unregister([a]);
     }
 
     #[tokio::test]
@@ -1282,23 +1277,22 @@ mod tests {
         let d = describe(false);
         let p = put(&[&rule, &d]).transactional(1);
         // 60 messages of one item each: 50 fit in a transaction (100 writes).
-        let locks: Vec<(usize, Arc<LockRef>)> = (0..60).map(|i| lock(&format!("k{i}"))).collect();
+        let locks: Vec<Arc<LockTicket>> = (0..60).map(|i| lock(&format!("k{i}"))).collect();
         let items: Vec<String> = (0..60)
             .map(|i| format!(r#"{{"pk":"{}"}}"#, i % 55))
             .collect();
         let refs: Vec<&str> = items.iter().map(String::as_str).collect();
-        let origins: Vec<Vec<usize>> = locks.iter().map(|(id, _)| vec![*id]).collect();
-        p.send_tracked(&batch(&refs), &origins).await.unwrap();
+        let per_item: Vec<Vec<Arc<LockTicket>>> = locks.iter().map(|l| vec![l.clone()]).collect();
+        p.send(&locked(&refs, per_item)).await.unwrap();
         let seen = seen.lock().unwrap();
         let sizes: Vec<(usize, usize)> = seen.iter().map(|(p, c)| (p.len(), c.len())).collect();
         assert_eq!(sizes, vec![(50, 50), (10, 10)]);
-        assert!(locks.iter().all(|(_, l)| l.is_committed()));
-        co_commit::unregister(locks.iter().map(|(id, _)| *id));
+        assert!(locks.iter().all(|l| l.is_committed()));
         // Waves: the second transaction rewrites pk "0".."4", so it waits for the first.
         let groups: Vec<Group> = (0..60)
             .map(|i| Group {
                 puts: vec![(i, vec![s(&(i % 55).to_string())], Item::new())],
-                locks: vec![lock(&format!("w{i}")).1],
+                locks: vec![lock(&format!("w{i}"))],
                 ..Default::default()
             })
             .collect();
@@ -1309,7 +1303,7 @@ mod tests {
         let disjoint: Vec<Group> = (0..60)
             .map(|i| Group {
                 puts: vec![(i, vec![s(&i.to_string())], Item::new())],
-                locks: vec![lock(&format!("d{i}")).1],
+                locks: vec![lock(&format!("d{i}"))],
                 ..Default::default()
             })
             .collect();

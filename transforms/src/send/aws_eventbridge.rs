@@ -346,6 +346,7 @@ mod tests {
         Outgoing {
             key: String::new(),
             items: items.iter().map(|i| Bytes::from(i.to_string())).collect(),
+            ..Default::default()
         }
     }
 

@@ -587,6 +587,7 @@ pub(crate) mod tests {
         Outgoing {
             key: key.into(),
             items: items.iter().map(|i| Bytes::from(i.to_string())).collect(),
+            ..Default::default()
         }
     }
 

@@ -526,6 +526,7 @@ mod tests {
         Outgoing {
             key: String::new(),
             items: items.iter().map(|i| Bytes::copy_from_slice(i)).collect(),
+            ..Default::default()
         }
     }
 

@@ -406,6 +406,7 @@ mod tests {
         Outgoing {
             key: key.to_string(),
             items: items.iter().map(|i| Bytes::from(i.to_string())).collect(),
+            ..Default::default()
         }
     }
 

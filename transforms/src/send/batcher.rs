@@ -42,7 +42,7 @@
 //! closed and the auxiliary list sees one batch at a time.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -53,13 +53,67 @@ use sluice_engine::{
     async_trait, value,
 };
 
+use crate::kv_store::LockTicket;
+use crate::kv_store::lock::ticket::tickets;
+
 /// One closed batch, as a destination sees it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Outgoing {
     /// The batch key (`""` when no `object.batch_key` is configured or the value is absent).
     pub key: String,
     /// The items, in order.
     pub items: Vec<Bytes>,
+    /// The `meta_kv_store_lock` locks guarding the items (see [`ItemLocks`]).
+    pub locks: ItemLocks,
+}
+
+/// The locks guarding a batch's items: the lock tickets among their messages' tokens
+/// ([`crate::kv_store::lock::ticket`]). Empty when no item went through a lock.
+#[derive(Debug, Clone, Default)]
+pub enum ItemLocks {
+    /// No item carries a lock.
+    #[default]
+    None,
+    /// Item `i`'s locks are `[i]` (without auxiliary transforms).
+    PerItem(Vec<Vec<Arc<LockTicket>>>),
+    /// The locks of the batch's messages, which auxiliary transforms turned into items
+    /// that no longer map one to one.
+    Batch(Vec<Arc<LockTicket>>),
+}
+
+impl ItemLocks {
+    /// Every lock of the batch, in item order (an item's first).
+    pub fn all(&self) -> Vec<Arc<LockTicket>> {
+        match self {
+            ItemLocks::None => Vec::new(),
+            ItemLocks::PerItem(per) => per.iter().flatten().cloned().collect(),
+            ItemLocks::Batch(all) => all.clone(),
+        }
+    }
+
+    /// Item `i`'s locks, when the mapping is known.
+    pub fn of(&self, i: usize) -> Option<&[Arc<LockTicket>]> {
+        match self {
+            ItemLocks::PerItem(per) => per.get(i).map(Vec::as_slice),
+            _ => None,
+        }
+    }
+
+    /// Whether every item carries a lock (only known without auxiliary transforms).
+    pub fn every_item_locked(&self) -> bool {
+        matches!(self, ItemLocks::PerItem(per) if per.iter().all(|l| !l.is_empty()))
+    }
+
+    fn of_messages<'a>(msgs: impl Iterator<Item = &'a Message>, per_item: bool) -> ItemLocks {
+        let per: Vec<Vec<Arc<LockTicket>>> = msgs.map(|m| tickets(m.acks()).collect()).collect();
+        if per.iter().all(Vec::is_empty) {
+            ItemLocks::None
+        } else if per_item {
+            ItemLocks::PerItem(per)
+        } else {
+            ItemLocks::Batch(per.into_iter().flatten().collect())
+        }
+    }
 }
 
 impl Outgoing {
@@ -86,6 +140,11 @@ pub struct SendError {
     pub undelivered: Undelivered,
     /// Why.
     pub error: TransformError,
+    /// Whether the destination may have applied them anyway: it answered with an error (a
+    /// 5xx, a timeout) after the request went out. The messages' acknowledgements then say
+    /// so if they end up failed, and a lock leaves their keys for the next attempt to check
+    /// instead of releasing them.
+    pub uncertain: bool,
 }
 
 impl SendError {
@@ -94,7 +153,14 @@ impl SendError {
         SendError {
             undelivered: Undelivered::Items(indexes),
             error,
+            uncertain: false,
         }
+    }
+
+    /// The same failure, which may have been applied.
+    pub fn uncertain(mut self, uncertain: bool) -> Self {
+        self.uncertain = uncertain;
+        self
     }
 }
 
@@ -103,6 +169,7 @@ impl From<TransformError> for SendError {
         SendError {
             undelivered: Undelivered::All,
             error,
+            uncertain: false,
         }
     }
 }
@@ -120,25 +187,6 @@ pub trait Destination: Send + Sync + 'static {
     /// before the item size limit ([`Caps::item_size`]) is checked.
     fn check(&self, _item: &[u8]) -> Result<(), String> {
         Ok(())
-    }
-
-    /// Whether the destination needs to know which acknowledgement trackers each item
-    /// belongs to ([`Destination::send_tracked`]); only without auxiliary transforms,
-    /// which lose the item↔message mapping.
-    fn tracks_origins(&self) -> bool {
-        false
-    }
-
-    /// Delivers one batch whose item `i` carries tokens of the trackers `origins[i]`
-    /// (their [`sluice_engine::ack::AckTracker::id`]s). Called instead of
-    /// [`Destination::send`] when [`Destination::tracks_origins`] says so.
-    async fn send_tracked(
-        &self,
-        batch: &Outgoing,
-        origins: &[Vec<usize>],
-    ) -> Result<(), SendError> {
-        let _ = origins;
-        self.send(batch).await
     }
 }
 
@@ -352,31 +400,35 @@ impl<D: Destination> Sender<D> {
             let out = Outgoing {
                 key: batch.key.clone(),
                 items,
+                locks: ItemLocks::of_messages(batch.items.iter(), false),
             };
             return match self.dest.send(&out).await {
-                Ok(()) => Ok(()),
-                Err(e) => Err((batch, e.error)),
+                Ok(()) => {
+                    mark_accepted(&batch.items);
+                    Ok(())
+                }
+                Err(e) => {
+                    if e.uncertain {
+                        mark_uncertain(&batch.items);
+                    }
+                    Err((batch, e.error))
+                }
             };
         }
         let out = Outgoing {
             key: batch.key.clone(),
             items: batch.items.iter().map(|m| m.data().clone()).collect(),
+            locks: ItemLocks::of_messages(batch.items.iter(), true),
         };
-        let sent = if self.dest.tracks_origins() {
-            let origins: Vec<Vec<usize>> = batch
-                .items
-                .iter()
-                .map(|m| m.acks().iter().map(|t| t.tracker_id()).collect())
-                .collect();
-            self.dest.send_tracked(&out, &origins).await
-        } else {
-            self.dest.send(&out).await
-        };
-        match sent {
-            Ok(()) => Ok(()),
+        match self.dest.send(&out).await {
+            Ok(()) => {
+                mark_accepted(&batch.items);
+                Ok(())
+            }
             Err(SendError {
                 undelivered: Undelivered::Items(idx),
                 error,
+                uncertain,
             }) if idx.iter().any(|&i| i < out.items.len()) => {
                 let mut failed = vec![false; out.items.len()];
                 for i in idx {
@@ -390,12 +442,18 @@ impl<D: Destination> Sender<D> {
                     .into_iter()
                     .zip(failed)
                     .filter_map(|(m, f)| {
+                        if !f {
+                            mark_accepted(std::slice::from_ref(&m));
+                        }
                         f.then(|| {
                             size += m.data().len();
                             m
                         })
                     })
                     .collect();
+                if uncertain {
+                    mark_uncertain(&kept);
+                }
                 Err((
                     Batch {
                         key,
@@ -405,7 +463,30 @@ impl<D: Destination> Sender<D> {
                     error,
                 ))
             }
-            Err(e) => Err((batch, e.error)),
+            Err(e) => {
+                if e.uncertain {
+                    mark_uncertain(&batch.items);
+                }
+                Err((batch, e.error))
+            }
+        }
+    }
+}
+
+/// Marks the messages' tokens as accepted by the destination.
+fn mark_accepted(msgs: &[Message]) {
+    for m in msgs {
+        for t in m.acks() {
+            t.mark_accepted();
+        }
+    }
+}
+
+/// Marks the messages' tokens as possibly delivered (see [`SendError::uncertain`]).
+fn mark_uncertain(msgs: &[Message]) {
+    for m in msgs {
+        for t in m.acks() {
+            t.mark_uncertain();
         }
     }
 }

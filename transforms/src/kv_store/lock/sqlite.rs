@@ -8,7 +8,10 @@
 //! `busy_timeout` makes a second process wait instead of failing), the journal is WAL with
 //! `synchronous=FULL` (a lock, once acquired or committed, survives a crash of the process
 //! and of the machine), and commit and release are conditional on the owner exactly like
-//! the DynamoDB store's. Expired locks are deleted in the acquisition transaction.
+//! the DynamoDB store's. Every operation reads the record and applies the protocol's rules
+//! (`sluice_lock_protocol`) inside its transaction. Committed locks past their TTL are
+//! deleted in the acquisition transaction; pending ones never are (a pending lock blocks
+//! until its lease ends, whatever its TTL).
 //!
 //! SQLite calls block, so they run on tokio's blocking pool; one connection per store,
 //! behind a mutex that is never held across network I/O. The file is opened at first use,
@@ -21,8 +24,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Value, async_trait};
 
+use sluice_lock_protocol::{self as protocol, Change};
+
+use super::super::{KvPlace, resolve_path, shared};
 use super::{
-    AcquireRequest, Acquired, KvPlace, LockRecord, LockStatus, LockStore, Settled, StoreError,
+    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, RenewRequest,
+    Settled, StoreError,
 };
 
 /// The database file when `file` is not set (relative to the working directory).
@@ -49,27 +56,28 @@ CREATE TABLE IF NOT EXISTS sluice_locks (
     owner TEXT NOT NULL,
     committed INTEGER NOT NULL,
     lease_until_ms INTEGER NOT NULL,
-    ttl INTEGER NOT NULL
+    ttl INTEGER NOT NULL,
+    since_ms INTEGER,
+    note TEXT
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sluice_locks_by_ttl ON sluice_locks (ttl);
 ";
 
-const ACQUIRE: &str = "
-INSERT INTO sluice_locks (key, owner, committed, lease_until_ms, ttl)
-VALUES (?1, ?2, 0, ?3, ?4)
-ON CONFLICT (key) DO UPDATE SET
-    owner = excluded.owner, committed = 0,
-    lease_until_ms = excluded.lease_until_ms, ttl = excluded.ttl
-WHERE sluice_locks.ttl <= ?5
-   OR (sluice_locks.committed = 0 AND sluice_locks.lease_until_ms < ?6)";
+/// Columns added after the first release; a file made before gets them at open.
+const ADDED_COLUMNS: [(&str, &str); 2] = [("since_ms", "INTEGER"), ("note", "TEXT")];
 
 const SELECT: &str =
-    "SELECT owner, committed, lease_until_ms, ttl FROM sluice_locks WHERE key = ?1";
+    "SELECT owner, committed, lease_until_ms, ttl, since_ms FROM sluice_locks WHERE key = ?1";
 
-const COMMIT: &str =
-    "UPDATE sluice_locks SET committed = 1 WHERE key = ?1 AND owner = ?2 AND committed = 0";
+const UPSERT: &str = "
+INSERT INTO sluice_locks (key, owner, committed, lease_until_ms, ttl, since_ms, note)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (key) DO UPDATE SET
+    owner = excluded.owner, committed = excluded.committed,
+    lease_until_ms = excluded.lease_until_ms, ttl = excluded.ttl,
+    since_ms = excluded.since_ms, note = excluded.note";
 
-const RELEASE: &str = "DELETE FROM sluice_locks WHERE key = ?1 AND owner = ?2 AND committed = 0";
+const DELETE: &str = "DELETE FROM sluice_locks WHERE key = ?1";
 
 impl SqliteStore {
     /// The process's store for this file (one per resolved path and scope). The file is
@@ -80,8 +88,8 @@ impl SqliteStore {
         if file.is_empty() {
             return Err(place.error("file", "must not be empty"));
         }
-        let path = super::resolve_path(file);
-        super::shared(format!("sqlite:{}", path.display()), || {
+        let path = resolve_path(file);
+        shared(format!("sqlite:{}", path.display()), || {
             Ok(SqliteStore {
                 path: path.clone(),
                 conn: Arc::new(Mutex::new(None)),
@@ -128,24 +136,31 @@ impl SqliteStore {
         }
     }
 
-    async fn settle(
+    /// Applies one change per key in one transaction.
+    async fn change(
         &self,
         owner: &str,
-        keys: &[String],
-        statement: &'static str,
+        changes: Vec<(String, Change, Option<String>)>,
     ) -> Result<Vec<Settled>, StoreError> {
         let owner = owner.to_string();
-        let keys = keys.to_vec();
         self.transaction(move |tx| {
-            let mut change = tx.prepare_cached(statement)?;
             let mut select = tx.prepare_cached(SELECT)?;
-            keys.iter()
-                .map(|k| {
-                    if change.execute(params![k, owner])? == 1 {
-                        Ok(Settled::Ok)
-                    } else {
-                        Ok(Settled::NotOwner(read_record(&mut select, k)?))
+            let mut upsert = tx.prepare_cached(UPSERT)?;
+            let mut delete = tx.prepare_cached(DELETE)?;
+            changes
+                .iter()
+                .map(|(key, change, note)| {
+                    let current = read_record(&mut select, key)?;
+                    let (next, outcome) = protocol::change(current.as_ref(), &owner, change);
+                    if outcome == Settled::Ok && next != current {
+                        match &next {
+                            Some(r) => write_record(&mut upsert, key, r, note.as_deref())?,
+                            None => {
+                                delete.execute(params![key])?;
+                            }
+                        }
                     }
+                    Ok(outcome)
                 })
                 .collect()
         })
@@ -171,7 +186,8 @@ fn connect(path: &Path) -> Result<Connection, String> {
         let setup = conn
             .pragma_update(None, "journal_mode", "WAL")
             .and_then(|()| conn.pragma_update(None, "synchronous", "FULL"))
-            .and_then(|()| conn.execute_batch(SCHEMA));
+            .and_then(|()| conn.execute_batch(SCHEMA))
+            .and_then(|()| add_columns(&conn));
         match setup {
             Ok(()) => return Ok(conn),
             Err(e)
@@ -190,6 +206,23 @@ fn connect(path: &Path) -> Result<Connection, String> {
 /// How long a process waits for another one's lock on the database.
 const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// Adds the columns a file made by an earlier version lacks.
+fn add_columns(conn: &Connection) -> rusqlite::Result<()> {
+    let mut have = Vec::new();
+    let mut st = conn.prepare("SELECT name FROM pragma_table_info('sluice_locks')")?;
+    for name in st.query_map([], |r| r.get::<_, String>(0))? {
+        have.push(name?);
+    }
+    for (name, kind) in ADDED_COLUMNS {
+        if !have.iter().any(|h| h == name) {
+            conn.execute_batch(&format!(
+                "ALTER TABLE sluice_locks ADD COLUMN {name} {kind}"
+            ))?;
+        }
+    }
+    Ok(())
+}
+
 fn read_record(
     select: &mut rusqlite::CachedStatement<'_>,
     key: &str,
@@ -207,9 +240,26 @@ fn read_record(
                     }
                 },
                 ttl: row.get(3)?,
+                since_ms: row.get(4)?,
             })
         })
         .optional()
+}
+
+fn write_record(
+    upsert: &mut rusqlite::CachedStatement<'_>,
+    key: &str,
+    r: &LockRecord,
+    note: Option<&str>,
+) -> rusqlite::Result<()> {
+    let (committed, lease) = match r.status {
+        LockStatus::Committed => (1, 0),
+        LockStatus::Pending { lease_until_ms } => (0, lease_until_ms),
+    };
+    upsert.execute(params![
+        key, r.owner, committed, lease, r.ttl, r.since_ms, note
+    ])?;
+    Ok(())
 }
 
 #[async_trait]
@@ -230,23 +280,21 @@ impl LockStore for SqliteStore {
         let now_s = now_ms.div_euclid(1000);
         let r = self
             .transaction(move |tx| {
-                tx.execute("DELETE FROM sluice_locks WHERE ttl <= ?1", params![now_s])?;
-                let mut insert = tx.prepare_cached(ACQUIRE)?;
+                tx.execute(
+                    "DELETE FROM sluice_locks WHERE committed = 1 AND ttl <= ?1",
+                    params![now_s],
+                )?;
                 let mut select = tx.prepare_cached(SELECT)?;
+                let mut upsert = tx.prepare_cached(UPSERT)?;
                 reqs.iter()
                     .map(|r| {
-                        let n = insert.execute(params![
-                            r.key,
-                            owner,
-                            r.lease_until_ms,
-                            r.ttl,
-                            now_s,
-                            now_ms
-                        ])?;
-                        if n == 1 {
-                            Ok(Acquired::Taken)
-                        } else {
-                            Ok(Acquired::Held(read_record(&mut select, &r.key)?))
+                        let current = read_record(&mut select, &r.key)?;
+                        match protocol::acquire(current.as_ref(), &owner, now_ms, r) {
+                            Ok((record, taken)) => {
+                                write_record(&mut upsert, &r.key, &record, None)?;
+                                Ok(taken)
+                            }
+                            Err(holder) => Ok(Acquired::Held(Some(holder))),
                         }
                     })
                     .collect::<rusqlite::Result<Vec<_>>>()
@@ -264,10 +312,33 @@ impl LockStore for SqliteStore {
     async fn commit(
         &self,
         owner: &str,
-        keys: &[String],
+        requests: &[CommitRequest],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        self.settle(owner, keys, COMMIT).await
+        let changes = requests
+            .iter()
+            .map(|r| (r.key.clone(), Change::Commit { ttl: r.ttl }, r.note.clone()))
+            .collect();
+        self.change(owner, changes).await
+    }
+
+    async fn renew(
+        &self,
+        owner: &str,
+        requests: &[RenewRequest],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        let changes = requests
+            .iter()
+            .map(|r| {
+                let c = Change::Renew {
+                    ttl: r.ttl,
+                    lease_until_ms: r.lease_until_ms,
+                };
+                (r.key.clone(), c, None)
+            })
+            .collect();
+        self.change(owner, changes).await
     }
 
     async fn release(
@@ -276,7 +347,24 @@ impl LockStore for SqliteStore {
         keys: &[String],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        self.settle(owner, keys, RELEASE).await
+        let changes = keys
+            .iter()
+            .map(|k| (k.clone(), Change::Release, None))
+            .collect();
+        self.change(owner, changes).await
+    }
+
+    async fn abandon(
+        &self,
+        owner: &str,
+        keys: &[String],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        let changes = keys
+            .iter()
+            .map(|k| (k.clone(), Change::Abandon, None))
+            .collect();
+        self.change(owner, changes).await
     }
 }
 
@@ -322,9 +410,11 @@ mod tests {
             let r = a
                 .acquire("a", 1_700_000_000_000, std::slice::from_ref(&req), 1)
                 .await;
-            assert_eq!(r[0].as_ref().unwrap(), &Acquired::Taken);
+            assert_eq!(r[0].as_ref().unwrap(), &Acquired::FRESH);
             assert_eq!(
-                a.commit("a", &["k".into()], 1).await.unwrap(),
+                a.commit("a", &[commit("k", 2_000_000_000)], 1)
+                    .await
+                    .unwrap(),
                 vec![Settled::Ok]
             );
         }
@@ -342,10 +432,55 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn expired_locks_are_deleted() {
+    async fn a_file_from_before_since_and_note_gets_them_and_keeps_its_locks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE sluice_locks (key TEXT PRIMARY KEY, owner TEXT NOT NULL, \
+             committed INTEGER NOT NULL, lease_until_ms INTEGER NOT NULL, ttl INTEGER NOT NULL) \
+             WITHOUT ROWID;
+             INSERT INTO sluice_locks VALUES ('done', 'old', 1, 0, 2000000000);
+             INSERT INTO sluice_locks VALUES ('crashed', 'old', 0, 5, 2000000000);",
+        )
+        .unwrap();
+        drop(c);
+        let store = SqliteStore::open(path).unwrap();
+        let reqs: Vec<_> = ["done", "crashed"]
+            .iter()
+            .map(|k| AcquireRequest {
+                key: k.to_string(),
+                ttl: 2_000_000_000,
+                lease_until_ms: 1_700_000_060_000,
+            })
+            .collect();
+        let got = store.acquire("new", 1_700_000_000_000, &reqs, 1).await;
+        assert!(matches!(&got[0], Ok(Acquired::Held(Some(r))) if r.owner == "old"));
+        // The crashed lock had no `since`: an earlier attempt may date from any time.
+        assert_eq!(
+            got[1].as_ref().unwrap(),
+            &Acquired::Taken {
+                prior: Some(sluice_lock_protocol::Prior {
+                    owner: "old".into(),
+                    since_ms: 0
+                })
+            }
+        );
+    }
+
+    fn commit(key: &str, ttl: i64) -> CommitRequest {
+        CommitRequest {
+            key: key.into(),
+            ttl,
+            note: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn committed_locks_past_their_ttl_are_deleted_pending_ones_never() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path().join("l.sqlite")).unwrap();
-        let reqs: Vec<_> = (0..10)
+        let reqs: Vec<_> = (0..12)
             .map(|i| AcquireRequest {
                 key: format!("k{i}"),
                 ttl: 100 + i,
@@ -353,6 +488,9 @@ mod tests {
             })
             .collect();
         store.acquire("a", 0, &reqs, 1).await;
+        // k0..k9 committed with TTLs 100..109; k10 and k11 stay pending.
+        let commits: Vec<_> = (0..10).map(|i| commit(&format!("k{i}"), 100 + i)).collect();
+        store.commit("a", &commits, 1).await.unwrap();
         store.acquire("a", 105_000, &[], 1).await;
         let left: i64 = store
             .conn
@@ -362,7 +500,7 @@ mod tests {
             .unwrap()
             .query_row("SELECT count(*) FROM sluice_locks", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(left, 4);
+        assert_eq!(left, 6, "k6..k9 and the two pending ones");
     }
 
     #[tokio::test]
@@ -371,7 +509,7 @@ mod tests {
             path: PathBuf::from("/proc/no/such/locks.sqlite"),
             conn: Arc::new(Mutex::new(None)),
         };
-        let e = store.commit("a", &["k".into()], 1).await.unwrap_err();
+        let e = store.release("a", &["k".into()], 1).await.unwrap_err();
         assert!(e.to_string().contains("/proc/no/such"), "{e}");
         let e = SqliteStore::open(PathBuf::from("/proc/no/such/locks.sqlite"))
             .err()

@@ -1,0 +1,405 @@
+//! # sluice-lock-protocol
+//!
+//! The rules of `meta_kv_store_lock`'s lock records, in one place and without I/O: what an
+//! acquisition, a commit, a renewal, a release and an abandonment do to the record of one
+//! key, and when a record blocks another owner. Every lock store applies these rules (the
+//! memory and SQLite stores call them; the DynamoDB store writes them as condition
+//! expressions, tested against them), and the model check in `tests/model.rs` explores
+//! every interleaving of processes, crashes, lost answers and redeliveries over them.
+//!
+//! # The record
+//!
+//! Per key: the `owner` that took it (unique per lock instance and process), its `status`
+//! (pending while the message it guards is on its way, committed once it was delivered),
+//! `lease_until` (pending only: until then nobody else may take the key), `ttl` (epoch
+//! seconds: after it a committed record no longer blocks anything) and `since` (pending
+//! only: when the first of the owners that held the key pending without committing took
+//! it, so whoever takes it over knows from when an earlier attempt may have delivered the
+//! message).
+//!
+//! # The rules
+//!
+//! - **Acquire** succeeds when the key is absent, committed and past its TTL, pending with
+//!   a lease that ended, or pending under the same owner (an earlier attempt of this owner
+//!   whose answer was lost, or a key it failed to give back). A pending record blocks
+//!   until its lease ends whatever its TTL says: a TTL shorter than the work must not let
+//!   a second owner in. Taking over a pending record keeps its `since`.
+//! - **Commit**, **renew**, **release** and **abandon** apply only to the owner's pending
+//!   record; anything else is left alone and reported. A commit of a record the owner
+//!   already committed is a success (a retried commit whose first answer was lost).
+//! - **Release** deletes the record (the message was certainly not delivered); **abandon**
+//!   ends its lease but keeps it pending with its `since` (the message may have been
+//!   delivered: whoever processes it next must look before delivering it again).
+
+/// Whether a lock is waiting for its message's delivery or done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LockStatus {
+    /// Taken; the guarded message is on its way. Carries the lease end (epoch ms).
+    Pending {
+        /// Until this instant (epoch milliseconds) no other owner may take the key.
+        lease_until_ms: i64,
+    },
+    /// The guarded message was delivered.
+    Committed,
+}
+
+/// A lock as a store holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LockRecord {
+    /// Who took it.
+    pub owner: String,
+    /// Pending or committed.
+    pub status: LockStatus,
+    /// Epoch seconds after which a committed lock no longer blocks anything. While the lock
+    /// is pending the stored value is at least the lease's end, so a store's own expiry
+    /// (DynamoDB's TTL) never deletes a live pending lock.
+    pub ttl: i64,
+    /// Pending only: when the chain of owners that held the key without committing it
+    /// began (epoch ms). `None` for committed records and records from before it existed.
+    pub since_ms: Option<i64>,
+}
+
+impl LockRecord {
+    /// Whether the record stops another owner from taking the key at `now_ms`.
+    pub fn blocks(&self, now_ms: i64) -> bool {
+        match self.status {
+            LockStatus::Committed => self.ttl.saturating_mul(1000) > now_ms,
+            LockStatus::Pending { lease_until_ms } => lease_until_ms >= now_ms,
+        }
+    }
+
+    /// Whether `owner` may take the key at `now_ms` (see the crate's rules).
+    pub fn takeable_by(&self, owner: &str, now_ms: i64) -> bool {
+        match self.status {
+            LockStatus::Committed => !self.blocks(now_ms),
+            LockStatus::Pending { .. } => self.owner == owner || !self.blocks(now_ms),
+        }
+    }
+
+    /// Whether it is `owner`'s pending lock: what commit, renew, release and abandon need.
+    pub fn pending_for(&self, owner: &str) -> bool {
+        self.owner == owner && matches!(self.status, LockStatus::Pending { .. })
+    }
+
+    /// The lease end, for a pending record.
+    pub fn lease_until_ms(&self) -> Option<i64> {
+        match self.status {
+            LockStatus::Pending { lease_until_ms } => Some(lease_until_ms),
+            LockStatus::Committed => None,
+        }
+    }
+}
+
+/// One key to acquire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcquireRequest {
+    /// The lock key (prefix included).
+    pub key: String,
+    /// Epoch seconds: the TTL the lock gets when it is committed.
+    pub ttl: i64,
+    /// Epoch milliseconds: the lease's end.
+    pub lease_until_ms: i64,
+}
+
+/// What taking a key found before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prior {
+    /// Who held it pending (possibly the taker itself).
+    pub owner: String,
+    /// When the pending chain began: an earlier attempt may have delivered the message
+    /// since then (0 when the record did not say).
+    pub since_ms: i64,
+}
+
+/// What an acquisition found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquired {
+    /// The key is ours now (pending). `prior` is set when it was pending before, under an
+    /// owner whose lease had ended or under ourselves: the message may have been delivered.
+    Taken {
+        /// The pending record it replaced.
+        prior: Option<Prior>,
+    },
+    /// Someone holds it; the record as the store returned it (`None` when the store could
+    /// not say, e.g. it vanished meanwhile).
+    Held(Option<LockRecord>),
+}
+
+impl Acquired {
+    /// Taken fresh: nobody held it pending before.
+    pub const FRESH: Acquired = Acquired::Taken { prior: None };
+
+    /// Whether the key was taken.
+    pub fn is_taken(&self) -> bool {
+        matches!(self, Acquired::Taken { .. })
+    }
+}
+
+/// The outcome of committing, renewing, releasing or abandoning one key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Done.
+    Ok,
+    /// The key is not the owner's pending lock (any more): another owner took it over after
+    /// the lease ended, or it is gone. Nothing was changed.
+    NotOwner(Option<LockRecord>),
+}
+
+/// The TTL stored with a pending lock: the requested one, or the lease's end when that is
+/// later, so that a store's own expiry never removes a lock whose lease is live.
+pub fn pending_ttl(ttl: i64, lease_until_ms: i64) -> i64 {
+    ttl.max(lease_until_ms.div_euclid(1000) + 1)
+}
+
+/// Acquisition of `req` by `owner` at `now_ms` over the current record: the new record and
+/// what was taken, or the record that holds the key.
+pub fn acquire(
+    current: Option<&LockRecord>,
+    owner: &str,
+    now_ms: i64,
+    req: &AcquireRequest,
+) -> Result<(LockRecord, Acquired), LockRecord> {
+    let prior = match current {
+        None => None,
+        Some(r) if !r.takeable_by(owner, now_ms) => return Err(r.clone()),
+        Some(r) => match r.status {
+            LockStatus::Pending { .. } => Some(Prior {
+                owner: r.owner.clone(),
+                since_ms: r.since_ms.unwrap_or(0),
+            }),
+            LockStatus::Committed => None,
+        },
+    };
+    let since_ms = prior.as_ref().map_or(now_ms, |p| p.since_ms);
+    let record = LockRecord {
+        owner: owner.to_string(),
+        status: LockStatus::Pending {
+            lease_until_ms: req.lease_until_ms,
+        },
+        ttl: pending_ttl(req.ttl, req.lease_until_ms),
+        since_ms: Some(since_ms),
+    };
+    Ok((record, Acquired::Taken { prior }))
+}
+
+/// What the owner does to its pending lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Delivered: committed, with the TTL it keeps from now on.
+    Commit {
+        /// Epoch seconds.
+        ttl: i64,
+    },
+    /// Still working: the lease moves to `lease_until_ms`.
+    Renew {
+        /// The requested TTL (kept at least the lease's end while pending).
+        ttl: i64,
+        /// The new lease end (epoch ms).
+        lease_until_ms: i64,
+    },
+    /// Certainly not delivered: the record is deleted.
+    Release,
+    /// Possibly delivered: the lease ends now, the record stays pending with its `since`.
+    Abandon,
+}
+
+/// `change` by `owner` over the current record: the new record (`None`: deleted) and the
+/// outcome. A record that is not the owner's pending lock is left as it is, except that a
+/// commit of the owner's own committed record succeeds again.
+pub fn change(
+    current: Option<&LockRecord>,
+    owner: &str,
+    change: &Change,
+) -> (Option<LockRecord>, Settled) {
+    let Some(r) = current else {
+        return (None, Settled::NotOwner(None));
+    };
+    if !r.pending_for(owner) {
+        let again = matches!(change, Change::Commit { .. })
+            && r.owner == owner
+            && r.status == LockStatus::Committed;
+        let outcome = if again {
+            Settled::Ok
+        } else {
+            Settled::NotOwner(Some(r.clone()))
+        };
+        return (Some(r.clone()), outcome);
+    }
+    let next = match *change {
+        Change::Commit { ttl } => Some(LockRecord {
+            owner: r.owner.clone(),
+            status: LockStatus::Committed,
+            ttl,
+            since_ms: None,
+        }),
+        Change::Renew {
+            ttl,
+            lease_until_ms,
+        } => Some(LockRecord {
+            status: LockStatus::Pending { lease_until_ms },
+            ttl: pending_ttl(ttl, lease_until_ms),
+            ..r.clone()
+        }),
+        Change::Release => None,
+        Change::Abandon => Some(LockRecord {
+            status: LockStatus::Pending { lease_until_ms: 0 },
+            ..r.clone()
+        }),
+    };
+    (next, Settled::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_800_000_000_000;
+
+    fn req(lease: i64) -> AcquireRequest {
+        AcquireRequest {
+            key: "k".into(),
+            ttl: NOW / 1000 + 3600,
+            lease_until_ms: NOW + lease,
+        }
+    }
+
+    fn pending(owner: &str, lease_until_ms: i64, ttl: i64) -> LockRecord {
+        LockRecord {
+            owner: owner.into(),
+            status: LockStatus::Pending { lease_until_ms },
+            ttl,
+            since_ms: Some(NOW - 5_000),
+        }
+    }
+
+    #[test]
+    fn acquisition_table() {
+        let committed = LockRecord {
+            owner: "b".into(),
+            status: LockStatus::Committed,
+            ttl: NOW / 1000 + 10,
+            since_ms: None,
+        };
+        let expired_commit = LockRecord {
+            ttl: NOW / 1000 - 1,
+            ..committed.clone()
+        };
+        // (current, taker, taken?, prior owner)
+        let cases: Vec<(Option<LockRecord>, &str, bool, Option<&str>)> = vec![
+            (None, "a", true, None),
+            (Some(committed.clone()), "a", false, None),
+            (Some(committed.clone()), "b", false, None),
+            (Some(expired_commit), "a", true, None),
+            (
+                Some(pending("b", NOW + 1, NOW / 1000 + 60)),
+                "a",
+                false,
+                None,
+            ),
+            (
+                Some(pending("b", NOW - 1, NOW / 1000 + 60)),
+                "a",
+                true,
+                Some("b"),
+            ),
+            // A TTL that ended does not free a pending lock whose lease is live.
+            (
+                Some(pending("b", NOW + 10_000, NOW / 1000 - 100)),
+                "a",
+                false,
+                None,
+            ),
+            // Our own pending lock is ours to take again, lease or not.
+            (
+                Some(pending("a", NOW + 10_000, NOW / 1000 + 60)),
+                "a",
+                true,
+                Some("a"),
+            ),
+        ];
+        for (i, (current, who, taken, prior_owner)) in cases.into_iter().enumerate() {
+            let got = acquire(current.as_ref(), who, NOW, &req(60_000));
+            match got {
+                Ok((rec, Acquired::Taken { prior })) => {
+                    assert!(taken, "case {i}: taken");
+                    assert_eq!(
+                        prior.as_ref().map(|p| p.owner.as_str()),
+                        prior_owner,
+                        "case {i}"
+                    );
+                    assert_eq!(rec.owner, who);
+                    let since = prior.map_or(NOW, |p| p.since_ms);
+                    assert_eq!(rec.since_ms, Some(since), "case {i}: since carried over");
+                }
+                Ok((_, held)) => panic!("case {i}: {held:?}"),
+                Err(holder) => {
+                    assert!(!taken, "case {i}: held by {holder:?}");
+                    assert_eq!(Some(holder), current, "case {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pending_lock_keeps_a_ttl_past_its_lease() {
+        let (rec, _) = acquire(
+            None,
+            "a",
+            NOW,
+            &AcquireRequest {
+                key: "k".into(),
+                ttl: NOW / 1000 - 3600, // an event time long past
+                lease_until_ms: NOW + 60_000,
+            },
+        )
+        .unwrap();
+        assert!(rec.ttl > (NOW + 60_000) / 1000);
+        // Committing sets the requested TTL.
+        let (c, s) = change(Some(&rec), "a", &Change::Commit { ttl: 7 });
+        assert_eq!(s, Settled::Ok);
+        assert_eq!(c.unwrap().ttl, 7);
+    }
+
+    #[test]
+    fn changes_apply_to_the_owners_pending_lock_only() {
+        let mine = pending("a", NOW + 1_000, NOW / 1000 + 60);
+        let theirs = pending("b", NOW + 1_000, NOW / 1000 + 60);
+        for c in [
+            Change::Commit { ttl: 1 },
+            Change::Renew {
+                ttl: 1,
+                lease_until_ms: NOW + 9_000,
+            },
+            Change::Release,
+            Change::Abandon,
+        ] {
+            let (next, s) = change(Some(&theirs), "a", &c);
+            assert_eq!(
+                (next.as_ref(), &s),
+                (Some(&theirs), &Settled::NotOwner(Some(theirs.clone())))
+            );
+            assert_eq!(change(None, "a", &c), (None, Settled::NotOwner(None)));
+            let (next, s) = change(Some(&mine), "a", &c);
+            assert_eq!(s, Settled::Ok);
+            match c {
+                Change::Commit { .. } => {
+                    let n = next.unwrap();
+                    assert_eq!((n.status, n.since_ms), (LockStatus::Committed, None));
+                    // Committing again (a lost answer) is still a success.
+                    assert_eq!(change(Some(&n), "a", &c).1, Settled::Ok);
+                    assert!(matches!(change(Some(&n), "b", &c).1, Settled::NotOwner(_)));
+                }
+                Change::Renew { .. } => {
+                    assert_eq!(next.unwrap().lease_until_ms(), Some(NOW + 9_000));
+                }
+                Change::Release => assert_eq!(next, None),
+                Change::Abandon => {
+                    let n = next.unwrap();
+                    assert_eq!(n.lease_until_ms(), Some(0));
+                    assert_eq!(n.since_ms, mine.since_ms);
+                    assert!(n.takeable_by("b", NOW));
+                }
+            }
+        }
+    }
+}

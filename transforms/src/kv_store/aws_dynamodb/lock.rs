@@ -1,0 +1,564 @@
+//! The lock operations of the `aws_dynamodb` store: the protocol's rules
+//! (`sluice_lock_protocol`) as DynamoDB condition and update expressions. Acquisitions are
+//! one conditional `UpdateItem` per key; commits, renewals, releases and abandonments are
+//! `TransactWriteItems` of up to 100 conditional writes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, CancellationReason, Delete, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
+};
+use futures::stream::{self, StreamExt};
+use sluice_lock_protocol::pending_ttl;
+
+use super::super::lock::{
+    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, Prior,
+    RenewRequest, Settled, StoreError,
+};
+use super::{COMMITTED, DynamoDbStore, PENDING, number};
+
+/// The most writes one `TransactWriteItems` call may hold.
+const TRANSACTION_MAX: usize = 100;
+/// Attempts of this store's own retry loops (cancelled transactions, transaction
+/// conflicts on an update); the SDK's retries of each call come on top.
+pub(super) const STORE_ATTEMPTS: u32 = 8;
+
+/// The acquisition condition: `sluice_lock_protocol::LockRecord::takeable_by`.
+pub(super) const ACQUIRE_CONDITION: &str = "attribute_not_exists(#pk) \
+     OR (#status = :pending AND (#lease < :now_ms OR #owner = :me)) \
+     OR ((attribute_not_exists(#status) OR #status <> :pending) AND #ttl <= :now_s)";
+
+/// The acquisition's write: a pending record; `since` is kept from a pending record it
+/// replaces (commits remove it, releases delete the item).
+pub(super) const ACQUIRE_UPDATE: &str = "SET #owner = :me, #status = :pending, #lease = :lease, \
+     #ttl = :ttl, #since = if_not_exists(#since, :now_ms) REMOVE #note";
+
+/// What commit, renew, release and abandon require: the owner's pending record.
+const OWNED: &str = "#owner = :me AND #status = :pending";
+
+/// One change of a transaction, on one key.
+#[derive(Debug, Clone)]
+enum Op<'a> {
+    Commit(&'a CommitRequest),
+    Renew(&'a RenewRequest),
+    Release(&'a str),
+    Abandon(&'a str),
+}
+
+impl Op<'_> {
+    fn key(&self) -> &str {
+        match self {
+            Op::Commit(r) => &r.key,
+            Op::Renew(r) => &r.key,
+            Op::Release(k) | Op::Abandon(k) => k,
+        }
+    }
+
+    fn verb(&self) -> &'static str {
+        match self {
+            Op::Commit(_) => "committing",
+            Op::Renew(_) => "renewing",
+            Op::Release(_) => "releasing",
+            Op::Abandon(_) => "abandoning",
+        }
+    }
+}
+
+impl DynamoDbStore {
+    async fn acquire_one(
+        &self,
+        client: &Client,
+        owner: &str,
+        now_ms: i64,
+        r: &AcquireRequest,
+    ) -> Result<Acquired, StoreError> {
+        let a = &self.table.attributes;
+        let me = AttributeValue::S(owner.to_string());
+        let ttl = pending_ttl(r.ttl, r.lease_until_ms);
+        let mut attempt = 0;
+        loop {
+            let attempts = AttemptCounter::default();
+            let sent = client
+                .update_item()
+                .table_name(&self.table.name)
+                .set_key(Some(self.key(&r.key)))
+                .update_expression(ACQUIRE_UPDATE)
+                .condition_expression(ACQUIRE_CONDITION)
+                .expression_attribute_names("#pk", &a.partition_key)
+                .expression_attribute_names("#ttl", &a.ttl)
+                .expression_attribute_names("#status", &a.status)
+                .expression_attribute_names("#lease", &a.lease_until)
+                .expression_attribute_names("#owner", &a.owner)
+                .expression_attribute_names("#since", &a.since)
+                .expression_attribute_names("#note", &a.note)
+                .expression_attribute_values(":me", me.clone())
+                .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
+                .expression_attribute_values(":lease", number(r.lease_until_ms))
+                .expression_attribute_values(":ttl", number(ttl))
+                .expression_attribute_values(":now_s", number(now_ms.div_euclid(1000)))
+                .expression_attribute_values(":now_ms", number(now_ms))
+                .return_values(ReturnValue::AllOld)
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .customize()
+                .interceptor(attempts.clone())
+                .send()
+                .await;
+            let err = match sent {
+                Ok(out) => {
+                    let old = out.attributes().filter(|i| !i.is_empty());
+                    return Ok(self.taken(owner, r, old, attempts.get() > 1));
+                }
+                Err(err) => err,
+            };
+            match err.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                    let record = failed.item().map(|i| self.decode(i));
+                    self.log_held(r, record.as_ref());
+                    return Ok(Acquired::Held(record));
+                }
+                // A transaction on the same item is under way.
+                Some(UpdateItemError::TransactionConflictException(_))
+                    if attempt + 1 < STORE_ATTEMPTS =>
+                {
+                    tokio::time::sleep(backoff(attempt)).await;
+                    attempt += 1;
+                }
+                _ => return Err(self.sdk_fail(&format!("acquiring key {:?}", r.key), &err)),
+            }
+        }
+    }
+
+    /// What a successful acquisition took, given the item it replaced and whether the SDK
+    /// sent the request more than once.
+    fn taken(
+        &self,
+        owner: &str,
+        r: &AcquireRequest,
+        old: Option<&HashMap<String, AttributeValue>>,
+        retried: bool,
+    ) -> Acquired {
+        let Some(old) = old.map(|i| self.decode(i)) else {
+            return Acquired::FRESH;
+        };
+        let LockStatus::Pending { lease_until_ms } = old.status else {
+            return Acquired::FRESH;
+        };
+        // The SDK retried (after a timeout, a 5xx or a lost response) and the item is
+        // exactly what this request writes: an earlier attempt of this very call took the
+        // key, and nothing was done with it yet.
+        if retried && old.owner == owner && lease_until_ms == r.lease_until_ms {
+            tracing::debug!(
+                table = %self.table.name,
+                key = %r.key,
+                "lock key taken by an earlier attempt of the same request"
+            );
+            return Acquired::FRESH;
+        }
+        Acquired::Taken {
+            prior: Some(Prior {
+                owner: old.owner,
+                since_ms: old.since_ms.unwrap_or(0),
+            }),
+        }
+    }
+
+    fn log_held(&self, r: &AcquireRequest, record: Option<&LockRecord>) {
+        match record {
+            Some(rec) => {
+                let (status, lease_until_ms) = match rec.status {
+                    LockStatus::Committed => (COMMITTED, None),
+                    LockStatus::Pending { lease_until_ms } => (PENDING, Some(lease_until_ms)),
+                };
+                tracing::debug!(
+                    table = %self.table.name,
+                    key = %r.key,
+                    holder = %rec.owner,
+                    status,
+                    lease_until_ms = ?lease_until_ms,
+                    ttl = rec.ttl,
+                    "lock key already held"
+                );
+            }
+            None => tracing::debug!(
+                table = %self.table.name,
+                key = %r.key,
+                "lock key already held (the holder's item was not returned)"
+            ),
+        }
+    }
+
+    /// One transaction write of `op`, conditional on `owner`'s pending lock.
+    fn transact_item(&self, op: &Op<'_>, owner: &str) -> Result<TransactWriteItem, StoreError> {
+        let a = &self.table.attributes;
+        let key = op.key();
+        let update = |expression: &str| {
+            Update::builder()
+                .table_name(&self.table.name)
+                .set_key(Some(self.key(key)))
+                .update_expression(expression)
+                .condition_expression(OWNED)
+                .expression_attribute_names("#owner", &a.owner)
+                .expression_attribute_names("#status", &a.status)
+                .expression_attribute_names("#lease", &a.lease_until)
+                .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
+                .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+        };
+        let built = match op {
+            Op::Commit(c) => {
+                let mut u = update(match c.note {
+                    Some(_) => {
+                        "SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since"
+                    }
+                    None => "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since",
+                })
+                .expression_attribute_names("#ttl", &a.ttl)
+                .expression_attribute_names("#since", &a.since)
+                .expression_attribute_values(":committed", AttributeValue::S(COMMITTED.into()))
+                .expression_attribute_values(":ttl", number(c.ttl));
+                if let Some(note) = &c.note {
+                    u = u
+                        .expression_attribute_names("#note", &a.note)
+                        .expression_attribute_values(":note", AttributeValue::S(note.clone()));
+                }
+                u.build()
+                    .map(|u| TransactWriteItem::builder().update(u).build())
+            }
+            Op::Renew(r) => update("SET #lease = :lease, #ttl = :ttl")
+                .expression_attribute_names("#ttl", &a.ttl)
+                .expression_attribute_values(":lease", number(r.lease_until_ms))
+                .expression_attribute_values(":ttl", number(pending_ttl(r.ttl, r.lease_until_ms)))
+                .build()
+                .map(|u| TransactWriteItem::builder().update(u).build()),
+            Op::Abandon(_) => update("SET #lease = :ended")
+                .expression_attribute_values(":ended", number(0))
+                .build()
+                .map(|u| TransactWriteItem::builder().update(u).build()),
+            Op::Release(_) => Delete::builder()
+                .table_name(&self.table.name)
+                .set_key(Some(self.key(key)))
+                .condition_expression(OWNED)
+                .expression_attribute_names("#owner", &a.owner)
+                .expression_attribute_names("#status", &a.status)
+                .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
+                .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .build()
+                .map(|d| TransactWriteItem::builder().delete(d).build()),
+        };
+        built.map_err(|e| self.fail(&format!("{} key {key:?}", op.verb()), e))
+    }
+
+    /// Applies `ops` in transactions of up to 100, one result per key, in order.
+    async fn change(
+        &self,
+        owner: &str,
+        ops: Vec<Op<'_>>,
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client().await?;
+        // Made up front, as in `acquire` (a closure in the stream trips lifetime inference).
+        let calls: Vec<_> = ops
+            .chunks(TRANSACTION_MAX)
+            .map(|chunk| self.change_chunk(client, owner, chunk))
+            .collect();
+        let parts: Vec<Result<Vec<Settled>, StoreError>> = stream::iter(calls)
+            .buffered(concurrency.max(1))
+            .collect()
+            .await;
+        let mut out = Vec::with_capacity(ops.len());
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
+    }
+
+    /// Applies up to [`TRANSACTION_MAX`] changes in one transaction, sent again without the
+    /// keys that are not ours (and after a backoff when a conflict or throttling cancelled
+    /// it) until every key is settled.
+    async fn change_chunk(
+        &self,
+        client: &Client,
+        owner: &str,
+        chunk: &[Op<'_>],
+    ) -> Result<Vec<Settled>, StoreError> {
+        let mut out: Vec<Option<Settled>> = vec![None; chunk.len()];
+        let what = |left: &[usize]| {
+            format!(
+                "{} {} keys ({:?}, ...)",
+                chunk[left[0]].verb(),
+                left.len(),
+                chunk[left[0]].key()
+            )
+        };
+        let mut left: Vec<usize> = (0..chunk.len()).collect();
+        let mut attempt = 0;
+        while !left.is_empty() {
+            let items = left
+                .iter()
+                .map(|&i| self.transact_item(&chunk[i], owner))
+                .collect::<Result<Vec<_>, _>>()?;
+            let err = match client
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .send()
+                .await
+            {
+                Ok(_) => {
+                    for i in left.drain(..) {
+                        out[i] = Some(Settled::Ok);
+                    }
+                    break;
+                }
+                Err(err) => err,
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+                err.as_service_error()
+            else {
+                return Err(self.sdk_fail(&what(&left), &err));
+            };
+            let reasons = cancelled.cancellation_reasons();
+            if reasons.len() != left.len() {
+                return Err(self.fail(
+                    &what(&left),
+                    format!(
+                        "transaction cancelled with {} reasons for {} writes: {}",
+                        reasons.len(),
+                        left.len(),
+                        DisplayErrorContext(&err)
+                    ),
+                ));
+            }
+            let mut again = Vec::with_capacity(left.len());
+            let mut transient = false;
+            for (&i, reason) in left.iter().zip(reasons) {
+                match Cancel::of(reason) {
+                    Cancel::NotOurs => {
+                        let record = reason.item().map(|item| self.decode(item));
+                        // Committing what this owner committed already (a retry whose
+                        // first answer was lost) is done, as the protocol says.
+                        let done = matches!(chunk[i], Op::Commit(_))
+                            && record.as_ref().is_some_and(|r| {
+                                r.owner == owner && r.status == LockStatus::Committed
+                            });
+                        out[i] = Some(if done {
+                            Settled::Ok
+                        } else {
+                            Settled::NotOwner(record)
+                        });
+                    }
+                    Cancel::NotApplied => again.push(i),
+                    Cancel::Transient => {
+                        transient = true;
+                        again.push(i);
+                    }
+                    Cancel::Failed => {
+                        return Err(self.fail(
+                            &format!("{} key {:?}", chunk[i].verb(), chunk[i].key()),
+                            format!(
+                                "transaction cancelled: {} {}",
+                                reason.code().unwrap_or("?"),
+                                reason.message().unwrap_or("")
+                            ),
+                        ));
+                    }
+                }
+            }
+            let progressed = again.len() < left.len();
+            if transient || !progressed {
+                attempt += 1;
+                if attempt >= STORE_ATTEMPTS {
+                    return Err(self.fail(
+                        &what(&left),
+                        format!(
+                            "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
+                            DisplayErrorContext(&err)
+                        ),
+                    ));
+                }
+                tracing::debug!(
+                    table = %self.table.name,
+                    attempt,
+                    reasons = ?reasons.iter().map(|r| r.code().unwrap_or("?")).collect::<Vec<_>>(),
+                    "lock transaction cancelled by a conflict or throttling; retrying"
+                );
+                tokio::time::sleep(backoff(attempt - 1)).await;
+            }
+            left = again;
+        }
+        Ok(out
+            .into_iter()
+            .map(|s| s.unwrap_or(Settled::NotOwner(None)))
+            .collect())
+    }
+}
+
+/// Counts the attempts the SDK makes for one operation (its retries included).
+#[derive(Debug, Clone, Default)]
+struct AttemptCounter(Arc<AtomicU32>);
+
+impl AttemptCounter {
+    fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Intercept for AttemptCounter {
+    fn name(&self) -> &'static str {
+        "sluice-attempt-counter"
+    }
+
+    fn read_before_attempt(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// What one cancellation reason of a transaction means for its write.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Cancel {
+    /// The condition failed: the lock is not ours (or not pending).
+    NotOurs,
+    /// Another write cancelled the transaction; this one was fine.
+    NotApplied,
+    /// A conflict with another transaction or throttling: try again later.
+    Transient,
+    /// Anything else (validation, item size): an error.
+    Failed,
+}
+
+impl Cancel {
+    /// The meaning of `reason`.
+    pub fn of(reason: &CancellationReason) -> Cancel {
+        match reason.code() {
+            Some("ConditionalCheckFailed") => Cancel::NotOurs,
+            None | Some("None") => Cancel::NotApplied,
+            Some(
+                "TransactionConflict"
+                | "ThrottlingError"
+                | "ProvisionedThroughputExceeded"
+                | "RequestLimitExceeded"
+                | "ThrottlingException",
+            ) => Cancel::Transient,
+            Some(_) => Cancel::Failed,
+        }
+    }
+}
+
+/// The pause before retry `attempt` (0-based): exponential from 50 ms up to 2 s, with
+/// jitter (half of it random), so that contending writers spread out.
+pub(super) fn backoff(attempt: u32) -> Duration {
+    let cap = (50u64 << attempt.min(6)).min(2_000);
+    Duration::from_millis(cap / 2 + fastrand::u64(0..=cap / 2))
+}
+
+#[sluice_engine::async_trait]
+impl LockStore for DynamoDbStore {
+    fn describe(&self) -> String {
+        match &self.table.region {
+            Some(r) => format!("aws_dynamodb table {} ({r})", self.table.name),
+            None => format!("aws_dynamodb table {}", self.table.name),
+        }
+    }
+
+    async fn acquire(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        requests: &[AcquireRequest],
+        concurrency: usize,
+    ) -> Vec<Result<Acquired, StoreError>> {
+        let client = match self.client().await {
+            Ok(c) => c,
+            Err(e) => {
+                return requests
+                    .iter()
+                    .map(|_| Err(StoreError(e.0.clone())))
+                    .collect();
+            }
+        };
+        // The futures are made up front (they do nothing until polled): a closure making
+        // them inside the stream trips the compiler's higher-ranked lifetime inference in
+        // this Send future.
+        let calls: Vec<_> = requests
+            .iter()
+            .map(|r| self.acquire_one(client, owner, now_ms, r))
+            .collect();
+        stream::iter(calls)
+            .buffered(concurrency.max(1))
+            .collect()
+            .await
+    }
+
+    async fn commit(
+        &self,
+        owner: &str,
+        requests: &[CommitRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        self.change(
+            owner,
+            requests.iter().map(Op::Commit).collect(),
+            concurrency,
+        )
+        .await
+    }
+
+    async fn renew(
+        &self,
+        owner: &str,
+        requests: &[RenewRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        self.change(owner, requests.iter().map(Op::Renew).collect(), concurrency)
+            .await
+    }
+
+    async fn release(
+        &self,
+        owner: &str,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        let ops = keys.iter().map(|k| Op::Release(k)).collect();
+        self.change(owner, ops, concurrency).await
+    }
+
+    async fn abandon(
+        &self,
+        owner: &str,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        let ops = keys.iter().map(|k| Op::Abandon(k)).collect();
+        self.change(owner, ops, concurrency).await
+    }
+
+    fn dynamodb(&self) -> Option<&DynamoDbStore> {
+        Some(self)
+    }
+}

@@ -1,0 +1,146 @@
+//! Lock stores: where `meta_kv_store_lock` keeps its locks.
+//!
+//! Three stores can hold locks: `aws_dynamodb` (shared between processes and machines),
+//! `memory` (one process) and `sqlite` (an embedded database file: shared between the
+//! processes of one machine and kept across runs, with no server). Each keeps one record
+//! per key and applies the rules of `sluice-lock-protocol` to it: the record, what each
+//! operation does, and when a record blocks another owner are defined there once, checked
+//! by a model of the whole protocol, and tested here for every store by [`contract`].
+//!
+//! Times are passed in by the caller (`now_ms`), which keeps every store's conditions
+//! testable without waiting.
+
+pub mod contract;
+pub mod sqlite;
+#[cfg(test)]
+pub(crate) mod test_faulty;
+pub mod ticket;
+
+use std::sync::Arc;
+
+use sluice_engine::{Build, ConfigError, Value, async_trait};
+pub use sluice_lock_protocol::{
+    AcquireRequest, Acquired, Change, LockRecord, LockStatus, Prior, Settled,
+};
+
+use super::{aws_dynamodb, kv_config, memory, unknown_type};
+pub use ticket::LockTicket;
+
+/// A lock store's failure, after its own retries.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// One key to commit: its message was delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitRequest {
+    /// The lock key.
+    pub key: String,
+    /// Epoch seconds: how long the committed lock deduplicates.
+    pub ttl: i64,
+    /// What the send said of the delivery (e.g. a Kinesis shard and sequence number),
+    /// kept with the committed lock for whoever traces the message.
+    pub note: Option<String>,
+}
+
+/// One key whose lease to extend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenewRequest {
+    /// The lock key.
+    pub key: String,
+    /// Epoch seconds: the TTL the lock gets when committed (kept past the lease).
+    pub ttl: i64,
+    /// Epoch milliseconds: the new end of the lease.
+    pub lease_until_ms: i64,
+}
+
+/// Where locks are kept. Every method takes the owner (unique per lock instance and
+/// process) and answers one result per key, in order; an `Err` of a whole call means the
+/// store failed after its retries and nothing can be assumed about what it applied.
+#[async_trait]
+pub trait LockStore: Send + Sync + 'static {
+    /// A short description for logs and errors, e.g. `aws_dynamodb table locks`.
+    fn describe(&self) -> String;
+
+    /// Tries to take each key for `owner` (see `sluice_lock_protocol::acquire`), with at
+    /// most `concurrency` store calls in flight. Keys in one call are distinct.
+    async fn acquire(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        requests: &[AcquireRequest],
+        concurrency: usize,
+    ) -> Vec<Result<Acquired, StoreError>>;
+
+    /// Marks `owner`'s pending locks committed.
+    async fn commit(
+        &self,
+        owner: &str,
+        requests: &[CommitRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError>;
+
+    /// Extends the leases of `owner`'s pending locks.
+    async fn renew(
+        &self,
+        owner: &str,
+        requests: &[RenewRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError>;
+
+    /// Deletes `owner`'s pending locks: their messages were certainly not delivered.
+    async fn release(
+        &self,
+        owner: &str,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError>;
+
+    /// Ends the leases of `owner`'s pending locks and leaves them pending: their messages
+    /// may have been delivered, and whoever takes them next is told so.
+    async fn abandon(
+        &self,
+        owner: &str,
+        keys: &[String],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError>;
+
+    /// The DynamoDB table behind this store, when it is one: a DynamoDB send can then
+    /// commit a lock in the same transaction as its items.
+    fn dynamodb(&self) -> Option<&aws_dynamodb::DynamoDbStore> {
+        None
+    }
+}
+
+/// Builds the lock store configured in `field` (a `{type, settings}` object).
+pub fn lock_store(
+    b: &Build<'_>,
+    field: &str,
+    cfg: &Value,
+) -> Result<Arc<dyn LockStore>, ConfigError> {
+    let (type_name, settings, place) = kv_config(b, field, cfg)?;
+    let settings = &settings;
+    match type_name {
+        "memory" => memory::MemoryStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
+        "sqlite" => sqlite::SqliteStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
+        "aws_dynamodb" => {
+            aws_dynamodb::DynamoDbStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>)
+        }
+        #[cfg(test)]
+        "test_faulty_sqlite" => test_faulty::FaultySqliteStore::build(&place, settings)
+            .map(|s| Arc::new(s) as Arc<dyn LockStore>),
+        "csv_file" | "json_file" | "text_file" | "mmdb" => Err(b.field_error(
+            &format!("{field}.type"),
+            format!(
+                "the {type_name} kv store is read-only and cannot hold locks; use aws_dynamodb, sqlite or memory"
+            ),
+        )),
+        other => Err(unknown_type(
+            b,
+            field,
+            "lock kv store",
+            other,
+            &["aws_dynamodb", "sqlite", "memory"],
+        )),
+    }
+}

@@ -1,0 +1,544 @@
+//! Taking the locks of a run of data messages and running the inner list on those that got
+//! theirs, in input order.
+//!
+//! Keys are asked for in pieces: a piece's calls are in flight together (up to
+//! `concurrency`), and the piece size adapts so that one piece takes well under half a
+//! lease (a slow store gets smaller pieces; a fast one larger). A key whose lease is half
+//! gone by the time its piece answered (a slow or retrying store) is renewed before its
+//! message runs; a key another owner took meanwhile is then held, not processed. Failed
+//! store calls are tried again, with backoff, for [`STORE_RETRY_FOR`]; a key held by
+//! another owner's live pending lock waits (see the module documentation) while the rest
+//! goes on. So a slow store slows the pipeline down and a crashed owner's key delays only
+//! its own message; neither wedges a batch.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use sluice_engine::{Message, TransformError};
+
+use super::keeper::Known;
+use super::{
+    DUPLICATES_SKIPPED, Duplicates, MetaKvStoreLock, Pending, STORE_RETRY_FOR, keys, now_ms,
+};
+use crate::kv_store::{
+    AcquireRequest, Acquired, LockRecord, LockStatus, LockTicket, RenewRequest, Settled,
+};
+
+/// How many renewals in a row may come back with half the lease gone before the keys are
+/// given back and their messages fail.
+const SLOW_RENEWALS: u32 = 3;
+/// The largest piece.
+const MAX_PIECE: usize = 4096;
+
+/// A data message on its way through acquisition.
+struct Item {
+    msg: Message,
+    key: String,
+    ttl: i64,
+    /// Whether the store must be asked (else: a duplicate known here).
+    ask: bool,
+}
+
+/// What became of one key asked for.
+enum Outcome {
+    /// Ours: run the message. The lease began at `lease_start`; `lease` is its length when
+    /// it is renewed (not when it ends with the invocation).
+    Taken {
+        ticket: Arc<LockTicket>,
+        lease_start: Instant,
+        lease: Option<Duration>,
+    },
+    /// Held: a duplicate.
+    Duplicate(Option<LockRecord>),
+    /// Pending under another owner with a live lease: wait.
+    Blocked(LockRecord),
+    /// This message alone fails, for this reason.
+    Fail(String),
+}
+
+/// A message that got its lock, ready to run.
+struct Ready {
+    ticket: Arc<LockTicket>,
+    msg: Message,
+    lease_start: Instant,
+    lease: Option<Duration>,
+}
+
+impl MetaKvStoreLock {
+    /// Data messages between two ctrls: acquire, then run the inner list on the taken ones
+    /// (in runs, so outputs keep input order). On error, every message not yet passed on
+    /// is marked failed: none may count as delivered by being dropped here.
+    pub(super) async fn process(
+        &self,
+        msgs: Vec<Message>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        if msgs.is_empty() {
+            return Ok(());
+        }
+        let first_ms = now_ms();
+        self.keeper.catch_up();
+        let mut items = Vec::with_capacity(msgs.len());
+        let mut seen: HashSet<String> = HashSet::with_capacity(msgs.len());
+        let mut retake = Vec::new();
+        for m in msgs {
+            let key = match keys::key_of(&self.prefix, self.source_key.as_ref(), &m) {
+                Ok(k) => k,
+                Err(why) => {
+                    self.fail_alone(m, None, &why);
+                    continue;
+                }
+            };
+            let ttl = match keys::ttl_of(self.ttl_key.as_ref(), self.ttl_offset, &m, first_ms) {
+                Ok(t) => t,
+                Err(why) => {
+                    self.fail_alone(m, Some(&key), &why);
+                    continue;
+                }
+            };
+            // The same key earlier in this batch: a duplicate of that message.
+            let ask = seen.insert(key.clone())
+                && match self.keeper.known(&key) {
+                    Known::Unknown => true,
+                    Known::Ours => false,
+                    Known::Retake => {
+                        retake.push(key.clone());
+                        true
+                    }
+                };
+            items.push(Item {
+                msg: m,
+                key,
+                ttl,
+                ask,
+            });
+        }
+        if !retake.is_empty() {
+            self.keeper.forget_for_retake(&retake).await;
+        }
+        let mut blocked = Vec::new();
+        let mut rest = items.into_iter().peekable();
+        while rest.peek().is_some() {
+            // The next piece: up to `piece` keys to ask for, with the duplicates among them.
+            let piece = self.piece.load(Ordering::Relaxed).max(1);
+            let mut chunk = Vec::new();
+            let mut asked = 0;
+            while let Some(it) = rest.next_if(|it| !it.ask || asked < piece) {
+                asked += it.ask as usize;
+                chunk.push(it);
+            }
+            let reqs: Vec<AcquireRequest> = chunk
+                .iter()
+                .filter(|it| it.ask)
+                .map(|it| AcquireRequest {
+                    key: it.key.clone(),
+                    ttl: it.ttl,
+                    lease_until_ms: 0,
+                })
+                .collect();
+            let outcomes = match self.acquire_piece(&reqs).await {
+                Ok(o) => o,
+                Err(e) => {
+                    let reason = e.to_string();
+                    let later: Vec<Item> = rest.collect();
+                    let waiting = blocked.iter().map(|(it, _)| it);
+                    for it in chunk.iter().chain(&later).chain(waiting) {
+                        it.msg.fail_acks(&reason);
+                    }
+                    return Err(e);
+                }
+            };
+            let mut outcomes = outcomes.into_iter();
+            let mut run = Vec::new();
+            for it in chunk {
+                let outcome = if it.ask {
+                    outcomes.next().unwrap_or(Outcome::Duplicate(None))
+                } else {
+                    Outcome::Duplicate(None)
+                };
+                self.place(it, outcome, &mut run, &mut blocked, out).await?;
+            }
+            self.run_inner(run, out).await?;
+        }
+        if !blocked.is_empty() {
+            self.wait_for_blocked(blocked, out).await?;
+        }
+        Ok(())
+    }
+
+    /// Puts one message where its outcome says: into the run, among the blocked, out as a
+    /// duplicate (after the run so far, to keep order), or failed alone.
+    async fn place(
+        &self,
+        it: Item,
+        outcome: Outcome,
+        run: &mut Vec<Ready>,
+        blocked: &mut Vec<(Item, LockRecord)>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        match outcome {
+            Outcome::Taken {
+                ticket,
+                lease_start,
+                lease,
+            } => run.push(Ready {
+                ticket,
+                msg: it.msg,
+                lease_start,
+                lease,
+            }),
+            Outcome::Blocked(rec) => blocked.push((it, rec)),
+            Outcome::Fail(why) => self.fail_alone(it.msg, Some(&it.key), &why),
+            Outcome::Duplicate(rec) => {
+                self.counts.duplicates.fetch_add(1, Ordering::Relaxed);
+                DUPLICATES_SKIPPED.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(lock = %self.id, key = %it.key, holder = ?rec, "duplicate: the key is held");
+                if self.duplicates == Duplicates::Continue {
+                    // What ran before it comes out before it.
+                    if let Err(e) = self.run_inner(std::mem::take(run), out).await {
+                        it.msg.fail_acks(&e.to_string());
+                        return Err(e);
+                    }
+                    out.push(it.msg);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks the store for `reqs`' keys: one outcome per request, in order. Keys whose
+    /// lease is half gone when the answers are in are renewed first. Store failures are
+    /// tried again for [`STORE_RETRY_FOR`]; then the keys taken are given back and the
+    /// error returned.
+    async fn acquire_piece(&self, reqs: &[AcquireRequest]) -> Result<Vec<Outcome>, TransformError> {
+        let mut outcomes: Vec<Option<Outcome>> = reqs.iter().map(|_| None).collect();
+        let mut ask: Vec<usize> = (0..reqs.len()).collect();
+        let started = Instant::now();
+        let mut failures = 0u32;
+        while !ask.is_empty() {
+            let now = now_ms();
+            let (lease, lease_until_ms) = self.lease_now(now);
+            let batch: Vec<AcquireRequest> = ask
+                .iter()
+                .map(|&i| AcquireRequest {
+                    lease_until_ms,
+                    ..reqs[i].clone()
+                })
+                .collect();
+            let call_start = Instant::now();
+            let results = self
+                .store
+                .acquire(&self.owner, now, &batch, self.concurrency)
+                .await;
+            self.adapt_piece(batch.len(), call_start.elapsed());
+            let mut again = Vec::new();
+            let mut first_error = None;
+            for (&i, result) in ask.iter().zip(results) {
+                let r = &reqs[i];
+                outcomes[i] = match result {
+                    Ok(Acquired::Taken { prior }) => Some(Outcome::Taken {
+                        ticket: Arc::new(LockTicket::new(
+                            r.key.clone(),
+                            r.ttl,
+                            now,
+                            prior.map(|p| p.since_ms),
+                            self.store.clone(),
+                            self.owner.clone(),
+                        )),
+                        lease_start: call_start,
+                        lease,
+                    }),
+                    Ok(Acquired::Held(rec)) => match self.held(rec, now) {
+                        Some(o) => Some(o),
+                        None => {
+                            // Its lease ended as we asked: ask again.
+                            again.push(i);
+                            None
+                        }
+                    },
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                        again.push(i);
+                        None
+                    }
+                };
+            }
+            ask = again;
+            if let Some(e) = first_error {
+                failures += 1;
+                if started.elapsed() >= STORE_RETRY_FOR {
+                    self.give_back_taken_all(&mut outcomes);
+                    return Err(TransformError::failed(format!(
+                        "taking {} lock(s) in {} failed for {:?} ({failures} attempts): {e}",
+                        ask.len(),
+                        self.store.describe(),
+                        started.elapsed()
+                    )));
+                }
+                tracing::warn!(lock = %self.id, keys = ask.len(), attempts = failures, error = %e,
+                    "taking locks failed; trying again");
+                tokio::time::sleep(retry_pause(failures)).await;
+            }
+        }
+        self.refresh_stale(reqs, &mut outcomes).await?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(Outcome::Duplicate(None)))
+            .collect())
+    }
+
+    /// What a held key means for its message (`None`: not held any more, ask again).
+    fn held(&self, rec: Option<LockRecord>, now: i64) -> Option<Outcome> {
+        let Some(rec) = rec else {
+            return Some(Outcome::Duplicate(None));
+        };
+        match rec.status {
+            LockStatus::Committed => Some(Outcome::Duplicate(Some(rec))),
+            LockStatus::Pending { .. } if !rec.blocks(now) => None,
+            LockStatus::Pending { .. } if self.pending == Pending::Skip => {
+                Some(Outcome::Duplicate(Some(rec)))
+            }
+            LockStatus::Pending { .. } => Some(Outcome::Blocked(rec)),
+        }
+    }
+
+    /// Renews the keys of `outcomes` whose lease is half gone, until none is (they run with
+    /// at least half a lease left) or [`SLOW_RENEWALS`] rounds came back late: then those
+    /// keys are given back and their messages fail.
+    async fn refresh_stale(
+        &self,
+        reqs: &[AcquireRequest],
+        outcomes: &mut [Option<Outcome>],
+    ) -> Result<(), TransformError> {
+        let started = Instant::now();
+        let mut rounds = 0;
+        loop {
+            let stale: Vec<usize> = outcomes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, o)| match o {
+                    Some(Outcome::Taken {
+                        lease_start,
+                        lease: Some(l),
+                        ..
+                    }) if lease_start.elapsed() >= *l / 2 => Some(i),
+                    _ => None,
+                })
+                .collect();
+            if stale.is_empty() {
+                return Ok(());
+            }
+            if rounds >= SLOW_RENEWALS {
+                let lease = self.lease_len();
+                for &i in &stale {
+                    if let Some(Outcome::Taken { ticket, .. }) = outcomes[i].take() {
+                        self.keeper.give_back(ticket);
+                    }
+                    outcomes[i] = Some(Outcome::Fail(format!(
+                        "taking its lock in {} kept using more than half the {lease:?} lease ({rounds} renewals in a row came back late): another process could take it over before the message is processed; raise `lease` (or lower `concurrency`'s load on the store)",
+                        self.store.describe()
+                    )));
+                }
+                return Ok(());
+            }
+            rounds += 1;
+            let now = now_ms();
+            let (lease, lease_until_ms) = self.lease_now(now);
+            let renewals: Vec<RenewRequest> = stale
+                .iter()
+                .map(|&i| RenewRequest {
+                    key: reqs[i].key.clone(),
+                    ttl: reqs[i].ttl,
+                    lease_until_ms,
+                })
+                .collect();
+            let call_start = Instant::now();
+            match self
+                .store
+                .renew(&self.owner, &renewals, self.concurrency)
+                .await
+            {
+                Ok(results) => {
+                    for (&i, r) in stale.iter().zip(results) {
+                        match r {
+                            Settled::Ok => {
+                                if let Some(Outcome::Taken {
+                                    lease_start,
+                                    lease: l,
+                                    ..
+                                }) = &mut outcomes[i]
+                                {
+                                    *lease_start = call_start;
+                                    *l = lease;
+                                }
+                            }
+                            // Taken over meanwhile: held by its new owner.
+                            // (A key free again is not worth another round here: its
+                            // message fails and is redelivered.)
+                            Settled::NotOwner(rec) => {
+                                outcomes[i] = Some(self.held(rec, now_ms()).unwrap_or_else(|| {
+                                    Outcome::Fail(
+                                        "its lock was taken over while it was being taken".into(),
+                                    )
+                                }));
+                            }
+                        }
+                    }
+                }
+                Err(e) if started.elapsed() < STORE_RETRY_FOR => {
+                    tracing::warn!(lock = %self.id, error = %e, "renewing slow-taken locks failed; trying again");
+                    tokio::time::sleep(retry_pause(rounds)).await;
+                }
+                Err(e) => {
+                    self.give_back_taken_all(outcomes);
+                    return Err(TransformError::failed(format!(
+                        "renewing {} lock(s) in {}: {e}",
+                        renewals.len(),
+                        self.store.describe()
+                    )));
+                }
+            }
+            tracing::debug!(lock = %self.id, keys = stale.len(), round = rounds,
+                "taking locks used half their lease; renewed them before running their messages");
+        }
+    }
+
+    /// Makes the next piece smaller when this one took more than a quarter of the lease,
+    /// larger when it took less than a sixteenth.
+    fn adapt_piece(&self, asked: usize, took: Duration) {
+        let lease = self.lease_len();
+        let piece = self.piece.load(Ordering::Relaxed);
+        if took > lease / 4 {
+            self.piece.store((asked / 2).max(1), Ordering::Relaxed);
+        } else if took < lease / 16 && asked >= piece {
+            self.piece
+                .store((piece * 2).min(MAX_PIECE), Ordering::Relaxed);
+        }
+    }
+
+    fn give_back_taken_all(&self, outcomes: &mut [Option<Outcome>]) {
+        for o in outcomes.iter_mut() {
+            if let Some(Outcome::Taken { ticket, .. }) = o.take() {
+                self.keeper.give_back(ticket);
+            }
+        }
+    }
+
+    /// Waits for keys pending under other owners: flushes the inner list and commits what
+    /// this process delivered (so the other owner, maybe waiting for one of those, goes
+    /// on), then asks again with a jittered backoff. A key still pending after
+    /// `pending_wait` fails its message alone.
+    async fn wait_for_blocked(
+        &self,
+        mut blocked: Vec<(Item, LockRecord)>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        self.flush_and_settle(out).await?;
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            let left = self.pending_wait.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                for (it, holder) in blocked {
+                    let why = format!(
+                        "its lock key is pending under {} (lease until {} ms since the epoch) after waiting {:?}: another process is processing that message, or crashed while doing so; the source should redeliver it later (or set `pending: \"skip\"`)",
+                        holder.owner,
+                        holder.lease_until_ms().unwrap_or(0),
+                        self.pending_wait
+                    );
+                    self.fail_alone(it.msg, Some(&it.key), &why);
+                }
+                return Ok(());
+            }
+            let jitter = backoff.mul_f64(0.5 + fastrand::f64());
+            tokio::time::sleep(jitter.min(left)).await;
+            backoff = (backoff * 2).min(Duration::from_millis(500));
+            let reqs: Vec<AcquireRequest> = blocked
+                .iter()
+                .map(|(it, _)| AcquireRequest {
+                    key: it.key.clone(),
+                    ttl: it.ttl,
+                    lease_until_ms: 0,
+                })
+                .collect();
+            let outcomes = match self.acquire_piece(&reqs).await {
+                Ok(o) => o,
+                Err(e) => {
+                    for (it, _) in &blocked {
+                        it.msg.fail_acks(&e.to_string());
+                    }
+                    return Err(e);
+                }
+            };
+            let mut still = Vec::new();
+            let mut run = Vec::new();
+            for ((it, _), outcome) in blocked.into_iter().zip(outcomes) {
+                self.place(it, outcome, &mut run, &mut still, out).await?;
+            }
+            self.run_inner(run, out).await?;
+            if still.is_empty() {
+                return Ok(());
+            }
+            blocked = still;
+        }
+    }
+
+    /// A checkpoint of the lock's own, in the middle of a batch: the inner list is flushed
+    /// with a ctrl that goes no further (its data outputs do), and what resolved settled.
+    async fn flush_and_settle(&self, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if self.keeper.in_flight() == 0 {
+            return Ok(());
+        }
+        let mut flushed = Vec::new();
+        self.checkpoint(Message::ctrl(), &mut flushed).await?;
+        out.extend(flushed.into_iter().filter(|m| !m.is_ctrl()));
+        Ok(())
+    }
+
+    /// Runs the inner list over messages that got their locks, each carrying a token of a
+    /// tracker the keeper watches.
+    async fn run_inner(
+        &self,
+        run: Vec<Ready>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        if run.is_empty() {
+            return Ok(());
+        }
+        self.counts
+            .acquired
+            .fetch_add(run.len() as u64, Ordering::Relaxed);
+        let msgs: Vec<Message> = run
+            .into_iter()
+            .map(|r| {
+                let mut m = r.msg;
+                m.add_ack(self.keeper.track(r.ticket, r.lease_start, r.lease));
+                m
+            })
+            .collect();
+        let outs = self.inner.apply(msgs).await?;
+        self.pass_out(outs, out);
+        Ok(())
+    }
+
+    /// A message that fails on its own: marked failed for its source (which redelivers it,
+    /// or reports it) and logged; the rest of the batch goes on.
+    fn fail_alone(&self, m: Message, key: Option<&str>, why: &str) {
+        self.counts.failed.fetch_add(1, Ordering::Relaxed);
+        let reason = format!("transform {}: {why}", self.id);
+        m.fail_acks(&reason);
+        match key {
+            Some(k) => tracing::warn!(lock = %self.id, key = %k, "{why}"),
+            None => tracing::warn!(lock = %self.id, "{why}"),
+        }
+    }
+}
+
+/// The pause before trying failed store calls again: 100 ms doubling to 2 s, jittered.
+fn retry_pause(failures: u32) -> Duration {
+    let d = Duration::from_millis(100) * 2u32.saturating_pow(failures.saturating_sub(1).min(5));
+    let d = d.min(Duration::from_secs(2));
+    d / 2 + d.mul_f64(fastrand::f64() / 2.0)
+}

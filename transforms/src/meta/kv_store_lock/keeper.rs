@@ -1,0 +1,713 @@
+//! The keys a lock holds, and what it owes the store for each: the commit of a delivered
+//! message's key, the release of a key whose message certainly failed, the abandonment of
+//! one whose message may have been delivered although its send failed, and the renewal of
+//! leases while messages are on their way.
+//!
+//! Every message that got its lock carries a token of a tracker made here: tagged with the
+//! message's [`LockTicket`] and watched, so that when the last copy of the message is gone
+//! (sent and acknowledged by a send inside the lock or after it, dropped, or failed) the
+//! keeper hears of it and settles the key, off the hot path, in batched calls: one commit
+//! call per up to 100 keys, a few milliseconds after the first of them resolved. The crash
+//! window between a sink's acceptance and the commit is then about one store round trip,
+//! whatever the input's rhythm.
+//!
+//! The work is done by [`Keeper::pump`], which the keeper's own task calls when woken (a
+//! tokio task on the runtime the lock runs on, started and restarted as needed), and which
+//! the lock also calls itself at its checkpoint and when the adapter settles the pipeline
+//! ([`Keeper::settle`]), so nothing depends on the task having run. Pumps are serialised.
+//! A store call that fails leaves its keys queued; they are tried again, with backoff, by
+//! later pumps: a commit after delivery never fails a batch by itself.
+//!
+//! Leases: a key whose lease is a third gone while its message is still on its way is
+//! renewed (conditional on the owner, as lease-based consumers such as the Kinesis Client
+//! Library renew theirs), so a live process keeps its keys however long a send holds them,
+//! and a crashed one loses them a lease after its last renewal. A lease that ends with the
+//! invocation (Lambda) is not renewed: the process cannot outlive it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use sluice_engine::Message;
+use sluice_engine::ack::{AckStatus, AckTag, AckToken, AckTracker, AckWatch};
+use tokio::sync::Notify;
+
+use crate::kv_store::{
+    CommitRequest, LockStatus, LockStore, LockTicket, RenewRequest, Settled, StoreError,
+};
+
+/// How long the keeper waits, after the first message resolved, for more to join the same
+/// commit call.
+const LINGER: Duration = Duration::from_millis(10);
+/// Backoff after a failed store call: from this…
+const RETRY_MIN: Duration = Duration::from_millis(100);
+/// …doubling up to this.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// Counts of what the lock did, for logs and tests.
+#[derive(Debug, Default)]
+pub struct LockCounts {
+    /// Keys taken.
+    pub acquired: AtomicU64,
+    /// Messages whose key was held.
+    pub duplicates: AtomicU64,
+    /// Keys committed.
+    pub committed: AtomicU64,
+    /// Keys released after their message failed.
+    pub released: AtomicU64,
+    /// Keys left pending for a later check after their message's send was uncertain.
+    pub abandoned: AtomicU64,
+    /// Leases renewed.
+    pub renewed: AtomicU64,
+    /// Keys another owner took over before they could be committed (possible duplicates).
+    pub lost: AtomicU64,
+    /// Messages that failed on their own (no key, a key held too long elsewhere).
+    pub failed: AtomicU64,
+}
+
+/// What is owed for one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owed {
+    /// Its message is on its way: renew the lease while it is.
+    Lease,
+    /// Delivered: commit.
+    Commit,
+    /// Certainly not delivered: release.
+    Release,
+    /// Possibly delivered: abandon.
+    Abandon,
+}
+
+/// A message's two trackers: `inner` follows the copies inside the lock's inner list (the
+/// sends there), `outer` those that left the lock (a send after it). The outer token is
+/// held here until no inner copy is left, since any inner copy may still come out.
+struct Trackers {
+    inner: Arc<AckTracker>,
+    outer: Arc<AckTracker>,
+    outer_token: Option<AckToken>,
+}
+
+impl Trackers {
+    /// What the key is owed once both are done: committed when every copy was delivered,
+    /// or when the sends inside the lock delivered it and only copies after it failed (its
+    /// effect happened; sending it again would duplicate it); otherwise released, or
+    /// abandoned when a failed send may have applied it. `None` while a copy is on its way.
+    fn owed(&self) -> Option<Owed> {
+        if !(self.inner.is_done() && self.outer.is_done()) {
+            return None;
+        }
+        let failed = |t: &AckTracker| {
+            if t.uncertain() {
+                Owed::Abandon
+            } else {
+                Owed::Release
+            }
+        };
+        Some(match (self.inner.status(), self.outer.status()) {
+            (AckStatus::Failed, _) => failed(&self.inner),
+            (_, AckStatus::Failed) if self.inner.accepted() => Owed::Commit,
+            (_, AckStatus::Failed) => failed(&self.outer),
+            _ => Owed::Commit,
+        })
+    }
+}
+
+struct Entry {
+    ticket: Arc<LockTicket>,
+    /// The message's trackers (none for keys taken for messages that never ran).
+    trackers: Option<Trackers>,
+    owed: Owed,
+    /// When the current lease began, and how long it is (`None`: it ends with the
+    /// invocation and is not renewed).
+    lease_start: Instant,
+    lease: Option<Duration>,
+    /// Not before this instant (after a failed store call), and how many failed in a row.
+    retry_at: Option<Instant>,
+    failures: u32,
+    /// Another owner took the key over (already reported).
+    lost: bool,
+}
+
+/// Where resolved trackers are queued: the watch every tracker of this lock reports to.
+/// It only records (a leaf lock and a wake-up), as [`AckWatch`] requires.
+#[derive(Default)]
+struct Resolved {
+    queue: Mutex<Vec<(String, usize)>>,
+    wake: Notify,
+    /// Told when a key is tracked whose renewal is due before the keeper's next wake-up.
+    reschedule: Notify,
+    /// When the keeper's task wakes up next (None: only when told).
+    next_wake: Mutex<Option<Instant>>,
+}
+
+impl AckWatch for Resolved {
+    fn done(&self, tracker: &Arc<AckTracker>) {
+        let Some(key) = tracker
+            .tag()
+            .and_then(|t| t.clone().downcast::<LockTicket>().ok())
+            .map(|t| t.key.clone())
+        else {
+            return;
+        };
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((key, tracker.id()));
+        self.wake.notify_one();
+    }
+}
+
+struct Shared {
+    lock_id: Arc<str>,
+    store: Arc<dyn LockStore>,
+    owner: Arc<str>,
+    concurrency: usize,
+    entries: Mutex<HashMap<String, Entry>>,
+    resolved: Arc<Resolved>,
+    pumping: tokio::sync::Mutex<()>,
+    counts: Arc<LockCounts>,
+}
+
+/// The keys one lock instance holds (see the module documentation).
+pub struct Keeper {
+    shared: Arc<Shared>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            t.abort();
+        }
+    }
+}
+
+/// What the lock knows of a key before asking the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Known {
+    /// Nothing: ask the store.
+    Unknown,
+    /// Its message is on its way or was delivered here: a duplicate.
+    Ours,
+    /// Held for a message that failed, not yet given back: take it again (the store lets
+    /// its owner do so), and stop giving it back.
+    Retake,
+}
+
+impl Keeper {
+    /// A keeper for `owner`'s keys in `store`.
+    pub fn new(
+        lock_id: Arc<str>,
+        store: Arc<dyn LockStore>,
+        owner: Arc<str>,
+        concurrency: usize,
+        counts: Arc<LockCounts>,
+    ) -> Keeper {
+        Keeper {
+            shared: Arc::new(Shared {
+                lock_id,
+                store,
+                owner,
+                concurrency,
+                entries: Mutex::new(HashMap::new()),
+                resolved: Arc::new(Resolved::default()),
+                pumping: tokio::sync::Mutex::new(()),
+                counts,
+            }),
+            task: Mutex::new(None),
+        }
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.shared.entries()
+    }
+
+    /// Takes in what resolved since the last pump, so that [`Keeper::known`] is current.
+    pub fn catch_up(&self) {
+        self.shared.take_resolved();
+    }
+
+    /// What is known of `key` here.
+    pub fn known(&self, key: &str) -> Known {
+        match self.entries().get(key).map(|e| e.owed) {
+            None => Known::Unknown,
+            Some(Owed::Lease | Owed::Commit) => Known::Ours,
+            Some(Owed::Release | Owed::Abandon) => Known::Retake,
+        }
+    }
+
+    /// Stops giving back `keys` (about to be taken again): waits for a pump in progress,
+    /// so that no release of them is in flight when the store is asked.
+    pub async fn forget_for_retake(&self, keys: &[String]) {
+        let _pump = self.shared.pumping.lock().await;
+        let mut entries = self.entries();
+        for k in keys {
+            if entries
+                .get(k)
+                .is_some_and(|e| matches!(e.owed, Owed::Release | Owed::Abandon))
+            {
+                entries.remove(k);
+            }
+        }
+    }
+
+    /// Starts tracking a key taken for a message: the token to attach to the message
+    /// before it enters the inner list.
+    pub fn track(
+        &self,
+        ticket: Arc<LockTicket>,
+        lease_start: Instant,
+        lease: Option<Duration>,
+    ) -> AckToken {
+        let watch = || Some(self.shared.resolved.clone() as Arc<dyn AckWatch>);
+        let tag = || Some(ticket.clone() as AckTag);
+        let (inner, token) = AckTracker::watched(tag(), watch());
+        let (outer, outer_token) = AckTracker::watched(tag(), watch());
+        self.entries().insert(
+            ticket.key.clone(),
+            Entry {
+                ticket,
+                trackers: Some(Trackers {
+                    inner,
+                    outer,
+                    outer_token: Some(outer_token),
+                }),
+                owed: Owed::Lease,
+                lease_start,
+                lease,
+                retry_at: None,
+                failures: 0,
+                lost: false,
+            },
+        );
+        if let Some(l) = lease {
+            let due = lease_start + l / 3;
+            let r = &self.shared.resolved;
+            let later = r
+                .next_wake
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_none_or(|w| w > due);
+            if later {
+                r.reschedule.notify_one();
+            }
+        }
+        token
+    }
+
+    /// Gives back a key taken for a message that will not run (it failed on its own).
+    pub fn give_back(&self, ticket: Arc<LockTicket>) {
+        self.entries().insert(
+            ticket.key.clone(),
+            Entry {
+                ticket,
+                trackers: None,
+                owed: Owed::Release,
+                lease_start: Instant::now(),
+                lease: None,
+                retry_at: None,
+                failures: 0,
+                lost: false,
+            },
+        );
+        self.shared.resolved.wake.notify_one();
+    }
+
+    /// How many keys have a message on its way.
+    pub fn in_flight(&self) -> usize {
+        self.entries()
+            .values()
+            .filter(|e| e.owed == Owed::Lease)
+            .count()
+    }
+
+    /// Swaps the inner-list tokens of this lock on `m` (one leaving the lock) for the
+    /// tokens that follow its copies after the lock.
+    pub fn pass_out(&self, m: &mut Message) {
+        if m.acks().is_empty() {
+            return;
+        }
+        let entries = self.entries();
+        let outer_of = |t: &AckToken| -> Option<AckToken> {
+            let ticket = t.tag::<LockTicket>()?;
+            let tr = entries.get(&ticket.key)?.trackers.as_ref()?;
+            if !t.reports_to(&tr.inner) {
+                return None;
+            }
+            tr.outer_token.clone()
+        };
+        if !m.acks().iter().any(|t| outer_of(t).is_some()) {
+            return;
+        }
+        let taken = m.take_acks_where(|t| outer_of(t).is_some());
+        for t in &taken {
+            if let Some(o) = outer_of(t) {
+                m.add_ack(o);
+            }
+        }
+        drop(entries);
+        drop(taken);
+    }
+
+    /// Makes sure the keeper's task runs on the current tokio runtime (it stops with the
+    /// runtime that ran it; a test's runtime is new at every call).
+    pub fn ensure_task(&self) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut task = self.task.lock().unwrap_or_else(|p| p.into_inner());
+        if task.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        let weak = Arc::downgrade(&self.shared);
+        let resolved = self.shared.resolved.clone();
+        *task = Some(rt.spawn(run(weak, resolved)));
+    }
+
+    /// Settles what is due now: the keys of resolved messages, the leases a third gone,
+    /// and what earlier failures left (once their backoff passed, or at once with
+    /// `now`). Store failures are logged and left for a later pump.
+    pub async fn pump(&self, force: bool) {
+        self.shared.pump(force).await;
+    }
+
+    /// Pumps until nothing but messages still on their way is owed, or until `until`
+    /// (bounded by one lease); what is left is logged and stays owed.
+    pub async fn settle(&self, until: Instant, lease: Duration) {
+        let until = until.min(Instant::now() + lease);
+        loop {
+            self.shared.pump(true).await;
+            let (left, soonest) = self.shared.owed_beyond_leases();
+            if left == 0 {
+                return;
+            }
+            let now = Instant::now();
+            if now >= until {
+                tracing::error!(
+                    lock = %self.shared.lock_id,
+                    keys = left,
+                    store = %self.shared.store.describe(),
+                    "could not settle every lock before the end: the store keeps failing. Delivered messages' locks stay pending until their lease ends (a redelivery of them then is processed again); failed ones block until then"
+                );
+                return;
+            }
+            let wait = soonest.map_or(RETRY_MIN, |t| t.saturating_duration_since(now));
+            tokio::time::sleep(
+                wait.clamp(Duration::from_millis(5), RETRY_MAX)
+                    .min(until - now),
+            )
+            .await;
+        }
+    }
+
+    /// The next instant a renewal or retry is due (for the lock's own timer).
+    pub fn next_due(&self) -> Option<Instant> {
+        self.shared.next_due()
+    }
+}
+
+impl Shared {
+    fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keys owed a commit, release or abandonment, and the soonest retry among them.
+    fn owed_beyond_leases(&self) -> (usize, Option<Instant>) {
+        let entries = self.entries();
+        let mut n = 0;
+        let mut soonest: Option<Instant> = None;
+        for e in entries.values().filter(|e| e.owed != Owed::Lease) {
+            n += 1;
+            if let Some(t) = e.retry_at {
+                soonest = Some(soonest.map_or(t, |s| s.min(t)));
+            }
+        }
+        (n, soonest)
+    }
+
+    fn next_due(&self) -> Option<Instant> {
+        let entries = self.entries();
+        entries
+            .values()
+            .filter_map(|e| match (e.owed, e.retry_at) {
+                (_, Some(t)) => Some(t),
+                (Owed::Lease, None) if !e.lost => e.lease.map(|l| e.lease_start + l / 3),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Moves the keys whose messages are done from their lease to what they are owed.
+    fn take_resolved(&self) {
+        loop {
+            let queued = std::mem::take(
+                &mut *self
+                    .resolved
+                    .queue
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
+            if queued.is_empty() {
+                return;
+            }
+            // Outer tokens no inner copy can take out any more: dropped after the entries'
+            // lock, which may finish their trackers and queue them for the next round.
+            let mut last_tokens = Vec::new();
+            let mut entries = self.entries();
+            for (key, id) in queued {
+                let Some(e) = entries.get_mut(&key) else {
+                    continue;
+                };
+                let Some(tr) = e.trackers.as_mut().filter(|_| e.owed == Owed::Lease) else {
+                    continue;
+                };
+                if tr.inner.id() != id && tr.outer.id() != id {
+                    continue;
+                }
+                if tr.inner.is_done()
+                    && let Some(t) = tr.outer_token.take()
+                {
+                    last_tokens.push(t);
+                }
+                let Some(owed) = tr.owed() else { continue };
+                e.owed = owed;
+                // A DynamoDB send committed it with its items: done.
+                if owed == Owed::Commit && e.ticket.is_committed() {
+                    entries.remove(&key);
+                    self.counts.committed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            drop(entries);
+            drop(last_tokens);
+        }
+    }
+
+    async fn pump(&self, force: bool) {
+        let _one = self.pumping.lock().await;
+        self.take_resolved();
+        let now = Instant::now();
+        let now_ms = super::now_ms();
+        let mut commits = Vec::new();
+        let mut releases = Vec::new();
+        let mut abandons = Vec::new();
+        let mut renewals = Vec::new();
+        {
+            let entries = self.entries();
+            for (key, e) in entries.iter() {
+                if !force && e.retry_at.is_some_and(|t| t > now) {
+                    continue;
+                }
+                match e.owed {
+                    Owed::Commit => commits.push(CommitRequest {
+                        key: key.clone(),
+                        ttl: e.ticket.ttl,
+                        note: e.ticket.note(),
+                    }),
+                    Owed::Release => releases.push(key.clone()),
+                    Owed::Abandon => abandons.push(key.clone()),
+                    Owed::Lease => {
+                        if let Some(lease) = e.lease
+                            && !e.lost
+                            && now >= e.lease_start + lease / 3
+                        {
+                            renewals.push(RenewRequest {
+                                key: key.clone(),
+                                ttl: e.ticket.ttl,
+                                lease_until_ms: now_ms + lease.as_millis() as i64,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if commits.is_empty() && releases.is_empty() && abandons.is_empty() && renewals.is_empty() {
+            return;
+        }
+        let c = self.concurrency;
+        let (committed, released, abandoned, renewed) = tokio::join!(
+            self.call(!commits.is_empty(), || self.store.commit(
+                &self.owner,
+                &commits,
+                c
+            )),
+            self.call(!releases.is_empty(), || self.store.release(
+                &self.owner,
+                &releases,
+                c
+            )),
+            self.call(!abandons.is_empty(), || self.store.abandon(
+                &self.owner,
+                &abandons,
+                c
+            )),
+            self.call(!renewals.is_empty(), || self.store.renew(
+                &self.owner,
+                &renewals,
+                c
+            )),
+        );
+        let commit_keys: Vec<&String> = commits.iter().map(|r| &r.key).collect();
+        let renew_keys: Vec<&String> = renewals.iter().map(|r| &r.key).collect();
+        let release_keys: Vec<&String> = releases.iter().collect();
+        let abandon_keys: Vec<&String> = abandons.iter().collect();
+        let mut entries = self.entries();
+        self.apply(
+            &mut entries,
+            Owed::Commit,
+            &commit_keys,
+            committed,
+            now,
+            now,
+        );
+        self.apply(
+            &mut entries,
+            Owed::Release,
+            &release_keys,
+            released,
+            now,
+            now,
+        );
+        self.apply(
+            &mut entries,
+            Owed::Abandon,
+            &abandon_keys,
+            abandoned,
+            now,
+            now,
+        );
+        self.apply(&mut entries, Owed::Lease, &renew_keys, renewed, now, now);
+    }
+
+    async fn call<'a, F, Fut>(&'a self, any: bool, f: F) -> Option<Result<Vec<Settled>, StoreError>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<Settled>, StoreError>> + 'a,
+    {
+        if any { Some(f().await) } else { None }
+    }
+
+    /// Records the outcome of one kind of call.
+    fn apply(
+        &self,
+        entries: &mut HashMap<String, Entry>,
+        kind: Owed,
+        keys: &[&String],
+        result: Option<Result<Vec<Settled>, StoreError>>,
+        started: Instant,
+        now: Instant,
+    ) {
+        let Some(result) = result else { return };
+        let verb = match kind {
+            Owed::Commit => "commit",
+            Owed::Release => "release",
+            Owed::Abandon => "abandonment",
+            Owed::Lease => "lease renewal",
+        };
+        let outcomes = match result {
+            Ok(o) => o,
+            Err(e) => {
+                let mut attempts = 0;
+                for k in keys {
+                    if let Some(en) = entries.get_mut(*k) {
+                        en.failures += 1;
+                        attempts = attempts.max(en.failures);
+                        en.retry_at = Some(now + backoff(en.failures));
+                    }
+                }
+                tracing::warn!(
+                    lock = %self.lock_id,
+                    keys = keys.len(),
+                    attempts,
+                    error = %e,
+                    "{verb} of lock keys failed; trying again"
+                );
+                return;
+            }
+        };
+        for (k, outcome) in keys.iter().zip(outcomes) {
+            let Some(en) = entries.get_mut(*k) else {
+                continue;
+            };
+            // The message resolved while its lease was being renewed: the renewal's
+            // outcome only matters for a key still on its way.
+            if en.owed != kind {
+                continue;
+            }
+            match (kind, outcome) {
+                (Owed::Lease, Settled::Ok) => {
+                    en.lease_start = started;
+                    en.retry_at = None;
+                    en.failures = 0;
+                    self.counts.renewed.fetch_add(1, Ordering::Relaxed);
+                }
+                (Owed::Lease, Settled::NotOwner(rec)) => {
+                    en.lost = true;
+                    en.retry_at = None;
+                    self.counts.lost.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        lock = %self.lock_id, key = %k, holder = ?rec.map(|r| r.owner),
+                        "the lock was taken over after its lease ran out, before this delivery committed it: the message may be processed twice (the store was unreachable for a whole lease; lengthen `lease`)"
+                    );
+                }
+                (Owed::Commit, Settled::NotOwner(rec)) if !en.lost => {
+                    self.counts.lost.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(
+                        lock = %self.lock_id, key = %k, holder = ?rec.map(|r| (r.owner, r.status == LockStatus::Committed)),
+                        "the lock was taken over after its lease ran out, before this delivery committed it: the message may have been processed twice (lengthen `lease`)"
+                    );
+                    entries.remove(*k);
+                }
+                (Owed::Commit, _) => {
+                    if en.lost {
+                        // Reported when the renewal found it gone.
+                    } else {
+                        self.counts.committed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    entries.remove(*k);
+                }
+                (Owed::Release, _) => {
+                    self.counts.released.fetch_add(1, Ordering::Relaxed);
+                    entries.remove(*k);
+                }
+                (Owed::Abandon, _) => {
+                    self.counts.abandoned.fetch_add(1, Ordering::Relaxed);
+                    entries.remove(*k);
+                }
+            }
+        }
+    }
+}
+
+/// The pause after `failures` failed calls in a row.
+fn backoff(failures: u32) -> Duration {
+    let d = RETRY_MIN * 2u32.saturating_pow(failures.saturating_sub(1).min(10));
+    let d = d.min(RETRY_MAX);
+    d / 2 + d.mul_f64(fastrand::f64() / 2.0)
+}
+
+/// The keeper's task: pumps when a message resolved (after a short linger, so that one
+/// call commits many) and when a renewal or retry is due; ends when the keeper is gone.
+async fn run(shared: Weak<Shared>, resolved: Arc<Resolved>) {
+    loop {
+        let due = match shared.upgrade() {
+            Some(s) => s.next_due(),
+            None => return,
+        };
+        *resolved.next_wake.lock().unwrap_or_else(|p| p.into_inner()) = due;
+        let sleep = async {
+            match due {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = resolved.wake.notified() => tokio::time::sleep(LINGER).await,
+            _ = sleep => {}
+            // A key due earlier than `due` was tracked: work out the wake-up again.
+            _ = resolved.reschedule.notified() => continue,
+        }
+        let Some(s) = shared.upgrade() else { return };
+        s.pump(false).await;
+    }
+}

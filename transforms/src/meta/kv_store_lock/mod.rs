@@ -1,0 +1,403 @@
+//! `meta_kv_store_lock`: runs its inner transforms at most once per key, and, with a
+//! source that redelivers what failed, exactly once.
+//!
+//! Per data message it takes a lock on a key (`object.source_key`'s value, or the SHA-256
+//! of the data; `prefix:` in front when set; see [`keys`]) with a conditional write to a
+//! kv store. A message whose key is held does not run the inner transforms: it continues
+//! downstream unchanged (Substation's behaviour) or is dropped (`duplicates: "drop"`).
+//!
+//! A message that got its lock carries the lock's acknowledgement token wherever it goes,
+//! inside the lock and after it, and its key is settled when the last copy is gone
+//! ([`keeper`]): committed when it was delivered, released when it certainly was not, and
+//! abandoned (left pending, its lease ended, for the next taker to check) when a send may
+//! have applied it although it answered with an error. So a send after the lock
+//! (Substation's consumer pattern) is covered exactly as a send inside it, and a batch
+//! flushed by its timer while the input is idle is committed without waiting for a ctrl.
+//!
+//! Differences from Substation's lock, each a defect there (reference §5.4):
+//! - Acquisitions are concurrent (`concurrency`, default 32), in pieces that fit the
+//!   lease, not serialised by one mutex around the store call and the inner transforms;
+//!   outputs keep input order.
+//! - The lock record has an owner, a status, a lease and a history (`sluice-lock-protocol`).
+//!   Commit and release are conditional on the owner: another process's lock is never
+//!   deleted. A pending lock whose lease ended (its owner crashed) is taken over, and the
+//!   taker learns since when an earlier attempt may have delivered the message.
+//! - Leases are renewed while messages are on their way, so a live process keeps its keys
+//!   however long a send holds them, and a crashed one loses them a lease after its last
+//!   renewal (default 1 minute; in Lambda, the lease ends with the invocation).
+//! - Only undelivered messages' keys are released (Substation unlocks every key since the
+//!   last checkpoint, delivered ones included).
+//! - With neither `ttl_offset` nor `ttl_key`, the TTL is 24 hours (Substation stores 0,
+//!   which disables deduplication on DynamoDB); a `ttl_key` that is missing or not a number
+//!   is an error for that message, not a TTL in 1970. A pending lock blocks until its
+//!   lease ends whatever its TTL; a `ttl_offset` shorter than the lease is a config error.
+//! - A missing, null or empty key is an error for that message alone, and typed values keep
+//!   their type in the key (Substation shares one key among them, or hashes the data).
+//! - A key pending under another owner with a live lease is, by default, waited for (up to
+//!   `pending_wait`) while the rest of the batch goes on: if the other owner commits, the
+//!   message is a duplicate; if it gives the key back or its lease ends, this process
+//!   takes it; if it is still pending at the end of the wait, that message alone fails
+//!   (the source redelivers it later). Before it waits, this process flushes its inner
+//!   list and commits what it delivered, so two processes with overlapping input never
+//!   wait on each other for long. `pending: "skip"` treats such a message as a duplicate at
+//!   once, as Substation does.
+
+mod acquire;
+pub mod keeper;
+pub mod keys;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+use sluice_engine::settings::GoDuration;
+use sluice_engine::{
+    Build, ConfigError, Key, Kind, Message, Pipeline, Transform, TransformError, Value, async_trait,
+};
+
+use super::required_pipeline;
+use crate::kv_store::{self, LockStore};
+use keeper::Keeper;
+pub use keeper::LockCounts;
+pub use keys::truncate_to_seconds;
+
+/// The TTL when neither `ttl_offset` nor `ttl_key` is set.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a pending lock is protected from takeover, when `lease` is not set and the
+/// lock does not run inside an invocation with a deadline (Lambda). Renewed every third.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
+/// How long a message waits for another owner's pending lock.
+pub const DEFAULT_PENDING_WAIT: Duration = Duration::from_secs(10);
+/// Lock-store calls in flight at once.
+pub const DEFAULT_CONCURRENCY: usize = 32;
+/// How long acquisitions that the store fails are tried again before the batch fails.
+pub const STORE_RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// `object` settings of the lock.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LockObject {
+    /// The lock key's source; absent: the SHA-256 of the data.
+    pub source_key: Option<String>,
+    /// The event time (epoch seconds, ms, µs or ns) the TTL counts from.
+    pub ttl_key: Option<String>,
+}
+
+/// What to do with a message whose key is held.
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Duplicates {
+    /// Continue downstream unchanged, without the inner transforms (Substation).
+    #[default]
+    Continue,
+    /// Drop it.
+    Drop,
+}
+
+/// What to do when another owner's pending lock (live lease) holds the key.
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Pending {
+    /// Wait for it to be committed, released or expired, up to `pending_wait`; then fail.
+    #[default]
+    Wait,
+    /// Treat the message as a duplicate at once (Substation).
+    Skip,
+}
+
+/// Settings of `meta_kv_store_lock`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The kv store holding the locks: `aws_dynamodb`, `sqlite` or `memory`.
+    pub kv_store: Value,
+    /// The inner list, run for messages that got their lock.
+    pub transforms: Value,
+    /// Put in front of every key, with a colon.
+    pub prefix: String,
+    /// Added to the event time (`ttl_key`) or to now.
+    pub ttl_offset: Option<GoDuration>,
+    /// Where the key and the event time are.
+    pub object: LockObject,
+    /// Lock-store calls in flight at once.
+    pub concurrency: Option<usize>,
+    /// Duplicates continue (default) or are dropped.
+    pub duplicates: Duplicates,
+    /// How long a pending lock is protected from takeover without a renewal.
+    pub lease: Option<GoDuration>,
+    /// What to do about another owner's pending lock.
+    pub pending: Pending,
+    /// The longest wait for another owner's pending lock.
+    pub pending_wait: Option<GoDuration>,
+}
+
+/// Messages found to be duplicates by any lock in this process, since it started: the
+/// Lambda function's `DuplicatesSkipped` metric.
+pub static DUPLICATES_SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The `meta_kv_store_lock` transform.
+pub struct MetaKvStoreLock {
+    id: Arc<str>,
+    inner: Pipeline,
+    store: Arc<dyn LockStore>,
+    owner: Arc<str>,
+    prefix: String,
+    source_key: Option<Key>,
+    ttl_key: Option<Key>,
+    ttl_offset: i64,
+    concurrency: usize,
+    duplicates: Duplicates,
+    /// `lease` as configured (`None`: the invocation's end, else [`DEFAULT_LEASE`]).
+    lease: Option<Duration>,
+    pending: Pending,
+    pending_wait: Duration,
+    /// How many keys one acquisition call takes: adapted so that a call fits the lease.
+    piece: AtomicUsize,
+    keeper: Keeper,
+    counts: Arc<LockCounts>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A name for this process and lock instance, unique and readable in the store.
+fn new_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_string());
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("{host}/{}/{}", std::process::id(), &id[..12])
+}
+
+impl MetaKvStoreLock {
+    /// Builds it from its settings.
+    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+        let s: Settings = b.settings()?;
+        let inner = required_pipeline(b, "transforms", &s.transforms)?;
+        if s.kv_store.is_null() {
+            return Err(b.field_error(
+                "kv_store",
+                "missing required option: the kv store that holds the locks (aws_dynamodb, sqlite or memory)",
+            ));
+        }
+        let store = kv_store::lock_store(b, "kv_store", &s.kv_store)?;
+        let source_key = b.opt_key("object.source_key", &s.object.source_key)?;
+        let ttl_key = b.opt_key("object.ttl_key", &s.object.ttl_key)?;
+        let ttl_offset = match (s.ttl_offset, &ttl_key) {
+            (Some(d), _) => d.0.as_secs() as i64,
+            (None, Some(_)) => 0,
+            (None, None) => {
+                tracing::debug!(
+                    id = %b.id(),
+                    "meta_kv_store_lock: no ttl_offset or ttl_key; locks last 24h"
+                );
+                DEFAULT_TTL.as_secs() as i64
+            }
+        };
+        if s.ttl_offset.is_some() && ttl_offset == 0 && ttl_key.is_none() {
+            return Err(b.field_error(
+                "ttl_offset",
+                "a zero TTL would make every lock expire at once (no deduplication); set a duration such as \"24h\"",
+            ));
+        }
+        let concurrency = s.concurrency.unwrap_or(DEFAULT_CONCURRENCY);
+        if concurrency == 0 {
+            return Err(b.field_error("concurrency", "must be at least 1"));
+        }
+        let lease = s.lease.map(|d| d.0);
+        if lease.is_some_and(|l| l.is_zero()) {
+            return Err(b.field_error("lease", "must be longer than zero"));
+        }
+        let checked_lease = lease.unwrap_or(DEFAULT_LEASE);
+        if let Some(offset) = s.ttl_offset
+            && offset.0 < checked_lease
+        {
+            return Err(b.field_error(
+                "ttl_offset",
+                format!(
+                    "{:?} is shorter than the lease ({:?}): a key would stop deduplicating while its message may still be on its way; raise ttl_offset or lower lease",
+                    offset.0, checked_lease
+                ),
+            ));
+        }
+        let id = b.id().clone();
+        let owner: Arc<str> = new_owner().into();
+        let counts = Arc::new(LockCounts::default());
+        let keeper = Keeper::new(
+            id.clone(),
+            store.clone(),
+            owner.clone(),
+            concurrency,
+            counts.clone(),
+        );
+        Ok(MetaKvStoreLock {
+            id,
+            inner,
+            store,
+            owner,
+            prefix: s.prefix,
+            source_key,
+            ttl_key,
+            ttl_offset,
+            concurrency,
+            duplicates: s.duplicates,
+            lease,
+            pending: s.pending,
+            pending_wait: s.pending_wait.map_or(DEFAULT_PENDING_WAIT, |d| d.0),
+            piece: AtomicUsize::new(concurrency * 4),
+            keeper,
+            counts,
+        })
+    }
+
+    /// What the lock did so far.
+    pub fn counts(&self) -> &LockCounts {
+        &self.counts
+    }
+
+    /// This instance's owner name, as written in the store.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// The lease a key taken now gets: its length (for renewals; `None` when it ends with
+    /// the invocation) and its end (epoch ms).
+    fn lease_now(&self, now_ms: i64) -> (Option<Duration>, i64) {
+        if let Some(l) = self.lease {
+            return (Some(l), now_ms + l.as_millis() as i64);
+        }
+        match sluice_engine::invocation::deadline() {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                (None, now_ms + left.as_millis() as i64)
+            }
+            None => (
+                Some(DEFAULT_LEASE),
+                now_ms + DEFAULT_LEASE.as_millis() as i64,
+            ),
+        }
+    }
+
+    /// The length used to judge whether an acquisition was slow, and to bound waits.
+    fn lease_len(&self) -> Duration {
+        self.lease.unwrap_or_else(|| {
+            sluice_engine::invocation::deadline()
+                .map(|d| d.saturating_duration_since(Instant::now()))
+                .unwrap_or(DEFAULT_LEASE)
+        })
+    }
+
+    /// The checkpoint: flush the inner list with `ctrl`, then settle the keys whose
+    /// messages resolved. What the store fails to take stays owed (see [`keeper`]).
+    async fn checkpoint(
+        &self,
+        ctrl: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let outs = self.inner.apply(vec![ctrl]).await?;
+        let (ctrls, datas): (Vec<Message>, Vec<Message>) =
+            outs.into_iter().partition(|m| m.is_ctrl());
+        self.pass_out(datas, out);
+        self.keeper.pump(true).await;
+        out.extend(ctrls);
+        Ok(())
+    }
+
+    /// Passes what the inner list emitted on, each message now carrying the tokens that
+    /// follow it after the lock (see [`keeper`]).
+    fn pass_out(&self, outs: Vec<Message>, out: &mut Vec<Message>) {
+        out.reserve(outs.len());
+        for mut m in outs {
+            self.keeper.pass_out(&mut m);
+            out.push(m);
+        }
+    }
+
+    /// After an error: what the inner list holds is discarded (and marked failed), then
+    /// delivered messages' keys are committed and the rest given back.
+    async fn fail(&self, e: TransformError) -> TransformError {
+        self.inner.abort(&e.to_string()).await;
+        self.keeper.pump(true).await;
+        e
+    }
+}
+
+#[async_trait]
+impl Transform for MetaKvStoreLock {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        self.transform_batch(vec![msg], out).await
+    }
+
+    async fn transform_batch(
+        &self,
+        msgs: Vec<Message>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        self.keeper.ensure_task();
+        let mut segment = Vec::new();
+        let mut rest = msgs.into_iter();
+        let result = loop {
+            let Some(m) = rest.next() else {
+                break self.process(std::mem::take(&mut segment), out).await;
+            };
+            if !m.is_ctrl() {
+                segment.push(m);
+                continue;
+            }
+            if let Err(e) = self.process(std::mem::take(&mut segment), out).await {
+                break Err(e);
+            }
+            if let Err(e) = self.checkpoint(m, out).await {
+                break Err(e);
+            }
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let reason = e.to_string();
+                for m in segment.iter().chain(rest.as_slice()) {
+                    m.fail_acks(&reason);
+                }
+                Err(self.fail(e).await)
+            }
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Stateful
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline()
+    }
+
+    async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        self.keeper.ensure_task();
+        match self.inner.expire(now).await {
+            Ok(outs) => {
+                self.pass_out(outs, out);
+                Ok(())
+            }
+            Err(e) => Err(self.fail(e).await),
+        }
+    }
+
+    async fn abort(&self, reason: &str) {
+        self.inner.abort(reason).await;
+        self.keeper.pump(true).await;
+    }
+
+    async fn settle(&self, until: Instant) {
+        self.inner.settle(until).await;
+        self.keeper.settle(until, self.lease_len()).await;
+    }
+}
