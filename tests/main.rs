@@ -16,6 +16,7 @@ mod cli_test;
 mod cli_vet_substation;
 mod enrich_aws_dynamodb_query;
 mod examples_aws;
+mod examples_hop;
 mod http_secrets;
 mod kv_store_dynamodb;
 mod kv_store_items;
