@@ -27,8 +27,12 @@
 //! the Lambda transforms share [`lambda`].
 //!
 //! The AWS sends (Kinesis, Firehose, SQS, SNS, EventBridge, S3, DynamoDB, Lambda), the
-//! enrichments and the DynamoDB kv store reuse this module; [`s3`] adds what S3 needs.
+//! enrichments and the DynamoDB kv store reuse this module; [`s3`] adds what S3 needs,
+//! [`outcome`] tells a failed call that may have been applied from one that was not, and
+//! [`kpl`] reads and writes the KPL's aggregated Kinesis records.
 
+pub mod kpl;
+pub mod outcome;
 pub mod s3;
 
 use std::time::Duration;
