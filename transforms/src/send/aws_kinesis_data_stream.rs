@@ -278,6 +278,7 @@ impl Kinesis {
             }
         })
         .await
+        .map_err(|f| (f.pending, f.error))
     }
 }
 

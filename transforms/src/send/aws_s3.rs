@@ -43,7 +43,7 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 
 use super::aws_destination::{AwsDestination, aws_send};
-use super::aws_records::{AwsSettings, check_role, non_empty};
+use super::aws_records::{AttemptWatch, AwsSettings, CallError, check_role, non_empty};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use super::object_per_batch::{FilePath, ObjectPerBatch};
 use crate::aws::s3::describe;
@@ -279,7 +279,9 @@ impl S3 {
         TransformError::failed(format!("s3 bucket {}, key {key}: {what}", self.aws.name()))
     }
 
-    async fn put(&self, client: &Client, key: &str, body: Bytes) -> Result<(), TransformError> {
+    /// Puts the object in one call; a failure says whether it may have been stored.
+    async fn put(&self, client: &Client, key: &str, body: Bytes) -> Result<(), SendError> {
+        let watch = AttemptWatch::default();
         client
             .put_object()
             .bucket(self.aws.name())
@@ -288,9 +290,14 @@ impl S3 {
             .storage_class(self.storage_class.clone())
             .set_checksum_algorithm(self.checksum.clone())
             .body(ByteStream::from(body))
+            .customize()
+            .interceptor(watch.clone())
             .send()
             .await
-            .map_err(|e| self.error(key, format_args!("PutObject failed: {}", describe(&e))))?;
+            .map_err(|e| {
+                SendError::from(self.error(key, format_args!("PutObject failed: {}", describe(&e))))
+                    .uncertain(watch.verdict(&e))
+            })?;
         Ok(())
     }
 
@@ -300,7 +307,7 @@ impl S3 {
         key: &str,
         body: Bytes,
         parts: Vec<Range<usize>>,
-    ) -> Result<(), TransformError> {
+    ) -> Result<(), SendError> {
         let created = client
             .create_multipart_upload()
             .bucket(self.aws.name())
@@ -311,13 +318,15 @@ impl S3 {
             .send()
             .await
             .map_err(|e| {
-                self.error(
+                SendError::from(self.error(
                     key,
                     format_args!("CreateMultipartUpload failed: {}", describe(&e)),
-                )
+                ))
             })?;
         let Some(upload_id) = created.upload_id().map(str::to_string) else {
-            return Err(self.error(key, "CreateMultipartUpload answered no UploadId"));
+            return Err(self
+                .error(key, "CreateMultipartUpload answered no UploadId")
+                .into());
         };
         match self
             .upload_parts(client, key, &upload_id, &body, &parts)
@@ -332,23 +341,26 @@ impl S3 {
                     .upload_id(&upload_id)
                     .send()
                     .await;
-                Err(match aborted {
-                    Ok(_) => self.error(key, format_args!("{e}; the upload was aborted")),
+                let text = &e.text;
+                let error = match aborted {
+                    Ok(_) => self.error(key, format_args!("{text}; the upload was aborted")),
                     Err(a) => self.error(
                         key,
                         format_args!(
-                            "{e}; AbortMultipartUpload of upload {upload_id} failed too: {} \
+                            "{text}; AbortMultipartUpload of upload {upload_id} failed too: {} \
                              (its parts stay stored until a lifecycle rule removes them)",
                             describe(&a)
                         ),
                     ),
-                })
+                };
+                Err(SendError::from(error).uncertain(e.uncertain))
             }
         }
     }
 
     /// Uploads the parts and completes the upload; the error says which call failed and why
-    /// (the caller adds the bucket and key).
+    /// (the caller adds the bucket and key), and whether the object may exist all the same
+    /// (only completing the upload makes it).
     async fn upload_parts(
         &self,
         client: &Client,
@@ -356,7 +368,7 @@ impl S3 {
         upload_id: &str,
         body: &Bytes,
         parts: &[Range<usize>],
-    ) -> Result<(), String> {
+    ) -> Result<(), CallError> {
         let count = parts.len();
         // The uploads are made first and then driven (a closure in the stream would make the
         // future's `Send` proof depend on higher-ranked lifetimes the compiler cannot show).
@@ -397,8 +409,10 @@ impl S3 {
         let mut done: Vec<CompletedPart> = futures::stream::iter(uploads)
             .buffer_unordered(PART_CONCURRENCY)
             .try_collect()
-            .await?;
+            .await
+            .map_err(CallError::certain)?;
         done.sort_by_key(|p| p.part_number());
+        let watch = AttemptWatch::default();
         client
             .complete_multipart_upload()
             .bucket(self.aws.name())
@@ -409,9 +423,14 @@ impl S3 {
                     .set_parts(Some(done))
                     .build(),
             )
+            .customize()
+            .interceptor(watch.clone())
             .send()
             .await
-            .map_err(|e| format!("CompleteMultipartUpload failed: {}", describe(&e)))?;
+            .map_err(|e| CallError {
+                text: format!("CompleteMultipartUpload failed: {}", describe(&e)),
+                uncertain: watch.verdict(&e),
+            })?;
         Ok(())
     }
 }
