@@ -7,10 +7,11 @@
 //! A call may have been applied when the request went out and no trustworthy "no" came
 //! back:
 //!
-//! - a 5xx answer (the service failed somewhere after receiving the request);
+//! - an answer other than a 4xx that says the call failed: a 5xx (the service failed
+//!   somewhere after receiving the request), or an error in a 200 (S3 does that);
 //! - a timeout of an attempt or of the whole operation (the request may have arrived);
 //! - a connection that failed after it was established (reset, closed, a response cut
-//!   short or unreadable);
+//!   short), or an answer that could not be read, unless its status was a 4xx;
 //! - anything else we cannot place (conservative: an uncertain failure only costs a check).
 //!
 //! It was certainly not applied when the service said no (a 4xx: throttling, validation,
@@ -43,15 +44,16 @@ pub fn maybe_applied<E>(e: &SdkError<E, HttpResponse>) -> bool {
         SdkError::ConstructionFailure(_) => false,
         SdkError::TimeoutError(_) => true,
         SdkError::DispatchFailure(d) => d.as_connector_error().is_none_or(connector_maybe_applied),
-        SdkError::ResponseError(_) => true,
+        SdkError::ResponseError(r) => status_maybe_applied(r.raw().status().as_u16()),
         SdkError::ServiceError(s) => status_maybe_applied(s.raw().status().as_u16()),
         _ => true,
     }
 }
 
-/// Whether an answer with HTTP status `status` leaves the outcome open: a 5xx.
+/// Whether a failure answered with HTTP status `status` leaves the outcome open: anything
+/// but a 4xx (a 5xx, or an error in a success's status).
 pub fn status_maybe_applied(status: u16) -> bool {
-    status >= 500
+    !(400..500).contains(&status)
 }
 
 /// Whether a connection failure may have let the request through: not when it was never
@@ -125,16 +127,14 @@ impl Intercept for AttemptWatch {
             return Ok(());
         };
         let status = context.response().map(|r| r.status().as_u16());
-        let maybe = if e.is_timeout_error() || e.is_response_error() {
+        let maybe = if e.is_timeout_error() {
             true
         } else if let Some(c) = e.as_connector_error() {
             connector_maybe_applied(c)
         } else {
-            // A service error (the answer's status says), or a failure of the SDK's own
-            // steps: before sending (signing, credentials: no response) or after an
-            // answer came (a response).
+            // An answer that says no or could not be read (its status says), or a failure
+            // of the SDK's own steps before sending (signing, credentials: no answer).
             status.is_some_and(status_maybe_applied)
-                || (!e.is_operation_error() && status.is_some())
         };
         if maybe {
             self.0.store(true, Ordering::Release);
@@ -178,6 +178,13 @@ impl From<String> for CallError {
         CallError::certain(text)
     }
 }
+
+/// The HTTP answers a send's tests give a call (each once, the last repeated for the SDK's
+/// retries) and whether the failure that follows may have been applied: a 5xx; a 4xx; a
+/// 5xx retried by the SDK into a 4xx (the first attempt may have been applied).
+#[cfg(test)]
+pub(crate) const ANSWERS_TABLE: &[(&[u16], bool)] =
+    &[(&[500], true), (&[400], false), (&[503, 400], true)];
 
 #[cfg(test)]
 mod tests {
@@ -231,6 +238,16 @@ mod tests {
             (
                 "unreadable answer",
                 SdkError::response_error("garbled", response(200)),
+                true,
+            ),
+            (
+                "unreadable refusal",
+                SdkError::response_error("garbled", response(400)),
+                false,
+            ),
+            (
+                "an error in a 200",
+                SdkError::service_error(std::io::Error::other("x"), response(200)),
                 true,
             ),
             (

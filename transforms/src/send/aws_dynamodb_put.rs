@@ -1330,4 +1330,20 @@ mod tests {
             vec![vec![(0..50).collect::<Vec<_>>(), (50..60).collect()]]
         );
     }
+
+    #[tokio::test]
+    async fn failures_say_whether_they_may_have_been_applied() {
+        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+            let (last, first) = answers.split_last().unwrap();
+            let mut seq = mock!(Client::batch_write_item).sequence();
+            for status in first {
+                seq = seq.http_status(*status, None);
+            }
+            let rule = seq.http_status(*last, None).repeatedly().build();
+            let describe = describe(false);
+            let d = put(&[&describe, &rule]);
+            let e = d.send(&batch(&[r#"{"pk":"a"}"#])).await.unwrap_err();
+            assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
+        }
+    }
 }
