@@ -6,7 +6,10 @@
 //! object per batch, named by `file_path` like `send_file`'s files
 //! ([`super::object_per_batch`]), the items concatenated without a separator unless sluice's
 //! `separator` sets one. `aws.arn` is the bucket's ARN (`arn:aws:s3:::BUCKET`) or its bare
-//! name; the region comes from `AWS_REGION` (bucket ARNs carry none).
+//! name; the region comes from `AWS_REGION` (bucket ARNs carry none). Inside
+//! `meta_kv_store_lock` an object is named after its messages' lock keys and first attempt,
+//! so a batch sent again after a crash or an uncertain failure replaces its object instead
+//! of adding one ([`super::object_per_batch`]).
 //!
 //! Uploads: an object of at most `part_size` bytes (16 MiB unless set) is sent with one
 //! `PutObject`; a larger one with a multipart upload (`CreateMultipartUpload`, `UploadPart`
@@ -438,7 +441,7 @@ impl S3 {
 #[async_trait]
 impl Destination for S3 {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let key = self.objects.name(&batch.key)?;
+        let key = self.objects.name(batch)?;
         let body = self.objects.contents(&batch.items);
         let plan = plan_parts(body.len(), self.part_size).map_err(|m| self.error(&key, m))?;
         let client = self.client().await?;
@@ -932,5 +935,67 @@ mod tests {
             let e = d.send(&batch(&[b"a"])).await.unwrap_err();
             assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
         }
+    }
+
+    #[tokio::test]
+    async fn a_locked_batch_sent_again_replaces_its_object() {
+        use crate::kv_store::LockTicket;
+        use crate::kv_store::memory::MemoryStore;
+        use crate::send::batcher::ItemLocks;
+        let seen: Seen = Arc::default();
+        let s = seen.clone();
+        let rule = mock!(Client::put_object)
+            .match_requests(move |r: &PutObjectInput| {
+                s.lock().unwrap().push((
+                    String::new(),
+                    r.key().unwrap_or("").to_string(),
+                    Vec::new(),
+                    None,
+                ));
+                true
+            })
+            .then_output(|| PutObjectOutput::builder().build());
+        let client = mock_client!(aws_sdk_s3, RuleMode::MatchAny, [&rule]);
+        let objects = ObjectPerBatch {
+            file_path: FilePath {
+                prefix: "p".into(),
+                uuid: true,
+                suffix: ".txt".into(),
+                ..Default::default()
+            },
+            use_batch_key_as_prefix: false,
+            separator: Bytes::from_static(b"\n"),
+        };
+        let d = S3::new("logs-bucket".into(), objects, AwsTarget::default()).with_client(client);
+        let store = Arc::new(MemoryStore::new(std::num::NonZeroUsize::new(1).unwrap()));
+        let locked = |taken_ms: i64| Outgoing {
+            locks: ItemLocks::PerItem(
+                ["k1", "k2"]
+                    .iter()
+                    .map(|k| {
+                        vec![Arc::new(LockTicket::new(
+                            k.to_string(),
+                            0,
+                            taken_ms,
+                            Some(1_704_164_645_000),
+                            store.clone(),
+                            "me".into(),
+                        ))]
+                    })
+                    .collect(),
+            ),
+            ..batch(&[b"a", b"b"])
+        };
+        d.send(&locked(1_704_164_700_000)).await.unwrap();
+        d.send(&locked(1_704_164_900_000)).await.unwrap();
+        d.send(&batch(&[b"a", b"b"])).await.unwrap();
+        let keys: Vec<String> = seen.lock().unwrap().iter().map(|s| s.1.clone()).collect();
+        assert_eq!(keys[0], keys[1], "the same messages: the same object");
+        assert!(
+            keys[0].starts_with("p/") && keys[0].ends_with(".txt"),
+            "{}",
+            keys[0]
+        );
+        assert_ne!(keys[2], keys[0], "without locks: a random UUID");
     }
 }
