@@ -5,6 +5,11 @@
 //! When the earlier owner's record is already in the stream, the rerun reads it back and
 //! sends nothing new; when it is not, the rerun sends it once. Either way the lock ends
 //! committed, noting where the record is (`shardId/sequenceNumber`).
+//!
+//! And without any lock, ambiguous answers: the fault proxy of `tests/faults/` between
+//! sluice and moto applies some `PutRecords` calls and answers 500 (`error_after`), refuses
+//! others before forwarding them; the send reads the stream back after each ambiguous
+//! answer and every record lands exactly once.
 
 use std::path::Path;
 
@@ -154,7 +159,11 @@ fn a_record_the_crashed_owner_put_is_not_sent_again() {
     let datas: Vec<&str> = got.iter().map(|r| r.2.as_str()).collect();
     assert_eq!(datas, [a, b], "a once (the earlier owner's), b sent");
     let db = d.path().join("state/locks.sqlite");
-    assert_eq!(lock(&db, "test:a"), (true, Some(landed)), "committed, noting where");
+    assert_eq!(
+        lock(&db, "test:a"),
+        (true, Some(landed)),
+        "committed, noting where"
+    );
     let (committed, note) = lock(&db, "test:b");
     assert!(committed);
     assert_eq!(note, Some(format!("{}/{}", got[1].0, got[1].1)));
@@ -186,4 +195,102 @@ fn a_record_the_crashed_owner_did_not_put_is_sent_once() {
     )
     .assert_clean_success();
     assert_eq!(records(&endpoint, &stream).len(), 1);
+}
+
+/// A running fault proxy, stopped when dropped.
+struct Proxy(std::process::Child);
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The fault proxy (`tests/faults/proxy.py`) in front of `upstream` with `faults`, logging
+/// to `proxy.jsonl` in `dir`: the process and its URL.
+fn proxy(upstream: &str, faults: &str, dir: &Dir) -> (Proxy, String) {
+    use std::io::BufRead;
+    let root = crate::common::workspace_root();
+    dir.write("faults.json", faults);
+    let mut child = std::process::Command::new(root.join(".emulators/venv/bin/python"))
+        .arg(root.join("tests/faults/proxy.py"))
+        .args(["--upstream", upstream, "--faults"])
+        .arg(dir.path().join("faults.json"))
+        .arg("--log")
+        .arg(dir.path().join("proxy.jsonl"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting the fault proxy (scripts/emulators.sh install)");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("the proxy's first line");
+    let addr = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("unexpected proxy output {line:?}"))
+        .to_string();
+    (Proxy(child), format!("http://{addr}"))
+}
+
+#[test]
+fn ambiguous_answers_put_each_record_once() {
+    let endpoint = moto::endpoint();
+    let stream = unique_table("sluice-readback-ambiguous");
+    runtime().block_on(moto::create_stream(&endpoint, &stream, 2));
+    let d = Dir::new();
+    // Applied then 500, refused before forwarding, throttled: a fixed sequence (the seed),
+    // one call at a time.
+    let (px, url) = proxy(
+        &endpoint,
+        r#"{"sink": {"error_after": 0.3, "error_before": 0.1, "throttle": 0.1}, "seed": 14}"#,
+        &d,
+    );
+    d.write(
+        "cfg.jsonnet",
+        format!(
+            r#"
+local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.send.aws.kinesis_data_stream({{ aws: {{ arn: '{}' }}, batch: {{ count: 20 }} }}),
+    sub.tf.util.drop(),
+  ],
+}}
+"#,
+            moto::stream_arn(&stream)
+        ),
+    );
+    let total = 300;
+    let input: String = (0..total).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    let out = d.sluice_env(
+        &["run", "-c", "cfg.jsonnet"],
+        input,
+        &moto::process_env(&url),
+    );
+    drop(px);
+    out.assert_clean_success();
+    let log = d.read("proxy.jsonl");
+    let ambiguous = log
+        .lines()
+        .filter(|l| l.contains(r#""fault":"error_after""#))
+        .count();
+    assert!(
+        ambiguous >= 3,
+        "the run met ambiguous answers: {ambiguous}\n{log}"
+    );
+    let mut seen: Vec<u64> = records(&endpoint, &stream)
+        .iter()
+        .map(|r| {
+            let v: serde_json::Value = serde_json::from_str(&r.2).unwrap();
+            v["n"].as_u64().unwrap()
+        })
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (0..total).collect::<Vec<u64>>(),
+        "each record exactly once"
+    );
 }
