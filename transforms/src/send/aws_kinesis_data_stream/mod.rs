@@ -48,7 +48,9 @@
 //! failed uncertainly: `LockTicket::read_back_since`) are looked for in the stream from
 //! that attempt's start, less a margin for clock skew. One found is not sent again: it
 //! counts as delivered and its lock notes where it is. The others are sent. Every item put
-//! notes its landing place (`shardId/sequenceNumber`) on its lock, which the commit stores.
+//! notes its landing place (`shardId/sequenceNumber`) on its lock, which the commit stores
+//! (not with auxiliary transforms, which lose the mapping from items to messages; those
+//! batches are looked for whole when any of their locks asks).
 //! A read-back that fails leaves the items undelivered and uncertain (the lock keeps their
 //! keys for the next attempt to check again).
 //!
@@ -59,9 +61,9 @@
 //!   they need not be aggregated alike. Identical items are counted: two need two records.
 //! - **What it costs**: nothing on a clean run; reads only when an outcome is uncertain or
 //!   a key was taken over: `ListShards`, then `GetRecords` over the shards that can hold
-//!   the records, from the first attempt's start (30 s earlier for skew) until caught up.
-//!   `GetRecords` allows 5 calls per second per shard, shared with every consumer of the
-//!   stream; the read-back paces itself and backs off when throttled.
+//!   the records, from the first attempt's start (5 s earlier for clock skew) until caught
+//!   up. `GetRecords` allows 5 calls per second per shard, shared with every consumer of
+//!   the stream; the read-back paces itself and backs off when throttled.
 //! - **What it does not cover**: a record trimmed by the stream's retention before the
 //!   read-back (it is sent again); a transform before the send, inside the lock, that is
 //!   not deterministic (time, random values, lookups that change: the record differs and

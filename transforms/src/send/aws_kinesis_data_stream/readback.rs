@@ -36,8 +36,10 @@ use crate::send::aws_records::RetryPolicy;
 /// How a read-back reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadBack {
-    /// How much earlier than the instant asked for reading starts: the clocks of the
-    /// machine that noted the instant and of Kinesis (arrival times) may differ.
+    /// How much earlier than the instant asked for reading starts: the clock of the
+    /// machine that noted the instant may be ahead of Kinesis's (arrival times). Larger
+    /// margins read more and widen the window in which another message's identical record
+    /// could be taken for this one; a clock ahead by more sends a record again.
     pub skew: Duration,
     /// How long to wait after an ambiguous answer before reading: a request the client
     /// gave up on may still be being applied.
@@ -49,10 +51,10 @@ pub struct ReadBack {
 }
 
 impl ReadBack {
-    /// 30 s of clock skew, 1 s to settle, 200 ms between reads of a shard (its 5 calls per
-    /// second), 4 shards at once.
+    /// 5 s of clock skew (synchronised clocks differ by milliseconds), 1 s to settle,
+    /// 200 ms between reads of a shard (its 5 calls per second), 4 shards at once.
     pub const DEFAULT: ReadBack = ReadBack {
-        skew: Duration::from_secs(30),
+        skew: Duration::from_secs(5),
         settle: Duration::from_secs(1),
         pace: Duration::from_millis(200),
         concurrency: 4,

@@ -34,7 +34,7 @@ use crate::send::batcher::Undelivered;
 
 /// Reading without waits, as far back as the default.
 const QUICK: ReadBack = ReadBack {
-    skew: Duration::from_secs(30),
+    skew: ReadBack::DEFAULT.skew,
     settle: Duration::ZERO,
     pace: Duration::ZERO,
     concurrency: 4,
@@ -352,6 +352,11 @@ fn send_once_to(fake: &Shared, keys: PartitionKeys) -> Kinesis {
     kinesis_on(keys, false, client).with_readback(QUICK)
 }
 
+/// The clock skew margin, in ms.
+fn skew() -> i64 {
+    QUICK.skew.as_millis() as i64
+}
+
 fn by_user() -> PartitionKeys {
     PartitionKeys::Field(Key::parse("u").unwrap())
 }
@@ -399,7 +404,7 @@ async fn an_ambiguous_answer_resends_only_what_the_stream_lacks() {
     assert_eq!(f.datas(), ["a", "b", "c", "d"], "each once");
     // Read back from before the first attempt, less the clock skew margin.
     let (_, at) = &f.iterators[0];
-    assert!(at.unwrap() <= now_ms() - 30_000, "{at:?}");
+    assert!(at.unwrap() <= now_ms() - skew(), "{at:?}");
     // Every item notes where it landed, found or put.
     let notes: Vec<String> = t.iter().map(|t| t.note().unwrap()).collect();
     let seqs: Vec<&str> = f.shards[0].records.iter().map(|r| r.2.as_str()).collect();
@@ -480,8 +485,8 @@ async fn a_taken_over_record_already_in_the_stream_is_not_sent_again() {
     assert_eq!(
         read,
         vec![
-            ("shardId-000000000000".to_string(), Some(t0 - 30_000)),
-            (child.to_string(), Some(t0 - 30_000)),
+            ("shardId-000000000000".to_string(), Some(t0 - skew())),
+            (child.to_string(), Some(t0 - skew())),
         ]
     );
 }
