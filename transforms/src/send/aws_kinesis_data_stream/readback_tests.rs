@@ -633,3 +633,98 @@ async fn an_uncertain_failure_is_checked_before_the_send_tries_again() {
     assert_eq!(f.datas(), ["a"]);
     assert_eq!(t.note().unwrap(), f.store_note(0));
 }
+
+/// A loopback endpoint that reads each request, notes its operation (`X-Amz-Target`) and
+/// closes the connection without answering: a call whose outcome the client cannot know.
+async fn dropping_endpoint() -> (String, Arc<Mutex<Vec<String>>>, tokio::task::JoinHandle<()>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let s = seen.clone();
+    let task = tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let s = s.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_lowercase();
+                let op = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("x-amz-target:"))
+                    .and_then(|t| t.trim().rsplit('.').next().map(str::to_string))
+                    .unwrap_or_default();
+                s.lock().unwrap().push(op);
+            });
+        }
+    });
+    (url, seen, task)
+}
+
+/// A send to the stream at `endpoint` through the SDK's real HTTP client.
+fn send_to_endpoint(endpoint: &str) -> Kinesis {
+    use aws_sdk_kinesis::config::retry::RetryConfig;
+    use aws_sdk_kinesis::config::{BehaviorVersion, Credentials, Region};
+    let conf = aws_sdk_kinesis::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("eu-west-1"))
+        .credentials_provider(Credentials::new("a", "b", None, None, "test"))
+        .endpoint_url(endpoint)
+        .http_client(crate::aws::https_client())
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(2)
+                .with_initial_backoff(Duration::from_millis(1)),
+        )
+        .build();
+    kinesis_on(PartitionKeys::Random, false, Client::from_conf(conf)).with_readback(QUICK)
+}
+
+#[tokio::test]
+async fn a_call_lost_after_sending_is_not_sent_again_blindly() {
+    let (url, seen, task) = dropping_endpoint().await;
+    let e = send_to_endpoint(&url)
+        .send(&batch("", &["a"]))
+        .await
+        .unwrap_err();
+    task.abort();
+    assert!(e.uncertain, "{}", e.error);
+    let text = e.error.to_string();
+    assert!(
+        text.contains("reading the stream back failed: ListShards failed"),
+        "{text}"
+    );
+    let seen = seen.lock().unwrap();
+    let puts = seen.iter().filter(|op| *op == "putrecords").count();
+    assert_eq!(puts, 1, "one attempt, then a read-back: {seen:?}");
+    assert_eq!(
+        seen.iter().filter(|op| *op == "listshards").count(),
+        2,
+        "the read-back's calls are retried by the SDK: {seen:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_a_certain_failure() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = send_to_endpoint(&format!("http://127.0.0.1:{port}"))
+        .send(&batch("", &["a"]))
+        .await
+        .unwrap_err();
+    assert!(!e.uncertain, "never sent: {}", e.error);
+    assert!(
+        e.error.to_string().contains("PutRecords failed"),
+        "{}",
+        e.error
+    );
+}
