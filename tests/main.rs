@@ -28,6 +28,8 @@ mod send_aws_dynamodb;
 mod send_aws_eventbridge;
 mod send_aws_firehose;
 mod send_aws_kinesis;
+mod send_aws_kinesis_readback;
 mod send_aws_s3;
 mod send_aws_sns;
 mod send_aws_sqs;
+mod send_file_locked;
