@@ -67,11 +67,18 @@ fn invoke_times(
     let mut f = Proc(bootstrap(port, &cfg, "AWS_KINESIS_DATA_STREAM", env));
     for round in 0..times {
         let resp = invoke(port, &ev, &mut f);
-        assert_eq!(
-            resp,
-            json!({"batchItemFailures": []}),
-            "{name}, round {round}"
-        );
+        if resp != json!({"batchItemFailures": []}) {
+            let _ = f.0.kill();
+            let mut logs = String::new();
+            if let Some(mut o) = f.0.stdout.take() {
+                let _ = std::io::Read::read_to_string(&mut o, &mut logs);
+            }
+            let tail: Vec<&str> = logs.lines().rev().take(12).collect();
+            panic!(
+                "{name}, round {round}: {resp}\nthe function's last log lines:\n{}",
+                tail.join("\n")
+            );
+        }
     }
 }
 

@@ -327,6 +327,14 @@ impl Function {
             drop(outputs);
             Vec::new()
         };
+        // The keys of what was delivered are committed (and of what failed given back)
+        // before the function answers: a frozen container commits nothing, and a record
+        // reported delivered must not be taken over and processed again. This also settles
+        // the copies of a message that arrived twice, which share its fate.
+        let settle_by = sluice_engine::invocation::deadline()
+            .map(|d| d.checked_sub(SETTLE_MARGIN).unwrap_or(d))
+            .unwrap_or_else(|| Instant::now() + SETTLE_MARGIN);
+        self.pipeline.settle(settle_by).await;
         let deliveries: Vec<Delivery> = trackers
             .iter()
             .map(|t| match t.status() {
@@ -343,13 +351,6 @@ impl Function {
             .iter()
             .filter(|d| matches!(d, Delivery::Failed(_)))
             .count() as u64;
-        // The keys of what was delivered are committed (and of what failed given back)
-        // before the function answers: a frozen container commits nothing, and a record
-        // reported delivered must not be taken over and processed again.
-        let settle_by = sluice_engine::invocation::deadline()
-            .map(|d| d.checked_sub(SETTLE_MARGIN).unwrap_or(d))
-            .unwrap_or_else(|| Instant::now() + SETTLE_MARGIN);
-        self.pipeline.settle(settle_by).await;
         metrics.duplicates = telemetry::take_duplicates();
         if let Some(sink) = &self.opts.metrics {
             telemetry::write(
