@@ -84,14 +84,18 @@ SINK_FAULTS = {
     "sink": {"throttle": 0.04, "error_before": 0.02, "error_after": 0.03,
              "timeout_before": 0.005, "timeout_after": 0.005, "partial": 0.08,
              "outage": 0.05},
+    # Reading a stream back (before a record is sent again) fails too: it must never be
+    # taken for "not there".
+    "read": {"throttle": 0.03, "error_before": 0.02, "error_after": 0.01,
+             "timeout_before": 0.003},
 }
 # Lock-store outage windows: every call of a class, from every process, fails for 1-8 s.
 # Acquire, commit and release (a short lease survives them: renewals still go through).
-STORE_WINDOWS = {"classes": ["acquire", "commit", "release"], "first_s": [0.5, 3.0],
-                 "gap_s": [3.0, 12.0], "length_s": [1.0, 8.0]}
+STORE_WINDOWS = {"classes": ["acquire", "commit", "release"], "first_s": [0.3, 2.0],
+                 "gap_s": [2.0, 10.0], "length_s": [1.0, 8.0]}
 # Every class, and the whole store at once ("*"); the lease (12 s) outlasts the longest.
 ALL_STORE_WINDOWS = {"classes": ["acquire", "commit", "release", "renew", "abandon", "*"],
-                     "first_s": [0.5, 3.0], "gap_s": [3.0, 12.0], "length_s": [1.0, 8.0]}
+                     "first_s": [0.3, 2.0], "gap_s": [2.0, 10.0], "length_s": [1.0, 8.0]}
 
 # Fault mixes: what is injected, whether runs are killed, how many workers, the lock's lease.
 MIXES = {
@@ -968,11 +972,12 @@ def run_one(args, emu, p, mix, seed):
     proxies = {}
     if p in DYNAMODB_LOCK and p != "hop":
         proxies["dynamodb"] = Proxy(emu.ddb, {k: v for k, v in spec["faults"].items()
-                                              if k != "sink" or p == "dynamodb"},
+                                              if k != "read" and (k != "sink" or p == "dynamodb")},
                                     seed, workdir, "dynamodb")
         env["AWS_ENDPOINT_URL_DYNAMODB"] = proxies["dynamodb"].url
     if p in ("kinesis", "kinesis_after", "firehose", "hop"):
-        proxies["moto"] = Proxy(emu.moto, {k: v for k, v in spec["faults"].items() if k == "sink"},
+        proxies["moto"] = Proxy(emu.moto, {k: v for k, v in spec["faults"].items()
+                                           if k in ("sink", "read")},
                                 seed + 1, workdir, "moto")
         env["AWS_ENDPOINT_URL_KINESIS"] = env["AWS_ENDPOINT_URL_FIREHOSE"] = proxies["moto"].url
     bad_keys = args.undelivered and not control
@@ -1001,7 +1006,8 @@ def run_one(args, emu, p, mix, seed):
             idle = {consumer_plans[0][b][0] for b in idle_batches(ctx, len(consumer_plans[0]))}
         # The consumer's lock store behind its proxy from now on (its outage windows count
         # from here).
-        proxies["dynamodb"] = Proxy(emu.ddb, {k: v for k, v in spec["faults"].items() if k != "sink"},
+        proxies["dynamodb"] = Proxy(emu.ddb, {k: v for k, v in spec["faults"].items()
+                                              if k not in ("sink", "read")},
                                     seed, workdir, "dynamodb")
         ctx.env["AWS_ENDPOINT_URL_DYNAMODB"] = proxies["dynamodb"].url
         run_stage(ctx, stages[1], consumer_plans, idle)

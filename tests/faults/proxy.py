@@ -16,6 +16,8 @@ configured rates. Each request is classified by its `X-Amz-Target` header and bo
     release   DynamoDB TransactWriteItems of Deletes only (the lock's rollback)
     sink      DynamoDB TransactWriteItems holding a Put (the transactional DynamoDB sink),
               Kinesis PutRecords, Firehose PutRecordBatch
+    read      Kinesis GetShardIterator and GetRecords (a sender reading a stream back
+              before it sends a record again)
     other     anything else (forwarded untouched)
 
 FAULTS.json maps a class to the rate (0..1, per call) of each fault:
@@ -58,8 +60,8 @@ an ambiguous outcome no client can resolve by itself:
     error_after     the emulator's answer is replaced by HTTP 500
     timeout_after   the answer is held `hold_s` seconds and the connection closed
 
-LOG.jsonl gets one line per sink call forwarded or failed, per acquisition that got a
-fault, and per other lock-store call (commit, renew, abandon, release), with the message ids (sinks) or lock keys (commits) it
+LOG.jsonl gets one line per sink call forwarded or failed, per acquisition or read that got
+a fault, and per other lock-store call (commit, renew, abandon, release), with the message ids (sinks) or lock keys (commits) it
 carried, the fault (or null), whether the emulator applied it (`applied`: it answered 2xx;
 for partial faults `ids` lists only the forwarded records and `refused` the others; a
 TransactWriteItems retried with the ClientRequestToken of one already applied is a `replay`,
@@ -259,6 +261,8 @@ def classify(target, body):
         return "commit", keys
     if op in ("PutRecords", "PutRecordBatch"):
         return "sink", [record_id(r.get("Data", "")) for r in body.get("Records", [])]
+    if target.startswith("Kinesis") and op in ("GetShardIterator", "GetRecords"):
+        return "read", []
     return "other", []
 
 
@@ -343,7 +347,8 @@ class Handler(BaseHTTPRequestHandler):
             fault = st.draw(cls)
         op = target.split(".")[-1]
         entry = {"class": cls, "op": op, "app": app, "fault": fault}
-        if cls != "acquire" or fault is not None:
+        quiet = cls in ("acquire", "read")  # many calls: counted, logged only when faulted
+        if not quiet or fault is not None:
             entry["ids" if cls == "sink" else "keys"] = ids
         if fault == "partial" and (cls != "sink" or op not in ("PutRecords", "PutRecordBatch")):
             fault = entry["fault"] = "error_before"
@@ -370,7 +375,7 @@ class Handler(BaseHTTPRequestHandler):
                     st.applied_tokens.add(token)
         if cls == "sink" and entry["applied"] and op in ("PutRecords", "PutRecordBatch"):
             entry["refused"] = refused_by_upstream(op, data, ids)
-        if cls != "acquire" or fault is not None:
+        if not quiet or fault is not None:
             st.record(entry)
         else:
             st.count(entry)

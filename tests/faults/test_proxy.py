@@ -254,6 +254,9 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(proxy.classify(tw, {"TransactItems": [dele]}), ("release", ["fi:b"]))
         self.assertEqual(proxy.classify(tw, {"TransactItems": [put, upd]}), ("sink", ["a"]))
         self.assertEqual(proxy.classify("DynamoDB_20120810.Scan", {}), ("other", []))
+        self.assertEqual(proxy.classify("Kinesis_20131202.GetRecords", {}), ("read", []))
+        self.assertEqual(proxy.classify("Kinesis_20131202.GetShardIterator", {}), ("read", []))
+        self.assertEqual(proxy.classify("Kinesis_20131202.ListShards", {}), ("other", []))
 
     def test_the_lock_updates_by_their_expressions(self):
         # The expressions of transforms/src/kv_store/aws_dynamodb/lock.rs.
