@@ -511,3 +511,72 @@ fn logs_to_a_file_have_no_colour_codes() {
     );
     assert!(!stderr.contains('\u{1b}'), "no escape codes: {stderr:?}");
 }
+
+#[test]
+fn a_line_that_fails_alone_is_named_and_the_rest_goes_through() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.meta.kv_store.lock({
+      kv_store: sub.kv_store.sqlite({ file: 'locks.sqlite' }),
+      object: { source_key: 'id' },
+      transforms: [sub.tf.send.stdout()],
+    }),
+  ],
+}
+"#,
+    );
+    let input = "{\"id\":\"a\"}\n{\"id\":\"\"}\n{\"id\":1}\n{\"other\":true}\n";
+    let out = d.sluice(&["run", "-c", "cfg.jsonnet"], input);
+    out.assert_code(1);
+    assert_eq!(out.stdout_str(), "{\"id\":\"a\"}\n{\"id\":1}\n");
+    for want in [
+        "<stdin>:2: not delivered: transform",
+        "object.source_key \"id\" is an empty string",
+        "<stdin>:4: not delivered: transform",
+        "object.source_key \"id\" has no value in the message",
+        "error: 2 of 4 input lines were not delivered",
+    ] {
+        assert!(out.stderr.contains(want), "{want}: {}", out.stderr);
+    }
+    // --undelivered lists them in a file for a retry of just those.
+    let input2 = "{\"id\":\"\"}\n{\"id\":\"b\"}\n";
+    d.write("in.jsonl", input2);
+    let out = d.sluice(
+        &[
+            "run",
+            "-c",
+            "cfg.jsonnet",
+            "--undelivered",
+            "undelivered.txt",
+            "in.jsonl",
+        ],
+        "",
+    );
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("(listed in undelivered.txt)"),
+        "{}",
+        out.stderr
+    );
+    let listed = d.read("undelivered.txt");
+    assert!(listed.starts_with("in.jsonl:1\ttransform "), "{listed}");
+    assert_eq!(listed.lines().count(), 1);
+    // Nothing undelivered: an empty file and success.
+    let out = d.sluice(
+        &[
+            "run",
+            "-c",
+            "cfg.jsonnet",
+            "--undelivered",
+            "undelivered.txt",
+        ],
+        "{\"id\":\"c\"}\n",
+    );
+    out.assert_clean_success();
+    assert_eq!(d.read("undelivered.txt"), "");
+}

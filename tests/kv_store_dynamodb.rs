@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::common::dynamodb;
 use serde_json::json;
 use sluice_transforms::kv_store::aws_dynamodb::{DynamoDbStore, SORT_KEY_VALUE};
-use sluice_transforms::kv_store::{AcquireRequest, LockStore, contract};
+use sluice_transforms::kv_store::{AcquireRequest, CommitRequest, LockStore, contract};
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -111,7 +111,10 @@ async fn the_contract_holds_with_a_sort_key_and_renamed_attributes() {
     .expect("the lock item under the constant sort key");
     let mut keys: Vec<_> = item.keys().map(String::as_str).collect();
     keys.sort();
-    assert_eq!(keys, ["PK", "SK", "exp", "state", "until", "who"]);
+    assert_eq!(
+        keys,
+        ["PK", "SK", "exp", "lock_since", "state", "until", "who"]
+    );
     assert_eq!(item["SK"], "substation:kv_store");
     // Every item of the table is under the constant sort key.
     assert!(
@@ -143,8 +146,13 @@ async fn a_missing_table_is_an_error_naming_it() {
         "{err}"
     );
     assert!(err.contains("ResourceNotFoundException"), "{err}");
+    let commit = CommitRequest {
+        key: "k".into(),
+        ttl: now / 1000 + 60,
+        note: None,
+    };
     let err = store
-        .commit("me", &["k".into()], 1)
+        .commit("me", &[commit], 1)
         .await
         .unwrap_err()
         .to_string();

@@ -446,3 +446,70 @@ fn a_bad_event_is_a_function_error_naming_the_handler() {
     let e = invoke(&h, json!({"Records": "nope"})).unwrap_err();
     assert!(e.contains("not a valid AWS_SQS event"), "{e}");
 }
+
+/// Lock keys in an SQLite lock store: (key, committed).
+fn lock_rows(db: &std::path::Path) -> Vec<(String, bool)> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut st = c
+        .prepare("SELECT key, committed FROM sluice_locks ORDER BY key")
+        .unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? != 0)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn the_locks_commits_agree_with_batch_item_failures() {
+    // Substation's consumer pattern: the lock, then the send after it (the FlakySink). A
+    // record the send fails is reported and its key given back; a record without a key
+    // fails alone; every other record is delivered and its key committed.
+    let d = crate::common::Dir::new();
+    let db = d.path().join("locks.sqlite");
+    let lock = json!([{"type": "meta_kv_store_lock", "settings": {
+        "kv_store": {"type": "sqlite", "settings": {"file": db.to_str().unwrap()}},
+        "prefix": "l", "ttl_offset": "1h", "object": {"source_key": "id"}, "duplicates": "drop",
+        "transforms": [{"type": "object_insert", "settings": {"object": {"target_key": "locked"}, "value": true}}],
+    }}]);
+    let h = harness(HandlerKind::KinesisDataStream, lock, true);
+    let event = kinesis_event(&[
+        r#"{"id":"a"}"#,
+        r#"{"id":"b","fail":1}"#,
+        r#"{"id":""}"#,
+        r#"{"id":"d"}"#,
+    ]);
+    let mut ctx = Context::default();
+    ctx.request_id = "req-agree".into();
+    ctx.deadline = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 30_000) as u64;
+    let resp = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(h.function.handle(LambdaEvent::new(event.clone(), ctx)))
+        .unwrap();
+    assert_eq!(
+        resp,
+        json!({"batchItemFailures": [{"itemIdentifier": "10"}, {"itemIdentifier": "11"}]})
+    );
+    assert_eq!(
+        lock_rows(&db),
+        vec![("l:a".to_string(), true), ("l:d".to_string(), true)],
+        "committed exactly for the delivered records; b given back; no key, no lock"
+    );
+    // The redelivery from the first failed record: b is processed now, d is a duplicate.
+    let retry = kinesis_event(&[r#"{"id":"b"}"#, r#"{"id":""}"#, r#"{"id":"d"}"#]);
+    let resp = invoke(&h, retry).unwrap();
+    assert_eq!(
+        resp,
+        json!({"batchItemFailures": [{"itemIdentifier": "10"}]})
+    );
+    let sent: Vec<Value> = delivered_json(&h);
+    let ids: Vec<&str> = sent.iter().map(|v| v["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec!["a", "d", "b"], "each once");
+    assert_eq!(lock_rows(&db).len(), 3);
+}

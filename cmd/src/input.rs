@@ -6,13 +6,20 @@
 //! Compressed input (gzip, bzip2, Zstandard, framed Snappy) is detected by its magic bytes
 //! and decompressed (`sluice_cmd::compression`); a truncated stream is an error naming the
 //! file and the format. A line longer than the limit is an error naming the file and line.
+//!
+//! Every line's message carries an acknowledgement token of its own ([`LineReport`]), so
+//! that a line whose messages were not all delivered (one that failed on its own, such as
+//! a message without a lock key, or everything unfinished when the run failed) is named at
+//! the end, by file and line, instead of disappearing.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use sluice_engine::Message;
+use sluice_engine::ack::{AckStatus, AckTag, AckTracker, AckWatch};
 use tokio::sync::mpsc;
 
 /// Where lines come from.
@@ -67,15 +74,85 @@ pub enum InputError {
 
 const CHUNK: usize = 256 * 1024;
 
+/// Where a line came from: the tag of its tracker.
+struct LinePlace {
+    source: Arc<str>,
+    /// The source's position in the argument list (for ordering the report).
+    source_index: usize,
+    line: u64,
+}
+
+/// A line whose messages were not all delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Undelivered {
+    /// The file (or `<stdin>`).
+    pub source: Arc<str>,
+    /// Its position among the inputs.
+    pub source_index: usize,
+    /// The line number, from 1.
+    pub line: u64,
+    /// Why, as the transform that failed it said.
+    pub reason: String,
+}
+
+/// The lines that were not delivered, told by the trackers of every line as they finish
+/// (a watch that only records, so memory grows with the failures, not with the input).
+#[derive(Default)]
+pub struct LineReport {
+    failed: Mutex<Vec<Undelivered>>,
+}
+
+impl AckWatch for LineReport {
+    fn done(&self, tracker: &Arc<AckTracker>) {
+        if tracker.status() != AckStatus::Failed {
+            return;
+        }
+        let Some(place) = tracker.tag().and_then(|t| t.downcast_ref::<LinePlace>()) else {
+            return;
+        };
+        let reason = tracker
+            .failure_reason()
+            .unwrap_or_else(|| "not delivered".into());
+        self.failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Undelivered {
+                source: place.source.clone(),
+                source_index: place.source_index,
+                line: place.line,
+                reason,
+            });
+    }
+}
+
+impl LineReport {
+    /// The undelivered lines so far, in input order.
+    pub fn undelivered(&self) -> Vec<Undelivered> {
+        let mut v = self
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        v.sort_by_key(|u| (u.source_index, u.line));
+        v
+    }
+}
+
 /// Reads every source in order and sends batches of messages until done or the receiver
 /// goes away. Runs on a blocking thread.
 pub fn read_all(
     sources: &[Source],
     opts: ReadOptions,
+    report: &Arc<LineReport>,
     tx: &mpsc::Sender<Vec<Message>>,
 ) -> Result<(), InputError> {
-    for src in sources {
+    for (source_index, src) in sources.iter().enumerate() {
         let name = src.name();
+        let lines = Lines {
+            source: name.as_str().into(),
+            source_index,
+            report: report.clone(),
+        };
         let io_err = |error: io::Error| InputError::Io {
             source_name: name.clone(),
             error,
@@ -86,11 +163,33 @@ pub fn read_all(
         };
         let reader = BufReader::with_capacity(64 * 1024, raw);
         let (_, stream) = sluice_cmd::compression::decompressing(reader).map_err(io_err)?;
-        if !split_lines(stream, &name, opts, tx)? {
+        if !split_lines(stream, &lines, opts, tx)? {
             return Ok(());
         }
     }
     Ok(())
+}
+
+/// Where the lines being split come from, and who hears of their fate.
+struct Lines {
+    source: Arc<str>,
+    source_index: usize,
+    report: Arc<LineReport>,
+}
+
+impl Lines {
+    fn message(&self, line: u64, data: Vec<u8>) -> Message {
+        let place: AckTag = Arc::new(LinePlace {
+            source: self.source.clone(),
+            source_index: self.source_index,
+            line,
+        });
+        let (_, token) =
+            AckTracker::watched(Some(place), Some(self.report.clone() as Arc<dyn AckWatch>));
+        let mut m = Message::new(Bytes::from(data));
+        m.add_ack(token);
+        m
+    }
 }
 
 /// Splits a stream into line messages; `false` when the receiver went away.
@@ -100,10 +199,11 @@ pub fn read_all(
 /// memory, and the kernel's page zeroing then costs more than copying the lines.
 fn split_lines(
     r: impl Read,
-    name: &str,
+    lines: &Lines,
     opts: ReadOptions,
     tx: &mpsc::Sender<Vec<Message>>,
 ) -> Result<bool, InputError> {
+    let name = &*lines.source;
     let mut reader = BufReader::with_capacity(CHUNK, r);
     let mut batch = Vec::with_capacity(opts.batch_messages);
     let mut line_no: u64 = 0;
@@ -138,7 +238,7 @@ fn split_lines(
             });
         }
         hint = (line.len() + line.len() / 4 + 16).clamp(64, 64 * 1024);
-        batch.push(Message::new(Bytes::from(line)));
+        batch.push(lines.message(line_no, line));
         if batch.len() >= opts.batch_messages && !send(tx, &mut batch, opts) {
             return Ok(false);
         }
@@ -159,9 +259,17 @@ mod tests {
     use super::*;
     use std::io::Write;
 
+    fn lines(name: &str) -> Lines {
+        Lines {
+            source: name.into(),
+            source_index: 0,
+            report: Arc::default(),
+        }
+    }
+
     fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
         let (tx, mut rx) = mpsc::channel(1024);
-        split_lines(data, "test", opts, &tx)?;
+        split_lines(data, &lines("test"), opts, &tx)?;
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
@@ -205,6 +313,34 @@ mod tests {
     }
 
     #[test]
+    fn lines_whose_messages_fail_are_reported_with_their_place() {
+        let (tx, mut rx) = mpsc::channel(16);
+        let report: Arc<LineReport> = Arc::default();
+        let l = Lines {
+            source: "in.jsonl".into(),
+            source_index: 1,
+            report: report.clone(),
+        };
+        split_lines(&b"a\nb\nc\n"[..], &l, OPTS, &tx).unwrap();
+        drop(tx);
+        let mut msgs = Vec::new();
+        while let Ok(b) = rx.try_recv() {
+            msgs.extend(b);
+        }
+        msgs[1].fail_acks("no key");
+        drop(msgs);
+        assert_eq!(
+            report.undelivered(),
+            vec![Undelivered {
+                source: "in.jsonl".into(),
+                source_index: 1,
+                line: 2,
+                reason: "no key".into()
+            }]
+        );
+    }
+
+    #[test]
     fn gzip_files_are_detected_and_truncation_reported() {
         let dir = std::env::temp_dir().join(format!("sluice-input-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -216,13 +352,14 @@ mod tests {
         let bad = dir.join("bad.gz");
         std::fs::write(&bad, &gz[..gz.len() - 6]).unwrap();
         let (tx, mut rx) = mpsc::channel(16);
-        read_all(&[Source::File(good)], OPTS, &tx).unwrap();
+        let report = Arc::default();
+        read_all(&[Source::File(good)], OPTS, &report, &tx).unwrap();
         let b = rx.try_recv().unwrap();
         assert_eq!(
             b.iter().map(|m| &m.data()[..]).collect::<Vec<_>>(),
             vec![b"x", b"y"]
         );
-        let e = read_all(&[Source::File(bad.clone())], OPTS, &tx).unwrap_err();
+        let e = read_all(&[Source::File(bad.clone())], OPTS, &report, &tx).unwrap_err();
         assert!(e.to_string().contains("bad.gz"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -33,12 +33,20 @@ pub const SETTLE_WAIT: Duration = Duration::from_secs(600);
 /// Either way the pipeline settles ([`Pipeline::settle`]) before this returns.
 pub async fn drive(
     pipeline: &Pipeline,
-    input: mpsc::Receiver<Vec<Message>>,
+    mut input: mpsc::Receiver<Vec<Message>>,
     on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
-    let r = drive_inner(pipeline, input, on_output).await;
+    let r = drive_inner(pipeline, &mut input, on_output).await;
     if let Err(e) = &r {
-        pipeline.abort(&e.to_string()).await;
+        let reason = e.to_string();
+        pipeline.abort(&reason).await;
+        // What was read and never processed was not delivered either.
+        input.close();
+        while let Ok(batch) = input.try_recv() {
+            for m in &batch {
+                m.fail_acks(&reason);
+            }
+        }
     }
     pipeline.settle(Instant::now() + SETTLE_WAIT).await;
     r
@@ -46,7 +54,7 @@ pub async fn drive(
 
 async fn drive_inner(
     pipeline: &Pipeline,
-    mut input: mpsc::Receiver<Vec<Message>>,
+    input: &mut mpsc::Receiver<Vec<Message>>,
     mut on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
     let start = Instant::now();

@@ -9,7 +9,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::files::parse_ext_str;
-use crate::input::{self, ReadOptions, Source};
+use crate::input::{self, LineReport, ReadOptions, Source};
 
 /// Arguments of `sluice run`.
 #[derive(clap::Args)]
@@ -31,9 +31,17 @@ pub struct Args {
     /// The longest input line accepted, in bytes.
     #[arg(long, default_value_t = 128 * 1024 * 1024)]
     max_line_bytes: usize,
+    /// Write the place (`FILE:LINE`, a tab, and why) of every input line that was not
+    /// delivered to this file, one per line, for a retry of just those. Without it they
+    /// are listed on standard error. Either way the exit status is non-zero when any was.
+    #[arg(long, value_name = "FILE")]
+    undelivered: Option<PathBuf>,
     /// Input files, read in order (gzip is detected). Standard input when none.
     files: Vec<PathBuf>,
 }
+
+/// How many undelivered lines are listed on standard error.
+const LISTED: usize = 10;
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -81,16 +89,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_line_bytes: args.max_line_bytes,
     };
     let (tx, rx) = mpsc::channel(4);
+    let report = std::sync::Arc::new(LineReport::default());
+    let lines = report.clone();
     let reader = std::thread::Builder::new()
         .name("sluice-input".into())
-        .spawn(move || input::read_all(&sources, opts, &tx))?;
+        .spawn(move || input::read_all(&sources, opts, &lines, &tx))?;
 
     let result = runtime.block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}));
     let read_result = reader
         .join()
         .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
+    let undelivered = report.undelivered();
+    if let Some(path) = &args.undelivered {
+        write_undelivered(path, &undelivered)?;
+    }
     let stats = result.with_context(|| format!("running {config_name}"))?;
     read_result?;
+    if !undelivered.is_empty() {
+        if args.undelivered.is_none() {
+            for u in undelivered.iter().take(LISTED) {
+                eprintln!(
+                    "sluice: {}:{}: not delivered: {}",
+                    u.source, u.line, u.reason
+                );
+            }
+            if undelivered.len() > LISTED {
+                eprintln!(
+                    "sluice: ... and {} more (--undelivered FILE lists them all)",
+                    undelivered.len() - LISTED
+                );
+            }
+        }
+        anyhow::bail!(
+            "{} of {} input lines were not delivered{}",
+            undelivered.len(),
+            stats.messages_in,
+            args.undelivered
+                .as_ref()
+                .map(|p| format!(" (listed in {})", p.display()))
+                .unwrap_or_default()
+        );
+    }
 
     if std::io::stderr().is_terminal() {
         let secs = stats.elapsed.as_secs_f64();
@@ -107,4 +146,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `FILE:LINE<tab>reason` per undelivered line (an empty file when there is none).
+fn write_undelivered(path: &std::path::Path, lines: &[input::Undelivered]) -> anyhow::Result<()> {
+    let mut text = String::new();
+    for u in lines {
+        let reason = u.reason.replace(['\n', '\r', '\t'], " ");
+        text.push_str(&format!("{}:{}\t{reason}\n", u.source, u.line));
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }

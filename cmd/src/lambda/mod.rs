@@ -207,10 +207,14 @@ impl Function {
     }
 
     /// [`Function::handle`] for an event parsed by [`Event`]'s deserializer.
+    ///
+    /// The invocation runs inside its deadline (`sluice_engine::invocation`): a lock that
+    /// has no `lease` of its own protects its keys exactly until the invocation ends.
     pub async fn handle_event(&self, event: LambdaEvent<Event>) -> Result<Value, Error> {
         let request_id = event.context.request_id.clone();
         let span = tracing::info_span!("invocation", request_id = %request_id);
-        async {
+        let deadline = deadline_instant(event.context.deadline);
+        let work = async {
             let _one = self.gate.lock().await;
             let r = match event.payload {
                 Event::Kinesis(e) => kinesis::handle_event(self, e).await,
@@ -220,9 +224,15 @@ impl Function {
                 tracing::error!(error = %e, "invocation failed");
             }
             r
+        };
+        match deadline {
+            Some(d) => {
+                sluice_engine::invocation::with_deadline(d, work)
+                    .instrument(span)
+                    .await
+            }
+            None => work.instrument(span).await,
         }
-        .instrument(span)
-        .await
     }
 
     /// Runs the handler for an event given as JSON.
@@ -333,6 +343,13 @@ impl Function {
             .iter()
             .filter(|d| matches!(d, Delivery::Failed(_)))
             .count() as u64;
+        // The keys of what was delivered are committed (and of what failed given back)
+        // before the function answers: a frozen container commits nothing, and a record
+        // reported delivered must not be taken over and processed again.
+        let settle_by = sluice_engine::invocation::deadline()
+            .map(|d| d.checked_sub(SETTLE_MARGIN).unwrap_or(d))
+            .unwrap_or_else(|| Instant::now() + SETTLE_MARGIN);
+        self.pipeline.settle(settle_by).await;
         metrics.duplicates = telemetry::take_duplicates();
         if let Some(sink) = &self.opts.metrics {
             telemetry::write(
@@ -394,6 +411,24 @@ impl Function {
             .collect();
         Ok(serde_json::json!({ "batchItemFailures": items }))
     }
+}
+
+/// How long before the invocation's deadline the lock's commits must be done, leaving the
+/// runtime time to answer.
+const SETTLE_MARGIN: Duration = Duration::from_millis(500);
+
+/// The invocation's deadline (epoch milliseconds, as the runtime API gives it) as an
+/// instant; `None` when the runtime gave none (0) or it is nonsense.
+fn deadline_instant(deadline_ms: u64) -> Option<Instant> {
+    if deadline_ms == 0 {
+        return None;
+    }
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_millis() as u64;
+    let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
+    (left <= Duration::from_secs(15 * 60 + 60)).then(|| Instant::now() + left)
 }
 
 /// The handler the bootstrap's events are parsed for (set once, before the runtime loop).

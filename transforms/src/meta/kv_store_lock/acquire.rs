@@ -6,10 +6,13 @@
 //! lease (a slow store gets smaller pieces; a fast one larger). A key whose lease is half
 //! gone by the time its piece answered (a slow or retrying store) is renewed before its
 //! message runs; a key another owner took meanwhile is then held, not processed. Failed
-//! store calls are tried again, with backoff, for [`STORE_RETRY_FOR`]; a key held by
-//! another owner's live pending lock waits (see the module documentation) while the rest
-//! goes on. So a slow store slows the pipeline down and a crashed owner's key delays only
-//! its own message; neither wedges a batch.
+//! store calls are tried again, with backoff, for [`STORE_RETRY_FOR`]. A message whose key is
+//! held by another owner's live pending lock is held back ([`Waiting`]) and asked for again
+//! on the lock's timer (its `deadline`) while the rest of the input goes on, and at the
+//! latest at the next ctrl, up to `pending_wait`. So a slow store slows the pipeline down
+//! and a crashed owner's key delays only its own message; neither wedges a batch, and two
+//! processes over crossed input never wait for each other's commits, which need the call
+//! that holds them to return.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -31,6 +34,21 @@ use crate::kv_store::{
 const SLOW_RENEWALS: u32 = 3;
 /// The largest piece.
 const MAX_PIECE: usize = 4096;
+
+/// The first pause before asking again for a key pending elsewhere…
+const FIRST_RETRY: Duration = Duration::from_millis(20);
+/// …doubling up to this.
+const MAX_RETRY: Duration = Duration::from_millis(500);
+
+/// A message whose key is pending under another owner with a live lease: held by the lock
+/// and asked for again on its timer, while the rest of the input goes on.
+pub(super) struct Waiting {
+    item: Item,
+    holder: LockRecord,
+    since: Instant,
+    next_try: Instant,
+    backoff: Duration,
+}
 
 /// A data message on its way through acquisition.
 struct Item {
@@ -163,7 +181,20 @@ impl MetaKvStoreLock {
             self.run_inner(run, out).await?;
         }
         if !blocked.is_empty() {
-            self.wait_for_blocked(blocked, out).await?;
+            // Whoever holds them may be waiting for keys this process holds in its inner
+            // list: deliver and commit those now.
+            self.flush_and_settle(out).await?;
+            let now = Instant::now();
+            let mut waiting = self.waiting();
+            for (item, holder) in blocked {
+                waiting.push(Waiting {
+                    item,
+                    holder,
+                    since: now,
+                    next_try: now + FIRST_RETRY,
+                    backoff: FIRST_RETRY,
+                });
+            }
         }
         Ok(())
     }
@@ -426,63 +457,113 @@ impl MetaKvStoreLock {
         }
     }
 
-    /// Waits for keys pending under other owners: flushes the inner list and commits what
-    /// this process delivered (so the other owner, maybe waiting for one of those, goes
-    /// on), then asks again with a jittered backoff. A key still pending after
-    /// `pending_wait` fails its message alone.
-    async fn wait_for_blocked(
+    /// Asks again for the keys of waiting messages that are due (all of them when `until_done`:
+    /// then it keeps trying, with backoff, until each is taken, a duplicate, or past its
+    /// `pending_wait`). A message still pending elsewhere after `pending_wait` fails alone.
+    pub(super) async fn retry_waiting(
         &self,
-        mut blocked: Vec<(Item, LockRecord)>,
         out: &mut Vec<Message>,
+        until_done: bool,
     ) -> Result<(), TransformError> {
-        self.flush_and_settle(out).await?;
-        let started = Instant::now();
-        let mut backoff = Duration::from_millis(20);
         loop {
-            let left = self.pending_wait.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                for (it, holder) in blocked {
-                    let why = format!(
-                        "its lock key is pending under {} (lease until {} ms since the epoch) after waiting {:?}: another process is processing that message, or crashed while doing so; the source should redeliver it later (or set `pending: \"skip\"`)",
-                        holder.owner,
-                        holder.lease_until_ms().unwrap_or(0),
-                        self.pending_wait
-                    );
-                    self.fail_alone(it.msg, Some(&it.key), &why);
+            let now = Instant::now();
+            // All of them as soon as one is due, so that those freed together come out in
+            // their input order.
+            let due: Vec<Waiting> = {
+                let mut waiting = self.waiting();
+                if waiting.iter().any(|w| w.next_try <= now) {
+                    std::mem::take(&mut *waiting)
+                } else {
+                    Vec::new()
                 }
-                return Ok(());
+            };
+            if due.is_empty() {
+                let next = self.waiting().iter().map(|w| w.next_try).min();
+                match next {
+                    Some(t) if until_done => {
+                        tokio::time::sleep_until(t.into()).await;
+                        continue;
+                    }
+                    _ => return Ok(()),
+                }
             }
-            let jitter = backoff.mul_f64(0.5 + fastrand::f64());
-            tokio::time::sleep(jitter.min(left)).await;
-            backoff = (backoff * 2).min(Duration::from_millis(500));
-            let reqs: Vec<AcquireRequest> = blocked
+            let reqs: Vec<AcquireRequest> = due
                 .iter()
-                .map(|(it, _)| AcquireRequest {
-                    key: it.key.clone(),
-                    ttl: it.ttl,
+                .map(|w| AcquireRequest {
+                    key: w.item.key.clone(),
+                    ttl: w.item.ttl,
                     lease_until_ms: 0,
                 })
                 .collect();
             let outcomes = match self.acquire_piece(&reqs).await {
                 Ok(o) => o,
                 Err(e) => {
-                    for (it, _) in &blocked {
-                        it.msg.fail_acks(&e.to_string());
+                    for w in &due {
+                        w.item.msg.fail_acks(&e.to_string());
                     }
                     return Err(e);
                 }
             };
-            let mut still = Vec::new();
             let mut run = Vec::new();
-            for ((it, _), outcome) in blocked.into_iter().zip(outcomes) {
-                self.place(it, outcome, &mut run, &mut still, out).await?;
+            let mut still = Vec::new();
+            let mut again = Vec::new();
+            for (w, outcome) in due.into_iter().zip(outcomes) {
+                let Waiting {
+                    item,
+                    since,
+                    backoff,
+                    ..
+                } = w;
+                self.place(item, outcome, &mut run, &mut still, out).await?;
+                for (item, holder) in still.drain(..) {
+                    again.push(Waiting {
+                        item,
+                        holder,
+                        since,
+                        next_try: now,
+                        backoff,
+                    });
+                }
             }
             self.run_inner(run, out).await?;
-            if still.is_empty() {
+            let now = Instant::now();
+            let mut waiting = self.waiting();
+            for mut w in again {
+                if now >= w.since + self.pending_wait {
+                    let why = format!(
+                        "its lock key is pending under {} (lease until {} ms since the epoch) after waiting {:?}: another process is processing that message, or crashed while doing so; the source should redeliver it later (or set `pending: \"skip\"`)",
+                        w.holder.owner,
+                        w.holder.lease_until_ms().unwrap_or(0),
+                        self.pending_wait
+                    );
+                    self.fail_alone(w.item.msg, Some(&w.item.key), &why);
+                    continue;
+                }
+                w.backoff = (w.backoff * 2).min(MAX_RETRY);
+                let pause = w.backoff.mul_f64(0.5 + fastrand::f64());
+                w.next_try = (now + pause).min(w.since + self.pending_wait);
+                waiting.push(w);
+            }
+            if !until_done {
                 return Ok(());
             }
-            blocked = still;
         }
+    }
+
+    /// Fails every waiting message (the pipeline is failing or aborting).
+    pub(super) fn fail_waiting(&self, reason: &str) {
+        for w in self.waiting().drain(..) {
+            w.item.msg.fail_acks(reason);
+        }
+    }
+
+    /// The earliest instant a waiting message is due.
+    pub(super) fn waiting_due(&self) -> Option<Instant> {
+        self.waiting().iter().map(|w| w.next_try).min()
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A checkpoint of the lock's own, in the middle of a batch: the inner list is flushed
@@ -492,7 +573,7 @@ impl MetaKvStoreLock {
             return Ok(());
         }
         let mut flushed = Vec::new();
-        self.checkpoint(Message::ctrl(), &mut flushed).await?;
+        self.flush_inner(Message::ctrl(), &mut flushed).await?;
         out.extend(flushed.into_iter().filter(|m| !m.is_ctrl()));
         Ok(())
     }

@@ -156,6 +156,8 @@ pub struct MetaKvStoreLock {
     pending_wait: Duration,
     /// How many keys one acquisition call takes: adapted so that a call fits the lease.
     piece: AtomicUsize,
+    /// Messages whose key is pending elsewhere, asked for again on the lock's timer.
+    waiting: std::sync::Mutex<Vec<acquire::Waiting>>,
     keeper: Keeper,
     counts: Arc<LockCounts>,
 }
@@ -254,6 +256,7 @@ impl MetaKvStoreLock {
             pending: s.pending,
             pending_wait: s.pending_wait.map_or(DEFAULT_PENDING_WAIT, |d| d.0),
             piece: AtomicUsize::new(concurrency * 4),
+            waiting: std::sync::Mutex::new(Vec::new()),
             keeper,
             counts,
         })
@@ -296,9 +299,20 @@ impl MetaKvStoreLock {
         })
     }
 
-    /// The checkpoint: flush the inner list with `ctrl`, then settle the keys whose
+    /// The checkpoint: settle the messages still waiting for keys pending elsewhere (up to
+    /// `pending_wait`), flush the inner list with `ctrl`, then settle the keys whose
     /// messages resolved. What the store fails to take stays owed (see [`keeper`]).
     async fn checkpoint(
+        &self,
+        ctrl: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        self.retry_waiting(out, true).await?;
+        self.flush_inner(ctrl, out).await
+    }
+
+    /// Flushes the inner list with `ctrl` and settles what resolved.
+    async fn flush_inner(
         &self,
         ctrl: Message,
         out: &mut Vec<Message>,
@@ -325,6 +339,7 @@ impl MetaKvStoreLock {
     /// After an error: what the inner list holds is discarded (and marked failed), then
     /// delivered messages' keys are committed and the rest given back.
     async fn fail(&self, e: TransformError) -> TransformError {
+        self.fail_waiting(&e.to_string());
         self.inner.abort(&e.to_string()).await;
         self.keeper.pump(true).await;
         e
@@ -377,11 +392,20 @@ impl Transform for MetaKvStoreLock {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
+        match (self.inner.deadline(), self.waiting_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
         self.keeper.ensure_task();
+        if let Err(e) = self.retry_waiting(out, false).await {
+            return Err(self.fail(e).await);
+        }
+        if self.inner.deadline().is_none_or(|d| d > now) {
+            return Ok(());
+        }
         match self.inner.expire(now).await {
             Ok(outs) => {
                 self.pass_out(outs, out);
@@ -392,6 +416,7 @@ impl Transform for MetaKvStoreLock {
     }
 
     async fn abort(&self, reason: &str) {
+        self.fail_waiting(reason);
         self.inner.abort(reason).await;
         self.keeper.pump(true).await;
     }
