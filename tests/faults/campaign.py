@@ -766,6 +766,14 @@ def run_stage(ctx, stage, plans, idle=()):
         t.join()
 
 
+def waited_out(workdir, run_id):
+    """Messages this run failed because their key stayed pending under another live owner
+    for the whole `pending_wait` (a liveness cost: two processes waiting on each other)."""
+    path = workdir / "stderr" / f"{run_id}.txt"
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return sum(1 for line in text.splitlines() if "after waiting" in line and "pending under" in line)
+
+
 def lease_takeovers(workdir, run_id):
     """Keys this run's lock reported as taken over by another owner before it committed."""
     text = (workdir / "stderr" / f"{run_id}.txt").read_text(errors="replace")
@@ -900,6 +908,7 @@ def analyse(ctx, res, emu, work, proxies, stages):
         "redelivered_ok": ctx.redelivered_ok,
         "faults": sum(fault_counts.values()), "fault_counts": dict(fault_counts),
         "windows": len(windows_hit), "pending_locks": len(pending),
+        "waited_out": sum(waited_out(workdir, r["run"]) for r in lock_runs),
         "workers": spec["workers"] if not spec.get("idle") else 2,
         "acquire_per_msg": per_msg("acquire"), "commit_per_msg": per_msg("commit"),
         "renew_per_msg": per_msg("renew"), "through_lock": through_lock,
@@ -1034,6 +1043,7 @@ COLUMNS = [("pipeline", "pipeline"), ("mix", "faults"), ("workers", "workers"),
            ("mid_dups", "hop: mid-stream dups"), ("runs", "runs"), ("crashes", "crashes"),
            ("failed_runs", "failed runs"), ("redelivered_ok", "redelivered ok"),
            ("faults", "faults injected"), ("windows", "outage windows"),
+           ("waited_out", "waited out"),
            ("acquire_per_msg", "acquires/msg"), ("commit_per_msg", "commits/msg"),
            ("elapsed_s", "elapsed s")]
 
@@ -1113,7 +1123,8 @@ def main():
                   f"{row['dup_ambiguous']}, lease {row['dup_lease']}, unattributed "
                   f"{row['dup_unattributed']}) lost {row['lost']} rejected {row['rejected']} "
                   f"crashes {row['crashes']} failed {row['failed_runs']} faults {row['faults']} "
-                  f"windows {row['windows']} {row['elapsed_s']} s: {status}", flush=True)
+                  f"windows {row['windows']} waited out {row['waited_out']} "
+                  f"{row['elapsed_s']} s: {status}", flush=True)
         control = size.get("control")
         if control and not args.no_control:
             row = run_one(args, emu, control, "nolock", args.seed + len(rows))
