@@ -99,16 +99,28 @@ def commit_outage(a, emu, out):
         text = "".join(messages(a.messages, f"t{t}"))
         t0 = time.time()
         p = start(a, d, "first", config, env, text)
+        if a.again_after is not None:
+            # The redelivery comes while the first run is alive, retrying its commits.
+            time.sleep(a.again_after)
+            p2 = start(a, d, "again", config, env, text)
         p.wait()
         first = time.time() - t0
-        pending = sum(1 for s, _ in c.final_locks(a.pipeline, res, emu).values() if s != "committed")
-        p2 = start(a, d, "again", config, env, text)
+        if a.again_after is None:
+            pending = sum(1 for s, _ in c.final_locks(a.pipeline, res, emu).values()
+                          if s != "committed")
+            p2 = start(a, d, "again", config, env, text)
         p2.wait()
+        if a.again_after is not None:
+            pending = sum(1 for s, _ in c.final_locks(a.pipeline, res, emu).values()
+                          if s != "committed")
         px.stop()
         copies = Counter(r for _, r in c.copies_of(a.pipeline, res, emu, []))
-        gave_up = "could not settle" in (d / "first.stderr").read_text()
-        print(f"try {t}: first run exit {p.returncode} after {first:.1f} s, "
-              f"{pending} locks pending after it{' (it gave up settling)' if gave_up else ''}; "
+        log = (d / "first.stderr").read_text()
+        gave_up = " (it gave up settling)" if "could not settle" in log else ""
+        taken = log.count("taken over after its lease ran out")
+        taken = f" ({taken} keys taken over while it was alive)" if taken else ""
+        print(f"try {t}: first run exit {p.returncode} after {first:.1f} s{taken}, "
+              f"{pending} locks pending after it{gave_up}; "
               f"redelivery exit {p2.returncode}; copies per run {dict(copies)}")
         if pending or copies.get("again"):
             ok = False
@@ -126,6 +138,9 @@ def main():
     ap.add_argument("--outage-start", type=float, default=0.0,
                     help="commit-outage: seconds from the proxy's start (just before the run)")
     ap.add_argument("--times", type=int, default=10, help="commit-outage: tries")
+    ap.add_argument("--again-after", type=float, default=None,
+                    help="commit-outage: start the redelivery this many seconds after the "
+                         "first run, while it is alive (default: after it exits)")
     ap.add_argument("--sluice", default=str(c.ROOT / "target/debug/sluice"))
     ap.add_argument("--out", default=str(c.ROOT / "target/faults/scenario"))
     a = ap.parse_args()
