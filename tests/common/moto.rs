@@ -102,6 +102,65 @@ pub async fn create_stream(endpoint: &str, name: &str, shards: i32) {
     }
 }
 
+/// A record as a consumer reads it.
+#[derive(Debug, Clone)]
+pub struct StreamRecord {
+    /// Its shard.
+    pub shard: String,
+    /// Its partition key.
+    pub partition_key: String,
+    /// Its sequence number.
+    pub sequence_number: String,
+    /// Its data.
+    pub data: Vec<u8>,
+}
+
+/// Every record of stream `name`, shard by shard, each in order.
+pub async fn read_stream_records(endpoint: &str, name: &str) -> Vec<StreamRecord> {
+    let c = kinesis(endpoint);
+    let shards = c
+        .list_shards()
+        .stream_name(name)
+        .send()
+        .await
+        .expect("listing shards");
+    let mut out = Vec::new();
+    for shard in shards.shards() {
+        let mut iter = c
+            .get_shard_iterator()
+            .stream_name(name)
+            .shard_id(shard.shard_id())
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .expect("a shard iterator")
+            .shard_iterator()
+            .map(String::from);
+        while let Some(it) = iter {
+            let got = c
+                .get_records()
+                .shard_iterator(it)
+                .limit(10_000)
+                .send()
+                .await
+                .expect("reading records");
+            if got.records().is_empty() {
+                break;
+            }
+            for r in got.records() {
+                out.push(StreamRecord {
+                    shard: shard.shard_id().to_string(),
+                    partition_key: r.partition_key().unwrap_or_default().to_string(),
+                    sequence_number: r.sequence_number().to_string(),
+                    data: r.data().as_ref().to_vec(),
+                });
+            }
+            iter = got.next_shard_iterator().map(String::from);
+        }
+    }
+    out
+}
+
 /// Every record of stream `name`, per shard: (shard id, [(partition key, data)]).
 pub async fn read_stream(endpoint: &str, name: &str) -> Vec<(String, Vec<(String, Vec<u8>)>)> {
     let c = kinesis(endpoint);

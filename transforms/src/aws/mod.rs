@@ -15,7 +15,9 @@
 //!   sluice is pointed at a local emulator.
 //!
 //! Retries: the SDK's standard mode (exponential backoff with jitter and a retry quota)
-//! with [`MAX_ATTEMPTS`] attempts, for throttling, 5xx and I/O errors. Timeouts bound a
+//! with [`MAX_ATTEMPTS`] attempts, for throttling, 5xx and I/O errors; except Kinesis
+//! `PutRecords`, which the send retries itself so that it never re-sends blindly what may
+//! have been applied (`send::aws_kinesis_data_stream`). Timeouts bound a
 //! single attempt ([`ATTEMPT_TIMEOUT`]) and an operation with its retries
 //! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
 //! pipeline.
@@ -27,8 +29,12 @@
 //! the Lambda transforms share [`lambda`].
 //!
 //! The AWS sends (Kinesis, Firehose, SQS, SNS, EventBridge, S3, DynamoDB, Lambda), the
-//! enrichments and the DynamoDB kv store reuse this module; [`s3`] adds what S3 needs.
+//! enrichments and the DynamoDB kv store reuse this module; [`s3`] adds what S3 needs,
+//! [`outcome`] tells a failed call that may have been applied from one that was not, and
+//! [`kpl`] reads and writes the KPL's aggregated Kinesis records.
 
+pub mod kpl;
+pub mod outcome;
 pub mod s3;
 
 use std::time::Duration;

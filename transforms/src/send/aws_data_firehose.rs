@@ -26,18 +26,17 @@
 
 use super::aws_destination::{AwsDestination, aws_send, send_calls};
 use super::aws_records::{
-    self, AwsSettings, Stream, check_role, non_empty, put_with_retries, record_result,
-    valid_stream_name,
+    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
+    put_with_retries, record_result, valid_stream_name,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::{Arn, AwsTarget};
 use aws_sdk_firehose::Client;
-use aws_sdk_firehose::error::DisplayErrorContext;
 use aws_sdk_firehose::primitives::Blob;
 use aws_sdk_firehose::types::Record;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
-use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, Value, async_trait};
 
 /// Most records in one `PutRecordBatch` call.
 pub const MAX_RECORDS: usize = 500;
@@ -111,12 +110,8 @@ impl Firehose {
     }
 
     /// Puts `items` (one call's worth) until each was accepted or the attempts are spent.
-    /// On failure: the indexes (into `items`) not accepted, and why.
-    async fn put(
-        &self,
-        client: &Client,
-        items: &[bytes::Bytes],
-    ) -> Result<(), (Vec<usize>, TransformError)> {
+    /// On failure: the indexes (into `items`) not accepted, why, and whether they may have been applied.
+    async fn put(&self, client: &Client, items: &[bytes::Bytes]) -> Result<(), PutFailure> {
         let stream = Stream {
             kind: self.aws.kind(),
             name: self.aws.name(),
@@ -133,13 +128,16 @@ impl Firehose {
                         .expect("data is set")
                 })
                 .collect();
+            let watch = AttemptWatch::default();
             let req = client
                 .put_record_batch()
                 .delivery_stream_name(self.aws.name())
                 .set_records(Some(records))
+                .customize()
+                .interceptor(watch.clone())
                 .send();
             async move {
-                let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
+                let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                 Ok(out
                     .request_responses()
                     .iter()
@@ -500,5 +498,20 @@ mod tests {
             None,
         ));
         testing::check_compliance(t);
+    }
+
+    #[tokio::test]
+    async fn failures_say_whether_they_may_have_been_applied() {
+        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+            let (last, first) = answers.split_last().unwrap();
+            let mut seq = mock!(Client::put_record_batch).sequence();
+            for status in first {
+                seq = seq.http_status(*status, None);
+            }
+            let rule = seq.http_status(*last, None).repeatedly().build();
+            let d = firehose(&[&rule]);
+            let e = d.send(&batch(&["a", "b"])).await.unwrap_err();
+            assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
+        }
     }
 }

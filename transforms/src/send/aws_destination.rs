@@ -17,7 +17,7 @@ use sluice_engine::TransformError;
 use tokio::sync::OnceCell;
 
 pub use super::aws_records::RetryPolicy;
-use super::aws_records::lazy_client;
+use super::aws_records::{PutFailure, lazy_client};
 use super::batcher::SendError;
 use crate::aws::AwsTarget;
 
@@ -131,9 +131,9 @@ macro_rules! aws_send {
 pub(crate) use aws_send;
 
 /// Sends the calls `calls` of a batch of `total` items in order with `put`, which answers,
-/// when a call fails, the indexes (into the call) not accepted and why. The items of a
-/// failed call that were not accepted and every item after that call (not sent, so order
-/// is kept) are the batch's undelivered items.
+/// when a call fails, the indexes (into the call) not accepted, why, and whether they may
+/// have been applied. The items of a failed call that were not accepted and every item
+/// after that call (not sent, so order is kept) are the batch's undelivered items.
 pub(crate) async fn send_calls<F, Fut>(
     calls: Vec<Range<usize>>,
     total: usize,
@@ -141,16 +141,17 @@ pub(crate) async fn send_calls<F, Fut>(
 ) -> Result<(), SendError>
 where
     F: FnMut(Range<usize>) -> Fut,
-    Fut: Future<Output = Result<(), (Vec<usize>, TransformError)>>,
+    Fut: Future<Output = Result<(), PutFailure>>,
 {
     for range in calls {
-        if let Err((failed, e)) = put(range.clone()).await {
-            let items: Vec<usize> = failed
+        if let Err(f) = put(range.clone()).await {
+            let items: Vec<usize> = f
+                .pending
                 .iter()
                 .map(|&i| range.start + i)
                 .chain(range.end..total)
                 .collect();
-            return Err(SendError::items(items, e));
+            return Err(SendError::items(items, f.error).uncertain(f.uncertain));
         }
     }
     Ok(())
@@ -161,8 +162,12 @@ mod tests {
     use super::*;
     use crate::send::batcher::Undelivered;
 
-    fn fail(failed: Vec<usize>) -> Result<(), (Vec<usize>, TransformError)> {
-        Err((failed, TransformError::failed("no")))
+    fn fail(failed: Vec<usize>) -> Result<(), PutFailure> {
+        Err(PutFailure {
+            pending: failed,
+            error: TransformError::failed("no"),
+            uncertain: true,
+        })
     }
 
     /// (calls, the call that fails and its failed indexes, the calls made, the items
@@ -202,7 +207,8 @@ mod tests {
                         e.undelivered,
                         Undelivered::Items(want.to_vec()),
                         "{calls:?}"
-                    )
+                    );
+                    assert!(e.uncertain, "the call's uncertainty is kept");
                 }
                 (got, want) => panic!("{calls:?} {failing:?}: {:?} vs {want:?}", got.is_ok()),
             }

@@ -60,7 +60,10 @@ use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 use tokio::sync::OnceCell;
 
 use super::aws_destination::{AwsDestination, aws_send};
-use super::aws_records::{AwsSettings, Stream, check_role, non_empty, put_with_retries};
+use super::aws_records::{
+    AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
+    put_with_retries,
+};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::AwsTarget;
 use crate::aws::parse_dynamodb_table;
@@ -247,7 +250,7 @@ impl DynamoDbPut {
         client: &Client,
         schema: &[String],
         items: &[(usize, Item)],
-    ) -> Result<(), (Vec<usize>, TransformError)> {
+    ) -> Result<(), PutFailure> {
         for call in batch_calls(items, |it| self.primary_key(it, schema).ok()) {
             let chunk: Vec<&(usize, Item)> = call.iter().map(|&c| &items[c]).collect();
             let stream = Stream {
@@ -271,12 +274,15 @@ impl DynamoDbPut {
                             .build()
                     })
                     .collect();
+                let watch = AttemptWatch::default();
                 let req = client
                     .batch_write_item()
                     .request_items(self.aws.name(), requests)
+                    .customize()
+                    .interceptor(watch.clone())
                     .send();
                 async move {
-                    let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
+                    let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                     let unprocessed: Vec<&Item> = out
                         .unprocessed_items()
                         .and_then(|u| u.values().next())
@@ -298,14 +304,14 @@ impl DynamoDbPut {
                 }
             })
             .await;
-            if let Err((failed, e)) = result {
+            if let Err(mut f) = result {
                 // The failed items of this call and every item not sent yet.
                 let later = items
                     .iter()
                     .map(|(i, _)| *i)
                     .filter(|&i| i > chunk[chunk.len() - 1].0);
-                let failed: Vec<usize> = failed.iter().map(|&f| chunk[f].0).chain(later).collect();
-                return Err((failed, e));
+                f.pending = f.pending.iter().map(|&p| chunk[p].0).chain(later).collect();
+                return Err(f);
             }
         }
         Ok(())
@@ -389,14 +395,14 @@ impl DynamoDbPut {
                 .map(|tx| self.transact_one(client, tx.iter().map(|&g| &ok_groups[g]).collect()))
                 .collect();
             // In the order of the wave's transactions, one result per group of each.
-            let results: Vec<Vec<Result<(), TransformError>>> = stream::iter(calls)
+            let results: Vec<Vec<GroupResult>> = stream::iter(calls)
                 .buffered(self.concurrency)
                 .collect()
                 .await;
             for (tx, results) in wave.iter().zip(results) {
                 for (&gi, r) in tx.iter().zip(results) {
-                    if let Err(e) = r {
-                        bad.add(ok_groups[gi].indexes().collect(), e);
+                    if let Err((e, uncertain)) = r {
+                        bad.add_maybe(ok_groups[gi].indexes().collect(), e, uncertain);
                     }
                 }
             }
@@ -406,13 +412,8 @@ impl DynamoDbPut {
     /// One transaction of whole groups, sent again without the groups whose lock was taken
     /// over or whose write was refused, and after a backoff when a conflict or throttling
     /// cancelled it. One result per group.
-    async fn transact_one(
-        &self,
-        client: &Client,
-        groups: Vec<&Group>,
-    ) -> Vec<Result<(), TransformError>> {
-        let mut results: Vec<Option<Result<(), TransformError>>> =
-            groups.iter().map(|_| None).collect();
+    async fn transact_one(&self, client: &Client, groups: Vec<&Group>) -> Vec<GroupResult> {
+        let mut results: Vec<Option<GroupResult>> = groups.iter().map(|_| None).collect();
         let mut left: Vec<usize> = (0..groups.len()).collect();
         let mut attempt = 0;
         while !left.is_empty() {
@@ -449,13 +450,16 @@ impl DynamoDbPut {
             }
             if let Some(e) = build_error {
                 for &gi in &left {
-                    results[gi] = Some(Err(TransformError::failed(e.to_string())));
+                    results[gi] = Some(Err((TransformError::failed(e.to_string()), false)));
                 }
                 break;
             }
+            let watch = AttemptWatch::default();
             let sent = client
                 .transact_write_items()
                 .set_transact_items(Some(writes))
+                .customize()
+                .interceptor(watch.clone())
                 .send()
                 .await;
             let err = match sent {
@@ -480,9 +484,12 @@ impl DynamoDbPut {
                 _ => None,
             };
             let Some(reasons) = reasons.filter(|r| r.len() == owners.len()) else {
-                let text = format!("TransactWriteItems failed: {}", DisplayErrorContext(&err));
+                // A cancellation is a certain no; anything else may have been applied
+                // (with the lock commits it holds).
+                let e = CallError::sdk(&err, &watch);
+                let text = format!("TransactWriteItems failed: {}", e.text);
                 for &gi in &left {
-                    results[gi] = Some(Err(self.fail(&text)));
+                    results[gi] = Some(Err((self.fail(&text), e.uncertain)));
                 }
                 break;
             };
@@ -514,7 +521,7 @@ impl DynamoDbPut {
                     (Cancel::NotApplied, _) => None,
                 };
                 if let Some(why) = why {
-                    results[*gi] = Some(Err(self.fail(why)));
+                    results[*gi] = Some(Err((self.fail(why), false)));
                 }
             }
             left.retain(|&gi| results[gi].is_none());
@@ -527,7 +534,7 @@ impl DynamoDbPut {
                     err.code().unwrap_or("?")
                 );
                 for &gi in &left {
-                    results[gi] = Some(Err(self.fail(&text)));
+                    results[gi] = Some(Err((self.fail(&text), false)));
                 }
                 break;
             }
@@ -537,22 +544,33 @@ impl DynamoDbPut {
         }
         results
             .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(self.fail("transaction not attempted"))))
+            .map(|r| r.unwrap_or_else(|| Err((self.fail("transaction not attempted"), false))))
             .collect()
     }
 }
 
-/// The items of a batch that were not written, and the first reason.
+/// A transaction's result for one group: why it failed and whether it may have been
+/// applied.
+type GroupResult = Result<(), (TransformError, bool)>;
+
+/// The items of a batch that were not written, the first reason, and whether any may have
+/// been written all the same.
 #[derive(Default)]
 struct Failed {
     indexes: Vec<usize>,
     first: Option<TransformError>,
+    uncertain: bool,
 }
 
 impl Failed {
     fn add(&mut self, indexes: Vec<usize>, why: TransformError) {
+        self.add_maybe(indexes, why, false);
+    }
+
+    fn add_maybe(&mut self, indexes: Vec<usize>, why: TransformError, uncertain: bool) {
         self.indexes.extend(indexes);
         self.first.get_or_insert(why);
+        self.uncertain |= uncertain;
     }
 
     fn into_result(mut self) -> Result<(), SendError> {
@@ -560,7 +578,7 @@ impl Failed {
             None => Ok(()),
             Some(e) => {
                 self.indexes.sort_unstable();
-                Err(SendError::items(self.indexes, e))
+                Err(SendError::items(self.indexes, e).uncertain(self.uncertain))
             }
         }
     }
@@ -693,8 +711,8 @@ impl Destination for DynamoDbPut {
         let schema = self.key_schema(client).await?;
         let (items, mut bad) = self.parse_batch(batch, schema);
         if !self.transactional {
-            if let Err((failed, e)) = self.batch_write(client, schema, &items).await {
-                bad.add(failed, e);
+            if let Err(f) = self.batch_write(client, schema, &items).await {
+                bad.add_maybe(f.pending, f.error, f.uncertain);
             }
             return bad.into_result();
         }
@@ -1311,5 +1329,21 @@ mod tests {
             plan_transactions(&disjoint),
             vec![vec![(0..50).collect::<Vec<_>>(), (50..60).collect()]]
         );
+    }
+
+    #[tokio::test]
+    async fn failures_say_whether_they_may_have_been_applied() {
+        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+            let (last, first) = answers.split_last().unwrap();
+            let mut seq = mock!(Client::batch_write_item).sequence();
+            for status in first {
+                seq = seq.http_status(*status, None);
+            }
+            let rule = seq.http_status(*last, None).repeatedly().build();
+            let describe = describe(false);
+            let d = put(&[&describe, &rule]);
+            let e = d.send(&batch(&[r#"{"pk":"a"}"#])).await.unwrap_err();
+            assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
+        }
     }
 }

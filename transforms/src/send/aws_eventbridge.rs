@@ -29,17 +29,17 @@
 
 use super::aws_destination::{AwsDestination, aws_send, send_calls};
 use super::aws_records::{
-    self, AwsSettings, Stream, check_role, non_empty, put_with_retries, record_result,
+    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
+    put_with_retries, record_result,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::{Arn, AwsTarget};
 use aws_sdk_eventbridge::Client;
-use aws_sdk_eventbridge::error::DisplayErrorContext;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use bytes::Bytes;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
-use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, Value, async_trait};
 
 /// Most entries in one `PutEvents` call.
 pub const MAX_ENTRIES: usize = 10;
@@ -150,12 +150,8 @@ impl EventBridge {
     }
 
     /// Puts `items` (one call's worth) until each was accepted or the attempts are spent.
-    /// On failure: the indexes (into `items`) not accepted, and why.
-    async fn put(
-        &self,
-        client: &Client,
-        items: &[Bytes],
-    ) -> Result<(), (Vec<usize>, TransformError)> {
+    /// On failure: the indexes (into `items`) not accepted, why, and whether they may have been applied.
+    async fn put(&self, client: &Client, items: &[Bytes]) -> Result<(), PutFailure> {
         let stream = Stream {
             kind: self.aws.kind(),
             name: self.aws.name(),
@@ -175,9 +171,15 @@ impl EventBridge {
                         .build()
                 })
                 .collect();
-            let req = client.put_events().set_entries(Some(entries)).send();
+            let watch = AttemptWatch::default();
+            let req = client
+                .put_events()
+                .set_entries(Some(entries))
+                .customize()
+                .interceptor(watch.clone())
+                .send();
             async move {
-                let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
+                let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                 Ok(out
                     .entries()
                     .iter()
@@ -688,5 +690,20 @@ mod tests {
             None,
         ));
         testing::check_compliance(t);
+    }
+
+    #[tokio::test]
+    async fn failures_say_whether_they_may_have_been_applied() {
+        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+            let (last, first) = answers.split_last().unwrap();
+            let mut seq = mock!(Client::put_events).sequence();
+            for status in first {
+                seq = seq.http_status(*status, None);
+            }
+            let rule = seq.http_status(*last, None).repeatedly().build();
+            let d = bridge(&[&rule]);
+            let e = d.send(&batch(&[r#"{"a":1}"#])).await.unwrap_err();
+            assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
+        }
     }
 }

@@ -32,7 +32,7 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 
 use super::aws_destination::{AwsDestination, aws_send};
-use super::aws_records::Failures;
+use super::aws_records::{AttemptWatch, Failures};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::lambda::{self, Function, MAX_ASYNC_PAYLOAD};
 use crate::aws::{AwsSettings, AwsTarget, check_role, non_empty};
@@ -110,27 +110,36 @@ impl Destination for Lambda {
             .iter()
             .enumerate()
             .map(|(i, item)| {
+                let watch = AttemptWatch::default();
                 let call = client
                     .invoke()
                     .function_name(&self.function.function_name)
                     .invocation_type(InvocationType::Event)
                     .payload(Blob::new(item.to_vec()))
+                    .customize()
+                    .interceptor(watch.clone())
                     .send();
-                async move { (i, call.await) }
+                async move {
+                    let r = call.await;
+                    let uncertain = r.as_ref().err().is_some_and(|e| watch.verdict(e));
+                    (i, r, uncertain)
+                }
             })
             .collect();
         let mut results: Vec<_> = stream::iter(invokes)
             .buffer_unordered(self.concurrency)
             .collect()
             .await;
-        results.sort_by_key(|(i, _)| *i);
+        results.sort_by_key(|(i, _, _)| *i);
         let mut failed = Vec::new();
         let mut failures = Failures::default();
-        for (i, r) in results {
+        let mut uncertain = false;
+        for (i, r, maybe) in results {
             if let Err(e) = r {
                 let (code, message) = lambda::error_code(&e);
                 failures.add(&code, &message);
                 failed.push(i);
+                uncertain |= maybe;
             }
         }
         if failed.is_empty() {
@@ -143,7 +152,7 @@ impl Destination for Lambda {
             failed.len(),
             batch.items.len()
         ));
-        Err(SendError::items(failed, error))
+        Err(SendError::items(failed, error).uncertain(uncertain))
     }
 }
 
@@ -552,5 +561,20 @@ mod tests {
             None,
         ));
         testing::check_compliance(t);
+    }
+
+    #[tokio::test]
+    async fn failures_say_whether_they_may_have_been_applied() {
+        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+            let (last, first) = answers.split_last().unwrap();
+            let mut seq = mock!(Client::invoke).sequence();
+            for status in first {
+                seq = seq.http_status(*status, None);
+            }
+            let rule = seq.http_status(*last, None).repeatedly().build();
+            let d = lambda_with(&[&rule], 1);
+            let e = d.send(&batch(&[r#"{"a":1}"#])).await.unwrap_err();
+            assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
+        }
     }
 }

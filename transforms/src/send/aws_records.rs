@@ -10,7 +10,9 @@
 //! failed records (exponential backoff with full jitter, a bounded number of attempts),
 //! counts the error codes ([`Failures`]) and, on final failure, answers the records not
 //! accepted and an error naming the stream (queue, topic, bus), the operation and the
-//! codes.
+//! codes ([`PutFailure`]). A call that failed as a whole says whether it may have been
+//! applied ([`CallError`], classified by `crate::aws::outcome`); records an answer reports
+//! with an error code were certainly not.
 
 use std::future::Future;
 use std::ops::Range;
@@ -21,6 +23,7 @@ use sluice_engine::TransformError;
 // The `aws` settings and the lazily made client are every AWS transform's (`crate::aws`);
 // re-exported for the sends that import them from here.
 pub use crate::aws::AwsSettings;
+pub use crate::aws::outcome::{AttemptWatch, CallError};
 pub(crate) use crate::aws::{check_role, lazy_client, non_empty};
 
 /// How often a call's failed records are sent again, and how long to wait in between
@@ -138,10 +141,33 @@ pub(crate) struct Stream<'a> {
     pub records: &'a str,
 }
 
+/// The records of a call that were not accepted, why, and whether they may have been
+/// applied all the same (the call failed as a whole in a way that leaves it open).
+#[derive(Debug)]
+pub(crate) struct PutFailure {
+    /// The indexes (into the call's records) not accepted.
+    pub pending: Vec<usize>,
+    /// Why.
+    pub error: TransformError,
+    /// Whether they may have been applied.
+    pub uncertain: bool,
+}
+
+impl PutFailure {
+    /// `pending` failed for `error`, certainly.
+    pub fn certain(pending: Vec<usize>, error: TransformError) -> Self {
+        PutFailure {
+            pending,
+            error,
+            uncertain: false,
+        }
+    }
+}
+
 /// Puts `count` records (one call's worth) until each was accepted or `retry`'s attempts
 /// are spent. `call` sends the records with the given indexes (into the `count` records),
 /// in that order, and answers one [`RecordResult`] per record, or why the call failed.
-/// On failure: the indexes not accepted, and why.
+/// On failure: the indexes not accepted, why, and whether they may have been applied.
 ///
 /// `call` builds its request from the indexes before it returns its future, so that the
 /// future borrows nothing of them (no higher-ranked lifetimes in the send's future).
@@ -150,10 +176,10 @@ pub(crate) async fn put_with_retries<F, Fut>(
     retry: &RetryPolicy,
     count: usize,
     mut call: F,
-) -> Result<(), (Vec<usize>, TransformError)>
+) -> Result<(), PutFailure>
 where
     F: FnMut(&[usize]) -> Fut,
-    Fut: Future<Output = Result<Vec<RecordResult>, String>>,
+    Fut: Future<Output = Result<Vec<RecordResult>, CallError>>,
 {
     let Stream {
         kind,
@@ -170,21 +196,27 @@ where
         let results = match call(&pending).await {
             Ok(results) => results,
             Err(e) => {
-                return Err((
+                return Err(PutFailure {
                     pending,
-                    TransformError::failed(format!("{kind} {name}: {operation} failed: {e}")),
-                ));
+                    error: TransformError::failed(format!(
+                        "{kind} {name}: {operation} failed: {}",
+                        e.text
+                    )),
+                    uncertain: e.uncertain,
+                });
             }
         };
         if results.len() != pending.len() {
-            return Err((
-                pending.clone(),
-                TransformError::failed(format!(
+            // An answer that cannot be matched to the records: which were applied is open.
+            return Err(PutFailure {
+                error: TransformError::failed(format!(
                     "{kind} {name}: {operation} answered {} results for {} {records}",
                     results.len(),
                     pending.len()
                 )),
-            ));
+                pending,
+                uncertain: true,
+            });
         }
         failures = Failures::default();
         let mut still = Vec::new();
@@ -200,7 +232,7 @@ where
         tracing::debug!(stream = %name, failed = still.len(), attempt, "{operation}: records failed");
         pending = still;
     }
-    Err((
+    Err(PutFailure::certain(
         pending.clone(),
         TransformError::failed(format!(
             "{kind} {name}: {} of {count} {records} not accepted after {} {operation} attempts: {failures}",
@@ -279,8 +311,8 @@ mod tests {
         );
     }
 
-    type Answer = Result<Vec<RecordResult>, String>;
-    type Outcome = Result<(), (Vec<usize>, String)>;
+    type Answer = Result<Vec<RecordResult>, CallError>;
+    type Outcome = Result<(), (Vec<usize>, String, bool)>;
 
     /// Runs [`put_with_retries`] over 4 records against `answers` (one per call, the last
     /// repeated); answers the indexes each call sent, and the outcome.
@@ -298,7 +330,7 @@ mod tests {
             }));
         (
             seen.into_inner().unwrap(),
-            out.map_err(|(p, e)| (p, e.to_string())),
+            out.map_err(|f| (f.pending, f.error.to_string(), f.uncertain)),
         )
     }
 
@@ -323,8 +355,9 @@ mod tests {
             Ok(vec![fail("T")]),
         ]);
         assert_eq!(seen, vec![vec![0, 1, 2, 3], vec![0, 1], vec![1]]);
-        let (failed, text) = out.unwrap_err();
+        let (failed, text, uncertain) = out.unwrap_err();
         assert_eq!(failed, vec![1]);
+        assert!(!uncertain, "a record's error code is a certain no");
         assert!(
             text.contains(
                 "kinesis stream events: 1 of 4 records not accepted after 3 PutRecords attempts: 1 × T"
@@ -332,18 +365,32 @@ mod tests {
             "{text}"
         );
         // A failed call: what was pending.
-        let (seen, out) = run(&[Ok(vec![None, fail("T"), None, None]), Err("boom".into())]);
+        let (seen, out) = run(&[
+            Ok(vec![None, fail("T"), None, None]),
+            Err(CallError::certain("boom")),
+        ]);
         assert_eq!(seen.len(), 2);
-        let (failed, text) = out.unwrap_err();
+        let (failed, text, uncertain) = out.unwrap_err();
         assert_eq!(failed, vec![1]);
+        assert!(!uncertain);
         assert!(
             text.contains("kinesis stream events: PutRecords failed: boom"),
             "{text}"
         );
+        // A failed call that may have been applied says so.
+        let maybe = CallError {
+            text: "timed out".into(),
+            uncertain: true,
+        };
+        let (_, out) = run(&[Err(maybe)]);
+        let (failed, _, uncertain) = out.unwrap_err();
+        assert_eq!(failed, vec![0, 1, 2, 3]);
+        assert!(uncertain);
         // A wrong number of results.
         let (_, out) = run(&[Ok(vec![None])]);
-        let (failed, text) = out.unwrap_err();
+        let (failed, text, uncertain) = out.unwrap_err();
         assert_eq!(failed, vec![0, 1, 2, 3]);
+        assert!(uncertain, "an answer that cannot be matched leaves it open");
         assert!(
             text.contains("kinesis stream events: PutRecords answered 1 results for 4 records"),
             "{text}"

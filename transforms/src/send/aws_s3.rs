@@ -6,7 +6,10 @@
 //! object per batch, named by `file_path` like `send_file`'s files
 //! ([`super::object_per_batch`]), the items concatenated without a separator unless sluice's
 //! `separator` sets one. `aws.arn` is the bucket's ARN (`arn:aws:s3:::BUCKET`) or its bare
-//! name; the region comes from `AWS_REGION` (bucket ARNs carry none).
+//! name; the region comes from `AWS_REGION` (bucket ARNs carry none). Inside
+//! `meta_kv_store_lock` an object is named after its messages' lock keys and first attempt,
+//! so a batch sent again after a crash or an uncertain failure replaces its object instead
+//! of adding one ([`super::object_per_batch`]).
 //!
 //! Uploads: an object of at most `part_size` bytes (16 MiB unless set) is sent with one
 //! `PutObject`; a larger one with a multipart upload (`CreateMultipartUpload`, `UploadPart`
@@ -43,7 +46,7 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 
 use super::aws_destination::{AwsDestination, aws_send};
-use super::aws_records::{AwsSettings, check_role, non_empty};
+use super::aws_records::{AttemptWatch, AwsSettings, CallError, check_role, non_empty};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use super::object_per_batch::{FilePath, ObjectPerBatch};
 use crate::aws::s3::describe;
@@ -279,7 +282,9 @@ impl S3 {
         TransformError::failed(format!("s3 bucket {}, key {key}: {what}", self.aws.name()))
     }
 
-    async fn put(&self, client: &Client, key: &str, body: Bytes) -> Result<(), TransformError> {
+    /// Puts the object in one call; a failure says whether it may have been stored.
+    async fn put(&self, client: &Client, key: &str, body: Bytes) -> Result<(), SendError> {
+        let watch = AttemptWatch::default();
         client
             .put_object()
             .bucket(self.aws.name())
@@ -288,9 +293,14 @@ impl S3 {
             .storage_class(self.storage_class.clone())
             .set_checksum_algorithm(self.checksum.clone())
             .body(ByteStream::from(body))
+            .customize()
+            .interceptor(watch.clone())
             .send()
             .await
-            .map_err(|e| self.error(key, format_args!("PutObject failed: {}", describe(&e))))?;
+            .map_err(|e| {
+                SendError::from(self.error(key, format_args!("PutObject failed: {}", describe(&e))))
+                    .uncertain(watch.verdict(&e))
+            })?;
         Ok(())
     }
 
@@ -300,7 +310,7 @@ impl S3 {
         key: &str,
         body: Bytes,
         parts: Vec<Range<usize>>,
-    ) -> Result<(), TransformError> {
+    ) -> Result<(), SendError> {
         let created = client
             .create_multipart_upload()
             .bucket(self.aws.name())
@@ -311,13 +321,15 @@ impl S3 {
             .send()
             .await
             .map_err(|e| {
-                self.error(
+                SendError::from(self.error(
                     key,
                     format_args!("CreateMultipartUpload failed: {}", describe(&e)),
-                )
+                ))
             })?;
         let Some(upload_id) = created.upload_id().map(str::to_string) else {
-            return Err(self.error(key, "CreateMultipartUpload answered no UploadId"));
+            return Err(self
+                .error(key, "CreateMultipartUpload answered no UploadId")
+                .into());
         };
         match self
             .upload_parts(client, key, &upload_id, &body, &parts)
@@ -332,23 +344,26 @@ impl S3 {
                     .upload_id(&upload_id)
                     .send()
                     .await;
-                Err(match aborted {
-                    Ok(_) => self.error(key, format_args!("{e}; the upload was aborted")),
+                let text = &e.text;
+                let error = match aborted {
+                    Ok(_) => self.error(key, format_args!("{text}; the upload was aborted")),
                     Err(a) => self.error(
                         key,
                         format_args!(
-                            "{e}; AbortMultipartUpload of upload {upload_id} failed too: {} \
+                            "{text}; AbortMultipartUpload of upload {upload_id} failed too: {} \
                              (its parts stay stored until a lifecycle rule removes them)",
                             describe(&a)
                         ),
                     ),
-                })
+                };
+                Err(SendError::from(error).uncertain(e.uncertain))
             }
         }
     }
 
     /// Uploads the parts and completes the upload; the error says which call failed and why
-    /// (the caller adds the bucket and key).
+    /// (the caller adds the bucket and key), and whether the object may exist all the same
+    /// (only completing the upload makes it).
     async fn upload_parts(
         &self,
         client: &Client,
@@ -356,7 +371,7 @@ impl S3 {
         upload_id: &str,
         body: &Bytes,
         parts: &[Range<usize>],
-    ) -> Result<(), String> {
+    ) -> Result<(), CallError> {
         let count = parts.len();
         // The uploads are made first and then driven (a closure in the stream would make the
         // future's `Send` proof depend on higher-ranked lifetimes the compiler cannot show).
@@ -397,8 +412,10 @@ impl S3 {
         let mut done: Vec<CompletedPart> = futures::stream::iter(uploads)
             .buffer_unordered(PART_CONCURRENCY)
             .try_collect()
-            .await?;
+            .await
+            .map_err(CallError::certain)?;
         done.sort_by_key(|p| p.part_number());
+        let watch = AttemptWatch::default();
         client
             .complete_multipart_upload()
             .bucket(self.aws.name())
@@ -409,9 +426,14 @@ impl S3 {
                     .set_parts(Some(done))
                     .build(),
             )
+            .customize()
+            .interceptor(watch.clone())
             .send()
             .await
-            .map_err(|e| format!("CompleteMultipartUpload failed: {}", describe(&e)))?;
+            .map_err(|e| CallError {
+                text: format!("CompleteMultipartUpload failed: {}", describe(&e)),
+                uncertain: watch.verdict(&e),
+            })?;
         Ok(())
     }
 }
@@ -419,7 +441,7 @@ impl S3 {
 #[async_trait]
 impl Destination for S3 {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let key = self.objects.name(&batch.key)?;
+        let key = self.objects.name(batch)?;
         let body = self.objects.contents(&batch.items);
         let plan = plan_parts(body.len(), self.part_size).map_err(|m| self.error(&key, m))?;
         let client = self.client().await?;
@@ -898,5 +920,82 @@ mod tests {
             None,
         ));
         testing::check_compliance(t);
+    }
+
+    #[tokio::test]
+    async fn failures_say_whether_they_may_have_been_applied() {
+        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+            let (last, first) = answers.split_last().unwrap();
+            let mut seq = mock!(Client::put_object).sequence();
+            for status in first {
+                seq = seq.http_status(*status, None);
+            }
+            let rule = seq.http_status(*last, None).repeatedly().build();
+            let d = s3(&[&rule], MIN_PART_SIZE);
+            let e = d.send(&batch(&[b"a"])).await.unwrap_err();
+            assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_locked_batch_sent_again_replaces_its_object() {
+        use crate::kv_store::LockTicket;
+        use crate::kv_store::memory::MemoryStore;
+        use crate::send::batcher::ItemLocks;
+        let seen: Seen = Arc::default();
+        let s = seen.clone();
+        let rule = mock!(Client::put_object)
+            .match_requests(move |r: &PutObjectInput| {
+                s.lock().unwrap().push((
+                    String::new(),
+                    r.key().unwrap_or("").to_string(),
+                    Vec::new(),
+                    None,
+                ));
+                true
+            })
+            .then_output(|| PutObjectOutput::builder().build());
+        let client = mock_client!(aws_sdk_s3, RuleMode::MatchAny, [&rule]);
+        let objects = ObjectPerBatch {
+            file_path: FilePath {
+                prefix: "p".into(),
+                uuid: true,
+                suffix: ".txt".into(),
+                ..Default::default()
+            },
+            use_batch_key_as_prefix: false,
+            separator: Bytes::from_static(b"\n"),
+        };
+        let d = S3::new("logs-bucket".into(), objects, AwsTarget::default()).with_client(client);
+        let store = Arc::new(MemoryStore::new(std::num::NonZeroUsize::new(1).unwrap()));
+        let locked = |taken_ms: i64| Outgoing {
+            locks: ItemLocks::PerItem(
+                ["k1", "k2"]
+                    .iter()
+                    .map(|k| {
+                        vec![Arc::new(LockTicket::new(
+                            k.to_string(),
+                            0,
+                            taken_ms,
+                            Some(1_704_164_645_000),
+                            store.clone(),
+                            "me".into(),
+                        ))]
+                    })
+                    .collect(),
+            ),
+            ..batch(&[b"a", b"b"])
+        };
+        d.send(&locked(1_704_164_700_000)).await.unwrap();
+        d.send(&locked(1_704_164_900_000)).await.unwrap();
+        d.send(&batch(&[b"a", b"b"])).await.unwrap();
+        let keys: Vec<String> = seen.lock().unwrap().iter().map(|s| s.1.clone()).collect();
+        assert_eq!(keys[0], keys[1], "the same messages: the same object");
+        assert!(
+            keys[0].starts_with("p/") && keys[0].ends_with(".txt"),
+            "{}",
+            keys[0]
+        );
+        assert_ne!(keys[2], keys[0], "without locks: a random UUID");
     }
 }

@@ -29,16 +29,18 @@ use super::aws_destination::{AwsDestination, aws_send, send_calls};
 use super::aws_messages::{
     FifoIds, MAX_ENTRIES, MessageIds, MessageObject, check_text, entries, results_by_id,
 };
-use super::aws_records::{self, AwsSettings, Stream, check_role, non_empty, put_with_retries};
+use super::aws_records::{
+    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
+    put_with_retries,
+};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::{Arn, AwsTarget};
 use aws_sdk_sns::Client;
-use aws_sdk_sns::error::DisplayErrorContext;
 use aws_sdk_sns::types::PublishBatchRequestEntry;
 use bytes::Bytes;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
-use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, Value, async_trait};
 
 /// Most bytes (the sum of the messages) in one `PublishBatch` call.
 pub const MAX_CALL_BYTES: usize = 256 * 1024;
@@ -112,14 +114,14 @@ impl Sns {
     }
 
     /// Publishes `items` (one call's worth, with their FIFO ids) until each was accepted
-    /// or the attempts are spent. On failure: the indexes (into `items`) not accepted, and
-    /// why.
+    /// or the attempts are spent. On failure: the indexes (into `items`) not accepted,
+    /// why, and whether they may have been applied.
     async fn put(
         &self,
         client: &Client,
         items: &[Bytes],
         fifo: Option<(&str, &[String])>,
-    ) -> Result<(), (Vec<usize>, TransformError)> {
+    ) -> Result<(), PutFailure> {
         let stream = Stream {
             kind: self.aws.kind(),
             name: self.aws.name(),
@@ -139,13 +141,16 @@ impl Sns {
                 })
                 .collect();
             let count = entries.len();
+            let watch = AttemptWatch::default();
             let req = client
                 .publish_batch()
                 .topic_arn(&self.arn)
                 .set_publish_batch_request_entries(Some(entries))
+                .customize()
+                .interceptor(watch.clone())
                 .send();
             async move {
-                let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
+                let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                 Ok(results_by_id(
                     count,
                     out.successful().iter().filter_map(|s| s.id()),
@@ -583,5 +588,20 @@ mod tests {
             None,
         ));
         testing::check_compliance(t);
+    }
+
+    #[tokio::test]
+    async fn failures_say_whether_they_may_have_been_applied() {
+        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+            let (last, first) = answers.split_last().unwrap();
+            let mut seq = mock!(Client::publish_batch).sequence();
+            for status in first {
+                seq = seq.http_status(*status, None);
+            }
+            let rule = seq.http_status(*last, None).repeatedly().build();
+            let d = sns(&[&rule]);
+            let e = d.send(&batch("", &["a", "b"])).await.unwrap_err();
+            assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
+        }
     }
 }

@@ -43,7 +43,10 @@ use super::aws_destination::{AwsDestination, aws_send, send_calls};
 use super::aws_messages::{
     FifoIds, MAX_ENTRIES, MessageIds, MessageObject, check_text, entries, is_fifo, results_by_id,
 };
-use super::aws_records::{self, AwsSettings, Stream, check_role, non_empty, put_with_retries};
+use super::aws_records::{
+    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
+    put_with_retries,
+};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::{Arn, AwsTarget};
 
@@ -232,14 +235,14 @@ impl Sqs {
     }
 
     /// Sends `items` (one call's worth, with their FIFO ids) until each was accepted or the
-    /// attempts are spent. On failure: the indexes (into `items`) not accepted, and why.
+    /// attempts are spent. On failure: the indexes (into `items`) not accepted, why, and whether they may have been applied.
     async fn put(
         &self,
         client: &Client,
         url: &str,
         items: &[Bytes],
         fifo: Option<(&str, &[String])>,
-    ) -> Result<(), (Vec<usize>, TransformError)> {
+    ) -> Result<(), PutFailure> {
         let stream = Stream {
             kind: self.aws.kind(),
             name: self.aws.name(),
@@ -259,13 +262,16 @@ impl Sqs {
                 })
                 .collect();
             let count = entries.len();
+            let watch = AttemptWatch::default();
             let req = client
                 .send_message_batch()
                 .queue_url(url)
                 .set_entries(Some(entries))
+                .customize()
+                .interceptor(watch.clone())
                 .send();
             async move {
-                let out = req.await.map_err(|e| DisplayErrorContext(&e).to_string())?;
+                let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                 Ok(results_by_id(
                     count,
                     out.successful().iter().map(|s| s.id()),
@@ -949,5 +955,20 @@ mod tests {
             None,
         ));
         testing::check_compliance(t);
+    }
+
+    #[tokio::test]
+    async fn failures_say_whether_they_may_have_been_applied() {
+        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+            let (last, first) = answers.split_last().unwrap();
+            let mut seq = mock!(Client::send_message_batch).sequence();
+            for status in first {
+                seq = seq.http_status(*status, None);
+            }
+            let rule = seq.http_status(*last, None).repeatedly().build();
+            let d = sqs(&[&rule]);
+            let e = d.send(&batch("", &["a", "b"])).await.unwrap_err();
+            assert_eq!(e.uncertain, *want, "{answers:?}: {}", e.error);
+        }
     }
 }

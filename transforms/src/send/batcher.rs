@@ -482,11 +482,15 @@ fn mark_accepted(msgs: &[Message]) {
     }
 }
 
-/// Marks the messages' tokens as possibly delivered (see [`SendError::uncertain`]).
+/// Marks the messages' tokens as possibly delivered (see [`SendError::uncertain`]), and
+/// their locks, so that a send trying them again under the same locks checks first.
 fn mark_uncertain(msgs: &[Message]) {
     for m in msgs {
         for t in m.acks() {
             t.mark_uncertain();
+        }
+        for t in tickets(m.acks()) {
+            t.mark_maybe_delivered();
         }
     }
 }

@@ -14,6 +14,11 @@
 //! renamed into place after it was synced, so a crash never leaves half a batch under the
 //! final name; without `uuid`, batches that fall in the same time bucket replace each other
 //! (as they overwrite each other in Substation), which the builder warns about.
+//!
+//! Inside `meta_kv_store_lock` a batch's file is named after its messages' lock keys and
+//! their first attempt ([`super::object_per_batch`]), so a batch written again after a
+//! crash (before its locks were committed) replaces its file, atomically, instead of
+//! adding a second one: exactly once into files, for batches re-formed alike.
 
 use std::path::{Path, PathBuf};
 
@@ -58,7 +63,7 @@ impl Files {
 #[async_trait]
 impl Destination for Files {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let path = self.objects.name(&batch.key)?;
+        let path = self.objects.name(batch)?;
         let data = self.objects.contents(&batch.items);
         let target = PathBuf::from(&path);
         tokio::task::spawn_blocking(move || write_atomically(&target, &data))

@@ -7,15 +7,38 @@
 //! applied to the current UTC time; with `use_batch_key_as_prefix` a non-empty batch key
 //! replaces the prefix. A name that is empty or ends in `/` names no object and is an error.
 //!
+//! Under `meta_kv_store_lock` (every item of the batch carries a lock: without auxiliary
+//! transforms each item's own, with them the batch's messages' locks, since the mapping is
+//! lost) the name is derived from what the batch holds, so a batch sent again after a crash
+//! (the same messages, so the same keys) replaces its object instead of adding one:
+//!
+//! - the `uuid` part is a hash of the batch's lock keys in order: the first 16 bytes of the
+//!   SHA-256 of the keys (each preceded by its length, so no two lists of keys give the same
+//!   bytes), shown as a UUID of version 8 (RFC 9562's custom version: 122 of the hash's bits
+//!   kept, the version and variant bits set), so names keep the shape Substation's random
+//!   UUIDs give them and whatever reads them by pattern keeps working;
+//! - the `time_format` part formats the earliest first attempt of the batch's messages
+//!   (`LockTicket::origin_ms`: when the first attempt at the message took its key, which a
+//!   takeover inherits) instead of now, so a retry on another day lands in the same place.
+//!
+//! This makes a re-sent batch replace its object when it is re-formed alike: the same
+//! messages in the same order, which a source that redelivers the same records and batch
+//! limits by count or size give, but a `batch.duration` that closes it at a different point,
+//! or a crash between the commits of one batch's keys (only the uncommitted ones come
+//! back), does not: the smaller batch is a new object. A batch with an item outside every
+//! lock is named as without locks.
+//!
 //! Contents: Substation concatenates the items without a separator; sluice's `separator`
 //! (default `""`, so Substation's behaviour) is put between consecutive items, not after the
 //! last, like `aggregate_to_string`'s.
 
 use bytes::Bytes;
-use chrono::Utc;
+use chrono::{TimeZone, Utc};
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 use sluice_engine::{Build, ConfigError, TransformError};
 
+use super::batcher::{ItemLocks, Outgoing};
 use crate::time::layout::format_go;
 
 /// `file_path`: how object (file) names are made.
@@ -41,9 +64,10 @@ impl FilePath {
             && self.suffix.is_empty()
     }
 
-    /// A new path for a batch written now, with `prefix` instead of the configured one
-    /// (when it is not empty).
-    pub fn make(&self, prefix: &str) -> String {
+    /// The path for a batch with `prefix` instead of the configured one (when it is not
+    /// empty), named after `identity` (its lock keys' hash and first attempt) when given,
+    /// else written now under a random UUID.
+    fn make(&self, prefix: &str, identity: Option<&Identity>) -> String {
         let mut parts: Vec<String> = Vec::with_capacity(3);
         let prefix = if prefix.is_empty() {
             &self.prefix
@@ -54,15 +78,54 @@ impl FilePath {
             parts.push(prefix.trim_end_matches('/').to_string());
         }
         if !self.time_format.is_empty() {
-            let now = Utc::now().with_timezone(&chrono_tz::UTC);
-            parts.push(format_go(&now, &self.time_format));
+            let at = identity
+                .and_then(|i| Utc.timestamp_millis_opt(i.origin_ms).single())
+                .unwrap_or_else(Utc::now)
+                .with_timezone(&chrono_tz::UTC);
+            parts.push(format_go(&at, &self.time_format));
         }
         if self.uuid {
-            parts.push(uuid::Uuid::new_v4().to_string());
+            parts.push(
+                identity.map_or_else(|| uuid::Uuid::new_v4().to_string(), |i| i.uuid.to_string()),
+            );
         }
         let mut path = parts.join("/");
         path.push_str(&self.suffix);
         path
+    }
+}
+
+/// What names the object of a batch whose every item is under a lock (see the module
+/// documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    /// The hash of the lock keys, as a version 8 UUID.
+    uuid: uuid::Uuid,
+    /// The earliest first attempt of the batch's messages (epoch ms).
+    origin_ms: i64,
+}
+
+impl Identity {
+    /// The identity of a batch under `locks`, when every item is under one.
+    fn of(locks: &ItemLocks) -> Option<Identity> {
+        let tickets = match locks {
+            ItemLocks::PerItem(_) if locks.every_item_locked() => locks.all(),
+            ItemLocks::Batch(all) if !all.is_empty() => all.clone(),
+            _ => return None,
+        };
+        let mut h = Sha256::new();
+        for t in &tickets {
+            h.update((t.key.len() as u64).to_le_bytes());
+            h.update(t.key.as_bytes());
+        }
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&h.finalize()[..16]);
+        b[6] = (b[6] & 0x0F) | 0x80; // version 8
+        b[8] = (b[8] & 0x3F) | 0x80; // RFC 9562 variant
+        Some(Identity {
+            uuid: uuid::Uuid::from_bytes(b),
+            origin_ms: tickets.iter().map(|t| t.origin_ms()).min()?,
+        })
     }
 }
 
@@ -106,14 +169,18 @@ impl ObjectPerBatch {
         })
     }
 
-    /// A new name for a batch with batch key `key`, written now.
-    pub fn name(&self, key: &str) -> Result<String, TransformError> {
+    /// The name of `batch`'s object: derived from its locks when every item has one, else
+    /// new (written now, a random UUID).
+    pub fn name(&self, batch: &Outgoing) -> Result<String, TransformError> {
+        let key = batch.key.as_str();
         let prefix = if self.use_batch_key_as_prefix {
             key
         } else {
             ""
         };
-        let path = self.file_path.make(prefix);
+        let path = self
+            .file_path
+            .make(prefix, Identity::of(&batch.locks).as_ref());
         if path.is_empty() || path.ends_with('/') {
             return Err(TransformError::failed(format!(
                 "file_path gives no file name for batch key {key:?}"
@@ -149,6 +216,102 @@ pub fn join(items: &[Bytes], separator: &[u8]) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kv_store::LockTicket;
+    use crate::kv_store::memory::MemoryStore;
+    use std::num::NonZeroUsize;
+    use std::sync::Arc;
+
+    /// An unlocked batch with batch key `key`.
+    fn keyed(key: &str) -> Outgoing {
+        Outgoing {
+            key: key.into(),
+            items: vec![Bytes::from_static(b"x")],
+            ..Default::default()
+        }
+    }
+
+    /// A lock on `key`, taken at `taken_ms`, after an earlier attempt since `prior`.
+    fn lock(key: &str, taken_ms: i64, prior: Option<i64>) -> Arc<LockTicket> {
+        Arc::new(LockTicket::new(
+            key.into(),
+            0,
+            taken_ms,
+            prior,
+            Arc::new(MemoryStore::new(NonZeroUsize::new(1).unwrap())),
+            "me".into(),
+        ))
+    }
+
+    /// A batch of one item per lock in `locks` (`None`: an item without a lock).
+    fn locked(locks: &[Option<Arc<LockTicket>>]) -> Outgoing {
+        Outgoing {
+            key: String::new(),
+            items: locks.iter().map(|_| Bytes::from_static(b"x")).collect(),
+            locks: ItemLocks::PerItem(locks.iter().map(|l| l.iter().cloned().collect()).collect()),
+        }
+    }
+
+    #[test]
+    fn a_locked_batch_is_named_after_its_keys_and_first_attempt() {
+        let o = ObjectPerBatch {
+            file_path: FilePath {
+                prefix: "out".into(),
+                time_format: "2006/01/02/15".into(),
+                uuid: true,
+                suffix: ".jsonl".into(),
+            },
+            use_batch_key_as_prefix: false,
+            separator: Bytes::new(),
+        };
+        // 2024-01-02T03:04:05Z, and a day later.
+        let (t0, t1) = (1_704_164_645_000, 1_704_251_045_000);
+        let name = |locks: &[Option<Arc<LockTicket>>]| o.name(&locked(locks)).unwrap();
+        let first = name(&[Some(lock("a", t1, Some(t0))), Some(lock("b", t1, None))]);
+        assert!(
+            first.starts_with("out/2024/01/02/03/"),
+            "the first attempt's time: {first}"
+        );
+        let id = first
+            .strip_prefix("out/2024/01/02/03/")
+            .and_then(|r| r.strip_suffix(".jsonl"))
+            .unwrap();
+        let uuid = uuid::Uuid::parse_str(id).unwrap();
+        assert_eq!(uuid.get_version_num(), 8, "{id}");
+        assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{id}");
+        // The same keys, taken again later by someone else: the same name.
+        let again = name(&[
+            Some(lock("a", t1 + 5, Some(t0))),
+            Some(lock("b", t1 + 5, Some(t0))),
+        ]);
+        assert_eq!(again, first);
+        // Other keys, or the same in another order: another name.
+        let other = name(&[Some(lock("a", t1, Some(t0))), Some(lock("c", t1, Some(t0)))]);
+        let swapped = name(&[Some(lock("b", t1, Some(t0))), Some(lock("a", t1, Some(t0)))]);
+        // No key list is another's: ["ab"] vs ["a", "b"].
+        let joined = name(&[Some(lock("ab", t1, Some(t0)))]);
+        for n in [&other, &swapped, &joined] {
+            assert_ne!(*n, first);
+            assert!(n.starts_with("out/2024/01/02/03/"), "{n}");
+        }
+        // Without an earlier attempt, the time is when the key was taken.
+        assert!(name(&[Some(lock("a", t1, None))]).starts_with("out/2024/01/03/03/"));
+        // An item without a lock: named as without locks (now, a random UUID), every time.
+        let mixed = [Some(lock("a", t1, Some(t0))), None];
+        let (m1, m2) = (name(&mixed), name(&mixed));
+        assert_ne!(m1, m2);
+        let now = Utc::now().format("out/%Y/%m/%d/").to_string();
+        assert!(m1.starts_with(&now), "{m1}");
+        // With auxiliary transforms: the batch's locks.
+        let aux = |keys: &[&str]| {
+            o.name(&Outgoing {
+                locks: ItemLocks::Batch(keys.iter().map(|k| lock(k, t1, Some(t0))).collect()),
+                ..keyed("")
+            })
+            .unwrap()
+        };
+        assert_eq!(aux(&["a", "b"]), first, "the same keys, the same name");
+        assert_ne!(aux(&[]), aux(&[]), "no lock: random");
+    }
 
     #[test]
     fn join_table() {
@@ -210,7 +373,7 @@ mod tests {
                 use_batch_key_as_prefix: by_key,
                 separator: Bytes::new(),
             };
-            let got = o.name(key).unwrap();
+            let got = o.name(&keyed(key)).unwrap();
             assert_eq!(uuid.replace_all(&got, "U"), want, "{file_path:?} {key:?}");
         }
         // A name that ends in a directory names nothing.
@@ -219,12 +382,12 @@ mod tests {
             use_batch_key_as_prefix: true,
             separator: Bytes::new(),
         };
-        assert_eq!(o.name("").unwrap(), "logs");
+        assert_eq!(o.name(&keyed("")).unwrap(), "logs");
         let o = ObjectPerBatch {
             file_path: fp("", "2006/", false, ""),
             ..o
         };
-        let e = o.name("k").unwrap_err().to_string();
+        let e = o.name(&keyed("k")).unwrap_err().to_string();
         assert!(
             e.contains("file_path gives no file name for batch key \"k\""),
             "{e}"

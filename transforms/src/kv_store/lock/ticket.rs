@@ -3,9 +3,10 @@
 //!
 //! A send reads its items' tickets from their tokens ([`tickets`]) to do what only it can:
 //! - `send_aws_kinesis_data_stream` reads the stream back for a record whose ticket says an
-//!   earlier attempt may have delivered it ([`LockTicket::prior_since_ms`]) before sending it
-//!   again, and notes where each record landed ([`LockTicket::set_note`]), which the commit
-//!   stores with the lock;
+//!   earlier attempt may have delivered it ([`LockTicket::read_back_since`]: a takeover, or
+//!   an uncertain failure of a send under this lock) before sending it again, and notes
+//!   where each record landed ([`LockTicket::set_note`]), which the commit stores with the
+//!   lock;
 //! - `send_file` and `send_aws_s3` name a batch's object after its tickets' keys and first
 //!   attempt ([`LockTicket::origin_ms`]), so a batch sent again replaces its object instead
 //!   of adding another;
@@ -13,7 +14,7 @@
 //!   message's items ([`LockTicket::mark_committed`]).
 //!
 //! A ticket lives as long as the tracker; what it holds is fixed when the key is taken,
-//! except the note and the co-commit flag.
+//! except the note, the co-commit flag and whether a send may have delivered it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,6 +40,7 @@ pub struct LockTicket {
     /// The lock's owner name.
     pub owner: Arc<str>,
     committed: AtomicBool,
+    maybe_delivered: AtomicBool,
     note: Mutex<Option<String>>,
 }
 
@@ -60,6 +62,7 @@ impl LockTicket {
             store,
             owner,
             committed: AtomicBool::new(false),
+            maybe_delivered: AtomicBool::new(false),
             note: Mutex::new(None),
         }
     }
@@ -68,6 +71,24 @@ impl LockTicket {
     /// first attempt's acquisition time, which a takeover inherits.
     pub fn origin_ms(&self) -> i64 {
         self.prior_since_ms.unwrap_or(self.taken_ms)
+    }
+
+    /// Records that a send of this message failed in a way that may have delivered it
+    /// (`SendError::uncertain`), so that a send trying again under this same lock checks
+    /// first ([`LockTicket::read_back_since`]).
+    pub fn mark_maybe_delivered(&self) {
+        self.maybe_delivered.store(true, Ordering::Release);
+    }
+
+    /// Since when (epoch ms) an earlier attempt may have delivered the message, if one may
+    /// have: the earlier owner's first attempt ([`LockTicket::prior_since_ms`]), else, after
+    /// an uncertain failure under this lock, when this owner took the key.
+    pub fn read_back_since(&self) -> Option<i64> {
+        self.prior_since_ms.or_else(|| {
+            self.maybe_delivered
+                .load(Ordering::Acquire)
+                .then_some(self.taken_ms)
+        })
     }
 
     /// Records that a send committed the lock together with its own writes.

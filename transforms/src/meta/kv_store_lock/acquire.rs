@@ -14,11 +14,12 @@
 //! processes over crossed input never wait for each other's commits, which need the call
 //! that holds them to return.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use sluice_engine::ack::AckSet;
 use sluice_engine::{Message, TransformError};
 
 use super::keeper::Known;
@@ -57,6 +58,18 @@ struct Item {
     ttl: i64,
     /// Whether the store must be asked (else: a duplicate known here).
     ask: bool,
+    /// The tokens of later copies of it in the same batch, which share its fate.
+    followers: Vec<AckSet>,
+}
+
+impl Item {
+    /// Marks the message and its followers failed.
+    fn fail(&self, reason: &str) {
+        self.msg.fail_acks(reason);
+        for f in &self.followers {
+            sluice_engine::ack::fail_all(f, reason);
+        }
+    }
 }
 
 /// What became of one key asked for.
@@ -82,6 +95,7 @@ struct Ready {
     msg: Message,
     lease_start: Instant,
     lease: Option<Duration>,
+    followers: Vec<AckSet>,
 }
 
 impl MetaKvStoreLock {
@@ -98,8 +112,8 @@ impl MetaKvStoreLock {
         }
         let first_ms = now_ms();
         self.keeper.catch_up();
-        let mut items = Vec::with_capacity(msgs.len());
-        let mut seen: HashSet<String> = HashSet::with_capacity(msgs.len());
+        let mut items: Vec<Item> = Vec::with_capacity(msgs.len());
+        let mut first_of: HashMap<String, usize> = HashMap::with_capacity(msgs.len());
         let mut retake = Vec::new();
         for m in msgs {
             let key = match keys::key_of(&self.prefix, self.source_key.as_ref(), &m) {
@@ -116,21 +130,35 @@ impl MetaKvStoreLock {
                     continue;
                 }
             };
-            // The same key earlier in this batch: a duplicate of that message.
-            let ask = seen.insert(key.clone())
-                && match self.keeper.known(&key) {
-                    Known::Unknown => true,
-                    Known::Ours => false,
-                    Known::Retake => {
-                        retake.push(key.clone());
-                        true
+            // The same key earlier in this batch, or on its way here from an earlier one: a
+            // duplicate of that message, whose fate it shares.
+            let ask = match first_of.get(&key) {
+                Some(&i) => {
+                    items[i].followers.push(m.acks().clone());
+                    false
+                }
+                None => {
+                    first_of.insert(key.clone(), items.len());
+                    match self.keeper.known(&key) {
+                        Known::Unknown => true,
+                        Known::InFlight => {
+                            self.keeper.follow(&key, m.acks().clone());
+                            false
+                        }
+                        Known::Delivered => false,
+                        Known::Retake => {
+                            retake.push(key.clone());
+                            true
+                        }
                     }
-                };
+                }
+            };
             items.push(Item {
                 msg: m,
                 key,
                 ttl,
                 ask,
+                followers: Vec::new(),
             });
         }
         if !retake.is_empty() {
@@ -163,7 +191,7 @@ impl MetaKvStoreLock {
                     let later: Vec<Item> = rest.collect();
                     let waiting = blocked.iter().map(|(it, _)| it);
                     for it in chunk.iter().chain(&later).chain(waiting) {
-                        it.msg.fail_acks(&reason);
+                        it.fail(&reason);
                     }
                     return Err(e);
                 }
@@ -219,9 +247,16 @@ impl MetaKvStoreLock {
                 msg: it.msg,
                 lease_start,
                 lease,
+                followers: it.followers,
             }),
             Outcome::Blocked(rec) => blocked.push((it, rec)),
-            Outcome::Fail(why) => self.fail_alone(it.msg, Some(&it.key), &why),
+            Outcome::Fail(why) => {
+                let reason = format!("transform {}: {why}", self.id);
+                for f in &it.followers {
+                    sluice_engine::ack::fail_all(f, &reason);
+                }
+                self.fail_alone(it.msg, Some(&it.key), &why);
+            }
             Outcome::Duplicate(rec) => {
                 self.counts.duplicates.fetch_add(1, Ordering::Relaxed);
                 DUPLICATES_SKIPPED.fetch_add(1, Ordering::Relaxed);
@@ -229,7 +264,7 @@ impl MetaKvStoreLock {
                 if self.duplicates == Duplicates::Continue {
                     // What ran before it comes out before it.
                     if let Err(e) = self.run_inner(std::mem::take(run), out).await {
-                        it.msg.fail_acks(&e.to_string());
+                        it.fail(&e.to_string());
                         return Err(e);
                     }
                     out.push(it.msg);
@@ -499,7 +534,7 @@ impl MetaKvStoreLock {
                 Ok(o) => o,
                 Err(e) => {
                     for w in &due {
-                        w.item.msg.fail_acks(&e.to_string());
+                        w.item.fail(&e.to_string());
                     }
                     return Err(e);
                 }
@@ -536,6 +571,10 @@ impl MetaKvStoreLock {
                         w.holder.lease_until_ms().unwrap_or(0),
                         self.pending_wait
                     );
+                    let reason = format!("transform {}: {why}", self.id);
+                    for f in &w.item.followers {
+                        sluice_engine::ack::fail_all(f, &reason);
+                    }
                     self.fail_alone(w.item.msg, Some(&w.item.key), &why);
                     continue;
                 }
@@ -553,7 +592,7 @@ impl MetaKvStoreLock {
     /// Fails every waiting message (the pipeline is failing or aborting).
     pub(super) fn fail_waiting(&self, reason: &str) {
         for w in self.waiting().drain(..) {
-            w.item.msg.fail_acks(reason);
+            w.item.fail(reason);
         }
     }
 
@@ -595,7 +634,11 @@ impl MetaKvStoreLock {
             .into_iter()
             .map(|r| {
                 let mut m = r.msg;
+                let key = r.ticket.key.clone();
                 m.add_ack(self.keeper.track(r.ticket, r.lease_start, r.lease));
+                for f in r.followers {
+                    self.keeper.follow(&key, f);
+                }
                 m
             })
             .collect();

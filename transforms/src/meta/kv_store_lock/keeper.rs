@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use sluice_engine::Message;
-use sluice_engine::ack::{AckStatus, AckTag, AckToken, AckTracker, AckWatch};
+use sluice_engine::ack::{AckSet, AckStatus, AckTag, AckToken, AckTracker, AckWatch};
 use tokio::sync::Notify;
 
 use crate::kv_store::{
@@ -127,6 +127,10 @@ struct Entry {
     failures: u32,
     /// Another owner took the key over (already reported).
     lost: bool,
+    /// The acknowledgement tokens of later copies of the message (the same key again
+    /// while it is on its way here): they share its fate, so that a source acknowledging
+    /// them on their own (SQS) never deletes a record whose first copy then fails.
+    followers: Vec<AckSet>,
 }
 
 /// Where resolved trackers are queued: the watch every tracker of this lock reports to.
@@ -188,8 +192,10 @@ impl Drop for Keeper {
 pub enum Known {
     /// Nothing: ask the store.
     Unknown,
-    /// Its message is on its way or was delivered here: a duplicate.
-    Ours,
+    /// Its message is on its way here: a duplicate, which follows that message's fate.
+    InFlight,
+    /// Its message was delivered here (its commit is under way): a duplicate.
+    Delivered,
     /// Held for a message that failed, not yet given back: take it again (the store lets
     /// its owner do so), and stop giving it back.
     Retake,
@@ -232,7 +238,8 @@ impl Keeper {
     pub fn known(&self, key: &str) -> Known {
         match self.entries().get(key).map(|e| e.owed) {
             None => Known::Unknown,
-            Some(Owed::Lease | Owed::Commit) => Known::Ours,
+            Some(Owed::Lease) => Known::InFlight,
+            Some(Owed::Commit) => Known::Delivered,
             Some(Owed::Release | Owed::Abandon) => Known::Retake,
         }
     }
@@ -279,6 +286,7 @@ impl Keeper {
                 retry_at: None,
                 failures: 0,
                 lost: false,
+                followers: Vec::new(),
             },
         );
         if let Some(l) = lease {
@@ -296,22 +304,49 @@ impl Keeper {
         token
     }
 
-    /// Gives back a key taken for a message that will not run (it failed on its own).
+    /// Gives back a key taken for a message that will not run (it failed on its own):
+    /// released, or abandoned when an earlier attempt may have delivered the message (its
+    /// history must stay for the next taker).
     pub fn give_back(&self, ticket: Arc<LockTicket>) {
+        let owed = if ticket.prior_since_ms.is_some() {
+            Owed::Abandon
+        } else {
+            Owed::Release
+        };
         self.entries().insert(
             ticket.key.clone(),
             Entry {
                 ticket,
                 trackers: None,
-                owed: Owed::Release,
+                owed,
                 lease_start: Instant::now(),
                 lease: None,
                 retry_at: None,
                 failures: 0,
                 lost: false,
+                followers: Vec::new(),
             },
         );
         self.shared.resolved.wake.notify_one();
+    }
+
+    /// Makes `acks` (a later copy's tokens) share the fate of `key`'s message on its way
+    /// here: dropped when it is delivered, failed when it is not. When that fate is decided
+    /// already, it applies at once.
+    pub fn follow(&self, key: &str, acks: AckSet) {
+        if acks.is_empty() {
+            return;
+        }
+        let mut entries = self.entries();
+        match entries.get_mut(key) {
+            Some(e) if e.owed == Owed::Lease => e.followers.push(acks),
+            Some(e) => {
+                let owed = e.owed;
+                drop(entries);
+                settle_followers(owed, vec![acks]);
+            }
+            None => {}
+        }
     }
 
     /// How many keys have a message on its way.
@@ -454,6 +489,7 @@ impl Shared {
             // Outer tokens no inner copy can take out any more: dropped after the entries'
             // lock, which may finish their trackers and queue them for the next round.
             let mut last_tokens = Vec::new();
+            let mut decided = Vec::new();
             let mut entries = self.entries();
             for (key, id) in queued {
                 let Some(e) = entries.get_mut(&key) else {
@@ -470,8 +506,16 @@ impl Shared {
                 {
                     last_tokens.push(t);
                 }
-                let Some(owed) = tr.owed() else { continue };
+                let Some(mut owed) = tr.owed() else { continue };
+                // A key taken with history keeps it for the next taker, whatever this
+                // attempt did (it may have missed an earlier attempt's delivery).
+                if owed == Owed::Release && e.ticket.prior_since_ms.is_some() {
+                    owed = Owed::Abandon;
+                }
                 e.owed = owed;
+                if !e.followers.is_empty() {
+                    decided.push((owed, std::mem::take(&mut e.followers)));
+                }
                 // A DynamoDB send committed it with its items: done.
                 if owed == Owed::Commit && e.ticket.is_committed() {
                     entries.remove(&key);
@@ -480,6 +524,9 @@ impl Shared {
             }
             drop(entries);
             drop(last_tokens);
+            for (owed, followers) in decided {
+                settle_followers(owed, followers);
+            }
         }
     }
 
@@ -675,6 +722,22 @@ impl Shared {
                     entries.remove(*k);
                 }
             }
+        }
+    }
+}
+
+/// Gives later copies the fate of the first: dropped (delivered) when it was committed,
+/// failed (uncertainly when it was abandoned) otherwise.
+fn settle_followers(owed: Owed, followers: Vec<AckSet>) {
+    if owed == Owed::Commit {
+        return;
+    }
+    let reason = "an earlier copy of this message, with the same lock key, was not delivered";
+    for acks in &followers {
+        if owed == Owed::Abandon {
+            sluice_engine::ack::fail_all_uncertain(acks, reason);
+        } else {
+            sluice_engine::ack::fail_all(acks, reason);
         }
     }
 }

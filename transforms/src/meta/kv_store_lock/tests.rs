@@ -680,6 +680,74 @@ fn what_leaves_the_lock_carries_its_token_and_commits_when_dropped() {
     assert!(f.record(&hash("t")).unwrap().committed);
 }
 
+#[test]
+fn a_copy_of_a_message_on_its_way_shares_its_fate() {
+    // The model check found it: a later copy acknowledged at once as a duplicate, while the
+    // first is still on its way, loses the record with a source that acknowledges each
+    // copy (an SQS message received again: deleting the newer receipt deletes it) when the
+    // first copy then fails.
+    let f = Fixture::new();
+    let lock = f.lock(
+        json!([{"type": "fixture_send", "settings": {"name": "lock-follow", "fail_flushes": 1}}]),
+        json!({"object": {"source_key": "id"}, "duplicates": "drop"}),
+    );
+    let p = pipeline(vec![("lock", lock)]);
+    let (first, t_first) = tracked(r#"{"id":"x"}"#);
+    let (same_batch, t_same) = tracked(r#"{"id":"x","copy":1}"#);
+    let (later, t_later) = tracked(r#"{"id":"x","copy":2}"#);
+    let err = testing::block_on(async {
+        p.apply(vec![first, same_batch]).await.unwrap();
+        // Still held by the send: another copy arrives in the next batch.
+        p.apply(vec![later]).await.unwrap();
+        assert_eq!(t_same.status(), AckStatus::Pending, "waits for the first");
+        assert_eq!(t_later.status(), AckStatus::Pending, "waits for the first");
+        let e = p.apply(vec![ctrl()]).await.unwrap_err();
+        p.abort(&e.to_string()).await;
+        p.settle(Instant::now() + Duration::from_secs(5)).await;
+        e
+    });
+    assert!(err.to_string().contains("delivery failed"), "{err}");
+    for (t, what) in [
+        (&t_first, "first"),
+        (&t_same, "same batch"),
+        (&t_later, "later batch"),
+    ] {
+        assert_status(t, AckStatus::Failed, what);
+    }
+    // Delivered this time: every copy is delivered with it.
+    let (first, t_first) = tracked(r#"{"id":"x"}"#);
+    let (copy, t_copy) = tracked(r#"{"id":"x","copy":1}"#);
+    apply_and_settle(&p, vec![first, copy, ctrl()]).unwrap();
+    assert_status(&t_first, AckStatus::Delivered, "first");
+    assert_status(&t_copy, AckStatus::Delivered, "copy");
+    assert_eq!(
+        journal("lock-follow"),
+        vec![r#"aborted:{"id":"x"}"#, r#"sent:{"id":"x"}"#]
+    );
+}
+
+#[test]
+fn a_taken_over_key_keeps_its_history_when_this_attempt_fails() {
+    // The model check's third finding: a taker told of an earlier attempt, whose own send
+    // then fails for certain, must not delete the history (the earlier attempt may have
+    // delivered the message, and the next taker must look).
+    let f = Fixture::new();
+    hold(&f.other(), "crashed", &hash("h"), 50);
+    let since = f.record(&hash("h")).unwrap().since_ms;
+    std::thread::sleep(Duration::from_millis(80));
+    let lock = f.lock(
+        json!([{"type": "fixture_send", "settings": {"name": "lock-history", "fail_flushes": 1}}]),
+        json!({}),
+    );
+    let p = pipeline(vec![("lock", lock)]);
+    assert!(apply_and_settle(&p, vec![msg("h"), ctrl()]).is_err());
+    let r = f.record(&hash("h")).unwrap();
+    assert!(
+        !r.committed && r.lease_until_ms == 0 && r.since_ms == since,
+        "{r:?}"
+    );
+}
+
 // ------------------------------------------------------------------ duplicate paths
 
 #[test]

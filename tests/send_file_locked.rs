@@ -1,0 +1,140 @@
+//! Exactly once into files across a crash, through the real `sluice` binary:
+//! `meta_kv_store_lock` (sqlite) around `send_file`. Each run starts from the state a crash
+//! after the write and before the commit leaves (the batch's keys pending since T0 under a
+//! dead owner, lease ended, written with the sqlite lock store's own API): the first run
+//! writes the batch's file, the second, over the same input, writes it again under the same
+//! name (its keys' hash and T0's day), so one file holds the batch, not two.
+
+use std::path::{Path, PathBuf};
+
+use sluice_transforms::kv_store::lock::sqlite::SqliteStore;
+use sluice_transforms::kv_store::lock::{AcquireRequest, LockStore};
+
+use crate::common::{Dir, runtime};
+
+/// 2024-01-02T03:04:05Z: when the first attempt at the batch took its keys.
+const T0: i64 = 1_704_164_645_000;
+
+const CONFIG: &str = r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.meta.kv_store.lock({
+      kv_store: sub.kv_store.sqlite({ file: 'state/locks.sqlite' }),
+      prefix: 'test',
+      ttl_offset: '1h',
+      object: { source_key: 'id' },
+      duplicates: 'drop',
+      transforms: [
+        sub.tf.send.file({
+          file_path: { prefix: 'out', time_format: '2006/01/02', uuid: true, suffix: '.jsonl' },
+          separator: '\n',
+        }),
+      ],
+    }),
+    sub.tf.util.drop(),
+  ],
+}
+"#;
+
+/// Leaves the lock store as a crash after the write leaves it: `keys` pending since T0
+/// under a dead owner whose lease ended, nothing else.
+fn crashed_before_commit(dir: &Path, keys: &[&str]) {
+    let state = dir.join("state");
+    let _ = std::fs::remove_dir_all(&state);
+    std::fs::create_dir_all(&state).unwrap();
+    let store = SqliteStore::open(state.join("locks.sqlite")).unwrap();
+    let ttl = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        + 3600;
+    let requests: Vec<AcquireRequest> = keys
+        .iter()
+        .map(|k| AcquireRequest {
+            key: k.to_string(),
+            ttl,
+            lease_until_ms: T0 + 1,
+        })
+        .collect();
+    for r in runtime().block_on(store.acquire("crashed-owner", T0, &requests, 4)) {
+        r.expect("acquired");
+    }
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// How many locks are committed.
+fn committed(dir: &Path) -> i64 {
+    let c = rusqlite::Connection::open(dir.join("state/locks.sqlite")).unwrap();
+    c.query_row(
+        "SELECT count(*) FROM sluice_locks WHERE committed = 1",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_batch_written_again_after_a_crash_replaces_its_file() {
+    let d = Dir::new();
+    d.write("cfg.jsonnet", CONFIG);
+    let input = "{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"c\"}\n";
+    let keys = ["test:a", "test:b", "test:c"];
+
+    crashed_before_commit(d.path(), &keys);
+    d.sluice(&["run", "-c", "cfg.jsonnet"], input)
+        .assert_clean_success();
+    assert_eq!(committed(d.path()), 3);
+    let first = files(&d.path().join("out"));
+    assert_eq!(first.len(), 1, "{first:?}");
+    let name = first[0]
+        .strip_prefix(d.path())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        name.starts_with("out/2024/01/02/") && name.ends_with(".jsonl"),
+        "named after T0's day: {name}"
+    );
+
+    // The run crashed before its commit: the keys are pending again, the file is there,
+    // and the source delivers the same input again.
+    crashed_before_commit(d.path(), &keys);
+    d.sluice(&["run", "-c", "cfg.jsonnet"], input)
+        .assert_clean_success();
+    assert_eq!(committed(d.path()), 3);
+    assert_eq!(
+        files(&d.path().join("out")),
+        first,
+        "the same file, not a second"
+    );
+    assert_eq!(
+        d.read(&name),
+        "{\"id\":\"a\"}\n{\"id\":\"b\"}\n{\"id\":\"c\"}"
+    );
+
+    // Without the earlier attempt (fresh keys), another batch is another file.
+    d.sluice(
+        &["run", "-c", "cfg.jsonnet"],
+        "{\"id\":\"d\"}\n{\"id\":\"e\"}\n",
+    )
+    .assert_clean_success();
+    assert_eq!(files(&d.path().join("out")).len(), 2);
+}
