@@ -391,8 +391,12 @@ def configs(p, res, spec):
                          key="hop_id")]
         return {"producer": config_text("hop producer (no lock) -> Kinesis", producer, spec),
                 "consumer": config_text("hop consumer: lock on hop_id + file", consumer, spec)}
+    inner = [stamp()]
     if p == "kinesis" or p == "kinesis_after":
         send = kinesis_send(res["stream"], spec)
+        # No run stamp in the records: a record read back is recognised by its data, the
+        # same on every attempt (the proxy's log names the process that put each copy).
+        inner = ["sub.tf.obj.insert({ obj: { trg: 'locked' }, value: true })"]
     elif p == "firehose":
         send = ("sub.tf.send.aws.data_firehose({ aws: { arn: 'arn:aws:firehose:%s:%s:deliverystream/%s' },"
                 "%s aux_tforms: [sub.tf.str.append({ suffix: '\\n' })] })"
@@ -404,14 +408,14 @@ def configs(p, res, spec):
     else:
         send = file_send(res["out"], spec)
     if control:
-        return {"run": config_text(f"the {p} sink without the lock (control)", [stamp(), send], spec)}
+        return {"run": config_text(f"the {p} sink without the lock (control)", inner + [send], spec)}
     store = (f"sub.kv_store.sqlite({{ file: '{res['dir']}/locks.sqlite' }})" if p == "file"
              else ddb_store(res["locks"]))
     if p.endswith("_after"):
         # Substation's consumer pattern: a trivial list inside the lock, the send after it.
-        transforms = [lock(store, [stamp()], spec), send]
+        transforms = [lock(store, inner, spec), send]
         return {"run": config_text(f"lock, then the {p[:-6]} sink after it", transforms, spec)}
-    return {"run": config_text(f"lock + {p} sink", [lock(store, [stamp(), send], spec)], spec)}
+    return {"run": config_text(f"lock + {p} sink", [lock(store, inner + [send], spec)], spec)}
 
 
 def wait_stream(k, name):
@@ -459,8 +463,9 @@ def uid_of(m):
     return str(m.get("uid", m.get("id")))
 
 
-def stream_records(emu, stream):
-    """{shard id: [record data dicts, in order]} of a Kinesis stream, from TRIM_HORIZON."""
+def stream_records(emu, stream, seqs=False):
+    """{shard id: [record data dicts, in order]} of a Kinesis stream, from TRIM_HORIZON;
+    with `seqs`, [(data dict, sequence number)]."""
     k = client("kinesis", emu.moto)
     out = {}
     for shard in k.list_shards(StreamName=stream)["Shards"]:
@@ -469,7 +474,8 @@ def stream_records(emu, stream):
                                   ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
         while it:
             r = k.get_records(ShardIterator=it, Limit=10000)
-            recs.extend(json.loads(rec["Data"]) for rec in r["Records"])
+            recs.extend((json.loads(rec["Data"]), rec["SequenceNumber"]) if seqs
+                        else json.loads(rec["Data"]) for rec in r["Records"])
             if not r["Records"]:
                 break
             it = r.get("NextShardIterator")
@@ -490,8 +496,16 @@ def copies_of(p, res, emu, sink_log):
     """Every delivered copy in the (final) sink: a list of (uid, run)."""
     out = []
     if p in ("kinesis", "kinesis_after"):
-        for recs in stream_records(emu, res["stream"]).values():
-            out.extend((uid_of(m), m.get("run")) for m in recs)
+        # Which process put each copy: the proxy logged the sequence numbers of its calls
+        # (the records carry no run stamp: the send recognises a record it reads back by
+        # its data, which must be the same on every attempt).
+        caller = {}
+        for e in sink_log:
+            for seq in e.get("seqs") or []:
+                if seq:
+                    caller[seq] = e.get("app")
+        for recs in stream_records(emu, res["stream"], seqs=True).values():
+            out.extend((uid_of(m), caller.get(seq, m.get("run"))) for m, seq in recs)
     elif p == "firehose":
         s3 = client("s3", emu.moto)
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=res["bucket"]):

@@ -65,7 +65,8 @@ a fault, and per other lock-store call (commit, renew, abandon, release), with t
 carried, the fault (or null), whether the emulator applied it (`applied`: it answered 2xx;
 for partial faults `ids` lists only the forwarded records and `refused` the others; a
 TransactWriteItems retried with the ClientRequestToken of one already applied is a `replay`,
-answered with success and written nothing), the
+answered with success and written nothing; an applied PutRecords also lists in `seqs` the
+sequence number of each forwarded record, in the order of `ids`), the
 caller (the `app/NAME` part of its user agent: sluice sets it from AWS_SDK_UA_APP_ID) and
 the time. On SIGTERM it appends a `{"summary": ...}` line with counts per class and fault.
 """
@@ -375,6 +376,8 @@ class Handler(BaseHTTPRequestHandler):
                     st.applied_tokens.add(token)
         if cls == "sink" and entry["applied"] and op in ("PutRecords", "PutRecordBatch"):
             entry["refused"] = refused_by_upstream(op, data, ids)
+            if op == "PutRecords":
+                entry["seqs"] = sequence_numbers(data)
         if not quiet or fault is not None:
             st.record(entry)
         else:
@@ -408,6 +411,8 @@ class Handler(BaseHTTPRequestHandler):
             answer = json.loads(data)
             key = "Records" if op == "PutRecords" else "RequestResponses"
             upstream_results = answer.get(key, [])
+            if op == "PutRecords":
+                entry["seqs"] = [r.get("SequenceNumber") for r in upstream_results]
             upstream_failed = answer.get("FailedRecordCount", answer.get("FailedPutCount", 0)) or 0
         entry["applied"] = True
         entry["status"] = status
@@ -434,6 +439,15 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_PUT = do_DELETE = do_HEAD = do_POST
+
+
+def sequence_numbers(data):
+    """The sequence number the emulator gave each record of a PutRecords answer (None for a
+    refused one), in order: which caller put each copy in the stream."""
+    try:
+        return [r.get("SequenceNumber") for r in json.loads(data).get("Records", [])]
+    except (ValueError, AttributeError):
+        return []
 
 
 def refused_by_upstream(op, data, ids):

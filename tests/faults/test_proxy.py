@@ -121,6 +121,8 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(e["app"], "run7")
         self.assertEqual(e["ids"], forwarded)
         self.assertEqual(e["refused"], [f"m{i}" for i in failed])
+        # The upstream numbered the forwarded records 0, 1, ...: each id has its number.
+        self.assertEqual(e["seqs"], [str(i) for i in range(len(forwarded))])
 
     def test_firehose_partial_failures_use_its_answer_shape(self):
         self.start({"sink": {"partial": 1.0}, "partial_fraction": 0.5})
@@ -150,6 +152,7 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(len(Upstream.received), 1)
         [e] = self.entries()
         self.assertEqual((e["fault"], e["applied"], e["ids"]), ("error_after", True, ["m0", "m1", "m2"]))
+        self.assertEqual(e["seqs"], ["0", "1", "2"])
 
     def test_a_timeout_after_forwarding_closes_without_an_answer(self):
         self.start({"commit": {"timeout_after": 1.0}})
