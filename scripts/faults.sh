@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # The exactly-once fault-injection campaign (tests/faults/, docs/exactly-once.md).
 #
-#   scripts/faults.sh small    CI's configuration: every pipeline (lock + Kinesis, Firehose,
-#                              DynamoDB transactional, file) under every fault at once
-#                              (sink and lock-store faults, SIGKILLs, two workers over
-#                              overlapping input); a few thousand messages, dozens of crashes
-#   scripts/faults.sh large    the documented run: >= 100,000 messages and >= 200 crashes,
-#                              each pipeline under each fault mix; its table goes in
-#                              docs/exactly-once.md
+#   scripts/faults.sh small    CI's configuration: every pipeline (kinesis, kinesis_after,
+#                              firehose, dynamodb, file, file_after, hop) under every fault
+#                              at once (`all`), each other mix (clean, sink, lock, outage,
+#                              crash, retry, idle) on a few pipelines, then the control; a few
+#                              thousand messages, under 3 minutes with a debug build
+#   scripts/faults.sh large    the documented run: every mix on every pipeline, >= 100,000
+#                              messages through the lock and >= 300 crashes; its table goes
+#                              in docs/exactly-once.md
 #   scripts/faults.sh small|large [campaign.py options...]
-#                              e.g. --pipelines kinesis --mixes crash --messages 5000 --seed 7
+#                              e.g. --pipelines kinesis,hop --mixes crash,outage --messages 5000 --seed 7
 #
 # It starts its own emulators (dynoxide and moto from scripts/emulators.sh install) and
 # fault-injecting proxies on free loopback ports, drives target/debug/sluice (SLUICE_BIN to
 # use another build; `cargo build --bin sluice` makes it), prints a table per pipeline and
 # fault mix, keeps everything the runs did under target/faults/ (FAULTS_OUT to change), and
-# exits non-zero when a message was lost, the transactional DynamoDB sink got a duplicate, a
-# duplicate could not be attributed, or a lock was left pending.
+# exits non-zero when a message was lost, a sink that promises exactly-once got a duplicate,
+# a message without a key was not dead-lettered, or a lock was left pending.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +25,7 @@ size="${1:-}"
 case "$size" in
     small | large) shift ;;
     *)
-        sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+        sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
 esac

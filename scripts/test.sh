@@ -31,8 +31,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "unit and integration tests (cargo test)"
 cargo test --workspace --locked
 
-# Whole pipelines (lock + Kinesis, Firehose, DynamoDB, file) under injected faults, SIGKILLs
-# and two workers, on emulators of its own; fails on any loss or unexplained duplicate.
+# Whole pipelines (lock + Kinesis, Firehose, DynamoDB, files, a hop) under injected faults,
+# lock-store outages, SIGKILLs, two workers, in-process retries and idle input, on emulators
+# of its own; fails on any loss, any duplicate where the sink promises none, a message
+# without a key that was not dead-lettered, or a lock left pending.
 step "exactly-once fault campaign (scripts/faults.sh small)"
 scripts/faults.sh small
 

@@ -7,18 +7,25 @@ Once listening it prints `listening 127.0.0.1:PORT` on stdout. It forwards every
 to the upstream emulator, and for the calls that matter to exactly-once it injects faults at
 configured rates. Each request is classified by its `X-Amz-Target` header and body:
 
-    acquire   DynamoDB PutItem (the lock's conditional acquire)
-    commit    DynamoDB TransactWriteItems of Updates only (the lock's commit)
+    acquire   DynamoDB UpdateItem (the lock's conditional acquire; PutItem in older builds)
+    commit    DynamoDB TransactWriteItems of Updates `SET #status = :committed ...`
+    renew     DynamoDB TransactWriteItems of Updates `SET #lease = :lease, #ttl = :ttl`
+              (the lock's lease renewals)
+    abandon   DynamoDB TransactWriteItems of Updates `SET #lease = :ended` (keys left
+              pending with their lease ended after an ambiguous send)
     release   DynamoDB TransactWriteItems of Deletes only (the lock's rollback)
     sink      DynamoDB TransactWriteItems holding a Put (the transactional DynamoDB sink),
               Kinesis PutRecords, Firehose PutRecordBatch
+    read      Kinesis GetShardIterator and GetRecords (a sender reading a stream back
+              before it sends a record again)
     other     anything else (forwarded untouched)
 
 FAULTS.json maps a class to the rate (0..1, per call) of each fault:
 
     {"sink": {"throttle": 0.02, "error_before": 0.01, "error_after": 0.01,
               "timeout_before": 0.002, "timeout_after": 0.002, "partial": 0.05},
-     "acquire": {...}, "commit": {...}, "release": {...},
+     "acquire": {...}, "commit": {...}, "renew": {...}, "abandon": {...}, "release": {...},
+     "windows": {...}, "windows_at": [...],
      "hold_s": 5.5, "partial_fraction": 0.3, "seed": 1}
 
 Faults *before* forwarding: the emulator never sees the request.
@@ -36,22 +43,36 @@ Faults *before* forwarding: the emulator never sees the request.
     outage          (a rate per caller, not per call) every call of the class from that
                     caller (the `app/NAME` of its user agent) gets HTTP 500: its sends fail
                     after all retries, the lock rolls back, the run exits non-zero
+    window          (outage windows, for every caller) every call of a class made during one
+                    of the proxy's outage windows gets HTTP 500: a store or stream that is
+                    down for seconds, longer than the SDK's retries of one call. The windows
+                    are drawn from the seed when the proxy starts, over its lifetime:
+                      "windows": {"classes": ["acquire", "commit", "*"], "first_s": [0.5, 3],
+                                  "gap_s": [2, 10], "length_s": [1, 8]}
+                    each window is `length_s` long (uniform in the range) and hits one entry
+                    of `classes` ("*" is every class listed, a whole-store outage); the first
+                    starts `first_s` after the start, the next `gap_s` after the previous one
+                    ends. "windows_at": [{"classes": [...], "start": S, "length": L}] adds
+                    windows at fixed offsets (seconds after the start). The log's first line
+                    is {"windows": [[start_epoch, end_epoch, [classes]], ...]}.
 Faults *after* forwarding: the emulator applied the request, the client sees a failure,
 an ambiguous outcome no client can resolve by itself:
     error_after     the emulator's answer is replaced by HTTP 500
     timeout_after   the answer is held `hold_s` seconds and the connection closed
 
-LOG.jsonl gets one line per sink call forwarded or failed, per lock-store call that got a
-fault, and per commit forwarded, with the message ids (sinks) or lock keys (commits) it
+LOG.jsonl gets one line per sink call forwarded or failed, per acquisition or read that got
+a fault, and per other lock-store call (commit, renew, abandon, release), with the message ids (sinks) or lock keys (commits) it
 carried, the fault (or null), whether the emulator applied it (`applied`: it answered 2xx;
 for partial faults `ids` lists only the forwarded records and `refused` the others; a
 TransactWriteItems retried with the ClientRequestToken of one already applied is a `replay`,
-answered with success and written nothing), the
+answered with success and written nothing; an applied PutRecords also lists in `seqs` the
+sequence number of each forwarded record, in the order of `ids`), the
 caller (the `app/NAME` part of its user agent: sluice sets it from AWS_SDK_UA_APP_ID) and
 the time. On SIGTERM it appends a `{"summary": ...}` line with counts per class and fault.
 """
 import argparse
 import base64
+import bisect
 import http.client
 import json
 import random
@@ -64,6 +85,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
 FAULTS = ("throttle", "error_before", "timeout_before", "partial", "error_after", "timeout_after")
+LOCK_CLASSES = ("acquire", "commit", "renew", "abandon", "release")
+# How far ahead outage windows are drawn (a proxy lives for one campaign cell).
+WINDOW_HORIZON_S = 2 * 3600
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "x-amz-crc32"}
 
 
@@ -87,6 +111,26 @@ class State:
         # the other's records: acknowledged, then gone. Writes to the emulator's streams are
         # therefore forwarded one at a time (the campaign found this; sluice is not at fault).
         self.stream_writes = threading.Lock()
+        self.t0 = time.time()
+        self.windows = outage_windows(faults, self.t0)
+        self.window_starts = [w[0] for w in self.windows]
+        self.longest_window = max((b - a for a, b, _ in self.windows), default=0.0)
+        if self.windows:
+            self.log.write(json.dumps({"windows": [[round(a, 4), round(b, 4), sorted(c)]
+                                                   for a, b, c in self.windows]}) + "\n")
+
+    def in_window(self, cls, now=None):
+        """Whether class `cls` is inside one of the outage windows now (every caller)."""
+        now = time.time() if now is None else now
+        i = bisect.bisect_right(self.window_starts, now)
+        while i > 0:
+            i -= 1
+            a, b, c = self.windows[i]
+            if a < now - self.longest_window:
+                break
+            if now < b and cls in c:
+                return True
+        return False
 
     def in_outage(self, cls, app):
         """Whether every call of class `cls` from caller `app` fails (`outage` rate per
@@ -117,10 +161,36 @@ class State:
             self.counts[key] = self.counts.get(key, 0) + 1
             self.log.write(line + "\n")
 
+    def count(self, entry):
+        """Counts a call without logging it (clean acquisitions: one per message)."""
+        with self.lock:
+            key = f"{entry.get('class')}:{entry.get('fault')}"
+            self.counts[key] = self.counts.get(key, 0) + 1
+
     def summary(self):
         with self.lock:
             self.log.write(json.dumps({"summary": self.counts}) + "\n")
             self.log.flush()
+
+
+def outage_windows(faults, t0):
+    """[(start, end, {classes})] in epoch seconds: the drawn and the fixed outage windows."""
+    out = []
+    for w in faults.get("windows_at") or []:
+        start = t0 + float(w["start"])
+        out.append((start, start + float(w["length"]), set(w["classes"])))
+    spec = faults.get("windows")
+    if spec:
+        rng = random.Random(f"{faults.get('seed')}/windows")
+        options = list(spec["classes"])
+        every = {c for c in options if c != "*"}
+        t = t0 + rng.uniform(*spec.get("first_s", (0.5, 3.0)))
+        while t < t0 + WINDOW_HORIZON_S:
+            pick = rng.choice(options)
+            length = rng.uniform(*spec.get("length_s", (1.0, 8.0)))
+            out.append((t, t + length, set(every) if pick == "*" else {pick}))
+            t += length + rng.uniform(*spec.get("gap_s", (2.0, 10.0)))
+    return sorted(out, key=lambda w: w[0])
 
 
 def service_of(target):
@@ -134,16 +204,34 @@ def service_of(target):
 
 
 def record_id(blob_b64):
-    """The `id` of a record whose data is a JSON message (base64 in the JSON protocol)."""
+    """The message id of a record whose data is a JSON message (base64 in the JSON
+    protocol): its `uid` (the campaign's unique id of each message), else its `id`."""
     try:
-        return str(json.loads(base64.b64decode(blob_b64))["id"])
+        m = json.loads(base64.b64decode(blob_b64))
+        return str(m["uid"] if "uid" in m else m["id"])
     except Exception:
         return None
+
+
+def update_class(expression):
+    """The lock operation of one Update of a TransactWriteItems, by its update expression
+    (transforms/src/kv_store/aws_dynamodb/lock.rs)."""
+    e = expression or ""
+    if ":committed" in e:
+        return "commit"
+    if ":ended" in e:
+        return "abandon"
+    if ":lease" in e:
+        return "renew"
+    return "commit"
 
 
 def classify(target, body):
     """(class, ids) for a request: the message ids of a sink call, the keys of a lock call."""
     op = target.split(".")[-1]
+    if op == "UpdateItem":
+        key = body.get("Key", {}).get("PK", {}).get("S")
+        return "acquire", [key] if key else []
     if op == "PutItem":
         item = body.get("Item", {})
         key = next((v.get("S") for k, v in item.items() if k == "PK"), None)
@@ -154,7 +242,7 @@ def classify(target, body):
         if puts:
             ids = []
             for p in puts:
-                for attr in ("event_id", "id"):
+                for attr in ("event_id", "uid", "id"):
                     v = p.get("Item", {}).get(attr)
                     if v and "S" in v:
                         ids.append(v["S"])
@@ -168,14 +256,19 @@ def classify(target, body):
                 keys.append(k)
         if items and all("Delete" in i for i in items):
             return "release", keys
+        classes = {update_class(i["Update"].get("UpdateExpression")) for i in items if "Update" in i}
+        if len(classes) == 1:
+            return classes.pop(), keys
         return "commit", keys
     if op in ("PutRecords", "PutRecordBatch"):
         return "sink", [record_id(r.get("Data", "")) for r in body.get("Records", [])]
+    if target.startswith("Kinesis") and op in ("GetShardIterator", "GetRecords"):
+        return "read", []
     return "other", []
 
 
 def error_body(service, kind):
-    if kind == "outage":
+    if kind in ("outage", "window"):
         kind = "error_before"
     if kind == "throttle":
         if service == "firehose":
@@ -247,14 +340,20 @@ class Handler(BaseHTTPRequestHandler):
         if cls == "other":
             return self._reply(*self._forward(body))
         st = self.state
-        fault = "outage" if st.in_outage(cls, app) else st.draw(cls)
+        if st.in_window(cls):
+            fault = "window"
+        elif st.in_outage(cls, app):
+            fault = "outage"
+        else:
+            fault = st.draw(cls)
         op = target.split(".")[-1]
         entry = {"class": cls, "op": op, "app": app, "fault": fault}
-        if cls == "sink" or cls == "commit" or fault is not None:
+        quiet = cls in ("acquire", "read")  # many calls: counted, logged only when faulted
+        if not quiet or fault is not None:
             entry["ids" if cls == "sink" else "keys"] = ids
         if fault == "partial" and (cls != "sink" or op not in ("PutRecords", "PutRecordBatch")):
             fault = entry["fault"] = "error_before"
-        if fault in ("throttle", "error_before", "outage"):
+        if fault in ("throttle", "error_before", "outage", "window"):
             entry["applied"] = False
             st.record(entry)
             return self._reply_error(service, fault)
@@ -277,8 +376,12 @@ class Handler(BaseHTTPRequestHandler):
                     st.applied_tokens.add(token)
         if cls == "sink" and entry["applied"] and op in ("PutRecords", "PutRecordBatch"):
             entry["refused"] = refused_by_upstream(op, data, ids)
-        if cls in ("sink", "commit") or fault is not None:
+            if op == "PutRecords":
+                entry["seqs"] = sequence_numbers(data)
+        if not quiet or fault is not None:
             st.record(entry)
+        else:
+            st.count(entry)
         if fault == "error_after":
             return self._reply_error(service, "error_before")
         if fault == "timeout_after":
@@ -308,6 +411,8 @@ class Handler(BaseHTTPRequestHandler):
             answer = json.loads(data)
             key = "Records" if op == "PutRecords" else "RequestResponses"
             upstream_results = answer.get(key, [])
+            if op == "PutRecords":
+                entry["seqs"] = [r.get("SequenceNumber") for r in upstream_results]
             upstream_failed = answer.get("FailedRecordCount", answer.get("FailedPutCount", 0)) or 0
         entry["applied"] = True
         entry["status"] = status
@@ -334,6 +439,15 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_PUT = do_DELETE = do_HEAD = do_POST
+
+
+def sequence_numbers(data):
+    """The sequence number the emulator gave each record of a PutRecords answer (None for a
+    refused one), in order: which caller put each copy in the stream."""
+    try:
+        return [r.get("SequenceNumber") for r in json.loads(data).get("Records", [])]
+    except (ValueError, AttributeError):
+        return []
 
 
 def refused_by_upstream(op, data, ids):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -80,10 +81,10 @@ class ProxyTest(unittest.TestCase):
         self.upstream.server_close()
         self.dir.cleanup()
 
-    def call(self, target, body):
+    def call(self, target, body, app="run7"):
         req = urllib.request.Request(self.url, data=json.dumps(body).encode(), method="POST",
                                      headers={"X-Amz-Target": target,
-                                              "User-Agent": "aws-sdk-rust/1 app/run7"})
+                                              "User-Agent": f"aws-sdk-rust/1 app/{app}"})
         try:
             with urllib.request.urlopen(req, timeout=5) as r:
                 return r.status, json.loads(r.read())
@@ -94,7 +95,13 @@ class ProxyTest(unittest.TestCase):
         self.proc.terminate()
         self.proc.wait(10)
         return [json.loads(line) for line in self.log.read_text().splitlines()
-                if "summary" not in line]
+                if "summary" not in line and "windows" not in line]
+
+    def summary(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        return [json.loads(line) for line in self.log.read_text().splitlines()
+                if '"summary"' in line][-1]["summary"]
 
     def test_partial_failures_forward_the_rest_and_answer_in_position(self):
         self.start({"sink": {"partial": 1.0}, "partial_fraction": 0.4})
@@ -114,6 +121,8 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(e["app"], "run7")
         self.assertEqual(e["ids"], forwarded)
         self.assertEqual(e["refused"], [f"m{i}" for i in failed])
+        # The upstream numbered the forwarded records 0, 1, ...: each id has its number.
+        self.assertEqual(e["seqs"], [str(i) for i in range(len(forwarded))])
 
     def test_firehose_partial_failures_use_its_answer_shape(self):
         self.start({"sink": {"partial": 1.0}, "partial_fraction": 0.5})
@@ -126,8 +135,8 @@ class ProxyTest(unittest.TestCase):
 
     def test_faults_before_forwarding_never_reach_the_emulator(self):
         self.start({"acquire": {"throttle": 1.0}})
-        status, answer = self.call("DynamoDB_20120810.PutItem",
-                                   {"TableName": "t", "Item": {"PK": {"S": "fi:m1"}}})
+        status, answer = self.call("DynamoDB_20120810.UpdateItem",
+                                   {"TableName": "t", "Key": {"PK": {"S": "fi:m1"}}})
         self.assertEqual(status, 400)
         self.assertTrue(answer["__type"].endswith("ProvisionedThroughputExceededException"))
         self.assertEqual(Upstream.received, [])
@@ -143,6 +152,7 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(len(Upstream.received), 1)
         [e] = self.entries()
         self.assertEqual((e["fault"], e["applied"], e["ids"]), ("error_after", True, ["m0", "m1", "m2"]))
+        self.assertEqual(e["seqs"], ["0", "1", "2"])
 
     def test_a_timeout_after_forwarding_closes_without_an_answer(self):
         self.start({"commit": {"timeout_after": 1.0}})
@@ -174,6 +184,68 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(Upstream.received, [])
         self.assertEqual([e["fault"] for e in self.entries()], ["outage"] * 3)
 
+    def test_an_outage_window_fails_every_call_of_its_classes_from_every_caller(self):
+        # Commits and releases are down for the first 1.5 s; acquisitions are not.
+        self.start({"windows_at": [{"classes": ["commit", "release"], "start": 0, "length": 1.5}]})
+        commit = {"TransactItems": [{"Update": {
+            "Key": {"PK": {"S": "fi:a"}},
+            "UpdateExpression": "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since"}}]}
+        release = {"TransactItems": [{"Delete": {"Key": {"PK": {"S": "fi:b"}}}}]}
+        acquire = {"TableName": "t", "Key": {"PK": {"S": "fi:c"}}}
+        tw = "DynamoDB_20120810.TransactWriteItems"
+        t0 = time.time()
+        for app in ("run1", "run2"):
+            self.assertEqual(self.call(tw, commit, app=app)[0], 500)
+            self.assertEqual(self.call(tw, release, app=app)[0], 500)
+            self.assertEqual(self.call("DynamoDB_20120810.UpdateItem", acquire, app=app)[0], 200)
+        self.assertLess(time.time() - t0, 1.5, "the calls took too long for the test's window")
+        self.assertEqual(len(Upstream.received), 2)  # the acquisitions only
+        time.sleep(max(0.0, 1.6 - (time.time() - t0)))
+        self.assertEqual(self.call(tw, commit)[0], 200)
+        self.assertEqual(len(Upstream.received), 3)
+        log = self.log_lines()
+        [windows] = [e["windows"] for e in log if "windows" in e]
+        self.assertEqual(len(windows), 1)
+        self.assertAlmostEqual(windows[0][1] - windows[0][0], 1.5, places=3)
+        self.assertEqual(windows[0][2], ["commit", "release"])
+        faults = [(e["class"], e["fault"], e["app"]) for e in log if "class" in e]
+        self.assertEqual(faults, [("commit", "window", "run1"), ("release", "window", "run1"),
+                                  ("commit", "window", "run2"), ("release", "window", "run2"),
+                                  ("commit", None, "run7")])
+
+    def test_renewals_and_abandonments_have_their_own_faults(self):
+        self.start({"renew": {"error_before": 1.0}})
+        renew = {"TransactItems": [{"Update": {
+            "Key": {"PK": {"S": "fi:a"}}, "UpdateExpression": "SET #lease = :lease, #ttl = :ttl"}}]}
+        abandon = {"TransactItems": [{"Update": {
+            "Key": {"PK": {"S": "fi:b"}}, "UpdateExpression": "SET #lease = :ended"}}]}
+        tw = "DynamoDB_20120810.TransactWriteItems"
+        self.assertEqual(self.call(tw, renew)[0], 500)
+        self.assertEqual(self.call(tw, abandon)[0], 200)
+        self.assertEqual(len(Upstream.received), 1)
+        self.assertEqual(self.summary(), {"renew:error_before": 1, "abandon:None": 1})
+
+    def test_clean_acquisitions_are_counted_not_logged(self):
+        self.start({})
+        for i in range(3):
+            self.call("DynamoDB_20120810.UpdateItem", {"TableName": "t", "Key": {"PK": {"S": f"fi:{i}"}}})
+        self.assertEqual(self.summary(), {"acquire:None": 3})
+        self.assertEqual([e for e in self.log_lines() if "class" in e], [])
+
+    def test_records_are_named_by_their_uid(self):
+        self.start({})
+        data = [{"uid": "u1", "id": 1}, {"uid": "u2", "id": "1"}, {"id": "x"}]
+        recs = [{"Data": base64.b64encode(json.dumps(d).encode()).decode(), "PartitionKey": "k"}
+                for d in data]
+        self.call("Kinesis_20131202.PutRecords", {"StreamName": "s", "Records": recs})
+        [e] = self.entries()
+        self.assertEqual(e["ids"], ["u1", "u2", "x"])
+
+    def log_lines(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
 
 class ClassifyTest(unittest.TestCase):
     def test_lock_calls_and_sink_calls(self):
@@ -185,6 +257,65 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(proxy.classify(tw, {"TransactItems": [dele]}), ("release", ["fi:b"]))
         self.assertEqual(proxy.classify(tw, {"TransactItems": [put, upd]}), ("sink", ["a"]))
         self.assertEqual(proxy.classify("DynamoDB_20120810.Scan", {}), ("other", []))
+        self.assertEqual(proxy.classify("Kinesis_20131202.GetRecords", {}), ("read", []))
+        self.assertEqual(proxy.classify("Kinesis_20131202.GetShardIterator", {}), ("read", []))
+        self.assertEqual(proxy.classify("Kinesis_20131202.ListShards", {}), ("other", []))
+
+    def test_the_lock_updates_by_their_expressions(self):
+        # The expressions of transforms/src/kv_store/aws_dynamodb/lock.rs.
+        tw = "DynamoDB_20120810.TransactWriteItems"
+
+        def one(expr, key="fi:a"):
+            return {"TransactItems": [{"Update": {"Key": {"PK": {"S": key}}, "UpdateExpression": expr}}]}
+
+        cases = [
+            ("SET #status = :committed, #ttl = :ttl REMOVE #lease, #since", "commit"),
+            ("SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since", "commit"),
+            ("SET #lease = :lease, #ttl = :ttl", "renew"),
+            ("SET #lease = :ended", "abandon"),
+        ]
+        for expr, cls in cases:
+            self.assertEqual(proxy.classify(tw, one(expr)), (cls, ["fi:a"]), expr)
+        acquire = {"Key": {"PK": {"S": "fi:#1"}},
+                   "UpdateExpression": "SET #owner = :me, #status = :pending, #lease = :lease"}
+        self.assertEqual(proxy.classify("DynamoDB_20120810.UpdateItem", acquire), ("acquire", ["fi:#1"]))
+        # The transactional sink: puts with the lock's commits in one transaction.
+        sink = {"TransactItems": [{"Put": {"Item": {"event_id": {"S": "u1"}}}},
+                                  one("SET #status = :committed, #ttl = :ttl REMOVE #lease, #since")["TransactItems"][0]]}
+        self.assertEqual(proxy.classify(tw, sink), ("sink", ["u1"]))
+
+
+class WindowsTest(unittest.TestCase):
+    SPEC = {"seed": 11, "windows": {"classes": ["acquire", "commit", "*"], "first_s": [0.5, 3],
+                                    "gap_s": [2, 10], "length_s": [1, 8]}}
+
+    def test_drawn_windows_are_reproducible_and_within_their_ranges(self):
+        a = proxy.outage_windows(self.SPEC, 1000.0)
+        self.assertEqual(a, proxy.outage_windows(self.SPEC, 1000.0))
+        self.assertNotEqual(a, proxy.outage_windows({**self.SPEC, "seed": 12}, 1000.0))
+        self.assertTrue(1000.5 <= a[0][0] <= 1003.0)
+        for (s0, e0, c0), (s1, _, _) in zip(a, a[1:]):
+            self.assertTrue(1.0 <= e0 - s0 <= 8.0)
+            self.assertTrue(2.0 <= s1 - e0 <= 10.0)
+            self.assertIn(c0, ({"acquire"}, {"commit"}, {"acquire", "commit"}))
+        self.assertIn({"acquire", "commit"}, [c for _, _, c in a])  # "*": the whole store
+
+    def test_a_call_is_inside_a_window_only_for_its_classes(self):
+        class S(proxy.State):
+            def __init__(self, faults):  # no upstream, no log
+                self.windows = proxy.outage_windows(faults, 0.0)
+                self.window_starts = [w[0] for w in self.windows]
+                self.longest_window = max((b - a for a, b, _ in self.windows), default=0.0)
+
+        st = S({"windows_at": [{"classes": ["commit"], "start": 10, "length": 8},
+                               {"classes": ["release"], "start": 12, "length": 1}]})
+        self.assertFalse(st.in_window("commit", 9.99))
+        self.assertTrue(st.in_window("commit", 10.0))
+        self.assertTrue(st.in_window("commit", 17.9))
+        self.assertFalse(st.in_window("commit", 18.0))
+        self.assertTrue(st.in_window("release", 12.5))
+        self.assertFalse(st.in_window("release", 13.5))
+        self.assertFalse(st.in_window("acquire", 12.5))
 
 
 if __name__ == "__main__":
