@@ -6,10 +6,12 @@ Each run starts dynoxide on a free loopback port, creates the lock table (on-dem
 partition key PK of type S), and runs `sluice run CONFIG < input` over messages with unique
 ids, the pipeline being a lock (`object.source_key: 'id'`, `ttl_offset: '1h'`, a fresh
 `prefix` per run) around one `object_insert`, then `send_stdout`. Every acquisition is one
-conditional PutItem; the one checkpoint (the ctrl at the end of input) commits the keys in
-TransactWriteItems of up to 100. Each run goes through a fresh delay proxy (delay_proxy.py:
-DELAY_MS added in each direction, so 2 x DELAY_MS per round trip), which counts the
-DynamoDB calls by operation and traces when each was made.
+conditional write (an UpdateItem that returns the old lock record; builds before the lock
+redesign used a PutItem: both count in the acquisition column); the one checkpoint (the ctrl
+at the end of input) commits the keys in TransactWriteItems of up to 100. Each run goes
+through a fresh delay proxy (delay_proxy.py: DELAY_MS added in each direction, so 2 x
+DELAY_MS per round trip), which counts the DynamoDB calls by operation and traces when each
+was made.
 
 Configurations (rows), interleaved run by run so they see the same machine:
   default/DELAY   the lock's default concurrency (32 calls in flight; not set in the config)
@@ -19,6 +21,8 @@ Configurations (rows), interleaved run by run so they see the same machine:
   default/direct  no proxy: the emulator's and sluice's own ceiling on this machine
   stub/DELAY      the proxy answers every call itself (`200 {}`) after 2 x DELAY: a
                   DynamoDB that costs no CPU here, so sluice's own ceiling at that delay
+  base-*/DELAY    --baseline BIN adds the default and stub rows run with another build
+                  (e.g. the previous commit's), and their ratios
   cN/DELAY        --concurrency N adds rows with `concurrency: N` (and stub-cN/DELAY, the
                   same against the stub), for investigation
 
@@ -28,12 +32,13 @@ DynamoDB calls per message by operation, the default/serial ratio; then where th
 went (the commit phase, from the first TransactWriteItems to the exit) and the CPU per
 message of sluice, the emulator and the proxy, and how busy the rest of the machine was.
 Each run checks that sluice exited 0 and every message came out with the inner
-transform's field; through the proxy it warns unless PutItem was called once per message.
+transform's field; through the proxy it warns unless one acquisition was made per message.
 
 Usage (from the repository root; scripts/bench.sh lock builds and runs it):
   benches/lock/bench.py [--messages 20000] [--serial-messages 2000] [--runs 3]
                         [--delay-ms 2.5] [--concurrency 64,128] [--run-args '--workers 1']
-                        [--sluice target-bench/release/sluice] [--dynoxide PATH]
+                        [--sluice target-bench/release/sluice] [--baseline OTHER_SLUICE]
+                        [--dynoxide PATH]
 """
 import argparse
 import datetime
@@ -59,7 +64,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DYNOXIDE = os.path.join(ROOT, ".emulators", "node_modules", "@dynoxide", "linux-x64", "dynoxide")
 TABLE = "sluice-bench-locks"
 REGION = "us-east-1"
-OPS = ("PutItem", "TransactWriteItems")
+# An acquisition is an UpdateItem (a PutItem in builds before the lock redesign).
+ACQUIRE_OPS = ("UpdateItem", "PutItem")
+OPS = ACQUIRE_OPS + ("TransactWriteItems",)
 MARK = b'"bench_locked":true'
 
 CHILDREN = []  # every process started, stopped on the way out whatever happens
@@ -300,7 +307,7 @@ class Run:
         self.__dict__.update(kw)
 
 
-def run_one(args, tmp, label, messages, concurrency, delay, stub=False):
+def run_one(args, tmp, label, messages, concurrency, delay, stub=False, sluice=None):
     """A fresh emulator (none for the stub) and proxy (none when delay is None), one sluice
     run, its measurements."""
     dynoxide, db_port = (None, None) if stub else start_dynoxide(args.dynoxide)
@@ -331,7 +338,7 @@ def run_one(args, tmp, label, messages, concurrency, delay, stub=False):
     for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
         env.pop(k, None)
     timeout = 60 + messages / 20  # far above the slowest expected run (~150 msgs/s serial)
-    cmd = [args.sluice, "run", "--config", config, *shlex.split(args.run_args)]
+    cmd = [sluice or args.sluice, "run", "--config", config, *shlex.split(args.run_args)]
     db_cpu0 = cpu_s(dynoxide.pid) if dynoxide else 0.0
     px_cpu0 = cpu_s(proxy.pid) if proxy else 0.0
     busy0 = busy_s()
@@ -365,9 +372,9 @@ def run_one(args, tmp, label, messages, concurrency, delay, stub=False):
     commit_s = None
     if proxy:
         counts = stop_proxy(proxy, counts_path)
-        puts = counts["targets"].get("DynamoDB_20120810.PutItem", 0)
+        puts = sum(counts["targets"].get("DynamoDB_20120810." + op, 0) for op in ACQUIRE_OPS)
         if puts != messages:
-            print(f"warning: {label}: {puts} PutItem calls for {messages} messages", file=sys.stderr)
+            print(f"warning: {label}: {puts} acquisitions for {messages} messages", file=sys.stderr)
         with open(trace_path) as f:
             twi = [float(t) for t, target in (line.split() for line in f) if target.endswith(".TransactWriteItems")]
         if twi:
@@ -386,18 +393,24 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=2.5, help="added by the proxy in each direction")
     ap.add_argument("--concurrency", default="", help="extra rows: comma-separated lock concurrencies")
     ap.add_argument("--sluice", default=os.path.join(ROOT, "target-bench", "release", "sluice"))
+    ap.add_argument("--baseline", default="",
+                    help="another sluice build: adds its default and stub rows (base-default/DELAY, "
+                         "base-stub/DELAY), run interleaved with the others, and the ratios against them")
     ap.add_argument("--dynoxide", default=DYNOXIDE)
     ap.add_argument("--run-args", default="", help="extra arguments of every `sluice run`, e.g. '--workers 1'")
     args = ap.parse_args()
     if not os.access(args.sluice, os.X_OK):
         die(f"no sluice binary at {args.sluice} (scripts/bench.sh lock builds it)")
+    if args.baseline and not os.access(args.baseline, os.X_OK):
+        die(f"no baseline sluice binary at {args.baseline}")
     if not os.access(args.dynoxide, os.X_OK):
         die(f"no dynoxide at {args.dynoxide} (scripts/emulators.sh install)")
     if args.runs < 1 or args.messages < 1 or args.serial_messages < 1:
         die("--runs, --messages and --serial-messages must be at least 1")
 
     d = f"{args.delay_ms:g}ms"
-    # (label, concurrency or None for the default, messages, delay ms or None for no proxy, stub)
+    # (label, concurrency or None for the default, messages, delay ms or None for no proxy, stub,
+    #  binary or None for --sluice)
     configs = [
         (f"default/{d}", None, args.messages, args.delay_ms, False),
         (f"serial/{d}", 1, args.serial_messages, args.delay_ms, False),
@@ -405,9 +418,13 @@ def main():
         ("default/direct", None, args.messages, None, False),
         (f"stub/{d}", None, args.messages, args.delay_ms, True),
     ]
+    configs = [c + (None,) for c in configs]
+    if args.baseline:
+        configs.append((f"base-default/{d}", None, args.messages, args.delay_ms, False, args.baseline))
+        configs.append((f"base-stub/{d}", None, args.messages, args.delay_ms, True, args.baseline))
     for c in filter(None, (x.strip() for x in args.concurrency.split(","))):
-        configs.append((f"c{int(c)}/{d}", int(c), args.messages, args.delay_ms, False))
-        configs.append((f"stub-c{int(c)}/{d}", int(c), args.messages, args.delay_ms, True))
+        configs.append((f"c{int(c)}/{d}", int(c), args.messages, args.delay_ms, False, None))
+        configs.append((f"stub-c{int(c)}/{d}", int(c), args.messages, args.delay_ms, True, None))
 
     # Ctrl-C and SIGTERM end the bench through the clean-up below (SIGINT explicitly: a shell
     # that starts a job in the background ignores it in the job).
@@ -426,14 +443,14 @@ def main():
                 stop_proxy(proxy, counts_path)
             stop(dynoxide)
             for r in range(args.runs):
-                for label, conc, n, delay, stub in configs:  # interleaved: every row sees the same machine
-                    run = run_one(args, tmp, label, n, conc, delay, stub)
+                for label, conc, n, delay, stub, binary in configs:  # interleaved: same machine
+                    run = run_one(args, tmp, label, n, conc, delay, stub, binary)
                     results[label].append(run)
                     print(f"  run {r + 1}/{args.runs} {label:<16} {n:>7} msgs {run.wall:7.3f} s "
                           f"{n / run.wall:>9,.0f} msgs/s", file=sys.stderr, flush=True)
         finally:  # inside the temporary directory: the proxies write their counts there
             for proc in list(CHILDREN):
-                stop(proc, signal.SIGKILL if proc.args[0] == args.sluice else signal.SIGTERM)
+                stop(proc, signal.SIGKILL if proc.args[0] in (args.sluice, args.baseline) else signal.SIGTERM)
 
     med = statistics.median
     print()
@@ -441,20 +458,21 @@ def main():
           f"median of {args.runs} runs" + (f", sluice run {args.run_args}" if args.run_args else ""))
     print("sequential PutItem round trip, p50 (Python client): " + ", ".join(f"{k} {v:.2f} ms" for k, v in probes.items()))
     print(f"{'configuration':<16} {'concurrency':>12} {'messages':>8} {'msgs/s':>7} {'min-max':>13} "
-          f"{'PutItem/msg':>11} {'TWI/msg':>7} {'other/msg':>9} {'conns':>5}")
+          f"{'acquire/msg':>11} {'TWI/msg':>7} {'other/msg':>9} {'conns':>5}")
     medians = {}
-    for label, conc, n, delay, stub in configs:
+    for label, conc, n, delay, stub, _ in configs:
         runs = results[label]
         rates = sorted(n / x.wall for x in runs)
         medians[label] = med(rates)
         counted = [x.counts for x in runs if x.counts]
         if counted:
-            def per_msg(op):
-                return med(c["targets"].get("DynamoDB_20120810." + op, 0) / n for c in counted)
+            def per_msg(*ops):
+                return med(sum(c["targets"].get("DynamoDB_20120810." + op, 0) for op in ops) / n
+                           for c in counted)
             other = med(sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS) / n
                         for c in counted)
             conns = med(c["connections"] for c in counted)
-            calls = f"{per_msg('PutItem'):>11.3f} {per_msg('TransactWriteItems'):>7.4f} {other:>9.4f} {conns:>5.0f}"
+            calls = f"{per_msg(*ACQUIRE_OPS):>11.3f} {per_msg('TransactWriteItems'):>7.4f} {other:>9.4f} {conns:>5.0f}"
         else:
             calls = f"{'-':>11} {'-':>7} {'-':>9} {'-':>5}"
         shown = "32 (default)" if conc is None else str(conc)
@@ -462,12 +480,16 @@ def main():
               f"{f'{rates[0]:,.0f}-{rates[-1]:,.0f}':>13} {calls}")
     ratio = medians[f"default/{d}"] / medians[f"serial/{d}"]
     print(f"default/serial at +{args.delay_ms:g} ms: {ratio:.1f}x messages/s")
+    if args.baseline:
+        for row in ("default", "stub"):
+            print(f"{row}/{d} against the baseline build ({args.baseline}): "
+                  f"{medians[f'{row}/{d}'] / medians[f'base-{row}/{d}']:.2f}x messages/s")
     print()
     print("where the time and the CPU went (medians; commit = from the first TransactWriteItems to the exit;")
     print("CPU per message of each process; other = the rest of the machine, in cores busy on average)")
     print(f"{'configuration':<16} {'wall s':>7} {'commit s':>8} {'sluice us':>9} {'dynoxide us':>11} "
           f"{'proxy us':>8} {'other cores':>11}")
-    for label, conc, n, delay, stub in configs:
+    for label, conc, n, delay, stub, _ in configs:
         runs = results[label]
         commits = [x.commit_s for x in runs if x.commit_s is not None]
         commit = f"{med(commits):>8.3f}" if commits else f"{'-':>8}"

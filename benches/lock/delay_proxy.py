@@ -62,7 +62,8 @@ RECV_BYTES = 65536
 # A request head longer than this is not HTTP as we know it: stop parsing that connection
 # (it is still forwarded) and report it as unparsed.
 MAX_HEAD = 1 << 20
-# What the stub answers to every request: a success for PutItem (no ReturnValues) and for
+# What the stub answers to every request: a success for an acquisition (an UpdateItem whose
+# `{}` holds no old record, so the key was free; or a PutItem without ReturnValues) and for
 # TransactWriteItems alike.
 STUB_RESPONSE = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"

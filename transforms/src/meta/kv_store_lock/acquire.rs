@@ -198,20 +198,46 @@ impl MetaKvStoreLock {
             };
             let mut outcomes = outcomes.into_iter();
             let mut run = Vec::new();
-            for it in chunk {
+            let mut chunk = chunk.into_iter();
+            let mut placed = Ok(());
+            for it in chunk.by_ref() {
                 let outcome = if it.ask {
                     outcomes.next().unwrap_or(Outcome::Duplicate(None))
                 } else {
                     Outcome::Duplicate(None)
                 };
-                self.place(it, outcome, &mut run, &mut blocked, out).await?;
+                placed = self.place(it, outcome, &mut run, &mut blocked, out).await;
+                if placed.is_err() {
+                    break;
+                }
             }
-            self.run_inner(run, out).await?;
+            let ran = match placed {
+                Ok(()) => self.run_inner(run, out).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = ran {
+                // What the inner list was given it failed itself; what was not yet placed,
+                // and the messages held back, must not count as delivered by being dropped.
+                let reason = e.to_string();
+                let later: Vec<Item> = rest.collect();
+                let waiting = blocked.iter().map(|(it, _)| it);
+                for it in chunk.as_slice().iter().chain(&later).chain(waiting) {
+                    it.fail(&reason);
+                }
+                self.give_back_unplaced(outcomes);
+                return Err(e);
+            }
         }
         if !blocked.is_empty() {
             // Whoever holds them may be waiting for keys this process holds in its inner
             // list: deliver and commit those now.
-            self.flush_and_settle(out).await?;
+            if let Err(e) = self.flush_and_settle(out).await {
+                let reason = e.to_string();
+                for (it, _) in &blocked {
+                    it.fail(&reason);
+                }
+                return Err(e);
+            }
             let now = Instant::now();
             let mut waiting = self.waiting();
             for (item, holder) in blocked {
@@ -542,14 +568,16 @@ impl MetaKvStoreLock {
             let mut run = Vec::new();
             let mut still = Vec::new();
             let mut again = Vec::new();
-            for (w, outcome) in due.into_iter().zip(outcomes) {
+            let mut due = due.into_iter().zip(outcomes);
+            let mut placed = Ok(());
+            for (w, outcome) in due.by_ref() {
                 let Waiting {
                     item,
                     since,
                     backoff,
                     ..
                 } = w;
-                self.place(item, outcome, &mut run, &mut still, out).await?;
+                placed = self.place(item, outcome, &mut run, &mut still, out).await;
                 for (item, holder) in still.drain(..) {
                     again.push(Waiting {
                         item,
@@ -559,8 +587,28 @@ impl MetaKvStoreLock {
                         backoff,
                     });
                 }
+                if placed.is_err() {
+                    break;
+                }
             }
-            self.run_inner(run, out).await?;
+            let ran = match placed {
+                Ok(()) => self.run_inner(run, out).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = ran {
+                // As in `process`: what is still held back fails with the run.
+                let reason = e.to_string();
+                let mut unplaced = Vec::new();
+                for (w, outcome) in due {
+                    w.item.fail(&reason);
+                    unplaced.push(outcome);
+                }
+                self.give_back_unplaced(unplaced);
+                for w in &again {
+                    w.item.fail(&reason);
+                }
+                return Err(e);
+            }
             let now = Instant::now();
             let mut waiting = self.waiting();
             for mut w in again {
@@ -585,6 +633,15 @@ impl MetaKvStoreLock {
             }
             if !until_done {
                 return Ok(());
+            }
+        }
+    }
+
+    /// Gives back the keys taken for messages that never ran (the run failed first).
+    fn give_back_unplaced(&self, outcomes: impl IntoIterator<Item = Outcome>) {
+        for o in outcomes {
+            if let Outcome::Taken { ticket, .. } = o {
+                self.keeper.give_back(ticket);
             }
         }
     }

@@ -606,6 +606,50 @@ fn a_failed_release_while_waiting_for_another_owner_loses_nothing() {
 }
 
 #[test]
+fn a_message_held_back_fails_with_the_run_that_held_it() {
+    // Found by the fault campaign (kinesis, `all` mix): b's key pending under a crashed
+    // owner, a taken; the flush before waiting for b failed (the sink was out), and b was
+    // dropped unfailed, so `sluice run --undelivered` reported it delivered: lost.
+    let f = Fixture::new();
+    hold(&f.other(), "them", &hash("b"), 60_000);
+    let inner = json!([{"type": "fixture_send", "settings": {"name": "lock-held-back", "fail_flushes": 1}}]);
+    let lock = f.lock(
+        inner,
+        json!({"duplicates": "drop", "pending_wait": "300ms"}),
+    );
+    let p = pipeline(vec![("lock", lock)]);
+    let (a, t_a) = tracked("a");
+    let (b, t_b) = tracked("b");
+    assert!(apply_and_settle(&p, vec![a, b, ctrl()]).is_err());
+    assert_status(&t_a, AckStatus::Failed, "a: its send failed");
+    assert_status(&t_b, AckStatus::Failed, "b: held back when the run failed");
+    assert!(f.record(&hash("a")).is_none(), "a's key released");
+}
+
+#[test]
+fn messages_still_waiting_fail_with_a_retry_that_failed() {
+    // b's holder goes away and b runs, c's holder stays; b's inner list fails: c, still
+    // waiting, must fail too, not vanish.
+    let f = Fixture::new();
+    hold(&f.other(), "them", &hash("b"), 150);
+    hold(&f.other(), "them", &hash("c"), 60_000);
+    let inner =
+        json!([{"type": "fixture_fail", "settings": {"message": "inner failed", "times": 1}}]);
+    let lock = f.lock(inner, json!({"duplicates": "drop", "pending_wait": "2s"}));
+    let p = pipeline(vec![("lock", lock)]);
+    let (b, t_b) = tracked("b");
+    let (c, t_c) = tracked("c");
+    let err = apply_and_settle(&p, vec![b, c, ctrl()]).unwrap_err();
+    assert!(err.to_string().contains("inner failed"), "{err}");
+    assert_status(&t_b, AckStatus::Failed, "b: its inner list failed");
+    assert_status(
+        &t_c,
+        AckStatus::Failed,
+        "c: still waiting when the run failed",
+    );
+}
+
+#[test]
 fn an_acquisition_whose_answer_was_lost_is_ours() {
     // The write applied, the answer was lost, the call is tried again: before, our own
     // pending record made the message a duplicate (lost).
