@@ -161,48 +161,24 @@ pub async fn read_stream_records(endpoint: &str, name: &str) -> Vec<StreamRecord
     out
 }
 
-/// Every record of stream `name`, per shard: (shard id, [(partition key, data)]).
+/// Every record of stream `name`, per shard: (shard id, [(partition key, data)]), shards
+/// without records included.
 pub async fn read_stream(endpoint: &str, name: &str) -> Vec<(String, Vec<(String, Vec<u8>)>)> {
-    let c = kinesis(endpoint);
-    let shards = c
+    let shards = kinesis(endpoint)
         .list_shards()
         .stream_name(name)
         .send()
         .await
         .expect("listing shards");
-    let mut out = Vec::new();
-    for shard in shards.shards() {
-        let mut iter = c
-            .get_shard_iterator()
-            .stream_name(name)
-            .shard_id(shard.shard_id())
-            .shard_iterator_type(ShardIteratorType::TrimHorizon)
-            .send()
-            .await
-            .expect("a shard iterator")
-            .shard_iterator()
-            .map(String::from);
-        let mut records = Vec::new();
-        while let Some(it) = iter {
-            let got = c
-                .get_records()
-                .shard_iterator(it)
-                .limit(10_000)
-                .send()
-                .await
-                .expect("reading records");
-            if got.records().is_empty() {
-                break;
-            }
-            for r in got.records() {
-                records.push((
-                    r.partition_key().unwrap_or_default().to_string(),
-                    r.data().as_ref().to_vec(),
-                ));
-            }
-            iter = got.next_shard_iterator().map(String::from);
+    let mut out: Vec<(String, Vec<(String, Vec<u8>)>)> = shards
+        .shards()
+        .iter()
+        .map(|s| (s.shard_id().to_string(), Vec::new()))
+        .collect();
+    for r in read_stream_records(endpoint, name).await {
+        if let Some((_, records)) = out.iter_mut().find(|(id, _)| *id == r.shard) {
+            records.push((r.partition_key, r.data));
         }
-        out.push((shard.shard_id().to_string(), records));
     }
     out
 }
