@@ -137,6 +137,11 @@ impl MetaKvStoreLock {
                     items[i].followers.push(m.acks().clone());
                     false
                 }
+                None if self.follow_waiting(&key, m.acks()) => {
+                    // A copy of a message held back from an earlier call (meta_retry hands
+                    // the lock one message at a time): it shares that message's fate.
+                    false
+                }
                 None => {
                     first_of.insert(key.clone(), items.len());
                     match self.keeper.known(&key) {
@@ -643,6 +648,18 @@ impl MetaKvStoreLock {
             if let Outcome::Taken { ticket, .. } = o {
                 self.keeper.give_back(ticket);
             }
+        }
+    }
+
+    /// When a message with `key` is held back, `acks` follow it (true); else false.
+    fn follow_waiting(&self, key: &str, acks: &AckSet) -> bool {
+        let mut waiting = self.waiting();
+        match waiting.iter_mut().find(|w| w.item.key == key) {
+            Some(w) => {
+                w.item.followers.push(acks.clone());
+                true
+            }
+            None => false,
         }
     }
 

@@ -650,6 +650,38 @@ fn messages_still_waiting_fail_with_a_retry_that_failed() {
 }
 
 #[test]
+fn a_later_copy_of_a_message_held_back_follows_it() {
+    // Found by the fault campaign (kinesis_after under meta_retry, which hands the lock one
+    // message at a time): b's key pending under a killed run, b held back; a second copy
+    // of b came in a later call, after that run's lease had ended, took the key over and
+    // ran; then the first copy, asked again, found the key ours and ran too: b sent twice.
+    let f = Fixture::new();
+    hold(&f.other(), "them", &hash("b"), 150);
+    let lock = f.lock(
+        send("lock-held-back-copy"),
+        json!({"duplicates": "drop", "pending_wait": "5s"}),
+    );
+    let p = pipeline(vec![("lock", lock)]);
+    let (b1, t_b1) = tracked("b");
+    let (b2, t_b2) = tracked("b");
+    let out = testing::block_on(async {
+        let mut out = datas(&p.apply(vec![b1]).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        out.extend(datas(&p.apply(vec![b2, ctrl()]).await.unwrap()));
+        p.settle(Instant::now() + Duration::from_secs(5)).await;
+        out
+    });
+    assert_eq!(out, vec!["b"]);
+    assert_eq!(journal("lock-held-back-copy"), vec!["sent:b"]);
+    assert_status(&t_b1, AckStatus::Delivered, "the first copy");
+    assert_status(
+        &t_b2,
+        AckStatus::Delivered,
+        "the later copy shares its fate",
+    );
+}
+
+#[test]
 fn an_acquisition_whose_answer_was_lost_is_ours() {
     // The write applied, the answer was lost, the call is tried again: before, our own
     // pending record made the message a duplicate (lost).
