@@ -44,6 +44,11 @@ const LINGER: Duration = Duration::from_millis(10);
 const RETRY_MIN: Duration = Duration::from_millis(100);
 /// …doubling up to this.
 const RETRY_MAX: Duration = Duration::from_secs(5);
+/// At the end, commits owed are tried for at least this long, even past their lease: a
+/// commit is conditional on the owner, so a late one either lands (and spares the
+/// redelivery a takeover, which a sink that cannot be read back would duplicate) or finds
+/// the key taken over and does nothing. A store outage of seconds at exit is waited out.
+const SETTLE_AT_LEAST: Duration = Duration::from_secs(30);
 
 /// Counts of what the lock did, for logs and tests.
 #[derive(Debug, Default)]
@@ -408,9 +413,10 @@ impl Keeper {
     }
 
     /// Pumps until nothing but messages still on their way is owed, or until `until`
-    /// (bounded by one lease); what is left is logged and stays owed.
+    /// (bounded by one lease, or [`SETTLE_AT_LEAST`] if longer); what is left is logged
+    /// and stays owed.
     pub async fn settle(&self, until: Instant, lease: Duration) {
-        let until = until.min(Instant::now() + lease);
+        let until = until.min(Instant::now() + lease.max(SETTLE_AT_LEAST));
         loop {
             self.shared.pump(true).await;
             let (left, soonest) = self.shared.owed_beyond_leases();

@@ -682,6 +682,28 @@ fn a_later_copy_of_a_message_held_back_follows_it() {
 }
 
 #[test]
+fn commits_at_the_end_outlast_a_store_outage_longer_than_the_lease() {
+    // Found by the fault campaign (file_after under the retry mix, commit outages of 1-8 s,
+    // a 3 s lease): the run gave up settling after one lease and exited with its delivered
+    // messages' locks pending; a redelivery of them took them over and wrote them again.
+    let f = Fixture::new();
+    let lock = f.faulty(
+        json!({"outage_ms": {"commit": 2500}}),
+        send("lock-commit-outage"),
+        json!({"duplicates": "drop", "lease": "1s"}),
+    );
+    let p = pipeline(vec![("lock", lock)]);
+    let (a, t_a) = tracked("a");
+    assert_eq!(apply_and_settle(&p, vec![a, ctrl()]).unwrap(), vec!["a"]);
+    assert_status(&t_a, AckStatus::Delivered, "a");
+    assert!(
+        f.record(&hash("a")).unwrap().committed,
+        "committed after the outage, past the lease: {:?}",
+        f.records()
+    );
+}
+
+#[test]
 fn an_acquisition_whose_answer_was_lost_is_ours() {
     // The write applied, the answer was lost, the call is tried again: before, our own
     // pending record made the message a duplicate (lost).
