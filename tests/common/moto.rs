@@ -161,16 +161,18 @@ pub async fn read_stream_records(endpoint: &str, name: &str) -> Vec<StreamRecord
     out
 }
 
-/// Every record of stream `name`, per shard: (shard id, [(partition key, data)]), shards
-/// without records included.
-pub async fn read_stream(endpoint: &str, name: &str) -> Vec<(String, Vec<(String, Vec<u8>)>)> {
+/// One shard's records: (shard id, [(partition key, data)]).
+pub type ShardRecords = (String, Vec<(String, Vec<u8>)>);
+
+/// Every record of stream `name`, per shard, shards without records included.
+pub async fn read_stream(endpoint: &str, name: &str) -> Vec<ShardRecords> {
     let shards = kinesis(endpoint)
         .list_shards()
         .stream_name(name)
         .send()
         .await
         .expect("listing shards");
-    let mut out: Vec<(String, Vec<(String, Vec<u8>)>)> = shards
+    let mut out: Vec<ShardRecords> = shards
         .shards()
         .iter()
         .map(|s| (s.shard_id().to_string(), Vec::new()))
