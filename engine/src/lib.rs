@@ -2,7 +2,8 @@
 //!
 //! The core of sluice, with no AWS and no Jsonnet in it: the [`Message`] (data, metadata,
 //! ctrl), the path language ([`path`]), the [`Transform`] and [`Condition`] traits, the
-//! [`Registry`] that builds them from `{type, settings}`, [`Pipeline`] execution with
+//! [`Registry`] that builds them from `{type, settings}` in a [`Context`] (state files,
+//! shared store instances, [`telemetry`], the clock), [`Pipeline`] execution with
 //! ctrl-message flushing, bounded concurrency and kept order, batching ([`batch`]) and
 //! acknowledgements ([`ack`]).
 //!
@@ -15,6 +16,7 @@
 
 pub mod ack;
 pub mod batch;
+pub mod context;
 pub mod driver;
 pub mod error;
 pub mod invocation;
@@ -24,10 +26,12 @@ pub mod path;
 pub mod pipeline;
 pub mod registry;
 pub mod settings;
+pub mod telemetry;
 pub mod testing;
 pub mod transform;
 pub mod value;
 
+pub use context::Context;
 pub use error::{ConfigError, ConfigWarning, TransformError};
 pub use message::{Body, Key, Message};
 pub use pipeline::Pipeline;

@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::context::Context;
 use crate::error::TransformError;
 use crate::message::Message;
 use crate::transform::{InPlace, Kind, Transform};
@@ -41,6 +42,7 @@ pub struct Pipeline {
     len: usize,
     // Every transform is stateless with an in-place path (see `apply_in_place`).
     in_place: bool,
+    ctx: Arc<Context>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -88,7 +90,20 @@ impl Pipeline {
             workers: 1,
             len,
             in_place,
+            ctx: Arc::default(),
         }
+    }
+
+    /// The same pipeline, noting the context its transforms were built in (the registry
+    /// does this; a pipeline made with [`Pipeline::new`] has a context of its own).
+    pub fn in_context(mut self, ctx: Arc<Context>) -> Pipeline {
+        self.ctx = ctx;
+        self
+    }
+
+    /// The context its transforms were built in: what they reported is in its telemetry.
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
     }
 
     /// Runs stateless segments on up to `n` workers (tokio tasks) at once.

@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::context::Context;
 use crate::error::{ConfigError, ConfigWarning};
 use crate::message::Key;
 use crate::pipeline::Pipeline;
@@ -77,46 +78,71 @@ impl Registry {
         self.conditions.keys().map(String::as_str)
     }
 
-    /// Builds a pipeline from a JSON array of transform configs found at `location`.
+    /// Builds a pipeline from a JSON array of transform configs found at `location`, in a
+    /// context of its own ([`Context::new`]).
     pub fn build_pipeline(
         &self,
         list: &impl ConfigJson,
         location: &str,
     ) -> Result<Built<Pipeline>, ConfigError> {
-        let warnings = Mutex::new(Vec::new());
-        let p = build_list(self, &list.to_config(), location, &warnings)?;
-        Ok(Built {
-            value: p,
-            warnings: warnings.into_inner().unwrap_or_default(),
-        })
+        self.build_pipeline_in(&Context::new(), list, location)
     }
 
-    /// Builds one transform from `{type, settings}` found at `location`.
+    /// Builds a pipeline from a JSON array of transform configs found at `location`, in
+    /// `ctx`: its transforms share `ctx`'s stores and report to its telemetry.
+    pub fn build_pipeline_in(
+        &self,
+        ctx: &Arc<Context>,
+        list: &impl ConfigJson,
+        location: &str,
+    ) -> Result<Built<Pipeline>, ConfigError> {
+        let b = Builder::new(self, ctx);
+        let p = b.list(&list.to_config(), location)?;
+        Ok(b.done(p))
+    }
+
+    /// Builds one transform from `{type, settings}` found at `location`, in a context of its
+    /// own.
     pub fn build_transform(
         &self,
         cfg: &impl ConfigJson,
         location: &str,
     ) -> Result<Built<Arc<dyn Transform>>, ConfigError> {
-        let warnings = Mutex::new(Vec::new());
-        let (_, t) = build_one(self, &cfg.to_config(), location, &warnings)?;
-        Ok(Built {
-            value: t,
-            warnings: warnings.into_inner().unwrap_or_default(),
-        })
+        self.build_transform_in(&Context::new(), cfg, location)
     }
 
-    /// Builds a condition from `{type, settings}` found at `location`.
+    /// Builds one transform from `{type, settings}` found at `location`, in `ctx`.
+    pub fn build_transform_in(
+        &self,
+        ctx: &Arc<Context>,
+        cfg: &impl ConfigJson,
+        location: &str,
+    ) -> Result<Built<Arc<dyn Transform>>, ConfigError> {
+        let b = Builder::new(self, ctx);
+        let (_, t) = b.one(&cfg.to_config(), location)?;
+        Ok(b.done(t))
+    }
+
+    /// Builds a condition from `{type, settings}` found at `location`, in a context of its
+    /// own.
     pub fn build_condition(
         &self,
         cfg: &impl ConfigJson,
         location: &str,
     ) -> Result<Built<Arc<dyn Condition>>, ConfigError> {
-        let warnings = Mutex::new(Vec::new());
-        let c = build_cond(self, &cfg.to_config(), location, &warnings)?;
-        Ok(Built {
-            value: c,
-            warnings: warnings.into_inner().unwrap_or_default(),
-        })
+        self.build_condition_in(&Context::new(), cfg, location)
+    }
+
+    /// Builds a condition from `{type, settings}` found at `location`, in `ctx`.
+    pub fn build_condition_in(
+        &self,
+        ctx: &Arc<Context>,
+        cfg: &impl ConfigJson,
+        location: &str,
+    ) -> Result<Built<Arc<dyn Condition>>, ConfigError> {
+        let b = Builder::new(self, ctx);
+        let c = b.cond(&cfg.to_config(), location)?;
+        Ok(b.done(c))
     }
 }
 
@@ -128,17 +154,23 @@ pub struct Built<T> {
     pub warnings: Vec<ConfigWarning>,
 }
 
-/// What a constructor sees: its settings, where it is, and how to build what it contains.
+/// What a constructor sees: its settings, where it is, the context it is built in, and how
+/// to build what it contains.
 pub struct Build<'a> {
-    registry: &'a Registry,
+    builder: &'a Builder<'a>,
     location: String,
     type_name: &'a str,
     id: Arc<str>,
     settings: Value,
-    warnings: &'a Mutex<Vec<ConfigWarning>>,
 }
 
 impl<'a> Build<'a> {
+    /// What the pipeline's transforms share: state files, store instances, telemetry, the
+    /// clock.
+    pub fn context(&self) -> &Arc<Context> {
+        self.builder.ctx
+    }
+
     /// The transform's id: its `id` setting, or its type name.
     pub fn id(&self) -> &Arc<str> {
         &self.id
@@ -190,7 +222,7 @@ impl<'a> Build<'a> {
 
     /// Reports a warning at this transform.
     pub fn warn(&self, message: String) {
-        if let Ok(mut w) = self.warnings.lock() {
+        if let Ok(mut w) = self.builder.warnings.lock() {
             w.push(ConfigWarning {
                 location: self.location.clone(),
                 message,
@@ -219,11 +251,9 @@ impl<'a> Build<'a> {
 
     /// Builds the transform list found in `field` (e.g. `transforms`, `cases[0].transforms`).
     pub fn pipeline(&self, field: &str, list: &impl ConfigJson) -> Result<Pipeline, ConfigError> {
-        build_list(
-            self.registry,
+        self.builder.list(
             &list.to_config(),
             &format!("{}.settings.{field}", self.location),
-            self.warnings,
         )
     }
 
@@ -233,11 +263,9 @@ impl<'a> Build<'a> {
         field: &str,
         cfg: &impl ConfigJson,
     ) -> Result<Arc<dyn Condition>, ConfigError> {
-        build_cond(
-            self.registry,
+        self.builder.cond(
             &cfg.to_config(),
             &format!("{}.settings.{field}", self.location),
-            self.warnings,
         )
     }
 
@@ -247,13 +275,12 @@ impl<'a> Build<'a> {
         field: &str,
         cfg: &impl ConfigJson,
     ) -> Result<Arc<dyn Transform>, ConfigError> {
-        build_one(
-            self.registry,
-            &cfg.to_config(),
-            &format!("{}.settings.{field}", self.location),
-            self.warnings,
-        )
-        .map(|(_, t)| t)
+        self.builder
+            .one(
+                &cfg.to_config(),
+                &format!("{}.settings.{field}", self.location),
+            )
+            .map(|(_, t)| t)
     }
 }
 
@@ -355,94 +382,102 @@ fn unknown_type(location: &str, what: &str, name: &str, known: Vec<&str>) -> Con
     }
 }
 
-fn build_one(
-    registry: &Registry,
-    cfg: &Value,
-    location: &str,
-    warnings: &Mutex<Vec<ConfigWarning>>,
-) -> Result<(Arc<str>, Arc<dyn Transform>), ConfigError> {
-    let (type_name, mut settings) = split_config(cfg, location, "transform")?;
-    let id = take_id(&mut settings, type_name);
-    let ctor = registry
-        .transforms
-        .get(type_name)
-        .ok_or_else(|| ConfigError {
-            id: Some(id.to_string()),
-            ..unknown_type(
-                location,
-                "transform",
-                type_name,
-                nearest(type_name, registry.transform_types()),
-            )
-        })?;
-    let b = Build {
-        registry,
-        location: location.to_string(),
-        type_name,
-        id: id.clone(),
-        settings,
-        warnings,
-    };
-    Ok((id, ctor(&b)?))
+/// One build: the registry, the context, and the warnings found on the way.
+struct Builder<'a> {
+    registry: &'a Registry,
+    ctx: &'a Arc<Context>,
+    warnings: Mutex<Vec<ConfigWarning>>,
 }
 
-fn build_list(
-    registry: &Registry,
-    list: &Value,
-    location: &str,
-    warnings: &Mutex<Vec<ConfigWarning>>,
-) -> Result<Pipeline, ConfigError> {
-    let items = match list {
-        Value::Array(a) => a,
-        Value::Null => return Err(ConfigError::new(location, "no transforms configured")),
-        other => {
-            return Err(ConfigError::new(
-                location,
-                format!("transforms must be an array, found {}", kind_of(other)),
-            ));
-        }
-    };
-    let mut steps = Vec::with_capacity(items.len());
-    for (i, cfg) in items.iter().enumerate() {
-        steps.push(build_one(
+impl<'a> Builder<'a> {
+    fn new(registry: &'a Registry, ctx: &'a Arc<Context>) -> Self {
+        Builder {
             registry,
-            cfg,
-            &format!("{location}[{i}]"),
-            warnings,
-        )?);
+            ctx,
+            warnings: Mutex::new(Vec::new()),
+        }
     }
-    Ok(Pipeline::new(steps))
-}
 
-fn build_cond(
-    registry: &Registry,
-    cfg: &Value,
-    location: &str,
-    warnings: &Mutex<Vec<ConfigWarning>>,
-) -> Result<Arc<dyn Condition>, ConfigError> {
-    let (type_name, mut settings) = split_config(cfg, location, "condition")?;
-    let id = take_id(&mut settings, type_name);
-    let ctor = registry
-        .conditions
-        .get(type_name)
-        .ok_or_else(|| ConfigError {
-            id: Some(id.to_string()),
-            ..unknown_type(
-                location,
-                "condition",
-                type_name,
-                nearest(type_name, registry.condition_types()),
-            )
-        })?;
-    let b = Build {
-        registry,
-        location: location.to_string(),
-        type_name,
-        id,
-        settings,
-        warnings,
-    };
-    ctor(&b)
+    fn done<T>(self, value: T) -> Built<T> {
+        Built {
+            value,
+            warnings: self.warnings.into_inner().unwrap_or_default(),
+        }
+    }
+
+    fn one(
+        &self,
+        cfg: &Value,
+        location: &str,
+    ) -> Result<(Arc<str>, Arc<dyn Transform>), ConfigError> {
+        let (type_name, mut settings) = split_config(cfg, location, "transform")?;
+        let id = take_id(&mut settings, type_name);
+        let ctor = self
+            .registry
+            .transforms
+            .get(type_name)
+            .ok_or_else(|| ConfigError {
+                id: Some(id.to_string()),
+                ..unknown_type(
+                    location,
+                    "transform",
+                    type_name,
+                    nearest(type_name, self.registry.transform_types()),
+                )
+            })?;
+        let b = Build {
+            builder: self,
+            location: location.to_string(),
+            type_name,
+            id: id.clone(),
+            settings,
+        };
+        Ok((id, ctor(&b)?))
+    }
+
+    fn list(&self, list: &Value, location: &str) -> Result<Pipeline, ConfigError> {
+        let items = match list {
+            Value::Array(a) => a,
+            Value::Null => return Err(ConfigError::new(location, "no transforms configured")),
+            other => {
+                return Err(ConfigError::new(
+                    location,
+                    format!("transforms must be an array, found {}", kind_of(other)),
+                ));
+            }
+        };
+        let mut steps = Vec::with_capacity(items.len());
+        for (i, cfg) in items.iter().enumerate() {
+            steps.push(self.one(cfg, &format!("{location}[{i}]"))?);
+        }
+        Ok(Pipeline::new(steps).in_context(self.ctx.clone()))
+    }
+
+    fn cond(&self, cfg: &Value, location: &str) -> Result<Arc<dyn Condition>, ConfigError> {
+        let (type_name, mut settings) = split_config(cfg, location, "condition")?;
+        let id = take_id(&mut settings, type_name);
+        let ctor = self
+            .registry
+            .conditions
+            .get(type_name)
+            .ok_or_else(|| ConfigError {
+                id: Some(id.to_string()),
+                ..unknown_type(
+                    location,
+                    "condition",
+                    type_name,
+                    nearest(type_name, self.registry.condition_types()),
+                )
+            })?;
+        let b = Build {
+            builder: self,
+            location: location.to_string(),
+            type_name,
+            id,
+            settings,
+        };
+        ctor(&b)
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::context::Context;
 use crate::error::{ConfigError, TransformError};
 use crate::message::Message;
 use crate::pipeline::Pipeline;
@@ -25,6 +26,18 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 pub fn build(registry: &Registry, cfg: impl ConfigJson) -> Result<Arc<dyn Transform>, ConfigError> {
     registry
         .build_transform(&cfg, "transforms[0]")
+        .map(|b| b.value)
+}
+
+/// Builds one transform from `{type, settings}` in `ctx`: transforms built in one context
+/// share their kv stores, as the transforms of one config do.
+pub fn build_in(
+    registry: &Registry,
+    ctx: &Arc<Context>,
+    cfg: impl ConfigJson,
+) -> Result<Arc<dyn Transform>, ConfigError> {
+    registry
+        .build_transform_in(ctx, &cfg, "transforms[0]")
         .map(|b| b.value)
 }
 
@@ -65,6 +78,15 @@ pub fn run_pipeline(p: &Pipeline, inputs: &[&str]) -> Result<Vec<String>, Transf
 /// Asserts the behaviour every transform shares: a ctrl message comes out exactly once and
 /// last, and non-JSON or empty data does not panic.
 pub fn check_compliance(t: Arc<dyn Transform>) {
+    let p = check_ctrl_compliance(t);
+    for data in [&b"not json"[..], b"", b"{}", b"[]", b"\xff\xfe"] {
+        let _ = block_on(p.apply(vec![Message::new(data.to_vec()), Message::ctrl()]));
+    }
+}
+
+/// The part of [`check_compliance`] that needs no data, so no I/O: a lone ctrl comes out
+/// exactly once, and a stateless transform holds no batch. Returns the one-step pipeline.
+pub fn check_ctrl_compliance(t: Arc<dyn Transform>) -> Pipeline {
     let p = Pipeline::new(vec![(Arc::from("under_test"), t.clone())]);
     let out = block_on(p.apply(vec![Message::ctrl()])).expect("a lone ctrl must not fail");
     let ctrls = out.iter().filter(|m| m.is_ctrl()).count();
@@ -73,15 +95,13 @@ pub fn check_compliance(t: Arc<dyn Transform>) {
         out.last().is_some_and(|m| m.is_ctrl()),
         "the ctrl must come out last"
     );
-    for data in [&b"not json"[..], b"", b"{}", b"[]", b"\xff\xfe"] {
-        let _ = block_on(p.apply(vec![Message::new(data.to_vec()), Message::ctrl()]));
-    }
     if t.kind() == Kind::Stateless {
         assert!(
             t.deadline().is_none(),
             "stateless transforms hold no batches"
         );
     }
+    p
 }
 
 /// Builds `type_name` with each case's settings, runs its input and a ctrl, and asserts the

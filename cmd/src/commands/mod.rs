@@ -8,8 +8,8 @@ pub mod vet;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
-use sluice_engine::{Condition, Pipeline, Registry};
+use anyhow::Context as _;
+use sluice_engine::{Condition, Context, Pipeline, Registry};
 
 /// The URL a config argument names, when it is one (`s3://`, `https://`, `http://`)
 /// rather than a local path.
@@ -41,14 +41,24 @@ pub fn load_optional(
     Ok(Some(sluice_config::LoadedConfig::new(json, file)?))
 }
 
-/// Builds the pipeline of a compiled config, printing warnings.
+/// Builds the pipeline of a compiled config in a context of its own, printing warnings.
 pub fn build_pipeline(
     registry: &Registry,
     file: &Path,
     transforms: &serde_json::Value,
 ) -> anyhow::Result<Pipeline> {
+    build_pipeline_in(&Context::new(), registry, file, transforms)
+}
+
+/// Builds the pipeline of a compiled config in `ctx`, printing warnings.
+pub fn build_pipeline_in(
+    ctx: &Arc<Context>,
+    registry: &Registry,
+    file: &Path,
+    transforms: &serde_json::Value,
+) -> anyhow::Result<Pipeline> {
     let built = registry
-        .build_pipeline(transforms, "transforms")
+        .build_pipeline_in(ctx, transforms, "transforms")
         .with_context(|| format!("{}", file.display()))?;
     crate::output::warnings(file, &built.warnings);
     Ok(built.value)

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::Context;
-use sluice_engine::{Message, Registry};
+use anyhow::Context as _;
+use sluice_engine::{Context, Message, Registry};
 
 use crate::files::{config_files, parse_ext_str};
 
@@ -143,19 +143,20 @@ fn run_case(
     transforms: &serde_json::Value,
     t: &sluice_config::TestCase,
 ) -> anyhow::Result<Outcome> {
+    // A fresh context per test, with its state files in a temporary directory: no kv
+    // store (locks included) is shared between tests, or with real runs; the test's own
+    // transforms and the config's share it, as they would share a store in one process.
+    let state = tempfile::tempdir().context("creating the test's state directory")?;
+    let ctx = Context::in_dir(state.path());
     let condition = super::build_condition(registry, file, &t.condition, &t.condition_location())?;
     let setup = registry
-        .build_pipeline(&t.transforms, &t.transforms_location())
+        .build_pipeline_in(&ctx, &t.transforms, &t.transforms_location())
         .with_context(|| format!("{}", file.display()))?;
     crate::output::warnings(file, &setup.warnings);
     let seeds = rt
         .block_on(setup.value.apply(vec![Message::ctrl()]))
         .context("running the test's transforms")?;
-    // A fresh pipeline per test, and fresh kv stores in a temporary directory: no state
-    // (locks included) is shared between tests, or with real runs.
-    let state = tempfile::tempdir().context("creating the test's state directory")?;
-    sluice_transforms::kv_store::new_scope(Some(state.path().to_path_buf()));
-    let pipeline = super::build_pipeline(registry, file, transforms)?;
+    let pipeline = super::build_pipeline_in(&ctx, registry, file, transforms)?;
     let out = rt
         .block_on(pipeline.apply(seeds))
         .context("running the config's transforms")?;

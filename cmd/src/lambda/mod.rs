@@ -351,7 +351,11 @@ impl Function {
             .iter()
             .filter(|d| matches!(d, Delivery::Failed(_)))
             .count() as u64;
-        metrics.duplicates = telemetry::take_duplicates();
+        metrics.duplicates = self
+            .pipeline
+            .context()
+            .telemetry()
+            .take_duplicates_skipped();
         if let Some(sink) = &self.opts.metrics {
             telemetry::write(
                 sink,

@@ -9,7 +9,6 @@
 //! handler, with no API call from the function. The lines are encoded and written by
 //! `sluice_transforms::metrics::emf`, the same writer the metric transforms use.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::Number;
@@ -87,11 +86,6 @@ pub fn emf_line(m: &Metrics, function: &str, handler: &str, timestamp_ms: i64) -
             },
         ],
     )
-}
-
-/// Duplicates found by the locks since the last call (the counter is process-wide).
-pub fn take_duplicates() -> u64 {
-    sluice_transforms::meta::kv_store_lock::DUPLICATES_SKIPPED.swap(0, Ordering::Relaxed)
 }
 
 #[cfg(test)]

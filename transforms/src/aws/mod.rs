@@ -33,6 +33,7 @@
 //! [`outcome`] tells a failed call that may have been applied from one that was not, and
 //! [`kpl`] reads and writes the KPL's aggregated Kinesis records.
 
+pub mod dynamodb_attributes;
 pub mod kpl;
 pub mod outcome;
 pub mod s3;

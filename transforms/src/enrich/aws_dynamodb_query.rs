@@ -10,7 +10,7 @@
 //! without a value at the source key, and a query that finds nothing. `limit` items at most
 //! (the library's default is 1), in sort key order, descending unless `scan_index_forward`
 //! is true: with the library's defaults, the item with the greatest sort key. Items become
-//! plain JSON ([`item_json`]); their keys are sorted, as Go's JSON encoder sorts map keys.
+//! plain JSON ([`item_json`](crate::aws::dynamodb_attributes::item_json)); their keys are sorted, as Go's JSON encoder sorts map keys.
 //!
 //! Where sluice differs from Substation:
 //!
@@ -35,13 +35,12 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::AttributeValue;
-use base64::Engine;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{
-    Build, ConfigError, Key, Map, Message, Number, TransformError, Value, async_trait, value,
-};
+use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait, value};
 use tokio::sync::OnceCell;
+
+use crate::aws::dynamodb_attributes::item_json;
 
 use crate::aws::{
     AwsSettings, AwsTarget, check_role, lazy_client, non_empty, parse_dynamodb_table,
@@ -248,60 +247,6 @@ impl EnrichAwsDynamodbQuery {
     }
 }
 
-/// An item as plain JSON: an object with its attributes, keys sorted.
-pub fn item_json(item: &HashMap<String, AttributeValue>) -> Result<Value, String> {
-    let mut keys: Vec<&String> = item.keys().collect();
-    keys.sort();
-    let mut m = Map::with_capacity(keys.len());
-    for k in keys {
-        let v = attribute_json(&item[k]).map_err(|e| format!("attribute {k:?}: {e}"))?;
-        m.insert(k.as_str(), v);
-    }
-    Ok(Value::Object(m))
-}
-
-/// A DynamoDB number as JSON: integers within 64 bits exactly, others as the nearest
-/// double (integral doubles within 2^53 as integers), text that is no number as a string.
-fn number_json(n: &str) -> Value {
-    if let Ok(i) = n.parse::<i64>() {
-        return Value::Number(Number::from(i));
-    }
-    if let Ok(u) = n.parse::<u64>() {
-        return Value::Number(Number::from(u));
-    }
-    match n.parse::<f64>() {
-        Ok(f) if f.is_finite() => value::number(f),
-        _ => Value::String(n.to_string()),
-    }
-}
-
-fn base64(b: &[u8]) -> Value {
-    Value::String(base64::engine::general_purpose::STANDARD.encode(b))
-}
-
-/// One attribute value as plain JSON: `S` a string, `N` a number, `B` a base64 string,
-/// `BOOL` a boolean, `NULL` null, `M` an object, `L` an array, and the sets `SS`, `NS`,
-/// `BS` arrays of strings, numbers and base64 strings.
-pub fn attribute_json(v: &AttributeValue) -> Result<Value, String> {
-    Ok(match v {
-        AttributeValue::S(s) => Value::String(s.clone()),
-        AttributeValue::N(n) => number_json(n),
-        AttributeValue::B(b) => base64(b.as_ref()),
-        AttributeValue::Bool(b) => Value::Bool(*b),
-        AttributeValue::Null(_) => Value::Null,
-        AttributeValue::M(m) => item_json(m)?,
-        AttributeValue::L(l) => {
-            Value::Array(l.iter().map(attribute_json).collect::<Result<_, _>>()?)
-        }
-        AttributeValue::Ss(ss) => {
-            Value::Array(ss.iter().map(|s| Value::String(s.clone())).collect())
-        }
-        AttributeValue::Ns(ns) => Value::Array(ns.iter().map(|n| number_json(n)).collect()),
-        AttributeValue::Bs(bs) => Value::Array(bs.iter().map(|b| base64(b.as_ref())).collect()),
-        other => return Err(format!("an attribute type sluice does not know: {other:?}")),
-    })
-}
-
 #[async_trait]
 impl sluice_engine::Transform for EnrichAwsDynamodbQuery {
     async fn transform(
@@ -334,7 +279,6 @@ mod tests {
     use crate::registry;
     use aws_sdk_dynamodb::config::retry::RetryConfig;
     use aws_sdk_dynamodb::operation::query::{QueryInput, QueryOutput};
-    use aws_sdk_dynamodb::primitives::Blob;
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
     use sluice_engine::{Transform, json, testing};
     use std::sync::{Arc, Mutex};
@@ -469,70 +413,6 @@ mod tests {
                     "settings.object.target_key: missing required option",
                 ),
             ],
-        );
-    }
-
-    #[test]
-    fn attribute_values_become_plain_json() {
-        let nested = HashMap::from([
-            ("z".to_string(), n("1")),
-            (
-                "a".to_string(),
-                AttributeValue::L(vec![s("x"), AttributeValue::Bool(false)]),
-            ),
-        ]);
-        // (attribute value, JSON)
-        let cases: Vec<(AttributeValue, Value)> = vec![
-            (s("text"), json!("text")),
-            (s(""), json!("")),
-            (n("42"), json!(42)),
-            (n("-7"), json!(-7)),
-            (n("9223372036854775807"), json!(9223372036854775807i64)),
-            (n("18446744073709551615"), json!(18446744073709551615u64)),
-            (n("30400402455622563"), json!(30400402455622563i64)),
-            (n("1.5"), json!(1.5)),
-            (n("-0.25"), json!(-0.25)),
-            (n("1E+3"), json!(1000)),
-            (
-                n("123456789012345678901234567890"),
-                json!(1.2345678901234568e29),
-            ),
-            (
-                AttributeValue::B(Blob::new(b"\x00\xffhi".to_vec())),
-                json!("AP9oaQ=="),
-            ),
-            (AttributeValue::Bool(true), json!(true)),
-            (AttributeValue::Null(true), json!(null)),
-            (
-                AttributeValue::M(nested),
-                json!({"a": ["x", false], "z": 1}),
-            ),
-            (AttributeValue::L(vec![]), json!([])),
-            (
-                AttributeValue::Ss(vec!["b".into(), "a".into()]),
-                json!(["b", "a"]),
-            ),
-            (
-                AttributeValue::Ns(vec!["1".into(), "2.5".into()]),
-                json!([1, 2.5]),
-            ),
-            (
-                AttributeValue::Bs(vec![Blob::new(b"a".to_vec())]),
-                json!(["YQ=="]),
-            ),
-        ];
-        for (av, want) in cases {
-            assert_eq!(attribute_json(&av).unwrap(), want, "{av:?}");
-        }
-        // Keys sorted, whatever the map's order.
-        let it = HashMap::from([
-            ("b".to_string(), n("2")),
-            ("a".to_string(), n("1")),
-            ("c".to_string(), s("3")),
-        ]);
-        assert_eq!(
-            sluice_engine::message::serialize(&item_json(&it).unwrap()),
-            br#"{"a":1,"b":2,"c":"3"}"#
         );
     }
 

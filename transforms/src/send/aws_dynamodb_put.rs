@@ -66,6 +66,7 @@ use super::aws_records::{
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use crate::aws::AwsTarget;
+use crate::aws::dynamodb_attributes::attribute_value_of_json;
 use crate::aws::parse_dynamodb_table;
 use crate::kv_store::LockTicket;
 use crate::kv_store::aws_dynamodb::Cancel;
@@ -105,23 +106,6 @@ pub struct Settings {
 /// A DynamoDB item.
 type Item = HashMap<String, AttributeValue>;
 
-/// A JSON value as a DynamoDB attribute value (Go's `attributevalue.Marshal` of decoded
-/// JSON).
-pub fn attribute_value(v: &serde_json::Value) -> AttributeValue {
-    match v {
-        serde_json::Value::Null => AttributeValue::Null(true),
-        serde_json::Value::Bool(b) => AttributeValue::Bool(*b),
-        serde_json::Value::Number(n) => AttributeValue::N(n.to_string()),
-        serde_json::Value::String(s) => AttributeValue::S(s.clone()),
-        serde_json::Value::Array(a) => AttributeValue::L(a.iter().map(attribute_value).collect()),
-        serde_json::Value::Object(o) => AttributeValue::M(
-            o.iter()
-                .map(|(k, v)| (k.clone(), attribute_value(v)))
-                .collect(),
-        ),
-    }
-}
-
 /// An item's bytes as a DynamoDB item: a JSON object, at most [`MAX_ITEM_BYTES`].
 pub fn parse_item(data: &[u8]) -> Result<Item, String> {
     if data.len() > MAX_ITEM_BYTES {
@@ -133,7 +117,7 @@ pub fn parse_item(data: &[u8]) -> Result<Item, String> {
     match serde_json::from_slice::<serde_json::Value>(data) {
         Ok(serde_json::Value::Object(o)) => Ok(o
             .iter()
-            .map(|(k, v)| (k.clone(), attribute_value(v)))
+            .map(|(k, v)| (k.clone(), attribute_value_of_json(v)))
             .collect()),
         Ok(_) => Err("an item must be a JSON object (a DynamoDB item)".into()),
         Err(e) => Err(format!("an item must be a JSON object: {e}")),
@@ -967,7 +951,7 @@ mod tests {
         ];
         for (json, want) in table {
             let v: serde_json::Value = serde_json::from_str(json).unwrap();
-            assert_eq!(&attribute_value(&v), want, "{json}");
+            assert_eq!(&attribute_value_of_json(&v), want, "{json}");
         }
     }
 

@@ -67,6 +67,7 @@
 //! and the endpoint from the SDK's default chains; `AWS_ENDPOINT_URL_DYNAMODB` points the
 //! store at a local emulator (`scripts/emulators.sh`). The client is made on first use.
 
+mod item;
 mod lock;
 #[cfg(test)]
 mod tests;
@@ -235,7 +236,7 @@ impl DynamoDbStore {
     ) -> Result<Arc<DynamoDbStore>, ConfigError> {
         let s: Settings = place.settings(settings)?;
         let table = Table::from_settings(s).map_err(|(f, m)| place.error(&f, m))?;
-        super::shared(format!("aws_dynamodb:{table:?}"), || {
+        place.shared(format!("aws_dynamodb:{table:?}"), || {
             Ok(DynamoDbStore::new(table))
         })
     }

@@ -10,6 +10,7 @@
 //! Times are passed in by the caller (`now_ms`), which keeps every store's conditions
 //! testable without waiting.
 
+#[cfg(any(test, feature = "test-support"))]
 pub mod contract;
 pub mod sqlite;
 #[cfg(test)]

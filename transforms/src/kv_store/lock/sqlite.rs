@@ -26,7 +26,7 @@ use sluice_engine::{ConfigError, Value, async_trait};
 
 use sluice_lock_protocol::{self as protocol, Change};
 
-use super::super::{KvPlace, resolve_path, shared};
+use super::super::KvPlace;
 use super::{
     AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, RenewRequest,
     Settled, StoreError,
@@ -88,8 +88,8 @@ impl SqliteStore {
         if file.is_empty() {
             return Err(place.error("file", "must not be empty"));
         }
-        let path = resolve_path(file);
-        shared(format!("sqlite:{}", path.display()), || {
+        let path = place.resolve_path(file);
+        place.shared(format!("sqlite:{}", path.display()), || {
             Ok(SqliteStore {
                 path: path.clone(),
                 conn: Arc::new(Mutex::new(None)),

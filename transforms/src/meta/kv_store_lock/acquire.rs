@@ -20,12 +20,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use sluice_engine::ack::AckSet;
+use sluice_engine::telemetry::DuplicateSkipped;
 use sluice_engine::{Message, TransformError};
 
 use super::keeper::Known;
-use super::{
-    DUPLICATES_SKIPPED, Duplicates, MetaKvStoreLock, Pending, STORE_RETRY_FOR, keys, now_ms,
-};
+use super::{Duplicates, MetaKvStoreLock, Pending, STORE_RETRY_FOR, keys};
 use crate::kv_store::{
     AcquireRequest, Acquired, LockRecord, LockStatus, LockTicket, RenewRequest, Settled,
 };
@@ -110,7 +109,7 @@ impl MetaKvStoreLock {
         if msgs.is_empty() {
             return Ok(());
         }
-        let first_ms = now_ms();
+        let first_ms = self.now_ms();
         self.keeper.catch_up();
         let mut items: Vec<Item> = Vec::with_capacity(msgs.len());
         let mut first_of: HashMap<String, usize> = HashMap::with_capacity(msgs.len());
@@ -290,8 +289,11 @@ impl MetaKvStoreLock {
             }
             Outcome::Duplicate(rec) => {
                 self.counts.duplicates.fetch_add(1, Ordering::Relaxed);
-                DUPLICATES_SKIPPED.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(lock = %self.id, key = %it.key, holder = ?rec, "duplicate: the key is held");
+                self.telemetry.emit(DuplicateSkipped {
+                    lock: &self.id,
+                    key: &it.key,
+                    holder: rec.as_ref().map(|r| r as &dyn std::fmt::Debug),
+                });
                 if self.duplicates == Duplicates::Continue {
                     // What ran before it comes out before it.
                     if let Err(e) = self.run_inner(std::mem::take(run), out).await {
@@ -315,7 +317,7 @@ impl MetaKvStoreLock {
         let started = Instant::now();
         let mut failures = 0u32;
         while !ask.is_empty() {
-            let now = now_ms();
+            let now = self.now_ms();
             let (lease, lease_until_ms) = self.lease_now(now);
             let batch: Vec<AcquireRequest> = ask
                 .iter()
@@ -441,7 +443,7 @@ impl MetaKvStoreLock {
                 return Ok(());
             }
             rounds += 1;
-            let now = now_ms();
+            let now = self.now_ms();
             let (lease, lease_until_ms) = self.lease_now(now);
             let renewals: Vec<RenewRequest> = stale
                 .iter()
@@ -475,11 +477,13 @@ impl MetaKvStoreLock {
                             // (A key free again is not worth another round here: its
                             // message fails and is redelivered.)
                             Settled::NotOwner(rec) => {
-                                outcomes[i] = Some(self.held(rec, now_ms()).unwrap_or_else(|| {
-                                    Outcome::Fail(
-                                        "its lock was taken over while it was being taken".into(),
-                                    )
-                                }));
+                                outcomes[i] =
+                                    Some(self.held(rec, self.now_ms()).unwrap_or_else(|| {
+                                        Outcome::Fail(
+                                            "its lock was taken over while it was being taken"
+                                                .into(),
+                                        )
+                                    }));
                             }
                         }
                     }

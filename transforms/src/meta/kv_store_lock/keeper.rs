@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use sluice_engine::Message;
 use sluice_engine::ack::{AckSet, AckStatus, AckTag, AckToken, AckTracker, AckWatch};
+use sluice_engine::context::Clock;
 use tokio::sync::Notify;
 
 use crate::kv_store::{
@@ -176,6 +177,7 @@ struct Shared {
     resolved: Arc<Resolved>,
     pumping: tokio::sync::Mutex<()>,
     counts: Arc<LockCounts>,
+    clock: Arc<dyn Clock>,
 }
 
 /// The keys one lock instance holds (see the module documentation).
@@ -214,6 +216,7 @@ impl Keeper {
         owner: Arc<str>,
         concurrency: usize,
         counts: Arc<LockCounts>,
+        clock: Arc<dyn Clock>,
     ) -> Keeper {
         Keeper {
             shared: Arc::new(Shared {
@@ -225,6 +228,7 @@ impl Keeper {
                 resolved: Arc::new(Resolved::default()),
                 pumping: tokio::sync::Mutex::new(()),
                 counts,
+                clock,
             }),
             task: Mutex::new(None),
         }
@@ -540,7 +544,7 @@ impl Shared {
         let _one = self.pumping.lock().await;
         self.take_resolved();
         let now = Instant::now();
-        let now_ms = super::now_ms();
+        let now_ms = self.clock.now_ms();
         let mut commits = Vec::new();
         let mut releases = Vec::new();
         let mut abandons = Vec::new();

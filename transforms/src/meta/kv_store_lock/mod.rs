@@ -49,11 +49,13 @@ pub mod keys;
 mod tests;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+use sluice_engine::context::Clock;
 use sluice_engine::settings::GoDuration;
+use sluice_engine::telemetry::Telemetry;
 use sluice_engine::{
     Build, ConfigError, Key, Kind, Message, Pipeline, Transform, TransformError, Value, async_trait,
 };
@@ -134,10 +136,6 @@ pub struct Settings {
     pub pending_wait: Option<GoDuration>,
 }
 
-/// Messages found to be duplicates by any lock in this process, since it started: the
-/// Lambda function's `DuplicatesSkipped` metric.
-pub static DUPLICATES_SKIPPED: AtomicU64 = AtomicU64::new(0);
-
 /// The `meta_kv_store_lock` transform.
 pub struct MetaKvStoreLock {
     id: Arc<str>,
@@ -160,13 +158,11 @@ pub struct MetaKvStoreLock {
     waiting: std::sync::Mutex<Vec<acquire::Waiting>>,
     keeper: Keeper,
     counts: Arc<LockCounts>,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    /// Where the duplicates it skips are counted (the Lambda function's
+    /// `DuplicatesSkipped` metric).
+    telemetry: Arc<Telemetry>,
+    /// The wall clock leases are measured by (the build context's).
+    clock: Arc<dyn Clock>,
 }
 
 /// A name for this process and lock instance, unique and readable in the store.
@@ -240,6 +236,7 @@ impl MetaKvStoreLock {
             owner.clone(),
             concurrency,
             counts.clone(),
+            b.context().clock().clone(),
         );
         Ok(MetaKvStoreLock {
             id,
@@ -259,7 +256,14 @@ impl MetaKvStoreLock {
             waiting: std::sync::Mutex::new(Vec::new()),
             keeper,
             counts,
+            telemetry: b.context().telemetry().clone(),
+            clock: b.context().clock().clone(),
         })
+    }
+
+    /// The time now, in milliseconds since the epoch.
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     /// What the lock did so far.

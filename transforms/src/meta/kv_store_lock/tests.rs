@@ -10,12 +10,16 @@ use std::time::{Duration, Instant};
 
 use sha2::Digest;
 use sluice_engine::ack::AckStatus;
+use sluice_engine::context::{Clock, SystemClock};
 use sluice_engine::{Message, Pipeline, Transform, Value, json, testing};
 
-use super::now_ms;
 use crate::kv_store::sqlite::SqliteStore;
 use crate::kv_store::{AcquireRequest, LockStore};
 use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
+
+fn now_ms() -> i64 {
+    SystemClock.now_ms()
+}
 
 /// A lock over a fresh sqlite file, around `inner`, with extra settings merged in.
 struct Fixture {

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Value, async_trait};
 
-use super::KvPlace;
 use super::file::{Loaded, required};
-use super::item::{ItemError, ItemStore};
+use super::store::{ItemError, ItemStore};
+use crate::kv_store::KvPlace;
 
 /// Settings of the `text_file` kv store.
 #[derive(Debug, Default, Deserialize)]
@@ -33,7 +33,7 @@ impl TextFile {
     pub fn shared(place: &KvPlace<'_, '_>, settings: &Value) -> Result<Arc<Self>, ConfigError> {
         let s: Settings = place.settings(settings)?;
         let file = required(s.file).map_err(|m| place.error("file", m))?;
-        super::shared(format!("text_file:{file}"), || {
+        place.shared(format!("text_file:{file}"), || {
             Ok(TextFile {
                 lines: Loaded::new(file),
             })
@@ -71,7 +71,7 @@ impl ItemStore for TextFile {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{config_error, item_store};
+    use crate::kv_store::test_support::{config_error, item_store};
     use sluice_engine::json;
     use sluice_engine::testing::block_on;
 

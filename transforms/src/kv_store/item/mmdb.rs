@@ -15,9 +15,9 @@ use maxminddb::Reader;
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Value, async_trait};
 
-use super::KvPlace;
 use super::file::{Loaded, required};
-use super::item::{ItemError, ItemStore};
+use super::store::{ItemError, ItemStore};
+use crate::kv_store::KvPlace;
 
 /// Settings of the `mmdb` kv store.
 #[derive(Debug, Default, Deserialize)]
@@ -37,7 +37,7 @@ impl Mmdb {
     pub fn shared(place: &KvPlace<'_, '_>, settings: &Value) -> Result<Arc<Self>, ConfigError> {
         let s: Settings = place.settings(settings)?;
         let file = required(s.file).map_err(|m| place.error("file", m))?;
-        super::shared(format!("mmdb:{file}"), || {
+        place.shared(format!("mmdb:{file}"), || {
             Ok(Mmdb {
                 db: Loaded::new(file),
             })
@@ -220,8 +220,8 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::item_store;
     use super::*;
+    use crate::kv_store::test_support::item_store;
     use sluice_engine::json;
     use sluice_engine::testing::block_on;
 

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Map, Value, async_trait};
 
-use super::KvPlace;
 use super::file::{Loaded, required};
-use super::item::{ItemError, ItemStore};
+use super::store::{ItemError, ItemStore};
+use crate::kv_store::KvPlace;
 
 /// Settings of the `csv_file` kv store.
 #[derive(Debug, Default, Deserialize)]
@@ -77,7 +77,7 @@ impl CsvFile {
             ));
         }
         let id = format!("csv_file:{file}\u{0}{column}\u{0}{delimiter}\u{0}{header:?}");
-        super::shared(id, || {
+        place.shared(id, || {
             Ok(CsvFile {
                 column,
                 delimiter,
@@ -158,7 +158,7 @@ impl ItemStore for CsvFile {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{config_error, item_store};
+    use crate::kv_store::test_support::{config_error, item_store};
     use sluice_engine::json;
     use sluice_engine::testing::block_on;
 

@@ -17,9 +17,9 @@ use serde::Deserialize;
 use sluice_engine::path::Path;
 use sluice_engine::{ConfigError, Value, async_trait};
 
-use super::KvPlace;
 use super::file::{Loaded, required};
-use super::item::{ItemError, ItemStore};
+use super::store::{ItemError, ItemStore};
+use crate::kv_store::KvPlace;
 
 /// Settings of the `json_file` kv store.
 #[derive(Debug, Default, Deserialize)]
@@ -43,7 +43,7 @@ impl JsonFile {
         let s: Settings = place.settings(settings)?;
         let file = required(s.file).map_err(|m| place.error("file", m))?;
         let id = format!("json_file:{file}\u{0}{}", s.is_lines);
-        super::shared(id, || {
+        place.shared(id, || {
             Ok(JsonFile {
                 is_lines: s.is_lines,
                 docs: Loaded::new(file),
@@ -106,7 +106,7 @@ impl ItemStore for JsonFile {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{config_error, item_store};
+    use crate::kv_store::test_support::{config_error, item_store};
     use sluice_engine::json;
     use sluice_engine::testing::block_on;
 
