@@ -9,6 +9,8 @@ pub mod aggregate;
 pub mod array;
 pub mod aws;
 pub mod common;
+#[cfg(test)]
+mod compliance;
 pub mod condition;
 pub mod enrich;
 pub mod fetch;

@@ -211,10 +211,4 @@ mod tests {
         drop(out);
         assert_eq!(tr.status(), AckStatus::Delivered);
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": "aggregate_from_array"})).unwrap();
-        testing::check_compliance(t);
-    }
 }

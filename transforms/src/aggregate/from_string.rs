@@ -115,14 +115,4 @@ mod tests {
                 .all(|o| &o.metadata()[..] == b"{\"k\":1}" && o.acks().len() == 1)
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "aggregate_from_string", "settings": {"separator": "\n"}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -245,10 +245,4 @@ mod tests {
             "only the ctrl: nothing was kept, no empty message"
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": "aggregate_to_array"})).unwrap();
-        testing::check_compliance(t);
-    }
 }

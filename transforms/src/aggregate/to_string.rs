@@ -188,14 +188,4 @@ mod tests {
         drop(out);
         assert!(trackers.iter().all(|t| t.status() == AckStatus::Failed));
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "aggregate_to_string", "settings": {"separator": "\n"}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

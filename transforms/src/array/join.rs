@@ -141,14 +141,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "array_join", "settings": {"separator": ","}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

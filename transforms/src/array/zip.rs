@@ -148,9 +148,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "array_zip", json!({}));
-    }
 }

@@ -186,10 +186,4 @@ mod tests {
             "data only: object settings are unknown"
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": TYPE})).unwrap();
-        testing::check_compliance(t);
-    }
 }

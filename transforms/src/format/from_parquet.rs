@@ -455,9 +455,4 @@ mod tests {
         assert!(field_value(&Field::TimestampMillis(i64::MAX)).is_err());
         assert!(field_value(&Field::Date(i32::MAX)).is_err());
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), TYPE, json!({}));
-    }
 }

@@ -522,9 +522,4 @@ mod tests {
             );
         }
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), TYPE, json!({}));
-    }
 }

@@ -254,9 +254,4 @@ mod tests {
         let err = unzip(&bomb, 5_000).unwrap_err().to_string();
         assert!(err.contains("exceed the limit"), "{err}");
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), TYPE, json!({}));
-    }
 }

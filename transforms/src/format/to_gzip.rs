@@ -120,10 +120,4 @@ mod tests {
             .unwrap();
         assert!(built.warnings.iter().any(|w| w.message.contains("level")));
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": TYPE})).unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -141,14 +141,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "hash_md5", "settings": {"object": {"source_key": "a", "target_key": "b"}}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -111,14 +111,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "hash_sha256", "settings": {"object": {"source_key": "a", "target_key": "b"}}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -83,9 +83,4 @@ mod tests {
             &[(json!({"object": {"source_key": "a"}}), "object.target_key")],
         );
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "network_domain_registered_domain", json!({}));
-    }
 }

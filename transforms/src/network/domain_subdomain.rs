@@ -63,9 +63,4 @@ mod tests {
             assert!(e.contains(want), "{input:?}: {e}");
         }
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "network_domain_subdomain", json!({}));
-    }
 }

@@ -39,9 +39,4 @@ mod tests {
         ];
         testing::assert_single_outputs(&registry(), "network_domain_top_level_domain", &cases);
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "network_domain_top_level_domain", json!({}));
-    }
 }

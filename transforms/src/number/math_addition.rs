@@ -135,9 +135,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "number_math_addition", json!({}));
-    }
 }

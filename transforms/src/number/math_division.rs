@@ -134,9 +134,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "number_math_division", json!({}));
-    }
 }

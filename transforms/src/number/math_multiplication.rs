@@ -129,9 +129,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "number_math_multiplication", json!({}));
-    }
 }

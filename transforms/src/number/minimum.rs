@@ -136,14 +136,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "number_minimum", "settings": {"value": 1}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

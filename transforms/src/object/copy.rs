@@ -139,10 +139,4 @@ mod tests {
             assert_eq!(testing::run(t, &[input]).unwrap(), want, "{name}");
         }
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": "object_copy", "settings": {"object": {"source_key": "a", "target_key": "b"}}})).unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -133,14 +133,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "object_delete", "settings": {"object": {"source_key": "a"}}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -173,14 +173,4 @@ mod tests {
             );
         }
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "object_insert", "settings": {"object": {"target_key": "a"}, "value": {"b": 1}}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

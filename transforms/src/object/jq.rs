@@ -463,9 +463,4 @@ mod tests {
             assert!(err.contains(want), "{settings}: {err}");
         }
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), TYPE, json!({"filter": "."}));
-    }
 }

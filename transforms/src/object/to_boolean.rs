@@ -124,14 +124,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "object_to_boolean", "settings": {"object": {"source_key": "a", "target_key": "b"}}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -128,14 +128,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "object_to_float", "settings": {"object": {"source_key": "a", "target_key": "b"}}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

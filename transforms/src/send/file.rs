@@ -302,15 +302,4 @@ mod tests {
             assert!(e.contains("file_path"), "{e}");
         }
     }
-
-    #[test]
-    fn compliance() {
-        let dir = TempDir::new();
-        let t = testing::build(
-            &registry(),
-            json!({"type": "send_file", "settings": {"file_path": {"prefix": dir.path(), "uuid": true}}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

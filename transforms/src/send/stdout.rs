@@ -206,10 +206,4 @@ mod tests {
         let e = testing::build(&r, bad).err().unwrap().to_string();
         assert!(e.contains("batch.duration"), "{e}");
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": "send_stdout"})).unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -196,14 +196,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "string_append", "settings": {"suffix": "x"}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -278,16 +278,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        for pattern in [r"(\w+)", r"(?P<w>\w+)"] {
-            let t = testing::build(
-                &registry(),
-                json!({"type": "string_capture", "settings": {"pattern": pattern}}),
-            )
-            .unwrap();
-            testing::check_compliance(t);
-        }
-    }
 }

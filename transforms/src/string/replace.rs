@@ -184,14 +184,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "string_replace", "settings": {"pattern": "a", "replacement": "b"}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -142,14 +142,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "string_split", "settings": {"separator": ","}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

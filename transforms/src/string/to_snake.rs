@@ -113,9 +113,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "string_to_snake", json!({}));
-    }
 }

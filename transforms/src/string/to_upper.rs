@@ -112,9 +112,4 @@ mod tests {
             ],
         );
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_type_compliance(&registry(), "string_to_upper", json!({}));
-    }
 }

@@ -126,10 +126,4 @@ mod tests {
         .unwrap();
         assert!(testing::run(t, &["not json"]).is_err());
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": "string_uuid"})).unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -104,14 +104,4 @@ mod tests {
             .to_string();
         assert!(e.contains("value"), "{e}");
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": "test_message", "settings": {"value": 1}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -190,14 +190,4 @@ mod tests {
             assert!(err.contains(want), "{name}: {err}");
         }
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": TYPE, "settings": {"format": "2006-01-02T15:04:05Z07:00"}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -188,14 +188,4 @@ mod tests {
             .unwrap();
         assert!(built.warnings.is_empty());
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(
-            &registry(),
-            json!({"type": TYPE, "settings": {"format": "2006-01-02"}}),
-        )
-        .unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -125,10 +125,4 @@ mod tests {
         .to_string();
         assert!(err.contains("settings.object.target_key"), "{err}");
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": TYPE})).unwrap();
-        testing::check_compliance(t);
-    }
 }

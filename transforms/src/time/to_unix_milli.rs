@@ -119,10 +119,4 @@ mod tests {
         .to_string();
         assert!(err.contains("settings.object.source_key"), "{err}");
     }
-
-    #[test]
-    fn compliance() {
-        let t = testing::build(&registry(), json!({"type": TYPE})).unwrap();
-        testing::check_compliance(t);
-    }
 }

@@ -249,15 +249,4 @@ mod tests {
         .to_string();
         assert!(err.contains("settings.batch.count"), "{err}");
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_compliance(
-            testing::build(
-                &registry(),
-                json!({"type": "utility_control", "settings": {"batch": {"count": 1}}}),
-            )
-            .unwrap(),
-        );
-    }
 }

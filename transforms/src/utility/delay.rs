@@ -96,15 +96,4 @@ mod tests {
             assert!(err.contains(want), "{err} should contain {want}");
         }
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_compliance(
-            testing::build(
-                &registry(),
-                json!({"type": "utility_delay", "settings": {"duration": "1ms"}}),
-            )
-            .unwrap(),
-        );
-    }
 }

@@ -54,11 +54,4 @@ mod tests {
         assert!(out.len() == 1 && out[0].is_ctrl());
         assert_status(&tracker, AckStatus::Delivered, "dropped on purpose");
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_compliance(
-            testing::build(&registry(), json!({"type": "utility_drop"})).unwrap(),
-        );
-    }
 }

@@ -81,15 +81,4 @@ mod tests {
         .to_string();
         assert!(err.contains("settings.message"), "{err}");
     }
-
-    #[test]
-    fn compliance() {
-        testing::check_compliance(
-            testing::build(
-                &registry(),
-                json!({"type": "utility_err", "settings": {"message": "x"}}),
-            )
-            .unwrap(),
-        );
-    }
 }
