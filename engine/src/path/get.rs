@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use crate::json::{Map, Value};
 
-use super::parse::{Comp, Kind, Multi};
+use super::syntax::{Comp, Kind, Multi, Op, Query, Rhs, Tilde};
 
 /// Evaluates `comps` on `cur`; `None` when the result does not exist.
 pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Value>> {
@@ -41,7 +41,7 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
             }
             Kind::Query { query, all: false } => {
                 cur = child(cur, |v| match v {
-                    Value::Array(a) => a.iter().find(|e| query.matches(e)),
+                    Value::Array(a) => a.iter().find(|e| matches(query, e)),
                     _ => None,
                 })?;
             }
@@ -49,7 +49,7 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
                 let Value::Array(a) = cur.as_ref() else {
                     return None;
                 };
-                let hits = a.iter().filter(|e| query.matches(e));
+                let hits = a.iter().filter(|e| matches(query, e));
                 let end = scope_end(comps, i + 1);
                 let out = if end > i + 1 {
                     map(hits, &comps[i + 1..end])
@@ -132,5 +132,70 @@ fn eval_multi(multi: &Multi, cur: &Value) -> Value {
                 .filter_map(|m| eval(&m.comps, Cow::Borrowed(cur)).map(Cow::into_owned))
                 .collect(),
         )
+    }
+}
+
+/// Whether an array element matches `query`.
+fn matches(query: &Query, elem: &Value) -> bool {
+    let got: Option<Cow<'_, Value>> = if query.lhs.is_empty() {
+        Some(Cow::Borrowed(elem))
+    } else {
+        eval(&query.lhs, Cow::Borrowed(elem))
+    };
+    let Some((op, rhs)) = &query.test else {
+        return got.is_some();
+    };
+    match rhs {
+        Rhs::Tilde(t) => {
+            let hit = match t {
+                Tilde::True => got.as_deref().is_some_and(truthy),
+                Tilde::False => !got.as_deref().is_some_and(truthy),
+                Tilde::Null => got.as_deref().is_none_or(Value::is_null),
+                Tilde::Any => got.is_some(),
+            };
+            hit == (*op == Op::Eq)
+        }
+        Rhs::Pattern(p) => match got.as_deref() {
+            Some(Value::String(s)) => p.matches(s) == (*op == Op::Like),
+            _ => false,
+        },
+        Rhs::Value(want) => match got.as_deref() {
+            Some(v) => compare(v, *op, want),
+            None => false,
+        },
+    }
+}
+
+/// GJSON's truthiness: `true`, a non-zero number, or a string that reads as true.
+pub(crate) fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => matches!(s.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True"),
+        _ => false,
+    }
+}
+
+fn compare(got: &Value, op: Op, want: &Value) -> bool {
+    use std::cmp::Ordering;
+    let ord: Option<Ordering> = match (got, want) {
+        (Value::String(a), Value::String(b)) => Some(a.as_str().cmp(b.as_str())),
+        (Value::Number(a), Value::Number(b)) => match (a.as_f64(), b.as_f64()) {
+            (Some(x), Some(y)) => x.partial_cmp(&y),
+            _ => None,
+        },
+        (Value::Bool(a), Value::Bool(b)) => Some(a.cmp(b)),
+        (Value::Null, Value::Null) => Some(Ordering::Equal),
+        _ => None,
+    };
+    let Some(ord) = ord else { return false };
+    match op {
+        Op::Eq => ord == Ordering::Equal,
+        Op::Ne => ord != Ordering::Equal,
+        Op::Lt => ord == Ordering::Less,
+        Op::Le => ord != Ordering::Greater,
+        Op::Gt => ord == Ordering::Greater,
+        Op::Ge => ord != Ordering::Less,
+        Op::Like | Op::NotLike => false,
     }
 }

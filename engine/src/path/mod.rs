@@ -21,8 +21,8 @@ use crate::json::Value;
 mod get;
 mod modifiers;
 mod parse;
-mod query;
 mod set;
+mod syntax;
 
 /// A path could not be compiled or applied.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,11 +51,11 @@ pub struct Path {
     text: String,
     this: bool,
     /// The components for reads.
-    comps: Vec<parse::Comp>,
+    comps: Vec<syntax::Comp>,
     /// Plain keys and indexes only: reads walk borrowed values without allocating.
     simple: bool,
     /// The steps for writes and deletes, or why the path cannot be written to.
-    write: Result<Vec<parse::WStep>, String>,
+    write: Result<Vec<syntax::WStep>, String>,
 }
 
 impl Path {
@@ -68,7 +68,7 @@ impl Path {
         })?;
         let simple = comps
             .iter()
-            .all(|c| !c.pipe && matches!(c.kind, parse::Kind::Key { .. }));
+            .all(|c| !c.pipe && matches!(c.kind, syntax::Kind::Key { .. }));
         let write = if this {
             Ok(Vec::new())
         } else {
@@ -101,7 +101,7 @@ impl Path {
         if self.simple {
             let mut cur = doc;
             for c in &self.comps {
-                let parse::Kind::Key { name, index, tag } = &c.kind else {
+                let syntax::Kind::Key { name, index, tag } = &c.kind else {
                     unreachable!("simple paths hold keys only")
                 };
                 cur = get::key_child(cur, name, *tag, *index)?;
@@ -133,7 +133,7 @@ impl Path {
         Ok(set::delete(self.write_steps()?, doc))
     }
 
-    fn write_steps(&self) -> Result<&[parse::WStep], PathError> {
+    fn write_steps(&self) -> Result<&[syntax::WStep], PathError> {
         self.write.as_deref().map_err(|reason| PathError::Invalid {
             path: self.text.clone(),
             reason: reason.clone(),

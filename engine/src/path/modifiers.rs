@@ -9,82 +9,9 @@ use std::collections::HashSet;
 
 use crate::json::{Map, Value};
 
-use super::parse::ParseResult;
-
-/// A compiled modifier.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Modifier {
-    This,
-    Reverse,
-    Ugly,
-    Pretty { sort_keys: bool },
-    Valid,
-    Flatten { deep: bool },
-    Join,
-    Keys,
-    Values,
-    ToStr,
-    FromStr,
-    Group,
-    Dig(String),
-    Dedupe,
-}
-
-/// Reads a boolean option from a JSON object argument.
-fn opt_bool(arg: Option<&str>, key: &str) -> ParseResult<bool> {
-    let Some(arg) = arg else { return Ok(false) };
-    let v: Value =
-        serde_json::from_str(arg).map_err(|e| format!("modifier argument {arg}: {e}"))?;
-    Ok(v.get(key).and_then(Value::as_bool).unwrap_or(false))
-}
-
-/// The modifier names sluice knows. As in GJSON, `@name` with any other name is a plain
-/// key (so `@timestamp` reads the key `@timestamp`).
-pub const NAMES: &[&str] = &[
-    "this", "reverse", "ugly", "pretty", "valid", "flatten", "join", "keys", "values", "tostr",
-    "fromstr", "group", "dig", "dedupe",
-];
+use super::syntax::Modifier;
 
 impl Modifier {
-    /// Compiles `@name` with its optional argument text.
-    pub fn parse(name: &str, arg: Option<&str>) -> ParseResult<Modifier> {
-        Ok(match name {
-            "this" => Modifier::This,
-            "reverse" => Modifier::Reverse,
-            "ugly" => Modifier::Ugly,
-            "pretty" => Modifier::Pretty {
-                sort_keys: opt_bool(arg, "sortKeys")?,
-            },
-            "valid" => Modifier::Valid,
-            "flatten" => Modifier::Flatten {
-                deep: opt_bool(arg, "deep")?,
-            },
-            // `preserve` keeps duplicate keys in GJSON's text output; a parsed object
-            // cannot hold duplicates, so both forms give the same value.
-            "join" => {
-                opt_bool(arg, "preserve")?;
-                Modifier::Join
-            }
-            "keys" => Modifier::Keys,
-            "values" => Modifier::Values,
-            "tostr" => Modifier::ToStr,
-            "fromstr" => Modifier::FromStr,
-            "group" => Modifier::Group,
-            "dig" => match arg {
-                Some(a) if !a.is_empty() => {
-                    let key = match serde_json::from_str::<Value>(a) {
-                        Ok(Value::String(s)) => s,
-                        _ => super::parse::unescape(a),
-                    };
-                    Modifier::Dig(key)
-                }
-                _ => return Err("@dig needs a key: @dig:name".into()),
-            },
-            "dedupe" => Modifier::Dedupe,
-            other => return Err(format!("unknown modifier @{other}")),
-        })
-    }
-
     /// Whether the modifier returns its input unchanged.
     pub fn is_identity(&self) -> bool {
         matches!(

@@ -7,121 +7,9 @@
 
 use crate::json::Value;
 
-use super::modifiers::Modifier;
-use super::query::Query;
-
-/// One component of a read path.
-#[derive(Debug, Clone)]
-pub(crate) struct Comp {
-    /// The component followed a `|` (not a `.`).
-    pub pipe: bool,
-    pub kind: Kind,
-}
-
-/// What a component does.
-#[derive(Debug, Clone)]
-pub(crate) enum Kind {
-    /// An object key, or an array index when `index` is set (the text is all digits).
-    Key {
-        name: Box<str>,
-        index: Option<usize>,
-        /// The key's tag ([`crate::json::key_tag`]), computed once here.
-        tag: u64,
-    },
-    /// A key with `*` / `?` wildcards: the first matching object key.
-    Wild(Pattern),
-    /// `#`: the length of an array, or (followed by `.`) a map over its elements.
-    Count,
-    /// `#(...)` (first match) or `#(...)#` (all matches).
-    Query { query: Box<Query>, all: bool },
-    /// `@name[:arg]`.
-    Modifier(Box<Modifier>),
-    /// `[a,b]` or `{a,"k":b}`.
-    Multi(Box<Multi>),
-    /// `!json`: a literal value.
-    Literal(Box<Value>),
-}
-
-/// A multipath: a new array or object built from several paths.
-#[derive(Debug, Clone)]
-pub(crate) struct Multi {
-    pub object: bool,
-    pub members: Vec<Member>,
-}
-
-/// One member of a multipath.
-#[derive(Debug, Clone)]
-pub(crate) struct Member {
-    /// The key in an object multipath (explicit, or the path's last key, or `_`).
-    pub key: Box<str>,
-    pub comps: Vec<Comp>,
-}
-
-/// A key pattern with `*` (any run) and `?` (any one character); escaped characters are
-/// literal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Pattern(Vec<Tok>);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tok {
-    Lit(char),
-    Any,
-    One,
-}
-
-impl Pattern {
-    /// Compiles glob text where `\` escapes the next character.
-    pub fn new(text: &str) -> Pattern {
-        let mut toks = Vec::with_capacity(text.len());
-        let mut chars = text.chars();
-        while let Some(c) = chars.next() {
-            toks.push(match c {
-                '\\' => Tok::Lit(chars.next().unwrap_or('\\')),
-                '*' => Tok::Any,
-                '?' => Tok::One,
-                c => Tok::Lit(c),
-            });
-        }
-        Pattern(toks)
-    }
-
-    /// Whether `s` matches the whole pattern.
-    pub fn matches(&self, s: &str) -> bool {
-        let text: smallvec::SmallVec<[char; 64]> = s.chars().collect();
-        let pat = &self.0;
-        // Iterative glob matching with backtracking to the last `*`.
-        let (mut p, mut t) = (0usize, 0usize);
-        let mut star: Option<(usize, usize)> = None;
-        while t < text.len() {
-            match pat.get(p) {
-                Some(Tok::Any) => {
-                    star = Some((p, t));
-                    p += 1;
-                }
-                Some(Tok::One) => {
-                    p += 1;
-                    t += 1;
-                }
-                Some(Tok::Lit(c)) if *c == text[t] => {
-                    p += 1;
-                    t += 1;
-                }
-                _ => match star {
-                    Some((sp, st)) => {
-                        p = sp + 1;
-                        t = st + 1;
-                        star = Some((sp, st + 1));
-                    }
-                    None => return false,
-                },
-            }
-        }
-        pat[p..].iter().all(|t| *t == Tok::Any)
-    }
-}
-
-/// A parse failure: the reason (the caller adds the path text).
-pub(crate) type ParseResult<T> = Result<T, String>;
+use super::syntax::{
+    Comp, Kind, Member, Modifier, Multi, NAMES, Op, ParseResult, Pattern, Query, Rhs, Tilde, WStep,
+};
 
 /// Compiles a read path.
 pub(crate) fn parse_read(text: &str) -> ParseResult<Vec<Comp>> {
@@ -193,7 +81,7 @@ fn parse_comp(text: &str, pos: usize) -> ParseResult<(Kind, usize)> {
         Some(b'#') if b.get(pos + 1) == Some(&b'(') => {
             let close = scan_balanced(text, pos + 1)?;
             let inner = &text[pos + 2..close - 1];
-            let query = Query::parse(inner)?;
+            let query = parse_query(inner)?;
             let (all, end) = if b.get(close) == Some(&b'#') {
                 (true, close + 1)
             } else {
@@ -283,7 +171,7 @@ fn is_modifier(text: &str, pos: usize) -> bool {
     while end < b.len() && !matches!(b[end], b'.' | b'|' | b':') {
         end += 1;
     }
-    super::modifiers::NAMES.contains(&&text[pos + 1..end])
+    NAMES.contains(&&text[pos + 1..end])
 }
 
 fn parse_modifier(text: &str, pos: usize) -> ParseResult<(Kind, usize)> {
@@ -312,7 +200,7 @@ fn parse_modifier(text: &str, pos: usize) -> ParseResult<(Kind, usize)> {
         }
         arg = Some(&text[start..end]);
     }
-    let m = Modifier::parse(name, arg)?;
+    let m = parse_modifier_args(name, arg)?;
     Ok((Kind::Modifier(Box::new(m)), end))
 }
 
@@ -481,20 +369,6 @@ pub(crate) fn json_prefix(text: &str) -> Option<(Value, usize)> {
     Some((v, end))
 }
 
-/// One step of a write path (SJSON).
-#[derive(Debug, Clone)]
-pub(crate) struct WStep {
-    /// The key as an object key (escapes removed, `:` prefix removed); stored as the map's
-    /// key type so inserting it is a copy of one word-sized value, not a new string.
-    pub name: compact_str::CompactString,
-    /// The array index, when the key is all digits and not forced to be an object key.
-    pub index: Option<usize>,
-    /// `-1` (not forced): append on set, the last element on delete.
-    pub append: bool,
-    /// The key's tag ([`crate::json::key_tag`]), computed once here.
-    pub tag: u64,
-}
-
 /// Compiles a write path; `Err` says why the path cannot be written to.
 pub(crate) fn parse_write(text: &str) -> ParseResult<Vec<WStep>> {
     let b = text.as_bytes();
@@ -522,7 +396,7 @@ pub(crate) fn parse_write(text: &str) -> ParseResult<Vec<WStep>> {
         let raw = &text[start..end];
         match raw.as_bytes().first() {
             Some(b'#') => return Err("'#' (count or query) cannot be written to".into()),
-            Some(b'@') if raw.len() > 1 && super::modifiers::NAMES.contains(&&raw[1..]) => {
+            Some(b'@') if raw.len() > 1 && NAMES.contains(&&raw[1..]) => {
                 return Err("a modifier cannot be written to".into());
             }
             Some(b'[' | b'{') => return Err("a multipath cannot be written to".into()),
@@ -563,4 +437,144 @@ pub(crate) fn parse_write(text: &str) -> ParseResult<Vec<WStep>> {
         start = end + 1;
     }
     Ok(steps)
+}
+
+/// Compiles the text between `#(` and `)`.
+pub(crate) fn parse_query(text: &str) -> ParseResult<Query> {
+    let (pos, op, len) = match find_op(text)? {
+        Some(found) => found,
+        None => {
+            return Ok(Query {
+                lhs: parse_read(text.trim())?,
+                test: None,
+            });
+        }
+    };
+    let lhs = parse_read(text[..pos].trim())?;
+    let rhs_text = text[pos + len..].trim();
+    let rhs = match op {
+        Op::Like | Op::NotLike => {
+            let v: Value = parse_rhs_value(rhs_text);
+            match v {
+                Value::String(s) => Rhs::Pattern(Pattern::new(&s)),
+                _ => return Err(format!("'%' needs a string pattern, not {rhs_text}")),
+            }
+        }
+        _ => match rhs_text {
+            "~true" => Rhs::Tilde(Tilde::True),
+            "~false" => Rhs::Tilde(Tilde::False),
+            "~null" => Rhs::Tilde(Tilde::Null),
+            "~*" => Rhs::Tilde(Tilde::Any),
+            t if t.starts_with('~') => return Err(format!("unknown '~' value {t}")),
+            t => Rhs::Value(parse_rhs_value(t)),
+        },
+    };
+    if matches!(rhs, Rhs::Tilde(_)) && !matches!(op, Op::Eq | Op::Ne) {
+        return Err("'~' values only go with == and !=".into());
+    }
+    Ok(Query {
+        lhs,
+        test: Some((op, rhs)),
+    })
+}
+
+/// A right-hand side: a JSON value, or (unquoted text that is not JSON) a string.
+fn parse_rhs_value(t: &str) -> Value {
+    match json_prefix(t) {
+        Some((v, used)) if used == t.len() => v,
+        _ => Value::String(t.to_string()),
+    }
+}
+
+/// Finds the operator outside strings, brackets and parentheses: (offset, op, length).
+fn find_op(text: &str) -> ParseResult<Option<(usize, Op, usize)>> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'"' => {
+                i = scan_string(text, i)?;
+                continue;
+            }
+            b'(' | b'[' | b'{' => {
+                i = scan_balanced(text, i)?;
+                continue;
+            }
+            b'=' => {
+                let len = if b.get(i + 1) == Some(&b'=') { 2 } else { 1 };
+                return Ok(Some((i, Op::Eq, len)));
+            }
+            b'!' => match b.get(i + 1) {
+                Some(b'=') => return Ok(Some((i, Op::Ne, 2))),
+                Some(b'%') => return Ok(Some((i, Op::NotLike, 2))),
+                _ => {}
+            },
+            b'<' => {
+                return Ok(Some(if b.get(i + 1) == Some(&b'=') {
+                    (i, Op::Le, 2)
+                } else {
+                    (i, Op::Lt, 1)
+                }));
+            }
+            b'>' => {
+                return Ok(Some(if b.get(i + 1) == Some(&b'=') {
+                    (i, Op::Ge, 2)
+                } else {
+                    (i, Op::Gt, 1)
+                }));
+            }
+            b'%' => return Ok(Some((i, Op::Like, 1))),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(None)
+}
+
+/// Compiles `@name` with its optional argument text.
+fn parse_modifier_args(name: &str, arg: Option<&str>) -> ParseResult<Modifier> {
+    Ok(match name {
+        "this" => Modifier::This,
+        "reverse" => Modifier::Reverse,
+        "ugly" => Modifier::Ugly,
+        "pretty" => Modifier::Pretty {
+            sort_keys: opt_bool(arg, "sortKeys")?,
+        },
+        "valid" => Modifier::Valid,
+        "flatten" => Modifier::Flatten {
+            deep: opt_bool(arg, "deep")?,
+        },
+        // `preserve` keeps duplicate keys in GJSON's text output; a parsed object
+        // cannot hold duplicates, so both forms give the same value.
+        "join" => {
+            opt_bool(arg, "preserve")?;
+            Modifier::Join
+        }
+        "keys" => Modifier::Keys,
+        "values" => Modifier::Values,
+        "tostr" => Modifier::ToStr,
+        "fromstr" => Modifier::FromStr,
+        "group" => Modifier::Group,
+        "dig" => match arg {
+            Some(a) if !a.is_empty() => {
+                let key = match serde_json::from_str::<Value>(a) {
+                    Ok(Value::String(s)) => s,
+                    _ => unescape(a),
+                };
+                Modifier::Dig(key)
+            }
+            _ => return Err("@dig needs a key: @dig:name".into()),
+        },
+        "dedupe" => Modifier::Dedupe,
+        other => return Err(format!("unknown modifier @{other}")),
+    })
+}
+
+/// Reads a boolean option from a JSON object argument.
+fn opt_bool(arg: Option<&str>, key: &str) -> ParseResult<bool> {
+    let Some(arg) = arg else { return Ok(false) };
+    let v: Value =
+        serde_json::from_str(arg).map_err(|e| format!("modifier argument {arg}: {e}"))?;
+    Ok(v.get(key).and_then(Value::as_bool).unwrap_or(false))
 }

@@ -7,7 +7,7 @@
 
 use crate::json::{Map, Value};
 
-use super::parse::WStep;
+use super::syntax::WStep;
 
 /// Why a write failed (the caller adds the path).
 pub(crate) type WriteResult<T> = Result<T, String>;
