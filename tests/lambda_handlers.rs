@@ -12,7 +12,7 @@ use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
 use sluice_cmd::lambda::telemetry::MetricsSink;
 use sluice_cmd::lambda::{Function, HandlerKind, Options};
-use sluice_engine::{Kind, Message, Pipeline, Transform, TransformError, async_trait};
+use sluice_engine::{Message, Pipeline, StatefulTransform, Transform, TransformError, async_trait};
 
 use crate::common::workspace_root;
 
@@ -25,7 +25,7 @@ struct FlakySink {
 }
 
 #[async_trait]
-impl Transform for FlakySink {
+impl StatefulTransform for FlakySink {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             let held = std::mem::take(&mut *self.held.lock().unwrap());
@@ -43,10 +43,6 @@ impl Transform for FlakySink {
         out.push(msg);
         Ok(())
     }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
-    }
 }
 
 struct Harness {
@@ -58,14 +54,14 @@ struct Harness {
 /// A function of `kind` running `transforms` (a JSON list) and then a `FlakySink`.
 fn harness(kind: HandlerKind, transforms: Value, report: bool) -> Harness {
     let registry = sluice_transforms::registry();
-    let mut steps: Vec<(Arc<str>, Arc<dyn Transform>)> = Vec::new();
+    let mut steps: Vec<(Arc<str>, Transform)> = Vec::new();
     for (i, t) in transforms.as_array().unwrap().iter().enumerate() {
         let built = sluice_engine::testing::build(&registry, t.clone()).expect("a transform");
         steps.push((Arc::from(format!("t{i}")), built));
     }
     let sink = FlakySink::default();
     let delivered = sink.delivered.clone();
-    steps.push((Arc::from("sink"), Arc::new(sink)));
+    steps.push((Arc::from("sink"), Transform::stateful(sink)));
     let metrics = Arc::new(Mutex::new(Vec::new()));
     let mut opts = Options::new(kind);
     opts.report_batch_item_failures = report;

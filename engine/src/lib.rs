@@ -36,7 +36,9 @@ pub use error::{ConfigError, ConfigWarning, TransformError};
 pub use message::{Body, Key, Message};
 pub use pipeline::Pipeline;
 pub use registry::{Build, Registry};
-pub use transform::{Condition, InPlace, Kind, Transform, transform_via_in_place};
+pub use transform::{
+    Condition, InPlace, Kind, MapTransform, StatefulTransform, StatelessTransform, Transform,
+};
 
 pub use async_trait::async_trait;
 pub use json::{Map, Number, Value};

@@ -17,22 +17,30 @@ use std::time::Instant;
 use crate::context::Context;
 use crate::error::TransformError;
 use crate::message::Message;
-use crate::transform::{InPlace, Kind, Transform};
+use crate::transform::{InPlace, Kind, StatefulTransform, Transform};
 
 /// Below this many messages per worker, splitting a batch across workers costs more than
 /// it saves.
 const MIN_CHUNK: usize = 64;
 
+/// A map or stateless transform in a segment.
 #[derive(Clone)]
 struct Step {
     id: Arc<str>,
-    transform: Arc<dyn Transform>,
-    in_place: bool,
+    transform: Transform,
+}
+
+impl Step {
+    fn in_place(&self) -> bool {
+        matches!(self.transform, Transform::Map(_))
+    }
 }
 
 enum Stage {
+    /// A run of map and stateless transforms, which each message crosses depth-first.
     Stateless(Arc<[Step]>),
-    Stateful(Step),
+    /// A stateful transform, with its id.
+    Stateful(Arc<str>, Arc<dyn StatefulTransform>),
 }
 
 /// A compiled transform list.
@@ -56,25 +64,19 @@ impl std::fmt::Debug for Pipeline {
 
 impl Pipeline {
     /// A pipeline of these transforms (id, transform), in order, on one worker.
-    pub fn new(steps: Vec<(Arc<str>, Arc<dyn Transform>)>) -> Pipeline {
+    pub fn new(steps: Vec<(Arc<str>, Transform)>) -> Pipeline {
         let len = steps.len();
         let mut stages = Vec::new();
         let mut segment: Vec<Step> = Vec::new();
         for (id, transform) in steps {
-            let in_place = transform.kind() == Kind::Stateless && transform.supports_in_place();
-            let step = Step {
-                id,
-                transform,
-                in_place,
-            };
-            match step.transform.kind() {
-                Kind::Stateless => segment.push(step),
-                Kind::Stateful => {
+            match transform {
+                Transform::Stateful(t) => {
                     if !segment.is_empty() {
                         stages.push(Stage::Stateless(std::mem::take(&mut segment).into()));
                     }
-                    stages.push(Stage::Stateful(step));
+                    stages.push(Stage::Stateful(id, t));
                 }
+                transform => segment.push(Step { id, transform }),
             }
         }
         if !segment.is_empty() {
@@ -82,7 +84,7 @@ impl Pipeline {
         }
         let in_place = match stages.as_slice() {
             [] => true,
-            [Stage::Stateless(steps)] => steps.iter().all(|s| s.in_place),
+            [Stage::Stateless(steps)] => steps.iter().all(Step::in_place),
             _ => false,
         };
         Pipeline {
@@ -124,7 +126,7 @@ impl Pipeline {
 
     /// Stateful if any of its transforms is (what a meta transform wrapping it should be).
     pub fn kind(&self) -> Kind {
-        if self.stages.iter().any(|s| matches!(s, Stage::Stateful(_))) {
+        if self.stages.iter().any(|s| matches!(s, Stage::Stateful(..))) {
             Kind::Stateful
         } else {
             Kind::Stateless
@@ -150,11 +152,10 @@ impl Pipeline {
             let mut out = Vec::with_capacity(cur.len());
             let result = match stage {
                 Stage::Stateless(steps) => self.run_stateless(steps, cur, &mut out).await,
-                Stage::Stateful(step) => step
-                    .transform
+                Stage::Stateful(id, t) => t
                     .transform_batch(cur, &mut out)
                     .await
-                    .map_err(|e| e.within(&step.id)),
+                    .map_err(|e| e.within(id)),
             };
             if let Err(e) = result {
                 fail_messages(&out, &e);
@@ -214,21 +215,21 @@ impl Pipeline {
         }
     }
 
-    /// Discards what every stateful transform holds (see [`Transform::abort`]).
+    /// Discards what every stateful transform holds (see [`StatefulTransform::abort`]).
     pub async fn abort(&self, reason: &str) {
         for s in &self.stages {
-            if let Stage::Stateful(step) = s {
-                step.transform.abort(reason).await;
+            if let Stage::Stateful(_, t) = s {
+                t.abort(reason).await;
             }
         }
     }
 
     /// Lets every stateful transform finish what it owes for messages that left it (see
-    /// [`Transform::settle`]), waiting at most until `until`.
+    /// [`StatefulTransform::settle`]), waiting at most until `until`.
     pub async fn settle(&self, until: Instant) {
         for s in &self.stages {
-            if let Stage::Stateful(step) = s {
-                step.transform.settle(until).await;
+            if let Stage::Stateful(_, t) = s {
+                t.settle(until).await;
             }
         }
     }
@@ -238,7 +239,7 @@ impl Pipeline {
         self.stages
             .iter()
             .filter_map(|s| match s {
-                Stage::Stateful(step) => step.transform.deadline(),
+                Stage::Stateful(_, t) => t.deadline(),
                 Stage::Stateless(_) => None,
             })
             .min()
@@ -252,11 +253,11 @@ impl Pipeline {
             if !carry.is_empty() {
                 carry = self.apply_stages(i, i + 1, carry).await?;
             }
-            if let Stage::Stateful(step) = stage
-                && step.transform.deadline().is_some_and(|d| d <= now)
-                && let Err(e) = step.transform.expire(now, &mut carry).await
+            if let Stage::Stateful(id, t) = stage
+                && t.deadline().is_some_and(|d| d <= now)
+                && let Err(e) = t.expire(now, &mut carry).await
             {
-                let e = e.within(&step.id);
+                let e = e.within(id);
                 fail_messages(&carry, &e);
                 return Err(e);
             }
@@ -288,14 +289,14 @@ async fn run_segment(
         }
         let mut i = 0;
         let mut kept = true;
-        while i < steps.len() && steps[i].in_place {
-            match steps[i].transform.transform_in_place(&mut msg) {
-                Some(Ok(InPlace::Keep)) => i += 1,
-                Some(Ok(InPlace::Drop)) => {
+        while let Some(Transform::Map(t)) = steps.get(i).map(|s| &s.transform) {
+            match t.map(&mut msg) {
+                Ok(InPlace::Keep) => i += 1,
+                Ok(InPlace::Drop) => {
                     kept = false;
                     break;
                 }
-                Some(Err(e)) => {
+                Err(e) => {
                     let e = e.within(&steps[i].id);
                     let reason = e.to_string();
                     msg.fail_acks(&reason);
@@ -304,7 +305,6 @@ async fn run_segment(
                     }
                     return Err(e);
                 }
-                None => break,
             }
         }
         if !kept {
@@ -380,7 +380,10 @@ impl Pipeline {
             return Some(Ok(InPlace::Keep));
         };
         for step in steps.iter() {
-            match step.transform.transform_in_place(msg)? {
+            let Transform::Map(t) = &step.transform else {
+                return None;
+            };
+            match t.map(msg) {
                 Ok(InPlace::Keep) => {}
                 Ok(InPlace::Drop) => return Some(Ok(InPlace::Drop)),
                 Err(e) => return Some(Err(e.within(&step.id))),
@@ -394,13 +397,14 @@ impl Pipeline {
 mod tests {
     use super::*;
     use crate::ack::{AckStatus, AckTracker};
+    use crate::transform::{MapTransform, StatelessTransform};
     use async_trait::async_trait;
     use std::sync::Mutex;
 
     /// Appends its tag to string data.
     struct Tag(&'static str);
     #[async_trait]
-    impl Transform for Tag {
+    impl StatelessTransform for Tag {
         async fn transform(
             &self,
             mut m: Message,
@@ -416,7 +420,7 @@ mod tests {
     /// Fails on data "bad".
     struct FailOn;
     #[async_trait]
-    impl Transform for FailOn {
+    impl StatelessTransform for FailOn {
         async fn transform(
             &self,
             m: Message,
@@ -434,7 +438,7 @@ mod tests {
     #[derive(Default)]
     struct Record(Mutex<Vec<String>>);
     #[async_trait]
-    impl Transform for Record {
+    impl StatefulTransform for Record {
         async fn transform(
             &self,
             m: Message,
@@ -449,42 +453,28 @@ mod tests {
             out.push(m);
             Ok(())
         }
-        fn kind(&self) -> Kind {
-            Kind::Stateful
-        }
     }
 
     /// Appends its tag in place (the fast path).
     struct FastTag(&'static str);
-    #[async_trait]
-    impl Transform for FastTag {
-        async fn transform(
-            &self,
-            m: Message,
-            out: &mut Vec<Message>,
-        ) -> Result<(), TransformError> {
-            crate::transform::transform_via_in_place(self, m, out)
-        }
-        fn transform_in_place(&self, m: &mut Message) -> Option<Result<InPlace, TransformError>> {
+    impl MapTransform for FastTag {
+        fn map(&self, m: &mut Message) -> Result<InPlace, TransformError> {
             if &m.data()[..] == b"drop" {
-                return Some(Ok(InPlace::Drop));
+                return Ok(InPlace::Drop);
             }
             if m.data().starts_with(b"bad") {
-                return Some(Err(TransformError::failed("fast boom")));
+                return Err(TransformError::failed("fast boom"));
             }
             let s = format!("{}{}", String::from_utf8_lossy(m.data()), self.0);
             m.set_data(s.into_bytes());
-            Some(Ok(InPlace::Keep))
-        }
-        fn supports_in_place(&self) -> bool {
-            true
+            Ok(InPlace::Keep)
         }
     }
 
     /// Emits each message twice (no fast path).
     struct Twice;
     #[async_trait]
-    impl Transform for Twice {
+    impl StatelessTransform for Twice {
         async fn transform(
             &self,
             m: Message,
@@ -499,10 +489,10 @@ mod tests {
     #[tokio::test]
     async fn in_place_steps_mix_with_async_ones_without_repeating_work() {
         let pipe = p(vec![
-            Arc::new(FastTag("a")),
-            Arc::new(Twice),
-            Arc::new(FastTag("b")),
-            Arc::new(FastTag("c")),
+            Transform::map(FastTag("a")),
+            Transform::stateless(Twice),
+            Transform::map(FastTag("b")),
+            Transform::map(FastTag("c")),
         ]);
         let out = pipe
             .apply(vec![
@@ -517,7 +507,7 @@ mod tests {
         assert_eq!(data(&out), vec!["xabc".to_string(), "xabc".to_string()]);
         assert!(out.last().unwrap().is_ctrl());
         // A fast step can drop.
-        let out = p(vec![Arc::new(FastTag("a"))])
+        let out = p(vec![Transform::map(FastTag("a"))])
             .apply(vec![Message::new(&b"drop"[..])])
             .await
             .unwrap();
@@ -526,7 +516,10 @@ mod tests {
 
     #[tokio::test]
     async fn in_place_errors_name_the_step_and_fail_the_rest() {
-        let pipe = p(vec![Arc::new(FastTag("a")), Arc::new(FastTag("b"))]);
+        let pipe = p(vec![
+            Transform::map(FastTag("a")),
+            Transform::map(FastTag("b")),
+        ]);
         let (t_bad, tok_bad) = AckTracker::new();
         let (t_after, tok_after) = AckTracker::new();
         let mut bad = Message::new(&b"bad"[..]);
@@ -541,19 +534,25 @@ mod tests {
 
     #[test]
     fn whole_pipelines_report_their_in_place_path() {
-        let fast = p(vec![Arc::new(FastTag("a")), Arc::new(FastTag("b"))]);
+        let fast = p(vec![
+            Transform::map(FastTag("a")),
+            Transform::map(FastTag("b")),
+        ]);
         assert!(fast.supports_in_place());
         let mut m = Message::new(&b"x"[..]);
         assert_eq!(fast.apply_in_place(&mut m).unwrap().unwrap(), InPlace::Keep);
         assert_eq!(&m.data()[..], b"xab");
-        let mixed = p(vec![Arc::new(FastTag("a")), Arc::new(Twice)]);
+        let mixed = p(vec![
+            Transform::map(FastTag("a")),
+            Transform::stateless(Twice),
+        ]);
         assert!(!mixed.supports_in_place());
         let mut m = Message::new(&b"x"[..]);
         assert!(mixed.apply_in_place(&mut m).is_none());
         assert_eq!(&m.data()[..], b"x", "nothing ran");
     }
 
-    fn p(ts: Vec<Arc<dyn Transform>>) -> Pipeline {
+    fn p(ts: Vec<Transform>) -> Pipeline {
         Pipeline::new(
             ts.into_iter()
                 .enumerate()
@@ -572,7 +571,12 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn order_is_kept_across_workers_and_ctrl_comes_last() {
         let rec = Arc::new(Record::default());
-        let pipe = p(vec![Arc::new(Tag("a")), rec.clone(), Arc::new(Tag("b"))]).with_workers(4);
+        let pipe = p(vec![
+            Transform::stateless(Tag("a")),
+            Transform::Stateful(rec.clone()),
+            Transform::stateless(Tag("b")),
+        ])
+        .with_workers(4);
         let mut input: Vec<Message> = (0..1000)
             .map(|i| Message::new(i.to_string().into_bytes()))
             .collect();
@@ -589,7 +593,10 @@ mod tests {
 
     #[tokio::test]
     async fn errors_name_the_transform_and_fail_what_was_held() {
-        let pipe = p(vec![Arc::new(Tag("")), Arc::new(FailOn)]);
+        let pipe = p(vec![
+            Transform::stateless(Tag("")),
+            Transform::stateless(FailOn),
+        ]);
         let (t_ok, tok_ok) = AckTracker::new();
         let (t_bad, tok_bad) = AckTracker::new();
         let (t_after, tok_after) = AckTracker::new();
@@ -610,7 +617,7 @@ mod tests {
 
     #[tokio::test]
     async fn stateless_transforms_never_see_ctrl() {
-        let pipe = p(vec![Arc::new(FailOn)]);
+        let pipe = p(vec![Transform::stateless(FailOn)]);
         let out = pipe.apply(vec![Message::ctrl()]).await.unwrap();
         assert!(out[0].is_ctrl());
         assert_eq!(pipe.kind(), Kind::Stateless);

@@ -17,7 +17,7 @@ use crate::context::Context;
 use crate::error::{ConfigError, ConfigWarning};
 use crate::message::Key;
 use crate::pipeline::Pipeline;
-use crate::transform::{Condition, Transform};
+use crate::transform::{Condition, MapTransform, StatefulTransform, StatelessTransform, Transform};
 
 /// Config JSON: what Jsonnet produces (`serde_json::Value`), or a message value used as
 /// config (in tests, built with [`crate::json!`]).
@@ -39,7 +39,8 @@ impl ConfigJson for crate::json::Value {
 }
 
 /// Builds a transform from its settings.
-pub type TransformCtor = fn(&Build<'_>) -> Result<Arc<dyn Transform>, ConfigError>;
+pub type TransformCtor =
+    Arc<dyn Fn(&Build<'_>) -> Result<Transform, ConfigError> + Send + Sync + 'static>;
 /// Builds a condition from its settings.
 pub type ConditionCtor = fn(&Build<'_>) -> Result<Arc<dyn Condition>, ConfigError>;
 
@@ -56,10 +57,42 @@ impl Registry {
         Self::default()
     }
 
-    /// Registers a transform type.
-    pub fn transform(&mut self, name: &str, ctor: TransformCtor) -> &mut Self {
-        self.transforms.insert(name.to_string(), ctor);
+    /// Registers a transform type whose constructor says which kind it builds (a transform
+    /// whose kind depends on its settings, such as a meta transform around a list).
+    pub fn transform(
+        &mut self,
+        name: &str,
+        ctor: impl Fn(&Build<'_>) -> Result<Transform, ConfigError> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.transforms.insert(name.to_string(), Arc::new(ctor));
         self
+    }
+
+    /// Registers a [`MapTransform`] transform type built by `build`.
+    pub fn map<T: MapTransform>(
+        &mut self,
+        name: &str,
+        build: fn(&Build<'_>) -> Result<T, ConfigError>,
+    ) -> &mut Self {
+        self.transform(name, move |b| build(b).map(Transform::map))
+    }
+
+    /// Registers a [`StatelessTransform`] transform type built by `build`.
+    pub fn stateless<T: StatelessTransform>(
+        &mut self,
+        name: &str,
+        build: fn(&Build<'_>) -> Result<T, ConfigError>,
+    ) -> &mut Self {
+        self.transform(name, move |b| build(b).map(Transform::stateless))
+    }
+
+    /// Registers a [`StatefulTransform`] transform type built by `build`.
+    pub fn stateful<T: StatefulTransform>(
+        &mut self,
+        name: &str,
+        build: fn(&Build<'_>) -> Result<T, ConfigError>,
+    ) -> &mut Self {
+        self.transform(name, move |b| build(b).map(Transform::stateful))
     }
 
     /// Registers a condition type.
@@ -107,7 +140,7 @@ impl Registry {
         &self,
         cfg: &impl ConfigJson,
         location: &str,
-    ) -> Result<Built<Arc<dyn Transform>>, ConfigError> {
+    ) -> Result<Built<Transform>, ConfigError> {
         self.build_transform_in(&Context::new(), cfg, location)
     }
 
@@ -117,7 +150,7 @@ impl Registry {
         ctx: &Arc<Context>,
         cfg: &impl ConfigJson,
         location: &str,
-    ) -> Result<Built<Arc<dyn Transform>>, ConfigError> {
+    ) -> Result<Built<Transform>, ConfigError> {
         let b = Builder::new(self, ctx);
         let (_, t) = b.one(&cfg.to_config(), location)?;
         Ok(b.done(t))
@@ -270,11 +303,7 @@ impl<'a> Build<'a> {
     }
 
     /// Builds a single transform found in `field` (e.g. an auxiliary transform).
-    pub fn transform(
-        &self,
-        field: &str,
-        cfg: &impl ConfigJson,
-    ) -> Result<Arc<dyn Transform>, ConfigError> {
+    pub fn transform(&self, field: &str, cfg: &impl ConfigJson) -> Result<Transform, ConfigError> {
         self.builder
             .one(
                 &cfg.to_config(),
@@ -405,11 +434,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn one(
-        &self,
-        cfg: &Value,
-        location: &str,
-    ) -> Result<(Arc<str>, Arc<dyn Transform>), ConfigError> {
+    fn one(&self, cfg: &Value, location: &str) -> Result<(Arc<str>, Transform), ConfigError> {
         let (type_name, mut settings) = split_config(cfg, location, "transform")?;
         let id = take_id(&mut settings, type_name);
         let ctor = self

@@ -23,7 +23,7 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 }
 
 /// Builds one transform from `{type, settings}`.
-pub fn build(registry: &Registry, cfg: impl ConfigJson) -> Result<Arc<dyn Transform>, ConfigError> {
+pub fn build(registry: &Registry, cfg: impl ConfigJson) -> Result<Transform, ConfigError> {
     registry
         .build_transform(&cfg, "transforms[0]")
         .map(|b| b.value)
@@ -35,7 +35,7 @@ pub fn build_in(
     registry: &Registry,
     ctx: &Arc<Context>,
     cfg: impl ConfigJson,
-) -> Result<Arc<dyn Transform>, ConfigError> {
+) -> Result<Transform, ConfigError> {
     registry
         .build_transform_in(ctx, &cfg, "transforms[0]")
         .map(|b| b.value)
@@ -48,7 +48,7 @@ pub fn build_pipeline(registry: &Registry, cfg: impl ConfigJson) -> Result<Pipel
 
 /// Runs `inputs` and then one ctrl through a transform (as a one-step pipeline) and returns
 /// the data outputs as strings.
-pub fn run(t: Arc<dyn Transform>, inputs: &[&str]) -> Result<Vec<String>, TransformError> {
+pub fn run(t: Transform, inputs: &[&str]) -> Result<Vec<String>, TransformError> {
     let p = Pipeline::new(vec![(Arc::from("under_test"), t)]);
     run_pipeline(&p, inputs)
 }
@@ -77,7 +77,7 @@ pub fn run_pipeline(p: &Pipeline, inputs: &[&str]) -> Result<Vec<String>, Transf
 
 /// Asserts the behaviour every transform shares: a ctrl message comes out exactly once and
 /// last, and non-JSON or empty data does not panic.
-pub fn check_compliance(t: Arc<dyn Transform>) {
+pub fn check_compliance(t: Transform) {
     let p = check_ctrl_compliance(t);
     for data in [&b"not json"[..], b"", b"{}", b"[]", b"\xff\xfe"] {
         let _ = block_on(p.apply(vec![Message::new(data.to_vec()), Message::ctrl()]));
@@ -86,8 +86,10 @@ pub fn check_compliance(t: Arc<dyn Transform>) {
 
 /// The part of [`check_compliance`] that needs no data, so no I/O: a lone ctrl comes out
 /// exactly once, and a stateless transform holds no batch. Returns the one-step pipeline.
-pub fn check_ctrl_compliance(t: Arc<dyn Transform>) -> Pipeline {
-    let p = Pipeline::new(vec![(Arc::from("under_test"), t.clone())]);
+pub fn check_ctrl_compliance(t: Transform) -> Pipeline {
+    let kind = t.kind();
+    let deadline = t.deadline();
+    let p = Pipeline::new(vec![(Arc::from("under_test"), t)]);
     let out = block_on(p.apply(vec![Message::ctrl()])).expect("a lone ctrl must not fail");
     let ctrls = out.iter().filter(|m| m.is_ctrl()).count();
     assert_eq!(ctrls, 1, "exactly one ctrl must come out");
@@ -95,11 +97,8 @@ pub fn check_ctrl_compliance(t: Arc<dyn Transform>) -> Pipeline {
         out.last().is_some_and(|m| m.is_ctrl()),
         "the ctrl must come out last"
     );
-    if t.kind() == Kind::Stateless {
-        assert!(
-            t.deadline().is_none(),
-            "stateless transforms hold no batches"
-        );
+    if kind == Kind::Stateless {
+        assert!(deadline.is_none(), "stateless transforms hold no batches");
     }
     p
 }

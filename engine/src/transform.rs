@@ -1,15 +1,25 @@
-//! The `Transform` and `Condition` traits: the one abstraction everything is built from.
+//! The three kinds of pipeline stage, and the [`Condition`] trait.
 //!
 //! As in Substation, sources' records, enrichment, routing, error handling, deduplication and
 //! sends are all transforms in one flat, ordered list. A transform takes a message and emits
-//! zero (drop), one, or many (fan-out) messages.
+//! zero (drop), one, or many (fan-out) messages. What it may do decides its kind, one small
+//! trait each (as Vector separates function, synchronous and task transforms):
 //!
-//! Two kinds exist because of ordering and concurrency. A *stateless* transform treats each
-//! data message on its own, so the pipeline may run it on many messages at once and never
-//! hands it ctrl messages (they pass it unchanged). A *stateful* transform (batches, sends,
-//! aggregates, the lock) sees every message, ctrl included, one at a time and in input
-//! order, so what it emits or sends keeps the order of its input.
+//! - [`MapTransform`]: changes one message in place, synchronously, without I/O (most single-value
+//!   transforms). The pipeline calls it directly on each message, with no async call and no
+//!   output list.
+//! - [`StatelessTransform`]: treats each data message on its own, asynchronously (I/O, fan-out). The
+//!   pipeline may run it on many messages at once.
+//! - [`StatefulTransform`]: keeps state across messages (batches, sends, aggregates, the lock). It
+//!   sees every message, ctrl included, one at a time and in input order, so what it emits
+//!   or sends keeps the order of its input; it has deadlines, and is told to abort and to
+//!   settle.
+//!
+//! Map and stateless transforms never see ctrl messages (they pass them unchanged). The
+//! registry builds a [`Transform`], which says which kind it is, and the pipeline
+//! dispatches on it.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -17,16 +27,7 @@ use async_trait::async_trait;
 use crate::error::TransformError;
 use crate::message::Message;
 
-/// Whether a transform keeps state across messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Each data message on its own; never sees ctrl; may run concurrently.
-    Stateless,
-    /// Sees data and ctrl messages, one at a time, in order.
-    Stateful,
-}
-
-/// What an in-place transform did with a message (see [`Transform::transform_in_place`]).
+/// What a [`MapTransform`] did with a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InPlace {
     /// The message (possibly changed) goes on.
@@ -35,36 +36,28 @@ pub enum InPlace {
     Drop,
 }
 
-/// A step of a pipeline.
+/// A transform that changes one data message in place, synchronously and without I/O.
+pub trait MapTransform: Send + Sync + 'static {
+    /// Changes `msg`; says whether it goes on.
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError>;
+}
+
+/// A transform that treats each data message on its own, asynchronously.
 #[async_trait]
-pub trait Transform: Send + Sync + 'static {
-    /// Processes one message, pushing what it emits to `out`.
-    ///
-    /// Stateless transforms are only given data messages. Stateful ones get ctrl messages
-    /// too and must emit the ctrl (after anything they flush) so it reaches later stages.
+pub trait StatelessTransform: Send + Sync + 'static {
+    /// Processes one data message, pushing what it emits to `out`.
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError>;
+}
+
+/// A transform that keeps state across messages and sees them all, ctrl included, in order.
+#[async_trait]
+pub trait StatefulTransform: Send + Sync + 'static {
+    /// Processes one message, pushing what it emits to `out`. A ctrl message must be
+    /// emitted too, after anything it flushes, so it reaches later stages.
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError>;
 
-    /// The synchronous fast path of a stateless transform that changes one message in place
-    /// and does no I/O: the pipeline calls it directly, without an async call or output list.
-    /// `None` means the transform has no such path and [`Transform::transform`] is used. A
-    /// transform that has it implements `transform` with [`transform_via_in_place`].
-    fn transform_in_place(&self, _msg: &mut Message) -> Option<Result<InPlace, TransformError>> {
-        None
-    }
-
-    /// Whether [`Transform::transform_in_place`] always returns `Some` for data messages.
-    /// A transform that overrides one overrides both.
-    fn supports_in_place(&self) -> bool {
-        false
-    }
-
-    /// Whether the transform keeps state; see [`Kind`].
-    fn kind(&self) -> Kind {
-        Kind::Stateless
-    }
-
     /// Processes messages in order. The lock overrides this to overlap its lock-store calls;
-    /// the default calls [`Transform::transform`] on each message in turn. On error, the
+    /// the default calls [`StatefulTransform::transform`] on each message in turn. On error, the
     /// messages not yet processed are marked failed.
     async fn transform_batch(
         &self,
@@ -115,23 +108,163 @@ pub trait Transform: Send + Sync + 'static {
     async fn settle(&self, _until: Instant) {}
 }
 
-/// `Transform::transform` for a transform whose work is in
-/// [`Transform::transform_in_place`].
-pub fn transform_via_in_place<T: Transform + ?Sized>(
-    t: &T,
-    mut msg: Message,
-    out: &mut Vec<Message>,
-) -> Result<(), TransformError> {
-    match t.transform_in_place(&mut msg) {
-        Some(Ok(InPlace::Keep)) => {
-            out.push(msg);
-            Ok(())
+/// Whether a transform keeps state across messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A [`MapTransform`] or a [`StatelessTransform`] transform: each data message on its own; never sees
+    /// ctrl; may run concurrently.
+    Stateless,
+    /// A [`StatefulTransform`] transform: sees data and ctrl messages, one at a time, in order.
+    Stateful,
+}
+
+/// A built transform: which kind it is, and the transform. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub enum Transform {
+    /// See [`MapTransform`].
+    Map(Arc<dyn MapTransform>),
+    /// See [`StatelessTransform`].
+    Stateless(Arc<dyn StatelessTransform>),
+    /// See [`StatefulTransform`].
+    Stateful(Arc<dyn StatefulTransform>),
+}
+
+impl std::fmt::Debug for Transform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transform::Map(_) => "Transform::Map",
+            Transform::Stateless(_) => "Transform::Stateless",
+            Transform::Stateful(_) => "Transform::Stateful",
+        })
+    }
+}
+
+impl Transform {
+    /// A map transform.
+    pub fn map(t: impl MapTransform) -> Transform {
+        Transform::Map(Arc::new(t))
+    }
+
+    /// A stateless transform.
+    pub fn stateless(t: impl StatelessTransform) -> Transform {
+        Transform::Stateless(Arc::new(t))
+    }
+
+    /// A stateful transform.
+    pub fn stateful(t: impl StatefulTransform) -> Transform {
+        Transform::Stateful(Arc::new(t))
+    }
+
+    /// `t` as a stateful transform when `stateful`, else as a stateless one (which is then
+    /// given data messages only): for a transform whose kind depends on its settings, such
+    /// as a meta transform, stateful only around a stateful list.
+    pub fn stateful_if(stateful: bool, t: impl StatefulTransform) -> Transform {
+        if stateful {
+            Transform::stateful(t)
+        } else {
+            Transform::stateless(AsStateless(t))
         }
-        Some(Ok(InPlace::Drop)) => Ok(()),
-        Some(Err(e)) => Err(e),
-        None => Err(TransformError::failed(
-            "transform_via_in_place on a transform without an in-place path",
-        )),
+    }
+
+    /// Whether it keeps state; see [`Kind`].
+    pub fn kind(&self) -> Kind {
+        match self {
+            Transform::Map(_) | Transform::Stateless(_) => Kind::Stateless,
+            Transform::Stateful(_) => Kind::Stateful,
+        }
+    }
+
+    /// Processes one message, pushing what it emits to `out`: what a caller outside the
+    /// pipeline (a test, a meta transform's auxiliary transform) uses whatever the kind.
+    /// A ctrl message passes a map or stateless transform unchanged.
+    pub async fn transform(
+        &self,
+        mut msg: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        match self {
+            Transform::Map(t) => {
+                if msg.is_ctrl() || t.map(&mut msg)? == InPlace::Keep {
+                    out.push(msg);
+                }
+                Ok(())
+            }
+            Transform::Stateless(t) => {
+                if msg.is_ctrl() {
+                    out.push(msg);
+                    Ok(())
+                } else {
+                    t.transform(msg, out).await
+                }
+            }
+            Transform::Stateful(t) => t.transform(msg, out).await,
+        }
+    }
+
+    /// Processes messages in order (see [`StatefulTransform::transform_batch`]); the other
+    /// kinds one message at a time. On error, the messages not yet processed are marked
+    /// failed.
+    pub async fn transform_batch(
+        &self,
+        msgs: Vec<Message>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        if let Transform::Stateful(t) = self {
+            return t.transform_batch(msgs, out).await;
+        }
+        let mut rest = msgs.into_iter();
+        while let Some(m) = rest.next() {
+            let acks = m.acks().clone();
+            if let Err(e) = self.transform(m, out).await {
+                let reason = e.to_string();
+                crate::ack::fail_all(&acks, &reason);
+                for r in rest {
+                    r.fail_acks(&reason);
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// When the oldest batch it holds reaches its maximum age (stateful transforms only).
+    pub fn deadline(&self) -> Option<Instant> {
+        match self {
+            Transform::Stateful(t) => t.deadline(),
+            _ => None,
+        }
+    }
+
+    /// See [`StatefulTransform::expire`]; nothing for the other kinds.
+    pub async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        match self {
+            Transform::Stateful(t) => t.expire(now, out).await,
+            _ => Ok(()),
+        }
+    }
+
+    /// See [`StatefulTransform::abort`]; nothing for the other kinds.
+    pub async fn abort(&self, reason: &str) {
+        if let Transform::Stateful(t) = self {
+            t.abort(reason).await;
+        }
+    }
+
+    /// See [`StatefulTransform::settle`]; nothing for the other kinds.
+    pub async fn settle(&self, until: Instant) {
+        if let Transform::Stateful(t) = self {
+            t.settle(until).await;
+        }
+    }
+}
+
+/// A [`StatefulTransform`] whose settings make it stateless (see [`Transform::stateful_if`]).
+struct AsStateless<T>(T);
+
+#[async_trait]
+impl<T: StatefulTransform> StatelessTransform for AsStateless<T> {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        self.0.transform(msg, out).await
     }
 }
 

@@ -110,17 +110,6 @@ impl Io {
     }
 }
 
-/// Registers a transform whose constructor is `T::build`.
-#[macro_export]
-macro_rules! ctor {
-    ($t:ty) => {
-        |b: &sluice_engine::Build<'_>| {
-            <$t>::build(b)
-                .map(|t| std::sync::Arc::new(t) as std::sync::Arc<dyn sluice_engine::Transform>)
-        }
-    };
-}
-
 /// Registers a condition whose constructor is `T::build`.
 #[macro_export]
 macro_rules! cnd_ctor {
@@ -128,36 +117,6 @@ macro_rules! cnd_ctor {
         |b: &sluice_engine::Build<'_>| {
             <$t>::build(b)
                 .map(|t| std::sync::Arc::new(t) as std::sync::Arc<dyn sluice_engine::Condition>)
-        }
-    };
-}
-
-/// Implements [`Transform`](sluice_engine::Transform) for a stateless transform whose work is
-/// its inherent `fn apply(&self, msg: &mut Message) -> Result<(), TransformError>`: the
-/// in-place fast path (see `Transform::transform_in_place`) and the async call that wraps it.
-#[macro_export]
-macro_rules! in_place_transform {
-    ($t:ty) => {
-        #[sluice_engine::async_trait]
-        impl sluice_engine::Transform for $t {
-            async fn transform(
-                &self,
-                msg: sluice_engine::Message,
-                out: &mut Vec<sluice_engine::Message>,
-            ) -> Result<(), sluice_engine::TransformError> {
-                sluice_engine::transform_via_in_place(self, msg, out)
-            }
-
-            fn transform_in_place(
-                &self,
-                msg: &mut sluice_engine::Message,
-            ) -> Option<Result<sluice_engine::InPlace, sluice_engine::TransformError>> {
-                Some(self.apply(msg).map(|()| sluice_engine::InPlace::Keep))
-            }
-
-            fn supports_in_place(&self) -> bool {
-                true
-            }
         }
     };
 }

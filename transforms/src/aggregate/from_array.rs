@@ -14,7 +14,8 @@
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Body, Build, ConfigError, Key, Message, Transform, TransformError, Value, async_trait, value,
+    Body, Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait,
+    value,
 };
 
 /// Settings of `aggregate_from_array`.
@@ -48,7 +49,7 @@ impl AggregateFromArray {
 }
 
 #[async_trait]
-impl Transform for AggregateFromArray {
+impl StatelessTransform for AggregateFromArray {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let Some(src) = &self.source else {
             let Some(Value::Array(items)) = msg.data_value() else {

@@ -8,7 +8,9 @@
 
 use bytes::Bytes;
 use serde::Deserialize;
-use sluice_engine::{Body, Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{
+    Body, Build, ConfigError, Message, StatelessTransform, TransformError, async_trait,
+};
 
 /// Settings of `aggregate_from_string`.
 #[derive(Debug, Default, Deserialize)]
@@ -40,7 +42,7 @@ impl AggregateFromString {
 }
 
 #[async_trait]
-impl Transform for AggregateFromString {
+impl StatelessTransform for AggregateFromString {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let data: Bytes = msg.data().clone();
         let sep = &self.separator[..];

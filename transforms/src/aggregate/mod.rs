@@ -9,18 +9,16 @@ pub mod to_string;
 
 use sluice_engine::Registry;
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform(
+    r.stateless(
         "aggregate_from_array",
-        ctor!(from_array::AggregateFromArray),
+        from_array::AggregateFromArray::build,
     );
-    r.transform(
+    r.stateless(
         "aggregate_from_string",
-        ctor!(from_string::AggregateFromString),
+        from_string::AggregateFromString::build,
     );
-    r.transform("aggregate_to_array", ctor!(to_array::AggregateToArray));
-    r.transform("aggregate_to_string", ctor!(to_string::AggregateToString));
+    r.stateful("aggregate_to_array", to_array::AggregateToArray::build);
+    r.stateful("aggregate_to_string", to_string::AggregateToString::build);
 }

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use sluice_engine::batch::Batch;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{
-    Build, ConfigError, Key, Kind, Message, Transform, TransformError, Value, async_trait, value,
+    Build, ConfigError, Key, Message, StatefulTransform, TransformError, Value, async_trait, value,
 };
 
 use super::buffer::{Buffers, carry_acks};
@@ -98,7 +98,7 @@ impl AggregateToArray {
 }
 
 #[async_trait]
-impl Transform for AggregateToArray {
+impl StatefulTransform for AggregateToArray {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let closed = if msg.is_ctrl() {
             self.buffers.take_all()
@@ -110,10 +110,6 @@ impl Transform for AggregateToArray {
             out.push(msg);
         }
         Ok(())
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 
     fn deadline(&self) -> Option<Instant> {

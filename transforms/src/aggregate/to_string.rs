@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use sluice_engine::batch::Batch;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
-use sluice_engine::{Build, ConfigError, Kind, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatefulTransform, TransformError, async_trait};
 
 use super::buffer::{Buffers, carry_acks};
 
@@ -68,7 +68,7 @@ impl AggregateToString {
 }
 
 #[async_trait]
-impl Transform for AggregateToString {
+impl StatefulTransform for AggregateToString {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             for batch in self.buffers.take_all() {
@@ -81,10 +81,6 @@ impl Transform for AggregateToString {
             self.emit(batch, out);
         }
         Ok(())
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 
     fn deadline(&self) -> Option<Instant> {

@@ -9,7 +9,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value, value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value, value,
+};
 
 use crate::common::Io;
 
@@ -40,7 +42,11 @@ impl ArrayJoin {
     }
 }
 
-crate::in_place_transform!(ArrayJoin);
+impl MapTransform for ArrayJoin {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl ArrayJoin {
     /// The work, on the message in place.

@@ -5,10 +5,8 @@ pub mod zip;
 
 use sluice_engine::Registry;
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("array_join", ctor!(join::ArrayJoin));
-    r.transform("array_zip", ctor!(zip::ArrayZip));
+    r.map("array_join", join::ArrayJoin::build);
+    r.map("array_zip", zip::ArrayZip::build);
 }

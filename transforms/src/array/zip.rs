@@ -11,7 +11,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
 
 use crate::common::Io;
 
@@ -57,7 +57,11 @@ fn zip(rows: &[Value]) -> Vec<Value> {
     columns.into_iter().map(Value::Array).collect()
 }
 
-crate::in_place_transform!(ArrayZip);
+impl MapTransform for ArrayZip {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl ArrayZip {
     /// The work, on the message in place.

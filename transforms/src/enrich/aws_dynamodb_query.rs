@@ -37,7 +37,9 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait, value};
+use sluice_engine::{
+    Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait, value,
+};
 use tokio::sync::OnceCell;
 
 use crate::aws::dynamodb_attributes::item_json;
@@ -248,7 +250,7 @@ impl EnrichAwsDynamodbQuery {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichAwsDynamodbQuery {
+impl StatelessTransform for EnrichAwsDynamodbQuery {
     async fn transform(
         &self,
         mut msg: Message,
@@ -317,7 +319,7 @@ mod tests {
         r.transform("enrich_aws_dynamodb_query", |b: &Build<'_>| {
             let built = EnrichAwsDynamodbQuery::build(b)?;
             BUILT.with(|c| *c.borrow_mut() = Some(built));
-            EnrichAwsDynamodbQuery::build(b).map(|t| Arc::new(t) as Arc<dyn Transform>)
+            EnrichAwsDynamodbQuery::build(b).map(Transform::stateless)
         });
         testing::build(
             &r,
@@ -592,6 +594,6 @@ mod tests {
     #[test]
     fn compliance() {
         let rule = mock!(Client::query).then_output(|| page(vec![], false));
-        testing::check_compliance(Arc::new(query(settings(json!({})), &[&rule])));
+        testing::check_compliance(Transform::stateless(query(settings(json!({})), &[&rule])));
     }
 }

@@ -35,7 +35,9 @@ use aws_sdk_lambda::primitives::Blob;
 use aws_sdk_lambda::types::InvocationType;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait, value};
+use sluice_engine::{
+    Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait, value,
+};
 use tokio::sync::OnceCell;
 
 use crate::aws::lambda::{self, Function, MAX_SYNC_PAYLOAD};
@@ -185,7 +187,7 @@ fn response_value(response: &[u8]) -> Value {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichAwsLambda {
+impl StatelessTransform for EnrichAwsLambda {
     async fn transform(
         &self,
         mut msg: Message,
@@ -464,6 +466,6 @@ mod tests {
     #[test]
     fn compliance() {
         let rule = mock!(Client::invoke).then_output(|| answer("{}"));
-        testing::check_compliance(Arc::new(enrich(&[&rule])));
+        testing::check_compliance(Transform::stateless(enrich(&[&rule])));
     }
 }

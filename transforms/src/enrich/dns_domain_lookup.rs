@@ -2,7 +2,7 @@
 //! Go's `net.LookupHost` gives them to Substation: every address, IPv4 first, as strings.
 //! Settings, modes and errors are the DNS family's ([`super::dns`]).
 
-use sluice_engine::{Build, ConfigError, Message, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 
 use super::dns::{Lookup, lookup_error};
 
@@ -22,7 +22,7 @@ impl EnrichDnsDomainLookup {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichDnsDomainLookup {
+impl StatelessTransform for EnrichDnsDomainLookup {
     async fn transform(
         &self,
         mut msg: Message,

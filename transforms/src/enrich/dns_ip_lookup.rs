@@ -5,7 +5,7 @@
 
 use std::net::IpAddr;
 
-use sluice_engine::{Build, ConfigError, Message, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 
 use super::dns::{Lookup, lookup_error};
 
@@ -25,7 +25,7 @@ impl EnrichDnsIpLookup {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichDnsIpLookup {
+impl StatelessTransform for EnrichDnsIpLookup {
     async fn transform(
         &self,
         mut msg: Message,

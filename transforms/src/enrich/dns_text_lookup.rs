@@ -4,7 +4,7 @@
 //! to Substation: one string per record, its character-strings joined. Settings, modes and
 //! errors are the DNS family's ([`super::dns`]).
 
-use sluice_engine::{Build, ConfigError, Message, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 
 use super::dns::{Lookup, lookup_error};
 
@@ -24,7 +24,7 @@ impl EnrichDnsTextLookup {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichDnsTextLookup {
+impl StatelessTransform for EnrichDnsTextLookup {
     async fn transform(
         &self,
         mut msg: Message,

@@ -16,7 +16,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait};
+use sluice_engine::{
+    Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait,
+};
 
 use crate::http::{self, Endpoint, HttpOptions, RequestSettings, RetrySettings};
 
@@ -69,7 +71,7 @@ impl EnrichHttpGet {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichHttpGet {
+impl StatelessTransform for EnrichHttpGet {
     async fn transform(
         &self,
         mut msg: Message,
@@ -99,7 +101,7 @@ mod tests {
     use crate::registry;
     use sluice_engine::{json, testing};
 
-    fn build(settings: sluice_engine::Value) -> std::sync::Arc<dyn sluice_engine::Transform> {
+    fn build(settings: sluice_engine::Value) -> sluice_engine::Transform {
         testing::build(
             &registry(),
             json!({"type": "enrich_http_get", "settings": settings}),

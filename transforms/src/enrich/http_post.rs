@@ -14,7 +14,9 @@
 //! Substation (4xx is an error) is in [`crate::http`].
 
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait, value};
+use sluice_engine::{
+    Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait, value,
+};
 
 use crate::http::{self, Endpoint, HttpOptions, RequestSettings, RetrySettings};
 
@@ -89,7 +91,7 @@ impl EnrichHttpPost {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichHttpPost {
+impl StatelessTransform for EnrichHttpPost {
     async fn transform(
         &self,
         mut msg: Message,
@@ -128,7 +130,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
 
-    fn build(settings: sluice_engine::Value) -> Arc<dyn sluice_engine::Transform> {
+    fn build(settings: sluice_engine::Value) -> sluice_engine::Transform {
         testing::build(
             &registry(),
             json!({"type": "enrich_http_post", "settings": settings}),
@@ -226,7 +228,7 @@ mod tests {
         (server, n)
     }
 
-    fn post(url: String, extra: sluice_engine::Value) -> Arc<dyn sluice_engine::Transform> {
+    fn post(url: String, extra: sluice_engine::Value) -> sluice_engine::Transform {
         let mut s = json!({"url": url, "object": {"body_key": "b", "target_key": "r"}, "retry": {"delay": "1ms"}});
         if let (sluice_engine::Value::Object(m), sluice_engine::Value::Object(extra)) =
             (&mut s, extra)

@@ -8,7 +8,9 @@
 //! `close_kv_store` (false). The store is read on first use, not when the config is built.
 //! What it does differently from Substation is in [`super::kv_store`].
 
-use sluice_engine::{Build, ConfigError, Kind, Message, TransformError, Value, async_trait};
+use sluice_engine::{
+    Build, ConfigError, Kind, Message, StatefulTransform, TransformError, Value, async_trait,
+};
 
 use super::kv_store::{Common, GetSettings, failed};
 
@@ -37,7 +39,7 @@ impl EnrichKvStoreItemGet {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichKvStoreItemGet {
+impl StatefulTransform for EnrichKvStoreItemGet {
     async fn transform(
         &self,
         mut msg: Message,
@@ -56,9 +58,13 @@ impl sluice_engine::Transform for EnrichKvStoreItemGet {
         out.push(msg);
         Ok(())
     }
+}
 
-    fn kind(&self) -> Kind {
-        self.common.kind()
+impl EnrichKvStoreItemGet {
+    /// Built as a stateful transform only when what it runs is stateful.
+    pub fn into_transform(self) -> sluice_engine::Transform {
+        let stateful = self.common.kind() == Kind::Stateful;
+        sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
 

@@ -10,7 +10,9 @@
 //! here also: a message without a value at `object.target_key` stores nothing (Substation
 //! stores null, replacing what was there).
 
-use sluice_engine::{Build, ConfigError, Kind, Message, TransformError, async_trait};
+use sluice_engine::{
+    Build, ConfigError, Kind, Message, StatefulTransform, TransformError, async_trait,
+};
 
 use super::kv_store::{Common, SetSettings, Ttl, failed};
 
@@ -41,7 +43,7 @@ impl EnrichKvStoreItemSet {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichKvStoreItemSet {
+impl StatefulTransform for EnrichKvStoreItemSet {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             self.common.ctrl(msg, out).await;
@@ -59,9 +61,13 @@ impl sluice_engine::Transform for EnrichKvStoreItemSet {
         out.push(msg);
         Ok(())
     }
+}
 
-    fn kind(&self) -> Kind {
-        self.common.kind()
+impl EnrichKvStoreItemSet {
+    /// Built as a stateful transform only when what it runs is stateful.
+    pub fn into_transform(self) -> sluice_engine::Transform {
+        let stateful = self.common.kind() == Kind::Stateful;
+        sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
 

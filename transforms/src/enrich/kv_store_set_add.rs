@@ -13,7 +13,9 @@
 //! TTL leaves the set's TTL alone (Substation's DynamoDB store writes a TTL of 0, which
 //! makes DynamoDB delete the set).
 
-use sluice_engine::{Build, ConfigError, Kind, Message, TransformError, async_trait};
+use sluice_engine::{
+    Build, ConfigError, Kind, Message, StatefulTransform, TransformError, async_trait,
+};
 
 use super::kv_store::{Common, SetSettings, Ttl, failed};
 use crate::kv_store::item::set_members;
@@ -45,7 +47,7 @@ impl EnrichKvStoreSetAdd {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for EnrichKvStoreSetAdd {
+impl StatefulTransform for EnrichKvStoreSetAdd {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             self.common.ctrl(msg, out).await;
@@ -63,9 +65,13 @@ impl sluice_engine::Transform for EnrichKvStoreSetAdd {
         out.push(msg);
         Ok(())
     }
+}
 
-    fn kind(&self) -> Kind {
-        self.common.kind()
+impl EnrichKvStoreSetAdd {
+    /// Built as a stateful transform only when what it runs is stateful.
+    pub fn into_transform(self) -> sluice_engine::Transform {
+        let stateful = self.common.kind() == Kind::Stateful;
+        sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
 

@@ -17,43 +17,49 @@ pub mod kv_store_set_add;
 
 use sluice_engine::Registry;
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform(
+    r.stateless(
         "enrich_aws_dynamodb_query",
-        ctor!(aws_dynamodb_query::EnrichAwsDynamodbQuery),
+        aws_dynamodb_query::EnrichAwsDynamodbQuery::build,
     );
-    r.transform("enrich_aws_lambda", ctor!(aws_lambda::EnrichAwsLambda));
-    r.transform(
+    r.stateless("enrich_aws_lambda", aws_lambda::EnrichAwsLambda::build);
+    r.stateless(
         "enrich_dns_domain_lookup",
-        ctor!(dns_domain_lookup::EnrichDnsDomainLookup),
+        dns_domain_lookup::EnrichDnsDomainLookup::build,
     );
-    r.transform(
+    r.stateless(
         "enrich_dns_ip_lookup",
-        ctor!(dns_ip_lookup::EnrichDnsIpLookup),
+        dns_ip_lookup::EnrichDnsIpLookup::build,
     );
-    r.transform(
+    r.stateless(
         "enrich_dns_text_lookup",
-        ctor!(dns_text_lookup::EnrichDnsTextLookup),
+        dns_text_lookup::EnrichDnsTextLookup::build,
     );
     // Substation's library spells it so (its engine does not know this name).
-    r.transform(
+    r.stateless(
         "enrich_dns_txt_lookup",
-        ctor!(dns_text_lookup::EnrichDnsTextLookup),
+        dns_text_lookup::EnrichDnsTextLookup::build,
     );
-    r.transform("enrich_http_get", ctor!(http_get::EnrichHttpGet));
-    r.transform("enrich_http_post", ctor!(http_post::EnrichHttpPost));
-    let get = ctor!(kv_store_item_get::EnrichKvStoreItemGet);
-    r.transform("enrich_kv_store_item_get", get);
+    r.stateless("enrich_http_get", http_get::EnrichHttpGet::build);
+    r.stateless("enrich_http_post", http_post::EnrichHttpPost::build);
+    use kv_store_item_get::EnrichKvStoreItemGet as Get;
+    use kv_store_item_set::EnrichKvStoreItemSet as Set;
+    r.transform("enrich_kv_store_item_get", |b| {
+        Get::build(b).map(Get::into_transform)
+    });
     // Substation's deprecated names, still accepted.
-    r.transform("enrich_kv_store_get", get);
-    let set = ctor!(kv_store_item_set::EnrichKvStoreItemSet);
-    r.transform("enrich_kv_store_item_set", set);
-    r.transform("enrich_kv_store_set", set);
-    r.transform(
-        "enrich_kv_store_set_add",
-        ctor!(kv_store_set_add::EnrichKvStoreSetAdd),
-    );
+    r.transform("enrich_kv_store_get", |b| {
+        Get::build(b).map(Get::into_transform)
+    });
+    r.transform("enrich_kv_store_item_set", |b| {
+        Set::build(b).map(Set::into_transform)
+    });
+    r.transform("enrich_kv_store_set", |b| {
+        Set::build(b).map(Set::into_transform)
+    });
+    r.transform("enrich_kv_store_set_add", |b| {
+        kv_store_set_add::EnrichKvStoreSetAdd::build(b)
+            .map(kv_store_set_add::EnrichKvStoreSetAdd::into_transform)
+    });
 }

@@ -13,7 +13,7 @@ use base64::engine::DecodePaddingMode;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 
 use crate::common::Io;
 
@@ -65,7 +65,7 @@ pub fn decode(input: &[u8]) -> Result<Vec<u8>, TransformError> {
 }
 
 #[async_trait]
-impl Transform for FormatFromBase64 {
+impl StatelessTransform for FormatFromBase64 {
     async fn transform(
         &self,
         mut msg: Message,

@@ -10,7 +10,7 @@ use std::io::Read;
 
 use flate2::read::MultiGzDecoder;
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 /// The most bytes one message may decompress to.
 pub const MAX_DECOMPRESSED: u64 = 1 << 30;
@@ -73,7 +73,11 @@ pub fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, TransformError> {
     Ok(out)
 }
 
-crate::in_place_transform!(FormatFromGzip);
+impl MapTransform for FormatFromGzip {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl FormatFromGzip {
     /// The work, on the message in place.

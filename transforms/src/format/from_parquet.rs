@@ -30,8 +30,8 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
 use serde::Deserialize;
 use sluice_engine::{
-    Body, Build, ConfigError, Map, Message, Number, Transform, TransformError, Value, async_trait,
-    value,
+    Body, Build, ConfigError, Map, Message, Number, StatelessTransform, TransformError, Value,
+    async_trait, value,
 };
 
 pub use super::from_gzip::MAX_DECOMPRESSED;
@@ -221,7 +221,7 @@ fn decimal_text(d: &Decimal) -> Result<String, String> {
 }
 
 #[async_trait]
-impl Transform for FormatFromParquet {
+impl StatelessTransform for FormatFromParquet {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         for row in read_rows(msg.data().clone(), self.limit)? {
             out.push(msg.derive(Body::from_value(row)));

@@ -32,7 +32,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::Deserialize;
 use sluice_engine::ack::{AckSet, fail_all};
 use sluice_engine::{
-    Body, Build, ConfigError, Kind, Message, Transform, TransformError, async_trait,
+    Body, Build, ConfigError, Message, StatefulTransform, TransformError, async_trait,
 };
 
 /// The largest compacted value the transform holds while it waits for the rest.
@@ -217,7 +217,7 @@ impl FormatFromPrettyPrint {
 }
 
 #[async_trait]
-impl Transform for FormatFromPrettyPrint {
+impl StatefulTransform for FormatFromPrettyPrint {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let mut s = self.lock();
         self.step(&mut s, msg, out)
@@ -246,10 +246,6 @@ impl Transform for FormatFromPrettyPrint {
         Ok(())
     }
 
-    fn kind(&self) -> Kind {
-        Kind::Stateful
-    }
-
     async fn abort(&self, reason: &str) {
         self.lock().reset(reason);
     }
@@ -260,12 +256,12 @@ mod tests {
     use super::*;
     use crate::registry;
     use sluice_engine::ack::{AckStatus, AckTracker};
-    use sluice_engine::{Pipeline, json, testing};
+    use sluice_engine::{Pipeline, Transform, json, testing};
     use std::sync::Arc;
 
     const TYPE: &str = "format_from_pretty_print";
 
-    fn build() -> Arc<dyn Transform> {
+    fn build() -> Transform {
         testing::build(&registry(), json!({"type": TYPE})).unwrap()
     }
 

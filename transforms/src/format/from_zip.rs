@@ -14,7 +14,9 @@
 use std::io::{Cursor, Read};
 
 use serde::Deserialize;
-use sluice_engine::{Body, Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{
+    Body, Build, ConfigError, Message, StatelessTransform, TransformError, async_trait,
+};
 use zip::ZipArchive;
 use zip::result::ZipError;
 
@@ -100,7 +102,7 @@ pub fn unzip(data: &[u8], limit: u64) -> Result<Vec<Vec<u8>>, TransformError> {
 }
 
 #[async_trait]
-impl Transform for FormatFromZip {
+impl StatelessTransform for FormatFromZip {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         for content in unzip(msg.data(), self.limit)? {
             out.push(msg.derive(Body::from_bytes(content)));

@@ -11,21 +11,19 @@ pub mod to_gzip;
 
 use sluice_engine::Registry;
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("format_from_base64", ctor!(from_base64::FormatFromBase64));
-    r.transform("format_to_base64", ctor!(to_base64::FormatToBase64));
-    r.transform("format_from_gzip", ctor!(from_gzip::FormatFromGzip));
-    r.transform("format_to_gzip", ctor!(to_gzip::FormatToGzip));
-    r.transform(
+    r.stateless("format_from_base64", from_base64::FormatFromBase64::build);
+    r.map("format_to_base64", to_base64::FormatToBase64::build);
+    r.map("format_from_gzip", from_gzip::FormatFromGzip::build);
+    r.map("format_to_gzip", to_gzip::FormatToGzip::build);
+    r.stateless(
         "format_from_parquet",
-        ctor!(from_parquet::FormatFromParquet),
+        from_parquet::FormatFromParquet::build,
     );
-    r.transform(
+    r.stateful(
         "format_from_pretty_print",
-        ctor!(from_pretty_print::FormatFromPrettyPrint),
+        from_pretty_print::FormatFromPrettyPrint::build,
     );
-    r.transform("format_from_zip", ctor!(from_zip::FormatFromZip));
+    r.stateless("format_from_zip", from_zip::FormatFromZip::build);
 }

@@ -8,7 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
 
 use crate::common::Io;
 
@@ -35,7 +35,11 @@ impl FormatToBase64 {
     }
 }
 
-crate::in_place_transform!(FormatToBase64);
+impl MapTransform for FormatToBase64 {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl FormatToBase64 {
     /// The work, on the message in place.

@@ -8,7 +8,7 @@ use std::io::Write;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 /// Settings of `format_to_gzip` (none).
 #[derive(Debug, Default, Deserialize)]
@@ -37,7 +37,11 @@ pub fn gzip(data: &[u8]) -> Result<Vec<u8>, TransformError> {
         .map_err(|err| TransformError::external("cannot compress gzip", err))
 }
 
-crate::in_place_transform!(FormatToGzip);
+impl MapTransform for FormatToGzip {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl FormatToGzip {
     /// The work, on the message in place.

@@ -5,10 +5,8 @@ pub mod sha256;
 
 use sluice_engine::Registry;
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("hash_md5", ctor!(md5::HashMd5));
-    r.transform("hash_sha256", ctor!(sha256::HashSha256));
+    r.map("hash_md5", md5::HashMd5::build);
+    r.map("hash_sha256", sha256::HashSha256::build);
 }

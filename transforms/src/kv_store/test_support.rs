@@ -24,7 +24,7 @@ fn build(cfg: Value) -> Result<Arc<dyn ItemStore>, String> {
         let p: Probe = b.settings()?;
         let st = build_store(b, "kv_store", &p.kv_store)?;
         BUILT.with(|c| *c.borrow_mut() = Some(st));
-        Ok(Arc::new(crate::utility::drop::UtilityDrop) as Arc<dyn Transform>)
+        Ok(Transform::stateless(crate::utility::drop::UtilityDrop))
     });
     testing::build(&r, json!({"type": "probe", "settings": {"kv_store": cfg}}))
         .map_err(|e| e.to_string())?;

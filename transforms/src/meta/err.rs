@@ -31,7 +31,8 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, Pipeline, Transform, TransformError, Value, async_trait,
+    Build, ConfigError, Kind, Message, Pipeline, StatefulTransform, TransformError, Value,
+    async_trait,
 };
 
 use super::{detach, error_patterns, matches_any, push_with_one_ctrl, reattach, required_pipeline};
@@ -74,7 +75,7 @@ impl MetaErr {
 }
 
 #[async_trait]
-impl Transform for MetaErr {
+impl StatefulTransform for MetaErr {
     async fn transform(
         &self,
         mut msg: Message,
@@ -125,10 +126,6 @@ impl Transform for MetaErr {
         Ok(())
     }
 
-    fn kind(&self) -> Kind {
-        self.inner.kind()
-    }
-
     fn deadline(&self) -> Option<Instant> {
         self.inner.deadline()
     }
@@ -151,6 +148,14 @@ impl Transform for MetaErr {
 
     async fn settle(&self, until: Instant) {
         self.inner.settle(until).await;
+    }
+}
+
+impl MetaErr {
+    /// Built as a stateful transform only when what it runs is stateful.
+    pub fn into_transform(self) -> sluice_engine::Transform {
+        let stateful = self.inner.kind() == Kind::Stateful;
+        sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
 

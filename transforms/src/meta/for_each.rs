@@ -19,8 +19,8 @@ use std::time::Instant;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Body, Build, ConfigError, Key, Kind, Message, Pipeline, Transform, TransformError, Value,
-    async_trait, value,
+    Body, Build, ConfigError, Key, Kind, Message, Pipeline, StatefulTransform, TransformError,
+    Value, async_trait, value,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};
@@ -89,7 +89,7 @@ fn output_value(m: &Message) -> Value {
 }
 
 #[async_trait]
-impl Transform for MetaForEach {
+impl StatefulTransform for MetaForEach {
     async fn transform(
         &self,
         mut msg: Message,
@@ -127,10 +127,6 @@ impl Transform for MetaForEach {
         Ok(())
     }
 
-    fn kind(&self) -> Kind {
-        self.inner.kind()
-    }
-
     fn deadline(&self) -> Option<Instant> {
         self.inner.deadline()
     }
@@ -146,6 +142,14 @@ impl Transform for MetaForEach {
 
     async fn settle(&self, until: Instant) {
         self.inner.settle(until).await;
+    }
+}
+
+impl MetaForEach {
+    /// Built as a stateful transform only when what it runs is stateful.
+    pub fn into_transform(self) -> sluice_engine::Transform {
+        let stateful = self.inner.kind() == Kind::Stateful;
+        sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
 

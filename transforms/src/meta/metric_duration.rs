@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, Pipeline, Transform, TransformError, Value, async_trait,
+    Build, ConfigError, Message, Pipeline, StatefulTransform, TransformError, Value, async_trait,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};
@@ -92,7 +92,7 @@ fn fail_rest(rest: impl Iterator<Item = Message>, e: &TransformError) {
 }
 
 #[async_trait]
-impl Transform for MetaMetricDuration {
+impl StatefulTransform for MetaMetricDuration {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             return self.ctrl(msg, out).await;
@@ -133,10 +133,6 @@ impl Transform for MetaMetricDuration {
                 None => return Ok(()),
             }
         }
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 
     fn deadline(&self) -> Option<Instant> {

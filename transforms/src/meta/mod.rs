@@ -22,19 +22,25 @@ use regex::Regex;
 use sluice_engine::ack::AckSet;
 use sluice_engine::{Build, Condition, ConfigError, Message, Pipeline, Registry, Value};
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("meta_err", ctor!(err::MetaErr));
-    r.transform("meta_for_each", ctor!(for_each::MetaForEach));
-    r.transform("meta_kv_store_lock", ctor!(kv_store_lock::MetaKvStoreLock));
-    r.transform(
+    r.transform("meta_err", |b| {
+        err::MetaErr::build(b).map(err::MetaErr::into_transform)
+    });
+    r.transform("meta_for_each", |b| {
+        for_each::MetaForEach::build(b).map(for_each::MetaForEach::into_transform)
+    });
+    r.stateful("meta_kv_store_lock", kv_store_lock::MetaKvStoreLock::build);
+    r.stateful(
         "meta_metric_duration",
-        ctor!(metric_duration::MetaMetricDuration),
+        metric_duration::MetaMetricDuration::build,
     );
-    r.transform("meta_retry", ctor!(retry::MetaRetry));
-    r.transform("meta_switch", ctor!(switch::MetaSwitch));
+    r.transform("meta_retry", |b| {
+        retry::MetaRetry::build(b).map(retry::MetaRetry::into_transform)
+    });
+    r.transform("meta_switch", |b| {
+        switch::MetaSwitch::build(b).map(switch::MetaSwitch::into_transform)
+    });
 }
 
 /// Builds the inner list found in `field`, which must hold at least one transform.

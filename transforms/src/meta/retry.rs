@@ -31,8 +31,8 @@ use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
-    Build, Condition, ConfigError, Kind, Message, Pipeline, Transform, TransformError, Value,
-    async_trait,
+    Build, Condition, ConfigError, Kind, Message, Pipeline, StatefulTransform, TransformError,
+    Value, async_trait,
 };
 
 use super::{
@@ -127,7 +127,7 @@ impl MetaRetry {
 }
 
 #[async_trait]
-impl Transform for MetaRetry {
+impl StatefulTransform for MetaRetry {
     async fn transform(
         &self,
         mut msg: Message,
@@ -165,10 +165,6 @@ impl Transform for MetaRetry {
         }
     }
 
-    fn kind(&self) -> Kind {
-        self.inner.kind()
-    }
-
     fn deadline(&self) -> Option<Instant> {
         self.inner.deadline()
     }
@@ -188,6 +184,14 @@ impl Transform for MetaRetry {
 
     async fn settle(&self, until: Instant) {
         self.inner.settle(until).await;
+    }
+}
+
+impl MetaRetry {
+    /// Built as a stateful transform only when what it runs is stateful.
+    pub fn into_transform(self) -> sluice_engine::Transform {
+        let stateful = self.inner.kind() == Kind::Stateful;
+        sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
 

@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, Condition, ConfigError, InPlace, Kind, Message, Pipeline, Transform, TransformError,
-    Value, async_trait,
+    Build, Condition, ConfigError, InPlace, Kind, MapTransform, Message, Pipeline,
+    StatefulTransform, Transform, TransformError, Value, async_trait,
 };
 
 use super::{optional_condition, push_with_one_ctrl, required_pipeline};
@@ -141,33 +141,43 @@ impl MetaSwitch {
     }
 }
 
+impl MetaSwitch {
+    /// A map transform when every case's list is made of map transforms, else stateful
+    /// only when some case's list is.
+    pub fn into_transform(self) -> Transform {
+        if self.in_place {
+            Transform::map(self)
+        } else {
+            Transform::stateful_if(self.kind == Kind::Stateful, self)
+        }
+    }
+}
+
+/// The in-place path, when every case's list has one (see [`MetaSwitch::into_transform`]).
+impl MapTransform for MetaSwitch {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        match self.select(msg)? {
+            Some(i) => self.cases[i]
+                .pipeline
+                .apply_in_place(msg)
+                .unwrap_or_else(|| {
+                    Err(TransformError::failed(
+                        "meta_switch: a case's list has no in-place path",
+                    ))
+                }),
+            None => Ok(InPlace::Keep),
+        }
+    }
+}
+
 #[async_trait]
-impl Transform for MetaSwitch {
+impl StatefulTransform for MetaSwitch {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             return self.flush(msg, out).await;
         }
         let case = self.select(&msg)?;
         self.route(case, vec![msg], out).await
-    }
-
-    fn kind(&self) -> Kind {
-        self.kind
-    }
-
-    fn transform_in_place(&self, msg: &mut Message) -> Option<Result<InPlace, TransformError>> {
-        if !self.in_place {
-            return None;
-        }
-        Some(match self.select(msg) {
-            Ok(Some(i)) => self.cases[i].pipeline.apply_in_place(msg)?,
-            Ok(None) => Ok(InPlace::Keep),
-            Err(e) => Err(e),
-        })
-    }
-
-    fn supports_in_place(&self) -> bool {
-        self.in_place
     }
 
     async fn transform_batch(

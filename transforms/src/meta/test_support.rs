@@ -10,19 +10,20 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::Deserialize;
 use sluice_engine::ack::{AckStatus, AckTracker};
 use sluice_engine::{
-    Build, Condition, ConfigError, Kind, Message, Registry, Transform, TransformError, async_trait,
+    Build, Condition, ConfigError, InPlace, MapTransform, Message, Registry, StatefulTransform,
+    StatelessTransform, TransformError, async_trait,
 };
 
-use crate::{cnd_ctor, ctor};
+use crate::cnd_ctor;
 
 /// Every real transform plus the fixtures.
 pub fn registry() -> Registry {
     let mut r = crate::registry();
-    r.transform("fixture_fail", ctor!(Fail));
-    r.transform("fixture_counter", ctor!(Counter));
-    r.transform("fixture_record", ctor!(Record));
-    r.transform("fixture_send", ctor!(Send));
-    r.transform("fixture_suffix", ctor!(Suffix));
+    r.transform("fixture_fail", |b| Fail::build(b).map(Fail::into_transform));
+    r.map("fixture_counter", Counter::build);
+    r.stateful("fixture_record", Record::build);
+    r.stateful("fixture_send", Send::build);
+    r.stateless("fixture_suffix", Suffix::build);
     r.condition("fixture_contains", cnd_ctor!(Contains));
     r
 }
@@ -104,7 +105,7 @@ impl Fail {
 }
 
 #[async_trait]
-impl Transform for Fail {
+impl StatefulTransform for Fail {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let n = self.seen.fetch_add(1, Ordering::SeqCst);
         if let Some(name) = &self.s.name {
@@ -116,12 +117,13 @@ impl Transform for Fail {
         out.push(msg);
         Ok(())
     }
-    fn kind(&self) -> Kind {
-        if self.s.stateful {
-            Kind::Stateful
-        } else {
-            Kind::Stateless
-        }
+}
+
+impl Fail {
+    /// Built as a stateful transform only when what it runs is stateful.
+    pub fn into_transform(self) -> sluice_engine::Transform {
+        let stateful = self.s.stateful;
+        sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
 
@@ -134,7 +136,11 @@ impl Counter {
     }
 }
 
-crate::in_place_transform!(Counter);
+impl MapTransform for Counter {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl Counter {
     /// The work, on the message in place.
@@ -164,7 +170,7 @@ impl Record {
 }
 
 #[async_trait]
-impl Transform for Record {
+impl StatefulTransform for Record {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         note(&self.0.name, text(&msg));
         if msg.is_ctrl()
@@ -174,9 +180,6 @@ impl Transform for Record {
         }
         out.push(msg);
         Ok(())
-    }
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 }
 
@@ -211,7 +214,7 @@ impl Send {
 }
 
 #[async_trait]
-impl Transform for Send {
+impl StatefulTransform for Send {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if !msg.is_ctrl() {
             let full = {
@@ -248,9 +251,6 @@ impl Transform for Send {
         out.push(msg);
         Ok(())
     }
-    fn kind(&self) -> Kind {
-        Kind::Stateful
-    }
     async fn abort(&self, reason: &str) {
         for m in std::mem::take(&mut *self.held.lock().unwrap()) {
             m.fail_acks(reason);
@@ -275,7 +275,7 @@ impl Suffix {
 }
 
 #[async_trait]
-impl Transform for Suffix {
+impl StatelessTransform for Suffix {
     async fn transform(
         &self,
         mut msg: Message,

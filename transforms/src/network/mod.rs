@@ -12,29 +12,25 @@ pub mod domain_registered_domain;
 pub mod domain_subdomain;
 pub mod domain_top_level_domain;
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, Registry, Transform, TransformError, Value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, MapTransform, Message, Registry, Transform, TransformError, Value,
+};
 
 use crate::common::Io;
 
 /// Registers the family.
 pub fn register(r: &mut Registry) {
     r.transform("network_domain_registered_domain", |b| {
-        NetworkDomain::build(b, domain_registered_domain::part).map(into_transform)
+        NetworkDomain::build(b, domain_registered_domain::part).map(Transform::map)
     });
     r.transform("network_domain_subdomain", |b| {
-        NetworkDomain::build(b, domain_subdomain::part).map(into_transform)
+        NetworkDomain::build(b, domain_subdomain::part).map(Transform::map)
     });
     r.transform("network_domain_top_level_domain", |b| {
-        NetworkDomain::build(b, domain_top_level_domain::part).map(into_transform)
+        NetworkDomain::build(b, domain_top_level_domain::part).map(Transform::map)
     });
-}
-
-fn into_transform(t: NetworkDomain) -> Arc<dyn Transform> {
-    Arc::new(t)
 }
 
 /// Settings of the `network_domain_*` transforms.
@@ -75,7 +71,11 @@ impl NetworkDomain {
     }
 }
 
-crate::in_place_transform!(NetworkDomain);
+impl MapTransform for NetworkDomain {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 /// Go's checks before a look-up: no empty label (`a..b`, a leading or trailing dot, `""`).
 fn check_labels(domain: &str) -> Result<(), String> {

@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 use super::Math;
 use crate::common::Io;
@@ -42,7 +42,11 @@ impl NumberMathAddition {
     }
 }
 
-crate::in_place_transform!(NumberMathAddition);
+impl MapTransform for NumberMathAddition {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl NumberMathAddition {
     /// The work, on the message in place.

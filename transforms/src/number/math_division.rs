@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 use super::Math;
 use crate::common::Io;
@@ -48,7 +48,11 @@ impl NumberMathDivision {
     }
 }
 
-crate::in_place_transform!(NumberMathDivision);
+impl MapTransform for NumberMathDivision {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl NumberMathDivision {
     /// The work, on the message in place.

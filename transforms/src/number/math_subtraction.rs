@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 use super::Math;
 use crate::common::Io;
@@ -42,7 +42,11 @@ impl NumberMathSubtraction {
     }
 }
 
-crate::in_place_transform!(NumberMathSubtraction);
+impl MapTransform for NumberMathSubtraction {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl NumberMathSubtraction {
     /// The work, on the message in place.

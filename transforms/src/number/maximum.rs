@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 use crate::common::Io;
 
@@ -44,7 +44,11 @@ impl NumberMaximum {
     }
 }
 
-crate::in_place_transform!(NumberMaximum);
+impl MapTransform for NumberMaximum {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl NumberMaximum {
     /// The work, on the message in place.

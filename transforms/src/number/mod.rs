@@ -14,27 +14,26 @@ pub mod minimum;
 use sluice_engine::{Message, Registry, TransformError, Value, value};
 
 use crate::common::Io;
-use crate::ctor;
 
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("number_maximum", ctor!(maximum::NumberMaximum));
-    r.transform("number_minimum", ctor!(minimum::NumberMinimum));
-    r.transform(
+    r.map("number_maximum", maximum::NumberMaximum::build);
+    r.map("number_minimum", minimum::NumberMinimum::build);
+    r.map(
         "number_math_addition",
-        ctor!(math_addition::NumberMathAddition),
+        math_addition::NumberMathAddition::build,
     );
-    r.transform(
+    r.map(
         "number_math_subtraction",
-        ctor!(math_subtraction::NumberMathSubtraction),
+        math_subtraction::NumberMathSubtraction::build,
     );
-    r.transform(
+    r.map(
         "number_math_multiplication",
-        ctor!(math_multiplication::NumberMathMultiplication),
+        math_multiplication::NumberMathMultiplication::build,
     );
-    r.transform(
+    r.map(
         "number_math_division",
-        ctor!(math_division::NumberMathDivision),
+        math_division::NumberMathDivision::build,
     );
 }
 

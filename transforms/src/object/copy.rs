@@ -9,7 +9,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError, Value, value,
+};
 
 /// Settings of `object_copy`.
 #[derive(Debug, Default, Deserialize)]
@@ -36,7 +38,11 @@ impl ObjectCopy {
     }
 }
 
-crate::in_place_transform!(ObjectCopy);
+impl MapTransform for ObjectCopy {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl ObjectCopy {
     /// The work, on the message in place.

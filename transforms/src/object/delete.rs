@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError};
 
 /// Settings of `object_delete`.
 #[derive(Debug, Default, Deserialize)]
@@ -37,7 +37,11 @@ impl ObjectDelete {
     }
 }
 
-crate::in_place_transform!(ObjectDelete);
+impl MapTransform for ObjectDelete {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl ObjectDelete {
     /// The work, on the message in place.

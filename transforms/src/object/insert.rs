@@ -11,7 +11,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::{AnyValue, ObjectSettings};
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError, Value, value,
+};
 
 /// Settings of `object_insert`.
 #[derive(Debug, Default, Deserialize)]
@@ -61,7 +63,11 @@ fn go_numbers(v: Value) -> Value {
     }
 }
 
-crate::in_place_transform!(ObjectInsert);
+impl MapTransform for ObjectInsert {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl ObjectInsert {
     /// The work, on the message in place.
@@ -165,8 +171,7 @@ mod tests {
             ),
         ] {
             let err = testing::build(&r, json!({"type": "object_insert", "settings": settings}))
-                .err()
-                .expect("a config error");
+                .expect_err("a config error");
             assert!(
                 err.to_string().contains(&format!("settings.{field}")),
                 "{err}"

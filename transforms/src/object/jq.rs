@@ -21,7 +21,9 @@ use jaq_core::load::{Arena, File, Loader, lex, parse};
 use jaq_core::{Ctx, Vars, compile, data, load, unwrap_valr};
 use jaq_json::{Num, Val};
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Map, Message, Number, TransformError, Value, value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, Map, MapTransform, Message, Number, TransformError, Value, value,
+};
 
 /// The most values one run of the filter may produce (`range(1e9)` would otherwise fill
 /// memory).
@@ -155,7 +157,11 @@ fn describe_compile_errors(code: &str, errs: compile::Errors<&str, ()>) -> Strin
     out.join("; ")
 }
 
-crate::in_place_transform!(ObjectJq);
+impl MapTransform for ObjectJq {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl ObjectJq {
     /// Runs the filter over the data, which must be JSON.

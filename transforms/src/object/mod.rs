@@ -16,21 +16,20 @@ use std::borrow::Cow;
 use sluice_engine::{Message, Registry, Value};
 
 use crate::common::Io;
-use crate::ctor;
 
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("object_copy", ctor!(copy::ObjectCopy));
-    r.transform("object_delete", ctor!(delete::ObjectDelete));
-    r.transform("object_insert", ctor!(insert::ObjectInsert));
-    r.transform("object_jq", ctor!(jq::ObjectJq));
-    r.transform("object_to_boolean", ctor!(to_boolean::ObjectToBoolean));
-    r.transform("object_to_float", ctor!(to_float::ObjectToFloat));
-    r.transform("object_to_integer", ctor!(to_integer::ObjectToInteger));
-    r.transform("object_to_string", ctor!(to_string::ObjectToString));
-    r.transform(
+    r.map("object_copy", copy::ObjectCopy::build);
+    r.map("object_delete", delete::ObjectDelete::build);
+    r.map("object_insert", insert::ObjectInsert::build);
+    r.map("object_jq", jq::ObjectJq::build);
+    r.map("object_to_boolean", to_boolean::ObjectToBoolean::build);
+    r.map("object_to_float", to_float::ObjectToFloat::build);
+    r.map("object_to_integer", to_integer::ObjectToInteger::build);
+    r.map("object_to_string", to_string::ObjectToString::build);
+    r.map(
         "object_to_unsigned_integer",
-        ctor!(to_unsigned_integer::ObjectToUnsignedInteger),
+        to_unsigned_integer::ObjectToUnsignedInteger::build,
     );
 }
 

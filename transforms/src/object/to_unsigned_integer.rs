@@ -8,7 +8,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value, value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value, value,
+};
 
 use crate::common::Io;
 
@@ -40,7 +42,11 @@ fn convert(v: &Value) -> Value {
     Value::from(value::to_u64(v))
 }
 
-crate::in_place_transform!(ObjectToUnsignedInteger);
+impl MapTransform for ObjectToUnsignedInteger {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl ObjectToUnsignedInteger {
     /// The work, on the message in place.

@@ -213,6 +213,7 @@ mod tests {
     use aws_sdk_firehose::types::PutRecordBatchResponseEntry;
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
     use bytes::Bytes;
+    use sluice_engine::StatefulTransform;
     use sluice_engine::ack::{AckStatus, AckTracker};
     use sluice_engine::batch::BatchLimits;
     use sluice_engine::{Message, Transform, json, testing};
@@ -490,7 +491,7 @@ mod tests {
     #[test]
     fn compliance() {
         let rule = mock!(Client::put_record_batch).then_compute_output(|r| ok(r.records().len()));
-        let t = Arc::new(Sender::from_parts(
+        let t = Transform::stateful(Sender::from_parts(
             firehose(&[&rule]),
             BatchLimits::from(BatchSettings::default()),
             MAX_RECORD_BYTES,

@@ -303,6 +303,7 @@ mod tests {
     use aws_sdk_eventbridge::operation::put_events::{PutEventsInput, PutEventsOutput};
     use aws_sdk_eventbridge::types::PutEventsResultEntry;
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use sluice_engine::StatefulTransform;
     use sluice_engine::ack::{AckStatus, AckTracker};
     use sluice_engine::batch::BatchLimits;
     use sluice_engine::{Message, Transform, json, testing};
@@ -682,7 +683,7 @@ mod tests {
     #[test]
     fn compliance() {
         let rule = mock!(Client::put_events).then_compute_output(|r| ok(r.entries().len()));
-        let t = Arc::new(Sender::from_parts(
+        let t = Transform::stateful(Sender::from_parts(
             bridge(&[&rule]),
             BatchLimits::from(BatchSettings::default()).capped(MAX_ENTRIES, MAX_CALL_BYTES),
             MAX_CALL_BYTES,

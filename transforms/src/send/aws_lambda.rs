@@ -214,6 +214,7 @@ mod tests {
     use aws_sdk_lambda::operation::invoke::{InvokeInput, InvokeOutput};
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
     use bytes::Bytes;
+    use sluice_engine::StatefulTransform;
     use sluice_engine::ack::{AckStatus, AckTracker};
     use sluice_engine::batch::BatchLimits;
     use sluice_engine::{Message, Transform, json, testing};
@@ -553,7 +554,7 @@ mod tests {
     #[test]
     fn compliance() {
         let rule = mock!(Client::invoke).then_output(accepted);
-        let t = Arc::new(Sender::from_parts(
+        let t = Transform::stateful(Sender::from_parts(
             lambda_with(&[&rule], 2),
             BatchLimits::from(BatchSettings::default()),
             MAX_ASYNC_PAYLOAD,

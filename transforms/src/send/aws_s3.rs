@@ -516,6 +516,7 @@ mod tests {
     use aws_sdk_s3::operation::put_object::{PutObjectInput, PutObjectOutput};
     use aws_sdk_s3::operation::upload_part::{UploadPartInput, UploadPartOutput};
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use sluice_engine::StatefulTransform;
     use sluice_engine::ack::{AckStatus, AckTracker};
     use sluice_engine::batch::BatchLimits;
     use sluice_engine::{Message, Transform, json, testing};
@@ -912,7 +913,7 @@ mod tests {
     #[test]
     fn compliance() {
         let rule = mock!(Client::put_object).then_output(|| PutObjectOutput::builder().build());
-        let t = Arc::new(Sender::from_parts(
+        let t = Transform::stateful(Sender::from_parts(
             s3(&[&rule], MIN_PART_SIZE),
             BatchLimits::from(BatchSettings::default()),
             usize::MAX,

@@ -236,6 +236,7 @@ mod tests {
     use aws_sdk_sns::operation::publish_batch::{PublishBatchInput, PublishBatchOutput};
     use aws_sdk_sns::types::{BatchResultErrorEntry, PublishBatchResultEntry};
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use sluice_engine::StatefulTransform;
     use sluice_engine::ack::{AckStatus, AckTracker};
     use sluice_engine::batch::BatchLimits;
     use sluice_engine::{Key, Message, Transform, json, testing};
@@ -580,7 +581,7 @@ mod tests {
     #[test]
     fn compliance() {
         let rule = mock!(Client::publish_batch).then_compute_output(|r| ok(entries(r)));
-        let t = Arc::new(Sender::from_parts(
+        let t = Transform::stateful(Sender::from_parts(
             sns(&[&rule]),
             BatchLimits::from(BatchSettings::default()).capped(MAX_ENTRIES, MAX_CALL_BYTES),
             MAX_MESSAGE_BYTES,

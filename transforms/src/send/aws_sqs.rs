@@ -365,6 +365,7 @@ mod tests {
     };
     use aws_sdk_sqs::types::{BatchResultErrorEntry, SendMessageBatchResultEntry};
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use sluice_engine::StatefulTransform;
     use sluice_engine::ack::{AckStatus, AckTracker};
     use sluice_engine::batch::BatchLimits;
     use sluice_engine::{Key, Message, Transform, json, testing};
@@ -947,7 +948,7 @@ mod tests {
     #[test]
     fn compliance() {
         let rule = mock!(Client::send_message_batch).then_compute_output(|r| ok(r.entries().len()));
-        let t = Arc::new(Sender::from_parts(
+        let t = Transform::stateful(Sender::from_parts(
             sqs(&[&rule]),
             BatchLimits::from(BatchSettings::default()).capped(MAX_ENTRIES, MAX_CALL_BYTES),
             MAX_MESSAGE_BYTES,

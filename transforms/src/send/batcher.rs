@@ -49,7 +49,7 @@ use bytes::Bytes;
 use sluice_engine::batch::{Batch, BatchBuffer, BatchLimits};
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{
-    Build, ConfigError, Key, Kind, Message, Pipeline, Transform, TransformError, Value,
+    Build, ConfigError, Key, Message, Pipeline, StatefulTransform, TransformError, Value,
     async_trait, value,
 };
 
@@ -496,7 +496,7 @@ fn mark_uncertain(msgs: &[Message]) {
 }
 
 #[async_trait]
-impl<D: Destination> Transform for Sender<D> {
+impl<D: Destination> StatefulTransform for Sender<D> {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             let _gate = self.gate.lock().await;
@@ -542,10 +542,6 @@ impl<D: Destination> Transform for Sender<D> {
         }
         out.push(msg);
         Ok(())
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -1092,7 +1088,7 @@ pub(crate) mod tests {
 
     #[tokio::test(flavor = "current_thread")]
     async fn through_a_pipeline_ctrl_comes_last() {
-        let s: Arc<dyn Transform> = Arc::new(sender(limits(2, 100, 0), None));
+        let s = sluice_engine::Transform::stateful(sender(limits(2, 100, 0), None));
         let p = Pipeline::new(vec![(Arc::from("send"), s)]);
         let out = p
             .apply(vec![

@@ -110,7 +110,7 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    fn build(settings: sluice_engine::Value) -> Arc<dyn sluice_engine::Transform> {
+    fn build(settings: sluice_engine::Value) -> sluice_engine::Transform {
         testing::build(
             &registry(),
             json!({"type": "send_http_post", "settings": settings}),

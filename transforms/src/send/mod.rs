@@ -20,31 +20,29 @@ pub mod stdout;
 
 use sluice_engine::Registry;
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform(
+    r.stateful(
         "send_aws_data_firehose",
-        ctor!(aws_data_firehose::SendAwsDataFirehose),
+        aws_data_firehose::SendAwsDataFirehose::build,
     );
-    r.transform(
+    r.stateful(
         "send_aws_dynamodb_put",
-        ctor!(aws_dynamodb_put::SendAwsDynamodbPut),
+        aws_dynamodb_put::SendAwsDynamodbPut::build,
     );
-    r.transform(
+    r.stateful(
         "send_aws_eventbridge",
-        ctor!(aws_eventbridge::SendAwsEventbridge),
+        aws_eventbridge::SendAwsEventbridge::build,
     );
-    r.transform(
+    r.stateful(
         "send_aws_kinesis_data_stream",
-        ctor!(aws_kinesis_data_stream::SendAwsKinesisDataStream),
+        aws_kinesis_data_stream::SendAwsKinesisDataStream::build,
     );
-    r.transform("send_aws_sns", ctor!(aws_sns::SendAwsSns));
-    r.transform("send_aws_sqs", ctor!(aws_sqs::SendAwsSqs));
-    r.transform("send_aws_s3", ctor!(aws_s3::SendAwsS3));
-    r.transform("send_aws_lambda", ctor!(aws_lambda::SendAwsLambda));
-    r.transform("send_file", ctor!(file::SendFile));
-    r.transform("send_http_post", ctor!(http_post::SendHttpPost));
-    r.transform("send_stdout", ctor!(stdout::SendStdout));
+    r.stateful("send_aws_sns", aws_sns::SendAwsSns::build);
+    r.stateful("send_aws_sqs", aws_sqs::SendAwsSqs::build);
+    r.stateful("send_aws_s3", aws_s3::SendAwsS3::build);
+    r.stateful("send_aws_lambda", aws_lambda::SendAwsLambda::build);
+    r.stateful("send_file", file::SendFile::build);
+    r.stateful("send_http_post", http_post::SendHttpPost::build);
+    r.stateful("send_stdout", stdout::SendStdout::build);
 }

@@ -120,8 +120,9 @@ impl Sender<Stdout> {
 mod tests {
     use super::*;
     use crate::registry;
+    use sluice_engine::StatefulTransform;
     use sluice_engine::batch::BatchLimits;
-    use sluice_engine::{Message, Transform, json, testing};
+    use sluice_engine::{Message, json, testing};
     use std::time::Duration;
 
     fn sender(count: usize, aux: Option<Value>) -> (SendStdout, Arc<Mutex<Vec<u8>>>) {

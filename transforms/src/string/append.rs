@@ -11,7 +11,7 @@
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Build, ConfigError, Key, Message, Transform, TransformError, Value, async_trait, value,
+    Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait, value,
 };
 
 use crate::common::Io;
@@ -62,7 +62,7 @@ impl StringAppend {
 }
 
 #[async_trait]
-impl Transform for StringAppend {
+impl StatelessTransform for StringAppend {
     async fn transform(
         &self,
         mut msg: Message,

@@ -21,7 +21,7 @@ use regex::{Captures, Regex};
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Build, ConfigError, Key, Message, Transform, TransformError, Value, async_trait,
+    Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait,
 };
 
 use crate::common::Io;
@@ -86,7 +86,7 @@ impl StringCapture {
 }
 
 #[async_trait]
-impl Transform for StringCapture {
+impl StatelessTransform for StringCapture {
     async fn transform(
         &self,
         mut msg: Message,

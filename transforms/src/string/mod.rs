@@ -12,18 +12,17 @@ pub mod uuid;
 use sluice_engine::{Message, Registry, TransformError, Value};
 
 use crate::common::Io;
-use crate::ctor;
 
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("string_append", ctor!(append::StringAppend));
-    r.transform("string_capture", ctor!(capture::StringCapture));
-    r.transform("string_replace", ctor!(replace::StringReplace));
-    r.transform("string_split", ctor!(split::StringSplit));
-    r.transform("string_to_lower", ctor!(to_lower::StringToLower));
-    r.transform("string_to_upper", ctor!(to_upper::StringToUpper));
-    r.transform("string_to_snake", ctor!(to_snake::StringToSnake));
-    r.transform("string_uuid", ctor!(uuid::StringUuid));
+    r.stateless("string_append", append::StringAppend::build);
+    r.stateless("string_capture", capture::StringCapture::build);
+    r.map("string_replace", replace::StringReplace::build);
+    r.map("string_split", split::StringSplit::build);
+    r.map("string_to_lower", to_lower::StringToLower::build);
+    r.map("string_to_upper", to_upper::StringToUpper::build);
+    r.map("string_to_snake", to_snake::StringToSnake::build);
+    r.map("string_uuid", uuid::StringUuid::build);
 }
 
 /// Replaces the input text (the value's text, or the data) with `f` of it; a missing

@@ -13,7 +13,7 @@
 use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
 
 use crate::common::Io;
 
@@ -59,7 +59,11 @@ impl StringReplace {
     }
 }
 
-crate::in_place_transform!(StringReplace);
+impl MapTransform for StringReplace {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl StringReplace {
     /// The work, on the message in place.

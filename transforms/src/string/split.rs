@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
 
 use crate::common::Io;
 
@@ -44,7 +44,11 @@ impl StringSplit {
     }
 }
 
-crate::in_place_transform!(StringSplit);
+impl MapTransform for StringSplit {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl StringSplit {
     /// The work, on the message in place.

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 use crate::common::Io;
 
@@ -43,7 +43,11 @@ fn convert(s: &str) -> String {
     super::simple_case(s, char::to_lowercase)
 }
 
-crate::in_place_transform!(StringToLower);
+impl MapTransform for StringToLower {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl StringToLower {
     /// The work, on the message in place.

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 use crate::common::Io;
 
@@ -39,7 +39,11 @@ fn convert(s: &str) -> String {
     heck::ToSnakeCase::to_snake_case(s)
 }
 
-crate::in_place_transform!(StringToSnake);
+impl MapTransform for StringToSnake {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl StringToSnake {
     /// The work, on the message in place.

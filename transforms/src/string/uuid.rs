@@ -7,7 +7,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError, Value,
+};
 
 /// Settings of `string_uuid`.
 #[derive(Debug, Default, Deserialize)]
@@ -32,7 +34,11 @@ impl StringUuid {
     }
 }
 
-crate::in_place_transform!(StringUuid);
+impl MapTransform for StringUuid {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl StringUuid {
     /// The work, on the message in place.
@@ -116,8 +122,7 @@ mod tests {
             &r,
             json!({"type": "string_uuid", "settings": {"object": {"target_key": 5}}}),
         )
-        .err()
-        .expect("a config error");
+        .expect_err("a config error");
         assert!(err.to_string().contains("object.target_key"), "{err}");
         let t = testing::build(
             &r,

@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, Transform, TransformError, Value, async_trait, value,
+    Build, ConfigError, Message, StatefulTransform, TransformError, Value, async_trait, value,
 };
 
 /// Settings of `test_message`.
@@ -41,17 +41,13 @@ impl TestMessage {
 }
 
 #[async_trait]
-impl Transform for TestMessage {
+impl StatefulTransform for TestMessage {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             out.push(Message::new(self.data.clone()));
         }
         out.push(msg);
         Ok(())
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 }
 

@@ -4,9 +4,7 @@ pub mod message;
 
 use sluice_engine::Registry;
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("test_message", ctor!(message::TestMessage));
+    r.stateful("test_message", message::TestMessage::build);
 }

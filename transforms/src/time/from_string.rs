@@ -12,7 +12,7 @@
 use chrono_tz::Tz;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
 
 use super::layout::Layout;
 use crate::common::Io;
@@ -48,7 +48,11 @@ impl TimeFromString {
     }
 }
 
-crate::in_place_transform!(TimeFromString);
+impl MapTransform for TimeFromString {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl TimeFromString {
     /// The work, on the message in place.

@@ -9,7 +9,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
 
 use crate::common::Io;
 
@@ -36,7 +36,11 @@ impl TimeFromUnixMilli {
     }
 }
 
-crate::in_place_transform!(TimeFromUnixMilli);
+impl MapTransform for TimeFromUnixMilli {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl TimeFromUnixMilli {
     /// The work, on the message in place.

@@ -20,21 +20,20 @@ use chrono_tz::Tz;
 use sluice_engine::{Build, ConfigError, Message, Registry, TransformError, Value};
 
 use crate::common::Io;
-use crate::ctor;
 use layout::Layout;
 
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("time_from_string", ctor!(from_string::TimeFromString));
-    r.transform("time_from_unix", ctor!(from_unix::TimeFromUnix));
-    r.transform(
+    r.map("time_from_string", from_string::TimeFromString::build);
+    r.map("time_from_unix", from_unix::TimeFromUnix::build);
+    r.map(
         "time_from_unix_milli",
-        ctor!(from_unix_milli::TimeFromUnixMilli),
+        from_unix_milli::TimeFromUnixMilli::build,
     );
-    r.transform("time_now", ctor!(now::TimeNow));
-    r.transform("time_to_string", ctor!(to_string::TimeToString));
-    r.transform("time_to_unix", ctor!(to_unix::TimeToUnix));
-    r.transform("time_to_unix_milli", ctor!(to_unix_milli::TimeToUnixMilli));
+    r.map("time_now", now::TimeNow::build);
+    r.map("time_to_string", to_string::TimeToString::build);
+    r.map("time_to_unix", to_unix::TimeToUnix::build);
+    r.map("time_to_unix_milli", to_unix_milli::TimeToUnixMilli::build);
 }
 
 /// Resolves the `location` setting as Go's `LoadLocation` does: an IANA name, `UTC` or

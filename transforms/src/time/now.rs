@@ -9,7 +9,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use sluice_engine::context::Clock;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError, Value,
+};
 
 /// Settings of `time_now`.
 #[derive(Debug, Default, Deserialize)]
@@ -44,7 +46,11 @@ impl TimeNow {
     }
 }
 
-crate::in_place_transform!(TimeNow);
+impl MapTransform for TimeNow {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl TimeNow {
     /// The work, on the message in place.

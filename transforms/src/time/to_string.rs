@@ -11,7 +11,7 @@
 use chrono_tz::Tz;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
 
 use super::layout::Layout;
 use crate::common::Io;
@@ -47,7 +47,11 @@ impl TimeToString {
     }
 }
 
-crate::in_place_transform!(TimeToString);
+impl MapTransform for TimeToString {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl TimeToString {
     /// The work, on the message in place.

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
+use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
 
 use crate::common::Io;
 
@@ -34,7 +34,11 @@ impl TimeToUnix {
     }
 }
 
-crate::in_place_transform!(TimeToUnix);
+impl MapTransform for TimeToUnix {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
 
 impl TimeToUnix {
     /// The work, on the message in place.

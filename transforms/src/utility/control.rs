@@ -21,7 +21,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use sluice_engine::batch::BatchLimits;
 use sluice_engine::settings::BatchSettings;
-use sluice_engine::{Build, ConfigError, Kind, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatefulTransform, TransformError, async_trait};
 
 /// Settings of `utility_control`.
 #[derive(Debug, Default, Deserialize)]
@@ -67,7 +67,7 @@ impl UtilityControl {
 }
 
 #[async_trait]
-impl Transform for UtilityControl {
+impl StatefulTransform for UtilityControl {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             *self.window() = Window::default();
@@ -95,10 +95,6 @@ impl Transform for UtilityControl {
         }
         out.push(msg);
         Ok(())
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 
     fn deadline(&self) -> Option<Instant> {

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::GoDuration;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 use std::time::Duration;
 
 /// Settings of `utility_delay`.
@@ -40,7 +40,7 @@ impl UtilityDelay {
 }
 
 #[async_trait]
-impl Transform for UtilityDelay {
+impl StatelessTransform for UtilityDelay {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if !msg.is_ctrl() && !self.duration.is_zero() {
             tokio::time::sleep(self.duration).await;

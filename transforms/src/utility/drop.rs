@@ -6,7 +6,7 @@
 //! not even handed them by a pipeline).
 
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 
 /// Settings of `utility_drop` (none).
 #[derive(Debug, Default, Deserialize)]
@@ -25,7 +25,7 @@ impl UtilityDrop {
 }
 
 #[async_trait]
-impl Transform for UtilityDrop {
+impl StatelessTransform for UtilityDrop {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             out.push(msg);

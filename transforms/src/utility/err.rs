@@ -6,7 +6,7 @@
 //! messages pass.
 
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 
 /// Settings of `utility_err`.
 #[derive(Debug, Default, Deserialize)]
@@ -30,7 +30,7 @@ impl UtilityErr {
 }
 
 #[async_trait]
-impl Transform for UtilityErr {
+impl StatelessTransform for UtilityErr {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             out.push(msg);

@@ -10,7 +10,7 @@
 //! the `metric` settings.
 
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Kind, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatefulTransform, TransformError, async_trait};
 
 use crate::metrics::emf::Unit;
 use crate::metrics::{Metric, MetricSettings, Tally};
@@ -39,7 +39,7 @@ impl UtilityMetricBytes {
 }
 
 #[async_trait]
-impl Transform for UtilityMetricBytes {
+impl StatefulTransform for UtilityMetricBytes {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             self.tally.emit()?;
@@ -48,10 +48,6 @@ impl Transform for UtilityMetricBytes {
         }
         out.push(msg);
         Ok(())
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 }
 

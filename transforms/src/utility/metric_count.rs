@@ -9,7 +9,7 @@
 //! `Unit: Count`. See `crate::metrics` for the `metric` settings.
 
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Kind, Message, Transform, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatefulTransform, TransformError, async_trait};
 
 use crate::metrics::emf::Unit;
 use crate::metrics::{Metric, MetricSettings, Tally};
@@ -38,7 +38,7 @@ impl UtilityMetricCount {
 }
 
 #[async_trait]
-impl Transform for UtilityMetricCount {
+impl StatefulTransform for UtilityMetricCount {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             self.tally.emit()?;
@@ -47,10 +47,6 @@ impl Transform for UtilityMetricCount {
         }
         out.push(msg);
         Ok(())
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 }
 

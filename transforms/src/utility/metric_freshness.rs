@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use sluice_engine::settings::{GoDuration, ObjectSettings};
 use sluice_engine::{
-    Build, ConfigError, Key, Kind, Message, Transform, TransformError, Value, async_trait,
+    Build, ConfigError, Key, Message, StatefulTransform, TransformError, Value, async_trait,
 };
 
 use crate::metrics::emf::Unit;
@@ -117,7 +117,7 @@ fn now_ns() -> i128 {
 }
 
 #[async_trait]
-impl Transform for UtilityMetricFreshness {
+impl StatefulTransform for UtilityMetricFreshness {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             let taken = std::mem::take(&mut *self.counts());
@@ -138,10 +138,6 @@ impl Transform for UtilityMetricFreshness {
         }
         out.push(msg);
         Ok(())
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 }
 

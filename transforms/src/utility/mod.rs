@@ -12,25 +12,23 @@ pub mod secret;
 
 use sluice_engine::Registry;
 
-use crate::ctor;
-
 /// Registers the family.
 pub fn register(r: &mut Registry) {
-    r.transform("utility_control", ctor!(control::UtilityControl));
-    r.transform("utility_delay", ctor!(delay::UtilityDelay));
-    r.transform("utility_drop", ctor!(drop::UtilityDrop));
-    r.transform("utility_err", ctor!(err::UtilityErr));
-    r.transform(
+    r.stateful("utility_control", control::UtilityControl::build);
+    r.stateless("utility_delay", delay::UtilityDelay::build);
+    r.stateless("utility_drop", drop::UtilityDrop::build);
+    r.stateless("utility_err", err::UtilityErr::build);
+    r.stateful(
         "utility_metric_bytes",
-        ctor!(metric_bytes::UtilityMetricBytes),
+        metric_bytes::UtilityMetricBytes::build,
     );
-    r.transform(
+    r.stateful(
         "utility_metric_count",
-        ctor!(metric_count::UtilityMetricCount),
+        metric_count::UtilityMetricCount::build,
     );
-    r.transform(
+    r.stateful(
         "utility_metric_freshness",
-        ctor!(metric_freshness::UtilityMetricFreshness),
+        metric_freshness::UtilityMetricFreshness::build,
     );
-    r.transform("utility_secret", ctor!(secret::UtilitySecret));
+    r.stateless("utility_secret", secret::UtilitySecret::build);
 }

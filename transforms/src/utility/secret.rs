@@ -23,7 +23,7 @@
 use std::time::Instant;
 
 use serde::Deserialize;
-use sluice_engine::{Build, ConfigError, Message, TransformError, async_trait};
+use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 
 use crate::secrets::{self, SecretConfig, SecretSource};
 
@@ -90,7 +90,7 @@ impl UtilitySecret {
 }
 
 #[async_trait]
-impl sluice_engine::Transform for UtilitySecret {
+impl StatelessTransform for UtilitySecret {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         self.ensure_fresh().await?;
         out.push(msg);
@@ -109,7 +109,7 @@ mod tests {
     use aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueOutput;
     use aws_sdk_secretsmanager::primitives::Blob;
     use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
-    use sluice_engine::{Transform, json, testing};
+    use sluice_engine::{json, testing};
     use std::sync::Arc;
     use std::time::Duration;
 

@@ -57,7 +57,8 @@ use sluice_engine::context::Clock;
 use sluice_engine::settings::GoDuration;
 use sluice_engine::telemetry::Telemetry;
 use sluice_engine::{
-    Build, ConfigError, Key, Kind, Message, Pipeline, Transform, TransformError, Value, async_trait,
+    Build, ConfigError, Key, Message, Pipeline, StatefulTransform, TransformError, Value,
+    async_trait,
 };
 
 use super::required_pipeline;
@@ -351,7 +352,7 @@ impl MetaKvStoreLock {
 }
 
 #[async_trait]
-impl Transform for MetaKvStoreLock {
+impl StatefulTransform for MetaKvStoreLock {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         self.transform_batch(vec![msg], out).await
     }
@@ -389,10 +390,6 @@ impl Transform for MetaKvStoreLock {
                 Err(self.fail(e).await)
             }
         }
-    }
-
-    fn kind(&self) -> Kind {
-        Kind::Stateful
     }
 
     fn deadline(&self) -> Option<Instant> {

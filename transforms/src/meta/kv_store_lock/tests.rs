@@ -54,12 +54,12 @@ impl Fixture {
         s
     }
 
-    fn lock(&self, inner: Value, extra: Value) -> Arc<dyn Transform> {
+    fn lock(&self, inner: Value, extra: Value) -> Transform {
         build(self.settings(inner, extra))
     }
 
     /// A lock whose store is the faulty SQLite store over the same file.
-    fn faulty(&self, faults: Value, inner: Value, extra: Value) -> Arc<dyn Transform> {
+    fn faulty(&self, faults: Value, inner: Value, extra: Value) -> Transform {
         let mut store = json!({"file": self.db.to_str().unwrap()});
         merge(&mut store, faults);
         let mut s = self.settings(inner, extra);
@@ -92,7 +92,7 @@ fn merge(into: &mut Value, extra: Value) {
     }
 }
 
-fn build(settings: Value) -> Arc<dyn Transform> {
+fn build(settings: Value) -> Transform {
     testing::build(
         &registry(),
         json!({"type": "meta_kv_store_lock", "settings": settings}),
@@ -155,7 +155,7 @@ fn hold(store: &SqliteStore, owner: &str, key: &str, lease_ms: i64) {
     assert!(r[0].as_ref().unwrap().is_taken());
 }
 
-fn pipeline(steps: Vec<(&str, Arc<dyn Transform>)>) -> Pipeline {
+fn pipeline(steps: Vec<(&str, Transform)>) -> Pipeline {
     Pipeline::new(
         steps
             .into_iter()
@@ -735,7 +735,7 @@ fn a_send_after_the_lock_decides_the_commit() {
         json!([{"type": "fixture_suffix", "settings": {"suffix": "+"}}]),
         json!({"duplicates": "drop"}),
     );
-    let after: Arc<dyn Transform> = testing::build(
+    let after: Transform = testing::build(
         &registry(),
         json!({"type": "fixture_send", "settings": {"name": "lock-after", "fail_flushes": 1}}),
     )

@@ -24,7 +24,7 @@ use aws_smithy_types::body::SdkBody;
 use sluice_engine::ack::{AckStatus, AckTag, AckTracker};
 use sluice_engine::batch::BatchLimits;
 use sluice_engine::settings::BatchSettings;
-use sluice_engine::{Key, Message, Transform};
+use sluice_engine::{Key, Message, StatefulTransform};
 
 use super::readback::{ReadBack, hash_key};
 use super::tests::{batch, kinesis, kinesis_on};

@@ -10,7 +10,7 @@ use aws_sdk_kinesis::types::PutRecordsResultEntry;
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 use sluice_engine::ack::{AckStatus, AckTracker};
 use sluice_engine::batch::BatchLimits;
-use sluice_engine::{Transform, json, testing};
+use sluice_engine::{StatefulTransform, Transform, json, testing};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -540,7 +540,7 @@ async fn a_failed_aggregate_fails_every_message_in_it() {
 #[test]
 fn compliance() {
     let rule = mock!(Client::put_records).then_compute_output(|r| ok(r.records().len()));
-    let t = Arc::new(Sender::from_parts(
+    let t = Transform::stateful(Sender::from_parts(
         kinesis(PartitionKeys::Random, false, &[&rule]),
         BatchLimits::from(BatchSettings::default()),
         MAX_DATA_BYTES,
