@@ -42,7 +42,8 @@ impl ConfigJson for crate::json::Value {
 pub type TransformCtor =
     Arc<dyn Fn(&Build<'_>) -> Result<Transform, ConfigError> + Send + Sync + 'static>;
 /// Builds a condition from its settings.
-pub type ConditionCtor = fn(&Build<'_>) -> Result<Arc<dyn Condition>, ConfigError>;
+pub type ConditionCtor =
+    Arc<dyn Fn(&Build<'_>) -> Result<Arc<dyn Condition>, ConfigError> + Send + Sync + 'static>;
 
 /// Every transform and condition type sluice knows.
 #[derive(Default, Clone)]
@@ -95,8 +96,14 @@ impl Registry {
         self.transform(name, move |b| build(b).map(Transform::stateful))
     }
 
-    /// Registers a condition type.
-    pub fn condition(&mut self, name: &str, ctor: ConditionCtor) -> &mut Self {
+    /// Registers a condition type built by `build`.
+    pub fn condition<C: Condition>(
+        &mut self,
+        name: &str,
+        build: fn(&Build<'_>) -> Result<C, ConfigError>,
+    ) -> &mut Self {
+        let ctor: ConditionCtor =
+            Arc::new(move |b| build(b).map(|c| Arc::new(c) as Arc<dyn Condition>));
         self.conditions.insert(name.to_string(), ctor);
         self
     }

@@ -13,7 +13,7 @@ use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, val
 
 /// Where a single-value transform reads and writes.
 #[derive(Debug, Clone)]
-pub enum Io {
+pub(crate) enum Io {
     /// The whole data.
     Data,
     /// A value inside the data or metadata.
@@ -27,7 +27,7 @@ pub enum Io {
 
 impl Io {
     /// Resolves the mode from `object`: both keys, or neither.
-    pub fn new(b: &Build<'_>, object: &ObjectSettings) -> Result<Io, ConfigError> {
+    pub(crate) fn new(b: &Build<'_>, object: &ObjectSettings) -> Result<Io, ConfigError> {
         let src = b.opt_key("object.source_key", &object.source_key)?;
         let trg = b.opt_key("object.target_key", &object.target_key)?;
         match (src, trg) {
@@ -49,7 +49,7 @@ impl Io {
 
     /// The input value: the value at the source key, or the data as a string (non-UTF-8
     /// bytes are replaced, as a string view of them). `None` when the source is missing.
-    pub fn read<'m>(&self, msg: &'m Message) -> Option<Cow<'m, Value>> {
+    pub(crate) fn read<'m>(&self, msg: &'m Message) -> Option<Cow<'m, Value>> {
         match self {
             Io::Object { source, .. } => msg.get(source),
             Io::Data => Some(Cow::Owned(Value::String(
@@ -59,7 +59,7 @@ impl Io {
     }
 
     /// The input as text: GJSON's `String()` of the value, or the data.
-    pub fn read_text<'m>(&self, msg: &'m Message) -> Option<Cow<'m, str>> {
+    pub(crate) fn read_text<'m>(&self, msg: &'m Message) -> Option<Cow<'m, str>> {
         match self {
             Io::Object { source, .. } => {
                 let v = msg.get(source)?;
@@ -73,7 +73,7 @@ impl Io {
     }
 
     /// The input as bytes: the data, or the value's text.
-    pub fn read_bytes<'m>(&self, msg: &'m Message) -> Option<Cow<'m, [u8]>> {
+    pub(crate) fn read_bytes<'m>(&self, msg: &'m Message) -> Option<Cow<'m, [u8]>> {
         match self {
             Io::Object { .. } => self.read_text(msg).map(|t| match t {
                 Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
@@ -85,7 +85,7 @@ impl Io {
 
     /// Writes the result: at the target key, or as the new data (strings raw, other values
     /// as JSON).
-    pub fn write(&self, msg: &mut Message, v: Value) -> Result<(), TransformError> {
+    pub(crate) fn write(&self, msg: &mut Message, v: Value) -> Result<(), TransformError> {
         match self {
             Io::Object { target, .. } => msg.set(target, v),
             Io::Data => {
@@ -99,7 +99,7 @@ impl Io {
     }
 
     /// Writes raw bytes: at the target key with SJSON's typing rules, or as the new data.
-    pub fn write_bytes(&self, msg: &mut Message, b: Vec<u8>) -> Result<(), TransformError> {
+    pub(crate) fn write_bytes(&self, msg: &mut Message, b: Vec<u8>) -> Result<(), TransformError> {
         match self {
             Io::Object { target, .. } => msg.set(target, value::from_bytes(&b)),
             Io::Data => {
@@ -108,15 +108,4 @@ impl Io {
             }
         }
     }
-}
-
-/// Registers a condition whose constructor is `T::build`.
-#[macro_export]
-macro_rules! cnd_ctor {
-    ($t:ty) => {
-        |b: &sluice_engine::Build<'_>| {
-            <$t>::build(b)
-                .map(|t| std::sync::Arc::new(t) as std::sync::Arc<dyn sluice_engine::Condition>)
-        }
-    };
 }

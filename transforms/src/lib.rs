@@ -5,30 +5,36 @@
 //! returns a [`Registry`] with all of them registered under Substation's type names; each
 //! family's `mod.rs` has the one line per type that registers it.
 
-pub mod aggregate;
-pub mod array;
+#![warn(unreachable_pub)]
+
+// The public API: the registry, and what the CLI, the Lambda function and the integration
+// tests use beside it (the AWS helpers, URL fetching, the kv stores, the EMF writer, the
+// HTTP test server). Everything else is this crate's own.
 pub mod aws;
-pub mod common;
-#[cfg(test)]
-mod compliance;
-pub mod condition;
-pub mod enrich;
 pub mod fetch;
-pub mod format;
-pub mod hash;
 pub mod http;
 pub mod kv_store;
-pub mod meta;
 pub mod metrics;
-pub mod network;
-pub mod number;
-pub mod object;
-pub mod secrets;
-pub mod send;
-pub mod string;
-pub mod test;
-pub mod time;
-pub mod utility;
+
+mod aggregate;
+mod array;
+mod common;
+#[cfg(test)]
+mod compliance;
+mod condition;
+mod enrich;
+mod format;
+mod hash;
+mod meta;
+mod network;
+mod number;
+mod object;
+mod secrets;
+mod send;
+mod string;
+mod test;
+mod time;
+mod utility;
 
 use sluice_engine::Registry;
 

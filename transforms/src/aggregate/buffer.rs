@@ -16,14 +16,14 @@ use sluice_engine::settings::BatchSettings;
 use sluice_engine::{Build, ConfigError, Key, Message, TransformError, value};
 
 /// Per-key buffers of consumed messages.
-pub struct Buffers {
+pub(crate) struct Buffers {
     batch_key: Option<Key>,
     state: Mutex<BatchBuffer<Message>>,
 }
 
 impl Buffers {
     /// Buffers with these limits, partitioned by `object.batch_key`.
-    pub fn new(
+    pub(crate) fn new(
         b: &Build<'_>,
         batch: BatchSettings,
         batch_key: &Option<String>,
@@ -39,7 +39,11 @@ impl Buffers {
     }
 
     /// Consumes a data message; returns the batches that closed.
-    pub fn add(&self, msg: &Message, now: Instant) -> Result<Vec<Batch<Message>>, TransformError> {
+    pub(crate) fn add(
+        &self,
+        msg: &Message,
+        now: Instant,
+    ) -> Result<Vec<Batch<Message>>, TransformError> {
         let key = match &self.batch_key {
             Some(k) => msg
                 .get(k)
@@ -57,22 +61,22 @@ impl Buffers {
     }
 
     /// Every open batch, oldest first.
-    pub fn take_all(&self) -> Vec<Batch<Message>> {
+    pub(crate) fn take_all(&self) -> Vec<Batch<Message>> {
         self.lock().take_all()
     }
 
     /// The batches that reached their maximum age by `now`.
-    pub fn take_expired(&self, now: Instant) -> Vec<Batch<Message>> {
+    pub(crate) fn take_expired(&self, now: Instant) -> Vec<Batch<Message>> {
         self.lock().take_expired(now)
     }
 
     /// When the oldest batch expires.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.lock().deadline()
     }
 
     /// Drops every batch, marking the tokens of what it held failed.
-    pub fn abort(&self, reason: &str) {
+    pub(crate) fn abort(&self, reason: &str) {
         let dropped = self.lock().take_all();
         for b in &dropped {
             for m in &b.items {
@@ -83,7 +87,7 @@ impl Buffers {
 }
 
 /// Gives `out` the tokens of every item of `batch`.
-pub fn carry_acks(out: &mut Message, batch: &Batch<Message>) {
+pub(crate) fn carry_acks(out: &mut Message, batch: &Batch<Message>) {
     for m in &batch.items {
         out.extend_acks(m.acks());
     }

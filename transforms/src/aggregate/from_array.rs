@@ -21,20 +21,20 @@ use sluice_engine::{
 /// Settings of `aggregate_from_array`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` (where the array is) and `target_key` (where each element goes).
     pub object: ObjectSettings,
 }
 
 /// The `aggregate_from_array` transform.
-pub struct AggregateFromArray {
+pub(crate) struct AggregateFromArray {
     source: Option<Key>,
     target: Option<Key>,
 }
 
 impl AggregateFromArray {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let source = b.opt_key("object.source_key", &s.object.source_key)?;
         let target = b.opt_key("object.target_key", &s.object.target_key)?;

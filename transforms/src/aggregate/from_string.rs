@@ -15,19 +15,19 @@ use sluice_engine::{
 /// Settings of `aggregate_from_string`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Where to split (required).
     pub separator: String,
 }
 
 /// The `aggregate_from_string` transform.
-pub struct AggregateFromString {
+pub(crate) struct AggregateFromString {
     separator: Vec<u8>,
 }
 
 impl AggregateFromString {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.separator.is_empty() {
             return Err(b.field_error(

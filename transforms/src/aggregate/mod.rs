@@ -1,16 +1,16 @@
 //! The `aggregate` family: fan-out of arrays and strings into messages, and batching of
 //! messages into arrays and strings.
 
-pub mod buffer;
-pub mod from_array;
-pub mod from_string;
-pub mod to_array;
-pub mod to_string;
+pub(crate) mod buffer;
+pub(crate) mod from_array;
+pub(crate) mod from_string;
+pub(crate) mod to_array;
+pub(crate) mod to_string;
 
 use sluice_engine::Registry;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.stateless(
         "aggregate_from_array",
         from_array::AggregateFromArray::build,

@@ -24,7 +24,7 @@ use super::buffer::{Buffers, carry_acks};
 /// Settings of `aggregate_to_array`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `target_key` (where the array goes in a new object) and `batch_key`.
     pub object: ObjectSettings,
     /// Batch limits.
@@ -32,14 +32,14 @@ pub struct Settings {
 }
 
 /// The `aggregate_to_array` transform.
-pub struct AggregateToArray {
+pub(crate) struct AggregateToArray {
     target: Option<Key>,
     buffers: Buffers,
 }
 
 impl AggregateToArray {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(AggregateToArray {
             target: b.opt_key("object.target_key", &s.object.target_key)?,

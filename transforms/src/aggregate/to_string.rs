@@ -21,7 +21,7 @@ use super::buffer::{Buffers, carry_acks};
 /// Settings of `aggregate_to_string`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// What goes between items (required).
     pub separator: String,
     /// `batch_key`.
@@ -31,14 +31,14 @@ pub struct Settings {
 }
 
 /// The `aggregate_to_string` transform.
-pub struct AggregateToString {
+pub(crate) struct AggregateToString {
     separator: Vec<u8>,
     buffers: Buffers,
 }
 
 impl AggregateToString {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.separator.is_empty() {
             return Err(b.field_error(

@@ -18,7 +18,7 @@ use crate::common::Io;
 /// Settings of `array_join`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
     /// Put between the elements (default: nothing).
@@ -26,14 +26,14 @@ pub struct Settings {
 }
 
 /// The `array_join` transform.
-pub struct ArrayJoin {
+pub(crate) struct ArrayJoin {
     io: Io,
     separator: String,
 }
 
 impl ArrayJoin {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(ArrayJoin {
             io: Io::new(b, &s.object)?,

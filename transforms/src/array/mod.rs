@@ -1,12 +1,12 @@
 //! The `array_*` family: join and zip arrays.
 
-pub mod join;
-pub mod zip;
+pub(crate) mod join;
+pub(crate) mod zip;
 
 use sluice_engine::Registry;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.map("array_join", join::ArrayJoin::build);
     r.map("array_zip", zip::ArrayZip::build);
 }

@@ -18,19 +18,19 @@ use crate::common::Io;
 /// Settings of `array_zip`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
 }
 
 /// The `array_zip` transform.
-pub struct ArrayZip {
+pub(crate) struct ArrayZip {
     io: Io,
 }
 
 impl ArrayZip {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(ArrayZip {
             io: Io::new(b, &s.object)?,

@@ -15,144 +15,121 @@
 //!
 //! `format::sniff::sniff` is the media-type sniffer the CLI and the Lambda S3 handler share.
 
-pub mod format;
-pub mod meta;
-pub mod network;
-pub mod number;
-pub mod string;
-pub mod utility;
+pub(crate) mod format;
+pub(crate) mod meta;
+pub(crate) mod network;
+pub(crate) mod number;
+pub(crate) mod string;
+pub(crate) mod utility;
 
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Key, Message, Registry, Value, value};
 
-use crate::cnd_ctor;
-
 /// Registers the family.
-pub fn register(r: &mut Registry) {
-    r.condition("meta_all", cnd_ctor!(meta::all::MetaAll));
-    r.condition("all", cnd_ctor!(meta::all::MetaAll));
-    r.condition("meta_any", cnd_ctor!(meta::any::MetaAny));
-    r.condition("any", cnd_ctor!(meta::any::MetaAny));
-    r.condition("meta_none", cnd_ctor!(meta::none::MetaNone));
-    r.condition("none", cnd_ctor!(meta::none::MetaNone));
+pub(crate) fn register(r: &mut Registry) {
+    r.condition("meta_all", meta::all::MetaAll::build);
+    r.condition("all", meta::all::MetaAll::build);
+    r.condition("meta_any", meta::any::MetaAny::build);
+    r.condition("any", meta::any::MetaAny::build);
+    r.condition("meta_none", meta::none::MetaNone::build);
+    r.condition("none", meta::none::MetaNone::build);
 
-    r.condition("format_json", cnd_ctor!(format::json::FormatJson));
-    r.condition("format_mime", cnd_ctor!(format::mime::FormatMime));
+    r.condition("format_json", format::json::FormatJson::build);
+    r.condition("format_mime", format::mime::FormatMime::build);
 
     r.condition(
         "network_ip_global_unicast",
-        cnd_ctor!(network::global_unicast::NetworkIpGlobalUnicast),
+        network::global_unicast::NetworkIpGlobalUnicast::build,
     );
     r.condition(
         "network_ip_link_local_multicast",
-        cnd_ctor!(network::link_local_multicast::NetworkIpLinkLocalMulticast),
+        network::link_local_multicast::NetworkIpLinkLocalMulticast::build,
     );
     r.condition(
         "network_ip_link_local_unicast",
-        cnd_ctor!(network::link_local_unicast::NetworkIpLinkLocalUnicast),
+        network::link_local_unicast::NetworkIpLinkLocalUnicast::build,
     );
     r.condition(
         "network_ip_loopback",
-        cnd_ctor!(network::loopback::NetworkIpLoopback),
+        network::loopback::NetworkIpLoopback::build,
     );
     r.condition(
         "network_ip_multicast",
-        cnd_ctor!(network::multicast::NetworkIpMulticast),
+        network::multicast::NetworkIpMulticast::build,
     );
     r.condition(
         "network_ip_private",
-        cnd_ctor!(network::private::NetworkIpPrivate),
+        network::private::NetworkIpPrivate::build,
     );
     r.condition(
         "network_ip_unicast",
-        cnd_ctor!(network::unicast::NetworkIpUnicast),
+        network::unicast::NetworkIpUnicast::build,
     );
     r.condition(
         "network_ip_unspecified",
-        cnd_ctor!(network::unspecified::NetworkIpUnspecified),
+        network::unspecified::NetworkIpUnspecified::build,
     );
-    r.condition(
-        "network_ip_valid",
-        cnd_ctor!(network::valid::NetworkIpValid),
-    );
+    r.condition("network_ip_valid", network::valid::NetworkIpValid::build);
 
-    r.condition(
-        "number_equal_to",
-        cnd_ctor!(number::equal_to::NumberEqualTo),
-    );
+    r.condition("number_equal_to", number::equal_to::NumberEqualTo::build);
     r.condition(
         "number_greater_than",
-        cnd_ctor!(number::greater_than::NumberGreaterThan),
+        number::greater_than::NumberGreaterThan::build,
     );
-    r.condition(
-        "number_less_than",
-        cnd_ctor!(number::less_than::NumberLessThan),
-    );
+    r.condition("number_less_than", number::less_than::NumberLessThan::build);
     r.condition(
         "number_bitwise_and",
-        cnd_ctor!(number::bitwise_and::NumberBitwiseAnd),
+        number::bitwise_and::NumberBitwiseAnd::build,
     );
     r.condition(
         "number_bitwise_or",
-        cnd_ctor!(number::bitwise_or::NumberBitwiseOr),
+        number::bitwise_or::NumberBitwiseOr::build,
     );
     r.condition(
         "number_bitwise_xor",
-        cnd_ctor!(number::bitwise_xor::NumberBitwiseXor),
+        number::bitwise_xor::NumberBitwiseXor::build,
     );
     r.condition(
         "number_bitwise_not",
-        cnd_ctor!(number::bitwise_not::NumberBitwiseNot),
+        number::bitwise_not::NumberBitwiseNot::build,
     );
     r.condition(
         "number_length_equal_to",
-        cnd_ctor!(number::length_equal_to::NumberLengthEqualTo),
+        number::length_equal_to::NumberLengthEqualTo::build,
     );
     r.condition(
         "number_length_greater_than",
-        cnd_ctor!(number::length_greater_than::NumberLengthGreaterThan),
+        number::length_greater_than::NumberLengthGreaterThan::build,
     );
     r.condition(
         "number_length_less_than",
-        cnd_ctor!(number::length_less_than::NumberLengthLessThan),
+        number::length_less_than::NumberLengthLessThan::build,
     );
 
-    r.condition(
-        "string_contains",
-        cnd_ctor!(string::contains::StringContains),
-    );
-    r.condition(
-        "string_ends_with",
-        cnd_ctor!(string::ends_with::StringEndsWith),
-    );
-    r.condition(
-        "string_equal_to",
-        cnd_ctor!(string::equal_to::StringEqualTo),
-    );
+    r.condition("string_contains", string::contains::StringContains::build);
+    r.condition("string_ends_with", string::ends_with::StringEndsWith::build);
+    r.condition("string_equal_to", string::equal_to::StringEqualTo::build);
     r.condition(
         "string_greater_than",
-        cnd_ctor!(string::greater_than::StringGreaterThan),
+        string::greater_than::StringGreaterThan::build,
     );
-    r.condition(
-        "string_less_than",
-        cnd_ctor!(string::less_than::StringLessThan),
-    );
+    r.condition("string_less_than", string::less_than::StringLessThan::build);
     r.condition(
         "string_starts_with",
-        cnd_ctor!(string::starts_with::StringStartsWith),
+        string::starts_with::StringStartsWith::build,
     );
-    r.condition("string_match", cnd_ctor!(string::r#match::StringMatch));
+    r.condition("string_match", string::r#match::StringMatch::build);
 
-    r.condition("utility_random", cnd_ctor!(utility::random::UtilityRandom));
+    r.condition("utility_random", utility::random::UtilityRandom::build);
 }
 
 /// The `object` settings of a leaf condition: where the input is read and, for the
 /// conditions that compare dynamically, where the comparand is read.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub struct SourceSettings {
+pub(crate) struct SourceSettings {
     /// Where the input value is read; absent means the raw data.
     pub source_key: Option<String>,
 }
@@ -160,7 +137,7 @@ pub struct SourceSettings {
 /// `object` for the conditions with a dynamic comparand.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub struct CompareSettings {
+pub(crate) struct CompareSettings {
     /// Where the input value is read; absent means the raw data.
     pub source_key: Option<String>,
     /// Where a comparand is read that replaces `value` when present in the message.
@@ -169,10 +146,10 @@ pub struct CompareSettings {
 
 /// What a leaf condition reads: the raw data, or the value at `object.source_key`.
 #[derive(Debug, Clone)]
-pub struct Source(Option<Key>);
+pub(crate) struct Source(Option<Key>);
 
 /// One input of a leaf condition.
-pub enum Input<'m> {
+pub(crate) enum Input<'m> {
     /// The raw data (data mode).
     Data(&'m [u8]),
     /// The value at the source key (object mode).
@@ -181,7 +158,7 @@ pub enum Input<'m> {
 
 impl Input<'_> {
     /// The input as bytes: the data, or the value's GJSON text.
-    pub fn bytes(&self) -> Cow<'_, [u8]> {
+    pub(crate) fn bytes(&self) -> Cow<'_, [u8]> {
         match self {
             Input::Data(d) => Cow::Borrowed(d),
             Input::Value(v) => match value::to_text(v) {
@@ -192,7 +169,7 @@ impl Input<'_> {
     }
 
     /// The input as text (non-UTF-8 data is replaced, as a string view of it).
-    pub fn text(&self) -> Cow<'_, str> {
+    pub(crate) fn text(&self) -> Cow<'_, str> {
         match self {
             Input::Data(d) => String::from_utf8_lossy(d),
             Input::Value(v) => value::to_text(v),
@@ -202,17 +179,12 @@ impl Input<'_> {
 
 impl Source {
     /// Compiles `object.source_key` (an empty string counts as absent).
-    pub fn new(b: &Build<'_>, source_key: &Option<String>) -> Result<Source, ConfigError> {
+    pub(crate) fn new(b: &Build<'_>, source_key: &Option<String>) -> Result<Source, ConfigError> {
         b.opt_key("object.source_key", source_key).map(Source)
     }
 
-    /// Whether the condition reads the raw data.
-    pub fn is_data(&self) -> bool {
-        self.0.is_none()
-    }
-
     /// The input, or `None` for a ctrl message or a missing source value.
-    pub fn read<'m>(&self, msg: &'m Message) -> Option<Input<'m>> {
+    pub(crate) fn read<'m>(&self, msg: &'m Message) -> Option<Input<'m>> {
         if msg.is_ctrl() {
             return None;
         }
@@ -224,7 +196,7 @@ impl Source {
 }
 
 /// The value at an optional dynamic-comparand key, when the message has it.
-pub fn comparand<'m>(target: &Option<Key>, msg: &'m Message) -> Option<Cow<'m, Value>> {
+pub(crate) fn comparand<'m>(target: &Option<Key>, msg: &'m Message) -> Option<Cow<'m, Value>> {
     target.as_ref().and_then(|k| msg.get(k))
 }
 
@@ -237,7 +209,7 @@ pub(crate) mod tests {
 
     /// What a case expects.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Want {
+    pub(crate) enum Want {
         /// The condition holds.
         T,
         /// It does not.
@@ -247,22 +219,22 @@ pub(crate) mod tests {
     }
 
     /// One case: name, settings, message, expectation.
-    pub type Case = (&'static str, Value, Message, Want);
+    pub(crate) type Case = (&'static str, Value, Message, Want);
 
     /// A data message.
-    pub fn data(d: &str) -> Message {
+    pub(crate) fn data(d: &str) -> Message {
         Message::new(d.as_bytes().to_vec())
     }
 
     /// A data message with metadata.
-    pub fn with_meta(d: &str, meta: Value) -> Message {
+    pub(crate) fn with_meta(d: &str, meta: Value) -> Message {
         let mut m = data(d);
         m.set_metadata_value(meta);
         m
     }
 
     /// Builds `ty` with each case's settings through the registry and checks the outcome.
-    pub fn run_table(ty: &str, cases: Vec<Case>) {
+    pub(crate) fn run_table(ty: &str, cases: Vec<Case>) {
         let r = registry();
         for (name, settings, msg, want) in cases {
             let c = r
@@ -279,7 +251,7 @@ pub(crate) mod tests {
     }
 
     /// Asserts that `ty` with `settings` is false on a ctrl message.
-    pub fn ctrl_is_false(ty: &str, settings: Value) {
+    pub(crate) fn ctrl_is_false(ty: &str, settings: Value) {
         let c = registry()
             .build_condition(&json!({"type": ty, "settings": settings}), "condition")
             .unwrap_or_else(|e| panic!("{ty}: build failed: {e}"))
@@ -291,7 +263,7 @@ pub(crate) mod tests {
     }
 
     /// The error building `ty` with `settings` at `tests[0].condition` (panics if it builds).
-    pub fn build_error(ty: &str, settings: Value) -> sluice_engine::ConfigError {
+    pub(crate) fn build_error(ty: &str, settings: Value) -> sluice_engine::ConfigError {
         registry()
             .build_condition(
                 &json!({"type": ty, "settings": settings}),
@@ -302,7 +274,7 @@ pub(crate) mod tests {
     }
 
     /// Asserts that building `ty` with `settings` fails, naming `field`.
-    pub fn config_error(ty: &str, settings: Value, field: &str) {
+    pub(crate) fn config_error(ty: &str, settings: Value, field: &str) {
         let err = build_error(ty, settings);
         assert_eq!(err.field.as_deref(), Some(field), "{ty}: {err}");
         let text = err.to_string();

@@ -51,7 +51,7 @@ use crate::aws::{
 /// `attributes`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct AttributeSettings {
+pub(crate) struct AttributeSettings {
     /// The table's partition key attribute (required).
     pub partition_key: Option<String>,
     /// The table's sort key attribute, to query by `[partition key, sort key]`.
@@ -61,7 +61,7 @@ pub struct AttributeSettings {
 /// Settings of `enrich_aws_dynamodb_query`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The table (ARN or name) and the role.
     pub aws: AwsSettings,
     /// The key attributes' names.
@@ -75,7 +75,7 @@ pub struct Settings {
 }
 
 /// The `enrich_aws_dynamodb_query` transform.
-pub struct EnrichAwsDynamodbQuery {
+pub(crate) struct EnrichAwsDynamodbQuery {
     table: String,
     target: AwsTarget,
     partition_key: String,
@@ -89,7 +89,7 @@ pub struct EnrichAwsDynamodbQuery {
 
 impl EnrichAwsDynamodbQuery {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let arn = non_empty(s.aws.arn).ok_or_else(|| {
             b.field_error(
@@ -155,7 +155,8 @@ impl EnrichAwsDynamodbQuery {
     }
 
     /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_client(mut self, client: Client) -> Self {
         self.client = OnceCell::new_with(Some(client));
         self
     }

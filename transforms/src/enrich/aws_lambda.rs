@@ -46,7 +46,7 @@ use crate::aws::{AwsSettings, AwsTarget, check_role, non_empty};
 /// Settings of `enrich_aws_lambda`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The function and the role.
     pub aws: AwsSettings,
     /// `source_key` (the payload) and `target_key` (where the response goes); both required.
@@ -54,7 +54,7 @@ pub struct Settings {
 }
 
 /// The `enrich_aws_lambda` transform.
-pub struct EnrichAwsLambda {
+pub(crate) struct EnrichAwsLambda {
     function: Function,
     target: AwsTarget,
     source: Key,
@@ -64,7 +64,7 @@ pub struct EnrichAwsLambda {
 
 impl EnrichAwsLambda {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let arn = non_empty(s.aws.arn).ok_or_else(|| {
             b.field_error(
@@ -107,7 +107,8 @@ impl EnrichAwsLambda {
     }
 
     /// Uses `client` instead of making one (tests with mocked responses).
-    pub fn with_client(mut self, client: Client) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_client(mut self, client: Client) -> Self {
         self.client = OnceCell::new_with(Some(client));
         self
     }

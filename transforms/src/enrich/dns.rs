@@ -29,12 +29,12 @@ use sluice_engine::{Build, ConfigError, Message, TransformError, Value};
 use crate::common::Io;
 
 /// The longest a lookup may take when `request.timeout` is not set.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// `request`.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(default)]
-pub struct RequestSettings {
+pub(crate) struct RequestSettings {
     /// The longest one query may take.
     pub timeout: Option<GoDuration>,
 }
@@ -42,7 +42,7 @@ pub struct RequestSettings {
 /// Settings of the DNS enrichments.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` (the name or address) and `target_key` (the answers).
     pub object: ObjectSettings,
     /// `timeout`.
@@ -52,7 +52,7 @@ pub struct Settings {
 }
 
 /// A configured lookup: where it reads and writes, and the resolver (made on first use).
-pub struct Lookup {
+pub(crate) struct Lookup {
     io: Io,
     server: Option<SocketAddr>,
     timeout: Duration,
@@ -71,7 +71,7 @@ impl std::fmt::Debug for Lookup {
 
 impl Lookup {
     /// Builds it from the transform's settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let io = Io::new(b, &s.object)?;
         let server = match s.resolver.as_deref().filter(|r| !r.is_empty()) {
@@ -96,7 +96,7 @@ impl Lookup {
     }
 
     /// The resolver, made on first use.
-    pub fn resolver(&self) -> Result<&TokioResolver, TransformError> {
+    pub(crate) fn resolver(&self) -> Result<&TokioResolver, TransformError> {
         self.resolver
             .get_or_init(|| {
                 let mut builder = match self.server {
@@ -125,13 +125,17 @@ impl Lookup {
     }
 
     /// The query: the source value's text, or the data; `None` passes the message through.
-    pub fn query(&self, msg: &Message) -> Option<String> {
+    pub(crate) fn query(&self, msg: &Message) -> Option<String> {
         self.io.read_text(msg).map(|t| t.trim().to_string())
     }
 
     /// Writes `answers` (not empty): all of them as an array at the target key, or the
     /// first as the data.
-    pub fn write(&self, msg: &mut Message, answers: Vec<String>) -> Result<(), TransformError> {
+    pub(crate) fn write(
+        &self,
+        msg: &mut Message,
+        answers: Vec<String>,
+    ) -> Result<(), TransformError> {
         match &self.io {
             Io::Object { .. } => self.io.write(
                 msg,
@@ -153,7 +157,7 @@ fn parse_server(s: &str) -> Option<SocketAddr> {
 }
 
 /// The error of a failed lookup of `kind` for `query`.
-pub fn lookup_error(kind: &str, query: &str, e: impl std::fmt::Display) -> TransformError {
+pub(crate) fn lookup_error(kind: &str, query: &str, e: impl std::fmt::Display) -> TransformError {
     TransformError::failed(format!("{kind} lookup of {query:?} failed: {e}"))
 }
 
@@ -169,7 +173,7 @@ pub(crate) mod test_server {
     use std::str::FromStr;
 
     /// Starts the server; its address (`127.0.0.1:PORT`).
-    pub fn start() -> String {
+    pub(crate) fn start() -> String {
         let socket = UdpSocket::bind("127.0.0.1:0").expect("bind a loopback port");
         let addr = socket.local_addr().unwrap().to_string();
         std::thread::spawn(move || {

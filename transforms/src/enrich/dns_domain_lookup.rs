@@ -8,13 +8,13 @@ use super::dns::{Lookup, lookup_error};
 
 /// The `enrich_dns_domain_lookup` transform.
 #[derive(Debug)]
-pub struct EnrichDnsDomainLookup {
+pub(crate) struct EnrichDnsDomainLookup {
     lookup: Lookup,
 }
 
 impl EnrichDnsDomainLookup {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Ok(EnrichDnsDomainLookup {
             lookup: Lookup::build(b)?,
         })

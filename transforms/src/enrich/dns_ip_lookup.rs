@@ -11,13 +11,13 @@ use super::dns::{Lookup, lookup_error};
 
 /// The `enrich_dns_ip_lookup` transform.
 #[derive(Debug)]
-pub struct EnrichDnsIpLookup {
+pub(crate) struct EnrichDnsIpLookup {
     lookup: Lookup,
 }
 
 impl EnrichDnsIpLookup {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Ok(EnrichDnsIpLookup {
             lookup: Lookup::build(b)?,
         })

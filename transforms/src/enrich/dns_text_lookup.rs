@@ -10,13 +10,13 @@ use super::dns::{Lookup, lookup_error};
 
 /// The `enrich_dns_text_lookup` transform.
 #[derive(Debug)]
-pub struct EnrichDnsTextLookup {
+pub(crate) struct EnrichDnsTextLookup {
     lookup: Lookup,
 }
 
 impl EnrichDnsTextLookup {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Ok(EnrichDnsTextLookup {
             lookup: Lookup::build(b)?,
         })

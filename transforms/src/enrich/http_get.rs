@@ -25,7 +25,7 @@ use crate::http::{self, Endpoint, HttpOptions, RequestSettings, RetrySettings};
 /// Settings of `enrich_http_get`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The URL (`${DATA}`, `${SECRET:id}`).
     pub url: Option<String>,
     /// Request headers (`${SECRET:id}`).
@@ -42,7 +42,7 @@ pub struct Settings {
 
 /// The `enrich_http_get` transform.
 #[derive(Debug)]
-pub struct EnrichHttpGet {
+pub(crate) struct EnrichHttpGet {
     endpoint: Endpoint,
     source: Option<Key>,
     target: Option<Key>,
@@ -50,7 +50,7 @@ pub struct EnrichHttpGet {
 
 impl EnrichHttpGet {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let endpoint = Endpoint::build(
             b,

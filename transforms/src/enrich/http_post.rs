@@ -23,7 +23,7 @@ use crate::http::{self, Endpoint, HttpOptions, RequestSettings, RetrySettings};
 /// `object` of `enrich_http_post`: the usual keys and `body_key`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct PostObject {
+pub(crate) struct PostObject {
     /// What `${DATA}` in the URL is.
     pub source_key: Option<String>,
     /// Where the answer's body goes.
@@ -35,7 +35,7 @@ pub struct PostObject {
 /// Settings of `enrich_http_post`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The URL (`${DATA}`, `${SECRET:id}`).
     pub url: Option<String>,
     /// Request headers (`${SECRET:id}`).
@@ -52,7 +52,7 @@ pub struct Settings {
 
 /// The `enrich_http_post` transform.
 #[derive(Debug)]
-pub struct EnrichHttpPost {
+pub(crate) struct EnrichHttpPost {
     endpoint: Endpoint,
     body: Key,
     source: Option<Key>,
@@ -61,7 +61,7 @@ pub struct EnrichHttpPost {
 
 impl EnrichHttpPost {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let endpoint = Endpoint::build(
             b,

@@ -28,7 +28,7 @@ use crate::meta::kv_store_lock::truncate_to_seconds;
 /// `object` of the `enrich_kv_store_*` transforms.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct KvObject {
+pub(crate) struct KvObject {
     /// The key (item_get: to look up; item_set, set_add: to write).
     pub source_key: Option<String>,
     /// item_get: where the value goes; item_set, set_add: where the value to store is.
@@ -40,7 +40,7 @@ pub struct KvObject {
 /// Settings of `enrich_kv_store_item_get`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct GetSettings {
+pub(crate) struct GetSettings {
     /// The kv store (`{type, settings}`), required.
     pub kv_store: Value,
     /// `source_key` and `target_key`, both required.
@@ -54,7 +54,7 @@ pub struct GetSettings {
 /// `object` of `enrich_kv_store_item_get` (no TTL).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct GetObject {
+pub(crate) struct GetObject {
     /// The key to look up.
     pub source_key: Option<String>,
     /// Where the value goes.
@@ -64,7 +64,7 @@ pub struct GetObject {
 /// Settings of `enrich_kv_store_item_set` and `enrich_kv_store_set_add`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct SetSettings {
+pub(crate) struct SetSettings {
     /// The kv store (`{type, settings}`), required.
     pub kv_store: Value,
     /// `source_key` and `target_key` (required), `ttl_key`.
@@ -78,7 +78,7 @@ pub struct SetSettings {
 }
 
 /// The parts every `enrich_kv_store_*` transform has.
-pub struct Common {
+pub(crate) struct Common {
     pub(super) store: Arc<dyn ItemStore>,
     pub(super) source: Key,
     pub(super) target: Key,
@@ -89,7 +89,7 @@ pub struct Common {
 impl Common {
     /// The store, keys and options, checked; `what_source` and `what_target` say what the
     /// two keys are, for their "missing required option" errors.
-    pub fn build(
+    pub(crate) fn build(
         b: &Build<'_>,
         kv_store: &Value,
         object: (&Option<String>, &Option<String>),
@@ -126,7 +126,7 @@ impl Common {
     }
 
     /// The message's key (prefix included), `None` when it has no value at the source key.
-    pub fn key(&self, msg: &Message) -> Option<String> {
+    pub(crate) fn key(&self, msg: &Message) -> Option<String> {
         let v = msg.get(&self.source).filter(|v| !v.is_null())?;
         let raw = value::to_text(&v);
         Some(if self.prefix.is_empty() {
@@ -137,7 +137,7 @@ impl Common {
     }
 
     /// Stateful (to see ctrl messages) only when the store is closed at each.
-    pub fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         if self.close {
             Kind::Stateful
         } else {
@@ -146,7 +146,7 @@ impl Common {
     }
 
     /// Handles a ctrl message: closes the store if configured and passes the ctrl on.
-    pub async fn ctrl(&self, msg: Message, out: &mut Vec<Message>) {
+    pub(crate) async fn ctrl(&self, msg: Message, out: &mut Vec<Message>) {
         if self.close {
             self.store.close().await;
         }
@@ -155,19 +155,19 @@ impl Common {
 }
 
 /// A store error as the transform's error.
-pub fn failed(e: ItemError) -> TransformError {
+pub(crate) fn failed(e: ItemError) -> TransformError {
     TransformError::failed(e.to_string())
 }
 
 /// The TTL of writes.
-pub struct Ttl {
+pub(crate) struct Ttl {
     key: Option<Key>,
     offset: i64,
 }
 
 impl Ttl {
     /// From `object.ttl_key` and `ttl_offset`.
-    pub fn build(
+    pub(crate) fn build(
         b: &Build<'_>,
         ttl_key: &Option<String>,
         offset: Option<GoDuration>,
@@ -179,7 +179,7 @@ impl Ttl {
     }
 
     /// The TTL (epoch seconds) of a write for `msg`, `None` for none.
-    pub fn of(&self, msg: &Message) -> Result<Option<i64>, TransformError> {
+    pub(crate) fn of(&self, msg: &Message) -> Result<Option<i64>, TransformError> {
         let Some(k) = &self.key else {
             if self.offset == 0 {
                 return Ok(None);

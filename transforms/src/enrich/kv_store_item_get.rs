@@ -15,13 +15,13 @@ use sluice_engine::{
 use super::kv_store::{Common, GetSettings, failed};
 
 /// The `enrich_kv_store_item_get` transform.
-pub struct EnrichKvStoreItemGet {
+pub(crate) struct EnrichKvStoreItemGet {
     common: Common,
 }
 
 impl EnrichKvStoreItemGet {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: GetSettings = b.settings()?;
         let common = Common::build(
             b,
@@ -62,7 +62,7 @@ impl StatefulTransform for EnrichKvStoreItemGet {
 
 impl EnrichKvStoreItemGet {
     /// Built as a stateful transform only when what it runs is stateful.
-    pub fn into_transform(self) -> sluice_engine::Transform {
+    pub(crate) fn into_transform(self) -> sluice_engine::Transform {
         let stateful = self.common.kind() == Kind::Stateful;
         sluice_engine::Transform::stateful_if(stateful, self)
     }

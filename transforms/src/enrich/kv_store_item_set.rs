@@ -17,14 +17,14 @@ use sluice_engine::{
 use super::kv_store::{Common, SetSettings, Ttl, failed};
 
 /// The `enrich_kv_store_item_set` transform.
-pub struct EnrichKvStoreItemSet {
+pub(crate) struct EnrichKvStoreItemSet {
     common: Common,
     ttl: Ttl,
 }
 
 impl EnrichKvStoreItemSet {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: SetSettings = b.settings()?;
         let common = Common::build(
             b,
@@ -65,7 +65,7 @@ impl StatefulTransform for EnrichKvStoreItemSet {
 
 impl EnrichKvStoreItemSet {
     /// Built as a stateful transform only when what it runs is stateful.
-    pub fn into_transform(self) -> sluice_engine::Transform {
+    pub(crate) fn into_transform(self) -> sluice_engine::Transform {
         let stateful = self.common.kind() == Kind::Stateful;
         sluice_engine::Transform::stateful_if(stateful, self)
     }

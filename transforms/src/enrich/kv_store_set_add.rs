@@ -21,14 +21,14 @@ use super::kv_store::{Common, SetSettings, Ttl, failed};
 use crate::kv_store::item::set_members;
 
 /// The `enrich_kv_store_set_add` transform.
-pub struct EnrichKvStoreSetAdd {
+pub(crate) struct EnrichKvStoreSetAdd {
     common: Common,
     ttl: Ttl,
 }
 
 impl EnrichKvStoreSetAdd {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: SetSettings = b.settings()?;
         let common = Common::build(
             b,
@@ -69,7 +69,7 @@ impl StatefulTransform for EnrichKvStoreSetAdd {
 
 impl EnrichKvStoreSetAdd {
     /// Built as a stateful transform only when what it runs is stateful.
-    pub fn into_transform(self) -> sluice_engine::Transform {
+    pub(crate) fn into_transform(self) -> sluice_engine::Transform {
         let stateful = self.common.kind() == Kind::Stateful;
         sluice_engine::Transform::stateful_if(stateful, self)
     }

@@ -2,23 +2,23 @@
 //! what they find into the message. Each is stateless (the pipeline runs it on several
 //! messages at once, keeping their order) and makes its client on first use.
 
-pub mod aws_dynamodb_query;
-pub mod aws_lambda;
-pub mod dns;
-pub mod dns_domain_lookup;
-pub mod dns_ip_lookup;
-pub mod dns_text_lookup;
-pub mod http_get;
-pub mod http_post;
-pub mod kv_store;
-pub mod kv_store_item_get;
-pub mod kv_store_item_set;
-pub mod kv_store_set_add;
+pub(crate) mod aws_dynamodb_query;
+pub(crate) mod aws_lambda;
+pub(crate) mod dns;
+pub(crate) mod dns_domain_lookup;
+pub(crate) mod dns_ip_lookup;
+pub(crate) mod dns_text_lookup;
+pub(crate) mod http_get;
+pub(crate) mod http_post;
+pub(crate) mod kv_store;
+pub(crate) mod kv_store_item_get;
+pub(crate) mod kv_store_item_set;
+pub(crate) mod kv_store_set_add;
 
 use sluice_engine::Registry;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.stateless(
         "enrich_aws_dynamodb_query",
         aws_dynamodb_query::EnrichAwsDynamodbQuery::build,

@@ -20,19 +20,19 @@ use crate::common::Io;
 /// Settings of `format_from_base64`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key`, or neither (data mode).
     pub object: ObjectSettings,
 }
 
 /// The `format_from_base64` transform.
-pub struct FormatFromBase64 {
+pub(crate) struct FormatFromBase64 {
     io: Io,
 }
 
 impl FormatFromBase64 {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(FormatFromBase64 {
             io: Io::new(b, &s.object)?,
@@ -46,7 +46,7 @@ const STANDARD_ANY_PADDING: GeneralPurpose = GeneralPurpose::new(
 );
 
 /// Decodes standard base64, ignoring line breaks and tolerating missing padding.
-pub fn decode(input: &[u8]) -> Result<Vec<u8>, TransformError> {
+pub(crate) fn decode(input: &[u8]) -> Result<Vec<u8>, TransformError> {
     let decode = |b: &[u8]| {
         STANDARD_ANY_PADDING
             .decode(b)

@@ -13,21 +13,21 @@ use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
 
 /// The most bytes one message may decompress to.
-pub const MAX_DECOMPRESSED: u64 = 1 << 30;
+pub(crate) const MAX_DECOMPRESSED: u64 = 1 << 30;
 
 /// Settings of `format_from_gzip` (none).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {}
+pub(crate) struct Settings {}
 
 /// The `format_from_gzip` transform.
-pub struct FormatFromGzip {
+pub(crate) struct FormatFromGzip {
     limit: u64,
 }
 
 impl FormatFromGzip {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let _: Settings = b.settings()?;
         Ok(FormatFromGzip {
             limit: MAX_DECOMPRESSED,
@@ -44,7 +44,7 @@ pub(crate) fn describe_limit(limit: u64) -> String {
 }
 
 /// Decompresses gzip `data`, failing if the output would exceed `limit` bytes.
-pub fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, TransformError> {
+pub(crate) fn gunzip(data: &[u8], limit: u64) -> Result<Vec<u8>, TransformError> {
     if data.is_empty() {
         return Err(TransformError::failed(
             "cannot decompress gzip: the data is empty",

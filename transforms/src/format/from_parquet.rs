@@ -34,21 +34,21 @@ use sluice_engine::{
     async_trait, value,
 };
 
-pub use super::from_gzip::MAX_DECOMPRESSED;
+pub(crate) use super::from_gzip::MAX_DECOMPRESSED;
 
 /// Settings of `format_from_parquet` (none).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {}
+pub(crate) struct Settings {}
 
 /// The `format_from_parquet` transform.
-pub struct FormatFromParquet {
+pub(crate) struct FormatFromParquet {
     limit: u64,
 }
 
 impl FormatFromParquet {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let _: Settings = b.settings()?;
         Ok(FormatFromParquet {
             limit: MAX_DECOMPRESSED,
@@ -61,7 +61,7 @@ fn failed(why: impl std::fmt::Display) -> TransformError {
 }
 
 /// The rows of the Parquet file `data` as JSON objects.
-pub fn read_rows(data: Bytes, limit: u64) -> Result<Vec<Value>, TransformError> {
+pub(crate) fn read_rows(data: Bytes, limit: u64) -> Result<Vec<Value>, TransformError> {
     if data.is_empty() {
         return Err(failed("the data is empty"));
     }

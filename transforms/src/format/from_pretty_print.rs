@@ -36,15 +36,15 @@ use sluice_engine::{
 };
 
 /// The largest compacted value the transform holds while it waits for the rest.
-pub const MAX_VALUE: usize = 64 << 20;
+pub(crate) const MAX_VALUE: usize = 64 << 20;
 
 /// Settings of `format_from_pretty_print` (none).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {}
+pub(crate) struct Settings {}
 
 /// The `format_from_pretty_print` transform.
-pub struct FormatFromPrettyPrint {
+pub(crate) struct FormatFromPrettyPrint {
     state: Mutex<Scanner>,
     limit: usize,
 }
@@ -161,7 +161,7 @@ fn show(c: u8) -> String {
 
 impl FormatFromPrettyPrint {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let _: Settings = b.settings()?;
         Ok(FormatFromPrettyPrint {
             state: Mutex::new(Scanner::default()),

@@ -20,21 +20,21 @@ use sluice_engine::{
 use zip::ZipArchive;
 use zip::result::ZipError;
 
-pub use super::from_gzip::MAX_DECOMPRESSED;
+pub(crate) use super::from_gzip::MAX_DECOMPRESSED;
 
 /// Settings of `format_from_zip` (none).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {}
+pub(crate) struct Settings {}
 
 /// The `format_from_zip` transform.
-pub struct FormatFromZip {
+pub(crate) struct FormatFromZip {
     limit: u64,
 }
 
 impl FormatFromZip {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let _: Settings = b.settings()?;
         Ok(FormatFromZip {
             limit: MAX_DECOMPRESSED,
@@ -58,7 +58,7 @@ fn zip_error(what: &str, e: ZipError) -> TransformError {
 
 /// The contents of the non-empty files in `data`, in archive order, failing if together
 /// they would exceed `limit` bytes.
-pub fn unzip(data: &[u8], limit: u64) -> Result<Vec<Vec<u8>>, TransformError> {
+pub(crate) fn unzip(data: &[u8], limit: u64) -> Result<Vec<Vec<u8>>, TransformError> {
     if data.is_empty() {
         return Err(TransformError::failed("cannot read zip: the data is empty"));
     }

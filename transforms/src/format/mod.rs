@@ -1,18 +1,18 @@
 //! The `format_*` family: base64 and gzip encodings of values and data, and reading
 //! containers (ZIP archives, Parquet files) and pretty-printed JSON into messages.
 
-pub mod from_base64;
-pub mod from_gzip;
-pub mod from_parquet;
-pub mod from_pretty_print;
-pub mod from_zip;
-pub mod to_base64;
-pub mod to_gzip;
+pub(crate) mod from_base64;
+pub(crate) mod from_gzip;
+pub(crate) mod from_parquet;
+pub(crate) mod from_pretty_print;
+pub(crate) mod from_zip;
+pub(crate) mod to_base64;
+pub(crate) mod to_gzip;
 
 use sluice_engine::Registry;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.stateless("format_from_base64", from_base64::FormatFromBase64::build);
     r.map("format_to_base64", to_base64::FormatToBase64::build);
     r.map("format_from_gzip", from_gzip::FormatFromGzip::build);

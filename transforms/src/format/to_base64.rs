@@ -15,19 +15,19 @@ use crate::common::Io;
 /// Settings of `format_to_base64`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key`, or neither (data mode).
     pub object: ObjectSettings,
 }
 
 /// The `format_to_base64` transform.
-pub struct FormatToBase64 {
+pub(crate) struct FormatToBase64 {
     io: Io,
 }
 
 impl FormatToBase64 {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(FormatToBase64 {
             io: Io::new(b, &s.object)?,

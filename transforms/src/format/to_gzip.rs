@@ -13,21 +13,21 @@ use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, Transfor
 /// Settings of `format_to_gzip` (none).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {}
+pub(crate) struct Settings {}
 
 /// The `format_to_gzip` transform.
-pub struct FormatToGzip;
+pub(crate) struct FormatToGzip;
 
 impl FormatToGzip {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let _: Settings = b.settings()?;
         Ok(FormatToGzip)
     }
 }
 
 /// Compresses `data` with gzip at the default level.
-pub fn gzip(data: &[u8]) -> Result<Vec<u8>, TransformError> {
+pub(crate) fn gzip(data: &[u8]) -> Result<Vec<u8>, TransformError> {
     let mut e = GzEncoder::new(
         Vec::with_capacity(data.len() / 2 + 32),
         Compression::default(),

@@ -16,19 +16,19 @@ use crate::common::Io;
 /// Settings of `hash_md5`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
 }
 
 /// The `hash_md5` transform.
-pub struct HashMd5 {
+pub(crate) struct HashMd5 {
     io: Io,
 }
 
 impl HashMd5 {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(HashMd5 {
             io: Io::new(b, &s.object)?,

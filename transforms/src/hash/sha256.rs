@@ -16,19 +16,19 @@ use crate::common::Io;
 /// Settings of `hash_sha256`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
 }
 
 /// The `hash_sha256` transform.
-pub struct HashSha256 {
+pub(crate) struct HashSha256 {
     io: Io,
 }
 
 impl HashSha256 {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(HashSha256 {
             io: Io::new(b, &s.object)?,

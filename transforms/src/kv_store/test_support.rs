@@ -32,12 +32,12 @@ fn build(cfg: Value) -> Result<Arc<dyn ItemStore>, String> {
 }
 
 /// The store `cfg` configures; panics on a configuration error.
-pub fn item_store(cfg: Value) -> Arc<dyn ItemStore> {
+pub(crate) fn item_store(cfg: Value) -> Arc<dyn ItemStore> {
     build(cfg).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The configuration error building `cfg` gives.
-pub fn config_error(cfg: Value) -> String {
+pub(crate) fn config_error(cfg: Value) -> String {
     match build(cfg) {
         Ok(_) => panic!("the configuration was accepted"),
         Err(e) => e,

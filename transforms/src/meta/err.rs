@@ -40,7 +40,7 @@ use super::{detach, error_patterns, matches_any, push_with_one_ctrl, reattach, r
 /// Settings of `meta_err`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The inner list (at least one transform).
     pub transforms: Value,
     /// Regular expressions; an error whose text matches any of them is swallowed.
@@ -48,14 +48,14 @@ pub struct Settings {
 }
 
 /// The `meta_err` transform.
-pub struct MetaErr {
+pub(crate) struct MetaErr {
     inner: Pipeline,
     patterns: Vec<Regex>,
 }
 
 impl MetaErr {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let inner = required_pipeline(b, "transforms", &s.transforms)?;
         let patterns = error_patterns(b, &s.error_messages)?;
@@ -153,7 +153,7 @@ impl StatefulTransform for MetaErr {
 
 impl MetaErr {
     /// Built as a stateful transform only when what it runs is stateful.
-    pub fn into_transform(self) -> sluice_engine::Transform {
+    pub(crate) fn into_transform(self) -> sluice_engine::Transform {
         let stateful = self.inner.kind() == Kind::Stateful;
         sluice_engine::Transform::stateful_if(stateful, self)
     }

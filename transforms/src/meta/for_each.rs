@@ -28,7 +28,7 @@ use super::{push_with_one_ctrl, required_pipeline};
 /// Settings of `meta_for_each`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` (the array; required) and `target_key` (the result; required).
     pub object: ObjectSettings,
     /// The inner list (at least one transform).
@@ -36,7 +36,7 @@ pub struct Settings {
 }
 
 /// The `meta_for_each` transform.
-pub struct MetaForEach {
+pub(crate) struct MetaForEach {
     source: Key,
     target: Key,
     inner: Pipeline,
@@ -44,7 +44,7 @@ pub struct MetaForEach {
 
 impl MetaForEach {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let source = b
             .opt_key("object.source_key", &s.object.source_key)?
@@ -147,7 +147,7 @@ impl StatefulTransform for MetaForEach {
 
 impl MetaForEach {
     /// Built as a stateful transform only when what it runs is stateful.
-    pub fn into_transform(self) -> sluice_engine::Transform {
+    pub(crate) fn into_transform(self) -> sluice_engine::Transform {
         let stateful = self.inner.kind() == Kind::Stateful;
         sluice_engine::Transform::stateful_if(stateful, self)
     }

@@ -33,7 +33,7 @@ use crate::metrics::{Metric, MetricSettings};
 /// Settings of `meta_metric_duration`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The inner list (at least one transform).
     pub transforms: Value,
     /// The metric: `name`, `attributes`, `destination`.
@@ -41,7 +41,7 @@ pub struct Settings {
 }
 
 /// The `meta_metric_duration` transform.
-pub struct MetaMetricDuration {
+pub(crate) struct MetaMetricDuration {
     inner: Pipeline,
     metric: Metric,
     nanos: AtomicU64,
@@ -49,7 +49,7 @@ pub struct MetaMetricDuration {
 
 impl MetaMetricDuration {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let inner = required_pipeline(b, "transforms", &s.transforms)?;
         Ok(MetaMetricDuration {

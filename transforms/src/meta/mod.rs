@@ -6,12 +6,12 @@
 //! (`deadline`/`expire`) and `abort` to its inner lists, so batches held inside a wrapper
 //! age out and are discarded like batches held anywhere else.
 
-pub mod err;
-pub mod for_each;
-pub mod kv_store_lock;
-pub mod metric_duration;
-pub mod retry;
-pub mod switch;
+pub(crate) mod err;
+pub(crate) mod for_each;
+pub(crate) mod kv_store_lock;
+pub(crate) mod metric_duration;
+pub(crate) mod retry;
+pub(crate) mod switch;
 
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -23,7 +23,7 @@ use sluice_engine::ack::AckSet;
 use sluice_engine::{Build, Condition, ConfigError, Message, Pipeline, Registry, Value};
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.transform("meta_err", |b| {
         err::MetaErr::build(b).map(err::MetaErr::into_transform)
     });

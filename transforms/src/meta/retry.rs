@@ -43,7 +43,7 @@ use super::{
 /// Settings of `meta_retry`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The inner list (at least one transform).
     pub transforms: Value,
     /// Retry while some data output does not satisfy it (optional).
@@ -55,7 +55,7 @@ pub struct Settings {
 }
 
 /// The `meta_retry` transform.
-pub struct MetaRetry {
+pub(crate) struct MetaRetry {
     inner: Pipeline,
     condition: Option<Arc<dyn Condition>>,
     patterns: Vec<Regex>,
@@ -65,7 +65,7 @@ pub struct MetaRetry {
 
 impl MetaRetry {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(MetaRetry {
             inner: required_pipeline(b, "transforms", &s.transforms)?,
@@ -189,7 +189,7 @@ impl StatefulTransform for MetaRetry {
 
 impl MetaRetry {
     /// Built as a stateful transform only when what it runs is stateful.
-    pub fn into_transform(self) -> sluice_engine::Transform {
+    pub(crate) fn into_transform(self) -> sluice_engine::Transform {
         let stateful = self.inner.kind() == Kind::Stateful;
         sluice_engine::Transform::stateful_if(stateful, self)
     }

@@ -25,7 +25,7 @@ use super::{optional_condition, push_with_one_ctrl, required_pipeline};
 /// Settings of `meta_switch`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The cases, tried in order.
     pub cases: Vec<CaseSettings>,
 }
@@ -33,7 +33,7 @@ pub struct Settings {
 /// One case of `meta_switch`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct CaseSettings {
+pub(crate) struct CaseSettings {
     /// When the case applies; absent means always.
     pub condition: Option<Value>,
     /// What runs on the messages the case takes (at least one transform).
@@ -46,7 +46,7 @@ struct Case {
 }
 
 /// The `meta_switch` transform.
-pub struct MetaSwitch {
+pub(crate) struct MetaSwitch {
     cases: Vec<Case>,
     kind: Kind,
     // Every case is stateless with an in-place path: routing needs no async call.
@@ -55,7 +55,7 @@ pub struct MetaSwitch {
 
 impl MetaSwitch {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.cases.is_empty() {
             return Err(b.field_error(
@@ -144,7 +144,7 @@ impl MetaSwitch {
 impl MetaSwitch {
     /// A map transform when every case's list is made of map transforms, else stateful
     /// only when some case's list is.
-    pub fn into_transform(self) -> Transform {
+    pub(crate) fn into_transform(self) -> Transform {
         if self.in_place {
             Transform::map(self)
         } else {

@@ -14,17 +14,15 @@ use sluice_engine::{
     StatelessTransform, TransformError, async_trait,
 };
 
-use crate::cnd_ctor;
-
 /// Every real transform plus the fixtures.
-pub fn registry() -> Registry {
+pub(crate) fn registry() -> Registry {
     let mut r = crate::registry();
     r.transform("fixture_fail", |b| Fail::build(b).map(Fail::into_transform));
     r.map("fixture_counter", Counter::build);
     r.stateful("fixture_record", Record::build);
     r.stateful("fixture_send", Send::build);
     r.stateless("fixture_suffix", Suffix::build);
-    r.condition("fixture_contains", cnd_ctor!(Contains));
+    r.condition("fixture_contains", Contains::build);
     r
 }
 
@@ -43,7 +41,7 @@ fn note(name: &str, entry: String) {
 }
 
 /// What the fixtures named `name` noted, in order (tests use unique names).
-pub fn journal(name: &str) -> Vec<String> {
+pub(crate) fn journal(name: &str) -> Vec<String> {
     journals()
         .lock()
         .unwrap()
@@ -61,7 +59,7 @@ fn text(m: &Message) -> String {
 }
 
 /// A tracked data message.
-pub fn tracked(data: &str) -> (Message, Arc<AckTracker>) {
+pub(crate) fn tracked(data: &str) -> (Message, Arc<AckTracker>) {
     let (tracker, token) = AckTracker::new();
     let mut m = Message::new(data.as_bytes().to_vec());
     m.add_ack(token);
@@ -69,12 +67,12 @@ pub fn tracked(data: &str) -> (Message, Arc<AckTracker>) {
 }
 
 /// The data of the non-ctrl messages.
-pub fn datas(msgs: &[Message]) -> Vec<String> {
+pub(crate) fn datas(msgs: &[Message]) -> Vec<String> {
     msgs.iter().filter(|m| !m.is_ctrl()).map(text).collect()
 }
 
 /// Asserts a tracker's status with a readable message.
-pub fn assert_status(t: &AckTracker, want: AckStatus, what: &str) {
+pub(crate) fn assert_status(t: &AckTracker, want: AckStatus, what: &str) {
     assert_eq!(t.status(), want, "{what}: {:?}", t.failure_reason());
 }
 
@@ -121,7 +119,7 @@ impl StatefulTransform for Fail {
 
 impl Fail {
     /// Built as a stateful transform only when what it runs is stateful.
-    pub fn into_transform(self) -> sluice_engine::Transform {
+    pub(crate) fn into_transform(self) -> sluice_engine::Transform {
         let stateful = self.s.stateful;
         sluice_engine::Transform::stateful_if(stateful, self)
     }

@@ -234,7 +234,7 @@ pub(crate) mod test_support {
     use std::sync::{Arc, Mutex};
 
     /// The lines written to a buffer, parsed.
-    pub fn lines(buf: &Arc<Mutex<Vec<String>>>) -> Vec<serde_json::Value> {
+    pub(crate) fn lines(buf: &Arc<Mutex<Vec<String>>>) -> Vec<serde_json::Value> {
         buf.lock()
             .unwrap()
             .iter()

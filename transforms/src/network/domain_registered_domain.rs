@@ -7,7 +7,7 @@
 //! passes the message through; data mode replaces the data.
 
 /// The registered domain of `domain`.
-pub fn part(domain: &str) -> Result<String, String> {
+pub(crate) fn part(domain: &str) -> Result<String, String> {
     super::registered(domain).map(str::to_string)
 }
 

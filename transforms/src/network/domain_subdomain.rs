@@ -8,7 +8,7 @@
 //! whose registered domain does not also appear earlier in it.
 
 /// The subdomain of `domain`.
-pub fn part(domain: &str) -> Result<String, String> {
+pub(crate) fn part(domain: &str) -> Result<String, String> {
     let registered = super::registered(domain)?;
     match domain.len().checked_sub(registered.len() + 1) {
         Some(end) if end > 0 => Ok(domain[..end].to_string()),

@@ -5,7 +5,7 @@
 //! ignores: a name the list has no rule for gets its last label, and nothing here fails.
 
 /// The public suffix of `domain`.
-pub fn part(domain: &str) -> Result<String, String> {
+pub(crate) fn part(domain: &str) -> Result<String, String> {
     Ok(super::suffix(domain).to_string())
 }
 

@@ -8,9 +8,9 @@
 //! that Substation uses); a name whose last label is not on the list counts as a
 //! one-label suffix, as in Go.
 
-pub mod domain_registered_domain;
-pub mod domain_subdomain;
-pub mod domain_top_level_domain;
+pub(crate) mod domain_registered_domain;
+pub(crate) mod domain_subdomain;
+pub(crate) mod domain_top_level_domain;
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
@@ -21,7 +21,7 @@ use sluice_engine::{
 use crate::common::Io;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.transform("network_domain_registered_domain", |b| {
         NetworkDomain::build(b, domain_registered_domain::part).map(Transform::map)
     });
@@ -36,23 +36,23 @@ pub fn register(r: &mut Registry) {
 /// Settings of the `network_domain_*` transforms.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
 }
 
 /// Picks one part of a domain name, or says why it has none.
-pub type Part = fn(&str) -> Result<String, String>;
+pub(crate) type Part = fn(&str) -> Result<String, String>;
 
 /// A `network_domain_*` transform: reads a domain, writes the part `part` picks.
-pub struct NetworkDomain {
+pub(crate) struct NetworkDomain {
     io: Io,
     part: Part,
 }
 
 impl NetworkDomain {
     /// Builds one from its settings.
-    pub fn build(b: &Build<'_>, part: Part) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>, part: Part) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(NetworkDomain {
             io: Io::new(b, &s.object)?,

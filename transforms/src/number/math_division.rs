@@ -18,19 +18,19 @@ use crate::common::Io;
 /// Settings of `number_math_division`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
 }
 
 /// The `number_math_division` transform.
-pub struct NumberMathDivision {
+pub(crate) struct NumberMathDivision {
     math: Math,
 }
 
 impl NumberMathDivision {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(NumberMathDivision {
             math: Math {

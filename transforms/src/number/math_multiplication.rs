@@ -18,19 +18,19 @@ use crate::common::Io;
 /// Settings of `number_math_multiplication`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
 }
 
 /// The `number_math_multiplication` transform.
-pub struct NumberMathMultiplication {
+pub(crate) struct NumberMathMultiplication {
     math: Math,
 }
 
 impl NumberMathMultiplication {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(NumberMathMultiplication {
             math: Math {

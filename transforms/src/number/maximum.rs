@@ -17,7 +17,7 @@ use crate::common::Io;
 /// Settings of `number_maximum`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
     /// The number to compare with (default 0).
@@ -25,14 +25,14 @@ pub struct Settings {
 }
 
 /// The `number_maximum` transform.
-pub struct NumberMaximum {
+pub(crate) struct NumberMaximum {
     io: Io,
     value: f64,
 }
 
 impl NumberMaximum {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if !s.value.is_finite() {
             return Err(b.field_error("value", "must be a finite number"));

@@ -17,7 +17,7 @@ use crate::common::Io;
 /// Settings of `number_minimum`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
     /// The number to compare with (default 0).
@@ -25,14 +25,14 @@ pub struct Settings {
 }
 
 /// The `number_minimum` transform.
-pub struct NumberMinimum {
+pub(crate) struct NumberMinimum {
     io: Io,
     value: f64,
 }
 
 impl NumberMinimum {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if !s.value.is_finite() {
             return Err(b.field_error("value", "must be a finite number"));

@@ -4,19 +4,19 @@
 //! others as floats; in data mode the data becomes the number's text without exponent or
 //! trailing zeros (as Go's `strconv.FormatFloat(f, 'f', -1, 64)` prints it).
 
-pub mod math_addition;
-pub mod math_division;
-pub mod math_multiplication;
-pub mod math_subtraction;
-pub mod maximum;
-pub mod minimum;
+pub(crate) mod math_addition;
+pub(crate) mod math_division;
+pub(crate) mod math_multiplication;
+pub(crate) mod math_subtraction;
+pub(crate) mod maximum;
+pub(crate) mod minimum;
 
 use sluice_engine::{Message, Registry, TransformError, Value, value};
 
 use crate::common::Io;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.map("number_maximum", maximum::NumberMaximum::build);
     r.map("number_minimum", minimum::NumberMinimum::build);
     r.map(

@@ -16,20 +16,20 @@ use sluice_engine::{
 /// Settings of `object_copy`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and/or `target_key`.
     pub object: ObjectSettings,
 }
 
 /// The `object_copy` transform.
-pub struct ObjectCopy {
+pub(crate) struct ObjectCopy {
     source: Option<Key>,
     target: Option<Key>,
 }
 
 impl ObjectCopy {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(ObjectCopy {
             source: b.opt_key("object.source_key", &s.object.source_key)?,

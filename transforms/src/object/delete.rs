@@ -11,19 +11,19 @@ use sluice_engine::{Build, ConfigError, InPlace, Key, MapTransform, Message, Tra
 /// Settings of `object_delete`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key`: the key to delete (required).
     pub object: ObjectSettings,
 }
 
 /// The `object_delete` transform.
-pub struct ObjectDelete {
+pub(crate) struct ObjectDelete {
     source: Key,
 }
 
 impl ObjectDelete {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let source = b
             .opt_key("object.source_key", &s.object.source_key)?

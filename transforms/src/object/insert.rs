@@ -18,7 +18,7 @@ use sluice_engine::{
 /// Settings of `object_insert`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `target_key`: where the value goes (required).
     pub object: ObjectSettings,
     /// The value to insert (required; `null` counts as missing, as in Substation).
@@ -26,14 +26,14 @@ pub struct Settings {
 }
 
 /// The `object_insert` transform.
-pub struct ObjectInsert {
+pub(crate) struct ObjectInsert {
     target: Key,
     value: Value,
 }
 
 impl ObjectInsert {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let target = b
             .opt_key("object.target_key", &s.object.target_key)?

@@ -27,12 +27,12 @@ use sluice_engine::{
 
 /// The most values one run of the filter may produce (`range(1e9)` would otherwise fill
 /// memory).
-pub const MAX_RESULTS: usize = 1_000_000;
+pub(crate) const MAX_RESULTS: usize = 1_000_000;
 
 /// Settings of `object_jq`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The jq filter (required).
     pub filter: Option<String>,
 }
@@ -40,13 +40,13 @@ pub struct Settings {
 type Filter = jaq_core::Filter<data::JustLut<Val>>;
 
 /// The `object_jq` transform.
-pub struct ObjectJq {
+pub(crate) struct ObjectJq {
     filter: Filter,
 }
 
 impl ObjectJq {
     /// Builds it from its settings, compiling the filter.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let code = match s.filter {
             Some(f) if !f.trim().is_empty() => f,
@@ -63,7 +63,7 @@ impl ObjectJq {
 }
 
 /// Parses and compiles `code` with jq's standard library, or says why it cannot.
-pub fn compile_filter(code: &str) -> Result<Filter, String> {
+pub(crate) fn compile_filter(code: &str) -> Result<Filter, String> {
     let defs = jaq_core::defs()
         .chain(jaq_std::defs())
         .chain(jaq_json::defs());
@@ -165,7 +165,7 @@ impl MapTransform for ObjectJq {
 
 impl ObjectJq {
     /// Runs the filter over the data, which must be JSON.
-    pub fn run(&self, input: &Value) -> Result<Value, TransformError> {
+    pub(crate) fn run(&self, input: &Value) -> Result<Value, TransformError> {
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
         let mut results = Vec::new();
         for r in self.filter.id.run((ctx, to_val(input))).map(unwrap_valr) {

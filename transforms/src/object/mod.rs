@@ -1,15 +1,15 @@
 //! The `object_*` family: copy, delete, insert and convert values by key, and reshape the
 //! data with jq.
 
-pub mod copy;
-pub mod delete;
-pub mod insert;
-pub mod jq;
-pub mod to_boolean;
-pub mod to_float;
-pub mod to_integer;
-pub mod to_string;
-pub mod to_unsigned_integer;
+pub(crate) mod copy;
+pub(crate) mod delete;
+pub(crate) mod insert;
+pub(crate) mod jq;
+pub(crate) mod to_boolean;
+pub(crate) mod to_float;
+pub(crate) mod to_integer;
+pub(crate) mod to_string;
+pub(crate) mod to_unsigned_integer;
 
 use std::borrow::Cow;
 
@@ -18,7 +18,7 @@ use sluice_engine::{Message, Registry, Value};
 use crate::common::Io;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.map("object_copy", copy::ObjectCopy::build);
     r.map("object_delete", delete::ObjectDelete::build);
     r.map("object_insert", insert::ObjectInsert::build);

@@ -17,19 +17,19 @@ use crate::common::Io;
 /// Settings of `object_to_string`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
 }
 
 /// The `object_to_string` transform.
-pub struct ObjectToString {
+pub(crate) struct ObjectToString {
     io: Io,
 }
 
 impl ObjectToString {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(ObjectToString {
             io: Io::new(b, &s.object)?,

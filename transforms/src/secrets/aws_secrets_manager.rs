@@ -20,7 +20,7 @@ use crate::aws::{Arn, AwsSettings, AwsTarget, check_role, lazy_client, non_empty
 /// Settings of the `aws_secrets_manager` provider.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The cache id that `${SECRET:id}` names.
     pub id: Option<String>,
     /// `arn` (the secret's ARN or name) and `assume_role_arn`.
@@ -30,7 +30,7 @@ pub struct Settings {
 }
 
 /// A secret in AWS Secrets Manager.
-pub struct AwsSecretsManager {
+pub(crate) struct AwsSecretsManager {
     secret_id: String,
     target: AwsTarget,
     client: OnceCell<Client>,
@@ -38,7 +38,7 @@ pub struct AwsSecretsManager {
 
 impl AwsSecretsManager {
     /// Builds it from `s`, found at `field`.
-    pub fn build(b: &Build<'_>, field: &str, s: &Settings) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>, field: &str, s: &Settings) -> Result<Self, ConfigError> {
         let arn_field = format!("{field}.aws.arn");
         let secret_id = non_empty(s.aws.arn.clone()).ok_or_else(|| {
             b.field_error(
@@ -84,7 +84,8 @@ impl AwsSecretsManager {
     }
 
     /// The secret `secret_id` read with `client` (tests with mocked responses).
-    pub fn with_client(secret_id: &str, client: Client) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_client(secret_id: &str, client: Client) -> Self {
         AwsSecretsManager {
             secret_id: secret_id.to_string(),
             target: AwsTarget::default(),
@@ -93,7 +94,7 @@ impl AwsSecretsManager {
     }
 
     /// Fetches the secret's `SecretString`.
-    pub async fn fetch(&self) -> Result<Secret, String> {
+    pub(crate) async fn fetch(&self) -> Result<Secret, String> {
         let no_region = || {
             format!(
                 "no AWS region for {:?}: give the secret's ARN in aws.arn or set AWS_REGION",

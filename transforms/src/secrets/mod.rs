@@ -16,8 +16,8 @@
 //! Every error text that could carry a value (an HTTP client's error, say) goes through
 //! [`redact`], which replaces every cached value with `<redacted>`.
 
-pub mod aws_secrets_manager;
-pub mod environment_variable;
+pub(crate) mod aws_secrets_manager;
+pub(crate) mod environment_variable;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -29,24 +29,24 @@ use sluice_engine::{Build, ConfigError, TransformError};
 
 /// How long a fetched secret is used before it is fetched again, when `ttl_offset` is not
 /// set (Substation's default).
-pub const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// What replaces a secret's value wherever it would be shown.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 /// A secret value. Its `Debug` and `Display` never show it; [`Secret::expose`] does, for the
 /// one place that must use it (a request being built).
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(Arc<str>);
+pub(crate) struct Secret(Arc<str>);
 
 impl Secret {
     /// Wraps `value`.
-    pub fn new(value: impl Into<Arc<str>>) -> Self {
+    pub(crate) fn new(value: impl Into<Arc<str>>) -> Self {
         Secret(value.into())
     }
 
     /// The value itself.
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -77,7 +77,7 @@ fn cache_read() -> std::sync::RwLockReadGuard<'static, HashMap<String, Entry>> {
 
 /// Puts `value` in the cache under `id`, fresh for `ttl` from now (`Duration::ZERO`: for
 /// the life of the process).
-pub fn store(id: &str, value: Secret, ttl: Duration) {
+pub(crate) fn store(id: &str, value: Secret, ttl: Duration) {
     let expires = (!ttl.is_zero()).then(|| Instant::now() + ttl);
     CACHE
         .write()
@@ -87,19 +87,19 @@ pub fn store(id: &str, value: Secret, ttl: Duration) {
 
 /// The value cached under `id`, fresh or not (a template uses the last value fetched; the
 /// `utility_secret` that owns the id refreshes it).
-pub fn lookup(id: &str) -> Option<Secret> {
+pub(crate) fn lookup(id: &str) -> Option<Secret> {
     cache_read().get(id).map(|e| e.value.clone())
 }
 
 /// Whether `id` is cached and not expired at `now`.
-pub fn is_fresh(id: &str, now: Instant) -> bool {
+pub(crate) fn is_fresh(id: &str, now: Instant) -> bool {
     cache_read()
         .get(id)
         .is_some_and(|e| e.expires.is_none_or(|t| now < t))
 }
 
 /// `text` with every cached secret value replaced by [`REDACTED`].
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     let cache = cache_read();
     let mut out = text.to_string();
     for e in cache.values() {
@@ -222,7 +222,7 @@ impl Template {
 
 /// `secret`: a secret provider's config, `{type, settings}`, as `utility_secret` takes it.
 #[derive(Debug, Clone, Deserialize)]
-pub struct SecretConfig {
+pub(crate) struct SecretConfig {
     /// `environment_variable` or `aws_secrets_manager`.
     #[serde(rename = "type")]
     pub kind: String,
@@ -242,7 +242,7 @@ fn parse_ttl(b: &Build<'_>, field: &str, ttl: &Option<String>) -> Result<Duratio
 }
 
 /// Where a secret comes from.
-pub enum Provider {
+pub(crate) enum Provider {
     /// An environment variable of the process.
     Environment(environment_variable::EnvironmentVariable),
     /// AWS Secrets Manager.
@@ -250,7 +250,7 @@ pub enum Provider {
 }
 
 /// A configured secret: its cache id, how long a value is used, and its provider.
-pub struct SecretSource {
+pub(crate) struct SecretSource {
     /// The cache key that `${SECRET:id}` names.
     pub id: String,
     /// How long a fetched value is used (`Duration::ZERO`: for the life of the process).
@@ -275,7 +275,11 @@ impl fmt::Debug for SecretSource {
 
 impl SecretSource {
     /// Builds the provider config found at `field` (e.g. `secret`) of a transform.
-    pub fn build(b: &Build<'_>, field: &str, cfg: &SecretConfig) -> Result<Self, ConfigError> {
+    pub(crate) fn build(
+        b: &Build<'_>,
+        field: &str,
+        cfg: &SecretConfig,
+    ) -> Result<Self, ConfigError> {
         let settings_field = format!("{field}.settings");
         let (id, ttl_offset, provider) = match cfg.kind.as_str() {
             "environment_variable" => {
@@ -314,7 +318,7 @@ impl SecretSource {
     }
 
     /// Fetches the value now.
-    pub async fn fetch(&self) -> Result<Secret, TransformError> {
+    pub(crate) async fn fetch(&self) -> Result<Secret, TransformError> {
         match &self.provider {
             Provider::Environment(p) => p.fetch().map_err(|m| self.fail(m)),
             Provider::AwsSecretsManager(p) => p.fetch().await.map_err(|m| self.fail(m)),
@@ -323,7 +327,7 @@ impl SecretSource {
 
     /// Fetches and caches the value now when the provider can answer without I/O (an
     /// environment variable); `None` for the others.
-    pub fn fetch_now(&self) -> Option<Result<(), String>> {
+    pub(crate) fn fetch_now(&self) -> Option<Result<(), String>> {
         match &self.provider {
             Provider::Environment(p) => Some(p.fetch().map(|v| store(&self.id, v, self.ttl))),
             Provider::AwsSecretsManager(_) => None,

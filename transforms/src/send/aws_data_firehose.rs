@@ -39,16 +39,16 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Value, async_trait};
 
 /// Most records in one `PutRecordBatch` call.
-pub const MAX_RECORDS: usize = 500;
+pub(crate) const MAX_RECORDS: usize = 500;
 /// Most bytes in one `PutRecordBatch` call.
-pub const MAX_CALL_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_CALL_BYTES: usize = 4 * 1024 * 1024;
 /// Most bytes of one record (1,000 KiB).
-pub const MAX_RECORD_BYTES: usize = 1_024_000;
+pub(crate) const MAX_RECORD_BYTES: usize = 1_024_000;
 
 /// Settings of `send_aws_data_firehose`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The delivery stream and the role.
     pub aws: AwsSettings,
     /// Batch limits (capped at 500 records and 4 MiB).
@@ -60,7 +60,9 @@ pub struct Settings {
 }
 
 /// The delivery stream named by `aws.arn`: its name and its region (from an ARN).
-pub fn parse_delivery_stream(arn: Option<String>) -> Result<(String, Option<String>), String> {
+pub(crate) fn parse_delivery_stream(
+    arn: Option<String>,
+) -> Result<(String, Option<String>), String> {
     let arn = non_empty(arn).ok_or(
         "missing required option: the delivery stream's ARN \
          (arn:aws:firehose:REGION:ACCOUNT:deliverystream/NAME) or its name",
@@ -87,13 +89,13 @@ pub fn parse_delivery_stream(arn: Option<String>) -> Result<(String, Option<Stri
 }
 
 /// A Firehose delivery stream as a destination.
-pub struct Firehose {
+pub(crate) struct Firehose {
     aws: AwsDestination<Client>,
 }
 
 impl Firehose {
     /// The delivery stream `name`, reached with `target`.
-    pub fn new(name: String, target: AwsTarget) -> Self {
+    pub(crate) fn new(name: String, target: AwsTarget) -> Self {
         Firehose {
             aws: AwsDestination::new(
                 "firehose delivery stream",
@@ -102,11 +104,6 @@ impl Firehose {
                 "give the delivery stream's ARN in aws.arn or set AWS_REGION",
             ),
         }
-    }
-
-    /// The delivery stream's name.
-    pub fn stream_name(&self) -> &str {
-        self.aws.name()
     }
 
     /// Puts `items` (one call's worth) until each was accepted or the attempts are spent.
@@ -168,11 +165,11 @@ impl Destination for Firehose {
 aws_send!(Firehose, Client);
 
 /// The `send_aws_data_firehose` transform.
-pub type SendAwsDataFirehose = Sender<Firehose>;
+pub(crate) type SendAwsDataFirehose = Sender<Firehose>;
 
 impl Sender<Firehose> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let (name, region) =
             parse_delivery_stream(s.aws.arn).map_err(|m| b.field_error("aws.arn", m))?;

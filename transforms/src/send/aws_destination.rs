@@ -16,14 +16,14 @@ use aws_config::SdkConfig;
 use sluice_engine::TransformError;
 use tokio::sync::OnceCell;
 
-pub use super::aws_records::RetryPolicy;
+pub(crate) use super::aws_records::RetryPolicy;
 use super::aws_records::{PutFailure, lazy_client};
 use super::batcher::SendError;
 use crate::aws::AwsTarget;
 
 /// The AWS side of a send destination: the resource, how to reach it, its client of type
 /// `C`, the retry policy for failed records.
-pub struct AwsDestination<C> {
+pub(crate) struct AwsDestination<C> {
     /// What the resource is, e.g. `kinesis stream`.
     kind: &'static str,
     /// Its name.
@@ -39,7 +39,7 @@ pub struct AwsDestination<C> {
 impl<C> AwsDestination<C> {
     /// The `kind` named `name` (e.g. `kinesis stream`, `logs`), reached with `target`;
     /// `no_region_hint` ends the error when no region is known.
-    pub fn new(
+    pub(crate) fn new(
         kind: &'static str,
         name: String,
         target: AwsTarget,
@@ -56,22 +56,25 @@ impl<C> AwsDestination<C> {
     }
 
     /// What the resource is, e.g. `kinesis stream`.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         self.kind
     }
 
     /// The resource's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// How often failed records are sent again.
-    pub fn retry(&self) -> &RetryPolicy {
+    pub(crate) fn retry(&self) -> &RetryPolicy {
         &self.retry
     }
 
     /// The client, made with `make` from the target's configuration on first use.
-    pub async fn client(&self, make: impl FnOnce(&SdkConfig) -> C) -> Result<&C, TransformError> {
+    pub(crate) async fn client(
+        &self,
+        make: impl FnOnce(&SdkConfig) -> C,
+    ) -> Result<&C, TransformError> {
         lazy_client(
             &self.client,
             &self.target,
@@ -95,7 +98,8 @@ impl<C> AwsDestination<C> {
 }
 
 /// A send destination around an [`AwsDestination`]: the builder methods every one has.
-pub trait AwsSend: Sized {
+#[cfg(test)]
+pub(crate) trait AwsSend: Sized {
     /// The SDK client.
     type Client;
 
@@ -119,6 +123,7 @@ pub trait AwsSend: Sized {
 /// `$client`s is its field `aws`.
 macro_rules! aws_send {
     ($destination:ty, $client:ty) => {
+        #[cfg(test)]
         impl $crate::send::aws_destination::AwsSend for $destination {
             type Client = $client;
 

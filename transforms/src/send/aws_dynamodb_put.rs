@@ -72,22 +72,22 @@ use crate::kv_store::LockTicket;
 use crate::kv_store::aws_dynamodb::Cancel;
 
 /// Most items in one `BatchWriteItem` call.
-pub const MAX_BATCH_ITEMS: usize = 25;
+pub(crate) const MAX_BATCH_ITEMS: usize = 25;
 /// Most bytes in one `BatchWriteItem` call.
-pub const MAX_BATCH_BYTES: usize = 16_000_000;
+pub(crate) const MAX_BATCH_BYTES: usize = 16_000_000;
 /// Most bytes of one item (Substation's check of the JSON; DynamoDB's limit is 400 KB).
-pub const MAX_ITEM_BYTES: usize = 409_600;
+pub(crate) const MAX_ITEM_BYTES: usize = 409_600;
 /// Most writes in one `TransactWriteItems` call.
-pub const MAX_TRANSACTION_WRITES: usize = 100;
+pub(crate) const MAX_TRANSACTION_WRITES: usize = 100;
 /// Most bytes in one `TransactWriteItems` call.
-pub const MAX_TRANSACTION_BYTES: usize = 4_000_000;
+pub(crate) const MAX_TRANSACTION_BYTES: usize = 4_000_000;
 /// Transactions in flight at once, by default.
-pub const DEFAULT_CONCURRENCY: usize = 8;
+pub(crate) const DEFAULT_CONCURRENCY: usize = 8;
 
 /// Settings of `send_aws_dynamodb_put`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The table and the role.
     pub aws: AwsSettings,
     /// Batch limits (capped at 25 items and 16 MB; ignored in transactional mode but for
@@ -107,7 +107,7 @@ pub struct Settings {
 type Item = HashMap<String, AttributeValue>;
 
 /// An item's bytes as a DynamoDB item: a JSON object, at most [`MAX_ITEM_BYTES`].
-pub fn parse_item(data: &[u8]) -> Result<Item, String> {
+pub(crate) fn parse_item(data: &[u8]) -> Result<Item, String> {
     if data.len() > MAX_ITEM_BYTES {
         return Err(format!(
             "an item of {} bytes exceeds DynamoDB's item size limit of {MAX_ITEM_BYTES} bytes",
@@ -125,7 +125,7 @@ pub fn parse_item(data: &[u8]) -> Result<Item, String> {
 }
 
 /// A DynamoDB table as a destination.
-pub struct DynamoDbPut {
+pub(crate) struct DynamoDbPut {
     aws: AwsDestination<Client>,
     /// The table's key attribute names (partition key, then sort key), read once.
     key_schema: OnceCell<Vec<String>>,
@@ -135,7 +135,7 @@ pub struct DynamoDbPut {
 
 impl DynamoDbPut {
     /// The table `table`, reached with `target`.
-    pub fn new(table: String, target: AwsTarget) -> Self {
+    pub(crate) fn new(table: String, target: AwsTarget) -> Self {
         DynamoDbPut {
             aws: AwsDestination::new(
                 "dynamodb table",
@@ -150,7 +150,7 @@ impl DynamoDbPut {
     }
 
     /// Writes in transactions that commit the items' locks (see the module documentation).
-    pub fn transactional(mut self, concurrency: usize) -> Self {
+    pub(crate) fn transactional(mut self, concurrency: usize) -> Self {
         self.transactional = true;
         self.concurrency = concurrency.max(1);
         self
@@ -715,11 +715,11 @@ impl Destination for DynamoDbPut {
 aws_send!(DynamoDbPut, Client);
 
 /// The `send_aws_dynamodb_put` transform.
-pub type SendAwsDynamodbPut = Sender<DynamoDbPut>;
+pub(crate) type SendAwsDynamodbPut = Sender<DynamoDbPut>;
 
 impl Sender<DynamoDbPut> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let arn = non_empty(s.aws.arn).ok_or_else(|| {
             b.field_error(

@@ -42,20 +42,20 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Value, async_trait};
 
 /// Most entries in one `PutEvents` call.
-pub const MAX_ENTRIES: usize = 10;
+pub(crate) const MAX_ENTRIES: usize = 10;
 /// Most bytes in one `PutEvents` call, the entries counted by [`entry_size`].
-pub const MAX_CALL_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_CALL_BYTES: usize = 256 * 1024;
 /// The `DetailType` when `description` is not set (Substation's).
-pub const DEFAULT_DESCRIPTION: &str = "Substation Transform";
+pub(crate) const DEFAULT_DESCRIPTION: &str = "Substation Transform";
 /// Most characters of a `DetailType`.
-pub const MAX_DETAIL_TYPE: usize = 128;
+pub(crate) const MAX_DETAIL_TYPE: usize = 128;
 /// Most characters of a `Source`.
-pub const MAX_SOURCE: usize = 256;
+pub(crate) const MAX_SOURCE: usize = 256;
 
 /// Settings of `send_aws_eventbridge`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The bus (optional) and the role.
     pub aws: AwsSettings,
     /// The events' `DetailType`.
@@ -71,13 +71,15 @@ pub struct Settings {
 /// The size AWS counts for an entry with these parts and no `Time` or `Resources`: the
 /// UTF-8 bytes of `Source`, `DetailType` and `Detail`
 /// (<https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevent-size.html>).
-pub fn entry_size(source: &str, detail_type: &str, detail: &[u8]) -> usize {
+pub(crate) fn entry_size(source: &str, detail_type: &str, detail: &[u8]) -> usize {
     source.len() + detail_type.len() + detail.len()
 }
 
 /// The bus named by `aws.arn`: what is sent as `EventBusName` (`None` for the default
 /// bus), its name for messages, and its region (from an ARN).
-pub fn parse_bus(arn: Option<String>) -> Result<(Option<String>, String, Option<String>), String> {
+pub(crate) fn parse_bus(
+    arn: Option<String>,
+) -> Result<(Option<String>, String, Option<String>), String> {
     let Some(arn) = non_empty(arn) else {
         return Ok((None, "default".to_string(), None));
     };
@@ -109,7 +111,7 @@ pub fn parse_bus(arn: Option<String>) -> Result<(Option<String>, String, Option<
 }
 
 /// An EventBridge event bus as a destination.
-pub struct EventBridge {
+pub(crate) struct EventBridge {
     aws: AwsDestination<Client>,
     bus: Option<String>,
     source: String,
@@ -119,7 +121,7 @@ pub struct EventBridge {
 impl EventBridge {
     /// The bus `bus` (`None`: the default bus) named `name`, its events from `source` of
     /// type `detail_type`, reached with `target`.
-    pub fn new(
+    pub(crate) fn new(
         bus: Option<String>,
         name: String,
         source: String,
@@ -137,11 +139,6 @@ impl EventBridge {
             source,
             detail_type,
         }
-    }
-
-    /// The bus's name.
-    pub fn bus_name(&self) -> &str {
-        self.aws.name()
     }
 
     /// The bytes an entry takes besides its `Detail`.
@@ -238,11 +235,11 @@ impl Destination for EventBridge {
 aws_send!(EventBridge, Client);
 
 /// The `send_aws_eventbridge` transform.
-pub type SendAwsEventbridge = Sender<EventBridge>;
+pub(crate) type SendAwsEventbridge = Sender<EventBridge>;
 
 impl Sender<EventBridge> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let (bus, name, region) = parse_bus(s.aws.arn).map_err(|m| b.field_error("aws.arn", m))?;
         let role = non_empty(s.aws.assume_role_arn);

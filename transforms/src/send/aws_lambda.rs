@@ -38,12 +38,12 @@ use crate::aws::lambda::{self, Function, MAX_ASYNC_PAYLOAD};
 use crate::aws::{AwsSettings, AwsTarget, check_role, non_empty};
 
 /// Invokes in flight at once when `concurrency` is not set.
-pub const DEFAULT_CONCURRENCY: usize = 16;
+pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
 
 /// Settings of `send_aws_lambda`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The function and the role.
     pub aws: AwsSettings,
     /// Batch limits: when invokes happen (each item is one invoke).
@@ -62,7 +62,7 @@ fn check_item(item: &[u8]) -> Result<(), String> {
 }
 
 /// A Lambda function, invoked asynchronously, as a destination.
-pub struct Lambda {
+pub(crate) struct Lambda {
     aws: AwsDestination<Client>,
     function: Function,
     concurrency: usize,
@@ -70,7 +70,7 @@ pub struct Lambda {
 
 impl Lambda {
     /// The function, reached with `target`, with up to `concurrency` invokes in flight.
-    pub fn new(function: Function, target: AwsTarget, concurrency: usize) -> Self {
+    pub(crate) fn new(function: Function, target: AwsTarget, concurrency: usize) -> Self {
         Lambda {
             aws: AwsDestination::new(
                 "lambda function",
@@ -81,16 +81,6 @@ impl Lambda {
             function,
             concurrency: concurrency.max(1),
         }
-    }
-
-    /// The function.
-    pub fn function(&self) -> &Function {
-        &self.function
-    }
-
-    /// Invokes in flight at most.
-    pub fn concurrency(&self) -> usize {
-        self.concurrency
     }
 }
 
@@ -159,11 +149,11 @@ impl Destination for Lambda {
 aws_send!(Lambda, Client);
 
 /// The `send_aws_lambda` transform.
-pub type SendAwsLambda = Sender<Lambda>;
+pub(crate) type SendAwsLambda = Sender<Lambda>;
 
 impl Sender<Lambda> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let arn = non_empty(s.aws.arn).ok_or_else(|| {
             b.field_error(

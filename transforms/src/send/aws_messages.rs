@@ -39,14 +39,14 @@ use sluice_engine::{Build, ConfigError, Key, Message, value};
 use super::aws_records::{RecordResult, non_empty};
 
 /// Most entries in one `SendMessageBatch` or `PublishBatch` call.
-pub const MAX_ENTRIES: usize = 10;
+pub(crate) const MAX_ENTRIES: usize = 10;
 /// Most characters of a `MessageGroupId` or `MessageDeduplicationId`.
-pub const MAX_FIFO_ID: usize = 128;
+pub(crate) const MAX_FIFO_ID: usize = 128;
 
 /// `object`: the keys every send takes, plus sluice's `deduplication_key`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct MessageObject {
+pub(crate) struct MessageObject {
     /// Not used (the library's shared `object` defaults include it).
     pub source_key: Option<String>,
     /// Not used (the library's shared `object` defaults include it).
@@ -58,18 +58,18 @@ pub struct MessageObject {
 }
 
 /// Whether a queue or topic name is a FIFO one.
-pub fn is_fifo(name: &str) -> bool {
+pub(crate) fn is_fifo(name: &str) -> bool {
     name.ends_with(".fifo")
 }
 
 /// Whether `id` may be a `MessageGroupId` or `MessageDeduplicationId` as it is: 1 to 128
 /// ASCII letters, digits and punctuation.
-pub fn valid_fifo_id(id: &str) -> bool {
+pub(crate) fn valid_fifo_id(id: &str) -> bool {
     (1..=MAX_FIFO_ID).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// `value` as a FIFO id: itself when valid, else its hex SHA-256.
-pub fn fifo_id(value: &str) -> String {
+pub(crate) fn fifo_id(value: &str) -> String {
     if valid_fifo_id(value) {
         value.to_string()
     } else {
@@ -83,7 +83,7 @@ fn sha256_hex(data: &[u8]) -> String {
 
 /// The ids the messages of a destination get.
 #[derive(Debug, Clone)]
-pub enum MessageIds {
+pub(crate) enum MessageIds {
     /// A standard queue or topic: no group or deduplication ids.
     Standard,
     /// A FIFO queue or topic; deduplication ids from the value at this key, if set.
@@ -92,7 +92,7 @@ pub enum MessageIds {
 
 /// The FIFO ids of one batch's messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FifoIds {
+pub(crate) struct FifoIds {
     /// The `MessageGroupId` of every message of the batch.
     pub group: String,
     /// The `MessageDeduplicationId` of each message, in order.
@@ -101,7 +101,7 @@ pub struct FifoIds {
 
 impl MessageIds {
     /// Reads `object.deduplication_key` for the destination `name` (FIFO or not).
-    pub fn from_settings(
+    pub(crate) fn from_settings(
         b: &Build<'_>,
         name: &str,
         deduplication_key: Option<String>,
@@ -132,7 +132,7 @@ impl MessageIds {
     }
 
     /// The FIFO ids of a batch with key `batch_key`, or `None` for a standard destination.
-    pub fn of(&self, batch_key: &str, items: &[Bytes]) -> Option<FifoIds> {
+    pub(crate) fn of(&self, batch_key: &str, items: &[Bytes]) -> Option<FifoIds> {
         let MessageIds::Fifo(key) = self else {
             return None;
         };
@@ -164,7 +164,7 @@ fn dedup_id(key: Option<&Key>, item: &Bytes) -> String {
 /// only the characters XML 1.0 allows, as SQS requires (`#x9 | #xA | #xD | #x20-#xD7FF |
 /// #xE000-#xFFFD | #x10000-#x10FFFF`). The error is the rule broken, to follow the
 /// destination's name (`takes no empty message`).
-pub fn check_text(item: &[u8], xml_chars: bool) -> Result<(), String> {
+pub(crate) fn check_text(item: &[u8], xml_chars: bool) -> Result<(), String> {
     if item.is_empty() {
         return Err("takes no empty message".to_string());
     }
@@ -190,14 +190,14 @@ fn xml_char(c: char) -> bool {
 }
 
 /// The `Id` of the entry at `pos` in a call.
-pub fn entry_id(pos: usize) -> String {
+pub(crate) fn entry_id(pos: usize) -> String {
     pos.to_string()
 }
 
 /// One message of a call as `SendMessageBatch` and `PublishBatch` both take it, before it
 /// becomes the SDK's entry type.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     /// Its `Id` ([`entry_id`] of its position in the call).
     pub id: String,
     /// Its text (the item, checked to be UTF-8 when it arrived).
@@ -210,7 +210,7 @@ pub struct Entry<'a> {
 
 /// The entries of a call that sends `items[i]` for each `i` of `pending`, in that order;
 /// `fifo` is the call's group id and its items' deduplication ids (indexed like `items`).
-pub fn entries<'a>(
+pub(crate) fn entries<'a>(
     pending: &'a [usize],
     items: &'a [Bytes],
     fifo: Option<(&'a str, &'a [String])>,
@@ -226,7 +226,7 @@ pub fn entries<'a>(
 /// One result per entry of a call of `count` entries (numbered by [`entry_id`]) from the
 /// answer's `Successful` ids and `Failed` (id, code, message) entries. An entry the answer
 /// does not mention failed (`NoResult`).
-pub fn results_by_id<'a>(
+pub(crate) fn results_by_id<'a>(
     count: usize,
     successful: impl IntoIterator<Item = &'a str>,
     failed: impl IntoIterator<Item = (&'a str, &'a str, Option<&'a str>)>,

@@ -22,14 +22,14 @@ use sluice_engine::TransformError;
 
 // The `aws` settings and the lazily made client are every AWS transform's (`crate::aws`);
 // re-exported for the sends that import them from here.
-pub use crate::aws::AwsSettings;
-pub use crate::aws::outcome::{AttemptWatch, CallError};
+pub(crate) use crate::aws::AwsSettings;
+pub(super) use crate::aws::outcome::{AttemptWatch, CallError};
 pub(crate) use crate::aws::{check_role, lazy_client, non_empty};
 
 /// How often a call's failed records are sent again, and how long to wait in between
 /// (exponential backoff with full jitter). Shared by the AWS batch sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
+pub(crate) struct RetryPolicy {
     /// Calls in all (the first and the retries of its failed records).
     pub attempts: u32,
     /// The first wait's ceiling; it doubles per retry.
@@ -40,7 +40,7 @@ pub struct RetryPolicy {
 
 impl RetryPolicy {
     /// 6 calls, waits up to 100 ms, 200 ms, ... 1.6 s (about 3 s at most in all).
-    pub const DEFAULT: RetryPolicy = RetryPolicy {
+    pub(crate) const DEFAULT: RetryPolicy = RetryPolicy {
         attempts: 6,
         base: Duration::from_millis(100),
         max: Duration::from_secs(5),
@@ -48,7 +48,7 @@ impl RetryPolicy {
 
     /// The wait before retry number `retry` (1 for the first retry): a random duration up to
     /// `min(max, base * 2^(retry-1))`.
-    pub fn delay(&self, retry: u32) -> Duration {
+    pub(crate) fn delay(&self, retry: u32) -> Duration {
         let ceiling = self
             .base
             .saturating_mul(1u32 << retry.saturating_sub(1).min(20))
@@ -155,7 +155,7 @@ pub(crate) struct PutFailure {
 
 impl PutFailure {
     /// `pending` failed for `error`, certainly.
-    pub fn certain(pending: Vec<usize>, error: TransformError) -> Self {
+    pub(crate) fn certain(pending: Vec<usize>, error: TransformError) -> Self {
         PutFailure {
             pending,
             error,

@@ -56,17 +56,17 @@ use crate::aws::{Arn, AwsTarget};
 const MIB: usize = 1024 * 1024;
 /// The default `part_size`: objects up to it go in one `PutObject`, larger ones in parts of
 /// this size.
-pub const DEFAULT_PART_SIZE: usize = 16 * MIB;
+pub(crate) const DEFAULT_PART_SIZE: usize = 16 * MIB;
 /// S3's smallest part (all but the last).
-pub const MIN_PART_SIZE: usize = 5 * MIB;
+pub(crate) const MIN_PART_SIZE: usize = 5 * MIB;
 /// S3's largest part, and its largest `PutObject`.
-pub const MAX_PART_SIZE: usize = 5 * 1024 * MIB;
+pub(crate) const MAX_PART_SIZE: usize = 5 * 1024 * MIB;
 /// S3's most parts in one upload.
-pub const MAX_PARTS: usize = 10_000;
+pub(crate) const MAX_PARTS: usize = 10_000;
 /// S3's largest object (5 TiB).
-pub const MAX_OBJECT_BYTES: u64 = 5 * 1024 * 1024 * MIB as u64;
+pub(crate) const MAX_OBJECT_BYTES: u64 = 5 * 1024 * 1024 * MIB as u64;
 /// Parts of one upload in flight at once.
-pub const PART_CONCURRENCY: usize = 4;
+pub(crate) const PART_CONCURRENCY: usize = 4;
 
 /// The checksum algorithms `checksum_algorithm` accepts.
 const CHECKSUMS: [&str; 4] = ["CRC32", "CRC32C", "SHA1", "SHA256"];
@@ -74,7 +74,7 @@ const CHECKSUMS: [&str; 4] = ["CRC32", "CRC32C", "SHA1", "SHA256"];
 /// Settings of `send_aws_s3`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The bucket (`arn`) and the role.
     pub aws: AwsSettings,
     /// How object keys are made.
@@ -99,7 +99,7 @@ pub struct Settings {
 }
 
 /// The bucket named by `aws.arn`: an S3 bucket ARN (`arn:aws:s3:::BUCKET`) or a bare name.
-pub fn parse_bucket(arn: Option<String>) -> Result<String, String> {
+pub(crate) fn parse_bucket(arn: Option<String>) -> Result<String, String> {
     let arn = non_empty(arn)
         .ok_or("missing required option: the bucket's ARN (arn:aws:s3:::BUCKET) or its name")?;
     let name = if arn.starts_with("arn:") {
@@ -129,7 +129,7 @@ pub fn parse_bucket(arn: Option<String>) -> Result<String, String> {
 }
 
 /// `storage_class`: one of S3's storage classes (any case); empty or unset is `STANDARD`.
-pub fn parse_storage_class(s: Option<&str>) -> Result<StorageClass, String> {
+pub(crate) fn parse_storage_class(s: Option<&str>) -> Result<StorageClass, String> {
     let s = s.unwrap_or("").trim();
     if s.is_empty() {
         return Ok(StorageClass::Standard);
@@ -145,7 +145,7 @@ pub fn parse_storage_class(s: Option<&str>) -> Result<StorageClass, String> {
 }
 
 /// `checksum_algorithm`: one of [`CHECKSUMS`] (any case), or none (unset, empty, `none`).
-pub fn parse_checksum(s: Option<&str>) -> Result<Option<ChecksumAlgorithm>, String> {
+pub(crate) fn parse_checksum(s: Option<&str>) -> Result<Option<ChecksumAlgorithm>, String> {
     let s = s.unwrap_or("").trim();
     if s.is_empty() || s.eq_ignore_ascii_case("none") {
         return Ok(None);
@@ -163,7 +163,10 @@ pub fn parse_checksum(s: Option<&str>) -> Result<Option<ChecksumAlgorithm>, Stri
 /// How an object of `len` bytes is uploaded with parts of (at least) `part_size` bytes:
 /// `None` for one `PutObject`, else the byte ranges of the parts (each at least
 /// `part_size`, the last aside, and at most [`MAX_PARTS`] of them).
-pub fn plan_parts(len: usize, part_size: usize) -> Result<Option<Vec<Range<usize>>>, String> {
+pub(crate) fn plan_parts(
+    len: usize,
+    part_size: usize,
+) -> Result<Option<Vec<Range<usize>>>, String> {
     if len as u64 > MAX_OBJECT_BYTES {
         return Err(format!(
             "an object of {len} bytes exceeds S3's object size limit of 5 TiB ({MAX_OBJECT_BYTES} bytes)"
@@ -182,7 +185,7 @@ pub fn plan_parts(len: usize, part_size: usize) -> Result<Option<Vec<Range<usize
 }
 
 /// The `Content-Type` of an object that starts with `data` (see the module documentation).
-pub fn content_type(data: &[u8]) -> &'static str {
+pub(crate) fn content_type(data: &[u8]) -> &'static str {
     match data {
         [0x1f, 0x8b, ..] => "application/gzip",
         [0x28, 0xb5, 0x2f, 0xfd, ..] => "application/zstd",
@@ -223,7 +226,7 @@ fn is_text(head: &[u8]) -> bool {
 }
 
 /// An S3 bucket as a destination.
-pub struct S3 {
+pub(crate) struct S3 {
     aws: AwsDestination<Client>,
     objects: ObjectPerBatch,
     storage_class: StorageClass,
@@ -233,7 +236,7 @@ pub struct S3 {
 
 impl S3 {
     /// Objects in `bucket`, reached with `target`, named and filled as `objects` says.
-    pub fn new(bucket: String, objects: ObjectPerBatch, target: AwsTarget) -> Self {
+    pub(crate) fn new(bucket: String, objects: ObjectPerBatch, target: AwsTarget) -> Self {
         S3 {
             aws: AwsDestination::new(
                 "s3 bucket",
@@ -249,19 +252,19 @@ impl S3 {
     }
 
     /// Stores objects in `class`.
-    pub fn with_storage_class(mut self, class: StorageClass) -> Self {
+    pub(crate) fn with_storage_class(mut self, class: StorageClass) -> Self {
         self.storage_class = class;
         self
     }
 
     /// Sends `checksum` with every upload.
-    pub fn with_checksum(mut self, checksum: Option<ChecksumAlgorithm>) -> Self {
+    pub(crate) fn with_checksum(mut self, checksum: Option<ChecksumAlgorithm>) -> Self {
         self.checksum = checksum;
         self
     }
 
     /// Uploads objects over `part_size` bytes in parts of that size.
-    pub fn with_part_size(mut self, part_size: usize) -> Self {
+    pub(crate) fn with_part_size(mut self, part_size: usize) -> Self {
         self.part_size = part_size;
         self
     }
@@ -456,11 +459,11 @@ impl Destination for S3 {
 aws_send!(S3, Client);
 
 /// The `send_aws_s3` transform.
-pub type SendAwsS3 = Sender<S3>;
+pub(crate) type SendAwsS3 = Sender<S3>;
 
 impl Sender<S3> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let bucket = parse_bucket(s.aws.arn).map_err(|m| b.field_error("aws.arn", m))?;
         let role = non_empty(s.aws.assume_role_arn);

@@ -43,14 +43,14 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Value, async_trait};
 
 /// Most bytes (the sum of the messages) in one `PublishBatch` call.
-pub const MAX_CALL_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_CALL_BYTES: usize = 256 * 1024;
 /// Most bytes of one message (the default `MaximumMessageSize` of a topic).
-pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 /// Settings of `send_aws_sns`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The topic and the role.
     pub aws: AwsSettings,
     /// Batch limits (capped at 10 messages and 256 KiB).
@@ -73,7 +73,7 @@ fn valid_topic_name(name: &str) -> bool {
 }
 
 /// The topic named by `aws.arn`: its ARN, its name and its region.
-pub fn parse_topic(arn: Option<String>) -> Result<(String, String, String), String> {
+pub(crate) fn parse_topic(arn: Option<String>) -> Result<(String, String, String), String> {
     let arn = non_empty(arn)
         .ok_or("missing required option: the topic's ARN (arn:aws:sns:REGION:ACCOUNT:NAME)")?;
     let bad =
@@ -90,7 +90,7 @@ pub fn parse_topic(arn: Option<String>) -> Result<(String, String, String), Stri
 }
 
 /// An SNS topic as a destination.
-pub struct Sns {
+pub(crate) struct Sns {
     aws: AwsDestination<Client>,
     arn: String,
     ids: MessageIds,
@@ -99,18 +99,13 @@ pub struct Sns {
 impl Sns {
     /// The topic `arn` (named `name`), its messages identified by `ids`, reached with
     /// `target`.
-    pub fn new(arn: String, name: String, ids: MessageIds, target: AwsTarget) -> Self {
+    pub(crate) fn new(arn: String, name: String, ids: MessageIds, target: AwsTarget) -> Self {
         Sns {
             // A topic's ARN always carries its region: nothing to add when there is none.
             aws: AwsDestination::new("sns topic", name, target, ""),
             arn,
             ids,
         }
-    }
-
-    /// The topic's name.
-    pub fn topic_name(&self) -> &str {
-        self.aws.name()
     }
 
     /// Publishes `items` (one call's worth, with their FIFO ids) until each was accepted
@@ -189,11 +184,11 @@ impl Destination for Sns {
 aws_send!(Sns, Client);
 
 /// The `send_aws_sns` transform.
-pub type SendAwsSns = Sender<Sns>;
+pub(crate) type SendAwsSns = Sender<Sns>;
 
 impl Sender<Sns> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let (arn, name, region) =
             parse_topic(s.aws.arn).map_err(|m| b.field_error("aws.arn", m))?;

@@ -51,14 +51,14 @@ use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender
 use crate::aws::{Arn, AwsTarget};
 
 /// Most bytes (the sum of the bodies) in one `SendMessageBatch` call.
-pub const MAX_CALL_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_CALL_BYTES: usize = 1024 * 1024;
 /// Most bytes of one message body.
-pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 
 /// Settings of `send_aws_sqs`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The queue and the role.
     pub aws: AwsSettings,
     /// Batch limits (capped at 10 messages and 1 MiB).
@@ -71,7 +71,7 @@ pub struct Settings {
 
 /// How the queue is known before its URL is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum QueueRef {
+pub(crate) enum QueueRef {
     /// Its URL, used as is.
     Url(String),
     /// Its name (and owner account, from an ARN): the URL is asked of SQS.
@@ -85,7 +85,7 @@ pub enum QueueRef {
 
 /// The queue named by `aws.arn`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Queue {
+pub(crate) struct Queue {
     /// How requests find it.
     pub queue: QueueRef,
     /// Its name.
@@ -109,7 +109,7 @@ const FORMS: &str = "a queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME), a queue URL 
      digits, '-', '_', with .fifo for FIFO queues)";
 
 /// The queue named by `aws.arn`.
-pub fn parse_queue(arn: Option<String>) -> Result<Queue, String> {
+pub(crate) fn parse_queue(arn: Option<String>) -> Result<Queue, String> {
     let arn =
         non_empty(arn).ok_or_else(|| format!("missing required option: the queue, as {FORMS}"))?;
     if arn.starts_with("arn:") {
@@ -169,7 +169,7 @@ pub fn parse_queue(arn: Option<String>) -> Result<Queue, String> {
 }
 
 /// An SQS queue as a destination.
-pub struct Sqs {
+pub(crate) struct Sqs {
     aws: AwsDestination<Client>,
     queue: QueueRef,
     ids: MessageIds,
@@ -179,7 +179,7 @@ pub struct Sqs {
 impl Sqs {
     /// The queue `queue` (named `name`), its messages identified by `ids`, reached with
     /// `target`.
-    pub fn new(queue: QueueRef, name: String, ids: MessageIds, target: AwsTarget) -> Self {
+    pub(crate) fn new(queue: QueueRef, name: String, ids: MessageIds, target: AwsTarget) -> Self {
         Sqs {
             aws: AwsDestination::new(
                 "sqs queue",
@@ -191,11 +191,6 @@ impl Sqs {
             ids,
             url: OnceCell::new(),
         }
-    }
-
-    /// The queue's name.
-    pub fn queue_name(&self) -> &str {
-        self.aws.name()
     }
 
     /// The queue's URL: given, or asked of SQS on first use and kept.
@@ -311,11 +306,11 @@ impl Destination for Sqs {
 aws_send!(Sqs, Client);
 
 /// The `send_aws_sqs` transform.
-pub type SendAwsSqs = Sender<Sqs>;
+pub(crate) type SendAwsSqs = Sender<Sqs>;
 
 impl Sender<Sqs> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let Queue {
             queue,

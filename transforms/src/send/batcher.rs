@@ -58,7 +58,7 @@ use crate::kv_store::lock::ticket::tickets;
 
 /// One closed batch, as a destination sees it.
 #[derive(Debug, Clone, Default)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     /// The batch key (`""` when no `object.batch_key` is configured or the value is absent).
     pub key: String,
     /// The items, in order.
@@ -70,7 +70,7 @@ pub struct Outgoing {
 /// The locks guarding a batch's items: the lock tickets among their messages' tokens
 /// ([`crate::kv_store::lock::ticket`]). Empty when no item went through a lock.
 #[derive(Debug, Clone, Default)]
-pub enum ItemLocks {
+pub(crate) enum ItemLocks {
     /// No item carries a lock.
     #[default]
     None,
@@ -83,7 +83,7 @@ pub enum ItemLocks {
 
 impl ItemLocks {
     /// Every lock of the batch, in item order (an item's first).
-    pub fn all(&self) -> Vec<Arc<LockTicket>> {
+    pub(crate) fn all(&self) -> Vec<Arc<LockTicket>> {
         match self {
             ItemLocks::None => Vec::new(),
             ItemLocks::PerItem(per) => per.iter().flatten().cloned().collect(),
@@ -92,7 +92,7 @@ impl ItemLocks {
     }
 
     /// Item `i`'s locks, when the mapping is known.
-    pub fn of(&self, i: usize) -> Option<&[Arc<LockTicket>]> {
+    pub(crate) fn of(&self, i: usize) -> Option<&[Arc<LockTicket>]> {
         match self {
             ItemLocks::PerItem(per) => per.get(i).map(Vec::as_slice),
             _ => None,
@@ -100,7 +100,7 @@ impl ItemLocks {
     }
 
     /// Whether every item carries a lock (only known without auxiliary transforms).
-    pub fn every_item_locked(&self) -> bool {
+    pub(crate) fn every_item_locked(&self) -> bool {
         matches!(self, ItemLocks::PerItem(per) if per.iter().all(|l| !l.is_empty()))
     }
 
@@ -118,14 +118,14 @@ impl ItemLocks {
 
 impl Outgoing {
     /// The total size of the items in bytes.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.items.iter().map(|i| i.len()).sum()
     }
 }
 
 /// Which items of a batch the destination did not accept.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Undelivered {
+pub(crate) enum Undelivered {
     /// None of them (or it cannot tell which).
     All,
     /// The items at these indexes; the others were accepted. An empty list is read as
@@ -135,7 +135,7 @@ pub enum Undelivered {
 
 /// A failed delivery: what was not delivered and why.
 #[derive(Debug)]
-pub struct SendError {
+pub(crate) struct SendError {
     /// The items that were not accepted.
     pub undelivered: Undelivered,
     /// Why.
@@ -149,7 +149,7 @@ pub struct SendError {
 
 impl SendError {
     /// Only the items at `indexes` failed.
-    pub fn items(indexes: Vec<usize>, error: TransformError) -> Self {
+    pub(crate) fn items(indexes: Vec<usize>, error: TransformError) -> Self {
         SendError {
             undelivered: Undelivered::Items(indexes),
             error,
@@ -158,7 +158,7 @@ impl SendError {
     }
 
     /// The same failure, which may have been applied.
-    pub fn uncertain(mut self, uncertain: bool) -> Self {
+    pub(crate) fn uncertain(mut self, uncertain: bool) -> Self {
         self.uncertain = uncertain;
         self
     }
@@ -176,7 +176,7 @@ impl From<TransformError> for SendError {
 
 /// Where a send delivers its batches.
 #[async_trait]
-pub trait Destination: Send + Sync + 'static {
+pub(crate) trait Destination: Send + Sync + 'static {
     /// Delivers one batch (never empty). `Ok` means every item was accepted.
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError>;
 
@@ -193,7 +193,7 @@ pub trait Destination: Send + Sync + 'static {
 /// What a destination accepts at most; configured batch limits are honoured only within
 /// these caps, as in Substation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caps {
+pub(crate) struct Caps {
     /// Most items per batch.
     pub count: usize,
     /// Most bytes per batch.
@@ -204,7 +204,7 @@ pub struct Caps {
 
 impl Caps {
     /// No cap (local files, stdout).
-    pub const NONE: Caps = Caps {
+    pub(crate) const NONE: Caps = Caps {
         count: usize::MAX,
         size: usize::MAX,
         item_size: usize::MAX,
@@ -213,7 +213,7 @@ impl Caps {
 
 /// The settings every send shares, gathered from its settings struct.
 #[derive(Debug, Clone, Default)]
-pub struct SendOptions {
+pub(crate) struct SendOptions {
     /// `batch`.
     pub batch: BatchSettings,
     /// `auxiliary_transforms` (the library's `aux_tforms`), a list of transform configs.
@@ -234,7 +234,7 @@ struct State {
 
 /// A send transform: batches, auxiliary transforms and delivery tracking around a
 /// [`Destination`].
-pub struct Sender<D> {
+pub(crate) struct Sender<D> {
     dest: D,
     batch_key: Option<Key>,
     aux: Option<Pipeline>,
@@ -245,7 +245,7 @@ pub struct Sender<D> {
 
 impl<D: Destination> Sender<D> {
     /// Builds a send from its shared settings, the destination's caps and the destination.
-    pub fn new(
+    pub(crate) fn new(
         b: &Build<'_>,
         options: SendOptions,
         caps: Caps,
@@ -268,7 +268,7 @@ impl<D: Destination> Sender<D> {
     }
 
     /// A send from parts already built (limits already capped).
-    pub fn from_parts(
+    pub(crate) fn from_parts(
         dest: D,
         limits: BatchLimits,
         item_size: usize,
@@ -291,17 +291,20 @@ impl<D: Destination> Sender<D> {
     }
 
     /// The destination.
-    pub fn destination(&self) -> &D {
+    #[cfg(test)]
+    pub(crate) fn destination(&self) -> &D {
         &self.dest
     }
 
     /// The batch limits in force (after the destination's caps).
-    pub fn limits(&self) -> BatchLimits {
+    #[cfg(test)]
+    pub(crate) fn limits(&self) -> BatchLimits {
         self.lock().buffer.limits()
     }
 
     /// How many items of closed batches wait for delivery (after a failure).
-    pub fn undelivered(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn undelivered(&self) -> usize {
         self.lock().queue.iter().map(|b| b.items.len()).sum()
     }
 

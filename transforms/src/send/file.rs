@@ -27,13 +27,13 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-pub use super::object_per_batch::FilePath;
+pub(crate) use super::object_per_batch::FilePath;
 use super::object_per_batch::ObjectPerBatch;
 
 /// Settings of `send_file`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// How file names are made.
     pub file_path: FilePath,
     /// Use the batch key as the path's prefix.
@@ -49,13 +49,13 @@ pub struct Settings {
 }
 
 /// Local files as a destination.
-pub struct Files {
+pub(crate) struct Files {
     objects: ObjectPerBatch,
 }
 
 impl Files {
     /// Files named and filled as `objects` says.
-    pub fn new(objects: ObjectPerBatch) -> Self {
+    pub(crate) fn new(objects: ObjectPerBatch) -> Self {
         Files { objects }
     }
 }
@@ -103,11 +103,11 @@ fn write_atomically(target: &Path, data: &[u8]) -> std::io::Result<()> {
 }
 
 /// The `send_file` transform.
-pub type SendFile = Sender<Files>;
+pub(crate) type SendFile = Sender<Files>;
 
 impl Sender<Files> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let objects = ObjectPerBatch::new(b, s.file_path, s.use_batch_key_as_prefix, s.separator)?;
         Sender::new(

@@ -28,7 +28,7 @@ use crate::http::{Endpoint, HttpOptions, RequestSettings, RetrySettings};
 /// Settings of `send_http_post`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The URL (`${SECRET:id}`).
     pub url: Option<String>,
     /// Request headers (`${SECRET:id}`).
@@ -49,7 +49,7 @@ pub struct Settings {
 
 /// An HTTP endpoint that takes one item per `POST`, as a destination.
 #[derive(Debug)]
-pub struct HttpPost {
+pub(crate) struct HttpPost {
     endpoint: Endpoint,
 }
 
@@ -66,11 +66,11 @@ impl Destination for HttpPost {
 }
 
 /// The `send_http_post` transform.
-pub type SendHttpPost = Sender<HttpPost>;
+pub(crate) type SendHttpPost = Sender<HttpPost>;
 
 impl Sender<HttpPost> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.url.as_deref().is_some_and(|u| u.contains("${DATA}")) {
             return Err(b.field_error(

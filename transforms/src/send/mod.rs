@@ -1,27 +1,27 @@
 //! The `send` family: transforms whose side effect is delivering batches somewhere. Every
 //! send is a [`batcher::Sender`] around a [`batcher::Destination`]; data passes through.
 
-pub mod aws_data_firehose;
-pub mod aws_destination;
-pub mod aws_dynamodb_put;
-pub mod aws_eventbridge;
-pub mod aws_kinesis_data_stream;
-pub mod aws_lambda;
-pub mod aws_messages;
+pub(crate) mod aws_data_firehose;
+pub(crate) mod aws_destination;
+pub(crate) mod aws_dynamodb_put;
+pub(crate) mod aws_eventbridge;
+pub(crate) mod aws_kinesis_data_stream;
+pub(crate) mod aws_lambda;
+pub(crate) mod aws_messages;
 mod aws_records;
-pub mod aws_s3;
-pub mod aws_sns;
-pub mod aws_sqs;
-pub mod batcher;
-pub mod file;
-pub mod http_post;
-pub mod object_per_batch;
-pub mod stdout;
+pub(crate) mod aws_s3;
+pub(crate) mod aws_sns;
+pub(crate) mod aws_sqs;
+pub(crate) mod batcher;
+pub(crate) mod file;
+pub(crate) mod http_post;
+pub(crate) mod object_per_batch;
+pub(crate) mod stdout;
 
 use sluice_engine::Registry;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.stateful(
         "send_aws_data_firehose",
         aws_data_firehose::SendAwsDataFirehose::build,

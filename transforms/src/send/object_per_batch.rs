@@ -44,7 +44,7 @@ use crate::time::layout::format_go;
 /// `file_path`: how object (file) names are made.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
-pub struct FilePath {
+pub(crate) struct FilePath {
     /// The first directory (or directories) of the path.
     pub prefix: String,
     /// A Go time layout for the directories after the prefix (e.g. `2006/01/02`).
@@ -57,7 +57,7 @@ pub struct FilePath {
 
 impl FilePath {
     /// Whether no part is set (Go's default, which names nothing).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.prefix.is_empty()
             && self.time_format.is_empty()
             && !self.uuid
@@ -131,7 +131,7 @@ impl Identity {
 
 /// How a send names and fills the object of each batch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ObjectPerBatch {
+pub(crate) struct ObjectPerBatch {
     /// `file_path`.
     pub file_path: FilePath,
     /// `use_batch_key_as_prefix`.
@@ -144,7 +144,7 @@ impl ObjectPerBatch {
     /// Checks the settings at build time: a `file_path` with no part set is an error (Go's
     /// default names nothing, which Substation only finds at the first flush); one without
     /// `uuid` draws a warning, since batches of one time bucket then get one name.
-    pub fn new(
+    pub(crate) fn new(
         b: &Build<'_>,
         file_path: FilePath,
         use_batch_key_as_prefix: bool,
@@ -171,7 +171,7 @@ impl ObjectPerBatch {
 
     /// The name of `batch`'s object: derived from its locks when every item has one, else
     /// new (written now, a random UUID).
-    pub fn name(&self, batch: &Outgoing) -> Result<String, TransformError> {
+    pub(crate) fn name(&self, batch: &Outgoing) -> Result<String, TransformError> {
         let key = batch.key.as_str();
         let prefix = if self.use_batch_key_as_prefix {
             key
@@ -190,14 +190,14 @@ impl ObjectPerBatch {
     }
 
     /// The object's bytes: `items` joined by the separator.
-    pub fn contents(&self, items: &[Bytes]) -> Bytes {
+    pub(crate) fn contents(&self, items: &[Bytes]) -> Bytes {
         join(items, &self.separator)
     }
 }
 
 /// `items` with `separator` between consecutive ones; a single item is returned as is
 /// (no copy).
-pub fn join(items: &[Bytes], separator: &[u8]) -> Bytes {
+pub(crate) fn join(items: &[Bytes], separator: &[u8]) -> Bytes {
     if let [one] = items {
         return one.clone();
     }

@@ -22,7 +22,7 @@ use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender
 /// Settings of `send_stdout`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Batch limits.
     pub batch: BatchSettings,
     /// Transforms run over each batch before it is written.
@@ -39,7 +39,7 @@ enum Sink {
 }
 
 /// Standard output as a destination.
-pub struct Stdout {
+pub(crate) struct Stdout {
     sink: Sink,
     // The output of one flush, kept between flushes: a fresh megabyte per flush would be
     // fresh pages the kernel must zero every time. Deliveries are serialised by the sender,
@@ -49,7 +49,7 @@ pub struct Stdout {
 
 impl Stdout {
     /// The process's standard output.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Stdout {
             sink: Sink::Stdout,
             scratch: Mutex::new(Vec::new()),
@@ -97,11 +97,11 @@ impl Destination for Stdout {
 }
 
 /// The `send_stdout` transform.
-pub type SendStdout = Sender<Stdout>;
+pub(crate) type SendStdout = Sender<Stdout>;
 
 impl Sender<Stdout> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Sender::new(
             b,

@@ -19,7 +19,7 @@ use crate::common::Io;
 /// Settings of `string_append`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
     /// The text to append.
@@ -29,7 +29,7 @@ pub struct Settings {
 }
 
 /// The `string_append` transform.
-pub struct StringAppend {
+pub(crate) struct StringAppend {
     io: Io,
     suffix: String,
     suffix_key: Option<Key>,
@@ -37,7 +37,7 @@ pub struct StringAppend {
 
 impl StringAppend {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let io = Io::new(b, &s.object)?;
         let suffix_key = b.opt_key("suffix_key", &s.suffix_key)?;

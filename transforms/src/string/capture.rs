@@ -29,7 +29,7 @@ use crate::common::Io;
 /// Settings of `string_capture`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
     /// The regular expression (required).
@@ -39,7 +39,7 @@ pub struct Settings {
 }
 
 /// The `string_capture` transform.
-pub struct StringCapture {
+pub(crate) struct StringCapture {
     io: Io,
     re: Regex,
     count: i64,
@@ -49,7 +49,7 @@ pub struct StringCapture {
 
 impl StringCapture {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.pattern.is_empty() {
             return Err(b.field_error(

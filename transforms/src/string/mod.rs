@@ -1,20 +1,20 @@
 //! The `string_*` family: append, capture, replace, split, change case, make UUIDs.
 
-pub mod append;
-pub mod capture;
-pub mod replace;
-pub mod split;
-pub mod to_lower;
-pub mod to_snake;
-pub mod to_upper;
-pub mod uuid;
+pub(crate) mod append;
+pub(crate) mod capture;
+pub(crate) mod replace;
+pub(crate) mod split;
+pub(crate) mod to_lower;
+pub(crate) mod to_snake;
+pub(crate) mod to_upper;
+pub(crate) mod uuid;
 
 use sluice_engine::{Message, Registry, TransformError, Value};
 
 use crate::common::Io;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.stateless("string_append", append::StringAppend::build);
     r.stateless("string_capture", capture::StringCapture::build);
     r.map("string_replace", replace::StringReplace::build);

@@ -20,7 +20,7 @@ use crate::common::Io;
 /// Settings of `string_replace`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
     /// The regular expression (required).
@@ -30,7 +30,7 @@ pub struct Settings {
 }
 
 /// The `string_replace` transform.
-pub struct StringReplace {
+pub(crate) struct StringReplace {
     io: Io,
     re: Regex,
     re_bytes: regex::bytes::Regex,
@@ -39,7 +39,7 @@ pub struct StringReplace {
 
 impl StringReplace {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.pattern.is_empty() {
             return Err(b.field_error(

@@ -17,7 +17,7 @@ use crate::common::Io;
 /// Settings of `string_split`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
     /// What to split on (required).
@@ -25,14 +25,14 @@ pub struct Settings {
 }
 
 /// The `string_split` transform.
-pub struct StringSplit {
+pub(crate) struct StringSplit {
     io: Io,
     separator: String,
 }
 
 impl StringSplit {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.separator.is_empty() {
             return Err(b.field_error("separator", "missing required option: the text to split on"));

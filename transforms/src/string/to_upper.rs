@@ -14,19 +14,19 @@ use crate::common::Io;
 /// Settings of `string_to_upper`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key` (both or neither).
     pub object: ObjectSettings,
 }
 
 /// The `string_to_upper` transform.
-pub struct StringToUpper {
+pub(crate) struct StringToUpper {
     io: Io,
 }
 
 impl StringToUpper {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(StringToUpper {
             io: Io::new(b, &s.object)?,

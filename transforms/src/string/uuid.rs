@@ -14,19 +14,19 @@ use sluice_engine::{
 /// Settings of `string_uuid`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `target_key`: where the UUID goes (optional; absent replaces the data).
     pub object: ObjectSettings,
 }
 
 /// The `string_uuid` transform.
-pub struct StringUuid {
+pub(crate) struct StringUuid {
     target: Option<Key>,
 }
 
 impl StringUuid {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(StringUuid {
             target: b.opt_key("object.target_key", &s.object.target_key)?,

@@ -14,19 +14,19 @@ use sluice_engine::{
 /// Settings of `test_message`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The data of the emitted message.
     pub value: Option<Value>,
 }
 
 /// The `test_message` transform.
-pub struct TestMessage {
+pub(crate) struct TestMessage {
     data: Vec<u8>,
 }
 
 impl TestMessage {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         match s.value {
             None | Some(Value::Null) => Err(b.field_error(

@@ -1,10 +1,10 @@
 //! The `test` family: transforms that seed config tests.
 
-pub mod message;
+pub(crate) mod message;
 
 use sluice_engine::Registry;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.stateful("test_message", message::TestMessage::build);
 }

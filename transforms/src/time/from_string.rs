@@ -20,7 +20,7 @@ use crate::common::Io;
 /// Settings of `time_from_string`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key`, or neither (data mode).
     pub object: ObjectSettings,
     /// The Go layout of the input (required).
@@ -30,7 +30,7 @@ pub struct Settings {
 }
 
 /// The `time_from_string` transform.
-pub struct TimeFromString {
+pub(crate) struct TimeFromString {
     io: Io,
     layout: Layout,
     location: Tz,
@@ -38,7 +38,7 @@ pub struct TimeFromString {
 
 impl TimeFromString {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(TimeFromString {
             io: Io::new(b, &s.object)?,

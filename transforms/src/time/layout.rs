@@ -121,18 +121,19 @@ enum Kind {
 
 /// A compiled layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     text: String,
     kind: Kind,
 }
 
 /// Formats `t` with a Go layout (compiling it each time; keep a [`Layout`] for hot paths).
-pub fn format_go(t: &DateTime<Tz>, layout: &str) -> String {
+pub(crate) fn format_go(t: &DateTime<Tz>, layout: &str) -> String {
     Layout::compile(layout).format(t)
 }
 
 /// Parses `s` with a Go layout; wall times without zone information are read in `tz`.
-pub fn parse_go(s: &str, layout: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
+#[cfg(test)]
+pub(crate) fn parse_go(s: &str, layout: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
     Layout::compile(layout).parse(s, tz)
 }
 
@@ -219,7 +220,7 @@ fn next_field(l: &[u8]) -> Option<(usize, Field, usize)> {
 
 impl Layout {
     /// Compiles a layout: Go reference-time text, or `unix` / `unix_milli`.
-    pub fn compile(layout: &str) -> Layout {
+    pub(crate) fn compile(layout: &str) -> Layout {
         let kind = match layout {
             "unix" => Kind::Unix,
             "unix_milli" => Kind::UnixMilli,
@@ -248,13 +249,8 @@ impl Layout {
         }
     }
 
-    /// The layout as written.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
     /// Whether the layout has no element at all (it would format as itself).
-    pub fn is_literal(&self) -> bool {
+    pub(crate) fn is_literal(&self) -> bool {
         match &self.kind {
             Kind::Tokens(t) => t.iter().all(|t| matches!(t, Token::Lit(_))),
             _ => false,
@@ -262,7 +258,7 @@ impl Layout {
     }
 
     /// Formats a time.
-    pub fn format(&self, t: &DateTime<Tz>) -> String {
+    pub(crate) fn format(&self, t: &DateTime<Tz>) -> String {
         let tokens = match &self.kind {
             Kind::Unix => return t.timestamp().to_string(),
             Kind::UnixMilli => return t.timestamp_millis().to_string(),
@@ -279,7 +275,7 @@ impl Layout {
     }
 
     /// Parses a time; wall times without zone information are read in `tz`.
-    pub fn parse(&self, s: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
+    pub(crate) fn parse(&self, s: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
         match &self.kind {
             Kind::Unix | Kind::UnixMilli => {
                 let scale = if self.kind == Kind::Unix { 9 } else { 6 };
@@ -421,7 +417,7 @@ fn format_offset(out: &mut String, secs: i32, style: ZoneStyle) {
 /// Parses a decimal number (`-12`, `1.5`, `2e3`, `1.25E-1`) scaled by `10^scale`, truncating
 /// digits beyond that toward zero. `None` for anything that is not a decimal number or is
 /// out of range.
-pub fn scaled_decimal(text: &str, scale: u32) -> Option<i128> {
+pub(crate) fn scaled_decimal(text: &str, scale: u32) -> Option<i128> {
     let t = text.as_bytes();
     let (neg, t) = match t.first() {
         Some(b'-') => (true, &t[1..]),

@@ -4,14 +4,14 @@
 //! What the transforms share lives here: the `location` and `format` settings, reading a
 //! value as a number of epoch units, and turning a result into epoch nanoseconds.
 
-pub mod from_string;
-pub mod from_unix;
-pub mod from_unix_milli;
-pub mod layout;
-pub mod now;
-pub mod to_string;
-pub mod to_unix;
-pub mod to_unix_milli;
+pub(crate) mod from_string;
+pub(crate) mod from_unix;
+pub(crate) mod from_unix_milli;
+pub(crate) mod layout;
+pub(crate) mod now;
+pub(crate) mod to_string;
+pub(crate) mod to_unix;
+pub(crate) mod to_unix_milli;
 
 use std::str::FromStr;
 
@@ -23,7 +23,7 @@ use crate::common::Io;
 use layout::Layout;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.map("time_from_string", from_string::TimeFromString::build);
     r.map("time_from_unix", from_unix::TimeFromUnix::build);
     r.map(

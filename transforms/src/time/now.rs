@@ -16,13 +16,13 @@ use sluice_engine::{
 /// Settings of `time_now`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `target_key`: where the time goes (default: it replaces the data).
     pub object: ObjectSettings,
 }
 
 /// The `time_now` transform.
-pub struct TimeNow {
+pub(crate) struct TimeNow {
     target: Option<Key>,
     /// The build context's clock.
     clock: Arc<dyn Clock>,
@@ -30,7 +30,7 @@ pub struct TimeNow {
 
 impl TimeNow {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.object
             .source_key

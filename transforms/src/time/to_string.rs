@@ -19,7 +19,7 @@ use crate::common::Io;
 /// Settings of `time_to_string`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key`, or neither (data mode).
     pub object: ObjectSettings,
     /// The Go layout of the output (required).
@@ -29,7 +29,7 @@ pub struct Settings {
 }
 
 /// The `time_to_string` transform.
-pub struct TimeToString {
+pub(crate) struct TimeToString {
     io: Io,
     layout: Layout,
     location: Tz,
@@ -37,7 +37,7 @@ pub struct TimeToString {
 
 impl TimeToString {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(TimeToString {
             io: Io::new(b, &s.object)?,

@@ -14,19 +14,19 @@ use crate::common::Io;
 /// Settings of `time_to_unix`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key` and `target_key`, or neither (data mode).
     pub object: ObjectSettings,
 }
 
 /// The `time_to_unix` transform.
-pub struct TimeToUnix {
+pub(crate) struct TimeToUnix {
     io: Io,
 }
 
 impl TimeToUnix {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(TimeToUnix {
             io: Io::new(b, &s.object)?,

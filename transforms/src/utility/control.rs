@@ -26,7 +26,7 @@ use sluice_engine::{Build, ConfigError, Message, StatefulTransform, TransformErr
 /// Settings of `utility_control`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The window: `count`, `size` (bytes of data), `duration` (maximum age).
     pub batch: BatchSettings,
 }
@@ -39,14 +39,14 @@ struct Window {
 }
 
 /// The `utility_control` transform.
-pub struct UtilityControl {
+pub(crate) struct UtilityControl {
     limits: BatchLimits,
     window: Mutex<Window>,
 }
 
 impl UtilityControl {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(UtilityControl {
             limits: BatchLimits::from(s.batch),

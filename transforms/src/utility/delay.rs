@@ -13,19 +13,19 @@ use std::time::Duration;
 /// Settings of `utility_delay`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// How long to wait per data message (required).
     pub duration: Option<GoDuration>,
 }
 
 /// The `utility_delay` transform.
-pub struct UtilityDelay {
+pub(crate) struct UtilityDelay {
     duration: Duration,
 }
 
 impl UtilityDelay {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let duration = s.duration.ok_or_else(|| {
             b.field_error(

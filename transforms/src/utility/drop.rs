@@ -11,14 +11,14 @@ use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformEr
 /// Settings of `utility_drop` (none).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {}
+pub(crate) struct Settings {}
 
 /// The `utility_drop` transform.
-pub struct UtilityDrop;
+pub(crate) struct UtilityDrop;
 
 impl UtilityDrop {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let _: Settings = b.settings()?;
         Ok(UtilityDrop)
     }

@@ -11,19 +11,19 @@ use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformEr
 /// Settings of `utility_err`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The error text.
     pub message: String,
 }
 
 /// The `utility_err` transform.
-pub struct UtilityErr {
+pub(crate) struct UtilityErr {
     message: String,
 }
 
 impl UtilityErr {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(UtilityErr { message: s.message })
     }

@@ -18,19 +18,19 @@ use crate::metrics::{Metric, MetricSettings, Tally};
 /// Settings of `utility_metric_bytes`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The metric: `name`, `attributes`, `destination`.
     pub metric: MetricSettings,
 }
 
 /// The `utility_metric_bytes` transform.
-pub struct UtilityMetricBytes {
+pub(crate) struct UtilityMetricBytes {
     tally: Tally,
 }
 
 impl UtilityMetricBytes {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(UtilityMetricBytes {
             tally: Tally::new(Metric::build(b, s.metric, &[])?, Unit::Bytes),

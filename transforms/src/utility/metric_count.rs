@@ -17,19 +17,19 @@ use crate::metrics::{Metric, MetricSettings, Tally};
 /// Settings of `utility_metric_count`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The metric: `name`, `attributes`, `destination`.
     pub metric: MetricSettings,
 }
 
 /// The `utility_metric_count` transform.
-pub struct UtilityMetricCount {
+pub(crate) struct UtilityMetricCount {
     tally: Tally,
 }
 
 impl UtilityMetricCount {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(UtilityMetricCount {
             tally: Tally::new(Metric::build(b, s.metric, &[])?, Unit::Count),

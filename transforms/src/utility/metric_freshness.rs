@@ -27,12 +27,12 @@ use crate::metrics::emf::Unit;
 use crate::metrics::{Metric, MetricSettings};
 
 /// The dimension this transform adds.
-pub const DIMENSION: &str = "FreshnessType";
+pub(crate) const DIMENSION: &str = "FreshnessType";
 
 /// Settings of `utility_metric_freshness`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Messages younger than this are fresh (required; a Go duration).
     pub threshold: Option<GoDuration>,
     /// `source_key`: where the time (epoch nanoseconds) is (required).
@@ -48,7 +48,7 @@ struct Counts {
 }
 
 /// The `utility_metric_freshness` transform.
-pub struct UtilityMetricFreshness {
+pub(crate) struct UtilityMetricFreshness {
     threshold: Duration,
     source: Key,
     metric: Metric,
@@ -57,7 +57,7 @@ pub struct UtilityMetricFreshness {
 
 impl UtilityMetricFreshness {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let threshold = s.threshold.map(|d| d.0).ok_or_else(|| {
             b.field_error(

@@ -1,19 +1,19 @@
 //! The `utility` family: dropping, failing, delaying, cutting a stream into batches with
 //! ctrl messages, loading secrets, and counting what passes as metrics.
 
-pub mod control;
-pub mod delay;
-pub mod drop;
-pub mod err;
-pub mod metric_bytes;
-pub mod metric_count;
-pub mod metric_freshness;
-pub mod secret;
+pub(crate) mod control;
+pub(crate) mod delay;
+pub(crate) mod drop;
+pub(crate) mod err;
+pub(crate) mod metric_bytes;
+pub(crate) mod metric_count;
+pub(crate) mod metric_freshness;
+pub(crate) mod secret;
 
 use sluice_engine::Registry;
 
 /// Registers the family.
-pub fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     r.stateful("utility_control", control::UtilityControl::build);
     r.stateless("utility_delay", delay::UtilityDelay::build);
     r.stateless("utility_drop", drop::UtilityDrop::build);

@@ -30,14 +30,14 @@ use crate::secrets::{self, SecretConfig, SecretSource};
 /// Settings of `utility_secret`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The secret's provider config.
     pub secret: Option<SecretConfig>,
 }
 
 /// The `utility_secret` transform.
 #[derive(Debug)]
-pub struct UtilitySecret {
+pub(crate) struct UtilitySecret {
     source: SecretSource,
     /// Held while the value is fetched, so that one expiry causes one fetch.
     refresh: tokio::sync::Mutex<()>,
@@ -45,7 +45,7 @@ pub struct UtilitySecret {
 
 impl UtilitySecret {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let cfg = s.secret.ok_or_else(|| {
             b.field_error(

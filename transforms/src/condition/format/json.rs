@@ -11,14 +11,14 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 /// Settings of `format_json`: none.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {}
+pub(crate) struct Settings {}
 
 /// The `format_json` condition.
-pub struct FormatJson;
+pub(crate) struct FormatJson;
 
 impl FormatJson {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let _: Settings = b.settings()?;
         Ok(FormatJson)
     }

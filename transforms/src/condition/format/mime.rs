@@ -14,20 +14,20 @@ use super::sniff::sniff;
 /// Settings of `format_mime`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The media type to match, e.g. `application/x-gzip`.
     #[serde(rename = "type")]
     pub type_: String,
 }
 
 /// The `format_mime` condition.
-pub struct FormatMime {
+pub(crate) struct FormatMime {
     media_type: String,
 }
 
 impl FormatMime {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.type_.is_empty() {
             return Err(b.field_error(

@@ -15,23 +15,23 @@
 //! anything unrecognised that contains binary control bytes is `application/octet-stream`.
 
 /// `bzip2` magic (`BZh`).
-pub const BZIP2: &str = "application/x-bzip2";
+pub(crate) const BZIP2: &str = "application/x-bzip2";
 /// `gzip` magic with the deflate method.
-pub const GZIP: &str = "application/x-gzip";
+pub(crate) const GZIP: &str = "application/x-gzip";
 /// `zstd` frame magic.
-pub const ZSTD: &str = "application/x-zstd";
+pub(crate) const ZSTD: &str = "application/x-zstd";
 /// Snappy framing-format stream identifier.
-pub const SNAPPY: &str = "application/x-snappy-framed";
+pub(crate) const SNAPPY: &str = "application/x-snappy-framed";
 /// Text that is neither HTML nor XML (including JSON).
-pub const TEXT: &str = "text/plain; charset=utf-8";
+pub(crate) const TEXT: &str = "text/plain; charset=utf-8";
 /// Anything not recognised.
-pub const OCTET_STREAM: &str = "application/octet-stream";
+pub(crate) const OCTET_STREAM: &str = "application/octet-stream";
 
 /// How many leading bytes are examined.
 const SNIFF_LEN: usize = 512;
 
 /// The media type of `data`.
-pub fn sniff(data: &[u8]) -> &'static str {
+pub(crate) fn sniff(data: &[u8]) -> &'static str {
     if data.starts_with(b"BZh") {
         return BZIP2;
     }
@@ -179,7 +179,7 @@ fn is_ws(b: u8) -> bool {
 }
 
 /// Go's `http.DetectContentType`.
-pub fn detect_content_type(data: &[u8]) -> &'static str {
+pub(crate) fn detect_content_type(data: &[u8]) -> &'static str {
     let data = &data[..data.len().min(SNIFF_LEN)];
     let first_non_ws = data.iter().position(|&b| !is_ws(b)).unwrap_or(data.len());
     SIGS.iter()

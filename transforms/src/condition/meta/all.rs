@@ -11,11 +11,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::{Inner, Quantifier};
 
 /// The `meta_all` condition.
-pub struct MetaAll(Inner);
+pub(crate) struct MetaAll(Inner);
 
 impl MetaAll {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Inner::build(b, Quantifier::All).map(MetaAll)
     }
 }

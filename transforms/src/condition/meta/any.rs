@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::{Inner, Quantifier};
 
 /// The `meta_any` condition.
-pub struct MetaAny(Inner);
+pub(crate) struct MetaAny(Inner);
 
 impl MetaAny {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Inner::build(b, Quantifier::Any).map(MetaAny)
     }
 }

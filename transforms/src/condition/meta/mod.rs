@@ -9,9 +9,9 @@
 //! message. Evaluation stops at the first element or condition that decides the result, and
 //! the first error is returned.
 
-pub mod all;
-pub mod any;
-pub mod none;
+pub(crate) mod all;
+pub(crate) mod any;
+pub(crate) mod none;
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ use super::SourceSettings;
 /// Settings of `meta_all`, `meta_any` and `meta_none`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The inner conditions, each `{type, settings}`.
     pub conditions: Vec<Value>,
     /// `source_key`: a value (or array of values) to evaluate instead of the message.

@@ -14,11 +14,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::{Inner, Quantifier};
 
 /// The `meta_none` condition.
-pub struct MetaNone(Inner);
+pub(crate) struct MetaNone(Inner);
 
 impl MetaNone {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Inner::build(b, Quantifier::None).map(MetaNone)
     }
 }

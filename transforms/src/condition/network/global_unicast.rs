@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_global_unicast` condition.
-pub struct NetworkIpGlobalUnicast(IpCondition);
+pub(crate) struct NetworkIpGlobalUnicast(IpCondition);
 
 impl NetworkIpGlobalUnicast {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_global_unicast).map(NetworkIpGlobalUnicast)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpGlobalUnicast {
 }
 
 /// Go's `IsGlobalUnicast`: any address that is not unspecified, loopback, multicast, link-local unicast or the IPv4 broadcast address `255.255.255.255`. Private (RFC 1918, ULA) and reserved addresses count as global unicast, as in Go.
-pub fn is_global_unicast(ip: IpAddr) -> bool {
+pub(crate) fn is_global_unicast(ip: IpAddr) -> bool {
     !(ip.is_unspecified()
         || ip.is_loopback()
         || ip.is_multicast()

@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_link_local_multicast` condition.
-pub struct NetworkIpLinkLocalMulticast(IpCondition);
+pub(crate) struct NetworkIpLinkLocalMulticast(IpCondition);
 
 impl NetworkIpLinkLocalMulticast {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_link_local_multicast).map(NetworkIpLinkLocalMulticast)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpLinkLocalMulticast {
 }
 
 /// Go's `IsLinkLocalMulticast`: IPv4 `224.0.0.0/24`; IPv6 multicast with link-local scope (`ffX2::/16` for any flags X, e.g. `ff02::1`).
-pub fn is_link_local_multicast(ip: IpAddr) -> bool {
+pub(crate) fn is_link_local_multicast(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();

@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_link_local_unicast` condition.
-pub struct NetworkIpLinkLocalUnicast(IpCondition);
+pub(crate) struct NetworkIpLinkLocalUnicast(IpCondition);
 
 impl NetworkIpLinkLocalUnicast {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_link_local_unicast).map(NetworkIpLinkLocalUnicast)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpLinkLocalUnicast {
 }
 
 /// Go's `IsLinkLocalUnicast`: IPv4 `169.254.0.0/16`; IPv6 `fe80::/10`.
-pub fn is_link_local_unicast(ip: IpAddr) -> bool {
+pub(crate) fn is_link_local_unicast(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();

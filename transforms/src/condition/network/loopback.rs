@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_loopback` condition.
-pub struct NetworkIpLoopback(IpCondition);
+pub(crate) struct NetworkIpLoopback(IpCondition);
 
 impl NetworkIpLoopback {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_loopback).map(NetworkIpLoopback)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpLoopback {
 }
 
 /// Go's `IsLoopback`: IPv4 `127.0.0.0/8`; IPv6 `::1`.
-pub fn is_loopback(ip: IpAddr) -> bool {
+pub(crate) fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.octets()[0] == 127,
         IpAddr::V6(v6) => v6.is_loopback(),

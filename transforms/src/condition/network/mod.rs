@@ -8,15 +8,15 @@
 //! as Go does. Text that is not an address is false for every predicate (not an error), a
 //! missing source value is false, and a ctrl message is false.
 
-pub mod global_unicast;
-pub mod link_local_multicast;
-pub mod link_local_unicast;
-pub mod loopback;
-pub mod multicast;
-pub mod private;
-pub mod unicast;
-pub mod unspecified;
-pub mod valid;
+pub(crate) mod global_unicast;
+pub(crate) mod link_local_multicast;
+pub(crate) mod link_local_unicast;
+pub(crate) mod loopback;
+pub(crate) mod multicast;
+pub(crate) mod private;
+pub(crate) mod unicast;
+pub(crate) mod unspecified;
+pub(crate) mod valid;
 
 use std::net::IpAddr;
 
@@ -28,7 +28,7 @@ use super::{Source, SourceSettings};
 /// Settings of every `network_ip_*` condition.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key`: where the address is read; absent means the data.
     pub object: SourceSettings,
 }
@@ -60,7 +60,7 @@ impl IpCondition {
 }
 
 /// Go's `net.ParseIP`, with IPv4-mapped IPv6 addresses turned into IPv4 ones.
-pub fn parse(b: &[u8]) -> Option<IpAddr> {
+pub(crate) fn parse(b: &[u8]) -> Option<IpAddr> {
     let ip: IpAddr = std::str::from_utf8(b).ok()?.parse().ok()?;
     Some(match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
@@ -75,7 +75,7 @@ pub(crate) mod tests {
 
     /// Runs `(address, expected)` pairs through `ty` in data mode and in object mode, and the
     /// checks every `network_ip_*` condition shares.
-    pub fn run_ip_table(ty: &str, addrs: &[(&'static str, bool)]) {
+    pub(crate) fn run_ip_table(ty: &str, addrs: &[(&'static str, bool)]) {
         let mut cases: Vec<Case> = Vec::new();
         for &(addr, want) in addrs {
             let w = if want { Want::T } else { Want::F };

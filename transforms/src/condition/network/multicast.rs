@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_multicast` condition.
-pub struct NetworkIpMulticast(IpCondition);
+pub(crate) struct NetworkIpMulticast(IpCondition);
 
 impl NetworkIpMulticast {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_multicast).map(NetworkIpMulticast)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpMulticast {
 }
 
 /// Go's `IsMulticast`: IPv4 `224.0.0.0/4`; IPv6 `ff00::/8`.
-pub fn is_multicast(ip: IpAddr) -> bool {
+pub(crate) fn is_multicast(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.octets()[0] & 0xf0 == 0xe0,
         IpAddr::V6(v6) => v6.octets()[0] == 0xff,

@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_private` condition.
-pub struct NetworkIpPrivate(IpCondition);
+pub(crate) struct NetworkIpPrivate(IpCondition);
 
 impl NetworkIpPrivate {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_private).map(NetworkIpPrivate)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpPrivate {
 }
 
 /// Go's `IsPrivate`: IPv4 `10.0.0.0/8`, `172.16.0.0/12`, `192.168.0.0/16` (RFC 1918); IPv6 `fc00::/7` (unique local, RFC 4193). Loopback, link-local and shared (`100.64.0.0/10`) addresses are not private.
-pub fn is_private(ip: IpAddr) -> bool {
+pub(crate) fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();

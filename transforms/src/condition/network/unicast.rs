@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_unicast` condition.
-pub struct NetworkIpUnicast(IpCondition);
+pub(crate) struct NetworkIpUnicast(IpCondition);
 
 impl NetworkIpUnicast {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_unicast).map(NetworkIpUnicast)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpUnicast {
 }
 
 /// Global unicast (Go's `IsGlobalUnicast`, which includes private addresses) or link-local unicast (`IsLinkLocalUnicast`), as Substation defines it. Loopback, unspecified, multicast and the IPv4 broadcast address are not.
-pub fn is_unicast(ip: IpAddr) -> bool {
+pub(crate) fn is_unicast(ip: IpAddr) -> bool {
     super::global_unicast::is_global_unicast(ip)
         || super::link_local_unicast::is_link_local_unicast(ip)
 }

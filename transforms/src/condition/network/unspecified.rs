@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_unspecified` condition.
-pub struct NetworkIpUnspecified(IpCondition);
+pub(crate) struct NetworkIpUnspecified(IpCondition);
 
 impl NetworkIpUnspecified {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_unspecified).map(NetworkIpUnspecified)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpUnspecified {
 }
 
 /// Go's `IsUnspecified`: `0.0.0.0` or `::` (and `::ffff:0.0.0.0`).
-pub fn is_unspecified(ip: IpAddr) -> bool {
+pub(crate) fn is_unspecified(ip: IpAddr) -> bool {
     ip.is_unspecified()
 }
 

@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::IpCondition;
 
 /// The `network_ip_valid` condition.
-pub struct NetworkIpValid(IpCondition);
+pub(crate) struct NetworkIpValid(IpCondition);
 
 impl NetworkIpValid {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         IpCondition::build(b, is_valid).map(NetworkIpValid)
     }
 }
@@ -25,7 +25,7 @@ impl Condition for NetworkIpValid {
 }
 
 /// Every address that parsed is valid: parsing is the test.
-pub fn is_valid(_: IpAddr) -> bool {
+pub(crate) fn is_valid(_: IpAddr) -> bool {
     true
 }
 

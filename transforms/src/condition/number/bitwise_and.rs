@@ -10,11 +10,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::Bitwise;
 
 /// The `number_bitwise_and` condition.
-pub struct NumberBitwiseAnd(Bitwise);
+pub(crate) struct NumberBitwiseAnd(Bitwise);
 
 impl NumberBitwiseAnd {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Bitwise::build(b, |a, b| a & b).map(NumberBitwiseAnd)
     }
 }

@@ -14,19 +14,19 @@ use crate::condition::{Source, SourceSettings};
 /// Settings of `number_bitwise_not`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `source_key`: where the input is read; absent means the data.
     pub object: SourceSettings,
 }
 
 /// The `number_bitwise_not` condition.
-pub struct NumberBitwiseNot {
+pub(crate) struct NumberBitwiseNot {
     source: Source,
 }
 
 impl NumberBitwiseNot {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(NumberBitwiseNot {
             source: Source::new(b, &s.object.source_key)?,

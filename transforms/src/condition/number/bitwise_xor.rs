@@ -10,11 +10,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::Bitwise;
 
 /// The `number_bitwise_xor` condition.
-pub struct NumberBitwiseXor(Bitwise);
+pub(crate) struct NumberBitwiseXor(Bitwise);
 
 impl NumberBitwiseXor {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Bitwise::build(b, |a, b| a ^ b).map(NumberBitwiseXor)
     }
 }

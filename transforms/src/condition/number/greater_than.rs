@@ -10,11 +10,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::NumberCompare;
 
 /// The `number_greater_than` condition.
-pub struct NumberGreaterThan(NumberCompare);
+pub(crate) struct NumberGreaterThan(NumberCompare);
 
 impl NumberGreaterThan {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         NumberCompare::build(b, |a, b| a > b).map(NumberGreaterThan)
     }
 }

@@ -11,11 +11,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::LengthCompare;
 
 /// The `number_length_equal_to` condition.
-pub struct NumberLengthEqualTo(LengthCompare);
+pub(crate) struct NumberLengthEqualTo(LengthCompare);
 
 impl NumberLengthEqualTo {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         LengthCompare::build(b, |a, b| a == b).map(NumberLengthEqualTo)
     }
 }

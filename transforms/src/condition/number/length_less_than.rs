@@ -11,11 +11,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::LengthCompare;
 
 /// The `number_length_less_than` condition.
-pub struct NumberLengthLessThan(LengthCompare);
+pub(crate) struct NumberLengthLessThan(LengthCompare);
 
 impl NumberLengthLessThan {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         LengthCompare::build(b, |a, b| a < b).map(NumberLengthLessThan)
     }
 }

@@ -9,16 +9,16 @@
 //!   numeric strings, `true` = 1, anything else 0.
 //! * A missing source value is false; a ctrl message is false.
 
-pub mod bitwise_and;
-pub mod bitwise_not;
-pub mod bitwise_or;
-pub mod bitwise_xor;
-pub mod equal_to;
-pub mod greater_than;
-pub mod length_equal_to;
-pub mod length_greater_than;
-pub mod length_less_than;
-pub mod less_than;
+pub(crate) mod bitwise_and;
+pub(crate) mod bitwise_not;
+pub(crate) mod bitwise_or;
+pub(crate) mod bitwise_xor;
+pub(crate) mod equal_to;
+pub(crate) mod greater_than;
+pub(crate) mod length_equal_to;
+pub(crate) mod length_greater_than;
+pub(crate) mod length_less_than;
+pub(crate) mod less_than;
 
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, value};
@@ -28,7 +28,7 @@ use super::{CompareSettings, Input, Source, SourceSettings, comparand};
 /// Settings of `number_equal_to`, `number_greater_than` and `number_less_than`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct CompareNumberSettings {
+pub(crate) struct CompareNumberSettings {
     /// The comparand, unless `object.target_key` is present in the message.
     pub value: f64,
     /// `source_key` (the input) and `target_key` (a dynamic comparand).
@@ -72,7 +72,7 @@ impl NumberCompare {
 /// Settings of the `number_bitwise_*` conditions that take an operand.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct BitwiseSettings {
+pub(crate) struct BitwiseSettings {
     /// The operand.
     pub value: i64,
     /// `source_key`: where the input is read; absent means the data.
@@ -126,7 +126,7 @@ pub(crate) enum Measurement {
 /// Settings of the `number_length_*` conditions.
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct LengthSettings {
+pub(crate) struct LengthSettings {
     /// The length to compare with.
     pub value: i64,
     /// `byte` (default), or `char` / `rune` for Unicode characters.
@@ -197,7 +197,7 @@ impl LengthCompare {
 }
 
 /// Go's `utf8.RuneCount`: characters, each byte of an invalid sequence counting as one.
-pub fn rune_count(b: &[u8]) -> usize {
+pub(crate) fn rune_count(b: &[u8]) -> usize {
     b.utf8_chunks()
         .map(|c| c.valid().chars().count() + c.invalid().len())
         .sum()

@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::Affix;
 
 /// The `string_contains` condition.
-pub struct StringContains(Affix);
+pub(crate) struct StringContains(Affix);
 
 impl StringContains {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Affix::build(b, super::contains_bytes).map(StringContains)
     }
 }

@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::Affix;
 
 /// The `string_ends_with` condition.
-pub struct StringEndsWith(Affix);
+pub(crate) struct StringEndsWith(Affix);
 
 impl StringEndsWith {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Affix::build(b, <[u8]>::ends_with).map(StringEndsWith)
     }
 }

@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::StringCompare;
 
 /// The `string_equal_to` condition.
-pub struct StringEqualTo(StringCompare);
+pub(crate) struct StringEqualTo(StringCompare);
 
 impl StringEqualTo {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         StringCompare::build(b, |a, b| a == b).map(StringEqualTo)
     }
 }

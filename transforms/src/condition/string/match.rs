@@ -15,7 +15,7 @@ use crate::condition::{Source, SourceSettings};
 /// Settings of `string_match`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The regular expression.
     pub pattern: String,
     /// `source_key`: where the input is read; absent means the data.
@@ -23,14 +23,14 @@ pub struct Settings {
 }
 
 /// The `string_match` condition.
-pub struct StringMatch {
+pub(crate) struct StringMatch {
     source: Source,
     pattern: Regex,
 }
 
 impl StringMatch {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         if s.pattern.is_empty() {
             return Err(b.field_error(

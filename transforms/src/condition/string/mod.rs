@@ -7,13 +7,13 @@
 //! dynamically: when `object.target_key` is set and the message has a value there, its text
 //! replaces `value`. A missing source value is false; a ctrl message is false.
 
-pub mod contains;
-pub mod ends_with;
-pub mod equal_to;
-pub mod greater_than;
-pub mod less_than;
-pub mod r#match;
-pub mod starts_with;
+pub(crate) mod contains;
+pub(crate) mod ends_with;
+pub(crate) mod equal_to;
+pub(crate) mod greater_than;
+pub(crate) mod less_than;
+pub(crate) mod r#match;
+pub(crate) mod starts_with;
 
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Key, Message, TransformError, value};
@@ -23,7 +23,7 @@ use super::{CompareSettings, Source, SourceSettings, comparand};
 /// Settings of `string_contains`, `string_ends_with` and `string_starts_with`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct AffixSettings {
+pub(crate) struct AffixSettings {
     /// The string to look for.
     pub value: String,
     /// `source_key`: where the input is read; absent means the data.
@@ -58,7 +58,7 @@ impl Affix {
 /// Settings of `string_equal_to`, `string_greater_than` and `string_less_than`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct CompareStringSettings {
+pub(crate) struct CompareStringSettings {
     /// The comparand, unless `object.target_key` is present in the message.
     pub value: String,
     /// `source_key` (the input) and `target_key` (a dynamic comparand).
@@ -97,6 +97,6 @@ impl StringCompare {
 }
 
 /// Whether `needle` occurs in `hay` (the empty needle always does).
-pub fn contains_bytes(hay: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains_bytes(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
 }

@@ -9,11 +9,11 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 use super::Affix;
 
 /// The `string_starts_with` condition.
-pub struct StringStartsWith(Affix);
+pub(crate) struct StringStartsWith(Affix);
 
 impl StringStartsWith {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         Affix::build(b, <[u8]>::starts_with).map(StringStartsWith)
     }
 }

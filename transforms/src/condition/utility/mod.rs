@@ -1,3 +1,3 @@
 //! `utility_random`.
 
-pub mod random;
+pub(crate) mod random;

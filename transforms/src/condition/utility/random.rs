@@ -11,14 +11,14 @@ use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 /// Settings of `utility_random`: none.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {}
+pub(crate) struct Settings {}
 
 /// The `utility_random` condition.
-pub struct UtilityRandom;
+pub(crate) struct UtilityRandom;
 
 impl UtilityRandom {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let _: Settings = b.settings()?;
         Ok(UtilityRandom)
     }

@@ -53,7 +53,7 @@ const SETTLE_AT_LEAST: Duration = Duration::from_secs(30);
 
 /// Counts of what the lock did, for logs and tests.
 #[derive(Debug, Default)]
-pub struct LockCounts {
+pub(crate) struct LockCounts {
     /// Keys taken.
     pub acquired: AtomicU64,
     /// Messages whose key was held.
@@ -181,7 +181,7 @@ struct Shared {
 }
 
 /// The keys one lock instance holds (see the module documentation).
-pub struct Keeper {
+pub(crate) struct Keeper {
     shared: Arc<Shared>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -196,7 +196,7 @@ impl Drop for Keeper {
 
 /// What the lock knows of a key before asking the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Known {
+pub(crate) enum Known {
     /// Nothing: ask the store.
     Unknown,
     /// Its message is on its way here: a duplicate, which follows that message's fate.
@@ -210,7 +210,7 @@ pub enum Known {
 
 impl Keeper {
     /// A keeper for `owner`'s keys in `store`.
-    pub fn new(
+    pub(crate) fn new(
         lock_id: Arc<str>,
         store: Arc<dyn LockStore>,
         owner: Arc<str>,
@@ -239,12 +239,12 @@ impl Keeper {
     }
 
     /// Takes in what resolved since the last pump, so that [`Keeper::known`] is current.
-    pub fn catch_up(&self) {
+    pub(crate) fn catch_up(&self) {
         self.shared.take_resolved();
     }
 
     /// What is known of `key` here.
-    pub fn known(&self, key: &str) -> Known {
+    pub(crate) fn known(&self, key: &str) -> Known {
         match self.entries().get(key).map(|e| e.owed) {
             None => Known::Unknown,
             Some(Owed::Lease) => Known::InFlight,
@@ -255,7 +255,7 @@ impl Keeper {
 
     /// Stops giving back `keys` (about to be taken again): waits for a pump in progress,
     /// so that no release of them is in flight when the store is asked.
-    pub async fn forget_for_retake(&self, keys: &[String]) {
+    pub(crate) async fn forget_for_retake(&self, keys: &[String]) {
         let _pump = self.shared.pumping.lock().await;
         let mut entries = self.entries();
         for k in keys {
@@ -270,7 +270,7 @@ impl Keeper {
 
     /// Starts tracking a key taken for a message: the token to attach to the message
     /// before it enters the inner list.
-    pub fn track(
+    pub(crate) fn track(
         &self,
         ticket: Arc<LockTicket>,
         lease_start: Instant,
@@ -316,7 +316,7 @@ impl Keeper {
     /// Gives back a key taken for a message that will not run (it failed on its own):
     /// released, or abandoned when an earlier attempt may have delivered the message (its
     /// history must stay for the next taker).
-    pub fn give_back(&self, ticket: Arc<LockTicket>) {
+    pub(crate) fn give_back(&self, ticket: Arc<LockTicket>) {
         let owed = if ticket.prior_since_ms.is_some() {
             Owed::Abandon
         } else {
@@ -342,7 +342,7 @@ impl Keeper {
     /// Makes `acks` (a later copy's tokens) share the fate of `key`'s message on its way
     /// here: dropped when it is delivered, failed when it is not. When that fate is decided
     /// already, it applies at once.
-    pub fn follow(&self, key: &str, acks: AckSet) {
+    pub(crate) fn follow(&self, key: &str, acks: AckSet) {
         if acks.is_empty() {
             return;
         }
@@ -359,7 +359,7 @@ impl Keeper {
     }
 
     /// How many keys have a message on its way.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.entries()
             .values()
             .filter(|e| e.owed == Owed::Lease)
@@ -368,7 +368,7 @@ impl Keeper {
 
     /// Swaps the inner-list tokens of this lock on `m` (one leaving the lock) for the
     /// tokens that follow its copies after the lock.
-    pub fn pass_out(&self, m: &mut Message) {
+    pub(crate) fn pass_out(&self, m: &mut Message) {
         if m.acks().is_empty() {
             return;
         }
@@ -396,7 +396,7 @@ impl Keeper {
 
     /// Makes sure the keeper's task runs on the current tokio runtime (it stops with the
     /// runtime that ran it; a test's runtime is new at every call).
-    pub fn ensure_task(&self) {
+    pub(crate) fn ensure_task(&self) {
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -412,14 +412,14 @@ impl Keeper {
     /// Settles what is due now: the keys of resolved messages, the leases a third gone,
     /// and what earlier failures left (once their backoff passed, or at once with
     /// `now`). Store failures are logged and left for a later pump.
-    pub async fn pump(&self, force: bool) {
+    pub(crate) async fn pump(&self, force: bool) {
         self.shared.pump(force).await;
     }
 
     /// Pumps until nothing but messages still on their way is owed, or until `until`
     /// (bounded by one lease, or [`SETTLE_AT_LEAST`] if longer); what is left is logged
     /// and stays owed.
-    pub async fn settle(&self, until: Instant, lease: Duration) {
+    pub(crate) async fn settle(&self, until: Instant, lease: Duration) {
         let until = until.min(Instant::now() + lease.max(SETTLE_AT_LEAST));
         loop {
             self.shared.pump(true).await;
@@ -444,11 +444,6 @@ impl Keeper {
             )
             .await;
         }
-    }
-
-    /// The next instant a renewal or retry is due (for the lock's own timer).
-    pub fn next_due(&self) -> Option<Instant> {
-        self.shared.next_due()
     }
 }
 

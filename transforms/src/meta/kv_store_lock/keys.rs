@@ -17,10 +17,10 @@ use sha2::{Digest, Sha256};
 use sluice_engine::{Key, Message, Value, value};
 
 /// The longest key text kept as it is.
-pub const MAX_KEY_BYTES: usize = 1024;
+pub(crate) const MAX_KEY_BYTES: usize = 1024;
 
 /// The key text of a value, as the module documentation says; `Err` says why there is none.
-pub fn key_text(v: &Value) -> Result<String, &'static str> {
+pub(crate) fn key_text(v: &Value) -> Result<String, &'static str> {
     let text = match v {
         Value::Null => return Err("is null"),
         Value::String(s) if s.is_empty() => return Err("is an empty string"),
@@ -39,7 +39,11 @@ pub fn key_text(v: &Value) -> Result<String, &'static str> {
 
 /// The lock key of a data message: `source_key`'s value (or the data's hash) with the
 /// prefix. `Err` is the message's own error, naming the setting.
-pub fn key_of(prefix: &str, source_key: Option<&Key>, msg: &Message) -> Result<String, String> {
+pub(crate) fn key_of(
+    prefix: &str,
+    source_key: Option<&Key>,
+    msg: &Message,
+) -> Result<String, String> {
     let raw = match source_key {
         None => hex::encode(Sha256::digest(msg.data())),
         Some(k) => {
@@ -64,7 +68,7 @@ pub fn key_of(prefix: &str, source_key: Option<&Key>, msg: &Message) -> Result<S
 
 /// Substation's truncation of an event time to epoch seconds: a value longer than ten
 /// digits is ms, µs or ns and loses its extra digits.
-pub fn truncate_to_seconds(t: i64) -> i64 {
+pub(crate) fn truncate_to_seconds(t: i64) -> i64 {
     let mut t = t;
     while t >= 10_000_000_000 {
         t /= 10;
@@ -74,7 +78,7 @@ pub fn truncate_to_seconds(t: i64) -> i64 {
 
 /// The lock's TTL (epoch seconds) for a data message: the event time at `ttl_key` (or now)
 /// plus `ttl_offset` seconds. `Err` is the message's own error, naming the setting.
-pub fn ttl_of(
+pub(crate) fn ttl_of(
     ttl_key: Option<&Key>,
     ttl_offset: i64,
     msg: &Message,

@@ -43,8 +43,8 @@
 //!   once, as Substation does.
 
 mod acquire;
-pub mod keeper;
-pub mod keys;
+pub(crate) mod keeper;
+pub(crate) mod keys;
 #[cfg(test)]
 mod tests;
 
@@ -64,25 +64,25 @@ use sluice_engine::{
 use super::required_pipeline;
 use crate::kv_store::{self, LockStore};
 use keeper::Keeper;
-pub use keeper::LockCounts;
-pub use keys::truncate_to_seconds;
+pub(crate) use keeper::LockCounts;
+pub(crate) use keys::truncate_to_seconds;
 
 /// The TTL when neither `ttl_offset` nor `ttl_key` is set.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// How long a pending lock is protected from takeover, when `lease` is not set and the
 /// lock does not run inside an invocation with a deadline (Lambda). Renewed every third.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// How long a message waits for another owner's pending lock.
-pub const DEFAULT_PENDING_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_PENDING_WAIT: Duration = Duration::from_secs(10);
 /// Lock-store calls in flight at once.
-pub const DEFAULT_CONCURRENCY: usize = 32;
+pub(crate) const DEFAULT_CONCURRENCY: usize = 32;
 /// How long acquisitions that the store fails are tried again before the batch fails.
-pub const STORE_RETRY_FOR: Duration = Duration::from_secs(30);
+pub(crate) const STORE_RETRY_FOR: Duration = Duration::from_secs(30);
 
 /// `object` settings of the lock.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct LockObject {
+pub(crate) struct LockObject {
     /// The lock key's source; absent: the SHA-256 of the data.
     pub source_key: Option<String>,
     /// The event time (epoch seconds, ms, µs or ns) the TTL counts from.
@@ -92,7 +92,7 @@ pub struct LockObject {
 /// What to do with a message whose key is held.
 #[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum Duplicates {
+pub(crate) enum Duplicates {
     /// Continue downstream unchanged, without the inner transforms (Substation).
     #[default]
     Continue,
@@ -103,7 +103,7 @@ pub enum Duplicates {
 /// What to do when another owner's pending lock (live lease) holds the key.
 #[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
-pub enum Pending {
+pub(crate) enum Pending {
     /// Wait for it to be committed, released or expired, up to `pending_wait`; then fail.
     #[default]
     Wait,
@@ -114,7 +114,7 @@ pub enum Pending {
 /// Settings of `meta_kv_store_lock`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The kv store holding the locks: `aws_dynamodb`, `sqlite` or `memory`.
     pub kv_store: Value,
     /// The inner list, run for messages that got their lock.
@@ -138,7 +138,7 @@ pub struct Settings {
 }
 
 /// The `meta_kv_store_lock` transform.
-pub struct MetaKvStoreLock {
+pub(crate) struct MetaKvStoreLock {
     id: Arc<str>,
     inner: Pipeline,
     store: Arc<dyn LockStore>,
@@ -179,7 +179,7 @@ fn new_owner() -> String {
 
 impl MetaKvStoreLock {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let inner = required_pipeline(b, "transforms", &s.transforms)?;
         if s.kv_store.is_null() {
@@ -265,16 +265,6 @@ impl MetaKvStoreLock {
     /// The time now, in milliseconds since the epoch.
     fn now_ms(&self) -> i64 {
         self.clock.now_ms()
-    }
-
-    /// What the lock did so far.
-    pub fn counts(&self) -> &LockCounts {
-        &self.counts
-    }
-
-    /// This instance's owner name, as written in the store.
-    pub fn owner(&self) -> &str {
-        &self.owner
     }
 
     /// The lease a key taken now gets: its length (for renewals; `None` when it ends with

@@ -80,7 +80,7 @@
 
 mod aggregate;
 mod put;
-pub mod readback;
+pub(crate) mod readback;
 
 use std::sync::Arc;
 
@@ -98,23 +98,25 @@ use sluice_engine::message::Target;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait, value};
 
-pub use super::aws_records::{AwsSettings, RetryPolicy};
+pub(crate) use super::aws_records::AwsSettings;
+#[cfg(test)]
+use super::aws_records::RetryPolicy;
 
 /// Most records in one `PutRecords` call.
-pub const MAX_RECORDS: usize = 500;
+pub(crate) const MAX_RECORDS: usize = 500;
 /// Most bytes (data plus partition keys) in one `PutRecords` call.
-pub const MAX_CALL_BYTES: usize = 5 * 1024 * 1024;
+pub(crate) const MAX_CALL_BYTES: usize = 5 * 1024 * 1024;
 /// Most bytes of one record (data plus partition key).
-pub const MAX_RECORD_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_RECORD_BYTES: usize = 1024 * 1024;
 /// Most bytes of a partition key (Kinesis allows 256 characters).
-pub const MAX_PARTITION_KEY: usize = 256;
+pub(crate) const MAX_PARTITION_KEY: usize = 256;
 /// Most bytes of a message's data: a record with any partition key still fits.
-pub const MAX_DATA_BYTES: usize = MAX_RECORD_BYTES - MAX_PARTITION_KEY;
+pub(crate) const MAX_DATA_BYTES: usize = MAX_RECORD_BYTES - MAX_PARTITION_KEY;
 
 /// `object`: the keys every send takes, plus sluice's `partition_key`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct KinesisObject {
+pub(crate) struct KinesisObject {
     /// Not used (the library's shared `object` defaults include it).
     pub source_key: Option<String>,
     /// Not used (the library's shared `object` defaults include it).
@@ -128,7 +130,7 @@ pub struct KinesisObject {
 /// Settings of `send_aws_kinesis_data_stream`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The stream and the role.
     pub aws: AwsSettings,
     /// Use the batch key as the records' partition key.
@@ -145,7 +147,7 @@ pub struct Settings {
 
 /// How a stream is named in requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StreamRef {
+pub(crate) enum StreamRef {
     /// `StreamARN`.
     Arn(String),
     /// `StreamName`.
@@ -153,7 +155,9 @@ pub enum StreamRef {
 }
 
 /// The stream named by `aws.arn`: how requests name it, its name, its region (from an ARN).
-pub fn parse_stream(arn: Option<String>) -> Result<(StreamRef, String, Option<String>), String> {
+pub(crate) fn parse_stream(
+    arn: Option<String>,
+) -> Result<(StreamRef, String, Option<String>), String> {
     let arn = non_empty(arn).ok_or(
         "missing required option: the stream's ARN \
          (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME) or its name",
@@ -182,7 +186,7 @@ pub fn parse_stream(arn: Option<String>) -> Result<(StreamRef, String, Option<St
 
 /// Where records' partition keys come from.
 #[derive(Debug, Clone)]
-pub enum PartitionKeys {
+pub(crate) enum PartitionKeys {
     /// The value at this key of each record's data.
     Field(Key),
     /// The batch key.
@@ -206,7 +210,7 @@ impl Record {
 }
 
 /// A Kinesis data stream as a destination.
-pub struct Kinesis {
+pub(crate) struct Kinesis {
     aws: AwsDestination<Client>,
     stream: StreamRef,
     keys: PartitionKeys,
@@ -216,7 +220,7 @@ pub struct Kinesis {
 
 impl Kinesis {
     /// The stream `stream` (named `name`), reached with `target`.
-    pub fn new(
+    pub(crate) fn new(
         stream: StreamRef,
         name: String,
         target: AwsTarget,
@@ -238,14 +242,10 @@ impl Kinesis {
     }
 
     /// Reads the stream back as `how` says (tests shorten the waits).
-    pub fn with_readback(mut self, how: ReadBack) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_readback(mut self, how: ReadBack) -> Self {
         self.readback = how;
         self
-    }
-
-    /// The stream's name.
-    pub fn stream_name(&self) -> &str {
-        self.aws.name()
     }
 
     /// The partition key of `item` in a batch with key `batch_key`; `None` for a random one.
@@ -435,11 +435,11 @@ impl Destination for Kinesis {
 aws_send!(Kinesis, Client);
 
 /// The `send_aws_kinesis_data_stream` transform.
-pub type SendAwsKinesisDataStream = Sender<Kinesis>;
+pub(crate) type SendAwsKinesisDataStream = Sender<Kinesis>;
 
 impl Sender<Kinesis> {
     /// Builds it from its settings.
-    pub fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
+    pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let (stream, name, region) =
             parse_stream(s.aws.arn).map_err(|m| b.field_error("aws.arn", m))?;

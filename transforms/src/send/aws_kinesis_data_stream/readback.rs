@@ -35,7 +35,7 @@ use crate::send::aws_records::RetryPolicy;
 
 /// How a read-back reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadBack {
+pub(crate) struct ReadBack {
     /// How much earlier than the instant asked for reading starts: the clock of the
     /// machine that noted the instant may be ahead of Kinesis's (arrival times). Larger
     /// margins read more and widen the window in which another message's identical record
@@ -53,7 +53,7 @@ pub struct ReadBack {
 impl ReadBack {
     /// 5 s of clock skew (synchronised clocks differ by milliseconds), 1 s to settle,
     /// 200 ms between reads of a shard (its 5 calls per second), 4 shards at once.
-    pub const DEFAULT: ReadBack = ReadBack {
+    pub(crate) const DEFAULT: ReadBack = ReadBack {
         skew: Duration::from_secs(5),
         settle: Duration::from_secs(1),
         pace: Duration::from_millis(200),
@@ -63,7 +63,7 @@ impl ReadBack {
 
 /// A user record to look for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Sought {
+pub(crate) struct Sought {
     /// Its partition key; `None` when keys are random (a record sent again gets a new one),
     /// so it is recognised by its data alone, in every shard.
     pub key: Option<String>,
@@ -73,7 +73,7 @@ pub struct Sought {
 
 /// Where a record landed: `shardId/sequenceNumber`, as the lock notes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Landing {
+pub(crate) struct Landing {
     /// The shard.
     pub shard: String,
     /// The record's sequence number (an aggregate's user records share it).
@@ -94,7 +94,7 @@ struct Shard {
 }
 
 /// The hash key Kinesis maps a partition key to: its MD5 as a 128-bit integer.
-pub fn hash_key(partition_key: &str) -> u128 {
+pub(crate) fn hash_key(partition_key: &str) -> u128 {
     u128::from_be_bytes(Md5::digest(partition_key.as_bytes()).into())
 }
 
@@ -108,7 +108,7 @@ struct Candidate {
 
 /// Looks for `sought` in `stream` from `since_ms` (epoch ms, less [`ReadBack::skew`]) on;
 /// answers for each sought record where it landed (`None`: not in the stream).
-pub async fn find(
+pub(crate) async fn find(
     client: &Client,
     stream: &StreamRef,
     since_ms: i64,
