@@ -23,7 +23,7 @@ use sluice_engine::settings::GoDuration;
 use sluice_engine::{Build, ConfigError, Key, Kind, Message, TransformError, Value, value};
 
 use crate::kv_store::item::{ItemError, ItemStore, item_store};
-use crate::meta::kv_store_lock::truncate_to_seconds;
+use crate::kv_store::truncate_to_seconds;
 
 /// `object` of the `enrich_kv_store_*` transforms.
 #[derive(Debug, Default, Deserialize)]

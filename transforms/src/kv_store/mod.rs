@@ -133,3 +133,29 @@ impl KvPlace<'_, '_> {
         self.b.context().shared(id, make)
     }
 }
+
+/// Substation's truncation of an event time to epoch seconds: a value longer than ten
+/// digits is ms, µs or ns and loses its extra digits.
+pub(crate) fn truncate_to_seconds(t: i64) -> i64 {
+    let mut t = t;
+    while t >= 10_000_000_000 {
+        t /= 10;
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_times_are_truncated_to_seconds() {
+        assert_eq!(truncate_to_seconds(1_700_000_000), 1_700_000_000);
+        assert_eq!(truncate_to_seconds(1_700_000_000_123), 1_700_000_000);
+        assert_eq!(truncate_to_seconds(1_700_000_000_123_456), 1_700_000_000);
+        assert_eq!(
+            truncate_to_seconds(1_700_000_000_123_456_789),
+            1_700_000_000
+        );
+    }
+}

@@ -16,6 +16,8 @@
 use sha2::{Digest, Sha256};
 use sluice_engine::{Key, Message, Value, value};
 
+use crate::kv_store::truncate_to_seconds;
+
 /// The longest key text kept as it is.
 pub(crate) const MAX_KEY_BYTES: usize = 1024;
 
@@ -64,16 +66,6 @@ pub(crate) fn key_of(
     } else {
         format!("{prefix}:{raw}")
     })
-}
-
-/// Substation's truncation of an event time to epoch seconds: a value longer than ten
-/// digits is ms, µs or ns and loses its extra digits.
-pub(crate) fn truncate_to_seconds(t: i64) -> i64 {
-    let mut t = t;
-    while t >= 10_000_000_000 {
-        t /= 10;
-    }
-    t
 }
 
 /// The lock's TTL (epoch seconds) for a data message: the event time at `ttl_key` (or now)
@@ -166,13 +158,6 @@ mod tests {
 
     #[test]
     fn the_ttl_counts_from_the_event_time_or_now() {
-        assert_eq!(truncate_to_seconds(1_700_000_000), 1_700_000_000);
-        assert_eq!(truncate_to_seconds(1_700_000_000_123), 1_700_000_000);
-        assert_eq!(truncate_to_seconds(1_700_000_000_123_456), 1_700_000_000);
-        assert_eq!(
-            truncate_to_seconds(1_700_000_000_123_456_789),
-            1_700_000_000
-        );
         let t = Key::parse("t").unwrap();
         let m = |d: &str| Message::new(d.as_bytes().to_vec());
         let now = 1_800_000_000_500;

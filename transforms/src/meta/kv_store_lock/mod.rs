@@ -65,7 +65,6 @@ use super::required_pipeline;
 use crate::kv_store::{self, LockStore};
 use keeper::Keeper;
 pub(crate) use keeper::LockCounts;
-pub(crate) use keys::truncate_to_seconds;
 
 /// The TTL when neither `ttl_offset` nor `ttl_key` is set.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(24 * 3600);
