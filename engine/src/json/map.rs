@@ -1,0 +1,341 @@
+//! [`Map`], the JSON object: keys inline, in insertion order, found by comparing one-word
+//! tags while the object is small and through a hash index once it is large.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use compact_str::CompactString;
+
+use super::Value;
+
+type Hasher = foldhash::fast::RandomState;
+
+/// A JSON object: keys in insertion order.
+///
+/// Most objects in log events are small, so entries are kept in a `Vec` and found by
+/// comparing keys; an object that grows past [`INDEX_FROM`] keys also gets a hash index, so
+/// large objects stay fast too.
+#[derive(Clone, Default)]
+pub struct Map {
+    pub(super) entries: Vec<Slot>,
+    // Boxed so that a small object (the common case) stays three words plus a pointer.
+    #[allow(clippy::box_collection)]
+    pub(super) index: Option<Box<HashMap<CompactString, usize, Hasher>>>,
+}
+
+/// One key and value of a [`Map`] (opaque), with the key's tag for fast comparison.
+#[derive(Clone)]
+pub struct Slot {
+    pub(super) tag: u64,
+    pub(super) key: CompactString,
+    pub(super) value: Value,
+}
+
+/// A key's length and first seven bytes in one word: keys with different tags differ, and
+/// keys of up to seven bytes with equal tags are equal.
+#[inline]
+pub(super) fn tag(key: &[u8]) -> u64 {
+    let n = key.len();
+    let head = if n >= 8 {
+        u64::from_le_bytes(key[..8].try_into().expect("8 bytes")) & 0x00ff_ffff_ffff_ffff
+    } else {
+        // Byte by byte: a variable-length copy would be a library call.
+        key.iter()
+            .enumerate()
+            .fold(0u64, |v, (i, &b)| v | (b as u64) << (8 * i))
+    };
+    head | (n.min(255) as u64) << 56
+}
+
+/// A key's tag, for the `*_tagged` lookups of [`Map`].
+pub fn key_tag(key: &str) -> u64 {
+    tag(key.as_bytes())
+}
+
+/// From this many keys on, an object keeps a hash index of its keys.
+pub const INDEX_FROM: usize = 32;
+
+impl Map {
+    /// An empty object.
+    pub fn new() -> Map {
+        Map::default()
+    }
+
+    /// An empty object with room for `n` keys.
+    pub fn with_capacity(n: usize) -> Map {
+        Map {
+            entries: Vec::with_capacity(n),
+            index: None,
+        }
+    }
+
+    /// How many keys.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it has no keys.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The position of `key`.
+    pub fn get_index_of(&self, key: &str) -> Option<usize> {
+        self.get_index_of_tagged(key, tag(key.as_bytes()))
+    }
+
+    /// The position of `key`, whose [`key_tag`] is `t` (paths compute it once, when they
+    /// are compiled).
+    pub fn get_index_of_tagged(&self, key: &str, t: u64) -> Option<usize> {
+        match &self.index {
+            Some(ix) => ix.get(key).copied(),
+            None => {
+                let key = key.as_bytes();
+                if key.len() <= 7 {
+                    self.entries.iter().position(|e| e.tag == t)
+                } else {
+                    self.entries
+                        .iter()
+                        .position(|e| e.tag == t && e.key.as_bytes() == key)
+                }
+            }
+        }
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.get_index_of(key).map(|i| &self.entries[i].value)
+    }
+
+    /// The value of `key`, whose [`key_tag`] is `t`.
+    pub fn get_tagged(&self, key: &str, t: u64) -> Option<&Value> {
+        self.get_index_of_tagged(key, t)
+            .map(|i| &self.entries[i].value)
+    }
+
+    /// The value of `key`, for changing.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.get_index_of(key).map(|i| &mut self.entries[i].value)
+    }
+
+    /// Whether `key` is present.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get_index_of(key).is_some()
+    }
+
+    fn push(&mut self, key: CompactString, v: Value) -> usize {
+        let i = self.entries.len();
+        if let Some(ix) = &mut self.index {
+            ix.insert(key.clone(), i);
+        }
+        self.entries.push(Slot {
+            tag: tag(key.as_bytes()),
+            key,
+            value: v,
+        });
+        if self.index.is_none() && self.entries.len() > INDEX_FROM {
+            self.reindex();
+        }
+        i
+    }
+
+    pub(super) fn reindex(&mut self) {
+        if self.entries.len() > INDEX_FROM {
+            let mut ix =
+                HashMap::with_capacity_and_hasher(self.entries.len() * 2, Hasher::default());
+            for (i, e) in self.entries.iter().enumerate() {
+                ix.insert(e.key.clone(), i);
+            }
+            self.index = Some(Box::new(ix));
+        } else {
+            self.index = None;
+        }
+    }
+
+    /// Sets `key`; a new key goes last, an existing one keeps its place. Returns the old value.
+    pub fn insert(&mut self, key: impl Into<CompactString>, v: Value) -> Option<Value> {
+        let key = key.into();
+        match self.get_index_of(&key) {
+            Some(i) => Some(std::mem::replace(&mut self.entries[i].value, v)),
+            None => {
+                self.push(key, v);
+                None
+            }
+        }
+    }
+
+    /// Removes `key`, keeping the order of the others.
+    pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.get_index_of(key)?;
+        let e = self.entries.remove(i);
+        if self.index.is_some() {
+            self.reindex();
+        }
+        Some(e.value)
+    }
+
+    /// Removes `key`, keeping the order of the others (as serde_json's `remove` with
+    /// `preserve_order`).
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.shift_remove(key)
+    }
+
+    /// The entry of `key`.
+    pub fn entry(&mut self, key: impl Into<CompactString>) -> Entry<'_> {
+        let key = key.into();
+        match self.get_index_of(&key) {
+            Some(i) => Entry::Occupied(&mut self.entries[i].value),
+            None => Entry::Vacant(self, key),
+        }
+    }
+
+    /// The value of `key`, inserted as `null` first when missing; one lookup, and the key is
+    /// only copied when it is inserted.
+    pub fn get_or_insert_null(&mut self, key: &CompactString) -> &mut Value {
+        self.get_or_insert_null_tagged(key, tag(key.as_bytes()))
+    }
+
+    /// [`Map::get_or_insert_null`] for a key whose [`key_tag`] is `t`.
+    pub fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
+        let i = match self.get_index_of_tagged(key, t) {
+            Some(i) => i,
+            None => self.push(key.clone(), Value::Null),
+        };
+        &mut self.entries[i].value
+    }
+
+    /// Keys and values in order.
+    pub fn iter(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (&CompactString, &Value)> + ExactSizeIterator {
+        self.entries.iter().map(|e| (&e.key, &e.value))
+    }
+
+    /// Keys and values in order, values changeable.
+    pub fn iter_mut(
+        &mut self,
+    ) -> impl DoubleEndedIterator<Item = (&CompactString, &mut Value)> + ExactSizeIterator {
+        self.entries.iter_mut().map(|e| (&e.key, &mut e.value))
+    }
+
+    /// Keys in order.
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &CompactString> + ExactSizeIterator {
+        self.entries.iter().map(|e| &e.key)
+    }
+
+    /// Values in order.
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
+        self.entries.iter().map(|e| &e.value)
+    }
+
+    /// Values in order, changeable.
+    pub fn values_mut(
+        &mut self,
+    ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
+        self.entries.iter_mut().map(|e| &mut e.value)
+    }
+
+    /// Sorts the keys.
+    pub fn sort_keys(&mut self) {
+        self.entries.sort_by(|a, b| a.key.cmp(&b.key));
+        if self.index.is_some() {
+            self.reindex();
+        }
+    }
+
+    /// Keeps the entries for which `f` holds.
+    pub fn retain(&mut self, mut f: impl FnMut(&str, &mut Value) -> bool) {
+        self.entries.retain_mut(|e| f(e.key.as_str(), &mut e.value));
+        if self.index.is_some() {
+            self.reindex();
+        }
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.index = None;
+    }
+}
+
+/// A key's place in a [`Map`], for inserting only when missing.
+pub enum Entry<'m> {
+    /// The key is there.
+    Occupied(&'m mut Value),
+    /// The key is missing.
+    Vacant(&'m mut Map, CompactString),
+}
+
+impl<'m> Entry<'m> {
+    /// The value, inserting `v` when missing.
+    pub fn or_insert(self, v: Value) -> &'m mut Value {
+        self.or_insert_with(|| v)
+    }
+
+    /// The value, inserting `f()` when missing.
+    pub fn or_insert_with(self, f: impl FnOnce() -> Value) -> &'m mut Value {
+        match self {
+            Entry::Occupied(v) => v,
+            Entry::Vacant(m, k) => {
+                let i = m.push(k, f());
+                &mut m.entries[i].value
+            }
+        }
+    }
+
+    /// The value, inserting `null` when missing.
+    pub fn or_default(self) -> &'m mut Value {
+        self.or_insert_with(Value::default)
+    }
+}
+
+impl PartialEq for Map {
+    /// Objects are equal when they have the same keys and values, in any order (as JSON).
+    fn eq(&self, other: &Map) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k.as_str()) == Some(v))
+    }
+}
+
+impl fmt::Debug for Map {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<K: Into<CompactString>> FromIterator<(K, Value)> for Map {
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Self {
+        let iter = iter.into_iter();
+        let mut m = Map::with_capacity(iter.size_hint().0);
+        for (k, v) in iter {
+            m.insert(k, v);
+        }
+        m
+    }
+}
+
+impl<K: Into<CompactString>> Extend<(K, Value)> for Map {
+    fn extend<I: IntoIterator<Item = (K, Value)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+impl IntoIterator for Map {
+    type Item = (CompactString, Value);
+    type IntoIter = std::iter::Map<std::vec::IntoIter<Slot>, fn(Slot) -> (CompactString, Value)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter().map(|e| (e.key, e.value))
+    }
+}
+
+type Pairs<'a> =
+    std::iter::Map<std::slice::Iter<'a, Slot>, fn(&'a Slot) -> (&'a CompactString, &'a Value)>;
+
+impl<'a> IntoIterator for &'a Map {
+    type Item = (&'a CompactString, &'a Value);
+    type IntoIter = Pairs<'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|e| (&e.key, &e.value))
+    }
+}

@@ -1,0 +1,144 @@
+//! Tests of `json`.
+
+use super::*;
+use compact_str::CompactString;
+
+#[test]
+fn parses_and_serialises_keeping_key_order() {
+    let text = r#"{"z":1,"a":{"y":[1,2.5,"s",null,true]},"m":-3,"big":30400402455622563}"#;
+    let v: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(serde_json::to_string(&v).unwrap(), text);
+    assert_eq!(v["a"]["y"][1], json!(2.5));
+    assert_eq!(
+        v.get("big").and_then(Value::as_i64),
+        Some(30400402455622563)
+    );
+}
+
+#[test]
+fn insert_keeps_place_and_remove_keeps_order() {
+    let mut m = Map::new();
+    m.insert("b", json!(1));
+    m.insert("a", json!(2));
+    m.insert("b", json!(3));
+    m.insert(String::from("c"), json!(4));
+    assert_eq!(
+        m.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+        ["b", "a", "c"]
+    );
+    m.shift_remove("b");
+    assert_eq!(m.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+    assert_eq!(
+        *m.get_or_insert_null(&CompactString::from("d")),
+        Value::Null
+    );
+    assert_eq!(m.len(), 3);
+}
+
+#[test]
+fn duplicate_keys_keep_the_last_value_in_the_first_place() {
+    let v: Value = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+    assert_eq!(v.to_string(), r#"{"a":3,"b":2}"#);
+    // Many keys, so that the parser's seen-bits collide, with duplicates throughout.
+    let keys: Vec<String> = (0..200).map(|i| format!("key{}", i % 70)).collect();
+    let text = format!(
+        "{{{}}}",
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| format!("\"{k}\":{i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let want: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v, want);
+    assert_eq!(v.as_object().unwrap().len(), 70);
+    assert_eq!(v.to_string(), serde_json::to_string(&want).unwrap());
+}
+
+#[test]
+fn converts_to_and_from_serde_json() {
+    let s = serde_json::json!({"a": [1, {"b": null}], "c": "d"});
+    let v = Value::from(s.clone());
+    assert_eq!(v, s);
+    assert_eq!(serde_json::Value::from(v), s);
+}
+
+#[test]
+fn large_objects_use_an_index_that_follows_changes() {
+    let mut m = Map::new();
+    for i in 0..100 {
+        m.insert(format!("k{i}"), json!(i));
+    }
+    assert!(m.index.is_some());
+    assert_eq!(m.get("k57"), Some(&json!(57)));
+    assert_eq!(m.shift_remove("k10"), Some(json!(10)));
+    assert_eq!(m.get("k11"), Some(&json!(11)));
+    assert_eq!(m.get_index_of("k11"), Some(10));
+    m.retain(|k, _| k.ends_with('7'));
+    assert_eq!(m.len(), 10);
+    assert!(m.index.is_none());
+    assert_eq!(m.get("k97"), Some(&json!(97)));
+    *m.entry("new").or_insert(json!(1)) = json!(2);
+    assert_eq!(m.get("new"), Some(&json!(2)));
+    m.sort_keys();
+    assert_eq!(m.keys().next().map(|k| k.as_str()), Some("k17"));
+}
+
+#[test]
+fn the_direct_writer_writes_what_serde_json_writes() {
+    let mut texts: Vec<String> = vec![
+        r#"{"a":"x\"y\\z\n\t\r\b\f\u0001\u001f/é😀","b":[1,-2,2.5,1e300,-0.0,18446744073709551615,null,true,false],"c":{}}"#.into(),
+        r#"[[],[{}],"",0,-9223372036854775808]"#.into(),
+    ];
+    // Every single byte value 0..128 inside a string and as a key, alone and at every
+    // position of a longer string (the writer skips eight plain bytes at a time).
+    for b in 0u8..128 {
+        let s = serde_json::to_string(&String::from(b as char)).unwrap();
+        texts.push(format!("{{{s}:{s}}}"));
+        for pos in 0..20 {
+            let mut long: String = "abcdefghijklmnopqrs".into();
+            long.insert(pos, b as char);
+            let long = serde_json::to_string(&long).unwrap();
+            texts.push(format!("[{long}]"));
+        }
+    }
+    // Plain strings of every length around the short-string path's limit.
+    for n in 0..=40 {
+        let plain: String = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"[..n].into();
+        texts.push(format!("{{\"{plain}\":\"{plain}\"}}"));
+    }
+    for t in texts {
+        let v: Value = serde_json::from_str(&t).unwrap();
+        let mut mine = Vec::new();
+        write_compact(&mut mine, &v);
+        assert_eq!(
+            String::from_utf8(mine).unwrap(),
+            serde_json::to_string(&v).unwrap(),
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn keys_that_share_a_tag_are_told_apart() {
+    let mut m = Map::new();
+    for k in ["abcdefgX", "abcdefgY", "abcdefg", "abc", "", "abcdefgXY"] {
+        m.insert(k, json!(k));
+    }
+    for k in ["abcdefgX", "abcdefgY", "abcdefg", "abc", "", "abcdefgXY"] {
+        assert_eq!(m.get(k), Some(&json!(k)), "{k:?}");
+    }
+    assert_eq!(m.get("abcdefgZ"), None);
+    assert_eq!(m.get("ab"), None);
+    let long = "k".repeat(300);
+    m.insert(long.as_str(), json!(1));
+    assert_eq!(m.get(long.as_str()), Some(&json!(1)));
+    assert_eq!(m.get("k".repeat(299).as_str()), None);
+}
+
+#[test]
+fn objects_compare_as_json() {
+    assert_eq!(json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1}));
+    assert_ne!(json!({"a": 1}), json!({"a": 2}));
+}

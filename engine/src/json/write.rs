@@ -1,0 +1,154 @@
+//! Compact JSON text written directly, without serde's per-value dispatch.
+
+use super::Value;
+
+/// Compact JSON text of `v`, appended to `out`: the same bytes as `serde_json::to_writer`,
+/// written directly (no serializer dispatch per value; runs of plain characters are
+/// copied at once).
+pub fn write_compact(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => {
+            if let Some(i) = n.as_u64() {
+                out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+            } else if let Some(i) = n.as_i64() {
+                out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+            } else {
+                serde_json::to_writer(&mut *out, n).expect("writing to a Vec cannot fail");
+            }
+        }
+        Value::String(s) => write_str(out, s),
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_compact(out, x);
+            }
+            out.push(b']');
+        }
+        Value::Object(m) => {
+            out.push(b'{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, k);
+                out.push(b':');
+                write_compact(out, x);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+// What follows a backslash for each byte that must be escaped (0 = none; b'u' = \u00XX),
+// as serde_json escapes: control characters, the quote and the backslash.
+const ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0a] = b'n';
+    t[0x0c] = b'f';
+    t[0x0d] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+/// Whether any of the 8 bytes of `w` must be escaped (a control character, `"` or `\\`),
+/// tested on the whole word at once (exact for presence, see "bit twiddling hacks").
+#[inline]
+fn word_needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let control = w.wrapping_sub(ONES * 0x20) & !w;
+    let q = w ^ (ONES * b'"' as u64);
+    let quote = q.wrapping_sub(ONES) & !q;
+    let b = w ^ (ONES * b'\\' as u64);
+    let backslash = b.wrapping_sub(ONES) & !b;
+    (control | quote | backslash) & HIGHS != 0
+}
+
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = s.as_bytes();
+    // Most keys and values are short: copy them with fixed-size moves (a variable-length
+    // copy is a library call per string) into a buffer padded with a plain byte, check three
+    // words for anything to escape, and write quote, text and quote at once.
+    let n = bytes.len();
+    if n <= 24 {
+        let mut quoted = [b'a'; 32];
+        let mut i = 0;
+        while i + 8 <= n {
+            quoted[1 + i..9 + i].copy_from_slice(&bytes[i..i + 8]);
+            i += 8;
+        }
+        if n - i >= 4 {
+            quoted[1 + i..5 + i].copy_from_slice(&bytes[i..i + 4]);
+            i += 4;
+        }
+        if n - i >= 2 {
+            quoted[1 + i..3 + i].copy_from_slice(&bytes[i..i + 2]);
+            i += 2;
+        }
+        if n - i == 1 {
+            quoted[1 + i] = bytes[i];
+        }
+        let word = |at: usize| u64::from_le_bytes(quoted[at..at + 8].try_into().expect("8 bytes"));
+        if !(word_needs_escape(word(1))
+            || word_needs_escape(word(9))
+            || word_needs_escape(word(17)))
+        {
+            quoted[0] = b'"';
+            quoted[n + 1] = b'"';
+            let at = out.len();
+            out.extend_from_slice(&quoted);
+            out.truncate(at + n + 2);
+            return;
+        }
+    }
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        // Skip eight plain bytes at a time.
+        if i + 8 <= bytes.len() {
+            let w = u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+            if !word_needs_escape(w) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
+        let esc = ESCAPE[b as usize];
+        if esc != 0 {
+            out.extend_from_slice(&bytes[start..i]);
+            if esc == b'u' {
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xf) as usize],
+                ]);
+            } else {
+                out.extend_from_slice(&[b'\\', esc]);
+            }
+            start = i + 1;
+        }
+        i += 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}

@@ -1,0 +1,519 @@
+//! Tests of `batcher`.
+
+use super::*;
+use crate::registry;
+use sluice_engine::ack::{AckStatus, AckTracker};
+use sluice_engine::{json, testing};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What the test destination answers to its next call.
+#[derive(Debug, Clone)]
+pub(crate) enum Answer {
+    Fail,
+    FailItems(Vec<usize>),
+}
+
+/// Records what it is sent; answers from a script, then succeeds.
+#[derive(Default)]
+pub(crate) struct Recorder {
+    pub sent: Mutex<Vec<(String, Vec<String>)>>,
+    pub script: Mutex<VecDeque<Answer>>,
+}
+
+impl Recorder {
+    fn answer(&self, a: Answer) {
+        self.script.lock().unwrap().push_back(a);
+    }
+    fn sent(&self) -> Vec<(String, Vec<String>)> {
+        self.sent.lock().unwrap().clone()
+    }
+    fn items(&self) -> Vec<Vec<String>> {
+        self.sent().into_iter().map(|(_, i)| i).collect()
+    }
+}
+
+#[async_trait]
+impl Destination for Recorder {
+    async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+        let next = self.script.lock().unwrap().pop_front();
+        let items: Vec<String> = batch
+            .items
+            .iter()
+            .map(|i| String::from_utf8_lossy(i).into_owned())
+            .collect();
+        match next {
+            None => {
+                self.sent.lock().unwrap().push((batch.key.clone(), items));
+                Ok(())
+            }
+            Some(Answer::Fail) => Err(TransformError::failed("destination down").into()),
+            Some(Answer::FailItems(idx)) => {
+                let ok: Vec<String> = items
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| !idx.contains(i))
+                    .map(|(_, s)| s)
+                    .collect();
+                self.sent.lock().unwrap().push((batch.key.clone(), ok));
+                Err(SendError::items(idx, TransformError::failed("throttled")))
+            }
+        }
+    }
+}
+
+fn limits(count: usize, size: usize, age_ms: u64) -> BatchLimits {
+    BatchLimits {
+        count,
+        size,
+        max_age: Duration::from_millis(age_ms),
+    }
+}
+
+fn sender(l: BatchLimits, key: Option<&str>) -> Sender<Recorder> {
+    Sender::from_parts(
+        Recorder::default(),
+        l,
+        usize::MAX,
+        key.map(|k| Key::parse(k).unwrap()),
+        None,
+    )
+}
+
+fn tracked(data: &str) -> (Arc<AckTracker>, Message) {
+    let (t, tok) = AckTracker::new();
+    let mut m = Message::new(data.as_bytes().to_vec());
+    m.add_ack(tok);
+    (t, m)
+}
+
+fn feed<D: Destination>(s: &Sender<D>, data: &[&str]) -> Result<Vec<Message>, TransformError> {
+    let mut out = Vec::new();
+    for d in data {
+        testing::block_on(s.transform(Message::new(d.as_bytes().to_vec()), &mut out))?;
+    }
+    Ok(out)
+}
+
+fn ctrl<D: Destination>(s: &Sender<D>) -> Result<Vec<Message>, TransformError> {
+    let mut out = Vec::new();
+    testing::block_on(s.transform(Message::ctrl(), &mut out))?;
+    Ok(out)
+}
+
+fn texts(msgs: &[Message]) -> Vec<String> {
+    msgs.iter()
+        .map(|m| {
+            if m.is_ctrl() {
+                "<ctrl>".into()
+            } else {
+                String::from_utf8_lossy(m.data()).into_owned()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn batching_table() {
+    // (name, limits, batch key, inputs, batches sent before the ctrl, after it)
+    type Case = (
+        &'static str,
+        BatchLimits,
+        Option<&'static str>,
+        Vec<&'static str>,
+        Vec<Vec<&'static str>>,
+        Vec<Vec<&'static str>>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "count",
+            limits(2, 100, 0),
+            None,
+            vec!["a", "b", "c"],
+            vec![vec!["a", "b"]],
+            vec![vec!["a", "b"], vec!["c"]],
+        ),
+        (
+            "size closes the previous batch",
+            limits(100, 5, 0),
+            None,
+            vec!["aaa", "bb", "c"],
+            vec![vec!["aaa", "bb"]],
+            vec![vec!["aaa", "bb"], vec!["c"]],
+        ),
+        (
+            "nothing before ctrl",
+            limits(100, 100, 0),
+            None,
+            vec!["a", "b"],
+            vec![],
+            vec![vec!["a", "b"]],
+        ),
+        (
+            "batch keys in open order",
+            limits(100, 100, 0),
+            Some("k"),
+            vec![
+                r#"{"k":"z"}"#,
+                r#"{"k":"a"}"#,
+                r#"{"k":"z","n":1}"#,
+                r#"{}"#,
+            ],
+            vec![],
+            vec![
+                vec![r#"{"k":"z"}"#, r#"{"k":"z","n":1}"#],
+                vec![r#"{"k":"a"}"#],
+                vec![r#"{}"#],
+            ],
+        ),
+        (
+            "count per key",
+            limits(2, 100, 0),
+            Some("k"),
+            vec![r#"{"k":1}"#, r#"{"k":2}"#, r#"{"k":1}"#],
+            vec![vec![r#"{"k":1}"#, r#"{"k":1}"#]],
+            vec![vec![r#"{"k":1}"#, r#"{"k":1}"#], vec![r#"{"k":2}"#]],
+        ),
+    ];
+    for (name, l, key, inputs, before, after) in cases {
+        let s = sender(l, key);
+        let out = feed(&s, &inputs).unwrap();
+        assert_eq!(texts(&out), inputs, "{name}: data passes through unchanged");
+        assert_eq!(s.destination().items(), before, "{name}: before ctrl");
+        let out = ctrl(&s).unwrap();
+        assert_eq!(texts(&out), vec!["<ctrl>"], "{name}");
+        assert_eq!(s.destination().items(), after, "{name}: after ctrl");
+    }
+}
+
+#[test]
+fn batch_keys_are_sent_with_the_batch() {
+    let s = sender(limits(100, 100, 0), Some("meta k"));
+    let mut m = Message::new(&b"x"[..]);
+    m.set_metadata(&br#"{"k":"one"}"#[..]);
+    let mut out = Vec::new();
+    testing::block_on(s.transform(m, &mut out)).unwrap();
+    ctrl(&s).unwrap();
+    assert_eq!(s.destination().sent()[0].0, "one");
+    // Metadata is not lost on the message that passes through.
+    assert_eq!(&out[0].metadata()[..], br#"{"k":"one"}"#);
+}
+
+#[test]
+fn age_is_enforced_by_deadline_and_expire() {
+    let s = sender(limits(100, 100, 50), None);
+    assert_eq!(s.deadline(), None);
+    let before = Instant::now();
+    feed(&s, &["a", "b"]).unwrap();
+    let d = s.deadline().expect("a batch is open");
+    assert!(d >= before + Duration::from_millis(50));
+    let mut out = Vec::new();
+    testing::block_on(s.expire(d - Duration::from_millis(1), &mut out)).unwrap();
+    assert!(s.destination().items().is_empty(), "not expired yet");
+    testing::block_on(s.expire(d, &mut out)).unwrap();
+    assert_eq!(s.destination().items(), vec![vec!["a", "b"]]);
+    assert!(out.is_empty(), "a send emits nothing when it flushes");
+    assert_eq!(s.deadline(), None);
+}
+
+#[test]
+fn oversized_items_are_errors_naming_the_limit() {
+    let s = sender(limits(100, 3, 0), None);
+    let e = feed(&s, &["abcd"]).unwrap_err().to_string();
+    assert!(e.contains("exceeds the batch size limit of 3 bytes"), "{e}");
+    let s = Sender::from_parts(Recorder::default(), limits(100, 100, 0), 2, None, None);
+    let e = feed(&s, &["abc"]).unwrap_err().to_string();
+    assert!(e.contains("item size limit of 2 bytes"), "{e}");
+    // Nothing is stuck: later items still flow.
+    feed(&s, &["ab"]).unwrap();
+    ctrl(&s).unwrap();
+    assert_eq!(s.destination().items(), vec![vec!["ab"]]);
+}
+
+/// A destination that takes no item containing `!`.
+#[derive(Default)]
+struct Picky(Recorder);
+
+#[async_trait]
+impl Destination for Picky {
+    async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+        self.0.send(batch).await
+    }
+    fn check(&self, item: &[u8]) -> Result<(), String> {
+        match item.contains(&b'!') {
+            true => Err("picky takes no '!'".into()),
+            false => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn items_the_destination_cannot_take_are_refused_when_they_arrive() {
+    let s = Sender::from_parts(Picky::default(), limits(100, 100, 0), 3, None, None);
+    let (t, m) = tracked("no!");
+    let e = testing::block_on(s.transform(m, &mut Vec::new()))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "data could not be sent: picky takes no '!'");
+    assert_eq!(t.status(), AckStatus::Delivered, "not held");
+    // The destination's rule comes before the size limit.
+    let e = feed(&s, &["toolong!"]).unwrap_err().to_string();
+    assert!(e.contains("picky takes no '!'"), "{e}");
+    feed(&s, &["ok"]).unwrap();
+    ctrl(&s).unwrap();
+    assert_eq!(s.destination().0.items(), vec![vec!["ok"]]);
+
+    // With auxiliary transforms the rule applies to what they output.
+    let s = Sender::from_parts(
+        Picky::default(),
+        limits(100, 100, 0),
+        usize::MAX,
+        None,
+        Some(aux(json!([
+            {"type": "string_append", "settings": {"suffix": "!"}},
+        ]))),
+    );
+    feed(&s, &["a"]).unwrap();
+    let e = ctrl(&s).unwrap_err().to_string();
+    assert!(e.contains("picky takes no '!'"), "{e}");
+    assert_eq!(s.undelivered(), 1, "the batch stays queued");
+    assert!(s.destination().0.items().is_empty());
+}
+
+#[test]
+fn acks_pending_while_buffered_delivered_after_flush() {
+    let s = sender(limits(100, 100, 0), None);
+    let (t, m) = tracked("a");
+    let mut out = Vec::new();
+    testing::block_on(s.transform(m, &mut out)).unwrap();
+    drop(out); // the pass-through copy reached the end of the pipeline
+    assert_eq!(t.status(), AckStatus::Pending);
+    ctrl(&s).unwrap();
+    assert_eq!(t.status(), AckStatus::Delivered);
+}
+
+#[test]
+fn abort_fails_what_is_held() {
+    let s = sender(limits(1, 100, 0), None);
+    s.destination().answer(Answer::Fail);
+    let (t_queued, m1) = tracked("a");
+    let (t_open, m2) = tracked("b");
+    let mut out = Vec::new();
+    // "a" closes its batch (count 1), which fails and stays queued; "b" is refused
+    // because the retry of "a" fails again.
+    testing::block_on(s.transform(m1, &mut out)).unwrap();
+    assert_eq!(s.undelivered(), 1);
+    s.destination().answer(Answer::Fail);
+    let e = testing::block_on(s.transform(m2, &mut out)).unwrap_err();
+    assert!(e.to_string().contains("destination down"));
+    drop(out);
+    assert_eq!(t_queued.status(), AckStatus::Pending);
+    testing::block_on(s.abort("pipeline failed"));
+    assert_eq!(t_queued.status(), AckStatus::Failed);
+    assert_eq!(
+        t_queued.failure_reason().as_deref(),
+        Some("pipeline failed")
+    );
+    // "b" was refused, so the send holds nothing of it.
+    assert_eq!(t_open.status(), AckStatus::Delivered);
+    ctrl(&s).unwrap();
+    assert!(
+        s.destination().items().is_empty(),
+        "nothing is sent after abort"
+    );
+    assert_eq!(s.deadline(), None);
+
+    // Open batches are dropped and failed too.
+    let s = sender(limits(100, 100, 0), None);
+    let (t, m) = tracked("x");
+    testing::block_on(s.transform(m, &mut Vec::new())).unwrap();
+    testing::block_on(s.abort("stop"));
+    assert_eq!(t.status(), AckStatus::Failed);
+}
+
+#[test]
+fn partial_failures_keep_only_the_failed_items() {
+    let s = sender(limits(100, 100, 0), None);
+    let (ta, a) = tracked("a");
+    let (tb, b) = tracked("b");
+    let (tc, c) = tracked("c");
+    let mut out = Vec::new();
+    for m in [a, b, c] {
+        testing::block_on(s.transform(m, &mut out)).unwrap();
+    }
+    drop(out);
+    s.destination().answer(Answer::FailItems(vec![1]));
+    let e = ctrl(&s).unwrap_err();
+    assert!(e.to_string().contains("throttled"));
+    assert_eq!(ta.status(), AckStatus::Delivered);
+    assert_eq!(tb.status(), AckStatus::Pending);
+    assert_eq!(tc.status(), AckStatus::Delivered);
+    assert_eq!(s.undelivered(), 1);
+    // The retry (what meta_retry does with the ctrl) sends only "b".
+    let out = ctrl(&s).unwrap();
+    assert_eq!(texts(&out), vec!["<ctrl>"]);
+    assert_eq!(s.destination().items(), vec![vec!["a", "c"], vec!["b"]]);
+    assert_eq!(tb.status(), AckStatus::Delivered);
+    assert_eq!(s.undelivered(), 0);
+}
+
+#[test]
+fn failed_items_go_ahead_of_newer_ones() {
+    let s = sender(limits(2, 100, 0), None);
+    s.destination().answer(Answer::Fail);
+    // "a","b" close a batch that fails: kept, retried at once by the timer.
+    feed(&s, &["a", "b"]).unwrap();
+    assert_eq!(s.undelivered(), 2);
+    assert!(s.deadline().is_some_and(|d| d <= Instant::now()));
+    // The next message retries them first (successfully), then is accepted.
+    feed(&s, &["c"]).unwrap();
+    ctrl(&s).unwrap();
+    assert_eq!(s.destination().items(), vec![vec!["a", "b"], vec!["c"]]);
+    assert_eq!(s.deadline(), None);
+}
+
+#[test]
+fn a_refused_message_is_added_once_on_retry() {
+    let s = sender(limits(1, 100, 0), None);
+    s.destination().answer(Answer::Fail);
+    feed(&s, &["a"]).unwrap();
+    s.destination().answer(Answer::Fail);
+    assert!(feed(&s, &["b"]).is_err(), "still failing: b is refused");
+    // meta_retry retries "b": "a" goes first, then "b", each exactly once.
+    feed(&s, &["b"]).unwrap();
+    ctrl(&s).unwrap();
+    assert_eq!(s.destination().items(), vec![vec!["a"], vec!["b"]]);
+}
+
+#[test]
+fn expire_reports_a_persisting_failure() {
+    let s = sender(limits(1, 100, 0), None);
+    s.destination().answer(Answer::Fail);
+    s.destination().answer(Answer::Fail);
+    feed(&s, &["a"]).unwrap();
+    let d = s.deadline().unwrap();
+    let e = testing::block_on(s.expire(d, &mut Vec::new())).unwrap_err();
+    assert!(e.to_string().contains("destination down"));
+    testing::block_on(s.expire(Instant::now(), &mut Vec::new())).unwrap();
+    assert_eq!(s.destination().items(), vec![vec!["a"]]);
+}
+
+fn aux(list: Value) -> Pipeline {
+    testing::build_pipeline(&registry(), list).unwrap()
+}
+
+#[test]
+fn auxiliary_transforms_shape_what_is_sent() {
+    let s = Sender::from_parts(
+        Recorder::default(),
+        limits(100, 100, 0),
+        usize::MAX,
+        Some(Key::parse("k").unwrap()),
+        Some(aux(json!([
+            {"type": "aggregate_to_string", "settings": {"separator": "\n"}},
+        ]))),
+    );
+    let inputs = [r#"{"k":1,"v":"a"}"#, r#"{"k":2}"#, r#"{"k":1,"v":"b"}"#];
+    let out = feed(&s, &inputs).unwrap();
+    assert_eq!(texts(&out), inputs, "the originals pass through");
+    ctrl(&s).unwrap();
+    assert_eq!(
+        s.destination().sent(),
+        vec![
+            (
+                "1".to_string(),
+                vec!["{\"k\":1,\"v\":\"a\"}\n{\"k\":1,\"v\":\"b\"}".to_string()]
+            ),
+            ("2".to_string(), vec![r#"{"k":2}"#.to_string()]),
+        ]
+    );
+}
+
+#[test]
+fn with_auxiliary_transforms_a_batch_fails_as_a_whole() {
+    let s = Sender::from_parts(
+        Recorder::default(),
+        limits(100, 100, 0),
+        usize::MAX,
+        None,
+        Some(aux(json!([
+            {"type": "aggregate_from_string", "settings": {"separator": ","}},
+        ]))),
+    );
+    let (ta, a) = tracked("1,2");
+    let (tb, b) = tracked("3");
+    let mut out = Vec::new();
+    testing::block_on(s.transform(a, &mut out)).unwrap();
+    testing::block_on(s.transform(b, &mut out)).unwrap();
+    drop(out);
+    s.destination().answer(Answer::FailItems(vec![0]));
+    assert!(ctrl(&s).is_err());
+    assert_eq!(s.undelivered(), 2, "the item↔message mapping is lost");
+    assert_eq!(ta.status(), AckStatus::Pending);
+    assert_eq!(tb.status(), AckStatus::Pending);
+    ctrl(&s).unwrap();
+    assert_eq!(ta.status(), AckStatus::Delivered);
+    assert_eq!(tb.status(), AckStatus::Delivered);
+    let items = s.destination().items();
+    assert_eq!(items.last().unwrap(), &vec!["1", "2", "3"]);
+}
+
+#[test]
+fn auxiliary_outputs_over_the_item_limit_fail_the_batch() {
+    let s = Sender::from_parts(
+        Recorder::default(),
+        limits(100, 100, 0),
+        4,
+        None,
+        Some(aux(json!([
+            {"type": "aggregate_to_string", "settings": {"separator": "+"}},
+        ]))),
+    );
+    feed(&s, &["abc", "def"]).unwrap();
+    let e = ctrl(&s).unwrap_err().to_string();
+    assert!(
+        e.contains("7 bytes exceeds the destination's item size limit of 4"),
+        "{e}"
+    );
+    assert_eq!(s.undelivered(), 2);
+}
+
+#[test]
+fn caps_bound_configured_limits() {
+    let r = registry();
+    let t = testing::build(
+        &r,
+        json!({"type": "send_stdout", "settings": {"auxiliary_transforms": [{"type": "nope"}]}}),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(t.contains("auxiliary_transforms[0]"), "{t}");
+    assert!(t.contains("unknown transform type"), "{t}");
+    let l = BatchLimits::from(BatchSettings {
+        count: 5000,
+        size: 100,
+        ..Default::default()
+    })
+    .capped(500, 5_000_000);
+    let s = sender(l, None);
+    assert_eq!(s.limits().count, 500);
+    assert_eq!(s.limits().size, 100);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn through_a_pipeline_ctrl_comes_last() {
+    let s = sluice_engine::Transform::stateful(sender(limits(2, 100, 0), None));
+    let p = Pipeline::new(vec![(Arc::from("send"), s)]);
+    let out = p
+        .apply(vec![
+            Message::new(&b"a"[..]),
+            Message::new(&b"b"[..]),
+            Message::new(&b"c"[..]),
+            Message::ctrl(),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(texts(&out), vec!["a", "b", "c", "<ctrl>"]);
+}
