@@ -4,7 +4,6 @@
 
 mod common;
 
-mod all_types;
 mod cli_build_vet;
 mod cli_config_errors;
 mod cli_help;

@@ -1,15 +1,19 @@
-//! Compliance, checked for every registered transform from one table: a ctrl message comes
-//! out exactly once and last, a stateless transform holds no batch, and data that is not
-//! JSON, empty or not UTF-8 does not panic ([`sluice_engine::testing::check_compliance`]).
+//! Every registered type, from one table: each transform and condition builds alone with
+//! the settings here, one pipeline of all of them builds without a warning, and every
+//! transform complies: a ctrl message comes out exactly once and last, a stateless
+//! transform holds no batch, and data that is not JSON, empty or not UTF-8 does not panic
+//! ([`sluice_engine::testing::check_compliance`]).
 //!
 //! A transform whose data path does I/O (an AWS call, a DNS or HTTP request) is checked
 //! here with a lone ctrl, which makes no call, and in full in its own file against a test
 //! double (a mocked SDK client, a local server); the second table says where. A new
-//! transform type must be named in one of the two tables, or the test fails.
+//! transform type must be named in one of the two tables, and a new condition type in the
+//! third, or the tests fail. (`tests/library_registry.rs` checks that the Jsonnet library
+//! and the registry name the same types.)
 
 use std::collections::BTreeSet;
 
-use sluice_engine::{Value, testing};
+use sluice_engine::{Value, json, testing};
 
 use crate::registry;
 
@@ -258,6 +262,44 @@ const CHECKED_WITH_A_TEST_DOUBLE: &[(&str, &str, &str)] = &[
     ),
 ];
 
+const CONDITIONS: &[(&str, &str)] = &[
+    ("all", r#"{"conditions": [{"type": "format_json"}]}"#),
+    ("any", r#"{"conditions": [{"type": "format_json"}]}"#),
+    ("format_json", "{}"),
+    ("format_mime", r#"{"type": "application/json"}"#),
+    ("meta_all", r#"{"conditions": [{"type": "format_json"}]}"#),
+    ("meta_any", r#"{"conditions": [{"type": "format_json"}]}"#),
+    ("meta_none", r#"{"conditions": [{"type": "format_json"}]}"#),
+    ("network_ip_global_unicast", "{}"),
+    ("network_ip_link_local_multicast", "{}"),
+    ("network_ip_link_local_unicast", "{}"),
+    ("network_ip_loopback", "{}"),
+    ("network_ip_multicast", "{}"),
+    ("network_ip_private", "{}"),
+    ("network_ip_unicast", "{}"),
+    ("network_ip_unspecified", "{}"),
+    ("network_ip_valid", "{}"),
+    ("none", r#"{"conditions": [{"type": "format_json"}]}"#),
+    ("number_bitwise_and", r#"{"value": 1}"#),
+    ("number_bitwise_not", "{}"),
+    ("number_bitwise_or", r#"{"value": 1}"#),
+    ("number_bitwise_xor", r#"{"value": 1}"#),
+    ("number_equal_to", r#"{"value": 1}"#),
+    ("number_greater_than", r#"{"value": 1}"#),
+    ("number_length_equal_to", r#"{"value": 1}"#),
+    ("number_length_greater_than", r#"{"value": 1}"#),
+    ("number_length_less_than", r#"{"value": 1}"#),
+    ("number_less_than", r#"{"value": 1}"#),
+    ("string_contains", r#"{"value": "a"}"#),
+    ("string_ends_with", r#"{"value": "a"}"#),
+    ("string_equal_to", r#"{"value": "a"}"#),
+    ("string_greater_than", r#"{"value": "a"}"#),
+    ("string_less_than", r#"{"value": "a"}"#),
+    ("string_match", r#"{"pattern": "a"}"#),
+    ("string_starts_with", r#"{"value": "a"}"#),
+    ("utility_random", "{}"),
+];
+
 fn settings(text: &str, state_dir: &std::path::Path) -> Value {
     let text = text.replace("{STATE_DIR}", &state_dir.display().to_string());
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"))
@@ -303,4 +345,63 @@ fn every_registered_transform_is_in_a_table() {
         missing.is_empty() && stale.is_empty(),
         "transforms/src/compliance.rs: registered types in neither table {missing:?}; types in a table that are not registered {stale:?}"
     );
+}
+
+/// The first settings each transform type has in the tables.
+fn transform_settings(state_dir: &std::path::Path) -> Vec<(&'static str, Value)> {
+    let mut seen = BTreeSet::new();
+    CHECKED_HERE
+        .iter()
+        .copied()
+        .chain(CHECKED_WITH_A_TEST_DOUBLE.iter().map(|(t, s, _)| (*t, *s)))
+        .filter(|(t, _)| seen.insert(*t))
+        .map(|(t, s)| (t, settings(s, state_dir)))
+        .collect()
+}
+
+#[test]
+fn every_registered_condition_is_in_the_table_and_builds_alone() {
+    let r = registry();
+    let named: BTreeSet<&str> = CONDITIONS.iter().map(|(c, _)| *c).collect();
+    let registered: BTreeSet<&str> = r.condition_types().collect();
+    assert_eq!(
+        registered, named,
+        "transforms/src/compliance.rs: CONDITIONS must name every registered condition type"
+    );
+    for (c, s) in CONDITIONS {
+        let cfg = json!({"type": *c, "settings": settings(s, std::path::Path::new("."))});
+        if let Err(e) = r.build_condition(&cfg, "probe") {
+            panic!("{c} with {s} does not build: {e}");
+        }
+    }
+}
+
+#[test]
+fn one_pipeline_of_every_registered_type_builds_without_a_warning() {
+    let r = registry();
+    let state = tempfile::tempdir().unwrap();
+    let transforms = transform_settings(state.path());
+    let mut list: Vec<Value> = transforms
+        .iter()
+        .map(|(t, s)| json!({"type": *t, "settings": s.clone()}))
+        .collect();
+    // The conditions are built inside the pipeline too: each is one case of a meta_switch.
+    let cases: Vec<Value> = CONDITIONS
+        .iter()
+        .map(|(c, s)| {
+            json!({
+                "condition": {"type": *c, "settings": settings(s, state.path())},
+                "transforms": [{"type": "utility_drop"}],
+            })
+        })
+        .collect();
+    list.push(
+        json!({"type": "meta_switch", "settings": {"id": "every_condition", "cases": cases}}),
+    );
+    let built = r
+        .build_pipeline(&Value::Array(list), "transforms")
+        .unwrap_or_else(|e| panic!("the pipeline of every type does not build: {e}"));
+    assert_eq!(built.value.len(), transforms.len() + 1);
+    let warnings: Vec<String> = built.warnings.iter().map(|w| w.to_string()).collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
 }
