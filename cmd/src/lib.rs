@@ -5,5 +5,6 @@
 //! `https://` URLs, shared with the `sluice` CLI.
 
 pub mod compression;
+#[cfg(feature = "aws")]
 pub mod lambda;
 pub mod remote;

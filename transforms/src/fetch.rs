@@ -68,11 +68,16 @@ impl Fetcher {
                 .get(..5)
                 .is_some_and(|p| p.eq_ignore_ascii_case("s3://"))
             {
-                let (bucket, key) = crate::aws::s3::parse_url(url)?;
-                let bytes =
-                    crate::aws::s3::get_object(&bucket, &key, limits.max_bytes, limits.what)
-                        .await?;
-                Ok((url.to_string(), bytes))
+                #[cfg(feature = "aws")]
+                {
+                    let (bucket, key) = crate::aws::s3::parse_url(url)?;
+                    let bytes =
+                        crate::aws::s3::get_object(&bucket, &key, limits.max_bytes, limits.what)
+                            .await?;
+                    Ok((url.to_string(), bytes))
+                }
+                #[cfg(not(feature = "aws"))]
+                Err(crate::without_aws::message("reading an s3:// URL"))
             } else {
                 self.get(url, limits).await
             }

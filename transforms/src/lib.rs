@@ -10,6 +10,7 @@
 // The public API: the registry, and what the CLI, the Lambda function and the integration
 // tests use beside it (the AWS helpers, URL fetching, the kv stores, the EMF writer, the
 // HTTP test server). Everything else is this crate's own.
+#[cfg(feature = "aws")]
 pub mod aws;
 pub mod fetch;
 pub mod http;
@@ -56,5 +57,83 @@ pub fn registry() -> Registry {
     test::register(&mut r);
     time::register(&mut r);
     utility::register(&mut r);
+    #[cfg(not(feature = "aws"))]
+    without_aws::register(&mut r);
     r
+}
+
+/// A build without the `aws` feature still knows the AWS-backed types' names, so a config
+/// that uses one is told why it cannot run rather than that the type does not exist.
+#[cfg(not(feature = "aws"))]
+pub(crate) mod without_aws {
+    use sluice_engine::{Build, ConfigError, Registry, Transform};
+
+    /// The transforms that call AWS services.
+    pub(crate) const TRANSFORMS: [&str; 10] = [
+        "enrich_aws_dynamodb_query",
+        "enrich_aws_lambda",
+        "send_aws_data_firehose",
+        "send_aws_dynamodb_put",
+        "send_aws_eventbridge",
+        "send_aws_kinesis_data_stream",
+        "send_aws_lambda",
+        "send_aws_s3",
+        "send_aws_sns",
+        "send_aws_sqs",
+    ];
+
+    /// Why `what` cannot be used in this build.
+    pub(crate) fn message(what: &str) -> String {
+        format!(
+            "{what} calls AWS, and this sluice was built without its `aws` feature \
+             (build with the default features, or with `--features aws`)"
+        )
+    }
+
+    fn unavailable(b: &Build<'_>) -> Result<Transform, ConfigError> {
+        Err(b.error(None, message(&format!("the {} transform", b.type_name()))))
+    }
+
+    /// Registers every AWS-backed transform name as one that explains itself.
+    pub(crate) fn register(r: &mut Registry) {
+        for name in TRANSFORMS {
+            r.transform(name, unavailable);
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use sluice_engine::{json, testing};
+
+        #[test]
+        fn each_aws_type_says_this_build_lacks_it() {
+            let r = crate::registry();
+            for name in super::TRANSFORMS {
+                let e = testing::build(&r, json!({"type": name, "settings": {}}))
+                    .err()
+                    .unwrap_or_else(|| panic!("{name} built without the aws feature"))
+                    .to_string();
+                let want = format!(
+                    "the {name} transform calls AWS, and this sluice was built without its `aws` feature"
+                );
+                assert!(e.contains(&want), "{name}: {e}");
+            }
+            for (cfg, field) in [
+                (
+                    json!({"type": "meta_kv_store_lock", "settings": {"kv_store": {"type": "aws_dynamodb", "settings": {"aws": {"arn": "locks"}}}, "transforms": []}}),
+                    "settings.kv_store.type",
+                ),
+                (
+                    json!({"type": "enrich_kv_store_item_get", "settings": {"kv_store": {"type": "aws_dynamodb", "settings": {"aws": {"arn": "items"}}}, "object": {"source_key": "k", "target_key": "v"}}}),
+                    "settings.kv_store.type",
+                ),
+            ] {
+                let e = testing::build(&r, cfg.clone()).err().unwrap().to_string();
+                assert!(
+                    e.contains(&format!("{field}: the aws_dynamodb kv store calls AWS")),
+                    "{cfg}: {e}"
+                );
+            }
+        }
+    }
 }

@@ -2,7 +2,9 @@
 //! what they find into the message. Each is stateless (the pipeline runs it on several
 //! messages at once, keeping their order) and makes its client on first use.
 
+#[cfg(feature = "aws")]
 pub(crate) mod aws_dynamodb_query;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_lambda;
 pub(crate) mod dns;
 pub(crate) mod dns_domain_lookup;
@@ -19,11 +21,14 @@ use sluice_engine::Registry;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.stateless(
-        "enrich_aws_dynamodb_query",
-        aws_dynamodb_query::EnrichAwsDynamodbQuery::build,
-    );
-    r.stateless("enrich_aws_lambda", aws_lambda::EnrichAwsLambda::build);
+    #[cfg(feature = "aws")]
+    {
+        r.stateless(
+            "enrich_aws_dynamodb_query",
+            aws_dynamodb_query::EnrichAwsDynamodbQuery::build,
+        );
+        r.stateless("enrich_aws_lambda", aws_lambda::EnrichAwsLambda::build);
+    }
     r.stateless(
         "enrich_dns_domain_lookup",
         dns_domain_lookup::EnrichDnsDomainLookup::build,

@@ -7,6 +7,7 @@
 //! names. `memory` and `aws_dynamodb` hold both locks and items (in separate records);
 //! `sqlite` holds locks only; the file stores are read-only item stores.
 
+#[cfg(feature = "aws")]
 pub mod aws_dynamodb;
 pub mod item;
 pub mod lock;

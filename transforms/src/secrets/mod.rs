@@ -16,6 +16,7 @@
 //! Every error text that could carry a value (an HTTP client's error, say) goes through
 //! [`redact`], which replaces every cached value with `<redacted>`.
 
+#[cfg(feature = "aws")]
 pub(crate) mod aws_secrets_manager;
 pub(crate) mod environment_variable;
 
@@ -246,6 +247,7 @@ pub(crate) enum Provider {
     /// An environment variable of the process.
     Environment(environment_variable::EnvironmentVariable),
     /// AWS Secrets Manager.
+    #[cfg(feature = "aws")]
     AwsSecretsManager(Box<aws_secrets_manager::AwsSecretsManager>),
 }
 
@@ -263,6 +265,7 @@ impl fmt::Debug for SecretSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.provider {
             Provider::Environment(_) => "environment_variable",
+            #[cfg(feature = "aws")]
             Provider::AwsSecretsManager(_) => "aws_secrets_manager",
         };
         f.debug_struct("SecretSource")
@@ -287,6 +290,14 @@ impl SecretSource {
                 let p = environment_variable::EnvironmentVariable::build(b, &settings_field, &s)?;
                 (s.id, s.ttl_offset, Provider::Environment(p))
             }
+            #[cfg(not(feature = "aws"))]
+            "aws_secrets_manager" => {
+                return Err(b.field_error(
+                    &format!("{field}.type"),
+                    crate::without_aws::message("the aws_secrets_manager secret provider"),
+                ));
+            }
+            #[cfg(feature = "aws")]
             "aws_secrets_manager" => {
                 let s: aws_secrets_manager::Settings = decode(b, &settings_field, &cfg.settings)?;
                 let p = aws_secrets_manager::AwsSecretsManager::build(b, &settings_field, &s)?;
@@ -321,6 +332,7 @@ impl SecretSource {
     pub(crate) async fn fetch(&self) -> Result<Secret, TransformError> {
         match &self.provider {
             Provider::Environment(p) => p.fetch().map_err(|m| self.fail(m)),
+            #[cfg(feature = "aws")]
             Provider::AwsSecretsManager(p) => p.fetch().await.map_err(|m| self.fail(m)),
         }
     }
@@ -330,6 +342,7 @@ impl SecretSource {
     pub(crate) fn fetch_now(&self) -> Option<Result<(), String>> {
         match &self.provider {
             Provider::Environment(p) => Some(p.fetch().map(|v| store(&self.id, v, self.ttl))),
+            #[cfg(feature = "aws")]
             Provider::AwsSecretsManager(_) => None,
         }
     }

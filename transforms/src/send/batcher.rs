@@ -91,7 +91,8 @@ impl ItemLocks {
         }
     }
 
-    /// Item `i`'s locks, when the mapping is known.
+    /// Item `i`'s locks, when the mapping is known (the AWS sends write per item).
+    #[cfg(feature = "aws")]
     pub(crate) fn of(&self, i: usize) -> Option<&[Arc<LockTicket>]> {
         match self {
             ItemLocks::PerItem(per) => per.get(i).map(Vec::as_slice),
@@ -157,7 +158,8 @@ impl SendError {
         }
     }
 
-    /// The same failure, which may have been applied.
+    /// The same failure, which may have been applied (an AWS call whose answer was lost).
+    #[cfg(feature = "aws")]
     pub(crate) fn uncertain(mut self, uncertain: bool) -> Self {
         self.uncertain = uncertain;
         self

@@ -1,16 +1,27 @@
 //! The `send` family: transforms whose side effect is delivering batches somewhere. Every
 //! send is a [`batcher::Sender`] around a [`batcher::Destination`]; data passes through.
 
+#[cfg(feature = "aws")]
 pub(crate) mod aws_data_firehose;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_destination;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_dynamodb_put;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_eventbridge;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_kinesis_data_stream;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_lambda;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_messages;
+#[cfg(feature = "aws")]
 mod aws_records;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_s3;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_sns;
+#[cfg(feature = "aws")]
 pub(crate) mod aws_sqs;
 pub(crate) mod batcher;
 pub(crate) mod file;
@@ -22,6 +33,15 @@ use sluice_engine::Registry;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
+    #[cfg(feature = "aws")]
+    register_aws(r);
+    r.stateful("send_file", file::SendFile::build);
+    r.stateful("send_http_post", http_post::SendHttpPost::build);
+    r.stateful("send_stdout", stdout::SendStdout::build);
+}
+
+#[cfg(feature = "aws")]
+fn register_aws(r: &mut Registry) {
     r.stateful(
         "send_aws_data_firehose",
         aws_data_firehose::SendAwsDataFirehose::build,
@@ -42,7 +62,4 @@ pub(crate) fn register(r: &mut Registry) {
     r.stateful("send_aws_sqs", aws_sqs::SendAwsSqs::build);
     r.stateful("send_aws_s3", aws_s3::SendAwsS3::build);
     r.stateful("send_aws_lambda", aws_lambda::SendAwsLambda::build);
-    r.stateful("send_file", file::SendFile::build);
-    r.stateful("send_http_post", http_post::SendHttpPost::build);
-    r.stateful("send_stdout", stdout::SendStdout::build);
 }

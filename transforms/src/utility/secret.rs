@@ -58,14 +58,10 @@ impl UtilitySecret {
         if let Some(Err(m)) = source.fetch_now() {
             return Err(b.field_error("secret.settings.name", m));
         }
-        Ok(UtilitySecret {
-            source,
-            refresh: tokio::sync::Mutex::new(()),
-        })
+        Ok(Self::from_source(source))
     }
 
-    /// Uses `source` (tests with a mocked provider).
-    #[cfg(test)]
+    /// Fetches from `source` (tests give it a mocked provider).
     fn from_source(source: SecretSource) -> Self {
         UtilitySecret {
             source,
@@ -100,18 +96,9 @@ impl StatelessTransform for UtilitySecret {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::registry;
-    use crate::secrets::aws_secrets_manager::AwsSecretsManager;
-    use crate::secrets::{Provider, Template};
-    use aws_sdk_secretsmanager::Client;
-    use aws_sdk_secretsmanager::config::retry::RetryConfig;
-    use aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueOutput;
-    use aws_sdk_secretsmanager::primitives::Blob;
-    use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+    use crate::secrets::Template;
     use sluice_engine::{json, testing};
-    use std::sync::Arc;
-    use std::time::Duration;
 
     fn env_secret(id: &str, name: &str) -> sluice_engine::Value {
         json!({"secret": {"type": "environment_variable", "settings": {"id": id, "name": name}}})
@@ -125,8 +112,6 @@ mod tests {
         for s in [
             env_secret("a", "SLUICE_TEST_SECRET_TABLE"),
             json!({"secret": {"type": "environment_variable", "settings": {"id": "a", "name": "SLUICE_TEST_SECRET_TABLE", "ttl_offset": "1h"}}}),
-            json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api-AbCdEf"}}}}),
-            json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "api-key"}, "ttl_offset": "0s"}}}),
         ] {
             testing::build(&r, json!({"type": "utility_secret", "settings": s}))
                 .unwrap_or_else(|e| panic!("{s}: {e}"));
@@ -156,22 +141,6 @@ mod tests {
                     json!({"secret": {"type": "environment_variable", "settings": {"id": "a", "name": "SLUICE_TEST_SECRET_TABLE", "ttl_offset": "1d"}}}),
                     "settings.secret.settings.ttl_offset: invalid duration",
                 ),
-                (
-                    json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b"}}}),
-                    "settings.secret.settings.aws.arn: missing required option",
-                ),
-                (
-                    json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "arn:aws:s3:::bucket"}}}}),
-                    "settings.secret.settings.aws.arn: \"arn:aws:s3:::bucket\" is not a Secrets Manager secret ARN",
-                ),
-                (
-                    json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "x", "assume_role_arn": "nope"}}}}),
-                    "settings.secret.settings.aws.assume_role_arn:",
-                ),
-                (
-                    json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b}", "aws": {"arn": "x"}}}}),
-                    "settings.secret.settings.id: \"b}\": an id cannot contain `}`",
-                ),
             ],
         );
     }
@@ -194,116 +163,180 @@ mod tests {
         );
     }
 
-    fn answer(s: &str) -> GetSecretValueOutput {
-        GetSecretValueOutput::builder().secret_string(s).build()
-    }
+    /// AWS Secrets Manager, with a mocked client.
+    #[cfg(feature = "aws")]
+    mod secrets_manager {
+        use super::super::*;
+        use crate::registry;
+        use crate::secrets::aws_secrets_manager::AwsSecretsManager;
+        use crate::secrets::{Provider, Template};
+        use aws_sdk_secretsmanager::Client;
+        use aws_sdk_secretsmanager::config::retry::RetryConfig;
+        use aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueOutput;
+        use aws_sdk_secretsmanager::primitives::Blob;
+        use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
+        use sluice_engine::{json, testing};
+        use std::sync::Arc;
+        use std::time::Duration;
 
-    fn from_mock(id: &str, ttl: Duration, rules: &[&Rule]) -> UtilitySecret {
-        let client = mock_client!(aws_sdk_secretsmanager, RuleMode::MatchAny, rules, |b| b
-            .retry_config(
-                RetryConfig::standard()
-                    .with_max_attempts(2)
-                    .with_initial_backoff(Duration::from_millis(1))
-            ));
-        let provider = AwsSecretsManager::with_client(
-            "arn:aws:secretsmanager:us-east-1:123456789012:secret:api-AbCdEf",
-            client,
-        );
-        UtilitySecret::from_source(SecretSource {
-            id: id.to_string(),
-            ttl,
-            provider: Provider::AwsSecretsManager(Box::new(provider)),
-        })
-    }
-
-    fn run(t: &UtilitySecret, n: usize) -> Result<(), String> {
-        for _ in 0..n {
-            let mut out = Vec::new();
-            testing::block_on(t.transform(Message::new(&b"x"[..]), &mut out))
-                .map_err(|e| e.to_string())?;
-            assert_eq!(out.len(), 1);
+        #[test]
+        fn settings_table() {
+            let r = registry();
+            for s in [
+                json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:api-AbCdEf"}}}}),
+                json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "api-key"}, "ttl_offset": "0s"}}}),
+            ] {
+                testing::build(&r, json!({"type": "utility_secret", "settings": s}))
+                    .unwrap_or_else(|e| panic!("{s}: {e}"));
+            }
+            testing::assert_config_errors(
+                &r,
+                "utility_secret",
+                &[
+                    (
+                        json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b"}}}),
+                        "settings.secret.settings.aws.arn: missing required option",
+                    ),
+                    (
+                        json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "arn:aws:s3:::bucket"}}}}),
+                        "settings.secret.settings.aws.arn: \"arn:aws:s3:::bucket\" is not a Secrets Manager secret ARN",
+                    ),
+                    (
+                        json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "x", "assume_role_arn": "nope"}}}}),
+                        "settings.secret.settings.aws.assume_role_arn:",
+                    ),
+                    (
+                        json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b}", "aws": {"arn": "x"}}}}),
+                        "settings.secret.settings.id: \"b}\": an id cannot contain `}`",
+                    ),
+                ],
+            );
         }
-        Ok(())
+
+        fn answer(s: &str) -> GetSecretValueOutput {
+            GetSecretValueOutput::builder().secret_string(s).build()
+        }
+
+        fn from_mock(id: &str, ttl: Duration, rules: &[&Rule]) -> UtilitySecret {
+            let client = mock_client!(aws_sdk_secretsmanager, RuleMode::MatchAny, rules, |b| b
+                .retry_config(
+                    RetryConfig::standard()
+                        .with_max_attempts(2)
+                        .with_initial_backoff(Duration::from_millis(1))
+                ));
+            let provider = AwsSecretsManager::with_client(
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:api-AbCdEf",
+                client,
+            );
+            UtilitySecret::from_source(SecretSource {
+                id: id.to_string(),
+                ttl,
+                provider: Provider::AwsSecretsManager(Box::new(provider)),
+            })
+        }
+
+        fn run(t: &UtilitySecret, n: usize) -> Result<(), String> {
+            for _ in 0..n {
+                let mut out = Vec::new();
+                testing::block_on(t.transform(Message::new(&b"x"[..]), &mut out))
+                    .map_err(|e| e.to_string())?;
+                assert_eq!(out.len(), 1);
+            }
+            Ok(())
+        }
+
+        #[test]
+        fn secrets_manager_is_asked_once_per_expiry_not_per_message() {
+            let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let c = n.clone();
+            let rule = mock!(Client::get_secret_value).then_output(move || {
+                let i = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                answer(&format!("value-{i}"))
+            });
+            let t = from_mock("sm-refresh", Duration::from_millis(200), &[&rule]);
+            let tpl = Template::parse("${SECRET:sm-refresh}").unwrap();
+            assert!(
+                tpl.render(None).is_err(),
+                "nothing before the first message"
+            );
+            run(&t, 20).unwrap();
+            assert_eq!(rule.num_calls(), 1);
+            assert_eq!(tpl.render(None).unwrap(), "value-0");
+            std::thread::sleep(Duration::from_millis(250));
+            run(&t, 20).unwrap();
+            assert_eq!(rule.num_calls(), 2, "one refresh after the expiry");
+            assert_eq!(tpl.render(None).unwrap(), "value-1");
+        }
+
+        #[test]
+        fn a_ttl_of_zero_fetches_once() {
+            let rule = mock!(Client::get_secret_value).then_output(|| answer("forever"));
+            let t = from_mock("sm-zero", Duration::ZERO, &[&rule]);
+            run(&t, 5).unwrap();
+            assert_eq!(rule.num_calls(), 1);
+        }
+
+        #[test]
+        fn secrets_manager_errors_name_the_secret_and_never_the_value() {
+            let rule = mock!(Client::get_secret_value).then_http_response(|| {
+                aws_smithy_runtime_api::http::Response::new(
+                    aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
+                    aws_smithy_types::body::SdkBody::from(
+                        r#"{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}"#,
+                    ),
+                )
+            });
+            let t = from_mock("sm-missing", Duration::ZERO, &[&rule]);
+            let e = run(&t, 1).unwrap_err();
+            assert_eq!(
+                e,
+                "secret \"sm-missing\": GetSecretValue of \"arn:aws:secretsmanager:us-east-1:123456789012:secret:api-AbCdEf\" failed: ResourceNotFoundException: Secrets Manager can't find the specified secret."
+            );
+
+            let rule = mock!(Client::get_secret_value).then_output(|| {
+                GetSecretValueOutput::builder()
+                    .secret_binary(Blob::new(b"\x00\x01".to_vec()))
+                    .build()
+            });
+            let t = from_mock("sm-binary", Duration::ZERO, &[&rule]);
+            let e = run(&t, 1).unwrap_err();
+            assert!(e.contains("holds a binary secret"), "{e}");
+
+            // A value that reaches an error text (a refresh that fails after a value was
+            // cached, whose cause quotes it) is redacted.
+            crate::secrets::store(
+                "sm-leak",
+                crate::secrets::Secret::new("p4ssw0rd-xyz"),
+                Duration::from_nanos(1),
+            );
+            let rule = mock!(Client::get_secret_value).then_http_response(|| {
+                aws_smithy_runtime_api::http::Response::new(
+                    aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
+                    aws_smithy_types::body::SdkBody::from(
+                        r#"{"__type":"InvalidRequestException","Message":"bad token p4ssw0rd-xyz"}"#,
+                    ),
+                )
+            });
+            let t = from_mock("sm-leak", Duration::ZERO, &[&rule]);
+            let e = run(&t, 1).unwrap_err();
+            assert!(!e.contains("p4ssw0rd-xyz"), "{e}");
+            assert!(
+                e.ends_with("InvalidRequestException: bad token <redacted>"),
+                "{e}"
+            );
+        }
     }
 
+    #[cfg(not(feature = "aws"))]
     #[test]
-    fn secrets_manager_is_asked_once_per_expiry_not_per_message() {
-        let n = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let c = n.clone();
-        let rule = mock!(Client::get_secret_value).then_output(move || {
-            let i = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            answer(&format!("value-{i}"))
-        });
-        let t = from_mock("sm-refresh", Duration::from_millis(200), &[&rule]);
-        let tpl = Template::parse("${SECRET:sm-refresh}").unwrap();
-        assert!(
-            tpl.render(None).is_err(),
-            "nothing before the first message"
-        );
-        run(&t, 20).unwrap();
-        assert_eq!(rule.num_calls(), 1);
-        assert_eq!(tpl.render(None).unwrap(), "value-0");
-        std::thread::sleep(Duration::from_millis(250));
-        run(&t, 20).unwrap();
-        assert_eq!(rule.num_calls(), 2, "one refresh after the expiry");
-        assert_eq!(tpl.render(None).unwrap(), "value-1");
-    }
-
-    #[test]
-    fn a_ttl_of_zero_fetches_once() {
-        let rule = mock!(Client::get_secret_value).then_output(|| answer("forever"));
-        let t = from_mock("sm-zero", Duration::ZERO, &[&rule]);
-        run(&t, 5).unwrap();
-        assert_eq!(rule.num_calls(), 1);
-    }
-
-    #[test]
-    fn secrets_manager_errors_name_the_secret_and_never_the_value() {
-        let rule = mock!(Client::get_secret_value).then_http_response(|| {
-            aws_smithy_runtime_api::http::Response::new(
-                aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
-                aws_smithy_types::body::SdkBody::from(
-                    r#"{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}"#,
-                ),
-            )
-        });
-        let t = from_mock("sm-missing", Duration::ZERO, &[&rule]);
-        let e = run(&t, 1).unwrap_err();
-        assert_eq!(
-            e,
-            "secret \"sm-missing\": GetSecretValue of \"arn:aws:secretsmanager:us-east-1:123456789012:secret:api-AbCdEf\" failed: ResourceNotFoundException: Secrets Manager can't find the specified secret."
-        );
-
-        let rule = mock!(Client::get_secret_value).then_output(|| {
-            GetSecretValueOutput::builder()
-                .secret_binary(Blob::new(b"\x00\x01".to_vec()))
-                .build()
-        });
-        let t = from_mock("sm-binary", Duration::ZERO, &[&rule]);
-        let e = run(&t, 1).unwrap_err();
-        assert!(e.contains("holds a binary secret"), "{e}");
-
-        // A value that reaches an error text (a refresh that fails after a value was
-        // cached, whose cause quotes it) is redacted.
-        crate::secrets::store(
-            "sm-leak",
-            crate::secrets::Secret::new("p4ssw0rd-xyz"),
-            Duration::from_nanos(1),
-        );
-        let rule = mock!(Client::get_secret_value).then_http_response(|| {
-            aws_smithy_runtime_api::http::Response::new(
-                aws_smithy_runtime_api::http::StatusCode::try_from(400).unwrap(),
-                aws_smithy_types::body::SdkBody::from(
-                    r#"{"__type":"InvalidRequestException","Message":"bad token p4ssw0rd-xyz"}"#,
-                ),
-            )
-        });
-        let t = from_mock("sm-leak", Duration::ZERO, &[&rule]);
-        let e = run(&t, 1).unwrap_err();
-        assert!(!e.contains("p4ssw0rd-xyz"), "{e}");
-        assert!(
-            e.ends_with("InvalidRequestException: bad token <redacted>"),
-            "{e}"
+    fn secrets_manager_needs_the_aws_feature() {
+        testing::assert_config_errors(
+            &registry(),
+            "utility_secret",
+            &[(
+                json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "api-key"}}}}),
+                "settings.secret.type: the aws_secrets_manager secret provider calls AWS, and this sluice was built without its `aws` feature",
+            )],
         );
     }
 

@@ -47,7 +47,7 @@ impl CsvFile {
     pub fn shared(place: &KvPlace<'_, '_>, settings: &Value) -> Result<Arc<Self>, ConfigError> {
         let s: Settings = place.settings(settings)?;
         let file = required(s.file).map_err(|m| place.error("file", m))?;
-        let column = crate::aws::non_empty(s.column).ok_or_else(|| {
+        let column = s.column.filter(|c| !c.is_empty()).ok_or_else(|| {
             place.error(
                 "column",
                 "missing required option: the header of the column whose values are the keys",
@@ -63,7 +63,7 @@ impl CsvFile {
                 ));
             }
         };
-        let header = crate::aws::non_empty(s.header).map(|h| {
+        let header = s.header.filter(|h| !h.is_empty()).map(|h| {
             h.split(delimiter as char)
                 .map(str::to_string)
                 .collect::<Vec<_>>()

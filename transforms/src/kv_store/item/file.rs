@@ -92,7 +92,7 @@ impl<T> Loaded<T> {
 
 /// `file`, required: the error message when it is missing or empty.
 pub fn required(file: Option<String>) -> Result<String, &'static str> {
-    crate::aws::non_empty(file).ok_or(
+    file.filter(|f| !f.is_empty()).ok_or(
         "missing required option: a local path or an https://, http:// (loopback) or s3:// URL",
     )
 }

@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 use sluice_engine::{Build, ConfigError, Value};
 
+#[cfg(feature = "aws")]
 use super::aws_dynamodb::DynamoDbStore;
 use super::memory::MemoryStore;
 use super::{kv_config, unknown_type};
@@ -53,6 +54,14 @@ pub fn item_store(
     let settings = &settings;
     Ok(match type_name {
         "memory" => MemoryStore::shared(&place, settings)? as Arc<dyn ItemStore>,
+        #[cfg(not(feature = "aws"))]
+        "aws_dynamodb" => {
+            return Err(b.field_error(
+                &format!("{field}.type"),
+                crate::without_aws::message("the aws_dynamodb kv store"),
+            ));
+        }
+        #[cfg(feature = "aws")]
         "aws_dynamodb" => {
             let st = DynamoDbStore::shared(&place, settings)?;
             if st.table.attributes.value.is_none() {

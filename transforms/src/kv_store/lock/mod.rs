@@ -24,7 +24,9 @@ pub use sluice_lock_protocol::{
     AcquireRequest, Acquired, Change, LockRecord, LockStatus, Prior, Settled,
 };
 
-use super::{aws_dynamodb, kv_config, memory, unknown_type};
+#[cfg(feature = "aws")]
+use super::aws_dynamodb;
+use super::{kv_config, memory, unknown_type};
 pub use ticket::LockTicket;
 
 /// A lock store's failure, after its own retries.
@@ -108,6 +110,7 @@ pub trait LockStore: Send + Sync + 'static {
 
     /// The DynamoDB table behind this store, when it is one: a DynamoDB send can then
     /// commit a lock in the same transaction as its items.
+    #[cfg(feature = "aws")]
     fn dynamodb(&self) -> Option<&aws_dynamodb::DynamoDbStore> {
         None
     }
@@ -124,9 +127,15 @@ pub fn lock_store(
     match type_name {
         "memory" => memory::MemoryStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
         "sqlite" => sqlite::SqliteStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
+        #[cfg(feature = "aws")]
         "aws_dynamodb" => {
             aws_dynamodb::DynamoDbStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>)
         }
+        #[cfg(not(feature = "aws"))]
+        "aws_dynamodb" => Err(b.field_error(
+            &format!("{field}.type"),
+            crate::without_aws::message("the aws_dynamodb kv store"),
+        )),
         #[cfg(test)]
         "test_faulty_sqlite" => test_faulty::FaultySqliteStore::build(&place, settings)
             .map(|s| Arc::new(s) as Arc<dyn LockStore>),
