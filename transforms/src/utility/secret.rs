@@ -327,19 +327,6 @@ mod tests {
         }
     }
 
-    #[cfg(not(feature = "aws"))]
-    #[test]
-    fn secrets_manager_needs_the_aws_feature() {
-        testing::assert_config_errors(
-            &registry(),
-            "utility_secret",
-            &[(
-                json!({"secret": {"type": "aws_secrets_manager", "settings": {"id": "b", "aws": {"arn": "api-key"}}}}),
-                "settings.secret.type: the aws_secrets_manager secret provider calls AWS, and this sluice was built without its `aws` feature",
-            )],
-        );
-    }
-
     #[test]
     fn compliance() {
         // SAFETY: as above.

@@ -1169,7 +1169,11 @@ fn config_errors_name_the_field() {
             ),
             (
                 with(json!({"kv_store": {"type": "aws_dynamodb", "settings": {}}})),
-                "aws.arn",
+                if cfg!(feature = "aws") {
+                    "aws.arn"
+                } else {
+                    "the aws_dynamodb kv store calls AWS"
+                },
             ),
             (with(json!({"concurrency": 0})), "concurrency"),
             (with(json!({"ttl_offset": "0s"})), "ttl_offset"),
