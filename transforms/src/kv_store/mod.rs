@@ -44,6 +44,13 @@ pub(crate) fn kv_config<'a, 'b>(
         Some(Value::String(s)) => s.as_str(),
         _ => return Err(b.field_error(&format!("{field}.type"), "a kv store needs a \"type\"")),
     };
+    #[cfg(not(feature = "aws"))]
+    if type_name == "aws_dynamodb" {
+        return Err(b.field_error(
+            &format!("{field}.type"),
+            crate::without_aws::message("the aws_dynamodb kv store"),
+        ));
+    }
     let settings = match obj.get("settings") {
         None | Some(Value::Null) => Value::Object(Default::default()),
         Some(s @ Value::Object(_)) => s.clone(),

@@ -54,13 +54,6 @@ pub fn item_store(
     let settings = &settings;
     Ok(match type_name {
         "memory" => MemoryStore::shared(&place, settings)? as Arc<dyn ItemStore>,
-        #[cfg(not(feature = "aws"))]
-        "aws_dynamodb" => {
-            return Err(b.field_error(
-                &format!("{field}.type"),
-                crate::without_aws::message("the aws_dynamodb kv store"),
-            ));
-        }
         #[cfg(feature = "aws")]
         "aws_dynamodb" => {
             let st = DynamoDbStore::shared(&place, settings)?;

@@ -131,11 +131,6 @@ pub fn lock_store(
         "aws_dynamodb" => {
             aws_dynamodb::DynamoDbStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>)
         }
-        #[cfg(not(feature = "aws"))]
-        "aws_dynamodb" => Err(b.field_error(
-            &format!("{field}.type"),
-            crate::without_aws::message("the aws_dynamodb kv store"),
-        )),
         #[cfg(test)]
         "test_faulty_sqlite" => test_faulty::FaultySqliteStore::build(&place, settings)
             .map(|s| Arc::new(s) as Arc<dyn LockStore>),
