@@ -19,6 +19,7 @@ pub mod batch;
 pub mod context;
 pub mod driver;
 pub mod error;
+pub mod go_regex;
 pub mod invocation;
 pub mod json;
 pub mod message;

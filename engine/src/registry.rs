@@ -283,9 +283,20 @@ impl<'a> Build<'a> {
         }
     }
 
-    /// Compiles a regular expression found in `field`.
+    /// Compiles a regular expression found in `field`, read with Go's syntax (a Substation
+    /// config's patterns are Go's; see [`crate::go_regex`]).
     pub fn regex(&self, field: &str, pattern: &str) -> Result<regex::Regex, ConfigError> {
-        regex::Regex::new(pattern)
+        crate::go_regex::compile(pattern)
+            .map_err(|e| self.field_error(field, format!("invalid regular expression: {e}")))
+    }
+
+    /// [`Build::regex`] for matching bytes.
+    pub fn bytes_regex(
+        &self,
+        field: &str,
+        pattern: &str,
+    ) -> Result<regex::bytes::Regex, ConfigError> {
+        crate::go_regex::compile_bytes(pattern)
             .map_err(|e| self.field_error(field, format!("invalid regular expression: {e}")))
     }
 

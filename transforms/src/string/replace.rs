@@ -48,8 +48,7 @@ impl StringReplace {
             ));
         }
         let re = b.regex("pattern", &s.pattern)?;
-        let re_bytes = regex::bytes::Regex::new(&s.pattern)
-            .map_err(|e| b.field_error("pattern", format!("invalid regular expression: {e}")))?;
+        let re_bytes = b.bytes_regex("pattern", &s.pattern)?;
         Ok(StringReplace {
             io: Io::new(b, &s.object)?,
             re,
