@@ -345,10 +345,15 @@ impl Message {
     }
 
     /// Sets the value at `key`, creating intermediate objects. `@this` replaces the document.
+    ///
+    /// As Substation's `SetValue` does, a string that holds a JSON object or array (its
+    /// first character `{` or `[`, the whole text valid JSON) is set as that object or
+    /// array, so `{"a":"{\"b\":1}"}` copied from `a` to `a` becomes `{"a":{"b":1}}`.
     pub fn set(&mut self, key: &Key, v: Value) -> Result<(), TransformError> {
         if self.inner.ctrl {
             return Ok(());
         }
+        let v = crate::value::sjson_typed(v);
         let body = self.body_mut(key.target);
         if key.path.is_this() {
             body.set_value(v);

@@ -102,6 +102,19 @@ pub fn from_bytes(b: &[u8]) -> Value {
     }
 }
 
+/// SJSON's typing of a value written with Substation's `SetValue`: a string holding a JSON
+/// object or array (first character `{` or `[`, the whole text valid JSON) goes in as that
+/// object or array; anything else as it is.
+pub fn sjson_typed(v: Value) -> Value {
+    if let Value::String(s) = &v
+        && matches!(s.as_bytes().first(), Some(b'{' | b'['))
+        && let Ok(parsed) = serde_json::from_str::<Value>(s)
+    {
+        return parsed;
+    }
+    v
+}
+
 /// Bytes of a value for data-mode output: strings raw, everything else as JSON text.
 pub fn to_bytes(v: &Value) -> Vec<u8> {
     match v {
@@ -133,5 +146,18 @@ mod tests {
         assert_eq!(from_bytes(br#"{"a":1}"#), json!({"a":1}));
         assert_eq!(from_bytes(b"{not json"), json!("{not json"));
         assert_eq!(from_bytes(&[0xff, 0xfe]), json!("//4="));
+        assert_eq!(sjson_typed(json!(r#"{"b":"c"}"#)), json!({"b": "c"}));
+        assert_eq!(sjson_typed(json!("[1,2]")), json!([1, 2]));
+        assert_eq!(
+            sjson_typed(json!(" [1]")),
+            json!(" [1]"),
+            "a leading space keeps a string"
+        );
+        assert_eq!(sjson_typed(json!("{not json")), json!("{not json"));
+        assert_eq!(
+            sjson_typed(json!("123")),
+            json!("123"),
+            "only objects and arrays"
+        );
     }
 }

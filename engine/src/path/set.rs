@@ -2,8 +2,10 @@
 //!
 //! Missing parents are created: an array when the next key is an index (`a.2` pads with
 //! nulls, `a.-1` appends), otherwise an object. A numeric key on an existing object is an
-//! object key; `:` forces an object key (`a.:1`). A null parent is replaced like a missing
-//! one; a parent that is a string, number or boolean cannot be written into.
+//! object key; `:` forces an object key (`a.:1`). A parent that is null is replaced like a
+//! missing one, and so is one that is a string, a number or a boolean below the top, as SJSON
+//! does (`{"a":"x"}` with `a.b` set to 1 becomes `{"a":{"b":1}}`); a document that is itself
+//! a scalar cannot be written into (SJSON would drop it). An array parent needs an index.
 
 use crate::json::{Map, Value};
 
@@ -25,7 +27,14 @@ pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()>
 
 /// The slot for `step` under `cur`, created (as null) when missing.
 fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v mut Value> {
-    if cur.is_null() {
+    // SJSON replaces a scalar on the way to the key; the document itself must be an object
+    // or array (or null), or the write would silently drop it.
+    let replace = match cur {
+        Value::Null => true,
+        Value::Object(_) | Value::Array(_) => false,
+        _ => depth > 0,
+    };
+    if replace {
         *cur = if step.index.is_some() || step.append {
             Value::Array(Vec::new())
         } else {

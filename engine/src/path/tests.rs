@@ -386,8 +386,12 @@ fn get_modifiers() {
             ),
             (
                 "name.@pretty",
-                Some(json!({"first": "Tom", "last": "Anderson"})),
+                Some(json!(
+                    "{\n  \"first\": \"Tom\",\n  \"last\": \"Anderson\"\n}\n"
+                )),
             ),
+            ("name.@pretty.first", Some(json!("Tom"))),
+            ("age.@pretty", Some(json!(37))),
             ("name.@valid.first", Some(json!("Tom"))),
             (
                 "friends.#.first|@reverse",
@@ -404,13 +408,16 @@ fn get_modifiers() {
             ("@dig:nope", Some(json!([]))),
         ],
     );
-    // Key order after sortKeys is checked as text.
+    // A final @pretty reads as GJSON's pretty text, keys sorted when asked.
     let got = Path::parse(r#"@pretty:{"sortKeys":true}"#)
         .unwrap()
         .get(&json!({"b": 1, "a": {"d": 2, "c": 3}}))
         .unwrap()
         .into_owned();
-    assert_eq!(got.to_string(), r#"{"a":{"c":3,"d":2},"b":1}"#);
+    assert_eq!(
+        got,
+        json!("{\n  \"a\": {\n    \"c\": 3,\n    \"d\": 2\n  },\n  \"b\": 1\n}\n")
+    );
 
     let doc = json!({
         "arr": [1, [2], [3, 4], [5, [6, 7]]],
@@ -715,11 +722,23 @@ fn set_errors() {
         }
         assert_eq!(d, json!({"a": [{"b": 1}]}), "unchanged after {p}");
     }
+    // SJSON replaces a scalar on the way to the key.
+    let replaced: &[(Value, &str, Value)] = &[
+        (json!({"a": "str"}), "a.b", json!({"a": {"b": 1}})),
+        (json!({"a": "str"}), "a.0", json!({"a": [1]})),
+        (
+            json!({"a": {"b": 5}}),
+            "a.b.c",
+            json!({"a": {"b": {"c": 1}}}),
+        ),
+        (json!({"a": true}), "a.-1", json!({"a": [1]})),
+    ];
+    for (doc, p, want) in replaced {
+        let mut d = doc.clone();
+        Path::parse(p).unwrap().set(&mut d, json!(1)).unwrap();
+        assert_eq!(&d, want, "set {p} on {doc}");
+    }
     let cannot: &[(Value, &str)] = &[
-        (json!({"a": "str"}), "a.b"),
-        (json!({"a": "str"}), "a.0"),
-        (json!({"a": {"b": 5}}), "a.b.c"),
-        (json!({"a": true}), "a.-1"),
         (json!({"a": [1, 2]}), "a.x"),
         (json!({"a": [1, 2]}), "a.:0"),
         (json!("str"), "a"),

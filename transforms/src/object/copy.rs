@@ -2,15 +2,21 @@
 //! or wraps the data into a new object.
 //!
 //! Substation compatibility: the same three modes. Source only: the data is replaced by the
-//! value (strings raw, other values as JSON), e.g. `meta @this` extracts the metadata.
-//! Target only: the data is put under the target key of a new object (JSON objects and
-//! arrays as they are, other data as a string); empty data passes through. Both: the value
-//! is copied, across data and metadata if the keys say so. A missing source passes through.
+//! value's text (GJSON `String()`: strings raw, null empty, other values as JSON), e.g.
+//! `meta @this` extracts the metadata, `meta k` makes metadata key `k` the data. Target
+//! only: the data is put under the target key of a new object (JSON objects and arrays as
+//! they are, other data as a string, bytes that are not UTF-8 as base64); with a `meta `
+//! target the data goes into that metadata key and the data becomes empty, as Substation's
+//! new message has none. Empty data passes through. Both: the value is copied, across data
+//! and metadata if the keys say so, with `SetValue`'s typing (a string holding a JSON object
+//! or array becomes that value, so copying a key to itself parses it). A missing source
+//! passes through.
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError, Value, value,
+    Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError, Value,
+    message::Target, value,
 };
 
 /// Settings of `object_copy`.
@@ -57,12 +63,20 @@ impl ObjectCopy {
                 if let Some(v) = msg.get(src).map(|v| v.into_owned()) {
                     match v {
                         Value::String(s) => msg.set_data(s.into_bytes()),
+                        Value::Null => msg.set_data(Vec::new()),
                         other => msg.set_data_value(other),
                     }
                 }
             }
             (None, Some(trg)) => {
-                if !msg.data_body().is_empty() {
+                if msg.data_body().is_empty() {
+                    return Ok(());
+                }
+                if trg.target() == Target::Meta {
+                    let v = value::from_bytes(msg.data());
+                    msg.set(trg, v)?;
+                    msg.set_data(Vec::new());
+                } else {
                     let v = match msg.data_value() {
                         // Move the parsed document into the new one instead of copying it.
                         Some(Value::Object(_) | Value::Array(_)) => {
@@ -84,7 +98,7 @@ impl ObjectCopy {
 #[cfg(test)]
 mod tests {
     use crate::registry;
-    use sluice_engine::{json, testing};
+    use sluice_engine::{Message, json, testing};
 
     #[test]
     fn cases() {
@@ -138,11 +152,98 @@ mod tests {
                 r#"{"a":1}"#,
                 vec![r#"{"a":1}"#],
             ),
+            (
+                "extract null is empty",
+                json!({"object": {"source_key": "a"}}),
+                r#"{"a":null}"#,
+                vec![""],
+            ),
+            (
+                "a key to itself parses a string holding an object",
+                json!({"object": {"source_key": "a", "target_key": "a"}}),
+                r#"{"a":"{\"b\":\"c\"}"}"#,
+                vec![r#"{"a":{"b":"c"}}"#],
+            ),
+            (
+                "a key to itself parses a string holding an array",
+                json!({"object": {"source_key": "a", "target_key": "a"}}),
+                r#"{"a":"[\"b\",\"c\"]"}"#,
+                vec![r#"{"a":["b","c"]}"#],
+            ),
+            (
+                "a string holding a number stays a string",
+                json!({"object": {"source_key": "a", "target_key": "b"}}),
+                r#"{"a":"12"}"#,
+                vec![r#"{"a":"12","b":"12"}"#],
+            ),
         ];
         for (name, settings, input, want) in cases {
             let t =
                 testing::build(&r, json!({"type": "object_copy", "settings": settings})).unwrap();
             assert_eq!(testing::run(t, &[input]).unwrap(), want, "{name}");
+        }
+    }
+
+    /// Data and metadata, in and out: `(settings, data, metadata, data out, metadata out)`.
+    #[test]
+    fn metadata_cases() {
+        let r = registry();
+        let cases = [
+            (
+                "the whole data into a metadata key; the data becomes empty",
+                json!({"object": {"target_key": "meta d"}}),
+                r#"{"x":1}"#,
+                r#"{"m":1}"#,
+                "",
+                r#"{"m":1,"d":{"x":1}}"#,
+            ),
+            (
+                "text data into a metadata key",
+                json!({"object": {"target_key": "meta d"}}),
+                "plain",
+                "",
+                "",
+                r#"{"d":"plain"}"#,
+            ),
+            (
+                "a metadata key becomes the data",
+                json!({"object": {"source_key": "meta m"}}),
+                r#"{"x":1}"#,
+                r#"{"m":"v"}"#,
+                "v",
+                r#"{"m":"v"}"#,
+            ),
+            (
+                "the whole metadata becomes the data",
+                json!({"object": {"source_key": "meta @this"}}),
+                "x",
+                r#"{"m":{"n":1}}"#,
+                r#"{"m":{"n":1}}"#,
+                r#"{"m":{"n":1}}"#,
+            ),
+            (
+                "a data key into a metadata key",
+                json!({"object": {"source_key": "a", "target_key": "meta a"}}),
+                r#"{"a":1}"#,
+                "",
+                r#"{"a":1}"#,
+                r#"{"a":1}"#,
+            ),
+        ];
+        for (name, settings, data, meta, want_data, want_meta) in cases {
+            let t =
+                testing::build(&r, json!({"type": "object_copy", "settings": settings})).unwrap();
+            let mut m = Message::new(data.as_bytes().to_vec());
+            m.set_metadata(meta.as_bytes().to_vec());
+            let mut out = Vec::new();
+            testing::block_on(t.transform(m, &mut out)).unwrap();
+            assert_eq!(out.len(), 1, "{name}");
+            assert_eq!(String::from_utf8_lossy(out[0].data()), want_data, "{name}");
+            assert_eq!(
+                String::from_utf8_lossy(out[0].metadata()),
+                want_meta,
+                "{name}"
+            );
         }
     }
 }

@@ -1,9 +1,10 @@
 //! `object_insert`: writes a value from the settings at a key.
 //!
 //! Substation compatibility: `object.target_key` and `value` (any JSON) are required. The
-//! value is inserted as the JSON value it is in the settings: a string stays a string even
-//! when its text looks like JSON (`"{\"a\":1}"` is inserted as that string, not as an object),
-//! and objects and arrays are inserted as objects and arrays. Numbers are written as Go
+//! value is inserted as the JSON value it is in the settings, with Substation's `SetValue`
+//! typing: a string holding a JSON object or array (`"{\"a\":1}"`, `"[1]"`) is inserted as
+//! that object or array, any other string (`"123"`, `"true"`) as a string; objects and arrays
+//! are inserted as they are. Numbers are written as Go
 //! writes them after decoding the settings: floats with an integral value become integers
 //! (`1.0` is written `1`); integers keep every digit (Go would round ones beyond 2^53).
 //! The target may be a metadata key (`meta x`). Inserting into data that is not JSON is an
@@ -93,10 +94,22 @@ mod tests {
                 vec![r#"{"a":1,"b":"x"}"#],
             ),
             (
-                "string holding JSON stays a string",
+                "string holding a JSON object becomes the object",
                 json!({"object": {"target_key": "b"}, "value": "{\"c\":1}"}),
                 r#"{"a":1}"#,
-                vec![r#"{"a":1,"b":"{\"c\":1}"}"#],
+                vec![r#"{"a":1,"b":{"c":1}}"#],
+            ),
+            (
+                "string holding a JSON array becomes the array",
+                json!({"object": {"target_key": "b"}, "value": "[1]"}),
+                r#"{"a":1}"#,
+                vec![r#"{"a":1,"b":[1]}"#],
+            ),
+            (
+                "string holding a number stays a string",
+                json!({"object": {"target_key": "b"}, "value": "123"}),
+                r#"{"a":1}"#,
+                vec![r#"{"a":1,"b":"123"}"#],
             ),
             (
                 "object",

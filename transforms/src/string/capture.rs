@@ -3,15 +3,20 @@
 //! Substation compatibility: `pattern` (required) is a regular expression in Go's RE2
 //! syntax; `count` defaults to 0.
 //!
-//! * Named groups (`(?P<name>…)`): the first match's named groups become an object of
-//!   strings. Object mode writes each group at `<target_key>.<name>` (keeping what else the
-//!   target holds); data mode replaces the data with the object. A group that did not take
-//!   part in the match is `""`. With no match object mode changes nothing and data mode
-//!   gives `{}`. `count` is not used with named groups.
+//! * Named groups: as in Substation, a pattern is read as one with named groups when it
+//!   contains `(?P<` (a pattern whose only names are written `(?<name>…)` is read by
+//!   `count` as below). The first match's named groups become an object of strings. Object
+//!   mode writes each group at `<target_key>.<name>` (keeping what else an object target
+//!   holds; a target that holds a string or number is replaced by the object); data mode
+//!   replaces the data with the object. A group that did not take part in the match is
+//!   `""`. With no match object mode changes nothing and data mode gives empty data.
+//!   `count` is not used with named groups. Each group's text is written with `SetValue`'s
+//!   typing (text holding a JSON object or array goes in as that value).
 //! * `count` 0: the last group of the first match (the whole match when the pattern has no
 //!   group) as a string; no match gives `""`.
-//! * `count` n > 0: an array of the last group of each of the first n matches (`[]` when
-//!   none); a negative count takes every match, as Go's `FindAll` does with n < 0.
+//! * `count` n > 0: an array of the last group of each of the first n matches; a negative
+//!   count takes every match, as Go's `FindAll` does with n < 0. With no match, object mode
+//!   writes `null` and data mode gives empty data, as Substation's nil list does.
 //!
 //! Object mode (both `object.source_key` and `object.target_key`) reads the value's text;
 //! a missing source passes the message through. Data mode (neither key) reads the data
@@ -21,7 +26,7 @@ use regex::{Captures, Regex};
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait,
+    Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait, value,
 };
 
 use crate::common::Io;
@@ -60,7 +65,12 @@ impl StringCapture {
         let io = Io::new(b, &s.object)?;
         let re = b.regex("pattern", &s.pattern)?;
         let mut named = Vec::new();
+        // Substation looks for named groups by this text alone.
+        let has_named = s.pattern.contains("(?P<");
         for (i, name) in re.capture_names().enumerate() {
+            if !has_named {
+                break;
+            }
             let Some(name) = name else { continue };
             let key = match &io {
                 Io::Object { target, .. } => {
@@ -117,10 +127,13 @@ impl StatelessTransform for StringCapture {
                         }
                     }
                 }
+                Io::Data if groups.is_empty() => msg.set_data(Vec::new()),
                 Io::Data => {
                     let obj = groups
                         .into_iter()
-                        .map(|((_, name, _), t)| (name.clone(), Value::String(t)))
+                        .map(|((_, name, _), t)| {
+                            (name.clone(), value::sjson_typed(Value::String(t)))
+                        })
                         .collect();
                     msg.set_data_value(Value::Object(obj));
                 }
@@ -139,8 +152,12 @@ impl StatelessTransform for StringCapture {
                 .captures_iter(&text)
                 .take(limit)
                 .map(|c| Self::last_group(&c))
-                .collect();
-            self.io.write(&mut msg, Value::Array(all))?;
+                .collect::<Vec<_>>();
+            match (&self.io, all.is_empty()) {
+                (Io::Data, true) => msg.set_data(Vec::new()),
+                (_, true) => self.io.write(&mut msg, Value::Null)?,
+                (_, false) => self.io.write(&mut msg, Value::Array(all))?,
+            }
         }
         out.push(msg);
         Ok(())
@@ -194,10 +211,28 @@ mod tests {
                 r#"{"a":"1 2 3","b":["1","2","3"]}"#,
             ),
             (
-                "count with no match is empty array",
+                "count with no match is null",
                 obj(r"\d", 3),
                 r#"{"a":"x"}"#,
-                r#"{"a":"x","b":[]}"#,
+                r#"{"a":"x","b":null}"#,
+            ),
+            (
+                "named groups replace a string target",
+                obj(r"(?P<w>\w+)", 0),
+                r#"{"a":"hi","b":"old"}"#,
+                r#"{"a":"hi","b":{"w":"hi"}}"#,
+            ),
+            (
+                "(?<n>) alone is not read as named, as in Substation",
+                obj(r"(?<w>\w+)", 0),
+                r#"{"a":"hi"}"#,
+                r#"{"a":"hi","b":"hi"}"#,
+            ),
+            (
+                "data mode count with no match is empty",
+                json!({"pattern": r"\d", "count": 2}),
+                "abc",
+                "",
             ),
             (
                 "named groups under the target",
@@ -251,7 +286,7 @@ mod tests {
                 "data mode named groups without match",
                 json!({"pattern": r"(?P<k>\d)"}),
                 "abc",
-                "{}",
+                "",
             ),
         ];
         testing::assert_single_outputs(&r, "string_capture", &cases);

@@ -81,10 +81,10 @@ mod tests {
                 r#"{"a":"B"}"#,
             ),
             (
-                "non-string value as text",
+                "an object's text, upper-cased, is written back as an object",
                 obj.clone(),
                 r#"{"a":{"k":"v"}}"#,
-                r#"{"a":{"k":"v"},"b":"{\"K\":\"V\"}"}"#,
+                r#"{"a":{"k":"v"},"b":{"K":"V"}}"#,
             ),
             ("unicode one-to-one only", data.clone(), "éßa", "ÉßA"),
             ("data mode", data.clone(), "abc DEF 1", "ABC DEF 1"),
