@@ -154,6 +154,10 @@ pub(crate) enum Input<'m> {
     Data(&'m [u8]),
     /// The value at the source key (object mode).
     Value(Cow<'m, Value>),
+    /// No value at the source key. As in Substation (GJSON's empty result), it reads as the
+    /// empty value: text `""`, number 0, length 0. Only the `*_equal_to` conditions tell it
+    /// apart (a missing value equals nothing).
+    Missing,
 }
 
 impl Input<'_> {
@@ -165,6 +169,7 @@ impl Input<'_> {
                 Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
                 Cow::Owned(s) => Cow::Owned(s.into_bytes()),
             },
+            Input::Missing => Cow::Borrowed(b""),
         }
     }
 
@@ -173,6 +178,7 @@ impl Input<'_> {
         match self {
             Input::Data(d) => String::from_utf8_lossy(d),
             Input::Value(v) => value::to_text(v),
+            Input::Missing => Cow::Borrowed(""),
         }
     }
 }
@@ -183,15 +189,15 @@ impl Source {
         b.opt_key("object.source_key", source_key).map(Source)
     }
 
-    /// The input, or `None` for a ctrl message or a missing source value.
+    /// The input, or `None` for a ctrl message (every leaf condition is false on ctrl).
     pub(crate) fn read<'m>(&self, msg: &'m Message) -> Option<Input<'m>> {
         if msg.is_ctrl() {
             return None;
         }
-        match &self.0 {
-            None => Some(Input::Data(&msg.data()[..])),
-            Some(k) => msg.get(k).map(Input::Value),
-        }
+        Some(match &self.0 {
+            None => Input::Data(&msg.data()[..]),
+            Some(k) => msg.get(k).map_or(Input::Missing, Input::Value),
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Substation compatibility: the same; it takes no `value`. Data mode parses the data as an
 //! integer (an error when it is not one); object mode reads GJSON's `Int()` of the value. A
-//! missing source value is false.
+//! missing source value is 0 (so the condition holds), as in Substation.
 
 use serde::Deserialize;
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
@@ -63,7 +63,7 @@ mod tests {
                     data(r#"{"n":"-1"}"#),
                     F,
                 ),
-                ("missing key is false", src.clone(), data(r#"{"m":0}"#), F),
+                ("missing key is 0", src.clone(), data(r#"{"m":0}"#), T),
             ],
         );
         ctrl_is_false("number_bitwise_not", json!({}));

@@ -3,7 +3,7 @@
 //! Substation compatibility: `value` is a 64-bit integer. Data mode parses the data as an
 //! integer (an error when it is not one); object mode reads GJSON's `Int()` of the value
 //! (floats truncated, numeric strings parsed, anything else 0). A missing source value is
-//! false.
+//! 0, as in Substation.
 
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 
@@ -50,7 +50,8 @@ mod tests {
                     Err,
                 ),
                 ("data text is an error", json!({"value": 1}), data("x"), Err),
-                ("missing key is false", src(-1), data(r#"{"m":1}"#), F),
+                ("missing key is 0", src(-1), data(r#"{"m":1}"#), T),
+                ("missing key is 0, or 0", src(0), data(r#"{"m":1}"#), F),
             ],
         );
         ctrl_is_false("number_bitwise_or", json!({"value": -1}));

@@ -3,7 +3,8 @@
 //! Substation compatibility: `value` is a float; when `object.target_key` is set and the
 //! message has a value there, that value (GJSON `Float()`) is the comparand instead. See
 //! [`super`] for data mode (an error when the data is not a number), object mode and
-//! missing values (false).
+//! missing values (false: a missing value equals
+//! nothing, as in Substation).
 
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 
@@ -15,7 +16,7 @@ pub(crate) struct NumberEqualTo(NumberCompare);
 impl NumberEqualTo {
     /// Builds it from its settings.
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
-        NumberCompare::build(b, |a, b| a == b).map(NumberEqualTo)
+        NumberCompare::build(b, |a, b| a == b, true).map(NumberEqualTo)
     }
 }
 

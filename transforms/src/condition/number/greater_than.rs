@@ -3,7 +3,7 @@
 //! Substation compatibility: `value` is a float; when `object.target_key` is set and the
 //! message has a value there, that value (GJSON `Float()`) is the comparand instead. See
 //! [`super`] for data mode (an error when the data is not a number), object mode and
-//! missing values (false).
+//! missing values (0).
 
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 
@@ -15,7 +15,7 @@ pub(crate) struct NumberGreaterThan(NumberCompare);
 impl NumberGreaterThan {
     /// Builds it from its settings.
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
-        NumberCompare::build(b, |a, b| a > b).map(NumberGreaterThan)
+        NumberCompare::build(b, |a, b| a > b, false).map(NumberGreaterThan)
     }
 }
 
@@ -79,7 +79,8 @@ mod tests {
                     Err,
                 ),
                 ("empty data is an error", json!({"value": 0}), data(""), Err),
-                ("missing key is false", src(0.0), data(r#"{"x":1}"#), F),
+                ("missing key is 0", src(0.0), data(r#"{"x":1}"#), F),
+                ("missing key is 0 > -1", src(-1.0), data(r#"{"x":1}"#), T),
                 (
                     "non-JSON data with a key is false",
                     src(0.0),

@@ -4,7 +4,7 @@
 //! accepted as `rune`): Unicode characters counted as Go counts runes, each byte of an
 //! invalid UTF-8 sequence counting as one. An array value's length is its element count,
 //! whatever the measurement; other values are measured as their text (GJSON `String()`), the
-//! data as its bytes. A missing source value is false (not length 0).
+//! data as its bytes. A missing source value has length 0, as in Substation.
 
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 
@@ -63,7 +63,13 @@ mod tests {
                 ("object array", src(2), data(r#"{"s":[1,2,3]}"#), T),
                 ("object empty array", src(0), data(r#"{"s":[]}"#), F),
                 ("object chars", chars(1), data(r#"{"s":"\u00e9\u00e9"}"#), T),
-                ("missing key is false", src(0), data(r#"{"t":""}"#), F),
+                ("missing key has length 0", src(0), data(r#"{"t":""}"#), F),
+                (
+                    "missing key has length 0 > -1",
+                    src(-1),
+                    data(r#"{"t":""}"#),
+                    T,
+                ),
             ],
         );
         ctrl_is_false("number_length_greater_than", json!({"value": -1}));

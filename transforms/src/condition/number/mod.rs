@@ -7,7 +7,10 @@
 //!   ASCII whitespace first (Go's parser does not), so a trailing newline is not an error.
 //! * Object mode reads the value with GJSON's conversions (`Float()`, `Int()`): numbers,
 //!   numeric strings, `true` = 1, anything else 0.
-//! * A missing source value is false; a ctrl message is false.
+//! * A missing source value reads as Substation's empty value: number 0, length 0 (so
+//!   `number_less_than` with 1 holds and `number_length_equal_to` with 0 holds), except that
+//!   `number_equal_to` is false for it (a missing value equals nothing). A ctrl message is
+//!   false.
 
 pub(crate) mod bitwise_and;
 pub(crate) mod bitwise_not;
@@ -41,16 +44,23 @@ pub(crate) struct NumberCompare {
     target: Option<Key>,
     value: f64,
     op: fn(f64, f64) -> bool,
+    /// `number_equal_to`: a missing value is false instead of 0.
+    missing_is_false: bool,
 }
 
 impl NumberCompare {
-    pub(crate) fn build(b: &Build<'_>, op: fn(f64, f64) -> bool) -> Result<Self, ConfigError> {
+    pub(crate) fn build(
+        b: &Build<'_>,
+        op: fn(f64, f64) -> bool,
+        missing_is_false: bool,
+    ) -> Result<Self, ConfigError> {
         let s: CompareNumberSettings = b.settings()?;
         Ok(NumberCompare {
             source: Source::new(b, &s.object.source_key)?,
             target: b.opt_key("object.target_key", &s.object.target_key)?,
             value: s.value,
             op,
+            missing_is_false,
         })
     }
 
@@ -61,6 +71,8 @@ impl NumberCompare {
         let v = match input {
             Input::Data(d) => parse_f64(d, name)?,
             Input::Value(v) => value::to_f64(&v),
+            Input::Missing if self.missing_is_false => return Ok(false),
+            Input::Missing => 0.0,
         };
         let c = comparand(&self.target, msg)
             .map(|t| value::to_f64(&t))
@@ -89,6 +101,7 @@ pub(crate) fn read_i64(
         None => None,
         Some(Input::Data(d)) => Some(parse_i64(d, name)?),
         Some(Input::Value(v)) => Some(value::to_i64(&v)),
+        Some(Input::Missing) => Some(0),
     })
 }
 

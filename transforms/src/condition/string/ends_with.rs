@@ -1,8 +1,8 @@
 //! `string_ends_with`: the input ends with `value`.
 //!
 //! Substation compatibility: the same, on bytes and case-sensitive; see [`super`] for how
-//! the input is read. A missing source value is false (Substation compares the empty string,
-//! which differs only when `value` is empty).
+//! the input is read. A missing source value is the empty string, as in Substation (true
+//! only when `value` is empty).
 
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 
@@ -52,12 +52,17 @@ mod tests {
                     F,
                 ),
                 ("object number text", src("5"), data(r#"{"s":1.5}"#), T),
-                ("missing key is false", src("a"), data(r#"{"t":"a"}"#), F),
                 (
-                    "missing key is false for an empty value",
-                    src(""),
+                    "missing key is the empty string",
+                    src("a"),
                     data(r#"{"t":"a"}"#),
                     F,
+                ),
+                (
+                    "missing key holds an empty value",
+                    src(""),
+                    data(r#"{"t":"a"}"#),
+                    T,
                 ),
             ],
         );

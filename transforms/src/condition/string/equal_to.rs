@@ -2,7 +2,8 @@
 //!
 //! Substation compatibility: the same. The comparand is `value`, or the text of the value at
 //! `object.target_key` when that key is set and present in the message; see [`super`] for
-//! how the input is read. A missing source value is false.
+//! how the input is read. A missing source value equals nothing, not even `""`
+//! (Substation checks that it exists).
 
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 
@@ -14,7 +15,7 @@ pub(crate) struct StringEqualTo(StringCompare);
 impl StringEqualTo {
     /// Builds it from its settings.
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
-        StringCompare::build(b, |a, b| a == b).map(StringEqualTo)
+        StringCompare::build(b, |a, b| a == b, true).map(StringEqualTo)
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Substation compatibility: the same. The comparand is `value`, or the text of the value at
 //! `object.target_key` when that key is set and present in the message; see [`super`] for
-//! how the input is read. A missing source value is false.
+//! how the input is read. A missing source value is the empty string, as in Substation.
 
 use sluice_engine::{Build, Condition, ConfigError, Message, TransformError};
 
@@ -14,7 +14,7 @@ pub(crate) struct StringGreaterThan(StringCompare);
 impl StringGreaterThan {
     /// Builds it from its settings.
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
-        StringCompare::build(b, |a, b| a > b).map(StringGreaterThan)
+        StringCompare::build(b, |a, b| a > b, false).map(StringGreaterThan)
     }
 }
 
@@ -71,7 +71,12 @@ mod tests {
                     data(r#"{"s":"b"}"#),
                     F,
                 ),
-                ("missing key is false", src(""), data(r#"{"t":""}"#), F),
+                (
+                    "missing key (the empty string) is not greater",
+                    src(""),
+                    data(r#"{"t":""}"#),
+                    F,
+                ),
             ],
         );
         ctrl_is_false("string_greater_than", json!({"value": ""}));

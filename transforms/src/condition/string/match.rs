@@ -4,7 +4,7 @@
 //! Substation compatibility: the same. Go's RE2 syntax and Rust's `regex` syntax agree for
 //! the patterns configs use (both linear-time, no backreferences or look-around). Data that
 //! is not UTF-8 is matched with its invalid bytes replaced by U+FFFD, much as Go's matcher
-//! reads them. `pattern` is required and must compile. A missing source value is false.
+//! reads them. `pattern` is required and must compile. A missing source value is the empty string, as in Substation.
 
 use regex::Regex;
 use serde::Deserialize;
@@ -103,7 +103,19 @@ mod tests {
                     F,
                 ),
                 ("object number text", src(r"^\d+$"), data(r#"{"s":42}"#), T),
-                ("missing key is false", src(".*"), data(r#"{"t":"x"}"#), F),
+                (
+                    "missing key is the empty string",
+                    src(".*"),
+                    data(r#"{"t":"x"}"#),
+                    T,
+                ),
+                ("missing key matches ^$", src("^$"), data(r#"{"t":"x"}"#), T),
+                (
+                    "missing key misses a non-empty pattern",
+                    src("x"),
+                    data(r#"{"t":"x"}"#),
+                    F,
+                ),
             ],
         );
         ctrl_is_false("string_match", json!({"pattern": ".*"}));

@@ -5,7 +5,9 @@
 //! Substation compatibility: the comparisons are on bytes, case-sensitive, with no
 //! normalisation. `string_equal_to`, `string_greater_than` and `string_less_than` compare
 //! dynamically: when `object.target_key` is set and the message has a value there, its text
-//! replaces `value`. A missing source value is false; a ctrl message is false.
+//! replaces `value`. A missing source value reads as `""`, as in Substation, except that
+//! `string_equal_to` is false for it (a missing value equals nothing, not even `""`); a
+//! ctrl message is false.
 
 pub(crate) mod contains;
 pub(crate) mod ends_with;
@@ -18,7 +20,7 @@ pub(crate) mod starts_with;
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Key, Message, TransformError, value};
 
-use super::{CompareSettings, Source, SourceSettings, comparand};
+use super::{CompareSettings, Input, Source, SourceSettings, comparand};
 
 /// Settings of `string_contains`, `string_ends_with` and `string_starts_with`.
 #[derive(Debug, Default, Deserialize)]
@@ -71,16 +73,23 @@ pub(crate) struct StringCompare {
     target: Option<Key>,
     value: String,
     op: fn(&[u8], &[u8]) -> bool,
+    /// `string_equal_to`: a missing value is false instead of `""`.
+    missing_is_false: bool,
 }
 
 impl StringCompare {
-    pub(crate) fn build(b: &Build<'_>, op: fn(&[u8], &[u8]) -> bool) -> Result<Self, ConfigError> {
+    pub(crate) fn build(
+        b: &Build<'_>,
+        op: fn(&[u8], &[u8]) -> bool,
+        missing_is_false: bool,
+    ) -> Result<Self, ConfigError> {
         let s: CompareStringSettings = b.settings()?;
         Ok(StringCompare {
             source: Source::new(b, &s.object.source_key)?,
             target: b.opt_key("object.target_key", &s.object.target_key)?,
             value: s.value,
             op,
+            missing_is_false,
         })
     }
 
@@ -88,6 +97,9 @@ impl StringCompare {
         let Some(input) = self.source.read(msg) else {
             return Ok(false);
         };
+        if self.missing_is_false && matches!(input, Input::Missing) {
+            return Ok(false);
+        }
         let input = input.bytes();
         Ok(match comparand(&self.target, msg) {
             Some(t) => (self.op)(&input, value::to_text(&t).as_bytes()),
