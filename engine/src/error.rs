@@ -32,6 +32,9 @@ pub enum TransformError {
     /// Any other failure, with a message for the user.
     #[error("{0}")]
     Failed(String),
+    /// An error a config raises on purpose (`utility_err`), with its message as written.
+    #[error("{0}")]
+    Raised(String),
     /// An error from a library (I/O, a client, ...); its text includes the library's.
     #[error("{context}: {cause}")]
     External {
@@ -64,6 +67,22 @@ impl TransformError {
         TransformError::In {
             id: id.clone(),
             inner: Box::new(self),
+        }
+    }
+
+    /// The error's text as Substation builds it, which `meta_err` and `meta_retry` match
+    /// their `error_messages` against: the `transform <id>:` layers and the cause, except
+    /// that an error raised by `utility_err` has no layer of its own (Substation's returns
+    /// its message as written, so `^test` matches the message `test error`).
+    pub fn substation_text(&self) -> String {
+        match self {
+            TransformError::In { inner, .. } if matches!(**inner, TransformError::Raised(_)) => {
+                inner.to_string()
+            }
+            TransformError::In { id, inner } => {
+                format!("transform {id}: {}", inner.substation_text())
+            }
+            other => other.to_string(),
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Substation compatibility: the same two modes. Without `object.source_key` the data is
 //! the array and each element becomes the data of one message (strings raw, other values as
-//! JSON). With `object.source_key`, the array is removed from the object and each output is
+//! JSON), or, with `object.target_key`, the only field of a new object at that key. With `object.source_key`, the array is removed from the object and each output is
 //! the remaining object plus the element: an object element's fields are merged into it, or
 //! the element is placed at `object.target_key` when that is set. Every output keeps the
 //! input's metadata and acknowledgement tokens. An empty array produces no message.
@@ -38,12 +38,6 @@ impl AggregateFromArray {
         let s: Settings = b.settings()?;
         let source = b.opt_key("object.source_key", &s.object.source_key)?;
         let target = b.opt_key("object.target_key", &s.object.target_key)?;
-        if source.is_none() && target.is_some() {
-            return Err(b.field_error(
-                "object.source_key",
-                "missing required option: target_key places elements into the object read from source_key, so source_key must be set too",
-            ));
-        }
         Ok(AggregateFromArray { source, target })
     }
 }
@@ -57,7 +51,16 @@ impl StatelessTransform for AggregateFromArray {
                 return Ok(());
             };
             for v in items {
-                out.push(msg.derive(Body::from_bytes(value::to_bytes(v))));
+                let body = match &self.target {
+                    Some(trg) => {
+                        let mut o = msg.derive(Body::from_value(Value::Object(Default::default())));
+                        o.set(trg, v.clone())?;
+                        out.push(o);
+                        continue;
+                    }
+                    None => Body::from_bytes(value::to_bytes(v)),
+                };
+                out.push(msg.derive(body));
             }
             return Ok(());
         };
@@ -139,6 +142,18 @@ mod tests {
             ),
             ("not json passes", json!({}), "text", vec!["text"]),
             (
+                "data array into target_key",
+                json!({"object": {"target_key": "v"}}),
+                r#"[1,"a",{"b":2}]"#,
+                vec![r#"{"v":1}"#, r#"{"v":"a"}"#, r#"{"v":{"b":2}}"#],
+            ),
+            (
+                "data array into a nested target_key",
+                json!({"object": {"target_key": "x.y"}}),
+                r#"["a"]"#,
+                vec![r#"{"x":{"y":"a"}}"#],
+            ),
+            (
                 "merge objects",
                 json!({"object": {"source_key": "e"}}),
                 r#"{"id":1,"e":[{"x":1},{"x":2,"id":9}]}"#,
@@ -183,14 +198,6 @@ mod tests {
         .unwrap();
         let e = testing::run(t, &[r#"{"e":[1]}"#]).unwrap_err().to_string();
         assert!(e.contains("target_key"), "{e}");
-        let e = testing::build(
-            &r,
-            json!({"type": "aggregate_from_array", "settings": {"object": {"target_key": "v"}}}),
-        )
-        .err()
-        .unwrap()
-        .to_string();
-        assert!(e.contains("source_key"), "{e}");
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! `${DATA}` in the URL, `object.target_key`); the library also accepts a top-level
 //! `body_key`. The body is the value's text (an object or array as compact JSON, a string
 //! without its quotes); a message without it passes through unchanged, as does one without
-//! the source value when the URL uses `${DATA}`. A JSON body is sent with
-//! `Content-Type: application/json` unless `headers` set one.
+//! the source value when the URL uses `${DATA}`. Only the headers the config lists are
+//! sent (no `Content-Type` is added), as Substation's client does.
 //!
 //! sluice's own settings: `request.timeout`, `retry.count`, `retry.delay` and
 //! `accept_client_errors`; how requests are retried and where sluice differs from
@@ -180,7 +180,7 @@ mod tests {
             (
                 json!({"url": format!("{base}/p"), "object": {"body_key": "b", "target_key": "r"}}),
                 r#"{"b":{"x":[1, 2]}}"#,
-                r#"{"b":{"x":[1,2]},"r":{"path":"/p","type":"application/json","got":"{\"x\":[1,2]}"}}"#,
+                r#"{"b":{"x":[1,2]},"r":{"path":"/p","type":"","got":"{\"x\":[1,2]}"}}"#,
             ),
             (
                 json!({"url": format!("{base}/p/${{DATA}}"), "object": {"body_key": "b", "source_key": "id", "target_key": "r"}}),

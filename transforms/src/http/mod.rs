@@ -208,15 +208,6 @@ impl Endpoint {
                 .map_err(|e| fail(format!("header {name}: {e}")))?;
             headers.push((name.as_str(), v));
         }
-        let json_body =
-            body.is_some_and(|b| serde_json::from_slice::<serde::de::IgnoredAny>(b).is_ok());
-        if json_body
-            && !headers
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-        {
-            headers.push(("content-type", "application/json".to_string()));
-        }
         let req = request(method, &url, &headers, body).map_err(fail)?;
         let mut attempt = 0u32;
         loop {

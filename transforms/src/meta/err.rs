@@ -2,7 +2,9 @@
 //! `error_messages`; for a data message that failed, the input message comes out unchanged.
 //!
 //! Substation compatibility: the same settings. `error_messages` are regular expressions
-//! matched (unanchored) against the whole error text, `transform <id>: ...` chain included.
+//! matched (unanchored) against the error's text as Substation builds it
+//! ([`TransformError::substation_text`]): the `transform <id>: ...` chain of the inner
+//! transforms and the cause, where a `utility_err` message stands as written.
 //! With none configured nothing is caught (Substation's Go default; its Jsonnet library
 //! defaults to `['.*']`). Differences: the message that comes out after an error is a copy
 //! taken *before* the inner list ran, not a half-changed one; a ctrl whose flush failed is
@@ -63,7 +65,7 @@ impl MetaErr {
     }
 
     fn catches(&self, e: &TransformError) -> bool {
-        matches_any(&self.patterns, &e.to_string())
+        matches_any(&self.patterns, &e.substation_text())
     }
 
     /// After a swallowed flush: what the inner list still holds would otherwise be sent
@@ -187,7 +189,7 @@ mod tests {
             &'static str,
             Result<&'static str, &'static str>,
         );
-        let cases: [Case; 6] = [
+        let cases: [Case; 9] = [
             (
                 "a matching error gives back the input as it was",
                 copy_then_fail("bad input"),
@@ -196,11 +198,32 @@ mod tests {
                 Ok(r#"{"a":1}"#),
             ),
             (
-                "patterns see the transform chain",
+                "a utility_err message is matched as written, as Substation's",
                 copy_then_fail("bad input"),
-                json!(["^transform utility_err: bad"]),
+                json!(["^bad input$"]),
                 r#"{"a":1}"#,
                 Ok(r#"{"a":1}"#),
+            ),
+            (
+                "so a pattern on its transform layer does not match it",
+                copy_then_fail("bad input"),
+                json!(["^transform utility_err"]),
+                r#"{"a":1}"#,
+                Err("transform under_test: transform utility_err: bad input"),
+            ),
+            (
+                "patterns see the transform chain of other errors",
+                json!([{"type": "format_from_base64"}]),
+                json!(["^transform format_from_base64: "]),
+                "!!!",
+                Ok("!!!"),
+            ),
+            (
+                "an enclosing transform's layer stays",
+                json!([{"type": "meta_switch", "settings": {"cases": [{"transforms": [{"type": "utility_err", "settings": {"message": "bad"}}]}]}}]),
+                json!(["^transform meta_switch: bad$"]),
+                "x",
+                Ok("x"),
             ),
             (
                 "any pattern may match",

@@ -108,7 +108,7 @@ impl MetaRetry {
                     None => return Ok(outs),
                     Some(cause) => cause,
                 },
-                Err(e) if matches_any(&self.patterns, &e.to_string()) => e,
+                Err(e) if matches_any(&self.patterns, &e.substation_text()) => e,
                 Err(e) => return Err(e),
             };
             if made >= self.attempts {

@@ -3,8 +3,8 @@
 //! Substation compatibility (`reference/substation.md` §2.1 row 60): the same type name and
 //! settings (`url`, `headers` (the library's `hdr`), `batch`, `auxiliary_transforms`,
 //! `object.batch_key`); the answer's body is discarded. `${SECRET:id}` in the URL and the
-//! headers comes from `utility_secret` and is filled for every request. A JSON item is sent
-//! with `Content-Type: application/json` unless `headers` set one.
+//! headers comes from `utility_secret` and is filled for every request. Only the headers
+//! the config lists are sent (no `Content-Type` is added), as Substation's client does.
 //!
 //! Items of a batch are posted one after the other, in order. A request that still fails
 //! after its retries ([`crate::http`]: transport errors, timeouts, 429 and 5xx but 501)
@@ -185,9 +185,9 @@ mod tests {
         assert_eq!(
             got,
             [
-                want(r#"{"a":1}"#, "application/json"),
+                want(r#"{"a":1}"#, ""),
                 want("text", ""),
-                want(r#"{"a":3}"#, "application/json")
+                want(r#"{"a":3}"#, "")
             ]
         );
 

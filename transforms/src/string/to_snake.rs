@@ -1,6 +1,13 @@
 //! `string_to_snake`: converts text to snake_case.
 //!
-//! Substation compatibility: word boundaries at spaces, punctuation and case changes, as Go's `strcase.ToSnake` finds them (`AnyKind of_string` becomes `any_kind_of_string`); acronyms stay one word (`HTTPRequest` becomes `http_request`). Object mode (both `object.source_key` and
+//! Substation compatibility: the words are split as Go's `strcase.ToSnake` (v0.3.0, which
+//! Substation uses) splits them, byte by byte on ASCII: a `_` between a lower-case letter
+//! or digit and what follows when case or digit-ness changes (`bC` → `b_c`, `A1B2` →
+//! `a_1_b_2`), before the last capital of a run followed by a lower-case letter
+//! (`HTTPServer` → `http_server`), and for each space, `_`, `-` and `.` (not collapsed:
+//! `a  b` → `a__b`); surrounding white space is trimmed and other characters, non-ASCII
+//! ones included, are kept as they are (`ÉCOLE` → `École`). No crate splits words this way
+//! (`heck`, for one, drops punctuation and treats Unicode case). Object mode (both `object.source_key` and
 //! `object.target_key`) converts the value's text (GJSON's `String()`) and writes a string
 //! at the target; a missing source passes the message through. Data mode (neither key)
 //! converts the whole data; bytes that are not UTF-8 are read as U+FFFD.
@@ -34,9 +41,43 @@ impl StringToSnake {
     }
 }
 
-/// The conversion.
+/// The conversion: `strcase.ToScreamingDelimited(s, '_', "", false)`.
 fn convert(s: &str) -> String {
-    heck::ToSnakeCase::to_snake_case(s)
+    let b = s.trim().as_bytes();
+    let mut out = Vec::with_capacity(b.len() + b.len() / 4);
+    for (i, &byte) in b.iter().enumerate() {
+        let cap = byte.is_ascii_uppercase();
+        let low = byte.is_ascii_lowercase();
+        let digit = byte.is_ascii_digit();
+        let v = byte.to_ascii_lowercase();
+        if let Some(&next) = b.get(i + 1) {
+            let (n_cap, n_low, n_digit) = (
+                next.is_ascii_uppercase(),
+                next.is_ascii_lowercase(),
+                next.is_ascii_digit(),
+            );
+            if (cap && (n_low || n_digit))
+                || (low && (n_cap || n_digit))
+                || (digit && (n_cap || n_low))
+            {
+                if cap && n_low && i > 0 && b[i - 1].is_ascii_uppercase() {
+                    out.push(b'_');
+                }
+                out.push(v);
+                if low || digit || n_digit {
+                    out.push(b'_');
+                }
+                continue;
+            }
+        }
+        out.push(if matches!(v, b' ' | b'_' | b'-' | b'.') {
+            b'_'
+        } else {
+            v
+        });
+    }
+    // Only ASCII bytes were changed, and only into ASCII: still UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 impl MapTransform for StringToSnake {
@@ -83,6 +124,45 @@ mod tests {
                 r#"{"a":"http_request"}"#,
             ),
             ("kebab", data.clone(), "user-agent", "user_agent"),
+            // strcase v0.3.0's ToSnake, case by case.
+            ("lower then upper", data.clone(), "bC", "b_c"),
+            ("run of capitals", data.clone(), "HTTPServer", "http_server"),
+            ("all capitals", data.clone(), "ID", "id"),
+            ("digits", data.clone(), "A1B2", "a_1_b_2"),
+            (
+                "digit runs",
+                data.clone(),
+                "numbers2and55with000",
+                "numbers_2_and_55_with_000",
+            ),
+            ("acronym then word", data.clone(), "JSONData", "json_data"),
+            ("trailing acronym", data.clone(), "userID", "user_id"),
+            ("capitals then lower", data.clone(), "AAAbbb", "aa_abbb"),
+            ("leading digit", data.clone(), "1A2", "1_a_2"),
+            ("trimmed", data.clone(), " Test Case ", "test_case"),
+            (
+                "separators not collapsed",
+                data.clone(),
+                "foo__bar",
+                "foo__bar",
+            ),
+            ("spaces not collapsed", data.clone(), "  a  b  ", "a__b"),
+            ("dots", data.clone(), "v2.8.0", "v_2_8_0"),
+            ("mixed", data.clone(), "IPv6Address", "i_pv_6_address"),
+            ("non-ASCII kept", data.clone(), "ÉCOLE", "École"),
+            (
+                "other punctuation kept",
+                data.clone(),
+                "user@Example.Com",
+                "user@example_com",
+            ),
+            ("underscores kept", data.clone(), "__init__", "__init__"),
+            (
+                "digit in a word",
+                data.clone(),
+                "HTTP2Server",
+                "http_2_server",
+            ),
             (
                 "data mode",
                 data.clone(),

@@ -3,8 +3,7 @@
 //!
 //! Substation compatibility: the same setting (`value`, any JSON; strings become the data
 //! raw, other values their JSON text) and behaviour; data messages pass through unchanged.
-//! A missing (or null) `value` is a configuration error here, since such a test would feed
-//! nothing meaningful.
+//! Without a `value` (or with null) the message is empty, as Substation's is.
 
 use serde::Deserialize;
 use sluice_engine::{
@@ -28,15 +27,11 @@ impl TestMessage {
     /// Builds it from its settings.
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
-        match s.value {
-            None | Some(Value::Null) => Err(b.field_error(
-                "value",
-                "missing required option: value (the data of the test message)",
-            )),
-            Some(v) => Ok(TestMessage {
-                data: value::to_bytes(&v),
-            }),
-        }
+        let data = match s.value {
+            None | Some(Value::Null) => Vec::new(),
+            Some(v) => value::to_bytes(&v),
+        };
+        Ok(TestMessage { data })
     }
 }
 
@@ -93,11 +88,14 @@ mod tests {
     }
 
     #[test]
-    fn value_is_required() {
-        let e = testing::build(&registry(), json!({"type": "test_message"}))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("value"), "{e}");
+    fn without_value_the_message_is_empty() {
+        for settings in [json!({}), json!({"value": null})] {
+            let t = testing::build(
+                &registry(),
+                json!({"type": "test_message", "settings": settings}),
+            )
+            .unwrap();
+            assert_eq!(testing::run(t, &[]).unwrap(), vec![""], "{settings}");
+        }
     }
 }

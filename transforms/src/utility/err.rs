@@ -2,8 +2,9 @@
 //!
 //! Substation compatibility: the same; used to test error handling (`meta_err`,
 //! `meta_retry`). As with every transform, the pipeline prefixes the error with
-//! `transform <id>: ` on its way out; the error itself is the configured text. Ctrl
-//! messages pass.
+//! `transform <id>: ` on its way out (what a user reads); the error itself is the configured
+//! text, and it is that text alone that `meta_err` and `meta_retry` match, as Substation's
+//! `utility_err` returns its message with no layer of its own. Ctrl messages pass.
 
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
@@ -36,7 +37,7 @@ impl StatelessTransform for UtilityErr {
             out.push(msg);
             return Ok(());
         }
-        Err(TransformError::failed(self.message.clone()))
+        Err(TransformError::Raised(self.message.clone()))
     }
 }
 
