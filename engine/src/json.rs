@@ -10,6 +10,7 @@
 //! text handling is serde_json's; compact text is written directly (`write.rs`).
 
 mod map;
+pub mod pretty;
 mod serde_impls;
 mod write;
 

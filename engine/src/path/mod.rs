@@ -56,6 +56,8 @@ pub struct Path {
     simple: bool,
     /// The steps for writes and deletes, or why the path cannot be written to.
     write: Result<Vec<syntax::WStep>, String>,
+    /// The options of a final `@pretty`: the path then reads as text.
+    pretty: Option<crate::json::pretty::PrettyOptions>,
 }
 
 impl Path {
@@ -74,12 +76,20 @@ impl Path {
         } else {
             parse::parse_write(text)
         };
+        let pretty = match comps.last().map(|c| &c.kind) {
+            Some(syntax::Kind::Modifier(m)) => match m.as_ref() {
+                syntax::Modifier::Pretty(opts) => Some(opts.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
         Ok(Path {
             text: text.to_string(),
             this,
             comps,
             simple,
             write,
+            pretty,
         })
     }
 
@@ -94,7 +104,25 @@ impl Path {
     }
 
     /// Reads the value at the path (GJSON semantics). `None` when it does not exist.
+    ///
+    /// A path that ends with `@pretty` reads an object or array as its pretty text, laid
+    /// out as GJSON lays it out (a string here; GJSON's result is that text): what a config
+    /// that copies `@pretty` into the data prints. Written back as a value, `SetValue`'s
+    /// typing makes it the object again.
     pub fn get<'a>(&self, doc: &'a Value) -> Option<Cow<'a, Value>> {
+        let v = self.get_value(doc)?;
+        match &self.pretty {
+            Some(opts) if matches!(v.as_ref(), Value::Object(_) | Value::Array(_)) => {
+                let text = crate::json::pretty::to_pretty(&v, opts);
+                Some(Cow::Owned(Value::String(
+                    String::from_utf8(text).unwrap_or_default(),
+                )))
+            }
+            _ => Some(v),
+        }
+    }
+
+    fn get_value<'a>(&self, doc: &'a Value) -> Option<Cow<'a, Value>> {
         if self.this {
             return Some(Cow::Borrowed(doc));
         }

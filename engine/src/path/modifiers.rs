@@ -1,7 +1,8 @@
 //! Modifiers: `@name` or `@name:arg` path components that transform the current value.
 //!
 //! Values here are parsed JSON, so the text-only modifiers (`@ugly`, `@pretty`, `@valid`)
-//! leave the value as it is (`@pretty:{"sortKeys":true}` sorts object keys). `@dedupe` is
+//! leave the value as it is inside a path; a path that *ends* with `@pretty` reads as the
+//! pretty text (see [`super::Path::get`]). `@dedupe` is
 //! Substation's: it drops array elements whose compact JSON text was seen before.
 
 use std::borrow::Cow;
@@ -16,10 +17,7 @@ impl Modifier {
     pub fn is_identity(&self) -> bool {
         matches!(
             self,
-            Modifier::This
-                | Modifier::Ugly
-                | Modifier::Valid
-                | Modifier::Pretty { sort_keys: false }
+            Modifier::This | Modifier::Ugly | Modifier::Valid | Modifier::Pretty(_)
         )
     }
 
@@ -27,13 +25,7 @@ impl Modifier {
     pub fn apply(&self, v: Cow<'_, Value>) -> Option<Value> {
         Some(match self {
             Modifier::This | Modifier::Ugly | Modifier::Valid => v.into_owned(),
-            Modifier::Pretty { sort_keys } => {
-                let mut v = v.into_owned();
-                if *sort_keys {
-                    sort_keys_deep(&mut v);
-                }
-                v
-            }
+            Modifier::Pretty(_) => v.into_owned(),
             Modifier::Reverse => match v.into_owned() {
                 Value::Array(mut a) => {
                     a.reverse();
@@ -124,17 +116,6 @@ fn flatten_into(a: Vec<Value>, deep: bool, out: &mut Vec<Value>) {
             Value::Array(inner) => out.extend(inner),
             other => out.push(other),
         }
-    }
-}
-
-fn sort_keys_deep(v: &mut Value) {
-    match v {
-        Value::Object(m) => {
-            m.sort_keys();
-            m.values_mut().for_each(sort_keys_deep);
-        }
-        Value::Array(a) => a.iter_mut().for_each(sort_keys_deep),
-        _ => {}
     }
 }
 

@@ -538,9 +538,7 @@ fn parse_modifier_args(name: &str, arg: Option<&str>) -> ParseResult<Modifier> {
         "this" => Modifier::This,
         "reverse" => Modifier::Reverse,
         "ugly" => Modifier::Ugly,
-        "pretty" => Modifier::Pretty {
-            sort_keys: opt_bool(arg, "sortKeys")?,
-        },
+        "pretty" => Modifier::Pretty(pretty_options(arg)?),
         "valid" => Modifier::Valid,
         "flatten" => Modifier::Flatten {
             deep: opt_bool(arg, "deep")?,
@@ -572,6 +570,27 @@ fn parse_modifier_args(name: &str, arg: Option<&str>) -> ParseResult<Modifier> {
 }
 
 /// Reads a boolean option from a JSON object argument.
+/// `@pretty`'s argument: `sortKeys`, `indent`, `prefix`, `width` (GJSON's names).
+fn pretty_options(arg: Option<&str>) -> ParseResult<crate::json::pretty::PrettyOptions> {
+    let mut opts = crate::json::pretty::PrettyOptions::default();
+    let Some(arg) = arg else { return Ok(opts) };
+    let v: Value =
+        serde_json::from_str(arg).map_err(|e| format!("modifier argument {arg}: {e}"))?;
+    if let Some(b) = v.get("sortKeys").and_then(Value::as_bool) {
+        opts.sort_keys = b;
+    }
+    if let Some(s) = v.get("indent").and_then(Value::as_str) {
+        opts.indent = s.to_string();
+    }
+    if let Some(s) = v.get("prefix").and_then(Value::as_str) {
+        opts.prefix = s.to_string();
+    }
+    if let Some(n) = v.get("width").and_then(Value::as_u64) {
+        opts.width = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    Ok(opts)
+}
+
 fn opt_bool(arg: Option<&str>, key: &str) -> ParseResult<bool> {
     let Some(arg) = arg else { return Ok(false) };
     let v: Value =

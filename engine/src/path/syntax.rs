@@ -158,7 +158,7 @@ pub(crate) enum Modifier {
     This,
     Reverse,
     Ugly,
-    Pretty { sort_keys: bool },
+    Pretty(crate::json::pretty::PrettyOptions),
     Valid,
     Flatten { deep: bool },
     Join,
