@@ -20,14 +20,13 @@ const PENDING_TRANSFORMS: &[&str] = &[
 /// Condition types the library can emit that are not implemented yet (none today).
 const PENDING_CONDITIONS: &[&str] = &[];
 
-/// Registered transform types the library does not emit, each a documented alias:
-/// Substation's deprecated names of `enrich_kv_store_item_get` and `_item_set` (which
-/// Substation's own library still emits), and what Substation's library emits for
-/// `sub.tf.enrich.dns.txt_lookup` (its engine does not know the name; sluice accepts it).
+/// Registered transform types the library does not emit, each a documented alias: the
+/// names Substation's engine uses for what Substation's library (and so sluice's) emits as
+/// `enrich_kv_store_get`/`_set` and `enrich_dns_txt_lookup`.
 const TRANSFORM_ALIASES: &[&str] = &[
-    "enrich_dns_txt_lookup",
-    "enrich_kv_store_get",
-    "enrich_kv_store_set",
+    "enrich_dns_text_lookup",
+    "enrich_kv_store_item_get",
+    "enrich_kv_store_item_set",
 ];
 
 /// Registered condition types the library does not emit: Substation's short names for the

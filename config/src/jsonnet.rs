@@ -306,6 +306,10 @@ fn evaluate(
         }
         ctx.add_ext_str(name.as_str().into(), value.as_str().into());
     }
+    ctx.add_native(
+        crate::go_numbers::NATIVE_NAME,
+        crate::go_numbers::builtin_go_to_string {},
+    );
 
     let mut builder = State::builder();
     builder.import_resolver(resolver);

@@ -22,6 +22,7 @@
 //! ```
 
 mod error;
+mod go_numbers;
 mod jsonnet;
 mod loaded;
 mod types;

@@ -18,7 +18,9 @@
 // function's defaults merged (JSON merge patch) with the caller's settings after the
 // abbreviations were expanded, with nulls and empty arrays/objects removed, so that unset
 // options vanish and the engine's defaults apply. Transforms also get an automatic `id`,
-// md5(type)[0:8] + '-' + md5(std.toString(caller's settings))[0:8], unless the caller gave one.
+// md5(type)[0:8] + '-' + md5(std.toString(caller's settings))[0:8], unless the caller gave one
+// (std.toString as go-jsonnet, which Substation uses, writes it: `-1.1` as
+// `-1.1000000000000001`).
 //
 // Abbreviations: `obj` -> `object`; inside `object`: `src` -> `source_key`, `trg` ->
 // `target_key`, `btch` -> `batch_key`; `aux_tforms` -> `auxiliary_transforms`; `hdr` ->
@@ -27,20 +29,21 @@
 //
 // Where this library differs from Substation's substation.libsonnet (v2.8), on purpose:
 //   1. `btch` works. Substation's expansion reads `batch`, so any use of `btch` fails.
-//   2. `transform.enrich.dns.txt_lookup` emits `enrich_dns_text_lookup`, the type the engine
-//      knows; Substation emits `enrich_dns_txt_lookup`, which no engine builds.
-//   3. `transform.enrich.kv_store.item.get/set` emit `enrich_kv_store_item_get/_set`, not the
-//      deprecated `enrich_kv_store_get/_set`.
+//   2. (none: `transform.enrich.dns.txt_lookup` emits Substation's `enrich_dns_txt_lookup`,
+//      which sluice's engine builds; Substation's own engine only knows
+//      `enrich_dns_text_lookup`, which sluice also builds.)
+//   3. (none: `transform.enrich.kv_store.item.get/set` emit Substation's
+//      `enrich_kv_store_get/_set`; the engine also builds `enrich_kv_store_item_get/_set`.)
 //   4. `kv_store.json_file()` works without an argument (Substation's default argument
 //      points at a field that does not exist).
-//   5. `transform.send.aws.lambda` is pruned, has the batch defaults of every send and accepts
-//      `aux_tforms`, like the other sends.
-//   6. `condition.format.json(settings)` and `condition.utility.random(settings)` use their
-//      settings argument instead of ignoring it.
+//   5. (none: `transform.send.aws.lambda` keeps Substation's unpruned nulls.)
+//   6. (none: `condition.format.json()` and `condition.utility.random()` return just
+//      `{type}`, as Substation's do, whatever the argument; neither has a setting.)
 //   7. `transform.enrich.http.post` moves a top-level `body_key` into `object.body_key`, where
-//      the engine reads it; Substation leaves it at the top level, where it is ignored.
-//      `enrich.http.*` do not inject `request: {timeout: '1s'}` (ignored by Substation's
-//      engine); sluice's HTTP transforms read `request.timeout` and default to 10s.
+//      the engine reads it; Substation leaves it at the top level, where it is ignored (the
+//      id is computed from the caller's settings, so it is the same). `enrich.http.*` inject
+//      `request: {timeout: '1s'}` as Substation's do; sluice's engine honours it (Substation's
+//      ignores it and waits without limit).
 //   8. A `value` setting (object_insert, test_message, the comparison conditions) is kept
 //      exactly as given: neither the merge patch nor the pruning touch it, so `value: {}`,
 //      `value: []` and nulls inside a value survive. Substation's library drops them.
@@ -117,20 +120,22 @@ local helpers = {
     else x,
 
   // The automatic id of a transform.
+  // (std.toString with go-jsonnet's number text, as Substation's ids are computed.)
   id(type, settings)::
-    std.md5(type)[0:8] + '-' + std.md5(std.toString(settings))[0:8],
+    std.md5(type)[0:8] + '-' + std.md5(std.native('sluice_go_to_string')(settings))[0:8],
 
   // Builds `{type, settings}`.
   //   with_id: transforms get an automatic id, conditions, kv stores and secrets do not.
   //   fix: a last rewrite of the expanded settings (see enrich.http.post).
-  build(type, defaults, settings, with_id, fix)::
+  build(type, defaults, settings, with_id, fix, prune=true)::
     if !std.isObject(settings) then
       error '%s: settings must be an object, not %s' % [type, std.type(settings)]
     else
       local s = fix(helpers.abbv(settings, type));
       local rest = { [k]: s[k] for k in std.objectFields(s) if k != 'value' };
       local d = defaults + (if with_id then { id: helpers.id(type, settings) } else {});
-      local merged = helpers.prune(std.mergePatch(d, rest))
+      local patched = std.mergePatch(d, rest);
+      local merged = (if prune then helpers.prune(patched) else patched)
                      + (if std.objectHas(s, 'value') && s.value != null then { value: s.value } else {});
       // Settings are checked when the function is called, not when the config is
       // manifested, so that an error's trace includes the caller's line.
@@ -142,6 +147,18 @@ local helpers = {
 // A transform function of `type` with `defaults`.
 local transform(type, defaults={}, fix=helpers.same) =
   function(settings={}) helpers.build(type, defaults, settings, true, fix);
+
+// A transform function whose settings keep their nulls (as Substation's send.aws.lambda).
+local transform_unpruned(type, defaults={}) =
+  function(settings={}) helpers.build(type, defaults, settings, true, helpers.same, false);
+
+// A condition that has no settings: `{type}` alone, as Substation's library returns it (the
+// argument is checked and ignored). The ids of the transforms that hold it depend on it.
+local bare(type) =
+  function(settings={})
+    if !std.isObject(settings) then
+      error '%s: settings must be an object, not %s' % [type, std.type(settings)]
+    else { type: type };
 
 // A condition, kv store or secret function (no automatic id).
 local plain(type, defaults={}) =
@@ -199,7 +216,7 @@ local as_list(x) = if std.isArray(x) then x else [x];
     },
 
     format: {
-      json: plain('format_json'),
+      json: bare('format_json'),
       mime: plain('format_mime', { type: null }),
     },
     fmt: $.condition.format,
@@ -265,7 +282,7 @@ local as_list(x) = if std.isArray(x) then x else [x];
     str: $.condition.string,
 
     utility: {
-      random: plain('utility_random'),
+      random: bare('utility_random'),
     },
     util: $.condition.utility,
   },
@@ -315,14 +332,24 @@ local as_list(x) = if std.isArray(x) then x else [x];
         local d = { object: $.config.object, request: $.config.request },
         domain_lookup: transform('enrich_dns_domain_lookup', d),
         ip_lookup: transform('enrich_dns_ip_lookup', d),
-        txt_lookup: transform('enrich_dns_text_lookup', d),
+        txt_lookup: transform('enrich_dns_txt_lookup', d),
         text_lookup: self.txt_lookup,
       },
       http: {
-        get: transform('enrich_http_get', { object: $.config.object, url: null, headers: null }),
+        get: transform('enrich_http_get', {
+          object: $.config.object,
+          request: $.config.request,
+          url: null,
+          headers: null,
+        }),
         post: transform(
           'enrich_http_post',
-          { object: $.config.object { body_key: null }, url: null, headers: null },
+          {
+            object: $.config.object { body_key: null },
+            request: $.config.request,
+            url: null,
+            headers: null,
+          },
           move_body_key
         ),
       },
@@ -338,8 +365,8 @@ local as_list(x) = if std.isArray(x) then x else [x];
           ttl_offset: '0s',
         },
         item: {
-          get: transform('enrich_kv_store_item_get', d),
-          set: transform('enrich_kv_store_item_set', set_d),
+          get: transform('enrich_kv_store_get', d),
+          set: transform('enrich_kv_store_set', set_d),
         },
         iget: self.item.get,
         iset: self.item.set,
@@ -460,7 +487,11 @@ local as_list(x) = if std.isArray(x) then x else [x];
           use_batch_key_as_partition_key: false,
           enable_record_aggregation: false,
         }),
-        lambda: transform('send_aws_lambda', send_aws_defaults),
+        lambda: transform_unpruned('send_aws_lambda', {
+          batch: $.config.batch,
+          aws: $.config.aws,
+          auxiliary_transforms: null,
+        }),
         s3: transform('send_aws_s3', send_aws_defaults {
           file_path: $.file_path,
           storage_class: 'STANDARD',
@@ -477,7 +508,6 @@ local as_list(x) = if std.isArray(x) then x else [x];
       gcp: {
         storage: transform('send_gcp_storage', send_defaults {
           gcp: $.config.gcp,
-          file_path: $.file_path,
           use_batch_key_as_prefix: null,
         }),
       },

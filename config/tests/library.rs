@@ -24,10 +24,13 @@ local call(path, f) =
   else f({});
 local check(path, out) =
   assert std.isObject(out) : std.join('.', path) + ': not an object';
-  assert std.objectFields(out) == ['settings', 'type'] : std.join('.', path) + ': fields ' + std.toString(std.objectFields(out));
+  // `{type}` alone for the conditions without settings (format_json, utility_random), as
+  // Substation's library returns them.
+  assert std.objectFields(out) == ['settings', 'type'] || std.objectFields(out) == ['type'] : std.join('.', path) + ': fields ' + std.toString(std.objectFields(out));
   assert std.isString(out.type) : std.join('.', path) + ': type is not a string';
-  assert std.isObject(out.settings) : std.join('.', path) + ': settings is not an object';
-  { path: std.join('.', path), type: out.type, settings: out.settings };
+  local settings = if std.objectHas(out, 'settings') then out.settings else {};
+  assert std.isObject(settings) : std.join('.', path) + ': settings is not an object';
+  { path: std.join('.', path), type: out.type, settings: settings };
 local walk(x, path) =
   if std.isFunction(x) then [check(path, call(path, x))]
   else if std.isObject(x) then std.flattenArrays([walk(x[k], path + [k]) for k in std.objectFields(x)])
@@ -144,19 +147,13 @@ fn function_paths_emit_their_types() {
             "enrich_dns_domain_lookup",
         ),
         ("sub.tf.enrich.dns.ip_lookup", "enrich_dns_ip_lookup"),
-        ("sub.tf.enrich.dns.txt_lookup", "enrich_dns_text_lookup"),
+        ("sub.tf.enrich.dns.txt_lookup", "enrich_dns_txt_lookup"),
         ("sub.tf.enrich.http.get", "enrich_http_get"),
         ("sub.tf.enrich.http.post", "enrich_http_post"),
-        (
-            "sub.tf.enrich.kv_store.item.get",
-            "enrich_kv_store_item_get",
-        ),
-        ("sub.tf.enrich.kv_store.iget", "enrich_kv_store_item_get"),
-        (
-            "sub.tf.enrich.kv_store.item.set",
-            "enrich_kv_store_item_set",
-        ),
-        ("sub.tf.enrich.kv_store.iset", "enrich_kv_store_item_set"),
+        ("sub.tf.enrich.kv_store.item.get", "enrich_kv_store_get"),
+        ("sub.tf.enrich.kv_store.iget", "enrich_kv_store_get"),
+        ("sub.tf.enrich.kv_store.item.set", "enrich_kv_store_set"),
+        ("sub.tf.enrich.kv_store.iset", "enrich_kv_store_set"),
         ("sub.tf.enrich.kv_store.set.add", "enrich_kv_store_set_add"),
         ("sub.tf.enrich.kv_store.sadd", "enrich_kv_store_set_add"),
         ("sub.tf.fmt.from.b64", "format_from_base64"),
@@ -353,7 +350,7 @@ fn abbreviations_expand() {
         (
             "sub.tf.send.aws.lambda({ aws: { arn: 'arn:x' }, aux_tforms: [sub.tf.util.drop()] })",
             json!({
-                "aws": {"arn": "arn:x"},
+                "aws": {"arn": "arn:x", "assume_role_arn": null},
                 "auxiliary_transforms": [
                     {"type": "utility_drop", "settings": {"id": auto_id("utility_drop", "{ }")}}
                 ],
@@ -651,44 +648,52 @@ fn values_are_kept_exactly() {
 
 #[test]
 fn substation_library_defects_are_corrected() {
-    // txt_lookup emits the type the engine knows.
-    assert_eq!(
-        eval_ok("std.extVar('sub').tf.enrich.dns.txt_lookup().type"),
-        json!("enrich_dns_text_lookup")
-    );
-    // kv store items use the current type names.
+    // txt_lookup and the kv store items emit Substation's type names (the engine builds
+    // both spellings).
     assert_eq!(
         eval_ok(
-            "local sub = std.extVar('sub'); [sub.tf.enrich.kv_store.item.get().type, sub.tf.enrich.kv_store.item.set().type]"
+            "local sub = std.extVar('sub'); [sub.tf.enrich.dns.txt_lookup().type, sub.tf.enrich.kv_store.item.get().type, sub.tf.enrich.kv_store.item.set().type]"
         ),
-        json!(["enrich_kv_store_item_get", "enrich_kv_store_item_set"])
+        json!([
+            "enrich_dns_txt_lookup",
+            "enrich_kv_store_get",
+            "enrich_kv_store_set"
+        ])
     );
     // json_file works without an argument.
     assert_eq!(
         eval_ok("std.extVar('sub').kv_store.json_file()"),
         json!({"type": "json_file", "settings": {"is_lines": false}})
     );
-    // format.json and utility.random use their settings.
+    // format.json and utility.random have no settings: `{type}` alone, as Substation's.
     assert_eq!(
-        settings("sub.cnd.fmt.json({ obj: { src: 'a' } })"),
-        json!({"object": {"source_key": "a"}})
+        eval_ok("std.extVar('sub').cnd.fmt.json({ obj: { src: 'a' } })"),
+        json!({"type": "format_json"})
     );
-    assert_eq!(settings("sub.cnd.util.random({ x: 1 })"), json!({"x": 1}));
-    // send.aws.lambda: pruned, batch defaults.
     assert_eq!(
-        settings_without_id("sub.tf.send.aws.lambda({ aws: { arn: 'a', assume_role_arn: null } })"),
-        json!({"aws": {"arn": "a"}, "batch": {"count": 1000, "size": 1000000, "duration": "1m"}})
+        eval_ok("std.extVar('sub').cnd.util.random()"),
+        json!({"type": "utility_random"})
+    );
+    let e = eval_err("std.extVar('sub').cnd.util.random('x')");
+    assert!(
+        e.contains("utility_random: settings must be an object"),
+        "{e}"
+    );
+    // send.aws.lambda keeps Substation's nulls.
+    assert_eq!(
+        settings_without_id("sub.tf.send.aws.lambda({ aws: { arn: 'a' } })"),
+        json!({"aws": {"arn": "a", "assume_role_arn": null}, "auxiliary_transforms": null, "batch": {"count": 1000, "size": 1000000, "duration": "1m"}})
     );
     // enrich.http.post reads body_key inside object.
     assert_eq!(
         settings_without_id(
             "sub.tf.enrich.http.post({ url: 'u', body_key: 'b', obj: { trg: 't' } })"
         ),
-        json!({"url": "u", "object": {"body_key": "b", "target_key": "t"}})
+        json!({"url": "u", "object": {"body_key": "b", "target_key": "t"}, "request": {"timeout": "1s"}})
     );
     assert_eq!(
         settings_without_id("sub.tf.enrich.http.post({ url: 'u', obj: { body_key: 'b' } })"),
-        json!({"url": "u", "object": {"body_key": "b"}})
+        json!({"url": "u", "object": {"body_key": "b"}, "request": {"timeout": "1s"}})
     );
     let e = eval_err(
         "std.extVar('sub').tf.enrich.http.post({ body_key: 'a', obj: { body_key: 'b' } })",
@@ -696,7 +701,7 @@ fn substation_library_defects_are_corrected() {
     assert!(e.contains("both `body_key` and `object.body_key`"), "{e}");
     assert_eq!(
         settings_without_id("sub.tf.enrich.http.get({ url: 'u' })"),
-        json!({"url": "u"})
+        json!({"url": "u", "request": {"timeout": "1s"}})
     );
 }
 
