@@ -217,6 +217,22 @@ fn a_config_without_tests_is_marked_no_tests() {
     out.assert_stdout("?\tnotests.jsonnet\t[no tests]\n0 passed, 0 failed\n");
 }
 
+/// As in Substation, a config without tests is not built: one whose send needs a secret the
+/// machine lacks is still `[no tests]`, not an error.
+#[test]
+fn a_config_without_tests_is_not_built() {
+    let d = Dir::new();
+    d.write(
+        "needs_secret.jsonnet",
+        r#"{ transforms: [
+  { type: 'utility_secret', settings: { secret: { type: 'environment_variable', settings: { id: 'k', name: 'SLUICE_TEST_UNSET_VARIABLE' } } } },
+  { type: 'send_stdout' },
+] }"#,
+    );
+    let out = d.sluice(&["test", "needs_secret.jsonnet"], "");
+    out.assert_stdout("?\tneeds_secret.jsonnet\t[no tests]\n0 passed, 0 failed\n");
+}
+
 #[test]
 fn a_file_with_an_error_is_marked_error_and_exits_non_zero() {
     let d = Dir::new();

@@ -5,7 +5,9 @@
 //! stateless transforms form one *segment* that each message crosses depth-first (its JSON
 //! stays hot in cache), segments may run on several workers at once, and the output keeps
 //! the input order: chunks are processed in parallel and concatenated in order. Stateful
-//! transforms see their messages one at a time, in order.
+//! transforms see their messages one at a time, in order. A stateless transform that
+//! shares state between messages (a kv store lookup or write) is a segment of its own, so
+//! it runs over the whole batch before the next transform, as in Substation.
 //!
 //! When a transform fails, every message the pipeline still holds for that batch is marked
 //! failed (see [`crate::ack`]) before the error is returned, so nothing that was abandoned
@@ -75,6 +77,12 @@ impl Pipeline {
                         stages.push(Stage::Stateless(std::mem::take(&mut segment).into()));
                     }
                     stages.push(Stage::Stateful(id, t));
+                }
+                transform if transform.shares_state() => {
+                    if !segment.is_empty() {
+                        stages.push(Stage::Stateless(std::mem::take(&mut segment).into()));
+                    }
+                    stages.push(Stage::Stateless(vec![Step { id, transform }].into()));
                 }
                 transform => segment.push(Step { id, transform }),
             }

@@ -47,6 +47,13 @@ pub trait MapTransform: Send + Sync + 'static {
 pub trait StatelessTransform: Send + Sync + 'static {
     /// Processes one data message, pushing what it emits to `out`.
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError>;
+
+    /// Whether it reads or writes state that other messages see (a kv store). The pipeline
+    /// then runs it over a whole batch before the transforms after it, as Substation's
+    /// `Apply` runs every transform, so a later lookup in the same batch sees every write.
+    fn shares_state(&self) -> bool {
+        false
+    }
 }
 
 /// A transform that keeps state across messages and sees them all, ctrl included, in order.
@@ -82,6 +89,12 @@ pub trait StatefulTransform: Send + Sync + 'static {
     /// When the oldest batch this transform holds reaches its maximum age.
     fn deadline(&self) -> Option<Instant> {
         None
+    }
+
+    /// [`StatelessTransform::shares_state`], for a transform built as stateless or
+    /// stateful by its settings ([`Transform::stateful_if`]).
+    fn shares_state(&self) -> bool {
+        false
     }
 
     /// Flushes (or emits) every batch whose maximum age has passed by `now`.
@@ -163,6 +176,15 @@ impl Transform {
             Transform::stateful(t)
         } else {
             Transform::stateless(AsStateless(t))
+        }
+    }
+
+    /// Whether it is a stateless transform whose state other messages see (see
+    /// [`StatelessTransform::shares_state`]).
+    pub fn shares_state(&self) -> bool {
+        match self {
+            Transform::Stateless(t) => t.shares_state(),
+            Transform::Map(_) | Transform::Stateful(_) => false,
         }
     }
 
@@ -265,6 +287,10 @@ struct AsStateless<T>(T);
 impl<T: StatefulTransform> StatelessTransform for AsStateless<T> {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         self.0.transform(msg, out).await
+    }
+
+    fn shares_state(&self) -> bool {
+        self.0.shares_state()
     }
 }
 

@@ -40,6 +40,12 @@ impl EnrichKvStoreItemGet {
 
 #[async_trait]
 impl StatefulTransform for EnrichKvStoreItemGet {
+    /// A kv store is seen by every message: Substation's order (this transform over the
+    /// whole batch, then the next) decides what a later lookup finds.
+    fn shares_state(&self) -> bool {
+        true
+    }
+
     async fn transform(
         &self,
         mut msg: Message,

@@ -44,6 +44,12 @@ impl EnrichKvStoreItemSet {
 
 #[async_trait]
 impl StatefulTransform for EnrichKvStoreItemSet {
+    /// A kv store is seen by every message: Substation's order (this transform over the
+    /// whole batch, then the next) decides what a later lookup finds.
+    fn shares_state(&self) -> bool {
+        true
+    }
+
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             self.common.ctrl(msg, out).await;

@@ -48,6 +48,12 @@ impl EnrichKvStoreSetAdd {
 
 #[async_trait]
 impl StatefulTransform for EnrichKvStoreSetAdd {
+    /// A kv store is seen by every message: Substation's order (this transform over the
+    /// whole batch, then the next) decides what a later lookup finds.
+    fn shares_state(&self) -> bool {
+        true
+    }
+
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             self.common.ctrl(msg, out).await;
@@ -128,6 +134,30 @@ mod tests {
             let got = testing::run(get, &[&format!(r#"{{"k":"{key}"}}"#)]).unwrap();
             assert_eq!(got, vec![want], "{cap}");
         }
+    }
+
+    /// As in Substation, the add runs over the whole batch before the lookup after it: every
+    /// message of the batch sees every addition (run message by message, the first would see
+    /// only its own).
+    #[test]
+    fn a_lookup_after_an_add_sees_the_whole_batch() {
+        let mem = json!({"type": "memory", "settings": {"capacity": 205}});
+        let p = testing::build_pipeline(
+            &registry(),
+            json!([
+                {"type": "object_copy", "settings": {"object": {"source_key": "v", "target_key": "w"}}},
+                {"type": "enrich_kv_store_set_add", "settings": {"kv_store": mem, "object": {"source_key": "k", "target_key": "w"}}},
+                {"type": "enrich_kv_store_item_get", "settings": {"kv_store": mem, "object": {"source_key": "k", "target_key": "seen"}}},
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            testing::run_pipeline(&p, &[r#"{"k":"u","v":"a"}"#, r#"{"k":"u","v":"b"}"#]).unwrap(),
+            [
+                r#"{"k":"u","v":"a","w":"a","seen":["a","b"]}"#,
+                r#"{"k":"u","v":"b","w":"b","seen":["a","b"]}"#
+            ]
+        );
     }
 
     #[test]
