@@ -6,11 +6,14 @@
 //! Object mode (both `object.source_key` and `object.target_key`) splits the value's text and
 //! writes the array at the target; a missing source passes the message through. Data mode
 //! (neither key) replaces the data with the array (bytes that are not UTF-8 are read as
-//! U+FFFD).
+//! U+FFFD); there, as Substation appends each piece with `SetValue`, a piece that holds a
+//! JSON object or array goes in as that value.
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
+use sluice_engine::{
+    Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value, value,
+};
 
 use crate::common::Io;
 
@@ -53,9 +56,13 @@ impl MapTransform for StringSplit {
 impl StringSplit {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
+        let typed = matches!(self.io, Io::Data);
         let pieces = self.io.read_text(msg).map(|t| {
             t.split(self.separator.as_str())
-                .map(|p| Value::String(p.to_string()))
+                .map(|p| {
+                    let s = Value::String(p.to_string());
+                    if typed { value::sjson_typed(s) } else { s }
+                })
                 .collect::<Vec<_>>()
         });
         if let Some(p) = pieces {
@@ -117,6 +124,18 @@ mod tests {
                 json!({"separator": " | "}),
                 "a | b | c",
                 r#"["a","b","c"]"#,
+            ),
+            (
+                "data mode pieces holding JSON objects or arrays are those values",
+                json!({"separator": "|"}),
+                r#"{"a":1}|[2]|3"#,
+                r#"[{"a":1},[2],"3"]"#,
+            ),
+            (
+                "object mode pieces stay strings",
+                json!({"separator": "|", "object": {"source_key": "s", "target_key": "t"}}),
+                r#"{"s":"{\"a\":1}|x"}"#,
+                r#"{"s":"{\"a\":1}|x","t":["{\"a\":1}","x"]}"#,
             ),
         ];
         for (name, settings, input, want) in cases {
