@@ -259,6 +259,62 @@ fn a_pipeline_error_fails_every_record_it_did_not_deliver() {
     assert_eq!(h.delivered.lock().unwrap().as_slice(), [r#"{"n":0}"#]);
 }
 
+/// A record whose data is not base64 (or not a string) fails alone: it is listed in
+/// `batchItemFailures`, and the records around it are delivered.
+#[test]
+fn kinesis_a_record_that_is_not_base64_fails_alone() {
+    let mut event = kinesis_event(&[r#"{"n":0}"#, "x", r#"{"n":2}"#, "y"]);
+    event["Records"][1]["kinesis"]["data"] = json!("this is not base64!");
+    event["Records"][3]["kinesis"]["data"] = json!(12);
+    let h = harness(HandlerKind::KinesisDataStream, json!([]), true);
+    let resp = invoke(&h, event).unwrap();
+    assert_eq!(
+        resp,
+        json!({"batchItemFailures": [{"itemIdentifier": "10"}, {"itemIdentifier": "12"}]})
+    );
+    assert_eq!(
+        h.delivered.lock().unwrap().as_slice(),
+        [r#"{"n":0}"#, r#"{"n":2}"#]
+    );
+    // An event that is not a Kinesis event at all still fails the invocation.
+    let h = harness(HandlerKind::KinesisDataStream, json!([]), true);
+    assert!(invoke(&h, json!({"Records": [{"kinesis": {"data": "aGk="}}]})).is_err());
+}
+
+/// A Firehose record whose data is not base64 is answered `ProcessingFailed` alone.
+#[test]
+fn firehose_a_record_that_is_not_base64_fails_alone() {
+    let h = harness(HandlerKind::DataFirehose, json!([]), true);
+    let mut event = fixture("firehose.json");
+    event["records"][1]["data"] = json!("not base64 at all!");
+    event["records"][2]["data"] = json!(null);
+    let resp = invoke(&h, event.clone()).unwrap();
+    let results: Vec<&str> = resp["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["result"].as_str().unwrap())
+        .collect();
+    // The fourth fails at the sink (its data holds "fail"), the first is delivered.
+    assert_eq!(
+        results,
+        [
+            "Ok",
+            "ProcessingFailed",
+            "ProcessingFailed",
+            "ProcessingFailed"
+        ]
+    );
+    assert_eq!(
+        resp["records"][1]["recordId"],
+        event["records"][1]["recordId"]
+    );
+    assert_eq!(h.delivered.lock().unwrap().as_slice(), [r#"{"n":1}"#]);
+    // An event that is not a Firehose event at all fails the invocation.
+    let h = harness(HandlerKind::DataFirehose, json!([]), true);
+    assert!(invoke(&h, json!({"records": [{"data": "aGk="}]})).is_err());
+}
+
 #[test]
 fn firehose_answers_one_result_per_record_id() {
     let h = harness(
@@ -343,6 +399,47 @@ fn sqs_and_dynamodb_report_by_their_identifiers() {
     assert_eq!(got[2]["source"]["ts_ms"], 1700000002000i64);
     assert_eq!(got[2]["meta"]["sequenceNumber"], "333");
     assert_eq!(got[2]["meta"]["streamViewType"], "NEW_AND_OLD_IMAGES");
+}
+
+/// A DynamoDB stream record that cannot be read (an unknown eventName, an attribute value of
+/// an unknown type) fails alone, by its sequence number; the others are delivered.
+#[test]
+fn dynamodb_a_record_that_cannot_be_read_fails_alone() {
+    let h = harness(HandlerKind::DynamodbStream, json!([]), true);
+    let mut event = fixture("dynamodb.json");
+    event["Records"][0]["eventName"] = json!("TRUNCATE");
+    event["Records"][1]["dynamodb"]["NewImage"] = json!({"pk": {"ZZ": "no such type"}});
+    let resp = invoke(&h, event).unwrap();
+    assert_eq!(
+        resp,
+        json!({"batchItemFailures": [{"itemIdentifier": "111"}, {"itemIdentifier": "222"}]})
+    );
+    assert_eq!(delivered_json(&h).len(), 1, "the REMOVE record");
+    // Without a sequence number a record cannot be reported: the event fails.
+    let h = harness(HandlerKind::DynamodbStream, json!([]), true);
+    let mut event = fixture("dynamodb.json");
+    event["Records"][0]["dynamodb"]
+        .as_object_mut()
+        .unwrap()
+        .remove("SequenceNumber");
+    assert!(invoke(&h, event).is_err());
+}
+
+/// With `AWS_S3_SQS`, an SQS message whose body is not an S3 notification fails alone.
+#[test]
+fn s3_sqs_a_body_that_is_not_a_notification_fails_alone() {
+    let h = harness(HandlerKind::S3Sqs, json!([]), true);
+    let mut event = fixture("sqs.json");
+    let records = event["Records"].as_array_mut().unwrap();
+    records.truncate(2);
+    records[0]["body"] = json!("this is not JSON");
+    records[1]["body"] = json!(r#"{"Event":"s3:TestEvent"}"#);
+    let bad_id = records[0]["messageId"].clone();
+    let resp = invoke(&h, event).unwrap();
+    assert_eq!(
+        resp,
+        json!({"batchItemFailures": [{"itemIdentifier": bad_id}]})
+    );
 }
 
 #[test]

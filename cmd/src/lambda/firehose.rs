@@ -8,15 +8,39 @@
 //! never flush), and a record whose messages that flush could not deliver is
 //! `ProcessingFailed` too. Metadata: `approximateArrivalTimestamp` (RFC 3339), `recordId`.
 //!
+//! A record whose data cannot be decoded (not base64, or not a string) is answered
+//! `ProcessingFailed` alone and logged once with its `recordId`; the others are processed.
+//! The invocation fails only when the event is not a Firehose event at all.
+//!
 //! The response must stay under Lambda's 6 MB: records whose data would not fit are
 //! answered `ProcessingFailed` (Firehose writes them to its `processing-failed/` prefix)
 //! and logged, rather than the whole invocation failing again on every retry.
 
-use aws_lambda_events::event::firehose::KinesisFirehoseEvent;
 use base64::Engine;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Delivery, Error, Feed, Function, HandlerKind, message, parse_event};
+
+/// A Firehose transformation event, as much of it as the handler reads. Its own type rather
+/// than aws_lambda_events': a record whose data is not base64 must fail alone, not make the
+/// whole event unreadable.
+#[derive(Debug, Deserialize)]
+struct FirehoseEvent {
+    records: Vec<FirehoseRecord>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FirehoseRecord {
+    record_id: Option<String>,
+    /// Epoch milliseconds.
+    #[serde(default)]
+    approximate_arrival_timestamp: Value,
+    /// The decoded data, or why it could not be decoded.
+    #[serde(deserialize_with = "super::base64_or_reason")]
+    data: Result<Vec<u8>, String>,
+}
 
 /// Lambda's synchronous response limit.
 pub const RESPONSE_LIMIT: usize = 6 * 1024 * 1024;
@@ -30,21 +54,38 @@ pub(crate) async fn handle_with_limit(
     payload: Value,
     limit: usize,
 ) -> Result<Value, Error> {
-    let event: KinesisFirehoseEvent = parse_event(HandlerKind::DataFirehose, payload)?;
+    let event: FirehoseEvent = parse_event(HandlerKind::DataFirehose, payload)?;
     let mut ids = Vec::with_capacity(event.records.len());
     let mut records = Vec::with_capacity(event.records.len());
+    let mut undecodable: Vec<(usize, String)> = Vec::new();
     for (i, r) in event.records.into_iter().enumerate() {
         let id = r
             .record_id
             .ok_or_else(|| format!("the event's record {i} has no recordId"))?;
-        let meta = json!({
-            "approximateArrivalTimestamp": r.approximate_arrival_timestamp.0.to_rfc3339(),
-            "recordId": id,
-        });
-        records.push(vec![message(r.data.0, &meta)]);
+        match r.data {
+            Ok(data) => {
+                let arrival = r
+                    .approximate_arrival_timestamp
+                    .as_i64()
+                    .and_then(chrono::DateTime::from_timestamp_millis)
+                    .map(|t| t.to_rfc3339());
+                let meta = json!({
+                    "approximateArrivalTimestamp": arrival,
+                    "recordId": id,
+                });
+                records.push(vec![message(data, &meta)]);
+            }
+            Err(why) => {
+                undecodable.push((i, format!("record {id}: {why}")));
+                records.push(Vec::new());
+            }
+        }
         ids.push(id);
     }
-    let run = f.run(records, Feed::PerRecord, true).await;
+    let mut run = f.run(records, Feed::PerRecord, true).await;
+    for (i, why) in undecodable {
+        run.deliveries[i] = Delivery::Failed(why);
+    }
     let mut first: Vec<Option<bytes::Bytes>> = vec![None; ids.len()];
     for (idx, data) in run.outputs {
         if let Some(i) = idx

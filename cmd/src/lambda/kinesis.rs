@@ -8,7 +8,10 @@
 //!
 //! A record is delivered when all its user records are; the response's
 //! `batchItemFailures` lists the others, lowest sequence number first (Lambda checkpoints
-//! at the lowest one and retries from there).
+//! at the lowest one and retries from there). A record that cannot be decoded (data that is
+//! not base64, or not a string; a corrupt KPL aggregate) fails alone: it is logged once
+//! with its sequence number and listed in `batchItemFailures`, and the other records are
+//! processed. The invocation fails only when the event is not a Kinesis event at all.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -35,31 +38,14 @@ struct KinesisEventRecord {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct KinesisRecord {
-    #[serde(deserialize_with = "base64_bytes")]
-    data: Vec<u8>,
+    /// The decoded data, or why it could not be decoded (that record alone fails).
+    #[serde(deserialize_with = "super::base64_or_reason")]
+    data: Result<Vec<u8>, String>,
     #[serde(default)]
     partition_key: String,
     sequence_number: String,
     #[serde(default)]
     approximate_arrival_timestamp: Value,
-}
-
-/// Decodes a base64 string as it is read.
-fn base64_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-    struct Visitor;
-    impl serde::de::Visitor<'_> for Visitor {
-        type Value = Vec<u8>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("base64 data")
-        }
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Vec<u8>, E> {
-            use base64::Engine;
-            base64::engine::general_purpose::STANDARD
-                .decode(v)
-                .map_err(|e| E::custom(format!("data is not base64: {e}")))
-        }
-    }
-    d.deserialize_str(Visitor)
 }
 
 /// Handles an event given as JSON (in-process callers and tests).
@@ -76,7 +62,15 @@ pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Va
         let k = r.kinesis;
         let arrival = epoch_seconds_rfc3339(&k.approximate_arrival_timestamp);
         let stream = r.event_source_arn.unwrap_or_default();
-        let data = bytes::Bytes::from(k.data);
+        let data = match k.data {
+            Ok(d) => bytes::Bytes::from(d),
+            Err(why) => {
+                corrupt.push((i, format!("record {}: {why}", k.sequence_number)));
+                ids.push(k.sequence_number);
+                records.push(Vec::new());
+                continue;
+            }
+        };
         let msgs = match kpl::deaggregate(&data) {
             Ok(None) => vec![message(
                 data,
@@ -154,12 +148,24 @@ mod tests {
                         "approximateArrivalTimestamp": 1700000000.25},
             "eventSourceARN": "arn:s"}]}))
         .unwrap();
-        assert_eq!(ok.records[0].kinesis.data, b"hi");
+        assert_eq!(ok.records[0].kinesis.data.as_deref(), Ok(&b"hi"[..]));
         assert_eq!(ok.records[0].event_source_arn.as_deref(), Some("arn:s"));
-        let bad = serde_json::from_value::<KinesisEvent>(json!({"Records": [{
-            "kinesis": {"data": "!!", "sequenceNumber": "1"}}]}))
-        .unwrap_err();
-        assert!(bad.to_string().contains("not base64"), "{bad}");
+        // A record whose data cannot be decoded parses, with the reason; the event is read.
+        let bad: KinesisEvent = serde_json::from_value(json!({"Records": [
+            {"kinesis": {"data": "!!", "sequenceNumber": "1"}},
+            {"kinesis": {"data": 5, "sequenceNumber": "2"}},
+            {"kinesis": {"data": {"x": [1]}, "sequenceNumber": "3"}},
+            {"kinesis": {"data": "aGk=", "sequenceNumber": "4"}}]}))
+        .unwrap();
+        let why: Vec<String> = bad
+            .records
+            .iter()
+            .map(|r| r.kinesis.data.clone().err().unwrap_or_default())
+            .collect();
+        assert!(why[0].contains("not base64"), "{why:?}");
+        assert_eq!(why[1], "data is a number, not a base64 string");
+        assert_eq!(why[2], "data is an object, not a base64 string");
+        assert_eq!(why[3], "");
         let missing =
             serde_json::from_value::<KinesisEvent>(json!({"Records": [{"kinesis": {"data": ""}}]}))
                 .unwrap_err();

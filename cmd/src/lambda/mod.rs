@@ -470,6 +470,57 @@ pub(crate) fn parse_event<T: serde::de::DeserializeOwned>(
         .map_err(|e| format!("the event is not a valid {} event: {e}", kind.name()).into())
 }
 
+/// Decodes a base64 string as it is read. What cannot be decoded is kept as the reason, so
+/// that one bad record does not make the whole event unreadable.
+pub(crate) fn base64_or_reason<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Result<Vec<u8>, String>, D::Error> {
+    struct Visitor;
+    type Decoded = Result<Vec<u8>, String>;
+    fn not_a_string<E>(what: &str) -> Result<Decoded, E> {
+        Ok(Err(format!("data is {what}, not a base64 string")))
+    }
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = Decoded;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("base64 data")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Decoded, E> {
+            use base64::Engine;
+            Ok(base64::engine::general_purpose::STANDARD
+                .decode(v)
+                .map_err(|e| format!("data is not base64: {e}")))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Decoded, E> {
+            not_a_string("a boolean")
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Decoded, E> {
+            not_a_string("a number")
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Decoded, E> {
+            not_a_string("a number")
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Decoded, E> {
+            not_a_string("a number")
+        }
+        fn visit_unit<E>(self) -> Result<Decoded, E> {
+            not_a_string("null")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Decoded, A::Error> {
+            while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            not_a_string("an array")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Decoded, A::Error> {
+            while a
+                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                .is_some()
+            {}
+            not_a_string("an object")
+        }
+    }
+    d.deserialize_any(Visitor)
+}
+
 /// A message with `data` and `metadata` (a JSON object).
 pub(crate) fn message(data: impl Into<bytes::Bytes>, metadata: &Value) -> Message {
     let mut m = Message::new(data);

@@ -12,7 +12,10 @@
 //! (URL-decoded) and `objectSize`.
 //!
 //! An object that cannot be read fails the invocation (S3 and SNS retry asynchronous
-//! invokes); with `AWS_S3_SQS` its SQS message is answered in `batchItemFailures`.
+//! invokes); with `AWS_S3_SQS` its SQS message is answered in `batchItemFailures`. So does
+//! an SNS message or SQS body that is not an S3 notification (not JSON, or not of its
+//! shape): it is logged once with its id, and the other records are processed; the
+//! invocation as a whole fails only when the event is not of the handler's shape.
 
 use std::io::Read;
 
@@ -66,18 +69,18 @@ struct S3Object {
 pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
     let kind = f.options().kind;
     // Each source record (an S3 record, an SNS record, an SQS message) with its id and the
-    // S3 records it carries.
-    let mut sources: Vec<(String, Vec<S3EventRecord>)> = Vec::new();
+    // S3 records it carries, or why they cannot be read (that source record alone fails).
+    let mut sources: Vec<(String, Result<Vec<S3EventRecord>, String>)> = Vec::new();
     match kind {
         HandlerKind::S3 => {
             let e: S3Event = parse_event(kind, payload)?;
-            sources.extend(e.records.into_iter().map(|r| (String::new(), vec![r])));
+            sources.extend(e.records.into_iter().map(|r| (String::new(), Ok(vec![r]))));
         }
         HandlerKind::S3Sns => {
             let e: SnsEvent = parse_event(kind, payload)?;
             for r in e.records {
                 let inner = s3_in_message(&r.sns.message)
-                    .map_err(|e| format!("SNS message {}: {e}", r.sns.message_id))?;
+                    .map_err(|e| format!("SNS message {}: {e}", r.sns.message_id));
                 sources.push((r.sns.message_id, inner));
             }
         }
@@ -86,7 +89,7 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
             for (i, m) in e.records.into_iter().enumerate() {
                 let id = m.message_id.unwrap_or_else(|| format!("record {i}"));
                 let inner = s3_in_sqs_body(m.body.as_deref().unwrap_or(""))
-                    .map_err(|e| format!("SQS message {id}: {e}"))?;
+                    .map_err(|e| format!("SQS message {id}: {e}"));
                 sources.push((id, inner));
             }
         }
@@ -94,6 +97,14 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
     let mut records: Vec<Vec<Message>> = Vec::with_capacity(sources.len());
     let mut unread: Vec<(usize, String)> = Vec::new();
     for (i, (_, s3s)) in sources.iter().enumerate() {
+        let s3s = match s3s {
+            Ok(s3s) => s3s,
+            Err(why) => {
+                unread.push((i, why.clone()));
+                records.push(Vec::new());
+                continue;
+            }
+        };
         let mut msgs = Vec::new();
         for r in s3s {
             match read_record(r, f.options().max_object_bytes).await {
