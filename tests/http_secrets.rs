@@ -115,6 +115,19 @@ local sub = std.extVar('sub');
     let bodies: Vec<String> = server.requests().iter().map(|r| r.text()).collect();
     assert_eq!(bodies, ["a", "b", "c"]);
 
+    // At trace level too (the AWS SDK's logs of the GetSecretValue call included), the
+    // secret's value is nowhere in what sluice prints.
+    let mut env = moto::process_env(&endpoint);
+    env.push(("SLUICE_LOG".to_string(), "trace".to_string()));
+    let out = run(&cfg, "a\n", &env);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("TRACE aws_smithy"),
+        "the SDK's trace logs were written:\n{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("sm-tok-8086"), "{}", out.stderr);
+
     // A secret that does not exist: an error naming it.
     let missing = cfg.replace(&arn, "no-such-secret");
     assert_fails_with(
@@ -161,4 +174,78 @@ local sub = std.extVar('sub');
     sluice_transforms::registry()
         .build_pipeline(&json["transforms"].clone(), "transforms")
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// A secret never shows in what sluice prints, at any log level: the standard output and
+/// error of `sluice run` and `sluice test` with `SLUICE_LOG=trace`, while requests that carry
+/// it in a header and in the URL are retried, rejected with the secret echoed back, and the
+/// run fails; and the report of a test that fails the same way.
+#[test]
+fn a_secret_never_shows_in_any_output_at_any_log_level() {
+    const SECRET: &str = "s3cr3t-9c41-visible-nowhere";
+    // 503 twice (retried, each retry logged), then 401 with the request echoed back.
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    let server = Server::start(move |req| {
+        let echo = format!(
+            "path {} authorization {}",
+            req.path,
+            req.header("authorization").unwrap_or("")
+        );
+        if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 3 < 2 {
+            Reply::status(503, &echo)
+        } else {
+            Reply::status(401, &echo)
+        }
+    });
+    let transforms = format!(
+        r#"[
+    sub.tf.util.secret({{ secret: sub.secrets.environment_variable({{ id: 'tok', name: 'SLUICE_IT_SECRET' }}) }}),
+    sub.tf.enrich.http.get({{
+      url: '{url}/q?key=${{SECRET:tok}}&id=${{DATA}}',
+      headers: {{ Authorization: 'Bearer ${{SECRET:tok}}' }},
+      obj: {{ src: 'id', trg: 'user' }},
+      retry: {{ count: 2, delay: '10ms' }},
+    }}),
+    sub.tf.send.stdout(),
+  ]"#,
+        url = server.url()
+    );
+    let cfg = format!(
+        "local sub = std.extVar('sub');\n{{\n  tests: [{{ name: 'leaks', transforms: [sub.tf.test.message({{ value: {{ id: '1' }} }})], condition: sub.cnd.str.eq({{ obj: {{ src: 'user' }}, value: 'x' }}) }}],\n  transforms: {transforms},\n}}\n"
+    );
+    let d = Dir::new();
+    d.write("cfg.jsonnet", &cfg);
+    let env = vec![
+        ("SLUICE_IT_SECRET".to_string(), SECRET.to_string()),
+        ("SLUICE_LOG".to_string(), "trace".to_string()),
+    ];
+    let run = d.sluice_env(&["run", "-c", "cfg.jsonnet"], "{\"id\":\"7\"}\n", &env);
+    assert_fails_with(&run, "HTTP 401");
+    let test = d.sluice_env(&["test", "cfg.jsonnet"], "", &env);
+    assert!(test.code.is_some_and(|c| c != 0), "{}", test.stdout_str());
+    assert!(
+        calls.load(std::sync::atomic::Ordering::SeqCst) >= 6,
+        "both made their requests"
+    );
+    for (what, text) in [
+        ("run stdout", run.stdout_str()),
+        ("run stderr", run.stderr.as_str()),
+        ("test stdout", test.stdout_str()),
+        ("test stderr", test.stderr.as_str()),
+    ] {
+        assert!(
+            !text.contains(SECRET),
+            "the secret is in the {what}:\n{text}"
+        );
+    }
+    // The outputs are not empty: at trace level the retries were logged, and the error
+    // and the report name the request with the secret hidden.
+    assert!(run.stderr.contains("<redacted>"), "{}", run.stderr);
+    assert!(run.stderr.contains(" TRACE "), "trace logs were written");
+    assert!(
+        test.stdout_str().contains("--- FAIL: leaks"),
+        "{}",
+        test.stdout_str()
+    );
 }

@@ -174,9 +174,10 @@ pub fn run_in_env(
     let captured = stdout.is_none();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(args)
+        // The caller's SLUICE_LOG does not leak in; a test's own does.
+        .env_remove("SLUICE_LOG")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
-        .env_remove("SLUICE_LOG")
         .env("RUST_BACKTRACE", "0")
         .stdin(Stdio::piped())
         .stdout(stdout.unwrap_or_else(Stdio::piped))
