@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command that checks everything, on a fresh machine or a developer's:
 #   formatting, lints, unit and integration tests, the exactly-once fault campaign
-#   (scripts/faults.sh small), and every example config's `tests:`.
+#   (scripts/faults.sh small), every example config's `tests:`, and a bounded fuzz run.
 # It installs what the tests need (a Rust toolchain is assumed; rustfmt and clippy are
 # added if missing; the local AWS emulators come from the package registries through
 # scripts/emulators.sh) and exits non-zero on the first failure.
@@ -75,5 +75,11 @@ step "Lambda deployment template (cfn-lint examples/lambda/template.yaml)"
 
 step "example configs build and vet (sluice vet examples/)"
 target/debug/sluice vet examples/ >/dev/null
+
+# Coverage-guided fuzzing of the parsers (path language, JSON, config loading, Go regular
+# expressions and time layouts, decompression, KPL), 25 s per target from the committed
+# corpus; cargo-fuzz is installed from crates.io.
+step "fuzz (scripts/fuzz.sh)"
+scripts/fuzz.sh 25
 
 printf '\nall checks passed in %ss\n' "$SECONDS"

@@ -127,7 +127,10 @@ impl Body {
 
 /// Parses JSON bytes; `None` for empty input or anything that is not one JSON value.
 pub fn parse_json(b: &[u8]) -> Option<Value> {
-    let first = b.iter().position(|c| !c.is_ascii_whitespace())?;
+    // JSON's white space only (a form feed is not, as `is_ascii_whitespace` would have it).
+    let first = b
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))?;
     serde_json::from_slice(&b[first..]).ok()
 }
 
@@ -418,6 +421,16 @@ impl Message {
 mod tests {
     use super::*;
     use crate::json;
+
+    /// JSON's white space around a document, and nothing else (found by the `json` fuzz
+    /// target: a form feed was taken for white space).
+    #[test]
+    fn only_json_white_space_is_skipped() {
+        assert_eq!(parse_json(b" \t\r\n44 "), Some(json!(44)));
+        assert_eq!(parse_json(b"\x0c44"), None);
+        assert_eq!(parse_json(b"\x0b44"), None);
+        assert_eq!(parse_json(b"  "), None);
+    }
 
     #[test]
     fn parses_once_and_serialises_once() {

@@ -13,7 +13,10 @@
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod fetch;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
+pub mod kpl;
 pub mod kv_store;
 pub mod metrics;
 

@@ -1,7 +1,7 @@
 //! Writing and deleting (SJSON semantics).
 //!
 //! Missing parents are created: an array when the next key is an index (`a.2` pads with
-//! nulls, `a.-1` appends), otherwise an object. A numeric key on an existing object is an
+//! nulls, at most [`MAX_PADDING`] of them; `a.-1` appends), otherwise an object. A numeric key on an existing object is an
 //! object key; `:` forces an object key (`a.:1`). A parent that is null is replaced like a
 //! missing one, and so is one that is a string, a number or a boolean below the top, as SJSON
 //! does (`{"a":"x"}` with `a.b` set to 1 becomes `{"a":{"b":1}}`); a document that is itself
@@ -11,17 +11,55 @@ use crate::json::{Map, Value};
 
 use super::syntax::WStep;
 
+/// The most nulls a write pads an array with to reach its index (SJSON pads without limit,
+/// so `a.100000000` would write a hundred million nulls).
+const MAX_PADDING: usize = 1 << 16;
+
 /// Why a write failed (the caller adds the path).
 pub(crate) type WriteResult<T> = Result<T, String>;
 
 /// Sets `v` at `steps` (not empty) in `doc`.
 pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()> {
+    // Only an index past MAX_PADDING can pad too far: check before anything is changed.
+    if steps
+        .iter()
+        .any(|s| s.index.is_some_and(|i| i > MAX_PADDING))
+    {
+        check_padding(steps, doc)?;
+    }
     let (last, parents) = steps.split_last().expect("a write path has a step");
     let mut cur = doc;
     for (i, step) in parents.iter().enumerate() {
         cur = slot(cur, step, i)?;
     }
     *slot(cur, last, parents.len())? = v;
+    Ok(())
+}
+
+/// Refuses a write whose index lies more than [`MAX_PADDING`] past the end of its array
+/// (an array the write would create has length 0), walking the document without changing it.
+fn check_padding(steps: &[WStep], doc: &Value) -> WriteResult<()> {
+    let mut cur = Some(doc);
+    for (depth, step) in steps.iter().enumerate() {
+        let len = match cur {
+            Some(Value::Array(a)) => a.len(),
+            _ => 0,
+        };
+        if let Some(idx) = step.index
+            && !matches!(cur, Some(Value::Object(_)))
+            && idx > len + MAX_PADDING
+        {
+            return Err(format!(
+                "index {idx} (step {}) is more than {MAX_PADDING} past the end of the array (length {len}): that many nulls would be written",
+                depth + 1
+            ));
+        }
+        cur = match cur {
+            Some(Value::Object(m)) => m.get(&step.name),
+            Some(Value::Array(a)) => step.index.and_then(|i| a.get(i)),
+            _ => None,
+        };
+    }
     Ok(())
 }
 

@@ -740,6 +740,9 @@ fn set_errors() {
     }
     let cannot: &[(Value, &str)] = &[
         (json!({"a": [1, 2]}), "a.x"),
+        // Found by the `path` fuzz target: this would pad with 100 million nulls.
+        (json!({}), "a.100000000"),
+        (json!({"a": [1]}), "a.65538"),
         (json!({"a": [1, 2]}), "a.:0"),
         (json!("str"), "a"),
         (json!(5), "a.b"),

@@ -30,11 +30,10 @@
 //!
 //! The AWS sends (Kinesis, Firehose, SQS, SNS, EventBridge, S3, DynamoDB, Lambda), the
 //! enrichments and the DynamoDB kv store reuse this module; [`s3`] adds what S3 needs,
-//! [`outcome`] tells a failed call that may have been applied from one that was not, and
-//! [`kpl`] reads and writes the KPL's aggregated Kinesis records.
+//! [`outcome`] tells a failed call that may have been applied from one that was not (the
+//! KPL's aggregated records are read and written by [`crate::kpl`], which needs no SDK).
 
 pub mod dynamodb_attributes;
-pub mod kpl;
 pub mod outcome;
 pub mod s3;
 

@@ -30,7 +30,7 @@ use futures::{StreamExt, TryStreamExt};
 use md5::{Digest, Md5};
 
 use super::StreamRef;
-use crate::aws::kpl;
+use crate::kpl;
 use crate::send::aws_records::RetryPolicy;
 
 /// How a read-back reads.

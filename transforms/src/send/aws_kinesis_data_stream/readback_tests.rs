@@ -497,7 +497,7 @@ async fn aggregated_records_are_matched_per_user_record() {
     let (x1, x2) = (r#"{"u":"x","n":1}"#, r#"{"u":"x","n":2}"#);
     let fake: Shared = Arc::new(Mutex::new(Fake::new(1)));
     // The earlier attempt aggregated x1 with a record of another message.
-    let agg = crate::aws::kpl::aggregate(&[("x", br#"{"u":"x","n":0}"#), ("x", x1.as_bytes())]);
+    let agg = crate::kpl::aggregate(&[("x", br#"{"u":"x","n":0}"#), ("x", x1.as_bytes())]);
     let landed = fake.lock().unwrap().store("x", &agg, t0 + 1, false);
     let k = send_to(&fake, by_user(), true);
     let (t1, t2) = (ticket("k1", Some(t0)), ticket("k2", Some(t0)));
