@@ -35,7 +35,8 @@ const FAILING: &str = r#"local sub = std.extVar('sub');
 
 const NO_TESTS: &str = "local sub = std.extVar('sub');\n{ transforms: [sub.tf.obj.copy({ obj: { src: 'a', trg: 'b' } })] }\n";
 
-const BROKEN: &str = "{ transforms: [{ type: 'nope' }] }\n";
+/// A config with a test whose pipeline does not build (a config without tests is not built).
+const BROKEN: &str = "{ tests: [{ name: 't', transforms: [], condition: { type: 'format_json' } }], transforms: [{ type: 'nope' }] }\n";
 
 /// Lines of stdout, with the timing of `ok`/`FAIL` lines (`\t0.003s`) replaced by `\tTIME`.
 fn report(stdout: &str) -> Vec<String> {

@@ -105,6 +105,15 @@ fn test_file(
         // that a config builds).
         return Ok(FileResult::NoTests);
     }
+    // A config that does not build is an error of the file, reported once (as Substation's
+    // `[config error]`), not a failure of each test. Built with state of its own, like a test.
+    let state = tempfile::tempdir().context("creating a state directory")?;
+    super::build_pipeline_in(
+        &Context::in_dir(state.path()),
+        registry,
+        file,
+        cfg.transforms(),
+    )?;
     let mut failures = 0;
     for t in &tests {
         match run_case(registry, rt, file, cfg.transforms(), t) {
