@@ -76,9 +76,9 @@ step "Lambda deployment template (cfn-lint examples/lambda/template.yaml)"
 step "example configs build and vet (sluice vet examples/)"
 target/debug/sluice vet examples/ >/dev/null
 
-# Coverage-guided fuzzing of the parsers (path language, JSON, config loading, Go regular
-# expressions and time layouts, decompression, KPL), 25 s per target from the committed
-# corpus; cargo-fuzz is installed from crates.io.
+# Coverage-guided fuzzing of what reads untrusted input (path language, JSON, config loading,
+# Go regular expressions and time layouts, decompression, KPL, the Lambda events), 25 s per
+# target from the committed corpus; cargo-fuzz is installed from crates.io.
 step "fuzz (scripts/fuzz.sh)"
 scripts/fuzz.sh 25
 

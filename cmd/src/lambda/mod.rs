@@ -27,6 +27,17 @@ mod sns;
 mod sqs;
 pub mod telemetry;
 
+/// Entry points for the fuzz targets (`fuzz/`): the S3 notification parsers, which the
+/// handlers reach only after a notification names an object to read.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// Parses an SQS body (`AWS_S3_SQS`) and an SNS message (`AWS_S3_SNS`) as S3
+    /// notifications: the number of S3 records, or why not.
+    pub fn s3_notifications(text: &str) -> (Result<usize, String>, Result<usize, String>) {
+        super::s3::notification_counts(text)
+    }
+}
+
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};

@@ -143,6 +143,15 @@ fn s3_in_sqs_body(body: &str) -> Result<Vec<S3EventRecord>, String> {
         .ok_or_else(|| "the body is neither an S3 event nor an SNS message carrying one".into())
 }
 
+/// How many S3 records `text` carries as an SQS body and as an SNS message (the fuzz
+/// targets' way in).
+pub(crate) fn notification_counts(text: &str) -> (Result<usize, String>, Result<usize, String>) {
+    (
+        s3_in_sqs_body(text).map(|r| r.len()),
+        s3_in_message(text).map(|r| r.len()),
+    )
+}
+
 /// The S3 records of one S3 notification's text.
 fn s3_in_message(text: &str) -> Result<Vec<S3EventRecord>, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("it is not JSON: {e}"))?;
