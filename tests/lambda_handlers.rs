@@ -276,6 +276,9 @@ fn kinesis_a_record_that_is_not_base64_fails_alone() {
         h.delivered.lock().unwrap().as_slice(),
         [r#"{"n":0}"#, r#"{"n":2}"#]
     );
+    // They count as failed records in the invocation's metrics.
+    let m: Value = serde_json::from_str(&h.metrics.lock().unwrap()[0]).unwrap();
+    assert_eq!(m["RecordsFailed"], 2);
     // An event that is not a Kinesis event at all still fails the invocation.
     let h = harness(HandlerKind::KinesisDataStream, json!([]), true);
     assert!(invoke(&h, json!({"Records": [{"kinesis": {"data": "aGk="}}]})).is_err());
@@ -415,6 +418,8 @@ fn dynamodb_a_record_that_cannot_be_read_fails_alone() {
         json!({"batchItemFailures": [{"itemIdentifier": "111"}, {"itemIdentifier": "222"}]})
     );
     assert_eq!(delivered_json(&h).len(), 1, "the REMOVE record");
+    let m: Value = serde_json::from_str(&h.metrics.lock().unwrap()[0]).unwrap();
+    assert_eq!(m["RecordsFailed"], 2);
     // Without a sequence number a record cannot be reported: the event fails.
     let h = harness(HandlerKind::DynamodbStream, json!([]), true);
     let mut event = fixture("dynamodb.json");

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sluice_engine::Message;
 
-use super::{Delivery, Error, Feed, Function, HandlerKind, message, parse_event};
+use super::{Error, Feed, Function, HandlerKind, message, parse_event};
 
 /// The event with each record left as JSON: a record is read on its own, so one that is
 /// malformed (an attribute value of an unknown type, an unknown `eventName`) fails alone.
@@ -30,7 +30,6 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
     let event: Event = parse_event(HandlerKind::DynamodbStream, payload)?;
     let mut ids = Vec::with_capacity(event.records.len());
     let mut records = Vec::with_capacity(event.records.len());
-    let mut unreadable: Vec<(usize, String)> = Vec::new();
     let now = super::now_ms();
     for (i, raw) in event.records.into_iter().enumerate() {
         // Without its sequence number a record cannot be reported: the event is not a
@@ -40,20 +39,14 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
             .and_then(Value::as_str)
             .ok_or_else(|| format!("the event's record {i} has no SequenceNumber"))?
             .to_string();
-        match record_messages(raw, &seq, now) {
-            Ok(msgs) => records.push(msgs),
-            Err(why) => {
-                tracing::error!(sequence_number = %seq, error = %why, "record not processed");
-                unreadable.push((i, why));
-                records.push(Vec::new());
-            }
+        let record = record_messages(raw, &seq, now);
+        if let Err(why) = &record {
+            tracing::error!(sequence_number = %seq, error = %why, "record not processed");
         }
+        records.push(record);
         ids.push(seq);
     }
-    let mut run = f.run(records, Feed::Whole, false).await;
-    for (i, why) in unreadable {
-        run.deliveries[i] = Delivery::Failed(why);
-    }
+    let run = f.run_records(records, Feed::Whole, false).await;
     f.batch_response(&run, &ids)
 }
 

@@ -57,7 +57,6 @@ pub(crate) async fn handle_with_limit(
     let event: FirehoseEvent = parse_event(HandlerKind::DataFirehose, payload)?;
     let mut ids = Vec::with_capacity(event.records.len());
     let mut records = Vec::with_capacity(event.records.len());
-    let mut undecodable: Vec<(usize, String)> = Vec::new();
     for (i, r) in event.records.into_iter().enumerate() {
         let id = r
             .record_id
@@ -73,19 +72,13 @@ pub(crate) async fn handle_with_limit(
                     "approximateArrivalTimestamp": arrival,
                     "recordId": id,
                 });
-                records.push(vec![message(data, &meta)]);
+                records.push(Ok(vec![message(data, &meta)]));
             }
-            Err(why) => {
-                undecodable.push((i, format!("record {id}: {why}")));
-                records.push(Vec::new());
-            }
+            Err(why) => records.push(Err(format!("record {id}: {why}"))),
         }
         ids.push(id);
     }
-    let mut run = f.run(records, Feed::PerRecord, true).await;
-    for (i, why) in undecodable {
-        run.deliveries[i] = Delivery::Failed(why);
-    }
+    let run = f.run_records(records, Feed::PerRecord, true).await;
     let mut first: Vec<Option<bytes::Bytes>> = vec![None; ids.len()];
     for (idx, data) in run.outputs {
         if let Some(i) = idx

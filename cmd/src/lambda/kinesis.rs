@@ -16,7 +16,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Delivery, Error, Feed, Function, HandlerKind, kpl, message, parse_event};
+use super::{Error, Feed, Function, HandlerKind, kpl, message, parse_event};
 
 /// A Kinesis event, as much of it as the handler reads. Its own type rather than
 /// aws_lambda_events': each record's data is decoded from base64 as it is parsed (the
@@ -57,22 +57,21 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
 pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Value, Error> {
     let mut records = Vec::with_capacity(event.records.len());
     let mut ids = Vec::with_capacity(event.records.len());
-    let mut corrupt: Vec<(usize, String)> = Vec::new();
-    for (i, r) in event.records.into_iter().enumerate() {
+    for r in event.records {
         let k = r.kinesis;
         let arrival = epoch_seconds_rfc3339(&k.approximate_arrival_timestamp);
         let stream = r.event_source_arn.unwrap_or_default();
         let data = match k.data {
             Ok(d) => bytes::Bytes::from(d),
             Err(why) => {
-                corrupt.push((i, format!("record {}: {why}", k.sequence_number)));
+                tracing::error!(sequence_number = %k.sequence_number, error = %why, "record not processed");
+                records.push(Err(format!("record {}: {why}", k.sequence_number)));
                 ids.push(k.sequence_number);
-                records.push(Vec::new());
                 continue;
             }
         };
         let msgs = match kpl::deaggregate(&data) {
-            Ok(None) => vec![message(
+            Ok(None) => Ok(vec![message(
                 data,
                 &json!({
                     "approximateArrivalTimestamp": arrival,
@@ -80,8 +79,8 @@ pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Va
                     "partitionKey": k.partition_key,
                     "sequenceNumber": k.sequence_number,
                 }),
-            )],
-            Ok(Some(users)) => users
+            )]),
+            Ok(Some(users)) => Ok(users
                 .into_iter()
                 .enumerate()
                 .map(|(n, u)| {
@@ -96,20 +95,16 @@ pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Va
                         }),
                     )
                 })
-                .collect(),
+                .collect()),
             Err(e) => {
-                corrupt.push((i, format!("record {}: {e}", k.sequence_number)));
-                Vec::new()
+                tracing::error!(sequence_number = %k.sequence_number, error = %e, "record not processed");
+                Err(format!("record {}: {e}", k.sequence_number))
             }
         };
         ids.push(k.sequence_number);
         records.push(msgs);
     }
-    let mut run = f.run(records, Feed::Whole, false).await;
-    for (i, why) in corrupt {
-        tracing::error!(sequence_number = %ids[i], error = %why, "record not processed");
-        run.deliveries[i] = Delivery::Failed(why);
-    }
+    let run = f.run_records(records, Feed::Whole, false).await;
     // Lowest sequence number first: sequence numbers are decimal strings of up to 128 bits.
     let mut order: Vec<usize> = (0..ids.len()).collect();
     order.sort_by(|&a, &b| (ids[a].len(), &ids[a]).cmp(&(ids[b].len(), &ids[b])));

@@ -263,6 +263,19 @@ impl Function {
     /// Runs `records` (the messages of each source record) through the pipeline and one
     /// ctrl, and reports what became of each record. Writes the invocation's metrics.
     pub(crate) async fn run(&self, records: Vec<Vec<Message>>, feed: Feed, keep: bool) -> Run {
+        self.run_records(records.into_iter().map(Ok).collect(), feed, keep)
+            .await
+    }
+
+    /// [`Function::run`] where a record may be one that could not be read (`Err`, why): it
+    /// fails alone, with that reason, and counts as failed in the metrics (the handler,
+    /// which knows its id, logs it).
+    pub(crate) async fn run_records(
+        &self,
+        records: Vec<Result<Vec<Message>, String>>,
+        feed: Feed,
+        keep: bool,
+    ) -> Run {
         let mut trackers = Vec::with_capacity(records.len());
         let mut index_of: HashMap<usize, usize> = HashMap::new();
         let mut metrics = telemetry::Metrics {
@@ -270,12 +283,19 @@ impl Function {
             ..Default::default()
         };
         let mut tagged = Vec::with_capacity(records.len());
-        for (i, msgs) in records.into_iter().enumerate() {
+        for (i, record) in records.into_iter().enumerate() {
             let (tracker, token) = AckTracker::new();
             if keep {
                 index_of.insert(tracker.id(), i);
             }
             trackers.push(tracker);
+            let msgs = match record {
+                Ok(msgs) => msgs,
+                Err(why) => {
+                    token.fail(&why);
+                    Vec::new()
+                }
+            };
             let msgs: Vec<Message> = msgs
                 .into_iter()
                 .map(|mut m| {

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sluice_engine::Message;
 
-use super::{Delivery, Error, Feed, Function, HandlerKind, message, parse_event};
+use super::{Error, Feed, Function, HandlerKind, message, parse_event};
 
 /// An S3 event notification: only what the handler reads, so that a notification without
 /// the fields it does not need (moto's have no `userIdentity`, for one) is still read.
@@ -94,35 +94,34 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
             }
         }
     }
-    let mut records: Vec<Vec<Message>> = Vec::with_capacity(sources.len());
-    let mut unread: Vec<(usize, String)> = Vec::new();
-    for (i, (_, s3s)) in sources.iter().enumerate() {
+    let mut records: Vec<Result<Vec<Message>, String>> = Vec::with_capacity(sources.len());
+    for (_, s3s) in &sources {
         let s3s = match s3s {
             Ok(s3s) => s3s,
             Err(why) => {
-                unread.push((i, why.clone()));
-                records.push(Vec::new());
+                tracing::error!(error = %why, "notification not read");
+                records.push(Err(why.clone()));
                 continue;
             }
         };
-        let mut msgs = Vec::new();
+        let mut msgs = Ok(Vec::new());
         for r in s3s {
             match read_record(r, f.options().max_object_bytes).await {
-                Ok(m) => msgs.extend(m),
+                Ok(m) => {
+                    if let Ok(all) = &mut msgs {
+                        all.extend(m);
+                    }
+                }
                 Err(e) => {
-                    unread.push((i, e));
-                    msgs.clear();
+                    tracing::error!(error = %e, "object not read");
+                    msgs = Err(e);
                     break;
                 }
             }
         }
         records.push(msgs);
     }
-    let mut run = f.run(records, Feed::Whole, false).await;
-    for (i, why) in unread {
-        tracing::error!(error = %why, "object not read");
-        run.deliveries[i] = Delivery::Failed(why);
-    }
+    let run = f.run_records(records, Feed::Whole, false).await;
     if kind == HandlerKind::S3Sqs {
         let ids: Vec<String> = sources.into_iter().map(|(id, _)| id).collect();
         f.batch_response(&run, &ids)
