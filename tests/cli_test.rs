@@ -422,3 +422,58 @@ fn a_closed_stdout_is_not_a_panic() {
     );
     assert_ne!(out.code, Some(101), "{}", out.stderr);
 }
+
+/// A config that calls AWS is skipped, with the reason, where nothing says where AWS is (a
+/// fresh machine running the README's `sluice test examples/`), instead of failing after
+/// the SDK waited for instance metadata; with an endpoint configured it runs.
+#[test]
+fn a_config_that_calls_aws_is_skipped_when_aws_is_not_configured() {
+    let d = Dir::new();
+    d.write(
+        "aws.jsonnet",
+        r#"local sub = std.extVar('sub');
+{
+  tests: [{ name: 'sends', transforms: [sub.tf.test.message({ value: 'x' })], condition: sub.cnd.str.eq({ value: 'x' }) }],
+  transforms: [sub.tf.send.aws.sqs({ aws: { arn: 'arn:aws:sqs:us-east-1:123456789012:q' } })],
+}
+"#,
+    );
+    let run = |env: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
+        c.args(["test", "."]).current_dir(d.path()).env_clear();
+        c.env("HOME", d.path())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let started = std::time::Instant::now();
+        let out = c.output().expect("running sluice");
+        (out, started.elapsed())
+    };
+    let (out, took) = run(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("?\t./aws.jsonnet\t[skipped: calls AWS (send_aws_sqs) and no AWS credentials, profile or endpoint is configured;"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("0 passed, 0 failed, 1 files skipped\n"),
+        "{stdout}"
+    );
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "no wait for instance metadata: {took:?}"
+    );
+    // With an endpoint (here one that refuses connections) the test runs, and fails.
+    let (out, _) = run(&[
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("--- FAIL: sends"), "{stdout}");
+}

@@ -7,7 +7,15 @@
 //! failing or erroring test makes the exit status non-zero, so CI can rely on it; a test
 //! may also say how many messages must come out (`outputs: N`, which Substation ignores),
 //! and every test gets fresh kv stores in a temporary directory.
+//!
+//! A config that calls AWS (an `*_aws_*` transform, the `aws_dynamodb` kv store, the
+//! `aws_secrets_manager` secret) is skipped, with the reason, when nothing tells the AWS SDK
+//! where to go: no credentials, profile or endpoint in the environment and no `~/.aws`
+//! files. Run there, its tests would fail after the SDK had waited for instance metadata
+//! (`AWS_EC2_METADATA_DISABLED=false` says to use it).
 
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -42,6 +50,7 @@ struct Tally {
     passed: usize,
     failed: usize,
     errored_files: usize,
+    skipped_files: usize,
 }
 
 /// Runs the command.
@@ -58,6 +67,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         match test_file(&registry, &runtime, file, &args, &mut tally) {
             Ok(FileResult::NoTransforms) => {}
             Ok(FileResult::NoTests) => crate::outln!("?\t{}\t[no tests]", file.display())?,
+            Ok(FileResult::Skipped(why)) => {
+                tally.skipped_files += 1;
+                crate::outln!("?\t{}\t[skipped: {why}]", file.display())?
+            }
             Ok(FileResult::Ran { failures }) => {
                 let secs = start.elapsed().as_secs_f64();
                 if failures == 0 {
@@ -74,7 +87,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let failed = tally.failed + tally.errored_files;
-    crate::outln!("{} passed, {} failed", tally.passed, failed)?;
+    if tally.skipped_files > 0 {
+        crate::outln!(
+            "{} passed, {} failed, {} files skipped",
+            tally.passed,
+            failed,
+            tally.skipped_files
+        )?;
+    } else {
+        crate::outln!("{} passed, {} failed", tally.passed, failed)?;
+    }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -85,7 +107,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 enum FileResult {
     NoTransforms,
     NoTests,
-    Ran { failures: usize },
+    /// Not run, and why (the config calls AWS and nothing says where AWS is).
+    Skipped(String),
+    Ran {
+        failures: usize,
+    },
 }
 
 fn test_file(
@@ -104,6 +130,17 @@ fn test_file(
         // need secrets or endpoints the test machine does not have (`sluice vet` checks
         // that a config builds).
         return Ok(FileResult::NoTests);
+    }
+    if let Some(services) = aws_types(&cfg.json) {
+        let env: HashMap<String, OsString> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+            .collect();
+        if !aws_configured(&env) {
+            return Ok(FileResult::Skipped(format!(
+                "calls AWS ({services}) and no AWS credentials, profile or endpoint is configured; \
+                 set them (AWS_ENDPOINT_URL for local emulators: scripts/emulators.sh starts them)"
+            )));
+        }
     }
     // A config that does not build is an error of the file, reported once (as Substation's
     // `[config error]`), not a failure of each test. Built with state of its own, like a test.
@@ -139,6 +176,66 @@ fn test_file(
         }
     }
     Ok(FileResult::Ran { failures })
+}
+
+/// The AWS-backed types a compiled config uses (transforms, kv stores, secrets; in its
+/// tests too), joined with `, `; `None` when it uses none.
+fn aws_types(config: &serde_json::Value) -> Option<String> {
+    fn walk(v: &serde_json::Value, found: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(t) = m.get("type").and_then(|t| t.as_str())
+                    && (t.starts_with("send_aws_")
+                        || t.starts_with("enrich_aws_")
+                        || t == "aws_dynamodb"
+                        || t == "aws_secrets_manager")
+                {
+                    found.insert(t.to_string());
+                }
+                m.values().for_each(|x| walk(x, found));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, found)),
+            _ => {}
+        }
+    }
+    let mut found = std::collections::BTreeSet::new();
+    walk(config, &mut found);
+    (!found.is_empty()).then(|| found.into_iter().collect::<Vec<_>>().join(", "))
+}
+
+/// Whether anything in `env` tells the AWS SDK where AWS is: credentials, a profile, a web
+/// identity or container credentials, an endpoint (`AWS_ENDPOINT_URL` or a per-service
+/// `AWS_ENDPOINT_URL_*`), shared config files, or an explicit `AWS_EC2_METADATA_DISABLED=false`
+/// (use instance metadata).
+fn aws_configured(env: &HashMap<String, OsString>) -> bool {
+    const VARS: &[&str] = &[
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ];
+    let set = |k: &str| env.get(k).is_some_and(|v| !v.is_empty());
+    if VARS.iter().any(|k| set(k))
+        || env
+            .iter()
+            .any(|(k, v)| k.starts_with("AWS_ENDPOINT_URL") && !v.is_empty())
+        || env
+            .get("AWS_EC2_METADATA_DISABLED")
+            .is_some_and(|v| v.eq_ignore_ascii_case("false"))
+    {
+        return true;
+    }
+    let is_file = |p: &std::path::Path| p.is_file();
+    let file_var = |k: &str| env.get(k).is_some_and(|p| is_file(std::path::Path::new(p)));
+    let home_file = |name: &str| {
+        env.get("HOME")
+            .is_some_and(|h| is_file(&std::path::Path::new(h).join(".aws").join(name)))
+    };
+    file_var("AWS_SHARED_CREDENTIALS_FILE")
+        || file_var("AWS_CONFIG_FILE")
+        || home_file("credentials")
+        || home_file("config")
 }
 
 enum Outcome {
@@ -189,4 +286,66 @@ fn run_case(
         });
     }
     Ok(Outcome::Pass { outputs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn configs_that_call_aws_are_found() {
+        let cfg = json!({
+            "transforms": [
+                {"type": "meta_switch", "settings": {"cases": [{"transforms": [
+                    {"type": "send_aws_kinesis_data_stream", "settings": {}}
+                ]}]}},
+                {"type": "meta_kv_store_lock", "settings": {"kv_store": {"type": "aws_dynamodb"}}},
+                {"type": "utility_metric_count", "settings": {"metric": {"destination": {"type": "aws_cloudwatch_embedded_metrics"}}}},
+            ],
+            "tests": [{"transforms": [{"type": "enrich_aws_lambda"}]}],
+        });
+        assert_eq!(
+            aws_types(&cfg).as_deref(),
+            Some("aws_dynamodb, enrich_aws_lambda, send_aws_kinesis_data_stream")
+        );
+        let local = json!({"transforms": [{"type": "send_stdout"}, {"type": "utility_metric_count", "settings": {"metric": {"destination": {"type": "aws_cloudwatch_embedded_metrics"}}}}]});
+        assert_eq!(aws_types(&local), None, "EMF lines go to stdout, not AWS");
+    }
+
+    #[test]
+    fn what_counts_as_aws_being_configured() {
+        let env = |pairs: &[(&str, &str)]| -> HashMap<String, OsString> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), OsString::from(v)))
+                .collect()
+        };
+        assert!(!aws_configured(&env(&[])));
+        assert!(!aws_configured(&env(&[
+            ("HOME", "/nonexistent"),
+            ("AWS_REGION", "us-east-1")
+        ])));
+        assert!(!aws_configured(&env(&[("AWS_ACCESS_KEY_ID", "")])));
+        assert!(!aws_configured(&env(&[("AWS_CONFIG_FILE", "/dev/null")])));
+        assert!(!aws_configured(&env(&[(
+            "AWS_EC2_METADATA_DISABLED",
+            "true"
+        )])));
+        for yes in [
+            ("AWS_ACCESS_KEY_ID", "AKIA"),
+            ("AWS_PROFILE", "dev"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:4566"),
+            ("AWS_ENDPOINT_URL_KINESIS", "http://127.0.0.1:4566"),
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/token"),
+            ("AWS_EC2_METADATA_DISABLED", "false"),
+        ] {
+            assert!(aws_configured(&env(&[yes])), "{yes:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".aws")).unwrap();
+        std::fs::write(dir.path().join(".aws/credentials"), "[default]\n").unwrap();
+        let home = dir.path().to_str().unwrap();
+        assert!(aws_configured(&env(&[("HOME", home)])));
+    }
 }
