@@ -91,9 +91,7 @@ pub fn number(f: f64) -> Value {
 /// SJSON's typing of bytes written as a value: bytes that start with `{` or `[` and are
 /// valid JSON go in as JSON; other UTF-8 becomes a string; anything else a base64 string.
 pub fn from_bytes(b: &[u8]) -> Value {
-    if matches!(b.first(), Some(b'{') | Some(b'['))
-        && let Ok(v) = serde_json::from_slice::<Value>(b)
-    {
+    if let Some(v) = json_container(b) {
         return v;
     }
     match std::str::from_utf8(b) {
@@ -107,12 +105,20 @@ pub fn from_bytes(b: &[u8]) -> Value {
 /// object or array; anything else as it is.
 pub fn sjson_typed(v: Value) -> Value {
     if let Value::String(s) = &v
-        && matches!(s.as_bytes().first(), Some(b'{' | b'['))
-        && let Ok(parsed) = serde_json::from_str::<Value>(s)
+        && let Some(parsed) = json_container(s.as_bytes())
     {
         return parsed;
     }
     v
+}
+
+/// The JSON object or array `b` holds, when it starts with `{` or `[` (no white space
+/// first, as SJSON's check has it) and is valid JSON as a whole.
+fn json_container(b: &[u8]) -> Option<Value> {
+    if !matches!(b.first(), Some(b'{' | b'[')) {
+        return None;
+    }
+    serde_json::from_slice(b).ok()
 }
 
 /// Bytes of a value for data-mode output: strings raw, everything else as JSON text.

@@ -303,7 +303,7 @@ const CONDITIONS: &[(&str, &str)] = &[
 /// Whether this build can build `ty`: without the `aws` feature the AWS-backed types only
 /// say that they are missing (`crate::without_aws` tests that they do).
 fn in_this_build(ty: &str) -> bool {
-    cfg!(feature = "aws") || !crate::without_aws::TRANSFORMS.contains(&ty)
+    cfg!(feature = "aws") || !crate::AWS_TRANSFORMS.contains(&ty)
 }
 
 fn settings(text: &str, state_dir: &std::path::Path) -> Value {

@@ -44,6 +44,28 @@ mod without_aws;
 
 use sluice_engine::Registry;
 
+/// The transforms that call AWS services (built only with the `aws` feature).
+pub const AWS_TRANSFORMS: [&str; 10] = [
+    "enrich_aws_dynamodb_query",
+    "enrich_aws_lambda",
+    "send_aws_data_firehose",
+    "send_aws_dynamodb_put",
+    "send_aws_eventbridge",
+    "send_aws_kinesis_data_stream",
+    "send_aws_lambda",
+    "send_aws_s3",
+    "send_aws_sns",
+    "send_aws_sqs",
+];
+
+/// Whether a transform, kv store or secret provider `type` calls AWS: one of
+/// [`AWS_TRANSFORMS`], the `aws_dynamodb` kv store or the `aws_secrets_manager` provider.
+pub fn calls_aws(type_name: &str) -> bool {
+    AWS_TRANSFORMS.contains(&type_name)
+        || type_name == "aws_dynamodb"
+        || type_name == "aws_secrets_manager"
+}
+
 /// A registry with every transform and condition.
 pub fn registry() -> Registry {
     let mut r = Registry::new();

@@ -3,20 +3,6 @@
 
 use sluice_engine::{Build, ConfigError, Registry, Transform};
 
-/// The transforms that call AWS services.
-pub(crate) const TRANSFORMS: [&str; 10] = [
-    "enrich_aws_dynamodb_query",
-    "enrich_aws_lambda",
-    "send_aws_data_firehose",
-    "send_aws_dynamodb_put",
-    "send_aws_eventbridge",
-    "send_aws_kinesis_data_stream",
-    "send_aws_lambda",
-    "send_aws_s3",
-    "send_aws_sns",
-    "send_aws_sqs",
-];
-
 /// Why `what` cannot be used in this build.
 pub(crate) fn message(what: &str) -> String {
     format!(
@@ -31,7 +17,7 @@ fn unavailable(b: &Build<'_>) -> Result<Transform, ConfigError> {
 
 /// Registers every AWS-backed transform name as one that explains itself.
 pub(crate) fn register(r: &mut Registry) {
-    for name in TRANSFORMS {
+    for name in crate::AWS_TRANSFORMS {
         r.transform(name, unavailable);
     }
 }
@@ -44,7 +30,7 @@ mod tests {
     fn each_aws_transform_says_this_build_lacks_it() {
         let mut r = Registry::new();
         super::register(&mut r);
-        for name in super::TRANSFORMS {
+        for name in crate::AWS_TRANSFORMS {
             let e = testing::build(&r, json!({"type": name, "settings": {}}))
                 .err()
                 .unwrap_or_else(|| panic!("{name} built"))
@@ -65,7 +51,7 @@ mod tests {
             .transform_types()
             .filter(|t| t.contains("_aws_"))
             .collect();
-        assert_eq!(registered, super::TRANSFORMS);
+        assert_eq!(registered, crate::AWS_TRANSFORMS);
     }
 
     #[cfg(not(feature = "aws"))]

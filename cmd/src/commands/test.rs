@@ -61,10 +61,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let files = config_files(&args.paths, args.shallow)?;
+    let env: HashMap<String, OsString> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+        .collect();
+    let aws_ready = aws_configured(&env);
     let mut tally = Tally::default();
     for file in &files {
         let start = Instant::now();
-        match test_file(&registry, &runtime, file, &args, &mut tally) {
+        match test_file(&registry, &runtime, file, &args, aws_ready, &mut tally) {
             Ok(FileResult::NoTransforms) => {}
             Ok(FileResult::NoTests) => crate::outln!("?\t{}\t[no tests]", file.display())?,
             Ok(FileResult::Skipped(why)) => {
@@ -119,6 +123,7 @@ fn test_file(
     rt: &tokio::runtime::Runtime,
     file: &Path,
     args: &Args,
+    aws_ready: bool,
     tally: &mut Tally,
 ) -> anyhow::Result<FileResult> {
     let Some(cfg) = super::load_optional(file, &args.ext_str)? else {
@@ -131,16 +136,11 @@ fn test_file(
         // that a config builds).
         return Ok(FileResult::NoTests);
     }
-    if let Some(services) = aws_types(&cfg.json) {
-        let env: HashMap<String, OsString> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
-            .collect();
-        if !aws_configured(&env) {
-            return Ok(FileResult::Skipped(format!(
-                "calls AWS ({services}) and no AWS credentials, profile or endpoint is configured; \
-                 set them (AWS_ENDPOINT_URL for local emulators: scripts/emulators.sh starts them)"
-            )));
-        }
+    if !aws_ready && let Some(services) = aws_types(&cfg.json) {
+        return Ok(FileResult::Skipped(format!(
+            "calls AWS ({services}) and no AWS credentials, profile or endpoint is configured; \
+             set them (AWS_ENDPOINT_URL for local emulators: scripts/emulators.sh starts them)"
+        )));
     }
     // A config that does not build is an error of the file, reported once (as Substation's
     // `[config error]`), not a failure of each test. Built with state of its own, like a test.
@@ -185,10 +185,7 @@ fn aws_types(config: &serde_json::Value) -> Option<String> {
         match v {
             serde_json::Value::Object(m) => {
                 if let Some(t) = m.get("type").and_then(|t| t.as_str())
-                    && (t.starts_with("send_aws_")
-                        || t.starts_with("enrich_aws_")
-                        || t == "aws_dynamodb"
-                        || t == "aws_secrets_manager")
+                    && sluice_transforms::calls_aws(t)
                 {
                     found.insert(t.to_string());
                 }
@@ -226,11 +223,10 @@ fn aws_configured(env: &HashMap<String, OsString>) -> bool {
     {
         return true;
     }
-    let is_file = |p: &std::path::Path| p.is_file();
-    let file_var = |k: &str| env.get(k).is_some_and(|p| is_file(std::path::Path::new(p)));
+    let file_var = |k: &str| env.get(k).is_some_and(|p| Path::new(p).is_file());
     let home_file = |name: &str| {
         env.get("HOME")
-            .is_some_and(|h| is_file(&std::path::Path::new(h).join(".aws").join(name)))
+            .is_some_and(|h| Path::new(h).join(".aws").join(name).is_file())
     };
     file_var("AWS_SHARED_CREDENTIALS_FILE")
         || file_var("AWS_CONFIG_FILE")

@@ -142,9 +142,9 @@ fn s3_in_sqs_body(body: &str) -> Result<Vec<S3EventRecord>, String> {
         .ok_or_else(|| "the body is neither an S3 event nor an SNS message carrying one".into())
 }
 
-/// How many S3 records `text` carries as an SQS body and as an SNS message (the fuzz
-/// targets' way in).
-pub(crate) fn notification_counts(text: &str) -> (Result<usize, String>, Result<usize, String>) {
+/// How many S3 records `text` carries as an SQS body (`AWS_S3_SQS`) and as an SNS message
+/// (`AWS_S3_SNS`), or why it is not an S3 notification (the fuzz targets' way in).
+pub fn notification_counts(text: &str) -> (Result<usize, String>, Result<usize, String>) {
     (
         s3_in_sqs_body(text).map(|r| r.len()),
         s3_in_message(text).map(|r| r.len()),
