@@ -5,6 +5,7 @@
 #   scripts/emulators.sh install          install every emulator (idempotent; fast when done)
 #   scripts/emulators.sh path dynamodb    print the DynamoDB emulator's binary
 #   scripts/emulators.sh path moto        print moto's server binary
+#   scripts/emulators.sh path kinesalite  print kinesalite's binary (Kinesis resharding)
 #   scripts/emulators.sh start dynamodb [PORT]
 #                                         run it in the foreground on 127.0.0.1:PORT
 #                                         (default 8000), in memory, with the tables of
@@ -168,18 +169,43 @@ install_lambda_tools() {
     echo "$want" >"$stamp"
 }
 
+# Kinesis resharding, which moto does not model (after a split it keeps putting records
+# into the closed parent, and never ends the parent's iterator): kinesalite (npm), which
+# closes the parent, routes new records to the children and ends the parent's iterator as
+# Kinesis does. tests/cli_tap.rs reads a split stream through it. In a prefix of its own:
+# `npm install --no-save` prunes what else a prefix holds.
+KINESALITE_VERSION=3.3.3
+KINESALITE_DIR="$DIR/kinesalite"
+KINESALITE_BIN="$KINESALITE_DIR/node_modules/.bin/kinesalite"
+
+install_kinesalite() {
+    local pkg_json="$KINESALITE_DIR/node_modules/kinesalite/package.json"
+    if [[ -x "$KINESALITE_BIN" && "$(installed_version "$pkg_json")" == "$KINESALITE_VERSION" ]]; then
+        echo "kinesalite $KINESALITE_VERSION: already installed ($KINESALITE_BIN)"
+        return
+    fi
+    command -v npm >/dev/null || die "npm is needed to install kinesalite (apt-get install nodejs npm)"
+    mkdir -p "$KINESALITE_DIR"
+    echo "installing kinesalite $KINESALITE_VERSION into $KINESALITE_DIR/"
+    npm install --no-save --no-audit --no-fund --loglevel=error \
+        --prefix "$KINESALITE_DIR" "kinesalite@$KINESALITE_VERSION" >&2
+    [[ -x "$KINESALITE_BIN" ]] || die "npm finished but $KINESALITE_BIN is missing"
+}
+
 cmd="${1:-}"
 case "$cmd" in
     install)
         install_dynoxide
         install_moto
         install_lambda_tools
+        install_kinesalite
         ;;
     path)
         case "${2:-}" in
             dynamodb) echo "$PWD/$DYNOXIDE_BIN" ;;
             moto) echo "$PWD/$MOTO_BIN" ;;
-            *) die "usage: $0 path dynamodb|moto" ;;
+            kinesalite) echo "$PWD/$KINESALITE_BIN" ;;
+            *) die "usage: $0 path dynamodb|moto|kinesalite" ;;
         esac
         ;;
     start)

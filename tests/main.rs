@@ -11,6 +11,7 @@ mod cli_lock;
 mod cli_metrics;
 mod cli_remote_config;
 mod cli_run;
+mod cli_tap;
 mod cli_test;
 mod cli_vet_substation;
 mod enrich_aws_dynamodb_query;

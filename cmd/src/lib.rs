@@ -2,9 +2,12 @@
 //!
 //! `lambda` holds the Lambda handlers (one module per event source family) and the core
 //! that runs one invocation through the pipeline; `remote` reads configs at `s3://` and
-//! `https://` URLs, shared with the `sluice` CLI.
+//! `https://` URLs, shared with the `sluice` CLI; `tap` reads live Kinesis streams for
+//! `sluice tap`.
 
 pub mod compression;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod remote;
+#[cfg(feature = "aws")]
+pub mod tap;

@@ -45,6 +45,9 @@ enum Command {
     Build(commands::build::Args),
     /// Compile configs and build every transform; report each problem with its place.
     Vet(commands::vet::Args),
+    /// Read a live Kinesis stream (every shard, reshards followed): print its records or run
+    /// them through a config. Ctrl-C drains and flushes.
+    Tap(commands::tap::Args),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Test(a) => commands::test::run(a),
         Command::Build(a) => commands::build::run(a),
         Command::Vet(a) => commands::vet::run(a),
+        Command::Tap(a) => commands::tap::run(a),
     };
     match result {
         Ok(code) => code,

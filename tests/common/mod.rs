@@ -24,6 +24,7 @@ pub(crate) use emulator_client;
 
 pub mod dynamodb;
 pub mod emulator;
+pub mod kinesalite;
 pub mod moto;
 
 use std::io::{Read, Write};

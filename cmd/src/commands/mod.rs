@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod run;
+pub mod tap;
 pub mod test;
 pub mod vet;
 

@@ -70,37 +70,17 @@ pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Va
                 continue;
             }
         };
-        let msgs = match kpl::deaggregate(&data) {
-            Ok(None) => Ok(vec![message(
-                data,
-                &json!({
-                    "approximateArrivalTimestamp": arrival,
-                    "stream": stream,
-                    "partitionKey": k.partition_key,
-                    "sequenceNumber": k.sequence_number,
-                }),
-            )]),
-            Ok(Some(users)) => Ok(users
-                .into_iter()
-                .enumerate()
-                .map(|(n, u)| {
-                    message(
-                        u.data,
-                        &json!({
-                            "approximateArrivalTimestamp": arrival,
-                            "stream": stream,
-                            "partitionKey": u.partition_key,
-                            "sequenceNumber": k.sequence_number,
-                            "subSequenceNumber": n,
-                        }),
-                    )
-                })
-                .collect()),
-            Err(e) => {
-                tracing::error!(sequence_number = %k.sequence_number, error = %e, "record not processed");
-                Err(format!("record {}: {e}", k.sequence_number))
-            }
-        };
+        let msgs = record_messages(
+            data,
+            arrival.as_deref(),
+            &stream,
+            &k.partition_key,
+            &k.sequence_number,
+        )
+        .inspect_err(|e| {
+            tracing::error!(sequence_number = %k.sequence_number, error = %e, "record not processed");
+        })
+        .map_err(|e| format!("record {}: {e}", k.sequence_number));
         ids.push(k.sequence_number);
         records.push(msgs);
     }
@@ -117,6 +97,52 @@ pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Va
     f.batch_response(&run, &ids)
 }
 
+/// The messages of one Kinesis record, with the metadata Substation's handler gives them:
+/// the user records of a KPL aggregate (with `subSequenceNumber`), or the record's data.
+/// `arrival` is its approximate arrival time in RFC 3339. Shared by the Lambda handler and
+/// `sluice tap`, so that a config sees the same messages from either. Fails when the data is
+/// a corrupt KPL aggregate.
+pub(crate) fn record_messages(
+    data: bytes::Bytes,
+    arrival: Option<&str>,
+    stream: &str,
+    partition_key: &str,
+    sequence_number: &str,
+) -> Result<Vec<sluice_engine::Message>, kpl::KplError> {
+    Ok(match kpl::deaggregate(&data)? {
+        None => vec![message(
+            data,
+            &json!({
+                "approximateArrivalTimestamp": arrival,
+                "stream": stream,
+                "partitionKey": partition_key,
+                "sequenceNumber": sequence_number,
+            }),
+        )],
+        Some(users) => users
+            .into_iter()
+            .enumerate()
+            .map(|(n, u)| {
+                message(
+                    u.data,
+                    &json!({
+                        "approximateArrivalTimestamp": arrival,
+                        "stream": stream,
+                        "partitionKey": u.partition_key,
+                        "sequenceNumber": sequence_number,
+                        "subSequenceNumber": n,
+                    }),
+                )
+            })
+            .collect(),
+    })
+}
+
+/// An arrival time in milliseconds since the epoch in RFC 3339, as the handler writes it.
+pub(crate) fn rfc3339_millis(millis: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp_millis(millis).map(|t| t.to_rfc3339())
+}
+
 /// An epoch-seconds time as Kinesis events carry it (a number with millisecond precision,
 /// e.g. `1700000000.5`, or the same as a string) in RFC 3339; `None` when it is neither.
 fn epoch_seconds_rfc3339(v: &Value) -> Option<String> {
@@ -129,7 +155,7 @@ fn epoch_seconds_rfc3339(v: &Value) -> Option<String> {
     if !millis.is_finite() {
         return None;
     }
-    chrono::DateTime::from_timestamp_millis(millis as i64).map(|t| t.to_rfc3339())
+    rfc3339_millis(millis as i64)
 }
 
 #[cfg(test)]

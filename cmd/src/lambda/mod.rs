@@ -20,7 +20,7 @@
 mod api;
 mod dynamodb;
 mod firehose;
-mod kinesis;
+pub(crate) mod kinesis;
 pub mod kpl;
 mod s3;
 mod sns;

@@ -273,7 +273,7 @@ async fn get_object(bucket: &str, key: &str, max: usize) -> Result<Vec<u8>, Stri
         .key(key)
         .send()
         .await
-        .map_err(|e| format!("GetObject failed: {}", aws::s3::describe(&e)))?;
+        .map_err(|e| format!("GetObject failed: {}", aws::describe_error(&e)))?;
     if let Some(n) = out.content_length()
         && n as u64 > max as u64
     {

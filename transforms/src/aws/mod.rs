@@ -165,6 +165,30 @@ pub fn parse_dynamodb_table(arn: &str) -> Result<(String, Option<String>), Strin
     }
 }
 
+/// The text of a failed AWS call, in one line: the service's error code and message when
+/// it answered with one (`NoSuchBucket (The specified bucket does not exist)`), the HTTP
+/// status when the answer had no code (a `HEAD`), and the chain of causes otherwise (a
+/// timeout, a refused connection). Never a `Debug` dump.
+pub fn describe_error<E>(
+    e: &aws_smithy_runtime_api::client::result::SdkError<E, aws_smithy_runtime_api::http::Response>,
+) -> String
+where
+    E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
+{
+    use aws_smithy_runtime_api::client::result::SdkError;
+    use aws_smithy_types::error::metadata::ProvideErrorMetadata as _;
+    if let Some(code) = e.code() {
+        return match e.message() {
+            Some(m) if !m.is_empty() => format!("{code} ({m})"),
+            _ => code.to_string(),
+        };
+    }
+    if let SdkError::ServiceError(s) = e {
+        return format!("HTTP {}", s.raw().status().as_u16());
+    }
+    aws_smithy_types::error::display::DisplayErrorContext(e).to_string()
+}
+
 /// Which AWS configuration to load: the settings-derived parts. Everything not set here
 /// comes from the SDK's default chains (see the module documentation).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

@@ -14,7 +14,7 @@ use aws_config::SdkConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::RequestChecksumCalculation;
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::DisplayErrorContext;
 
 use super::{AwsTarget, CONNECT_TIMEOUT};
 
@@ -41,25 +41,6 @@ pub fn client(conf: &SdkConfig, checksums: RequestChecksumCalculation) -> Client
         .request_checksum_calculation(checksums)
         .build();
     Client::from_conf(conf)
-}
-
-/// The text of an S3 error: its code and message when S3 answered with one (`NoSuchBucket
-/// (The specified bucket does not exist)`), the HTTP status when the answer had no code
-/// (a `HEAD`), and the whole chain of causes otherwise (a timeout, a refused connection).
-pub fn describe<E>(e: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> String
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    if let Some(code) = e.code() {
-        return match e.message() {
-            Some(m) if !m.is_empty() => format!("{code} ({m})"),
-            _ => code.to_string(),
-        };
-    }
-    if let SdkError::ServiceError(s) = e {
-        return format!("HTTP {}", s.raw().status().as_u16());
-    }
-    DisplayErrorContext(e).to_string()
 }
 
 /// `s3://BUCKET/KEY` as (bucket, key); the message of an error says what is wrong (the
@@ -99,7 +80,7 @@ pub async fn get_object(
         .key(key)
         .send()
         .await
-        .map_err(|e| format!("GetObject failed: {}", describe(&e)))?;
+        .map_err(|e| format!("GetObject failed: {}", super::describe_error(&e)))?;
     let too_big = |n: u64| {
         format!("the object has {n} bytes, more than the {max_bytes} bytes {what} may have")
     };

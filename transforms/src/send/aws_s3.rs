@@ -49,7 +49,7 @@ use super::aws_destination::{AwsDestination, aws_send};
 use super::aws_records::{AttemptWatch, AwsSettings, CallError, check_role, non_empty};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use super::object_per_batch::{FilePath, ObjectPerBatch};
-use crate::aws::s3::describe;
+use crate::aws::describe_error as describe;
 use crate::aws::{Arn, AwsTarget};
 
 /// 1 MiB.
