@@ -48,6 +48,9 @@ enum Command {
     /// Read a live Kinesis stream (every shard, reshards followed): print its records or run
     /// them through a config. Ctrl-C drains and flushes.
     Tap(commands::tap::Args),
+    /// Run a built-in pipeline (CloudTrail to ECS) over a built-in event: no network, no
+    /// files. Prints the config, the input and the output.
+    Demo(commands::demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Build(a) => commands::build::run(a),
         Command::Vet(a) => commands::vet::run(a),
         Command::Tap(a) => commands::tap::run(a),
+        Command::Demo(a) => commands::demo::run(a),
     };
     match result {
         Ok(code) => code,

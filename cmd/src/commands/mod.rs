@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod build;
+pub mod demo;
 pub mod run;
 pub mod tap;
 pub mod test;
