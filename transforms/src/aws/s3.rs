@@ -14,7 +14,7 @@ use aws_config::SdkConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::RequestChecksumCalculation;
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::DisplayErrorContext;
 
 use super::{AwsTarget, CONNECT_TIMEOUT};
 
@@ -43,24 +43,9 @@ pub fn client(conf: &SdkConfig, checksums: RequestChecksumCalculation) -> Client
     Client::from_conf(conf)
 }
 
-/// The text of an S3 error: its code and message when S3 answered with one (`NoSuchBucket
-/// (The specified bucket does not exist)`), the HTTP status when the answer had no code
-/// (a `HEAD`), and the whole chain of causes otherwise (a timeout, a refused connection).
-pub fn describe<E>(e: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> String
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    if let Some(code) = e.code() {
-        return match e.message() {
-            Some(m) if !m.is_empty() => format!("{code} ({m})"),
-            _ => code.to_string(),
-        };
-    }
-    if let SdkError::ServiceError(s) = e {
-        return format!("HTTP {}", s.raw().status().as_u16());
-    }
-    DisplayErrorContext(e).to_string()
-}
+/// The text of an S3 error: [`super::describe_error`] (S3's error code and message, the
+/// HTTP status of an answer without one, e.g. to a `HEAD`, or the chain of causes).
+pub use super::describe_error as describe;
 
 /// `s3://BUCKET/KEY` as (bucket, key); the message of an error says what is wrong (the
 /// caller names the URL).
