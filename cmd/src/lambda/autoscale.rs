@@ -674,19 +674,21 @@ impl Autoscaler {
     /// a function error when an AWS call failed.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Error> {
         let span = tracing::info_span!("invocation", request_id = %event.context.request_id);
-        let work = self.handle_payload(event.payload);
-        let r = match super::deadline_instant(event.context.deadline) {
+        let work = async {
+            let r = self.handle_payload(event.payload).await;
+            if let Err(e) = &r {
+                tracing::error!(error = %e, "invocation failed");
+            }
+            r
+        };
+        match super::deadline_instant(event.context.deadline) {
             Some(d) => {
                 sluice_engine::invocation::with_deadline(d, work)
                     .instrument(span)
                     .await
             }
             None => work.instrument(span).await,
-        };
-        if let Err(e) = &r {
-            tracing::error!(error = %e, "invocation failed");
         }
-        r
     }
 
     async fn handle_payload(&self, payload: Value) -> Result<Value, Error> {
@@ -698,7 +700,10 @@ impl Autoscaler {
             match self.record(&r.sns.topic_arn, &r.sns.message).await {
                 Ok(o) => results.push(o),
                 Err(e) => {
-                    tracing::error!(error = %e, "an alarm could not be handled");
+                    // The invocation's error names the first; the others are logged here.
+                    if total > 1 {
+                        tracing::error!(error = %e, "an alarm could not be handled");
+                    }
                     failures.push(e);
                 }
             }
@@ -1029,10 +1034,12 @@ mod tests {
     use Direction::{Down, Up};
     use serde_json::json;
 
+    /// (current, direction, MinimumShards, MaximumShards, expected)
+    type ShardCase = (u32, Direction, Option<u32>, Option<u32>, u32);
+
     #[test]
     fn shard_counts() {
-        // (current, direction, MinimumShards, MaximumShards, expected)
-        let table: &[(u32, Direction, Option<u32>, Option<u32>, u32)] = &[
+        let table: &[ShardCase] = &[
             // The factors, at each boundary.
             (1, Up, None, None, 2),
             (4, Up, None, None, 8),
@@ -1297,7 +1304,8 @@ mod tests {
             .with_timezone(&Utc);
         let ago = |secs: i64| Some(now - chrono::Duration::seconds(secs));
         // (direction, last scaling event, seconds still to wait)
-        let table: &[(Direction, Option<DateTime<Utc>>, Option<u64>)] = &[
+        type CooldownCase = (Direction, Option<DateTime<Utc>>, Option<u64>);
+        let table: &[CooldownCase] = &[
             (Up, None, None),
             (Down, None, None),
             (Up, ago(60), Some(120)),
