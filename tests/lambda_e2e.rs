@@ -83,14 +83,11 @@ fn path_with_venv() -> String {
     )
 }
 
-/// Starts the bootstrap against the runtime API on `port`.
-pub(crate) fn bootstrap(
-    port: u16,
-    config: &Path,
-    handler: &str,
-    env: &[(String, String)],
-) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_sluice-lambda"))
+/// The bootstrap's command for `handler` against the runtime API on `port`, with `env` and
+/// no config (a handler that needs none, or a test that sets its own).
+pub(crate) fn bootstrap_command(port: u16, handler: &str, env: &[(String, String)]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sluice-lambda"));
+    c.env_remove("SLUICE_CONFIG")
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env(
             "AWS_LAMBDA_RUNTIME_API",
@@ -99,11 +96,22 @@ pub(crate) fn bootstrap(
         .env("AWS_LAMBDA_FUNCTION_NAME", "_")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
-        .env("SLUICE_CONFIG", config)
         .env("SLUICE_LAMBDA_HANDLER", handler)
-        .env("SLUICE_REPORT_BATCH_ITEM_FAILURES", "true")
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Starts the bootstrap with `config` against the runtime API on `port`.
+pub(crate) fn bootstrap(
+    port: u16,
+    config: &Path,
+    handler: &str,
+    env: &[(String, String)],
+) -> Child {
+    bootstrap_command(port, handler, env)
+        .env("SLUICE_CONFIG", config)
+        .env("SLUICE_REPORT_BATCH_ITEM_FAILURES", "true")
         .spawn()
         .expect("sluice-lambda")
 }

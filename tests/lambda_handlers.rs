@@ -528,6 +528,7 @@ fn handler_names_table() {
         ("AWS_S3_SQS", Ok(HandlerKind::S3Sqs)),
         ("AWS_DYNAMODB", Ok(HandlerKind::DynamodbStream)),
         ("AWS_LAMBDA", Ok(HandlerKind::Lambda)),
+        ("AWS_KINESIS_AUTOSCALE", Ok(HandlerKind::KinesisAutoscale)),
         ("aws_sqs", Err("unknown handler \"aws_sqs\"")),
     ] {
         match (HandlerKind::parse(name), want) {

@@ -21,6 +21,7 @@ mod examples_hop;
 mod http_secrets;
 mod kv_store_dynamodb;
 mod kv_store_items;
+mod lambda_autoscale;
 mod lambda_e2e;
 mod lambda_handlers;
 mod lambda_s3;

@@ -22,6 +22,7 @@ macro_rules! emulator_client {
 }
 pub(crate) use emulator_client;
 
+pub mod cloudwatch;
 pub mod dynamodb;
 pub mod emulator;
 pub mod kinesalite;

@@ -422,18 +422,34 @@ pub fn http_full(
     path: &str,
     body: &[u8],
 ) -> (u16, Vec<String>, Vec<u8>) {
-    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
-    let mut s = TcpStream::connect(host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
     // moto checks no signature, but refuses anonymous reads of private objects: any
     // Authorization header makes the request the account's.
-    write!(
-        s,
-        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n\
-         Authorization: AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/s3/aws4_request, \
-         SignedHeaders=host, Signature=0\r\n\r\n",
+    let auth = "AWS4-HMAC-SHA256 Credential=test/20250101/us-east-1/s3/aws4_request, \
+                SignedHeaders=host, Signature=0";
+    http_request(endpoint, method, path, &[("Authorization", auth)], body)
+}
+
+/// One plain HTTP/1.0 request with `headers` and `body` to `endpoint`: (status, the
+/// response's header lines, body). moto tells the service from the Authorization header's
+/// credential scope.
+pub fn http_request(
+    endpoint: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, Vec<String>, Vec<u8>) {
+    let host = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = TcpStream::connect(host).unwrap_or_else(|e| panic!("connecting to {host}: {e}"));
+    let mut head = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n",
         body.len()
-    )
-    .expect("writing the request");
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).expect("writing the request");
     s.write_all(body).expect("writing the body");
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).expect("reading the response");

@@ -16,8 +16,12 @@
 //! Invocations run one at a time (the pipeline's batches and the ctrl are shared state);
 //! within one, stateless transforms run on `concurrency` workers (the config's
 //! `concurrency`, else the number of CPUs Lambda gives the function).
+//!
+//! One handler runs no pipeline: `AWS_KINESIS_AUTOSCALE` ([`autoscale`]) resizes Kinesis
+//! streams when their CloudWatch alarms fire, and needs no `SLUICE_CONFIG`.
 
 mod api;
+pub mod autoscale;
 mod dynamodb;
 mod firehose;
 pub(crate) mod kinesis;
@@ -73,9 +77,12 @@ pub enum HandlerKind {
     ApiGateway,
     /// `AWS_LAMBDA`: a plain invoke; the event is the message.
     Lambda,
+    /// `AWS_KINESIS_AUTOSCALE`: CloudWatch alarms through SNS resize Kinesis streams
+    /// ([`autoscale`]); no pipeline.
+    KinesisAutoscale,
 }
 
-const KINDS: [(&str, HandlerKind); 10] = [
+const KINDS: [(&str, HandlerKind); 11] = [
     ("AWS_KINESIS_DATA_STREAM", HandlerKind::KinesisDataStream),
     ("AWS_DATA_FIREHOSE", HandlerKind::DataFirehose),
     ("AWS_SQS", HandlerKind::Sqs),
@@ -86,6 +93,7 @@ const KINDS: [(&str, HandlerKind); 10] = [
     ("AWS_DYNAMODB_STREAM", HandlerKind::DynamodbStream),
     ("AWS_API_GATEWAY", HandlerKind::ApiGateway),
     ("AWS_LAMBDA", HandlerKind::Lambda),
+    ("AWS_KINESIS_AUTOSCALE", HandlerKind::KinesisAutoscale),
 ];
 
 impl HandlerKind {
@@ -253,6 +261,12 @@ impl Function {
             HandlerKind::DynamodbStream => dynamodb::handle(self, p).await,
             HandlerKind::ApiGateway => api::handle_gateway(self, p).await,
             HandlerKind::Lambda => api::handle_invoke(self, p).await,
+            // Its bootstrap is autoscale::main, which builds no Function.
+            HandlerKind::KinesisAutoscale => Err(format!(
+                "{} runs no pipeline: it is served by lambda::autoscale, not a Function",
+                self.opts.kind.name()
+            )
+            .into()),
         }
     }
 
@@ -586,17 +600,23 @@ pub fn load(location: &str, mut opts: Options) -> anyhow::Result<(Function, usiz
     ))
 }
 
-/// Reads the environment: `SLUICE_CONFIG`, the handler, the options.
+/// The handler named by `SLUICE_LAMBDA_HANDLER` (or `SUBSTATION_LAMBDA_HANDLER`).
+pub fn handler_from_env() -> anyhow::Result<HandlerKind> {
+    let handler = std::env::var("SLUICE_LAMBDA_HANDLER")
+        .or_else(|_| std::env::var("SUBSTATION_LAMBDA_HANDLER"))
+        .map_err(|_| anyhow!("SLUICE_LAMBDA_HANDLER is not set"))?;
+    HandlerKind::parse(&handler).map_err(|e| anyhow!("SLUICE_LAMBDA_HANDLER: {e}"))
+}
+
+/// Reads the environment of a pipeline handler: `SLUICE_CONFIG`, the handler, the options.
+/// (`AWS_KINESIS_AUTOSCALE` reads its own: [`autoscale::main`].)
 pub fn options_from_env() -> anyhow::Result<(String, Options)> {
     let config = std::env::var("SLUICE_CONFIG")
         .or_else(|_| std::env::var("SUBSTATION_CONFIG"))
         .map_err(|_| {
             anyhow!("SLUICE_CONFIG is not set (a path, s3://bucket/key or https:// URL)")
         })?;
-    let handler = std::env::var("SLUICE_LAMBDA_HANDLER")
-        .or_else(|_| std::env::var("SUBSTATION_LAMBDA_HANDLER"))
-        .map_err(|_| anyhow!("SLUICE_LAMBDA_HANDLER is not set"))?;
-    let kind = HandlerKind::parse(&handler).map_err(|e| anyhow!("SLUICE_LAMBDA_HANDLER: {e}"))?;
+    let kind = handler_from_env()?;
     let mut opts = Options::new(kind);
     if let Ok(v) = std::env::var("SLUICE_REPORT_BATCH_ITEM_FAILURES") {
         opts.report_batch_item_failures = match v.trim() {
@@ -620,10 +640,14 @@ pub fn options_from_env() -> anyhow::Result<(String, Options)> {
     Ok((config, opts))
 }
 
-/// The bootstrap: init (config, pipeline, runtime), then the runtime API loop.
+/// The bootstrap: init (config, pipeline, runtime), then the runtime API loop; or, for
+/// `AWS_KINESIS_AUTOSCALE`, [`autoscale::main`].
 pub fn main() -> ExitCode {
     telemetry::init_logs();
     let started = Instant::now();
+    if handler_from_env().ok() == Some(HandlerKind::KinesisAutoscale) {
+        return autoscale::main(started);
+    }
     let init = options_from_env().and_then(|(config, opts)| {
         let (f, workers) =
             load(&config, opts).with_context(|| format!("SLUICE_CONFIG={config}"))?;

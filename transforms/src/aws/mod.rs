@@ -45,7 +45,9 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use serde::Deserialize;
 use sluice_engine::TransformError;
 // The SDK's shared types; every service crate re-exports the same ones.
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 
 pub mod lambda;
 #[cfg(test)]
@@ -165,30 +167,6 @@ pub fn parse_dynamodb_table(arn: &str) -> Result<(String, Option<String>), Strin
     }
 }
 
-/// The text of a failed AWS call, in one line: the service's error code and message when
-/// it answered with one (`NoSuchBucket (The specified bucket does not exist)`), the HTTP
-/// status when the answer had no code (a `HEAD`), and the chain of causes otherwise (a
-/// timeout, a refused connection). Never a `Debug` dump.
-pub fn describe_error<E>(
-    e: &aws_smithy_runtime_api::client::result::SdkError<E, aws_smithy_runtime_api::http::Response>,
-) -> String
-where
-    E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
-{
-    use aws_smithy_runtime_api::client::result::SdkError;
-    use aws_smithy_types::error::metadata::ProvideErrorMetadata as _;
-    if let Some(code) = e.code() {
-        return match e.message() {
-            Some(m) if !m.is_empty() => format!("{code} ({m})"),
-            _ => code.to_string(),
-        };
-    }
-    if let SdkError::ServiceError(s) = e {
-        return format!("HTTP {}", s.raw().status().as_u16());
-    }
-    aws_smithy_types::error::display::DisplayErrorContext(e).to_string()
-}
-
 /// Which AWS configuration to load: the settings-derived parts. Everything not set here
 /// comes from the SDK's default chains (see the module documentation).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -213,6 +191,26 @@ pub fn https_client() -> SharedHttpClient {
             tls::rustls_provider::CryptoMode::Ring,
         ))
         .build_https()
+}
+
+/// The text of a failed SDK call, for any service: its error code and message when the
+/// service answered with one (`NoSuchBucket (The specified bucket does not exist)`), the HTTP
+/// status when the answer had no code (an S3 `HEAD`), and the whole chain of causes
+/// otherwise (a timeout, a refused connection). One line, never the SDK's debug text.
+pub fn describe_error<E>(e: &SdkError<E, HttpResponse>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    if let Some(code) = e.code() {
+        return match e.message() {
+            Some(m) if !m.is_empty() => format!("{code} ({m})"),
+            _ => code.to_string(),
+        };
+    }
+    if let SdkError::ServiceError(s) = e {
+        return format!("HTTP {}", s.raw().status().as_u16());
+    }
+    DisplayErrorContext(e).to_string()
 }
 
 /// The retry configuration every sluice AWS client uses (see the module documentation).
