@@ -1,0 +1,595 @@
+//! `AWS_KINESIS_AUTOSCALE`: resizes Kinesis data streams when their CloudWatch alarms fire,
+//! as Substation's `autoscale` function does, without a config or a pipeline.
+//!
+//! Each stream has two alarms, `<stream>_upscale` and `<stream>_downscale`, that notify an
+//! SNS topic this function is subscribed to. Their metric is the stream's use of its shards:
+//! the larger of incoming records per second over 1,000 per shard and incoming bytes per
+//! second over 1 MiB per shard, per minute. On an SNS record whose `Message` is an alarm's
+//! change to `ALARM`, the function
+//!
+//! 1. finds the stream in the alarm's metric dimensions (`StreamName`, in the metric-math
+//!    `Trigger.Metrics[].MetricStat.Metric.Dimensions` or a classic alarm's
+//!    `Trigger.Dimensions`) and the direction in the alarm name's suffix (`_upscale`,
+//!    `_downscale`);
+//! 2. reads the stream's tags (below); a tag with a bad value is logged with the stream,
+//!    the tag and the value, and the stream is not scaled;
+//! 3. refuses when the last scaling (`LastScalingEvent`) is too recent, 3 minutes for an
+//!    upscale and 30 for a downscale, by setting the alarm that fired to
+//!    `INSUFFICIENT_DATA` (it fires again if the load persists);
+//! 4. counts the open shards (ListShards) and computes the new count: upscale ×2 below 5
+//!    shards, ×1.75 below 13, ×1.5 below 33, else ×1.25 (rounded down); downscale ÷2,
+//!    ÷1.75, ÷1.5, ÷1.25 on the same steps (rounded up); then `MinimumShards` and
+//!    `MaximumShards`, at least 1, and what UpdateShardCount accepts in one call (at most
+//!    double, at least half the open count, at most 10,000). A limit never turns an
+//!    upscale into a downscale or the reverse: the count is then left as it is;
+//! 5. calls UpdateShardCount (uniform scaling), waits until the stream is no longer
+//!    `UPDATING` (polling every second, until shortly before the invocation's deadline),
+//!    tags the stream `LastScalingEvent` = now (RFC 3339), and rewrites both alarms for the
+//!    new count (PutMetricAlarm), each set to `INSUFFICIENT_DATA`.
+//!
+//! An unchanged count changes nothing, and the alarm stays in `ALARM` (as in Substation):
+//! the next scaling, or an operator, resets it.
+//!
+//! Settings: the environment gives the defaults, a stream's tags override them for that
+//! stream, so that bursty and steady streams share one function.
+//!
+//! | environment | stream tag | default | allowed |
+//! |---|---|---|---|
+//! | `AUTOSCALE_KINESIS_THRESHOLD` | `AutoscaleThreshold` | 0.70 | 0.4 to 0.9 |
+//! | `AUTOSCALE_KINESIS_UPSCALE_DATAPOINTS` | `AutoscaleUpscaleDatapoints` | 5 | 1 to 1440 |
+//! | `AUTOSCALE_KINESIS_DOWNSCALE_DATAPOINTS` | `AutoscaleDownscaleDatapoints` | 60 | 1 to 1440 |
+//! | | `MinimumShards`, `MaximumShards` | none | a whole number; 0 is none |
+//! | | `LastScalingEvent` (written here) | none | RFC 3339 |
+//!
+//! The upscale alarm fires at or above the threshold, the downscale alarm at or below the
+//! threshold − 0.35, each after its datapoints (one a minute, all of them breaching). 1440
+//! is CloudWatch's own bound: an alarm evaluates at most one day of 60-second periods. A bad
+//! environment value fails the init with one log line naming the variable, its value and
+//! what is allowed.
+//!
+//! Every SNS record is handled. The response is a summary, one entry per record:
+//! `{"results":[{"alarm","stream","action","from","to","reason"}]}`, `action` one of
+//! `upscaled`, `downscaled`, `unchanged`, `cooldown`, `skipped`. A record that is not
+//! for this function (another state, no stream, a bad tag) is skipped and logged, not an
+//! error: SNS would only retry it. A failed AWS call is a function error naming the
+//! service, the operation, the stream or alarm and the cause; the records after it are
+//! still handled.
+//!
+//! Where Substation differs: it reads only the first SNS record, acts on any notification
+//! (an `OK` too), takes the direction from anywhere in the alarm name, panics on a
+//! non-numeric environment value and ignores an out-of-range threshold, fails on a bad
+//! tag (so SNS retries it), waits for the stream without a bound, and parses
+//! `MinimumShards`/`MaximumShards` into shadowed variables, so that they never apply.
+
+mod policy;
+#[cfg(test)]
+mod tests;
+
+pub use policy::*;
+
+use std::time::Instant;
+
+use aws_sdk_cloudwatch::types::{ComparisonOperator, StateValue};
+use aws_sdk_kinesis::types::{ScalingType, StreamStatus};
+use chrono::Utc;
+use lambda_runtime::LambdaEvent;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sluice_transforms::aws::{AwsTarget, describe_error};
+use tracing::Instrument;
+
+use super::{Error, HandlerKind, parse_event};
+
+/// What became of one SNS record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// The stream got more shards.
+    Upscaled,
+    /// The stream got fewer shards.
+    Downscaled,
+    /// The new count is the current one.
+    Unchanged,
+    /// The last scaling is too recent; the alarm was reset.
+    Cooldown,
+    /// Nothing to do for this record (see the reason).
+    Skipped,
+}
+
+/// One entry of the response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Outcome {
+    /// The alarm that fired (empty when the message named none).
+    pub alarm: String,
+    /// Its stream, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    /// What was done.
+    pub action: Action,
+    /// The open shards before, when counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<u32>,
+    /// The open shards after, when counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<u32>,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl Outcome {
+    fn skipped(alarm: &str, stream: Option<&str>, reason: impl Into<String>) -> Outcome {
+        Outcome {
+            alarm: alarm.to_string(),
+            stream: stream.map(str::to_string),
+            action: Action::Skipped,
+            from: None,
+            to: None,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A failure that makes the invocation a function error.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaleError {
+    /// An AWS call failed.
+    #[error("{service} {operation} of {target} failed: {cause}")]
+    Aws {
+        /// `Kinesis` or `CloudWatch`.
+        service: &'static str,
+        /// The operation.
+        operation: &'static str,
+        /// `stream NAME` or `alarm NAME`.
+        target: String,
+        /// The cause, in words.
+        cause: String,
+    },
+    /// The stream was still resharding when the invocation had to answer.
+    #[error(
+        "Kinesis stream {stream} was still UPDATING to {to} shards at the invocation's \
+         deadline: its LastScalingEvent tag and alarms were not updated (give the function \
+         a longer timeout)"
+    )]
+    StillUpdating {
+        /// The stream.
+        stream: String,
+        /// The count asked for.
+        to: u32,
+    },
+}
+
+fn kinesis_error<E>(
+    operation: &'static str,
+    stream: &str,
+) -> impl FnOnce(
+    aws_sdk_kinesis::error::SdkError<E, aws_sdk_kinesis::config::http::HttpResponse>,
+) -> ScaleError
+where
+    E: aws_sdk_kinesis::error::ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let target = format!("stream {stream}");
+    move |e| ScaleError::Aws {
+        service: "Kinesis",
+        operation,
+        target,
+        cause: describe_error(&e),
+    }
+}
+
+fn cloudwatch_error<E>(
+    operation: &'static str,
+    alarm: &str,
+) -> impl FnOnce(
+    aws_sdk_cloudwatch::error::SdkError<E, aws_sdk_cloudwatch::config::http::HttpResponse>,
+) -> ScaleError
+where
+    E: aws_sdk_cloudwatch::error::ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let target = format!("alarm {alarm}");
+    move |e| ScaleError::Aws {
+        service: "CloudWatch",
+        operation,
+        target,
+        cause: describe_error(&e),
+    }
+}
+
+/// The SNS event, as much of it as the handler reads.
+#[derive(Debug, Deserialize)]
+struct SnsEvent {
+    #[serde(rename = "Records")]
+    records: Vec<SnsRecord>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SnsRecord {
+    #[serde(rename = "Sns")]
+    sns: SnsMessage,
+}
+
+#[derive(Debug, Deserialize)]
+struct SnsMessage {
+    #[serde(rename = "TopicArn", default)]
+    topic_arn: String,
+    #[serde(rename = "Message", default)]
+    message: String,
+}
+
+/// The function: its SDK clients, made once at init, and the default settings.
+pub struct Autoscaler {
+    kinesis: aws_sdk_kinesis::Client,
+    cloudwatch: aws_sdk_cloudwatch::Client,
+    defaults: Settings,
+}
+
+impl Autoscaler {
+    /// An autoscaler over these clients, with `defaults` for streams without tags.
+    pub fn new(
+        kinesis: aws_sdk_kinesis::Client,
+        cloudwatch: aws_sdk_cloudwatch::Client,
+        defaults: Settings,
+    ) -> Autoscaler {
+        Autoscaler {
+            kinesis,
+            cloudwatch,
+            defaults,
+        }
+    }
+
+    /// Handles one invocation, inside its deadline: every SNS record, then the summary, or
+    /// a function error when an AWS call failed.
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Error> {
+        let span = tracing::info_span!("invocation", request_id = %event.context.request_id);
+        let work = async {
+            let r = self.handle_payload(event.payload).await;
+            if let Err(e) = &r {
+                tracing::error!(error = %e, "invocation failed");
+            }
+            r
+        };
+        match super::deadline_instant(event.context.deadline) {
+            Some(d) => {
+                sluice_engine::invocation::with_deadline(d, work)
+                    .instrument(span)
+                    .await
+            }
+            None => work.instrument(span).await,
+        }
+    }
+
+    async fn handle_payload(&self, payload: Value) -> Result<Value, Error> {
+        let event: SnsEvent = parse_event(HandlerKind::KinesisAutoscale, payload)?;
+        let total = event.records.len();
+        let mut results = Vec::with_capacity(total);
+        let mut failures: Vec<ScaleError> = Vec::new();
+        for r in event.records {
+            match self.record(&r.sns.topic_arn, &r.sns.message).await {
+                Ok(o) => results.push(o),
+                Err(e) => {
+                    // The invocation's error names the first; the others are logged here.
+                    if total > 1 {
+                        tracing::error!(error = %e, "an alarm could not be handled");
+                    }
+                    failures.push(e);
+                }
+            }
+        }
+        tracing::info!(records = total, failed = failures.len(), "invocation done");
+        match failures.first() {
+            None => Ok(serde_json::json!({ "results": results })),
+            Some(first) if total == 1 => Err(first.to_string().into()),
+            Some(first) => Err(format!(
+                "{} of {total} alarms could not be handled (first: {first})",
+                failures.len()
+            )
+            .into()),
+        }
+    }
+
+    /// Handles the alarm notification `message` that came through topic `topic`.
+    async fn record(&self, topic: &str, message: &str) -> Result<Outcome, ScaleError> {
+        let n = match parse_notification(message) {
+            Ok(n) => n,
+            Err(why) => {
+                tracing::warn!(reason = %why, "skipped");
+                return Ok(Outcome::skipped("", None, why));
+            }
+        };
+        let (direction, stream) = match trigger(&n) {
+            Ok(t) => t,
+            Err(why) => {
+                tracing::info!(alarm = %n.alarm, reason = %why, "skipped");
+                return Ok(Outcome::skipped(&n.alarm, n.stream.as_deref(), why));
+            }
+        };
+        if topic.is_empty() {
+            let why = "the SNS record has no TopicArn for the rewritten alarms to notify";
+            tracing::error!(alarm = %n.alarm, stream, reason = why, "skipped");
+            return Ok(Outcome::skipped(&n.alarm, Some(stream), why));
+        }
+        tracing::info!(alarm = %n.alarm, stream, direction = direction.word(), "alarm");
+        let tags = self.tags(stream).await?;
+        let tags = match StreamTags::parse(self.defaults, &tags) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(
+                    alarm = %n.alarm,
+                    stream,
+                    tag = %e.name,
+                    value = %e.value,
+                    "a tag of the stream has a bad value: the stream is not scaled ({e})"
+                );
+                return Ok(Outcome::skipped(&n.alarm, Some(stream), format!("tag {e}")));
+            }
+        };
+        let outcome = |action, from, to, reason: String| Outcome {
+            alarm: n.alarm.clone(),
+            stream: Some(stream.to_string()),
+            action,
+            from,
+            to,
+            reason,
+        };
+        if let Some(left) = cooldown_left(direction, tags.last_scaling_event, Utc::now()) {
+            let last = tags
+                .last_scaling_event
+                .map(|t| t.to_rfc3339())
+                .unwrap_or_default();
+            let reason = format!(
+                "Last scaling event is too recent ({last}): a {} waits {} minutes after it, \
+                 {}s left",
+                direction.word(),
+                direction.cooldown().as_secs() / 60,
+                left.as_secs()
+            );
+            self.set_insufficient_data(&n.alarm, &reason).await?;
+            tracing::info!(alarm = %n.alarm, stream, reason = %reason, "cooldown");
+            return Ok(outcome(Action::Cooldown, None, None, reason));
+        }
+        let from = self.open_shards(stream).await?;
+        if from == 0 {
+            let why = "the stream has no open shards";
+            tracing::warn!(alarm = %n.alarm, stream, reason = why, "skipped");
+            return Ok(Outcome::skipped(&n.alarm, Some(stream), why));
+        }
+        let target = target_count(from, direction, tags.minimum, tags.maximum);
+        let to = target.to;
+        if to == from {
+            let reason = target.limited_by.unwrap_or_else(|| {
+                format!("a {} of {from} shards leaves {from}", direction.word())
+            });
+            tracing::info!(alarm = %n.alarm, stream, shards = from, reason = %reason, "unchanged");
+            return Ok(outcome(Action::Unchanged, Some(from), Some(to), reason));
+        }
+        self.reshard(stream, to).await?;
+        self.kinesis
+            .add_tags_to_stream()
+            .stream_name(stream)
+            .tags(LAST_SCALING_EVENT_TAG, Utc::now().to_rfc3339())
+            .send()
+            .await
+            .map_err(kinesis_error("AddTagsToStream", stream))?;
+        self.rewrite_alarms(stream, topic, to, &tags.settings)
+            .await?;
+        let action = if to > from {
+            Action::Upscaled
+        } else {
+            Action::Downscaled
+        };
+        let reason = match target.limited_by {
+            Some(why) => format!("{} alarm; {why}", direction.word()),
+            None => format!("{} alarm", direction.word()),
+        };
+        tracing::info!(alarm = %n.alarm, stream, from, to, reason = %reason, "scaled");
+        Ok(outcome(action, Some(from), Some(to), reason))
+    }
+
+    /// The stream's tags (key, value), every page.
+    async fn tags(&self, stream: &str) -> Result<Vec<(String, String)>, ScaleError> {
+        let mut out = Vec::new();
+        let mut start: Option<String> = None;
+        loop {
+            let page = self
+                .kinesis
+                .list_tags_for_stream()
+                .stream_name(stream)
+                .set_exclusive_start_tag_key(start.take())
+                .send()
+                .await
+                .map_err(kinesis_error("ListTagsForStream", stream))?;
+            out.extend(page.tags().iter().map(|t| {
+                (
+                    t.key().to_string(),
+                    t.value().unwrap_or_default().to_string(),
+                )
+            }));
+            match page.tags().last() {
+                Some(last) if page.has_more_tags() => start = Some(last.key().to_string()),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// The stream's open shards (those without an ending sequence number), every page.
+    async fn open_shards(&self, stream: &str) -> Result<u32, ScaleError> {
+        let mut open = 0;
+        let mut token: Option<String> = None;
+        loop {
+            // A page after the first is named by its token alone.
+            let req = match token.take() {
+                Some(t) => self.kinesis.list_shards().next_token(t),
+                None => self.kinesis.list_shards().stream_name(stream),
+            };
+            let page = req
+                .send()
+                .await
+                .map_err(kinesis_error("ListShards", stream))?;
+            open += page
+                .shards()
+                .iter()
+                .filter(|s| {
+                    s.sequence_number_range()
+                        .and_then(|r| r.ending_sequence_number())
+                        .is_none()
+                })
+                .count() as u32;
+            match page.next_token() {
+                Some(t) if !t.is_empty() => token = Some(t.to_string()),
+                _ => return Ok(open),
+            }
+        }
+    }
+
+    /// Asks for `to` shards and waits until the stream is no longer updating, until shortly
+    /// before the invocation's deadline.
+    async fn reshard(&self, stream: &str, to: u32) -> Result<(), ScaleError> {
+        self.kinesis
+            .update_shard_count()
+            .stream_name(stream)
+            .target_shard_count(to as i32)
+            .scaling_type(ScalingType::UniformScaling)
+            .send()
+            .await
+            .map_err(kinesis_error("UpdateShardCount", stream))?;
+        let give_up = sluice_engine::invocation::deadline()
+            .map(|d| d.checked_sub(DEADLINE_MARGIN).unwrap_or(d))
+            .unwrap_or_else(|| Instant::now() + MAX_WAIT);
+        loop {
+            let summary = self
+                .kinesis
+                .describe_stream_summary()
+                .stream_name(stream)
+                .send()
+                .await
+                .map_err(kinesis_error("DescribeStreamSummary", stream))?;
+            let status = summary
+                .stream_description_summary()
+                .map(|s| s.stream_status().clone());
+            if status != Some(StreamStatus::Updating) {
+                return Ok(());
+            }
+            if Instant::now() + POLL > give_up {
+                return Err(ScaleError::StillUpdating {
+                    stream: stream.to_string(),
+                    to,
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Writes `<stream>_upscale` and `<stream>_downscale` for `shards` shards, each reset to
+    /// `INSUFFICIENT_DATA`.
+    async fn rewrite_alarms(
+        &self,
+        stream: &str,
+        topic: &str,
+        shards: u32,
+        s: &Settings,
+    ) -> Result<(), ScaleError> {
+        let queries = metric_queries(stream, shards);
+        let alarms = [
+            (
+                format!("{stream}_downscale"),
+                ComparisonOperator::LessThanOrEqualToThreshold,
+                s.downscale_threshold(),
+                s.downscale_datapoints,
+            ),
+            (
+                format!("{stream}_upscale"),
+                ComparisonOperator::GreaterThanOrEqualToThreshold,
+                s.threshold,
+                s.upscale_datapoints,
+            ),
+        ];
+        for (name, comparison, threshold, datapoints) in alarms {
+            self.cloudwatch
+                .put_metric_alarm()
+                .alarm_name(&name)
+                .alarm_description(stream)
+                .actions_enabled(true)
+                .alarm_actions(topic)
+                .evaluation_periods(datapoints as i32)
+                .datapoints_to_alarm(datapoints as i32)
+                .threshold(threshold)
+                .comparison_operator(comparison)
+                .treat_missing_data("ignore")
+                .set_metrics(Some(queries.clone()))
+                .send()
+                .await
+                .map_err(cloudwatch_error("PutMetricAlarm", &name))?;
+            self.set_insufficient_data(&name, "Threshold updated")
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn set_insufficient_data(&self, alarm: &str, reason: &str) -> Result<(), ScaleError> {
+        self.cloudwatch
+            .set_alarm_state()
+            .alarm_name(alarm)
+            .state_value(StateValue::InsufficientData)
+            .state_reason(reason)
+            .send()
+            .await
+            .map_err(cloudwatch_error("SetAlarmState", alarm))?;
+        Ok(())
+    }
+}
+
+/// The bootstrap of `AWS_KINESIS_AUTOSCALE`: the settings from the environment, the SDK
+/// clients, then the runtime API loop. `started` is when the process started.
+pub fn main(started: Instant) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let defaults = match settings_from(|k| std::env::var(k).ok()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "init failed: no tokio runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    let conf = runtime.block_on(sluice_transforms::aws::load(&AwsTarget::default()));
+    if conf.region().is_none() {
+        tracing::error!(
+            error = "no AWS region: set AWS_REGION (Lambda sets it)",
+            "init failed"
+        );
+        return ExitCode::FAILURE;
+    }
+    let scaler = std::sync::Arc::new(Autoscaler::new(
+        aws_sdk_kinesis::Client::new(&conf),
+        aws_sdk_cloudwatch::Client::new(&conf),
+        defaults,
+    ));
+    tracing::info!(
+        handler = HandlerKind::KinesisAutoscale.name(),
+        threshold = defaults.threshold,
+        upscale_datapoints = defaults.upscale_datapoints,
+        downscale_datapoints = defaults.downscale_datapoints,
+        init_ms = started.elapsed().as_secs_f64() * 1e3,
+        "init done"
+    );
+    let r = runtime.block_on(lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: LambdaEvent<Value>| {
+            let s = scaler.clone();
+            async move { s.handle(event).await }
+        },
+    )));
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "the runtime loop ended");
+            ExitCode::FAILURE
+        }
+    }
+}
