@@ -1,7 +1,8 @@
 //! The Lambda handlers' event decoding: any JSON, as the event of any handler (chosen by the
 //! first byte), goes through the handler with an empty pipeline and is answered or refused
 //! without a panic; for the S3 handlers, whose objects would have to be read from S3, the
-//! notification parsers take the JSON text instead.
+//! notification parsers take the JSON text instead, as does the Kinesis autoscaler's reading
+//! of an alarm notification.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -38,6 +39,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let _ = fuzzing::s3_notifications(text);
+    if let Ok(n) = fuzzing::alarm_notification(text) {
+        let _ = fuzzing::alarm_trigger(&n);
+    }
     let Ok(payload) = serde_json::from_str::<serde_json::Value>(text) else {
         return;
     };

@@ -32,9 +32,13 @@ mod sqs;
 pub mod telemetry;
 
 /// Entry points for the fuzz targets (`fuzz/`): the S3 notification parsers, which the
-/// handlers reach only after a notification names an object to read.
+/// handlers reach only after a notification names an object to read, and the autoscaler's
+/// reading of a CloudWatch alarm notification (its handler needs AWS clients).
 #[doc(hidden)]
 pub mod fuzzing {
+    pub use super::autoscale::{
+        parse_notification as alarm_notification, trigger as alarm_trigger,
+    };
     pub use super::s3::notification_counts as s3_notifications;
 }
 
