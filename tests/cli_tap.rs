@@ -81,6 +81,25 @@ impl Tap {
         got
     }
 
+    /// Lines up to and including `last`, failing after `within`.
+    fn lines_until_line(&mut self, last: &str, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        let mut got = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    let done = l == last;
+                    got.push(l);
+                    if done {
+                        return got;
+                    }
+                }
+                Err(_) => self.fail(&format!("no {last:?} within {within:?}: {got:?}")),
+            }
+        }
+    }
+
     /// Sends SIGINT and waits for the exit: its code, the lines written after, stderr.
     fn interrupt(mut self) -> (Option<i32>, Vec<String>, String) {
         // SAFETY: kill(2) with our child's pid and a valid signal number.
@@ -334,6 +353,59 @@ fn tap_runs_a_config_with_the_handlers_metadata_and_flushes_at_ctrl_c() {
         .map(|l| serde_json::from_str(l).expect("JSON"))
         .collect();
     assert_eq!(rest, [json!([first[0], first[1], third])], "{stderr}");
+}
+
+#[test]
+fn tap_from_latest_skips_what_was_there_and_from_a_time_starts_there() {
+    let endpoint = moto::endpoint();
+    let stream = unique_table("tapfrom");
+    let rt = runtime();
+    let from = rt.block_on(async {
+        moto::create_stream(&endpoint, &stream, 1).await;
+        put(&endpoint, &stream, "a", b"old-1").await;
+        put(&endpoint, &stream, "a", b"old-2").await;
+        // moto keeps arrival times in seconds with a fraction; leave a clear gap.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let from = chrono::Utc::now();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        put(&endpoint, &stream, "a", b"new-1").await;
+        put(&endpoint, &stream, "a", b"new-2").await;
+        from
+    });
+    // From a time: what arrived after it, in order.
+    let at = from.to_rfc3339();
+    let mut tap = Tap::start(&endpoint, &["--stream", &stream, "--from", &at]);
+    assert_eq!(tap.lines(2, Duration::from_secs(30)), ["new-1", "new-2"]);
+    let (code, rest, stderr) = tap.interrupt();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(rest.is_empty(), "{rest:?}");
+    // The same as seconds since the epoch.
+    let secs = format!("{:.3}", from.timestamp_millis() as f64 / 1000.0);
+    let mut tap = Tap::start(&endpoint, &["--stream", &stream, "--from", &secs]);
+    assert_eq!(tap.lines(2, Duration::from_secs(30)), ["new-1", "new-2"]);
+    drop(tap);
+
+    // From latest (the default): nothing already in the stream, only what comes. Tap is
+    // ready once it has its iterator, which the test cannot see: it writes until a record
+    // comes out, then checks that none of what was there before did.
+    let mut tap = Tap::start(&endpoint, &["--stream", &stream]);
+    let mut n = 0;
+    let first = loop {
+        n += 1;
+        assert!(n < 60, "nothing came out of tap --from latest");
+        rt.block_on(put(&endpoint, &stream, "a", format!("live-{n}").as_bytes()));
+        if let Ok(line) = tap.lines.recv_timeout(Duration::from_millis(500)) {
+            break line;
+        }
+    };
+    assert!(first.starts_with("live-"), "{first}");
+    rt.block_on(put(&endpoint, &stream, "a", b"last"));
+    let got = tap.lines_until_line("last", Duration::from_secs(15));
+    for line in &got {
+        assert!(line.starts_with("live-") || line == "last", "{got:?}");
+    }
+    let (code, _, stderr) = tap.interrupt();
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 #[test]
