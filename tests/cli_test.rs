@@ -477,3 +477,6 @@ fn a_config_that_calls_aws_is_skipped_when_aws_is_not_configured() {
     assert!(!out.status.success(), "{stdout}");
     assert!(stdout.contains("--- FAIL: sends"), "{stdout}");
 }
+
+/// The report forms (`--format json`, `--junit`) and the capture of `send_stdout`.
+mod reports;

@@ -1,7 +1,9 @@
 //! What the transforms of one pipeline share, handed to every constructor by
 //! [`crate::Build`] instead of kept in process globals: where relative state files go, the
 //! instances shared by configuration (kv stores), the telemetry the transforms report to,
-//! and the clock.
+//! the clock, and where `send_stdout` writes (the process's standard output unless the
+//! adapter says otherwise: `sluice test` captures it per test, so a config's output does not
+//! land in the middle of the test report).
 //!
 //! An adapter makes one context per pipeline it builds (`sluice run`, the Lambda function)
 //! or per test case (`sluice test`, so that no two tests share a lock), and reads the
@@ -10,6 +12,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -52,18 +55,24 @@ impl Clock for FixedClock {
 
 type Instances = HashMap<String, Arc<dyn Any + Send + Sync>>;
 
+/// A writer standing in for standard output ([`Context::with_stdout`]). An
+/// `Arc<Mutex<Vec<u8>>>` coerces to it, and the caller keeps its own handle to read it.
+pub type OutputSink = Arc<Mutex<dyn Write + Send>>;
+
 /// What the transforms of one pipeline share; see the module documentation.
 pub struct Context {
     state_dir: Option<PathBuf>,
     shared: Mutex<Instances>,
     telemetry: Arc<Telemetry>,
     clock: Arc<dyn Clock>,
+    stdout: Option<OutputSink>,
 }
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
             .field("state_dir", &self.state_dir)
+            .field("stdout_captured", &self.stdout.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -75,6 +84,7 @@ impl Default for Context {
             shared: Mutex::default(),
             telemetry: Arc::default(),
             clock: Arc::new(SystemClock),
+            stdout: None,
         }
     }
 }
@@ -89,10 +99,21 @@ impl Context {
     /// A context whose relative state files resolve against `dir` (`sluice test` gives each
     /// test case a temporary one).
     pub fn in_dir(dir: impl Into<PathBuf>) -> Arc<Context> {
-        Arc::new(Context {
-            state_dir: Some(dir.into()),
-            ..Context::default()
-        })
+        Arc::new(Context::default().with_state_dir(dir))
+    }
+
+    /// The same context with relative state files resolving against `dir` (before it is
+    /// shared).
+    pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Context {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// The same context with `send_stdout` writing to `sink` instead of the process's
+    /// standard output (before it is shared).
+    pub fn with_stdout(mut self, sink: OutputSink) -> Context {
+        self.stdout = Some(sink);
+        self
     }
 
     /// The same context with `clock` (before it is shared).
@@ -139,6 +160,11 @@ impl Context {
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
+
+    /// Where `send_stdout` writes when it is not the process's standard output.
+    pub fn stdout(&self) -> Option<&OutputSink> {
+        self.stdout.as_ref()
+    }
 }
 
 #[cfg(test)]
@@ -172,6 +198,22 @@ mod tests {
         let ctx = Context::in_dir("/tmp/x");
         assert_eq!(ctx.resolve("a.db"), PathBuf::from("/tmp/x/a.db"));
         assert_eq!(ctx.resolve("/abs/a.db"), PathBuf::from("/abs/a.db"));
+    }
+
+    #[test]
+    fn an_output_sink_is_kept_and_written_through() {
+        assert!(
+            Context::new().stdout().is_none(),
+            "standard output by default"
+        );
+        let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let ctx = Context::default()
+            .with_state_dir("/tmp/x")
+            .with_stdout(buf.clone());
+        let sink = ctx.stdout().expect("the sink");
+        sink.lock().unwrap().write_all(b"line\n").unwrap();
+        assert_eq!(&buf.lock().unwrap()[..], b"line\n");
+        assert_eq!(ctx.resolve("a.db"), PathBuf::from("/tmp/x/a.db"));
     }
 
     #[test]

@@ -7,11 +7,17 @@
 //! library. Unlike Substation, a batch is written with one locked write, so batches of
 //! concurrent pipelines never interleave line by line, and `batch.duration` is a real
 //! maximum age (see [`super::batcher`]).
+//!
+//! "Standard output" is the process's unless the build context names a writer in its place
+//! ([`sluice_engine::Context::with_stdout`]): `sluice test` captures each test's output that
+//! way and shows it under the test in its report.
 
 use std::io::Write;
 #[cfg(test)]
 use std::sync::Arc;
 use std::sync::Mutex;
+
+use sluice_engine::context::OutputSink;
 
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
@@ -34,8 +40,8 @@ pub(crate) struct Settings {
 /// Where the lines go.
 enum Sink {
     Stdout,
-    #[cfg(test)]
-    Memory(Arc<Mutex<Vec<u8>>>),
+    /// The writer the build context gave in place of standard output.
+    Writer(OutputSink),
 }
 
 /// Standard output as a destination.
@@ -56,13 +62,18 @@ impl Stdout {
         }
     }
 
+    /// `sink` standing in for standard output.
+    pub(crate) fn writer(sink: OutputSink) -> Self {
+        Stdout {
+            sink: Sink::Writer(sink),
+            scratch: Mutex::new(Vec::new()),
+        }
+    }
+
     /// A buffer standing in for standard output (tests).
     #[cfg(test)]
     pub(crate) fn memory(buf: Arc<Mutex<Vec<u8>>>) -> Self {
-        Stdout {
-            sink: Sink::Memory(buf),
-            scratch: Mutex::new(Vec::new()),
-        }
+        Stdout::writer(buf)
     }
 }
 
@@ -89,8 +100,12 @@ impl Destination for Stdout {
                     .and_then(|_| out.flush())
                     .map_err(|e| TransformError::external("writing to standard output", e))?;
             }
-            #[cfg(test)]
-            Sink::Memory(m) => m.lock().expect("test buffer").extend_from_slice(&buf),
+            Sink::Writer(w) => {
+                let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
+                w.write_all(&buf[..])
+                    .and_then(|_| w.flush())
+                    .map_err(|e| TransformError::external("writing to the output sink", e))?;
+            }
         }
         Ok(())
     }
@@ -111,7 +126,10 @@ impl Sender<Stdout> {
                 object: s.object,
             },
             Caps::NONE,
-            Stdout::new(),
+            match b.context().stdout() {
+                Some(sink) => Stdout::writer(sink.clone()),
+                None => Stdout::new(),
+            },
         )
     }
 }
@@ -191,6 +209,25 @@ mod tests {
         assert!(buf.lock().unwrap().is_empty());
         testing::block_on(s.transform(Message::ctrl(), &mut Vec::new())).unwrap();
         assert_eq!(&buf.lock().unwrap()[..], b"a\n");
+    }
+
+    /// A writer on the build context takes standard output's place: `sluice test` relies
+    /// on this to keep a config's output out of its report.
+    #[test]
+    fn the_build_context_can_name_the_output() {
+        let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let ctx = Arc::new(sluice_engine::Context::default().with_stdout(buf.clone()));
+        let built = registry()
+            .build_pipeline_in(&ctx, &json!([{"type": "send_stdout"}]), "transforms")
+            .unwrap();
+        let out = testing::block_on(
+            built
+                .value
+                .apply(vec![Message::new(&b"captured"[..]), Message::ctrl()]),
+        )
+        .unwrap();
+        assert_eq!(out.len(), 2, "data and ctrl pass through");
+        assert_eq!(&buf.lock().unwrap()[..], b"captured\n");
     }
 
     #[test]
