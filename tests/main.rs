@@ -25,6 +25,7 @@ mod lambda_autoscale;
 mod lambda_e2e;
 mod lambda_handlers;
 mod lambda_s3;
+mod lambda_template;
 mod library_registry;
 mod send_aws_dynamodb;
 mod send_aws_eventbridge;
