@@ -389,3 +389,40 @@ condition: {"settings":{"object":{"source_key":"a"},"value":"ok"},"type":"string
         out.stderr
     );
 }
+
+#[test]
+fn metric_lines_stay_with_their_test_too() {
+    let d = Dir::new();
+    d.write(
+        "metrics.jsonnet",
+        r#"local sub = std.extVar('sub');
+local emf = { type: 'aws_cloudwatch_embedded_metrics' };
+{
+  tests: [{
+    name: 'counts',
+    transforms: [sub.tf.test.message({ value: { a: 1 } })],
+    condition: sub.cnd.num.eq({ obj: { src: 'a' }, value: 1 }),
+  }],
+  transforms: [
+    sub.tf.util.metric.count({ metric: { name: 'MessagesIn', attributes: { Pipeline: 't' }, destination: emf } }),
+  ],
+}
+"#,
+    );
+    let out = d.sluice(&["test", "metrics.jsonnet"], "");
+    out.assert_clean_success();
+    assert_eq!(
+        report(out.stdout_str()),
+        ["ok\tmetrics.jsonnet\tTIME", "1 passed, 0 failed"]
+    );
+    // With -v the EMF line shows under its test.
+    let out = d.sluice(&["test", "-v", "metrics.jsonnet"], "");
+    out.assert_clean_success();
+    let lines = report(out.stdout_str());
+    assert_eq!(lines[0], "--- PASS: counts (1 outputs)", "{lines:?}");
+    assert!(
+        lines[1].starts_with("    {\"_aws\":") && lines[1].contains("\"MessagesIn\":1"),
+        "{lines:?}"
+    );
+    assert_eq!(lines.len(), 4, "{lines:?}");
+}

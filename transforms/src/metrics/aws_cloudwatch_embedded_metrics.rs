@@ -74,7 +74,12 @@ impl CloudWatchEmf {
             }
             Some(n) => n,
         };
-        let output = output_for(&namespace);
+        // The build context's output (what `sluice test` gives each test) stands in for
+        // standard output, as for `send_stdout`.
+        let output = match b.context().stdout() {
+            Some(sink) => EmfOutput::Writer(sink.clone()),
+            None => output_for(&namespace),
+        };
         Ok(CloudWatchEmf { namespace, output })
     }
 

@@ -160,13 +160,26 @@ pub fn now_ms() -> i64 {
 }
 
 /// Where EMF lines go.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub enum EmfOutput {
     /// Standard output: in Lambda, CloudWatch Logs reads it and extracts the metrics.
     #[default]
     Stdout,
     /// A list of lines (tests).
     Buffer(Arc<Mutex<Vec<String>>>),
+    /// The output the build context names instead of standard output (`sluice test`
+    /// keeps each test's output with it).
+    Writer(sluice_engine::context::OutputSink),
+}
+
+impl std::fmt::Debug for EmfOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EmfOutput::Stdout => "Stdout",
+            EmfOutput::Buffer(_) => "Buffer",
+            EmfOutput::Writer(_) => "Writer",
+        })
+    }
 }
 
 impl EmfOutput {
@@ -187,6 +200,11 @@ impl EmfOutput {
                     .unwrap_or_else(|p| p.into_inner())
                     .push(line.to_string());
                 Ok(())
+            }
+            EmfOutput::Writer(w) => {
+                let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
+                w.write_all(line.as_bytes())?;
+                w.write_all(b"\n")
             }
         }
     }
