@@ -14,7 +14,9 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::common::{Dir, cloudwatch, dynamodb, moto, runtime};
-use crate::lambda_e2e::{Proc, bootstrap_command, free_port, invoke, runtime_api, try_invoke};
+use crate::lambda_e2e::{
+    Proc, bootstrap_command, free_port, function_error, invoke, runtime_api, try_invoke,
+};
 
 const TOPIC: &str = "arn:aws:sns:us-east-1:123456789012:sluice-autoscale";
 
@@ -384,6 +386,7 @@ fn maximum_shards_caps_an_upscale_and_a_failed_call_names_the_stream() {
     );
     let err = try_invoke(f.port, &event, &mut f.proc).unwrap_err();
     assert!(err.contains("CloudWatch SetAlarmState"), "{err}");
+    assert_eq!(function_error(&err).0, "AwsCallFailed", "{err}");
 
     // A stream that does not exist: a function error naming the call, the stream and why.
     let gone = dynamodb::unique_table("autoscale-gone");
@@ -404,6 +407,7 @@ fn maximum_shards_caps_an_upscale_and_a_failed_call_names_the_stream() {
         moto::ACCOUNT
     );
     assert!(printed.contains(&want), "{err}");
+    assert_eq!(function_error(&err).0, "AwsCallFailed", "{err}");
     let logs = f.logs();
     let errors: Vec<String> = logs
         .lines()

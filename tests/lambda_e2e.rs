@@ -173,7 +173,66 @@ pub(crate) fn try_invoke(port: u16, event: &Path, function: &mut Proc) -> Result
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout))))
 }
 
-fn kinesis_event(ids: &[&str]) -> Value {
+/// What `cargo lambda invoke` printed for a function error (what [`try_invoke`] answers),
+/// as `(errorType, errorMessage)`. It prints `Error: <errorType>`, a blank line, then the
+/// message after `×`, wrapped to its width with `│` continuation lines, then a blank line.
+/// The message is unwrapped by joining the lines with a space (it wraps at spaces).
+pub(crate) fn function_error(printed: &str) -> (String, String) {
+    let mut lines = printed.lines();
+    let error_type = lines
+        .find_map(|l| l.strip_prefix("Error: "))
+        .unwrap_or_else(|| panic!("no `Error: <errorType>` line: {printed}"))
+        .trim()
+        .to_string();
+    let mut message = Vec::new();
+    for l in lines.skip_while(|l| !l.trim_start().starts_with('×')) {
+        let l = l.trim();
+        if l.is_empty() {
+            break;
+        }
+        message.push(l.trim_start_matches(['×', '│']).trim());
+    }
+    (error_type, message.join(" "))
+}
+
+/// POSTs `body` to the emulator's Invoke endpoint (`/2015-03-31/functions/_/invocations`)
+/// on `port`, as `cargo lambda invoke` does, and answers the HTTP status and the body as
+/// the runtime API got it from the function: for a function error, the emulator answers
+/// 500 with the function's `{"errorType", "errorMessage"}` exactly.
+pub(crate) fn invoke_raw(port: u16, body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("the runtime API");
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let head = format!(
+        "POST /2015-03-31/functions/_/invocations HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)
+        .expect("an answer from the runtime API within 60 s");
+    let (head, body) = resp
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("not an HTTP response: {resp:?}"));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status: {head}"));
+    assert!(
+        !head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "a chunked answer is not read here: {head}"
+    );
+    (status, body.to_string())
+}
+
+/// A Kinesis event of one record per id (data `{"id": id, "n": i}`, sequence number
+/// `1000 + i`).
+pub(crate) fn kinesis_event(ids: &[&str]) -> Value {
     use base64::Engine;
     let records: Vec<Value> = ids
         .iter()

@@ -23,6 +23,7 @@ mod kv_store_dynamodb;
 mod kv_store_items;
 mod lambda_autoscale;
 mod lambda_e2e;
+mod lambda_errors;
 mod lambda_handlers;
 mod lambda_s3;
 mod lambda_template;

@@ -15,7 +15,7 @@ use aws_lambda_events::event::apigw::ApiGatewayProxyRequest;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::{Error, Feed, Function, HandlerKind, message};
+use super::{Feed, Function, HandlerError, HandlerKind, message};
 
 /// What a synchronous request produced: outputs, or an HTTP status and a reason.
 async fn answer(f: &Function, data: Vec<u8>, meta: &Value) -> Result<Vec<Value>, (u16, String)> {
@@ -41,7 +41,7 @@ async fn answer(f: &Function, data: Vec<u8>, meta: &Value) -> Result<Vec<Value>,
         .collect()
 }
 
-pub(crate) async fn handle_gateway(f: &Function, payload: Value) -> Result<Value, Error> {
+pub(crate) async fn handle_gateway(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     let reply = |status: u16, body: Value| {
         json!({
             "statusCode": status,
@@ -95,7 +95,7 @@ pub(crate) async fn handle_gateway(f: &Function, payload: Value) -> Result<Value
     })
 }
 
-pub(crate) async fn handle_invoke(f: &Function, payload: Value) -> Result<Value, Error> {
+pub(crate) async fn handle_invoke(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     let data = serde_json::to_vec(&payload).unwrap_or_default();
     Ok(match answer(f, data, &Value::Null).await {
         Ok(outs) => Value::Array(outs),

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sluice_engine::Message;
 
-use super::{Error, Feed, Function, HandlerKind, message, parse_event};
+use super::{Feed, Function, HandlerError, HandlerKind, message, parse_event};
 
 /// The event with each record left as JSON: a record is read on its own, so one that is
 /// malformed (an attribute value of an unknown type, an unknown `eventName`) fails alone.
@@ -26,7 +26,7 @@ struct Event {
     records: Vec<Value>,
 }
 
-pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
+pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     let event: Event = parse_event(HandlerKind::DynamodbStream, payload)?;
     let mut ids = Vec::with_capacity(event.records.len());
     let mut records = Vec::with_capacity(event.records.len());
@@ -37,7 +37,9 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
         let seq = raw
             .pointer("/dynamodb/SequenceNumber")
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("the event's record {i} has no SequenceNumber"))?
+            .ok_or_else(|| {
+                HandlerError::InvalidEvent(format!("the event's record {i} has no SequenceNumber"))
+            })?
             .to_string();
         let record = record_messages(raw, &seq, now);
         if let Err(why) = &record {

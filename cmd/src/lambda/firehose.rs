@@ -20,7 +20,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Delivery, Error, Feed, Function, HandlerKind, message, parse_event};
+use super::{Delivery, Feed, Function, HandlerError, HandlerKind, message, parse_event};
 
 /// A Firehose transformation event, as much of it as the handler reads. Its own type rather
 /// than aws_lambda_events': a record whose data is not base64 must fail alone, not make the
@@ -45,7 +45,7 @@ struct FirehoseRecord {
 /// Lambda's synchronous response limit.
 pub const RESPONSE_LIMIT: usize = 6 * 1024 * 1024;
 
-pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
+pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     handle_with_limit(f, payload, RESPONSE_LIMIT).await
 }
 
@@ -53,14 +53,14 @@ pub(crate) async fn handle_with_limit(
     f: &Function,
     payload: Value,
     limit: usize,
-) -> Result<Value, Error> {
+) -> Result<Value, HandlerError> {
     let event: FirehoseEvent = parse_event(HandlerKind::DataFirehose, payload)?;
     let mut ids = Vec::with_capacity(event.records.len());
     let mut records = Vec::with_capacity(event.records.len());
     for (i, r) in event.records.into_iter().enumerate() {
-        let id = r
-            .record_id
-            .ok_or_else(|| format!("the event's record {i} has no recordId"))?;
+        let id = r.record_id.ok_or_else(|| {
+            HandlerError::InvalidEvent(format!("the event's record {i} has no recordId"))
+        })?;
         match r.data {
             Ok(data) => {
                 let arrival = r

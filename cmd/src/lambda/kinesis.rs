@@ -16,7 +16,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Error, Feed, Function, HandlerKind, kpl, message, parse_event};
+use super::{Feed, Function, HandlerError, HandlerKind, kpl, message, parse_event};
 
 /// A Kinesis event, as much of it as the handler reads. Its own type rather than
 /// aws_lambda_events': each record's data is decoded from base64 as it is parsed (the
@@ -49,12 +49,12 @@ struct KinesisRecord {
 }
 
 /// Handles an event given as JSON (in-process callers and tests).
-pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
+pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     handle_event(f, parse_event(HandlerKind::KinesisDataStream, payload)?).await
 }
 
 /// Handles a parsed event (the bootstrap parses it straight from the runtime API's body).
-pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Value, Error> {
+pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Value, HandlerError> {
     let mut records = Vec::with_capacity(event.records.len());
     let mut ids = Vec::with_capacity(event.records.len());
     for r in event.records {

@@ -11,7 +11,9 @@
 //! acknowledgement tracker per source record, runs them through the pipeline and ends with
 //! one ctrl message. The response is built after that ctrl returned: from the trackers the
 //! handler knows which records were delivered (`batchItemFailures`, Firehose's per-record
-//! results) and, for API Gateway and plain invokes, what came out of the pipeline.
+//! results) and, for API Gateway and plain invokes, what came out of the pipeline. A failed
+//! invocation is a [`HandlerError`]: the runtime API gets a short, stable `errorType`
+//! (`InvalidEvent`, `DeliveryFailed`, ...) and a one-line message.
 //!
 //! Invocations run one at a time (the pipeline's batches and the ctrl are shared state);
 //! within one, stateless transforms run on `concurrency` workers (the config's
@@ -23,6 +25,7 @@
 mod api;
 pub mod autoscale;
 mod dynamodb;
+mod error;
 mod firehose;
 pub(crate) mod kinesis;
 pub mod kpl;
@@ -30,6 +33,8 @@ mod s3;
 mod sns;
 mod sqs;
 pub mod telemetry;
+
+pub use error::HandlerError;
 
 /// Entry points for the fuzz targets (`fuzz/`): the S3 notification parsers, which the
 /// handlers reach only after a notification names an object to read, and the autoscaler's
@@ -54,9 +59,6 @@ use sluice_engine::Message;
 use sluice_engine::Pipeline;
 use sluice_engine::ack::{AckStatus, AckTracker};
 use tracing::Instrument;
-
-/// The error a handler returns to the runtime (a function error).
-pub type Error = lambda_runtime::Error;
 
 /// The event sources, by Substation's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +222,7 @@ impl Function {
     }
 
     /// Handles one invocation: the response, or a function error (the source retries).
-    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Error> {
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
         self.handle_event(LambdaEvent::new(Event::Json(event.payload), event.context))
             .await
     }
@@ -229,7 +231,7 @@ impl Function {
     ///
     /// The invocation runs inside its deadline (`sluice_engine::invocation`): a lock that
     /// has no `lease` of its own protects its keys exactly until the invocation ends.
-    pub async fn handle_event(&self, event: LambdaEvent<Event>) -> Result<Value, Error> {
+    pub async fn handle_event(&self, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
         let request_id = event.context.request_id.clone();
         let span = tracing::info_span!("invocation", request_id = %request_id);
         let deadline = deadline_instant(event.context.deadline);
@@ -238,6 +240,7 @@ impl Function {
             let r = match event.payload {
                 Event::Kinesis(e) => kinesis::handle_event(self, e).await,
                 Event::Json(p) => self.handle_json(p).await,
+                Event::Invalid(why) => Err(HandlerError::invalid_event(self.opts.kind, why)),
             };
             if let Err(e) = &r {
                 tracing::error!(error = %e, "invocation failed");
@@ -255,7 +258,7 @@ impl Function {
     }
 
     /// Runs the handler for an event given as JSON.
-    async fn handle_json(&self, p: Value) -> Result<Value, Error> {
+    async fn handle_json(&self, p: Value) -> Result<Value, HandlerError> {
         match self.opts.kind {
             HandlerKind::KinesisDataStream => kinesis::handle(self, p).await,
             HandlerKind::DataFirehose => firehose::handle(self, p).await,
@@ -266,11 +269,10 @@ impl Function {
             HandlerKind::ApiGateway => api::handle_gateway(self, p).await,
             HandlerKind::Lambda => api::handle_invoke(self, p).await,
             // Its bootstrap is autoscale::main, which builds no Function.
-            HandlerKind::KinesisAutoscale => Err(format!(
+            HandlerKind::KinesisAutoscale => Err(HandlerError::ConfigError(format!(
                 "{} runs no pipeline: it is served by lambda::autoscale, not a Function",
                 self.opts.kind.name()
-            )
-            .into()),
+            ))),
         }
     }
 
@@ -427,7 +429,7 @@ impl Function {
     /// The response of a stream or queue handler: `batchItemFailures` naming the
     /// undelivered records (`ids[i]` is record `i`'s identifier), or, without
     /// `ReportBatchItemFailures`, a function error when any record failed.
-    pub(crate) fn batch_response(&self, run: &Run, ids: &[String]) -> Result<Value, Error> {
+    pub(crate) fn batch_response(&self, run: &Run, ids: &[String]) -> Result<Value, HandlerError> {
         let failed: Vec<(usize, &str)> = run
             .deliveries
             .iter()
@@ -442,12 +444,11 @@ impl Function {
         }
         let first = failed[0].1;
         if !self.opts.report_batch_item_failures {
-            return Err(format!(
+            return Err(HandlerError::DeliveryFailed(format!(
                 "{} of {} records were not delivered (first: {first}); the batch will be retried",
                 failed.len(),
                 ids.len()
-            )
-            .into());
+            )));
         }
         tracing::warn!(
             failed = failed.len(),
@@ -487,22 +488,38 @@ static EVENT_KIND: OnceLock<HandlerKind> = OnceLock::new();
 /// An invocation's event as the runtime API's body is parsed: a Kinesis event straight
 /// into its records (a batch can be many megabytes: parsing it into JSON values first
 /// would hold it twice over), every other event as JSON. Which one depends on the
-/// handler [`main`] runs; without one set (in-process callers), JSON.
+/// handler [`main`] runs; without one set (in-process callers and the autoscaler), JSON.
+///
+/// Reading it never fails: a body that is not the event is [`Event::Invalid`], answered by
+/// the handler as `InvalidEvent`. Had the deserializer failed, lambda_runtime would answer
+/// the invocation itself, with a Rust type name as `errorType`, a message ending in a
+/// newline and a Debug dump in the log.
 pub enum Event {
     /// A Kinesis event.
     Kinesis(kinesis::KinesisEvent),
     /// Any other event.
     Json(Value),
+    /// A body that is not the event (for JSON: not JSON at all); why.
+    Invalid(String),
+}
+
+impl Event {
+    /// Reads the event of handler `kind` (`None`: JSON) from `d`.
+    pub(crate) fn read<'de, D: serde::Deserializer<'de>>(kind: Option<HandlerKind>, d: D) -> Event {
+        use serde::Deserialize as _;
+        match kind {
+            Some(HandlerKind::KinesisDataStream) => kinesis::KinesisEvent::deserialize(d)
+                .map_or_else(|e| Event::Invalid(e.to_string()), Event::Kinesis),
+            _ => Value::deserialize(d).map_or_else(|e| Event::Invalid(e.to_string()), Event::Json),
+        }
+    }
 }
 
 impl<'de> serde::Deserialize<'de> for Event {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match EVENT_KIND.get() {
-            Some(HandlerKind::KinesisDataStream) => {
-                kinesis::KinesisEvent::deserialize(d).map(Event::Kinesis)
-            }
-            _ => Value::deserialize(d).map(Event::Json),
-        }
+        // lambda_runtime reads the body with nothing after this (no check of trailing
+        // characters), so a failure part way through can be kept as the reason.
+        Ok(Event::read(EVENT_KIND.get().copied(), d))
     }
 }
 
@@ -510,9 +527,8 @@ impl<'de> serde::Deserialize<'de> for Event {
 pub(crate) fn parse_event<T: serde::de::DeserializeOwned>(
     kind: HandlerKind,
     payload: Value,
-) -> Result<T, Error> {
-    serde_json::from_value(payload)
-        .map_err(|e| format!("the event is not a valid {} event: {e}", kind.name()).into())
+) -> Result<T, HandlerError> {
+    serde_json::from_value(payload).map_err(|e| HandlerError::invalid_event(kind, e))
 }
 
 /// Decodes a base64 string as it is read. What cannot be decoded is kept as the reason, so

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sluice_engine::Message;
 
-use super::{Error, Feed, Function, HandlerKind, message, parse_event};
+use super::{Feed, Function, HandlerError, HandlerKind, message, parse_event};
 
 /// An S3 event notification: only what the handler reads, so that a notification without
 /// the fields it does not need (moto's have no `userIdentity`, for one) is still read.
@@ -66,7 +66,7 @@ struct S3Object {
     url_decoded_key: Option<String>,
 }
 
-pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
+pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     let kind = f.options().kind;
     // Each source record (an S3 record, an SNS record, an SQS message) with its id and the
     // S3 records it carries, or why they cannot be read (that source record alone fails).

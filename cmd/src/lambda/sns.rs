@@ -8,9 +8,9 @@
 use aws_lambda_events::event::sns::SnsEvent;
 use serde_json::{Value, json};
 
-use super::{Delivery, Error, Feed, Function, HandlerKind, message, parse_event};
+use super::{Delivery, Feed, Function, HandlerError, HandlerKind, message, parse_event};
 
-pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
+pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     let event: SnsEvent = parse_event(HandlerKind::Sns, payload)?;
     let records = event
         .records
@@ -30,7 +30,7 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error>
 }
 
 /// `null` when every record was delivered, else a function error naming the first failure.
-pub(crate) fn all_delivered(run: &super::Run) -> Result<Value, Error> {
+pub(crate) fn all_delivered(run: &super::Run) -> Result<Value, HandlerError> {
     let failed: Vec<&str> = run
         .deliveries
         .iter()
@@ -41,11 +41,10 @@ pub(crate) fn all_delivered(run: &super::Run) -> Result<Value, Error> {
         .collect();
     match failed.first() {
         None => Ok(Value::Null),
-        Some(first) => Err(format!(
+        Some(first) => Err(HandlerError::DeliveryFailed(format!(
             "{} of {} records were not delivered (first: {first})",
             failed.len(),
             run.deliveries.len()
-        )
-        .into()),
+        ))),
     }
 }

@@ -7,16 +7,16 @@
 use aws_lambda_events::event::sqs::SqsEvent;
 use serde_json::{Value, json};
 
-use super::{Error, Feed, Function, HandlerKind, message, parse_event};
+use super::{Feed, Function, HandlerError, HandlerKind, message, parse_event};
 
-pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Error> {
+pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     let event: SqsEvent = parse_event(HandlerKind::Sqs, payload)?;
     let mut ids = Vec::with_capacity(event.records.len());
     let mut records = Vec::with_capacity(event.records.len());
     for (i, m) in event.records.into_iter().enumerate() {
-        let id = m
-            .message_id
-            .ok_or_else(|| format!("the event's record {i} has no messageId"))?;
+        let id = m.message_id.ok_or_else(|| {
+            HandlerError::InvalidEvent(format!("the event's record {i} has no messageId"))
+        })?;
         let meta = json!({
             "eventSourceArn": m.event_source_arn,
             "messageId": id,

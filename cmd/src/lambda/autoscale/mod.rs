@@ -78,7 +78,7 @@ use serde_json::Value;
 use sluice_transforms::aws::{AwsTarget, describe_error};
 use tracing::Instrument;
 
-use super::{Error, HandlerKind, parse_event};
+use super::{Event, HandlerError, HandlerKind, parse_event};
 
 /// What became of one SNS record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -238,10 +238,28 @@ impl Autoscaler {
 
     /// Handles one invocation, inside its deadline: every SNS record, then the summary, or
     /// a function error when an AWS call failed.
-    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Error> {
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
+        self.handle_event(LambdaEvent::new(Event::Json(event.payload), event.context))
+            .await
+    }
+
+    /// [`Autoscaler::handle`] for the event as the bootstrap reads it ([`Event`]: JSON, or
+    /// why the body is not JSON).
+    pub async fn handle_event(&self, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
         let span = tracing::info_span!("invocation", request_id = %event.context.request_id);
         let work = async {
-            let r = self.handle_payload(event.payload).await;
+            let r = match event.payload {
+                Event::Json(payload) => self.handle_payload(payload).await,
+                Event::Invalid(why) => Err(HandlerError::invalid_event(
+                    HandlerKind::KinesisAutoscale,
+                    why,
+                )),
+                // Only the Kinesis data stream handler reads its events as Kinesis events.
+                Event::Kinesis(_) => Err(HandlerError::invalid_event(
+                    HandlerKind::KinesisAutoscale,
+                    "a Kinesis event, not SNS notifications",
+                )),
+            };
             if let Err(e) = &r {
                 tracing::error!(error = %e, "invocation failed");
             }
@@ -257,7 +275,7 @@ impl Autoscaler {
         }
     }
 
-    async fn handle_payload(&self, payload: Value) -> Result<Value, Error> {
+    async fn handle_payload(&self, payload: Value) -> Result<Value, HandlerError> {
         let event: SnsEvent = parse_event(HandlerKind::KinesisAutoscale, payload)?;
         let total = event.records.len();
         let mut results = Vec::with_capacity(total);
@@ -277,12 +295,14 @@ impl Autoscaler {
         tracing::info!(records = total, failed = failures.len(), "invocation done");
         match failures.first() {
             None => Ok(serde_json::json!({ "results": results })),
-            Some(first) if total == 1 => Err(first.to_string().into()),
-            Some(first) => Err(format!(
-                "{} of {total} alarms could not be handled (first: {first})",
-                failures.len()
-            )
-            .into()),
+            Some(first) if total == 1 => Err(HandlerError::scale(first, first.to_string())),
+            Some(first) => Err(HandlerError::scale(
+                first,
+                format!(
+                    "{} of {total} alarms could not be handled (first: {first})",
+                    failures.len()
+                ),
+            )),
         }
     }
 
@@ -580,9 +600,9 @@ pub fn main(started: Instant) -> std::process::ExitCode {
         "init done"
     );
     let r = runtime.block_on(lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: LambdaEvent<Value>| {
+        move |event: LambdaEvent<Event>| {
             let s = scaler.clone();
-            async move { s.handle(event).await }
+            async move { s.handle_event(event).await }
         },
     )));
     match r {

@@ -1,0 +1,327 @@
+//! The Lambda function's errors: each failure a handler returns carries a short, stable
+//! `errorType` (`sluice_cmd::lambda::HandlerError::kind`) and a one-line `errorMessage`.
+//!
+//! In process, a table of events per handler checks which failure gets which name. Through
+//! the runtime API (cargo-lambda's emulator, as in lambda_e2e.rs), the bootstrap answers an
+//! event that is not the handler's (not JSON at all, which lambda_runtime would otherwise
+//! answer itself) with `InvalidEvent`, and a batch with an undelivered record and no
+//! `SLUICE_REPORT_BATCH_ITEM_FAILURES` with `DeliveryFailed`: as `cargo lambda invoke`
+//! prints them, and as the emulator's Invoke endpoint returns them, byte for byte.
+
+use std::sync::Arc;
+
+use lambda_runtime::{Context, LambdaEvent};
+use serde_json::{Value, json};
+use sluice_cmd::lambda::{Function, HandlerError, HandlerKind, Options};
+use sluice_engine::{Pipeline, Transform};
+
+use crate::common::{Dir, workspace_root};
+use crate::lambda_e2e::{
+    Proc, bootstrap_command, function_error, invoke, invoke_raw, kinesis_event, runtime_api,
+    try_invoke,
+};
+
+/// Fails every message whose data contains `bad` (a pipeline error), as JSON transforms.
+fn failing_on_bad() -> Value {
+    json!([{"type": "meta_switch", "settings": {"cases": [
+        {"condition": {"type": "string_contains", "settings": {"value": "bad"}},
+         "transforms": [{"type": "utility_err", "settings": {"message": "bad record"}}]},
+    ]}}])
+}
+
+/// A function of `kind` over `transforms` (a JSON list), without partial batch responses.
+fn function(kind: HandlerKind, transforms: &Value) -> Function {
+    let registry = sluice_transforms::registry();
+    let steps: Vec<(Arc<str>, Transform)> = transforms
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let built = sluice_engine::testing::build(&registry, t.clone()).expect("a transform");
+            (Arc::from(format!("t{i}")), built)
+        })
+        .collect();
+    let mut opts = Options::new(kind);
+    opts.metrics = None;
+    Function::new(Pipeline::new(steps), opts)
+}
+
+fn fixture(name: &str) -> Value {
+    let p = workspace_root().join("tests/fixtures/lambda").join(name);
+    serde_json::from_slice(&std::fs::read(&p).expect("the fixture")).expect("JSON")
+}
+
+fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f.handle(LambdaEvent::new(payload, Context::default())))
+}
+
+#[test]
+fn each_handler_failure_has_its_error_type() {
+    let none = json!([]);
+    let bad = failing_on_bad();
+    let sqs_message = |body: &str| {
+        json!({"Records": [{"messageId": "m-1", "body": body,
+                            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:q"}]})
+    };
+    // The fixture's SNS records, the second carrying `bad`.
+    let sns_message = |message: &str| {
+        let mut e = fixture("sns.json");
+        e["Records"][1]["Sns"]["Message"] = json!(message);
+        e
+    };
+    // (handler, transforms, event, errorType, words the message holds)
+    let cases: Vec<(HandlerKind, &Value, Value, &str, &str)> = vec![
+        (
+            HandlerKind::Sqs,
+            &none,
+            json!({"Records": "nope"}),
+            "InvalidEvent",
+            "the event is not a valid AWS_SQS event: invalid type: string \"nope\"",
+        ),
+        (
+            HandlerKind::Sqs,
+            &none,
+            json!({"Records": [{"body": "x"}]}),
+            "InvalidEvent",
+            "the event's record 0 has no messageId",
+        ),
+        (
+            HandlerKind::DataFirehose,
+            &none,
+            json!({"records": [{"data": "aGk="}]}),
+            "InvalidEvent",
+            "the event's record 0 has no recordId",
+        ),
+        (
+            HandlerKind::DynamodbStream,
+            &none,
+            json!({"Records": [{"eventName": "INSERT"}]}),
+            "InvalidEvent",
+            "the event's record 0 has no SequenceNumber",
+        ),
+        (
+            HandlerKind::KinesisDataStream,
+            &none,
+            json!({"Records": [{"kinesis": {"data": "aGk="}}]}),
+            "InvalidEvent",
+            "the event is not a valid AWS_KINESIS_DATA_STREAM event: missing field `sequenceNumber`",
+        ),
+        (
+            HandlerKind::Sns,
+            &none,
+            json!({}),
+            "InvalidEvent",
+            "the event is not a valid AWS_SNS event",
+        ),
+        (
+            HandlerKind::S3,
+            &none,
+            json!([]),
+            "InvalidEvent",
+            "the event is not a valid AWS_S3 event",
+        ),
+        (
+            HandlerKind::S3Sns,
+            &none,
+            json!({"Records": 1}),
+            "InvalidEvent",
+            "the event is not a valid AWS_S3_SNS event",
+        ),
+        (
+            HandlerKind::S3Sqs,
+            &none,
+            json!(null),
+            "InvalidEvent",
+            "the event is not a valid AWS_S3_SQS event",
+        ),
+        (
+            HandlerKind::KinesisAutoscale,
+            &none,
+            json!({"Records": []}),
+            "ConfigError",
+            "AWS_KINESIS_AUTOSCALE runs no pipeline",
+        ),
+        (
+            HandlerKind::Sqs,
+            &bad,
+            sqs_message("bad"),
+            "DeliveryFailed",
+            "1 of 1 records were not delivered (first: transform utility_err: bad record); the \
+             batch will be retried",
+        ),
+        (
+            HandlerKind::KinesisDataStream,
+            &none,
+            json!({"Records": [{"kinesis": {"data": 7, "sequenceNumber": "1"}}]}),
+            "DeliveryFailed",
+            "1 of 1 records were not delivered (first: record 1: data is a number, not a \
+             base64 string); the batch will be retried",
+        ),
+        (
+            HandlerKind::Sns,
+            &bad,
+            sns_message("bad"),
+            "DeliveryFailed",
+            "2 of 2 records were not delivered (first: transform t0: transform utility_err: \
+             bad record)",
+        ),
+        // An S3 notification through SQS that carries no S3 event fails its message alone.
+        (
+            HandlerKind::S3Sqs,
+            &none,
+            sqs_message("not json"),
+            "DeliveryFailed",
+            "1 of 1 records were not delivered (first: SQS message m-1: the body is not JSON",
+        ),
+    ];
+    for (kind, transforms, event, want_type, words) in cases {
+        let f = function(kind, transforms);
+        let e = handle(&f, event.clone())
+            .expect_err(&format!("{} {event}: a function error", kind.name()));
+        assert_eq!(e.kind(), want_type, "{} {event}: {e}", kind.name());
+        let message = e.to_string();
+        assert!(
+            message.contains(words),
+            "{} {event}: {message}",
+            kind.name()
+        );
+        assert!(!message.contains('\n'), "one line: {message:?}");
+    }
+
+    // API Gateway and plain invokes answer their failures; they are not function errors.
+    for (kind, event) in [
+        (HandlerKind::ApiGateway, json!({"body": 7})),
+        (HandlerKind::ApiGateway, json!({"body": "bad"})),
+        (HandlerKind::Lambda, json!("bad")),
+    ] {
+        let f = function(kind, &bad);
+        let answer =
+            handle(&f, event.clone()).unwrap_or_else(|e| panic!("{} {event}: {e:?}", kind.name()));
+        assert!(
+            answer["statusCode"] == 400 || answer["statusCode"] == 500,
+            "{answer}"
+        );
+    }
+}
+
+#[test]
+fn function_errors_reach_the_runtime_api_with_their_error_type() {
+    let d = Dir::new();
+    let cfg = d.write(
+        "config.json",
+        json!({"transforms": failing_on_bad()}).to_string(),
+    );
+    let (_api, port) = runtime_api();
+    let env = [
+        ("SLUICE_CONFIG".to_string(), cfg.display().to_string()),
+        ("SLUICE_METRICS".to_string(), "off".to_string()),
+    ];
+    let mut f = Proc(
+        bootstrap_command(port, "AWS_KINESIS_DATA_STREAM", &env)
+            .env_remove("SLUICE_REPORT_BATCH_ITEM_FAILURES")
+            .spawn()
+            .expect("sluice-lambda"),
+    );
+
+    // A batch that is delivered still answers.
+    let good = d.write("good.json", kinesis_event(&["a", "b"]).to_string());
+    assert_eq!(
+        invoke(port, &good, &mut f),
+        json!({"batchItemFailures": []})
+    );
+
+    // An event that is not a Kinesis event: `cargo lambda invoke` exits 1 and prints
+    // `Error: <errorType>` and the message.
+    let not_kinesis = d.write("not-kinesis.json", r#"{"nope": 1}"#);
+    let printed = try_invoke(port, &not_kinesis, &mut f).expect_err("a function error");
+    let (error_type, message) = function_error(&printed);
+    assert_eq!(error_type, "InvalidEvent", "{printed}");
+    assert!(
+        message.starts_with(
+            "the event is not a valid AWS_KINESIS_DATA_STREAM event: missing field `Records`"
+        ),
+        "{printed}"
+    );
+
+    // A body that is not JSON at all: the handler answers it, not lambda_runtime (whose
+    // errorType would be `&lambda_runtime::deserializer::DeserializeError`).
+    let (status, body) = invoke_raw(port, b"{\"Records\": [");
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("JSON"),
+        json!({
+            "errorType": "InvalidEvent",
+            "errorMessage": "the event is not a valid AWS_KINESIS_DATA_STREAM event: \
+                             EOF while parsing a list at line 1 column 13",
+        }),
+    );
+
+    // A batch with an undelivered record and no ReportBatchItemFailures: the whole batch
+    // fails, so that the mapping retries it. The pipeline error fails both records.
+    let batch = kinesis_event(&["a", "bad"]);
+    let want_message = "2 of 2 records were not delivered (first: transform meta_switch: \
+                        transform utility_err: bad record); the batch will be retried";
+    let event = d.write("bad.json", batch.to_string());
+    let printed = try_invoke(port, &event, &mut f).expect_err("a function error");
+    assert_eq!(
+        function_error(&printed),
+        ("DeliveryFailed".to_string(), want_message.to_string()),
+        "{printed}"
+    );
+    let (status, body) = invoke_raw(port, batch.to_string().as_bytes());
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("JSON"),
+        json!({"errorType": "DeliveryFailed", "errorMessage": want_message}),
+    );
+
+    // The function's own log has each failure once as a readable line; the runtime's log
+    // of it reads `errorType: message`, not a Rust value.
+    let _ = f.0.kill();
+    let _ = f.0.wait();
+    let mut logs = String::new();
+    std::io::Read::read_to_string(&mut f.0.stdout.take().unwrap(), &mut logs).unwrap();
+    let runtime_lines: Vec<String> = logs
+        .lines()
+        .filter(|l| l.contains("\"lambda_runtime::"))
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("a JSON log line");
+            v["fields"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        runtime_lines
+            .iter()
+            .any(|m| m == &format!("DeliveryFailed: {want_message}")),
+        "{logs}"
+    );
+    assert!(
+        !logs.contains("DeserializeError") && !logs.contains("Box<dyn"),
+        "{logs}"
+    );
+}
+
+/// docs/lambda.md's "Function errors" table names every errorType.
+#[test]
+fn the_docs_list_every_error_type() {
+    let doc = std::fs::read_to_string(workspace_root().join("docs/lambda.md")).unwrap();
+    let table = doc
+        .split("## Function errors")
+        .nth(1)
+        .expect("a \"Function errors\" section in docs/lambda.md");
+    let table = table.split("\n## ").next().unwrap();
+    for kind in HandlerError::KINDS {
+        assert!(
+            table.contains(&format!("| `{kind}` |")),
+            "docs/lambda.md's Function errors table lacks {kind}"
+        );
+    }
+}
