@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one command that checks everything, on a fresh machine or a developer's:
-#   formatting, lints, unit and integration tests, the exactly-once fault campaign
+#   formatting (Rust and Jsonnet), lints, unit and integration tests, the exactly-once fault campaign
 #   (scripts/faults.sh small), every example config's `tests:`, and a bounded fuzz run.
 # It installs what the tests need (a Rust toolchain is assumed; rustfmt and clippy are
 # added if missing; the local AWS emulators come from the package registries through
@@ -15,6 +15,15 @@ step "toolchain"
 cargo --version
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+
+# jsonnetfmt (Debian package `jsonnet`) is the oracle tests/cli_fmt.rs compares `sluice fmt`
+# with.
+if ! command -v jsonnetfmt >/dev/null; then
+    step "jsonnetfmt (apt-get install jsonnet)"
+    sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get install -y --no-install-recommends jsonnet >/dev/null \
+        || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends jsonnet >/dev/null; }
+fi
 
 step "emulators (scripts/emulators.sh install)"
 scripts/emulators.sh install
@@ -72,6 +81,9 @@ kill "$dynamodb" "$moto" 2>/dev/null || true
 
 step "Lambda deployment template (cfn-lint examples/lambda/template.yaml)"
 .emulators/venv/bin/cfn-lint examples/lambda/template.yaml
+
+step "example configs formatted (sluice fmt --check examples/ config/src/)"
+target/debug/sluice fmt --check examples/ config/src/
 
 step "example configs build and vet (sluice vet examples/)"
 target/debug/sluice vet examples/ >/dev/null

@@ -7,6 +7,7 @@ mod common;
 mod cli_build_vet;
 mod cli_config_errors;
 mod cli_demo;
+mod cli_fmt;
 mod cli_help;
 mod cli_lock;
 mod cli_metrics;

@@ -6,6 +6,7 @@
 //! `sluice tap`.
 
 pub mod compression;
+pub mod jsonnet_fmt;
 #[cfg(feature = "aws")]
 pub mod lambda;
 pub mod remote;

@@ -45,6 +45,8 @@ enum Command {
     Build(commands::build::Args),
     /// Compile configs and build every transform; report each problem with its place.
     Vet(commands::vet::Args),
+    /// Format Jsonnet configs in place as jsonnetfmt does (--check: only report).
+    Fmt(commands::fmt::Args),
     /// Read a live Kinesis stream (every shard, reshards followed): print its records or run
     /// them through a config. Ctrl-C drains and flushes.
     Tap(commands::tap::Args),
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         Command::Test(a) => commands::test::run(a),
         Command::Build(a) => commands::build::run(a),
         Command::Vet(a) => commands::vet::run(a),
+        Command::Fmt(a) => commands::fmt::run(a),
         Command::Tap(a) => commands::tap::run(a),
         Command::Demo(a) => commands::demo::run(a),
     };

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod demo;
+pub mod fmt;
 pub mod run;
 pub mod tap;
 pub mod test;

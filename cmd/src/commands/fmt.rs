@@ -1,0 +1,125 @@
+//! `sluice fmt`: formats Jsonnet configs in place, as `jsonnetfmt` does, or checks that
+//! they are formatted (`--check`, for CI).
+//!
+//! Files are `.jsonnet` and `.libsonnet`, named or found in directories (recursively). A
+//! file is rewritten only when formatting changes it, through a temporary file renamed
+//! over it, so an interrupted run never leaves half a file. Each file changed (or, with
+//! `--check`, that would change) is printed, one per line. A file that is not Jsonnet is
+//! reported with its place and the others are still formatted; the exit status is then
+//! non-zero, as it is with `--check` when any file would change.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use sluice_cmd::jsonnet_fmt;
+
+/// Arguments of `sluice fmt`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Change nothing: print the files that are not formatted and exit non-zero if any is.
+    #[arg(long)]
+    check: bool,
+    /// Files or directories (walked for .jsonnet and .libsonnet files).
+    #[arg(default_value = ".")]
+    paths: Vec<PathBuf>,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let files = jsonnet_files(&args.paths)?;
+    let mut unformatted = 0;
+    let mut broken = 0;
+    let mut out = std::io::stdout().lock();
+    for file in &files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let formatted = match jsonnet_fmt::format(&file.display().to_string(), &text) {
+            Ok(f) => f,
+            Err(e) => {
+                broken += 1;
+                eprintln!("error: {e}");
+                continue;
+            }
+        };
+        if formatted == text {
+            continue;
+        }
+        unformatted += 1;
+        if !args.check {
+            write_atomically(file, &formatted)?;
+        }
+        writeln!(out, "{}", file.display())?;
+    }
+    out.flush()?;
+    if broken > 0 {
+        anyhow::bail!(
+            "{broken} of {} files could not be formatted (not Jsonnet)",
+            files.len()
+        );
+    }
+    if args.check && unformatted > 0 {
+        eprintln!(
+            "sluice fmt: {unformatted} of {} files are not formatted (run sluice fmt to format them)",
+            files.len()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Jsonnet files named by `paths`: files as given, directories walked recursively (in
+/// name order), hidden directories and `target` skipped.
+fn jsonnet_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).with_context(|| format!("{}", p.display()))?;
+        if meta.is_dir() {
+            walk(p, &mut out)?;
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    for p in entries {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if p.is_dir() {
+            if !name.starts_with('.') && name != "target" && name != "node_modules" {
+                walk(&p, out)?;
+            }
+        } else if matches!(
+            p.extension().and_then(|e| e.to_str()),
+            Some("jsonnet" | "libsonnet")
+        ) {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Replaces `path`'s contents with `text` through a temporary file in the same directory.
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
+    }
+    tmp.persist(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
