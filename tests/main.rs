@@ -4,6 +4,7 @@
 
 mod common;
 
+mod cli_aws_errors;
 mod cli_build_vet;
 mod cli_config_errors;
 mod cli_demo;

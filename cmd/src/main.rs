@@ -60,7 +60,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // The AWS credential chain logs each provider that found nothing, on every
+                // call; a failed call says "no AWS credentials found" itself, once.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,aws_config=error")),
         )
         .with_writer(std::io::stderr)
         // Colours only on a terminal: logs redirected to a file or a collector stay plain.

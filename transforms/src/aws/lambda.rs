@@ -152,7 +152,7 @@ pub async fn client<'c>(
 pub fn error_code<E, R>(e: &SdkError<E, R>) -> (String, String)
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
+    R: std::fmt::Debug + 'static,
 {
     let code = match e {
         SdkError::ServiceError(s) => s.err().code().unwrap_or("ServiceError"),
@@ -166,7 +166,7 @@ where
         SdkError::ServiceError(s) => s.err().message().map(str::to_string),
         _ => None,
     }
-    .unwrap_or_else(|| aws_sdk_lambda::error::DisplayErrorContext(e).to_string());
+    .unwrap_or_else(|| super::error_chain(e));
     (code.to_string(), message)
 }
 

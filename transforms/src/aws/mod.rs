@@ -45,11 +45,12 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use serde::Deserialize;
 use sluice_engine::TransformError;
 // The SDK's shared types; every service crate re-exports the same ones.
-use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 
+mod error_text;
 pub mod lambda;
+
+pub use error_text::{describe_error, error_chain};
 #[cfg(test)]
 pub(crate) mod test_support;
 
@@ -191,26 +192,6 @@ pub fn https_client() -> SharedHttpClient {
             tls::rustls_provider::CryptoMode::Ring,
         ))
         .build_https()
-}
-
-/// The text of a failed SDK call, for any service: its error code and message when the
-/// service answered with one (`NoSuchBucket (The specified bucket does not exist)`), the HTTP
-/// status when the answer had no code (an S3 `HEAD`), and the whole chain of causes
-/// otherwise (a timeout, a refused connection). One line, never the SDK's debug text.
-pub fn describe_error<E>(e: &SdkError<E, HttpResponse>) -> String
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    if let Some(code) = e.code() {
-        return match e.message() {
-            Some(m) if !m.is_empty() => format!("{code} ({m})"),
-            _ => code.to_string(),
-        };
-    }
-    if let SdkError::ServiceError(s) = e {
-        return format!("HTTP {}", s.raw().status().as_u16());
-    }
-    DisplayErrorContext(e).to_string()
 }
 
 /// The retry configuration every sluice AWS client uses (see the module documentation).

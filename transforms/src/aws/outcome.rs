@@ -156,10 +156,10 @@ impl CallError {
     /// The failure `e` of a call whose attempts `watch` saw.
     pub fn sdk<E>(e: &SdkError<E, HttpResponse>, watch: &AttemptWatch) -> CallError
     where
-        E: StdError + 'static,
+        E: StdError + aws_smithy_types::error::metadata::ProvideErrorMetadata + 'static,
     {
         CallError {
-            text: aws_smithy_types::error::display::DisplayErrorContext(e).to_string(),
+            text: super::describe_error(e),
             uncertain: watch.verdict(e),
         }
     }
@@ -315,10 +315,7 @@ mod tests {
         (
             maybe_applied(&e),
             watch.verdict(&e),
-            format!(
-                "{}",
-                aws_smithy_types::error::display::DisplayErrorContext(&e)
-            ),
+            crate::aws::describe_error(&e),
         )
     }
 

@@ -14,7 +14,6 @@ use aws_config::SdkConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_sdk_s3::Client;
 use aws_sdk_s3::config::RequestChecksumCalculation;
-use aws_sdk_s3::error::DisplayErrorContext;
 
 use super::{AwsTarget, CONNECT_TIMEOUT};
 
@@ -94,7 +93,7 @@ pub async fn get_object(
     while let Some(chunk) = body
         .try_next()
         .await
-        .map_err(|e| format!("reading the object: {}", DisplayErrorContext(&e)))?
+        .map_err(|e| format!("reading the object: {}", super::error_chain(&e)))?
     {
         data.extend_from_slice(&chunk);
         if data.len() > max_bytes {

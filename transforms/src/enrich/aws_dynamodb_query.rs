@@ -33,7 +33,6 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
@@ -234,7 +233,9 @@ impl EnrichAwsDynamodbQuery {
                 .set_exclusive_start_key(start)
                 .send()
                 .await
-                .map_err(|e| self.fail(format!("Query failed: {}", DisplayErrorContext(&e))))?;
+                .map_err(|e| {
+                    self.fail(format!("Query failed: {}", crate::aws::describe_error(&e)))
+                })?;
             start = out.last_evaluated_key;
             items.extend(out.items.unwrap_or_default());
             let enough = self.limit != 0 && items.len() >= self.limit as usize;

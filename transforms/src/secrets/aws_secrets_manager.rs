@@ -121,9 +121,7 @@ impl AwsSecretsManager {
                     SdkError::ServiceError(s) => s.err().message().map(str::to_string),
                     _ => None,
                 }
-                .unwrap_or_else(|| {
-                    aws_sdk_secretsmanager::error::DisplayErrorContext(&e).to_string()
-                });
+                .unwrap_or_else(|| crate::aws::describe_error(&e));
                 format!(
                     "GetSecretValue of {:?} failed: {code}: {message}",
                     self.secret_id

@@ -49,7 +49,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, PutRequest, TransactWriteItem, WriteRequest};
 use futures::stream::{self, StreamExt};
@@ -169,7 +169,10 @@ impl DynamoDbPut {
                     .send()
                     .await
                     .map_err(|e| {
-                        self.fail(format!("DescribeTable failed: {}", DisplayErrorContext(&e)))
+                        self.fail(format!(
+                            "DescribeTable failed: {}",
+                            crate::aws::describe_error(&e)
+                        ))
                     })?;
                 let mut keys: Vec<(bool, String)> = out
                     .table()

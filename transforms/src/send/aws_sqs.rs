@@ -31,7 +31,6 @@
 //!   Substation retries recursively, without bound or backoff.
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::error::DisplayErrorContext;
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use bytes::Bytes;
 use serde::Deserialize;
@@ -212,7 +211,7 @@ impl Sqs {
                         TransformError::failed(format!(
                             "sqs queue {}: GetQueueUrl failed: {}",
                             self.aws.name(),
-                            DisplayErrorContext(&e)
+                            crate::aws::describe_error(&e)
                         ))
                     })?;
                 out.queue_url()

@@ -11,7 +11,9 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
-use aws_sdk_dynamodb::error::{BoxError, DisplayErrorContext};
+use aws_sdk_dynamodb::error::BoxError;
+
+use crate::aws::describe_error;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
@@ -344,7 +346,7 @@ impl DynamoDbStore {
                         "transaction cancelled with {} reasons for {} writes: {}",
                         reasons.len(),
                         left.len(),
-                        DisplayErrorContext(&err)
+                        describe_error(&err)
                     ),
                 ));
             }
@@ -391,7 +393,7 @@ impl DynamoDbStore {
                         &what(&left),
                         format!(
                             "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
-                            DisplayErrorContext(&err)
+                            describe_error(&err)
                         ),
                     ));
                 }

@@ -76,7 +76,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
@@ -350,12 +350,15 @@ impl DynamoDbStore {
         ))
     }
 
-    pub(super) fn sdk_fail<E, R>(&self, what: &str, err: &SdkError<E, R>) -> StoreError
+    pub(super) fn sdk_fail<E>(
+        &self,
+        what: &str,
+        err: &SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>,
+    ) -> StoreError
     where
-        E: std::error::Error + 'static,
-        R: std::fmt::Debug,
+        E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
     {
-        self.fail(what, DisplayErrorContext(err))
+        self.fail(what, crate::aws::describe_error(err))
     }
 
     /// The item key of lock `key`.

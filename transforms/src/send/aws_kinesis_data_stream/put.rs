@@ -24,7 +24,7 @@
 
 use aws_sdk_kinesis::Client;
 use aws_sdk_kinesis::config::retry::RetryConfig;
-use aws_sdk_kinesis::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::PutRecordsRequestEntry;
 use sluice_engine::TransformError;
@@ -227,7 +227,7 @@ impl Kinesis {
                     .collect(),
             ),
             Err(e) => {
-                let text = DisplayErrorContext(&e).to_string();
+                let text = crate::aws::describe_error(&e);
                 if watch.verdict(&e) {
                     Answer::Open(text)
                 } else {

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use aws_sdk_kinesis::Client;
-use aws_sdk_kinesis::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_kinesis::error::ProvideErrorMetadata;
 use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::ShardIteratorType;
 use bytes::Bytes;
@@ -30,6 +30,7 @@ use futures::{StreamExt, TryStreamExt};
 use md5::{Digest, Md5};
 
 use super::StreamRef;
+use crate::aws::describe_error;
 use crate::kpl;
 use crate::send::aws_records::RetryPolicy;
 
@@ -176,7 +177,7 @@ async fn list_shards(client: &Client, stream: &StreamRef) -> Result<Vec<Shard>, 
         let page = req
             .send()
             .await
-            .map_err(|e| format!("ListShards failed: {}", DisplayErrorContext(&e)))?;
+            .map_err(|e| format!("ListShards failed: {}", describe_error(&e)))?;
         for s in page.shards() {
             let range = s.hash_key_range();
             let bound = |v: Option<&str>| v.and_then(|v| v.parse::<u128>().ok());
@@ -259,7 +260,7 @@ async fn read_shard(
             Err(e) => {
                 troubles += 1;
                 if troubles >= retry.attempts {
-                    return Err(fail("GetRecords", &DisplayErrorContext(&e)));
+                    return Err(fail("GetRecords", &describe_error(&e)));
                 }
                 match e.code() {
                     c if throttled(c) => {
@@ -276,7 +277,7 @@ async fn read_shard(
                         .await
                         .map_err(|e| fail("GetShardIterator", &e))?;
                     }
-                    _ => return Err(fail("GetRecords", &DisplayErrorContext(&e))),
+                    _ => return Err(fail("GetRecords", &describe_error(&e))),
                 }
                 continue;
             }
@@ -350,10 +351,7 @@ async fn shard_iterator(
         StreamRef::Arn(a) => req.stream_arn(a),
         StreamRef::Name(n) => req.stream_name(n),
     };
-    let out = req
-        .send()
-        .await
-        .map_err(|e| DisplayErrorContext(&e).to_string())?;
+    let out = req.send().await.map_err(|e| describe_error(&e))?;
     out.shard_iterator()
         .map(str::to_string)
         .ok_or_else(|| "no shard iterator in the answer".to_string())

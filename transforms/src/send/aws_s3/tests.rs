@@ -395,11 +395,13 @@ async fn a_failed_abort_is_reported_with_the_part() {
         .error
         .to_string();
     assert!(
-        text.contains("UploadPart (part 1 of 2) failed: AccessDenied"),
+        text.contains("UploadPart (part 1 of 2) failed: access denied: AccessDenied"),
         "{text}"
     );
     assert!(
-        text.contains("AbortMultipartUpload of upload up-9 failed too: AccessDenied"),
+        text.contains(
+            "AbortMultipartUpload of upload up-9 failed too: access denied: AccessDenied"
+        ),
         "{text}"
     );
 }
