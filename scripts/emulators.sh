@@ -192,6 +192,26 @@ install_kinesalite() {
     [[ -x "$KINESALITE_BIN" ]] || die "npm finished but $KINESALITE_BIN is missing"
 }
 
+# The browser test of `sluice play` (tests/cli_play.rs, tests/play/browser.mjs) drives
+# Debian's chromium (scripts/test.sh installs it) with playwright-core: the driver alone,
+# no browser download. In a prefix of its own, as kinesalite is.
+PLAYWRIGHT_VERSION=1.65.1
+PLAYWRIGHT_DIR="$DIR/playwright"
+
+install_playwright() {
+    local pkg_json="$PLAYWRIGHT_DIR/node_modules/playwright-core/package.json"
+    if [[ "$(installed_version "$pkg_json")" == "$PLAYWRIGHT_VERSION" ]]; then
+        echo "playwright-core $PLAYWRIGHT_VERSION: already installed ($PLAYWRIGHT_DIR)"
+        return
+    fi
+    command -v npm >/dev/null || die "npm is needed to install playwright-core (apt-get install nodejs npm)"
+    mkdir -p "$PLAYWRIGHT_DIR"
+    echo "installing playwright-core $PLAYWRIGHT_VERSION into $PLAYWRIGHT_DIR/"
+    npm install --no-save --no-audit --no-fund --loglevel=error \
+        --prefix "$PLAYWRIGHT_DIR" "playwright-core@$PLAYWRIGHT_VERSION" >&2
+    [[ -f "$pkg_json" ]] || die "npm finished but $pkg_json is missing"
+}
+
 cmd="${1:-}"
 case "$cmd" in
     install)
@@ -199,6 +219,7 @@ case "$cmd" in
         install_moto
         install_lambda_tools
         install_kinesalite
+        install_playwright
         ;;
     path)
         case "${2:-}" in

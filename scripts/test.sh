@@ -25,6 +25,15 @@ if ! command -v jsonnetfmt >/dev/null; then
         || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends jsonnet >/dev/null; }
 fi
 
+# chromium (Debian's) is the browser tests/cli_play.rs drives `sluice play`'s page in, with
+# playwright-core (scripts/emulators.sh installs it).
+if ! command -v chromium >/dev/null; then
+    step "chromium (apt-get install chromium)"
+    sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get install -y --no-install-recommends chromium >/dev/null \
+        || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends chromium >/dev/null; }
+fi
+
 step "emulators (scripts/emulators.sh install)"
 scripts/emulators.sh install
 

@@ -12,6 +12,7 @@ mod cli_fmt;
 mod cli_help;
 mod cli_lock;
 mod cli_metrics;
+mod cli_play;
 mod cli_remote_config;
 mod cli_run;
 mod cli_tap;

@@ -50,6 +50,9 @@ enum Command {
     /// Read a live Kinesis stream (every shard, reshards followed): print its records or run
     /// them through a config. Ctrl-C drains and flushes.
     Tap(commands::tap::Args),
+    /// A local web playground: edit a config and input, run it, see each transform's
+    /// output, run its tests, format it, share it as a URL.
+    Play(commands::play::Args),
     /// Run a built-in pipeline (CloudTrail to ECS) over a built-in event: no network, no
     /// files. Prints the config, the input and the output.
     Demo(commands::demo::Args),
@@ -76,6 +79,7 @@ fn main() -> ExitCode {
         Command::Fmt(a) => commands::fmt::run(a),
         Command::Tap(a) => commands::tap::run(a),
         Command::Demo(a) => commands::demo::run(a),
+        Command::Play(a) => commands::play::run(a),
     };
     match result {
         Ok(code) => code,

@@ -3,6 +3,7 @@
 pub mod build;
 pub mod demo;
 pub mod fmt;
+pub mod play;
 pub mod run;
 pub mod tap;
 pub mod test;

@@ -1,0 +1,450 @@
+//! What the playground does with a config: run it over input lines with a step view, run
+//! its `tests:`, format it, and find the sample input of an example.
+//!
+//! Everything here is synchronous and runs on a blocking thread of the server ([`super::api`]
+//! puts the time limit around it). Each run or test gets an engine [`Context`] of its own
+//! whose output sink ([`Context::with_stdout`]) is a buffer of the run's, and whose state
+//! files (kv stores, locks) live in a temporary directory that goes away with the run, so
+//! runs never share a store and nothing lands on the server's standard output.
+//!
+//! A config is compiled from its text as `config.jsonnet` ([`sluice_config::load_text`]
+//! without a fetcher): it can import the sluice library and nothing else, and its ext-strs
+//! are the ones `sluice play` was started with.
+//!
+//! **The step view is instrumentation, not a replay.** The transforms of `transforms` are
+//! built one by one in one context (as [`sluice_engine::Registry::build_pipeline_in`] builds
+//! them: same locations, same shared stores) and each is made a pipeline of its own; the
+//! input batch (the data lines, then one ctrl) goes through them in order, the output of
+//! transform `i` being the input of transform `i + 1`, and what comes out of each is
+//! recorded. The engine's pipeline runs a batch stage by stage in the same way (a stateless
+//! segment crosses each message depth-first, which gives the same messages), so the last
+//! step's output is the run's output, and each transform (each send) runs exactly once per
+//! message: a step view never sends twice.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::Serialize;
+use serde_json::Value;
+use sluice_engine::{Context, Message, Pipeline, Registry};
+
+/// The name a config's text is compiled under: what Jsonnet errors and build errors show.
+pub const CONFIG_NAME: &str = "config.jsonnet";
+
+/// A message as the page shows it: its data and metadata as text (invalid UTF-8 replaced).
+#[derive(Debug, Serialize)]
+pub struct Shown {
+    pub data: String,
+    pub metadata: String,
+}
+
+impl Shown {
+    fn of(m: &Message) -> Shown {
+        Shown {
+            data: String::from_utf8_lossy(m.data()).into_owned(),
+            metadata: String::from_utf8_lossy(m.metadata()).into_owned(),
+        }
+    }
+
+    /// The data messages of `msgs` (ctrl messages are the engine's, not the user's).
+    fn all(msgs: &[Message]) -> Vec<Shown> {
+        msgs.iter()
+            .filter(|m| !m.is_ctrl())
+            .map(Shown::of)
+            .collect()
+    }
+}
+
+/// The messages after one transform.
+#[derive(Debug, Serialize)]
+pub struct Step {
+    /// Its index in `transforms`.
+    pub index: usize,
+    /// Its `type`.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Its `id` setting, when it has one.
+    pub id: Option<String>,
+    /// The data messages that came out of it.
+    pub messages: Vec<Shown>,
+}
+
+/// What a run produced.
+#[derive(Debug, Serialize)]
+pub struct RunReport {
+    /// What the pipeline's sends wrote to standard output (`send_stdout`).
+    pub stdout: String,
+    /// The data messages that came out of the last transform.
+    pub output: Vec<Shown>,
+    /// The messages after each transform.
+    pub steps: Vec<Step>,
+    /// Build warnings (unknown settings), `location: message`.
+    pub warnings: Vec<String>,
+}
+
+/// Compiles `text` and checks its shape; errors carry the place (`config.jsonnet:3:5: ...`).
+fn load(text: &str, ext: &[(String, String)]) -> anyhow::Result<sluice_config::LoadedConfig> {
+    Ok(sluice_config::load_text(CONFIG_NAME, text, ext, None)?)
+}
+
+/// A context for one run or test: state files in `state`, `send_stdout` into `sink`.
+fn context(state: &Path, sink: Arc<Mutex<Vec<u8>>>) -> Arc<Context> {
+    Arc::new(Context::default().with_state_dir(state).with_stdout(sink))
+}
+
+fn current_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting a runtime for the run")
+}
+
+/// A run went past its time limit.
+#[derive(Debug, thiserror::Error)]
+#[error("the run took longer than {} s and was stopped (sluice play's time limit)", .0.as_secs_f64())]
+pub struct TooSlow(pub Duration);
+
+/// Runs the config `text` over `input` (one message per line; an empty last line is not a
+/// message) followed by one ctrl, recording the messages after each transform (see the
+/// module documentation). `limit` bounds the pipeline's run (compiling is bounded by the
+/// caller).
+pub fn run(
+    registry: &Registry,
+    text: &str,
+    input: &str,
+    ext: &[(String, String)],
+    limit: Duration,
+) -> anyhow::Result<RunReport> {
+    let cfg = load(text, ext)?;
+    let items = match cfg.transforms() {
+        Value::Array(items) => items.clone(),
+        _ => Vec::new(),
+    };
+    let state = tempfile::tempdir().context("creating the run's state directory")?;
+    let sink = Arc::new(Mutex::new(Vec::new()));
+    let ctx = context(state.path(), sink.clone());
+    let mut stages = Vec::with_capacity(items.len());
+    let mut warnings = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let built = registry
+            .build_transform_in(&ctx, item, &format!("transforms[{i}]"))
+            .with_context(|| CONFIG_NAME.to_string())?;
+        warnings.extend(built.warnings.iter().map(|w| w.to_string()));
+        let type_name = item["type"].as_str().unwrap_or_default().to_string();
+        let id = item["settings"]["id"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        let step_id: Arc<str> = Arc::from(id.as_deref().unwrap_or(&type_name));
+        let pipeline = Pipeline::new(vec![(step_id, built.value)]).in_context(ctx.clone());
+        stages.push((type_name, id, pipeline));
+    }
+
+    let mut batch: Vec<Message> = input
+        .lines()
+        .map(|l| Message::new(l.as_bytes().to_vec()))
+        .collect();
+    batch.push(Message::ctrl());
+    let rt = current_thread_runtime()?;
+    let mut steps = Vec::with_capacity(stages.len());
+    // The timer is made inside the runtime, which it needs.
+    let ran = rt.block_on(async {
+        tokio::time::timeout(limit, async {
+            let mut cur = batch;
+            for (index, (type_name, id, pipeline)) in stages.into_iter().enumerate() {
+                cur = pipeline.apply(cur).await?;
+                steps.push(Step {
+                    index,
+                    type_name,
+                    id,
+                    messages: Shown::all(&cur),
+                });
+            }
+            Ok::<_, sluice_engine::TransformError>(cur)
+        })
+        .await
+    });
+    let out = match ran {
+        Err(_) => return Err(TooSlow(limit).into()),
+        Ok(Err(e)) => return Err(anyhow::Error::new(e).context(format!("running {CONFIG_NAME}"))),
+        Ok(Ok(out)) => out,
+    };
+    let stdout = String::from_utf8_lossy(&sink.lock().unwrap_or_else(|p| p.into_inner())).into();
+    Ok(RunReport {
+        stdout,
+        output: Shown::all(&out),
+        steps,
+        warnings,
+    })
+}
+
+/// One test of a config, as `sluice test` judges it.
+#[derive(Debug, Serialize)]
+pub struct CaseReport {
+    pub name: String,
+    pub passed: bool,
+    /// Why it failed or errored (empty when it passed).
+    pub details: Vec<String>,
+    /// How many data messages came out.
+    pub outputs: usize,
+    /// What the config's `send_stdout` wrote during the test.
+    pub captured: String,
+}
+
+/// What running a config's tests gave.
+#[derive(Debug, Serialize)]
+pub struct TestReport {
+    /// Every test passed (false when there are none, so that "no tests" is not "ok").
+    pub passed: bool,
+    /// The report as text, in `sluice test -v`'s form (`--- PASS: name (1 outputs)`).
+    pub report: String,
+    pub cases: Vec<CaseReport>,
+}
+
+/// Runs the `tests:` of the config `text` with `sluice test`'s rules (commands/test): each
+/// test's own transforms get one ctrl, a fresh instance of the pipeline (in a fresh context)
+/// gets what they emit in one batch, and the condition must hold for every data message that
+/// comes out (and `outputs: N`, when given, must match). A config that does not build is one
+/// error, not a failure of each test.
+pub fn test(
+    registry: &Registry,
+    text: &str,
+    ext: &[(String, String)],
+    limit: Duration,
+) -> anyhow::Result<TestReport> {
+    let cfg = load(text, ext)?;
+    let tests = cfg.tests()?;
+    let state = tempfile::tempdir().context("creating a state directory")?;
+    registry
+        .build_pipeline_in(
+            &Context::in_dir(state.path()),
+            cfg.transforms(),
+            "transforms",
+        )
+        .with_context(|| CONFIG_NAME.to_string())?;
+    let rt = current_thread_runtime()?;
+    let mut cases = Vec::with_capacity(tests.len());
+    let mut report = String::new();
+    for t in &tests {
+        let captured = Arc::new(Mutex::new(Vec::new()));
+        let judged = rt.block_on(async {
+            tokio::time::timeout(limit, case(registry, cfg.transforms(), t, captured.clone())).await
+        });
+        let (passed, details, outputs) = match judged {
+            Err(_) => (false, vec![format!("error: {}", TooSlow(limit))], 0),
+            Ok(Err(e)) => (false, vec![format!("error: {e:#}")], 0),
+            Ok(Ok(j)) => j,
+        };
+        let captured =
+            String::from_utf8_lossy(&captured.lock().unwrap_or_else(|p| p.into_inner())).into();
+        report.push_str(&format!("=== RUN   {}\n", t.name));
+        if passed {
+            report.push_str(&format!("--- PASS: {} ({outputs} outputs)\n", t.name));
+        } else {
+            report.push_str(&format!("--- FAIL: {}\n", t.name));
+        }
+        for line in details.iter().map(String::as_str).chain(
+            std::iter::once(&captured as &String)
+                .flat_map(|c| c.lines())
+                .collect::<Vec<_>>(),
+        ) {
+            report.push_str(&format!("    {line}\n"));
+        }
+        cases.push(CaseReport {
+            name: t.name.clone(),
+            passed,
+            details,
+            outputs,
+            captured,
+        });
+    }
+    let passed = !cases.is_empty() && cases.iter().all(|c| c.passed);
+    report.push_str(match (cases.is_empty(), passed) {
+        (true, _) => "no tests: the config has no `tests:`\n",
+        (false, true) => "PASS\n",
+        (false, false) => "FAIL\n",
+    });
+    Ok(TestReport {
+        passed,
+        report,
+        cases,
+    })
+}
+
+/// One test: (passed, why not, outputs).
+async fn case(
+    registry: &Registry,
+    transforms: &Value,
+    t: &sluice_config::TestCase,
+    captured: Arc<Mutex<Vec<u8>>>,
+) -> anyhow::Result<(bool, Vec<String>, usize)> {
+    let state = tempfile::tempdir().context("creating the test's state directory")?;
+    let ctx = context(state.path(), captured);
+    let condition = registry
+        .build_condition(&t.condition, &t.condition_location())
+        .with_context(|| CONFIG_NAME.to_string())?
+        .value;
+    let setup = registry
+        .build_pipeline_in(&ctx, &t.transforms, &t.transforms_location())
+        .with_context(|| CONFIG_NAME.to_string())?
+        .value;
+    let seeds = setup
+        .apply(vec![Message::ctrl()])
+        .await
+        .context("running the test's transforms")?;
+    let pipeline = registry
+        .build_pipeline_in(&ctx, transforms, "transforms")
+        .with_context(|| CONFIG_NAME.to_string())?
+        .value;
+    let out = pipeline
+        .apply(seeds)
+        .await
+        .context("running the config's transforms")?;
+    let mut outputs = 0;
+    for m in out.iter().filter(|m| !m.is_ctrl()) {
+        outputs += 1;
+        if !condition.test(m).context("evaluating the condition")? {
+            let details = vec![
+                "the condition did not hold".to_string(),
+                format!("message:   {}", String::from_utf8_lossy(m.data())),
+                format!(
+                    "condition: {}",
+                    serde_json::to_string(&t.condition).unwrap_or_default()
+                ),
+            ];
+            return Ok((false, details, outputs));
+        }
+    }
+    if let Some(want) = t.outputs
+        && want != outputs
+    {
+        return Ok((
+            false,
+            vec![format!("{outputs} output message(s), not {want}")],
+            outputs,
+        ));
+    }
+    Ok((true, Vec::new(), outputs))
+}
+
+/// The config `text` formatted as `sluice fmt` formats a file.
+pub fn format(text: &str) -> anyhow::Result<String> {
+    Ok(sluice_cmd::jsonnet_fmt::format(CONFIG_NAME, text)?)
+}
+
+/// The sample input of a compiled config, one message per line: its `demo` field, else the
+/// values of the `test_message` transforms of its first test; empty when it has neither.
+pub fn sample_input(json: &Value) -> String {
+    let line = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    };
+    if let Some(demo) = json.get("demo").filter(|d| !d.is_null()) {
+        return line(demo);
+    }
+    let Some(first) = json.get("tests").and_then(|t| t.get(0)) else {
+        return String::new();
+    };
+    first["transforms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["type"] == "test_message")
+        .map(|t| line(&t["settings"]["value"]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const LIMIT: Duration = Duration::from_secs(10);
+
+    const CONFIG: &str = r#"
+local sub = std.extVar('sub');
+{
+  tests: [{
+    name: 'upper',
+    transforms: [sub.tf.test.message({ value: { a: 'b' } })],
+    condition: sub.cnd.str.eq({ obj: { src: 'a' }, value: 'B' }),
+  }],
+  transforms: [
+    sub.tf.str.to.upper({ obj: { src: 'a', trg: 'a' } }),
+    sub.tf.obj.insert({ obj: { trg: 'n' }, value: 1 }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#;
+
+    #[test]
+    fn run_records_each_step_and_captures_stdout() {
+        let r = sluice_transforms::registry();
+        let report = run(&r, CONFIG, "{\"a\":\"b\"}\n{\"a\":\"c\"}\n", &[], LIMIT).unwrap();
+        let types: Vec<_> = report.steps.iter().map(|s| s.type_name.as_str()).collect();
+        assert_eq!(types, ["string_to_upper", "object_insert", "send_stdout"]);
+        assert_eq!(report.steps[0].messages[1].data, r#"{"a":"C"}"#);
+        assert_eq!(report.steps[1].messages[0].data, r#"{"a":"B","n":1}"#);
+        assert_eq!(
+            report.stdout,
+            "{\"a\":\"B\",\"n\":1}\n{\"a\":\"C\",\"n\":1}\n"
+        );
+        assert_eq!(report.output.len(), 2);
+    }
+
+    #[test]
+    fn errors_carry_their_place() {
+        let r = sluice_transforms::registry();
+        let e = run(&r, "{ transforms: [\n  error 'boom' ] }", "", &[], LIMIT).unwrap_err();
+        assert!(format!("{e:#}").contains("config.jsonnet:2:3"), "{e:#}");
+        let bad = r#"{ transforms: [{ type: 'string_to_upper', settings: { object: 1 } }] }"#;
+        let e = run(&r, bad, "", &[], LIMIT).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("transforms[0] (string_to_upper)"), "{e}");
+    }
+
+    #[test]
+    fn tests_pass_and_fail_as_sluice_test_judges() {
+        let r = sluice_transforms::registry();
+        let report = test(&r, CONFIG, &[], LIMIT).unwrap();
+        assert!(report.passed, "{}", report.report);
+        assert!(report.report.contains("--- PASS: upper (1 outputs)"));
+        let failing = CONFIG.replace("value: 'B'", "value: 'Z'");
+        let report = test(&r, &failing, &[], LIMIT).unwrap();
+        assert!(!report.passed);
+        assert!(
+            report.report.contains("--- FAIL: upper"),
+            "{}",
+            report.report
+        );
+    }
+
+    #[test]
+    fn a_slow_run_is_stopped() {
+        let r = sluice_transforms::registry();
+        let slow = r#"{ transforms: [{ type: 'utility_delay', settings: { duration: '5s' } }] }"#;
+        let e = run(&r, slow, "x", &[], Duration::from_millis(200)).unwrap_err();
+        assert!(e.to_string().contains("longer than"), "{e}");
+    }
+
+    #[test]
+    fn sample_input_table() {
+        let cases = [
+            (json!({"demo": {"a": 1}}), r#"{"a":1}"#),
+            (
+                json!({"tests": [{"transforms": [
+                    {"type": "test_message", "settings": {"value": "raw"}},
+                    {"type": "test_message", "settings": {"value": {"b": 2}}},
+                ]}, {"transforms": [{"type": "test_message", "settings": {"value": "no"}}]}]}),
+                "raw\n{\"b\":2}",
+            ),
+            (json!({"transforms": []}), ""),
+        ];
+        for (json, want) in cases {
+            assert_eq!(sample_input(&json), want, "{json}");
+        }
+    }
+}

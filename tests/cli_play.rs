@@ -1,0 +1,454 @@
+//! `sluice play`, run as a process: its API over plain HTTP (every route, the guards, the
+//! limits), the warning on a non-loopback address, and its page driven in a real headless
+//! browser (tests/play/browser.mjs: Debian's chromium through playwright-core), asserting
+//! on what the script saw.
+//!
+//! The browser test needs chromium (`apt-get install chromium`, as scripts/test.sh does) and
+//! playwright-core (`scripts/emulators.sh install`); without them it fails and says so.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::workspace_root;
+
+/// A running `sluice play`, stopped when dropped.
+struct Play {
+    child: Child,
+    /// `http://127.0.0.1:PORT/`
+    url: String,
+    /// `127.0.0.1:PORT`
+    addr: String,
+}
+
+impl Play {
+    /// Starts `sluice play --addr addr` in the workspace root (so it lists `examples/`) and
+    /// reads the URL it prints.
+    fn start(addr: &str) -> Play {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["play", "--addr", addr])
+            .current_dir(workspace_root())
+            .env_remove("SLUICE_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting sluice play");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("reading the URL line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in sluice play's first line: {line:?}"))
+            .to_string();
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        Play { child, url, addr }
+    }
+
+    /// Stops it and returns what it wrote to standard error.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        err
+    }
+}
+
+impl Drop for Play {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 request (`Connection: close`) with `headers`; the status and the body.
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("connecting to sluice play");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        head.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    // A server refusing a large body may close before reading all of it.
+    let _ = stream.write_all(body);
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply).into_owned();
+    let status = reply
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP reply: {reply:?}"));
+    let body = reply
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// POSTs JSON to the API; the status and the reply as JSON.
+fn post(addr: &str, path: &str, body: &Value) -> (u16, Value) {
+    let (status, text) = request(
+        addr,
+        "POST",
+        path,
+        &[("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    );
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text:?}"));
+    (status, json)
+}
+
+const CONFIG: &str = r#"local sub = std.extVar('sub');
+{
+  tests: [{
+    name: 'upper',
+    transforms: [sub.tf.test.message({ value: { a: 'b' } })],
+    condition: sub.cnd.str.eq({ obj: { src: 'a' }, value: 'B' }),
+  }],
+  transforms: [
+    sub.tf.str.to.upper({ obj: { src: 'a', trg: 'a' } }),
+    sub.tf.obj.insert({ obj: { trg: 'n' }, value: 1 }),
+    sub.tf.send.stdout(),
+  ],
+}
+"#;
+
+#[test]
+fn api_runs_tests_formats_and_lists_examples() {
+    let play = Play::start("127.0.0.1:0");
+    let a = play.addr.as_str();
+
+    let (status, page) = request(a, "GET", "/", &[], b"");
+    assert_eq!(status, 200);
+    assert!(page.contains("<title>sluice play</title>"), "{page}");
+
+    let (status, r) = post(
+        a,
+        "/api/run",
+        &json!({"config": CONFIG, "input": "{\"a\":\"b\"}\n{\"a\":\"c\"}"}),
+    );
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(
+        r["stdout"],
+        "{\"a\":\"B\",\"n\":1}\n{\"a\":\"C\",\"n\":1}\n"
+    );
+    assert_eq!(r["output"][1]["data"], r#"{"a":"C","n":1}"#);
+    let steps = r["steps"].as_array().unwrap();
+    let types: Vec<_> = steps.iter().map(|s| s["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["string_to_upper", "object_insert", "send_stdout"]);
+    assert_eq!(steps[0]["messages"][0]["data"], r#"{"a":"B"}"#);
+    assert_eq!(steps[1]["index"], 1);
+
+    // Errors: 422 with the place, as the CLI prints it.
+    let (status, r) = post(
+        a,
+        "/api/run",
+        &json!({"config": "{ transforms: [\n  error 'boom' ] }"}),
+    );
+    assert_eq!(status, 422, "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("config.jsonnet:2:3"),
+        "{r}"
+    );
+    let bad = "{ transforms: [{ type: 'string_to_uper', settings: {} }] }";
+    let (status, r) = post(a, "/api/run", &json!({ "config": bad }));
+    assert_eq!(status, 422, "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("transforms[0]"),
+        "{r}"
+    );
+    assert!(
+        r["error"].as_str().unwrap().contains("string_to_upper"),
+        "{r}"
+    );
+
+    let (status, r) = post(a, "/api/test", &json!({ "config": CONFIG }));
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["passed"], true, "{r}");
+    assert!(
+        r["report"]
+            .as_str()
+            .unwrap()
+            .contains("--- PASS: upper (1 outputs)"),
+        "{r}"
+    );
+    let failing = CONFIG.replace("value: 'B'", "value: 'Z'");
+    let (_, r) = post(a, "/api/test", &json!({ "config": failing }));
+    assert_eq!(r["passed"], false, "{r}");
+    assert!(
+        r["report"].as_str().unwrap().contains("--- FAIL: upper"),
+        "{r}"
+    );
+
+    let (status, r) = post(a, "/api/fmt", &json!({"config": "{a:1,\n    b:[ ]}"}));
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r["config"], "{\n  a: 1,\n  b: [],\n}\n");
+    let (status, r) = post(a, "/api/fmt", &json!({"config": "{a:"}));
+    assert_eq!(status, 422, "{r}");
+    assert!(
+        r["error"].as_str().unwrap().contains("config.jsonnet:1"),
+        "{r}"
+    );
+
+    let (status, text) = request(a, "GET", "/api/examples", &[], b"");
+    assert_eq!(status, 200);
+    let examples: Value = serde_json::from_str(&text).unwrap();
+    let on_disk = walk_examples(&workspace_root().join("examples"));
+    let names: Vec<_> = examples
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, on_disk);
+    let hello = examples
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "examples/hello/config.jsonnet")
+        .unwrap();
+    assert_eq!(hello["input"], r#"{"a":"b"}"#);
+    let demo = examples
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "examples/demo/config.jsonnet")
+        .unwrap();
+    assert!(demo["input"].as_str().unwrap().contains("ConsoleLogin"));
+}
+
+/// The `.jsonnet` files under `dir`, as `examples/...` paths, sorted.
+fn walk_examples(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonnet") {
+                let rel = p.strip_prefix(workspace_root()).unwrap();
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn api_guards_and_limits() {
+    let play = Play::start("127.0.0.1:0");
+    let a = play.addr.as_str();
+    let body = json!({ "config": "{ transforms: [] }" }).to_string();
+
+    // Not JSON: a cross-origin form post cannot send application/json without a preflight.
+    let (status, r) = request(
+        a,
+        "POST",
+        "/api/run",
+        &[("Content-Type", "text/plain")],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 415, "{r}");
+    // Another page's origin.
+    let (status, r) = request(
+        a,
+        "POST",
+        "/api/run",
+        &[
+            ("Content-Type", "application/json"),
+            ("Origin", "http://evil.example"),
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 403, "{r}");
+    assert!(r.contains("evil.example"), "{r}");
+    // A DNS-rebinding host name.
+    let (status, r) = request(
+        a,
+        "GET",
+        "/api/examples",
+        &[("Host", "evil.example:8080")],
+        b"",
+    );
+    assert_eq!(status, 403, "{r}");
+    // The page's own origin is fine.
+    let origin = format!("http://{a}");
+    let (status, r) = request(
+        a,
+        "POST",
+        "/api/run",
+        &[("Content-Type", "application/json"), ("Origin", &origin)],
+        body.as_bytes(),
+    );
+    assert_eq!(status, 200, "{r}");
+
+    let (status, r) = request(a, "GET", "/nope", &[], b"");
+    assert_eq!(status, 404, "{r}");
+    let (status, r) = request(a, "GET", "/api/run", &[], b"");
+    assert_eq!(status, 405, "{r}");
+    let (status, r) = post(a, "/api/run", &json!({"input": "x"}));
+    assert_eq!(status, 400, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("config"), "{r}");
+
+    // Too big.
+    let big = json!({ "config": "{ transforms: [] }", "input": "x".repeat(2 << 20) });
+    let (status, r) = post(a, "/api/run", &big);
+    assert_eq!(status, 413, "{r}");
+
+    // Too slow: stopped at the time limit (10 s) with 408.
+    let slow = "{ transforms: [{ type: 'utility_delay', settings: { duration: '60s' } }] }";
+    let started = std::time::Instant::now();
+    let (status, r) = post(a, "/api/run", &json!({ "config": slow, "input": "x" }));
+    assert_eq!(status, 408, "{r}");
+    assert!(r["error"].as_str().unwrap().contains("time limit"), "{r}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn non_loopback_addresses_warn() {
+    let play = Play::start("0.0.0.0:0");
+    assert!(play.url.starts_with("http://0.0.0.0:"), "{}", play.url);
+    let err = play.stop();
+    assert!(err.contains("not a loopback address"), "{err}");
+    assert!(err.contains("run configs"), "{err}");
+
+    let play = Play::start("127.0.0.1:0");
+    let err = play.stop();
+    assert!(!err.contains("warning"), "{err}");
+}
+
+/// The browser and the driver, or why the test cannot run.
+fn browser_tools() -> (PathBuf, PathBuf) {
+    let chromium = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.exists())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "chromium is not installed; the playground's browser test needs it: \
+                 apt-get install -y --no-install-recommends chromium (scripts/test.sh does)"
+            )
+        });
+    let driver = workspace_root().join(".emulators/playwright/node_modules/playwright-core");
+    assert!(
+        driver.join("package.json").exists(),
+        "playwright-core is not installed in {}; run scripts/emulators.sh install",
+        driver.display()
+    );
+    (chromium, driver)
+}
+
+#[test]
+fn the_page_in_a_headless_browser() {
+    let (chromium, driver) = browser_tools();
+    let play = Play::start("127.0.0.1:0");
+    let out = Command::new("node")
+        .arg(workspace_root().join("tests/play/browser.mjs"))
+        .env("SLUICE_PLAY_URL", &play.url)
+        .env("PLAYWRIGHT_CORE", &driver)
+        .env("CHROMIUM", &chromium)
+        .output()
+        .expect("running node (apt-get install nodejs)");
+    assert!(
+        out.status.success(),
+        "tests/play/browser.mjs failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let seen: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the script's output is not JSON ({e}): {stdout}"));
+
+    let run = &seen["run"];
+    assert_eq!(run["error"], "", "{run}");
+    let want =
+        "{\"name\":\"ADA\",\"greeting\":\"hello\"}\n{\"name\":\"GRACE\",\"greeting\":\"hello\"}";
+    assert_eq!(run["stdout"], format!("{want}\n"), "{run}");
+    assert_eq!(run["output"], want, "{run}");
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{run}");
+    for (i, (ty, first)) in [
+        ("object_insert", r#"{"name":"ada","greeting":"hello"}"#),
+        ("string_to_upper", r#"{"name":"ADA","greeting":"hello"}"#),
+        ("send_stdout", r#"{"name":"ADA","greeting":"hello"}"#),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let head = steps[i]["head"].as_str().unwrap();
+        assert!(head.starts_with(&format!("transforms[{i}] {ty}")), "{head}");
+        assert_eq!(steps[i]["messages"].as_array().unwrap().len(), 2, "{run}");
+        assert_eq!(steps[i]["messages"][0], *first, "{run}");
+    }
+
+    let test = &seen["test"];
+    assert_eq!(test["error"], "", "{test}");
+    let report = test["report"].as_str().unwrap();
+    assert!(report.contains("--- PASS: greets (1 outputs)"), "{report}");
+    assert!(report.trim_end().ends_with("PASS"), "{report}");
+
+    assert_eq!(
+        seen["format"]["config"], "{\n  transforms: [\n  ],\n  a: 1,\n}\n",
+        "{seen}"
+    );
+
+    let example = &seen["example"];
+    let options = example["options"].as_array().unwrap();
+    assert!(options.iter().any(|o| o == "demo") && options.iter().any(|o| o == "meta/switch"));
+    let hello =
+        std::fs::read_to_string(workspace_root().join("examples/hello/config.jsonnet")).unwrap();
+    assert_eq!(example["config"], hello.as_str());
+    assert_eq!(example["input"], r#"{"a":"b"}"#);
+
+    let share = &seen["share"];
+    assert!(share["url"].as_str().unwrap().contains("/#ey"), "{share}");
+    assert_eq!(
+        share["config"], "{ transforms: [] }  // shared ✓\n",
+        "{share}"
+    );
+    assert_eq!(share["input"], "one\ntwo", "{share}");
+
+    let errors = &seen["errors"];
+    let jsonnet = errors["jsonnet"].as_str().unwrap();
+    assert!(jsonnet.contains("config.jsonnet:3:3"), "{jsonnet}");
+    assert!(jsonnet.contains("boom"), "{jsonnet}");
+    let build = errors["build"].as_str().unwrap();
+    assert!(
+        build.contains("transforms[0] (string_to_upper) settings.object.source_key"),
+        "{build}"
+    );
+}

@@ -1,0 +1,128 @@
+// Drives `sluice play`'s page in headless chromium (playwright-core, no browser download) the
+// way a user would, and prints what it saw as one JSON object on stdout for
+// tests/cli_play.rs to assert on. It asserts nothing itself, so that a failure shows the
+// whole picture.
+//
+//   SLUICE_PLAY_URL=http://127.0.0.1:PORT/  the running server
+//   PLAYWRIGHT_CORE=.../node_modules/playwright-core   the driver (scripts/emulators.sh)
+//   CHROMIUM=/usr/bin/chromium              the browser (Debian's `chromium`)
+//   SLUICE_PLAY_SCREENSHOT=1                also save docs/images/play.png
+//                                           (SLUICE_PLAY_SCREENSHOT_PATH overrides where)
+
+import path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const url = process.env.SLUICE_PLAY_URL;
+const require = createRequire(import.meta.url);
+const { chromium } = require(process.env.PLAYWRIGHT_CORE);
+
+const CONFIG = `local sub = std.extVar('sub');
+{
+  tests: [{
+    name: 'greets',
+    transforms: [sub.tf.test.message({ value: { name: 'ada' } })],
+    condition: sub.cnd.str.eq({ obj: { src: 'greeting' }, value: 'hello' }),
+  }],
+  transforms: [
+    sub.tf.obj.insert({ obj: { trg: 'greeting' }, value: 'hello' }),
+    sub.tf.str.to.upper({ obj: { src: 'name', trg: 'name' } }),
+    sub.tf.send.stdout(),
+  ],
+}
+`;
+const INPUT = '{"name":"ada"}\n{"name":"grace"}';
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM,
+  headless: true,
+  args: ["--no-sandbox"],
+});
+const out = {};
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  const text = (sel) => page.locator(sel).innerText();
+  // Clicks a button and waits for the work it starts to end (the buttons come back).
+  const press = async (id) => {
+    await page.click(id);
+    await page.waitForFunction(() => !document.querySelector("#run").disabled);
+  };
+
+  await page.goto(url);
+  await page.waitForSelector("body[data-ready=true]");
+
+  // Run: type a config and input, read the output and the step view.
+  await page.fill("#config", CONFIG);
+  await page.fill("#input", INPUT);
+  await press("#run");
+  out.run = {
+    error: await text("#error"),
+    stdout: await page.locator("#stdout").textContent(),
+    output: await page.locator("#output").textContent(),
+    steps: await page.$$eval("#steps li", (lis) =>
+      lis.map((li) => ({
+        head: li.querySelector(".step-head").textContent,
+        messages: [...li.querySelectorAll(".msg")].map((m) => m.firstChild.textContent),
+      })),
+    ),
+  };
+
+  // Test: the config's tests: report.
+  await press("#test");
+  out.test = { error: await text("#error"), report: await page.locator("#report").textContent() };
+
+  // Format a messy config.
+  await page.fill("#config", "{transforms:[\n],\n      a:   1}");
+  await press("#format");
+  out.format = { error: await text("#error"), config: await page.inputValue("#config") };
+
+  // Pick an example: its config and sample input load.
+  const options = await page.$$eval("#examples option", (os) => os.map((o) => o.textContent));
+  await page.selectOption("#examples", { label: "hello" });
+  out.example = {
+    options,
+    config: await page.inputValue("#config"),
+    input: await page.inputValue("#input"),
+  };
+
+  // Share: the state goes into the URL; a fresh page at that URL gets it back.
+  await page.fill("#config", "{ transforms: [] }  // shared ✓\n");
+  await page.fill("#input", "one\ntwo");
+  await page.click("#share");
+  const shared = page.url();
+  const other = await context.newPage();
+  await other.goto(shared);
+  await other.waitForSelector("body[data-ready=true]");
+  out.share = {
+    url: shared,
+    config: await other.inputValue("#config"),
+    input: await other.inputValue("#input"),
+  };
+  await other.close();
+
+  // A bad config shows its error with the place.
+  await page.fill("#config", "local sub = std.extVar('sub');\n{ transforms: [\n  error 'boom' ] }");
+  await press("#run");
+  const jsonnetError = await text("#error");
+  await page.fill(
+    "#config",
+    "{ transforms: [{ type: 'string_to_upper', settings: { object: { source_key: 1 } } }] }",
+  );
+  await press("#run");
+  out.errors = { jsonnet: jsonnetError, build: await text("#error") };
+
+  if (process.env.SLUICE_PLAY_SCREENSHOT === "1") {
+    await page.selectOption("#examples", { label: "hello" });
+    await press("#run");
+    await press("#test");
+    const file =
+      process.env.SLUICE_PLAY_SCREENSHOT_PATH || path.join(here, "..", "..", "docs", "images", "play.png");
+    await page.screenshot({ path: file, clip: { x: 0, y: 0, width: 1280, height: 630 } });
+    out.screenshot = file;
+  }
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(out));
