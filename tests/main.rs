@@ -18,6 +18,7 @@ mod cli_run;
 mod cli_tap;
 mod cli_test;
 mod cli_vet_substation;
+mod docs_commands;
 mod enrich_aws_dynamodb_query;
 mod examples_aws;
 mod examples_hop;
