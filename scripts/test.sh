@@ -51,7 +51,8 @@ cargo clippy -p sluice-transforms -p sluice-cmd --no-default-features --all-targ
 # steps below run (target/debug/sluice), and a second build would compile the dependencies
 # again with the binaries' feature set.
 step "unit and integration tests (cargo test)"
-cargo test --workspace --locked
+# No test may reach for instance metadata: the AWS SDK is told so for every process.
+AWS_EC2_METADATA_DISABLED=true cargo test --workspace --locked
 
 # Whole pipelines (lock + Kinesis, Firehose, DynamoDB, files, a hop) under injected faults,
 # lock-store outages, SIGKILLs, two workers, in-process retries and idle input, on emulators

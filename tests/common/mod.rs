@@ -178,6 +178,8 @@ pub fn run_in_env(
         .args(args)
         // The caller's SLUICE_LOG does not leak in; a test's own does.
         .env_remove("SLUICE_LOG")
+        // The AWS SDK never reaches for instance metadata (a test may say otherwise).
+        .env("AWS_EC2_METADATA_DISABLED", "true")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
         .env("RUST_BACKTRACE", "0")
