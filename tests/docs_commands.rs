@@ -183,7 +183,10 @@ fn the_guides_commands_print_what_it_shows() {
 #[test]
 fn the_matcher_is_strict_where_the_docs_are() {
     let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    assert!(lines_match(&p(&["a", "...", "z"]), &p(&["a", "b", "c", "z"])));
+    assert!(lines_match(
+        &p(&["a", "...", "z"]),
+        &p(&["a", "b", "c", "z"])
+    ));
     assert!(lines_match(&p(&["a", "...", "z"]), &p(&["a", "z"])));
     assert!(!lines_match(&p(&["a", "...", "z"]), &p(&["a", "b"])));
     assert!(!lines_match(&p(&["a"]), &p(&["a", "b"])));
