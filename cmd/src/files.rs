@@ -24,7 +24,7 @@ pub fn config_files(paths: &[PathBuf], shallow: bool) -> anyhow::Result<Vec<Path
         }
         let meta = std::fs::metadata(p).with_context(|| format!("{}", p.display()))?;
         if meta.is_dir() {
-            walk(p, shallow, &mut out)?;
+            walk(p, shallow, &["jsonnet", "json"], &mut out)?;
         } else {
             out.push(p.clone());
         }
@@ -42,7 +42,14 @@ pub fn config_files(paths: &[PathBuf], shallow: bool) -> anyhow::Result<Vec<Path
     Ok(out)
 }
 
-fn walk(dir: &Path, shallow: bool, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+/// The files under `dir` whose extension is one of `extensions`, sorted, recursively unless
+/// `shallow`; hidden directories, `target` and `node_modules` are skipped.
+pub fn walk(
+    dir: &Path,
+    shallow: bool,
+    extensions: &[&str],
+    out: &mut Vec<PathBuf>,
+) -> anyhow::Result<()> {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("{}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -55,12 +62,13 @@ fn walk(dir: &Path, shallow: bool, out: &mut Vec<PathBuf>) -> anyhow::Result<()>
         }
         if p.is_dir() {
             if !shallow {
-                walk(&p, shallow, out)?;
+                walk(&p, shallow, extensions, out)?;
             }
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("jsonnet") | Some("json")
-        ) {
+        } else if p
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| extensions.contains(&e))
+        {
             out.push(p);
         }
     }

@@ -70,40 +70,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The Jsonnet files named by `paths`: files as given, directories walked recursively (in
-/// name order), hidden directories and `target` skipped.
+/// name order; see [`crate::files::walk`]).
 fn jsonnet_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).with_context(|| format!("{}", p.display()))?;
         if meta.is_dir() {
-            walk(p, &mut out)?;
+            crate::files::walk(p, false, &["jsonnet", "libsonnet"], &mut out)?;
         } else {
             out.push(p.clone());
         }
     }
     Ok(out)
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("{}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for p in entries {
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if p.is_dir() {
-            if !name.starts_with('.') && name != "target" && name != "node_modules" {
-                walk(&p, out)?;
-            }
-        } else if matches!(
-            p.extension().and_then(|e| e.to_str()),
-            Some("jsonnet" | "libsonnet")
-        ) {
-            out.push(p);
-        }
-    }
-    Ok(())
 }
 
 /// Replaces `path`'s contents with `text` through a temporary file in the same directory.

@@ -29,6 +29,7 @@
 //! read. The shards are listed again every [`LIST_EVERY`] and whenever a shard ends, which
 //! is how children are found.
 
+use sluice_transforms::aws::kinesis_throttled as throttled;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -220,19 +221,6 @@ fn shard_ended(
         // Nothing read: ended when it held nothing and a read found it so.
         None => empty_caught_up && seq_cmp(ending, starting).is_le(),
     }
-}
-
-/// Whether an error code means "slow down".
-fn throttled(code: Option<&str>) -> bool {
-    matches!(
-        code,
-        Some(
-            "ProvisionedThroughputExceededException"
-                | "KMSThrottlingException"
-                | "LimitExceededException"
-                | "ThrottlingException"
-        )
-    )
 }
 
 /// The wait before try `n` (from 1) of a throttled call: 0.5 s doubling to [`MAX_BACKOFF`].

@@ -213,7 +213,9 @@ fn sequence_numbers_compare_as_numbers() {
 fn throttled_calls_back_off_to_a_ceiling() {
     let waits: Vec<u128> = (1..=8).map(|n| backoff(n).as_millis()).collect();
     assert_eq!(waits, [500, 1000, 2000, 4000, 8000, 10000, 10000, 10000]);
-    assert!(throttled(Some("ProvisionedThroughputExceededException")));
-    assert!(!throttled(Some("ResourceNotFoundException")));
-    assert!(!throttled(None));
+    assert!(super::throttled(Some(
+        "ProvisionedThroughputExceededException"
+    )));
+    assert!(!super::throttled(Some("ResourceNotFoundException")));
+    assert!(!super::throttled(None));
 }

@@ -51,6 +51,20 @@ mod error_text;
 pub mod lambda;
 
 pub use error_text::{describe_error, error_chain};
+
+/// Whether a Kinesis call's error code means "slow down" (the shard's or the key's limit,
+/// or KMS's): retried with backoff by every Kinesis reader and writer.
+pub fn kinesis_throttled(code: Option<&str>) -> bool {
+    matches!(
+        code,
+        Some(
+            "ProvisionedThroughputExceededException"
+                | "KMSThrottlingException"
+                | "LimitExceededException"
+                | "ThrottlingException"
+        )
+    )
+}
 #[cfg(test)]
 pub(crate) mod test_support;
 

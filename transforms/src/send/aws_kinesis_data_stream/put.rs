@@ -22,6 +22,7 @@
 //! outcome open: a request given up on may still be applied after the read-back, and the
 //! lock then leaves their keys for the next attempt to check.
 
+use crate::aws::kinesis_throttled as throttled;
 use aws_sdk_kinesis::Client;
 use aws_sdk_kinesis::config::retry::RetryConfig;
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
@@ -51,19 +52,6 @@ enum Answer {
     Refused { text: String, again: bool },
     /// The outcome is open.
     Open(String),
-}
-
-/// Whether a whole call was throttled (the records were not put).
-fn throttled(code: Option<&str>) -> bool {
-    matches!(
-        code,
-        Some(
-            "ProvisionedThroughputExceededException"
-                | "KMSThrottlingException"
-                | "LimitExceededException"
-                | "ThrottlingException"
-        )
-    )
 }
 
 impl Kinesis {

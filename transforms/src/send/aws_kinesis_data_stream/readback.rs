@@ -18,6 +18,7 @@
 //! calls on one shard are spaced by [`ReadBack::pace`], throttling is retried by the SDK
 //! and then with backoff, an expired iterator is renewed where reading stopped.
 
+use crate::aws::kinesis_throttled as throttled;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -200,18 +201,6 @@ async fn list_shards(client: &Client, stream: &StreamRef) -> Result<Vec<Shard>, 
             _ => return Ok(out),
         }
     }
-}
-
-/// Whether an error code is `GetRecords` being throttled.
-fn throttled(code: Option<&str>) -> bool {
-    matches!(
-        code,
-        Some(
-            "ProvisionedThroughputExceededException"
-                | "KMSThrottlingException"
-                | "LimitExceededException"
-        )
-    )
 }
 
 /// Reads shard `shard` from `from_ms` until it is caught up or every sought record it may
