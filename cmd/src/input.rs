@@ -45,6 +45,9 @@ impl Source {
 pub struct ReadOptions {
     /// Messages per batch handed to the pipeline.
     pub batch_messages: usize,
+    /// Bytes of lines per batch: a batch is handed on when it holds this much, whatever
+    /// its count, so read-ahead is bounded in bytes for large lines too.
+    pub batch_bytes: usize,
     /// Longest line accepted, in bytes.
     pub max_line_bytes: usize,
 }
@@ -206,6 +209,7 @@ fn split_lines(
     let name = &*lines.source;
     let mut reader = BufReader::with_capacity(CHUNK, r);
     let mut batch = Vec::with_capacity(opts.batch_messages);
+    let mut batch_bytes = 0usize;
     let mut line_no: u64 = 0;
     let mut hint = 512usize;
     // Read at most the limit plus a CRLF, so a huge line is never held whole.
@@ -238,9 +242,13 @@ fn split_lines(
             });
         }
         hint = (line.len() + line.len() / 4 + 16).clamp(64, 64 * 1024);
+        batch_bytes += line.len();
         batch.push(lines.message(line_no, line));
-        if batch.len() >= opts.batch_messages && !send(tx, &mut batch, opts) {
-            return Ok(false);
+        if batch.len() >= opts.batch_messages || batch_bytes >= opts.batch_bytes {
+            batch_bytes = 0;
+            if !send(tx, &mut batch, opts) {
+                return Ok(false);
+            }
         }
     }
     if !batch.is_empty() {
@@ -283,8 +291,52 @@ mod tests {
 
     const OPTS: ReadOptions = ReadOptions {
         batch_messages: 2,
+        batch_bytes: 1 << 20,
         max_line_bytes: 16,
     };
+
+    /// The sizes of the batches `data` is cut into.
+    fn batch_sizes(data: &[u8], opts: ReadOptions) -> Vec<usize> {
+        let (tx, mut rx) = mpsc::channel(1024);
+        split_lines(data, &lines("test"), opts, &tx).unwrap();
+        drop(tx);
+        let mut out = Vec::new();
+        while let Ok(b) = rx.try_recv() {
+            out.push(b.len());
+        }
+        out
+    }
+
+    #[test]
+    fn a_batch_closes_at_its_count_or_its_bytes() {
+        let opts = |batch_messages, batch_bytes| ReadOptions {
+            batch_messages,
+            batch_bytes,
+            max_line_bytes: 1 << 20,
+        };
+        let ten_lines_of_100: Vec<u8> = (0..10)
+            .flat_map(|_| {
+                let mut l = vec![b'x'; 100];
+                l.push(b'\n');
+                l
+            })
+            .collect();
+        // (messages, bytes) -> batch sizes
+        let table: &[(usize, usize, &[usize])] = &[
+            (4, 1 << 20, &[4, 4, 2]),
+            (1024, 250, &[3, 3, 3, 1]),
+            (1024, 100, &[1; 10]),
+            (2, 250, &[2, 2, 2, 2, 2]),
+            (1024, 1 << 20, &[10]),
+        ];
+        for &(messages, bytes, want) in table {
+            assert_eq!(
+                batch_sizes(&ten_lines_of_100, opts(messages, bytes)),
+                want,
+                "{messages} messages, {bytes} bytes"
+            );
+        }
+    }
 
     #[test]
     fn lines_table() {

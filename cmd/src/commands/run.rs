@@ -28,6 +28,11 @@ pub struct Args {
     /// Messages handed to the pipeline at a time.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     batch_messages: u32,
+    /// Bytes of input handed to the pipeline at a time: a batch closes at this size or at
+    /// --batch-messages, whichever comes first. With at most 4 batches read ahead, input held
+    /// in memory is bounded by about five times this, whatever the line length.
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    batch_bytes: u64,
     /// The longest input line accepted, in bytes.
     #[arg(long, default_value_t = 128 * 1024 * 1024)]
     max_line_bytes: usize,
@@ -86,6 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let opts = ReadOptions {
         batch_messages: args.batch_messages as usize,
+        batch_bytes: usize::try_from(args.batch_bytes).unwrap_or(usize::MAX),
         max_line_bytes: args.max_line_bytes,
     };
     let (tx, rx) = mpsc::channel(4);
