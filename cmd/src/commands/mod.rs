@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use sluice_engine::{Condition, Context, Pipeline, Registry};
+use sluice_engine::{Context, Pipeline, Registry};
 
 /// The URL a config argument names, when it is one (`s3://`, `https://`, `http://`)
 /// rather than a local path.
@@ -63,20 +63,6 @@ pub fn build_pipeline_in(
 ) -> anyhow::Result<Pipeline> {
     let built = registry
         .build_pipeline_in(ctx, transforms, "transforms")
-        .with_context(|| format!("{}", file.display()))?;
-    crate::output::warnings(file, &built.warnings);
-    Ok(built.value)
-}
-
-/// Builds a condition of a compiled config, printing warnings.
-pub fn build_condition(
-    registry: &Registry,
-    file: &Path,
-    cfg: &serde_json::Value,
-    location: &str,
-) -> anyhow::Result<Arc<dyn Condition>> {
-    let built = registry
-        .build_condition(cfg, location)
         .with_context(|| format!("{}", file.display()))?;
     crate::output::warnings(file, &built.warnings);
     Ok(built.value)

@@ -93,12 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
 
-    let region = args
-        .stream
-        .starts_with("arn:")
-        .then(|| aws::Arn::parse(&args.stream).ok().map(|a| a.region))
-        .flatten()
-        .filter(|r| !r.is_empty());
+    let (name, region) = tap::stream_name_and_region(&args.stream)?;
     runtime.block_on(async {
         let sdk = aws::load(&AwsTarget {
             region,
@@ -112,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         let client = aws_sdk_kinesis::Client::new(&sdk);
-        let stream = tap::resolve(&client, &args.stream).await?;
+        let stream = tap::resolve(&client, name).await?;
         if std::io::stderr().is_terminal() {
             eprintln!(
                 "sluice: tapping {} from {}; Ctrl-C stops",

@@ -680,16 +680,10 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "init failed: no tokio runtime");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) =
+        build_runtime(tokio::runtime::Builder::new_multi_thread().worker_threads(workers))
+    else {
+        return ExitCode::FAILURE;
     };
     tracing::info!(
         config = %config,
@@ -700,13 +694,32 @@ pub fn main() -> ExitCode {
     );
     let _ = EVENT_KIND.set(function.opts.kind);
     let function = Arc::new(function);
-    let r = runtime.block_on(lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: LambdaEvent<Event>| {
-            let f = function.clone();
-            async move { f.handle_event(event).await }
-        },
-    )));
-    match r {
+    serve(&runtime, move |event| {
+        let f = function.clone();
+        async move { f.handle_event(event).await }
+    })
+}
+
+/// A tokio runtime from `builder`, or `None` after logging why the init failed.
+pub(crate) fn build_runtime(
+    builder: &mut tokio::runtime::Builder,
+) -> Option<tokio::runtime::Runtime> {
+    match builder.enable_all().build() {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::error!(error = %e, "init failed: no tokio runtime");
+            None
+        }
+    }
+}
+
+/// The runtime API loop, each invocation answered by `handler`, until the loop ends.
+pub(crate) fn serve<F, Fut>(runtime: &tokio::runtime::Runtime, handler: F) -> ExitCode
+where
+    F: Fn(LambdaEvent<Event>) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, HandlerError>>,
+{
+    match runtime.block_on(lambda_runtime::run(lambda_runtime::service_fn(handler))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "the runtime loop ended");

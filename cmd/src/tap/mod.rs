@@ -228,22 +228,27 @@ fn backoff(n: u32) -> Duration {
     Duration::from_millis(500u64.saturating_mul(1 << n.min(6).saturating_sub(1))).min(MAX_BACKOFF)
 }
 
-/// Resolves a stream given by name or ARN (which must exist): its name and ARN.
-pub async fn resolve(client: &Client, stream: &str) -> Result<StreamId, TapError> {
-    let name = match stream.strip_prefix("arn:") {
-        Some(_) => stream
-            .rsplit_once(":stream/")
-            .map(|(_, n)| n.to_string())
-            .filter(|n| !n.is_empty())
-            .ok_or_else(|| TapError::Call {
-                operation: "DescribeStreamSummary",
-                stream: stream.to_string(),
-                shard: String::new(),
-                cause: "not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME)"
-                    .into(),
-            })?,
-        None => stream.to_string(),
-    };
+/// A stream given by name or ARN: its name, and the region an ARN names.
+pub fn stream_name_and_region(stream: &str) -> Result<(String, Option<String>), TapError> {
+    if !stream.starts_with("arn:") {
+        return Ok((stream.to_string(), None));
+    }
+    sluice_transforms::aws::Arn::parse(stream)
+        .ok()
+        .and_then(|a| {
+            let name = a.resource.strip_prefix("stream/")?.to_string();
+            (!name.is_empty()).then(|| (name, Some(a.region).filter(|r| !r.is_empty())))
+        })
+        .ok_or_else(|| TapError::Call {
+            operation: "DescribeStreamSummary",
+            stream: stream.to_string(),
+            shard: String::new(),
+            cause: "not a Kinesis stream ARN (arn:aws:kinesis:REGION:ACCOUNT:stream/NAME)".into(),
+        })
+}
+
+/// Resolves the stream named `name` (which must exist): its name and ARN.
+pub async fn resolve(client: &Client, name: String) -> Result<StreamId, TapError> {
     let out = client
         .describe_stream_summary()
         .stream_name(&name)

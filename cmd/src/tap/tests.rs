@@ -219,3 +219,32 @@ fn throttled_calls_back_off_to_a_ceiling() {
     assert!(!super::throttled(Some("ResourceNotFoundException")));
     assert!(!super::throttled(None));
 }
+
+#[test]
+fn streams_are_named_by_name_or_arn() {
+    // (given, its name and region; None when it is refused)
+    type Case<'a> = (&'a str, Option<(&'a str, Option<&'a str>)>);
+    let table: &[Case] = &[
+        ("events", Some(("events", None))),
+        (
+            "arn:aws:kinesis:eu-west-1:123456789012:stream/events",
+            Some(("events", Some("eu-west-1"))),
+        ),
+        (
+            "arn:aws:kinesis::123456789012:stream/events",
+            Some(("events", None)),
+        ),
+        ("arn:aws:kinesis:eu-west-1:123456789012:stream/", None),
+        ("arn:aws:sqs:eu-west-1:123456789012:queue", None),
+        ("arn:nonsense", None),
+    ];
+    for (given, want) in table {
+        let got = stream_name_and_region(given).ok();
+        let got = got.as_ref().map(|(n, r)| (n.as_str(), r.as_deref()));
+        assert_eq!(got, *want, "{given}");
+    }
+    let e = stream_name_and_region("arn:nonsense")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a Kinesis stream ARN"), "{e}");
+}

@@ -30,6 +30,8 @@ use serde::Serialize;
 use serde_json::Value;
 use sluice_engine::{Context, Message, Pipeline, Registry};
 
+use crate::commands::test::{Failure, judge};
+
 /// The name a config's text is compiled under: what Jsonnet errors and build errors show.
 pub const CONFIG_NAME: &str = "config.jsonnet";
 
@@ -273,7 +275,7 @@ pub fn test(
     })
 }
 
-/// One test: (passed, why not, outputs).
+/// One test: (passed, why not, outputs), judged as `sluice test` judges it.
 async fn case(
     registry: &Registry,
     transforms: &Value,
@@ -282,51 +284,21 @@ async fn case(
 ) -> anyhow::Result<(bool, Vec<String>, usize)> {
     let state = tempfile::tempdir().context("creating the test's state directory")?;
     let ctx = context(state.path(), captured);
-    let condition = registry
-        .build_condition(&t.condition, &t.condition_location())
-        .with_context(|| CONFIG_NAME.to_string())?
-        .value;
-    let setup = registry
-        .build_pipeline_in(&ctx, &t.transforms, &t.transforms_location())
-        .with_context(|| CONFIG_NAME.to_string())?
-        .value;
-    let seeds = setup
-        .apply(vec![Message::ctrl()])
-        .await
-        .context("running the test's transforms")?;
-    let pipeline = registry
-        .build_pipeline_in(&ctx, transforms, "transforms")
-        .with_context(|| CONFIG_NAME.to_string())?
-        .value;
-    let out = pipeline
-        .apply(seeds)
-        .await
-        .context("running the config's transforms")?;
-    let mut outputs = 0;
-    for m in out.iter().filter(|m| !m.is_ctrl()) {
-        outputs += 1;
-        if !condition.test(m).context("evaluating the condition")? {
-            let details = vec![
-                "the condition did not hold".to_string(),
-                format!("message:   {}", String::from_utf8_lossy(m.data())),
-                format!(
-                    "condition: {}",
-                    serde_json::to_string(&t.condition).unwrap_or_default()
-                ),
-            ];
-            return Ok((false, details, outputs));
+    let file = Path::new(CONFIG_NAME);
+    let judged = judge(registry, &ctx, file, transforms, t, |_| {}).await?;
+    let outputs = judged.outputs;
+    let details = match judged.failure {
+        None => Vec::new(),
+        Some(Failure::Condition { message, condition }) => vec![
+            "the condition did not hold".to_string(),
+            format!("message:   {message}"),
+            format!("condition: {condition}"),
+        ],
+        Some(Failure::Count { want }) => {
+            vec![format!("{outputs} output message(s), not {want}")]
         }
-    }
-    if let Some(want) = t.outputs
-        && want != outputs
-    {
-        return Ok((
-            false,
-            vec![format!("{outputs} output message(s), not {want}")],
-            outputs,
-        ));
-    }
-    Ok((true, Vec::new(), outputs))
+    };
+    Ok((details.is_empty(), details, outputs))
 }
 
 /// The config `text` formatted as `sluice fmt` formats a file.

@@ -215,37 +215,106 @@ fn run_case(
             .with_state_dir(state.path())
             .with_stdout(captured),
     );
-    let condition = super::build_condition(registry, file, &t.condition, &t.condition_location())?;
+    let judged = rt.block_on(judge(registry, &ctx, file, transforms, t, |w| {
+        crate::output::warnings(file, w)
+    }))?;
+    let outputs = judged.outputs;
+    Ok(match judged.failure {
+        None => CaseResult::Pass { outputs },
+        Some(Failure::Condition { message, condition }) => CaseResult::Fail {
+            summary: "the condition did not hold".into(),
+            message,
+            condition,
+        },
+        Some(Failure::Count { want }) => CaseResult::Fail {
+            summary: format!("{outputs} output message(s), not {want}"),
+            message: format!("{outputs} output message(s)"),
+            condition: format!("outputs: {want}"),
+        },
+    })
+}
+
+/// What one test came to, before a report words it.
+pub(crate) struct Judged {
+    /// The data messages that came out (up to the first that failed the condition).
+    pub outputs: usize,
+    /// Why the test failed; `None` when it passed.
+    pub failure: Option<Failure>,
+}
+
+/// Why a test failed.
+pub(crate) enum Failure {
+    /// A message that came out did not meet the condition.
+    Condition {
+        /// The message's data.
+        message: String,
+        /// The condition, as JSON.
+        condition: String,
+    },
+    /// The count of messages out was not the test's `outputs`.
+    Count {
+        /// The count wanted.
+        want: usize,
+    },
+}
+
+/// Judges test `t` of the config whose pipeline is `transforms`, as `sluice test` does
+/// (and `sluice play`'s Test): the test's own transforms get one ctrl, the config's pipeline
+/// gets what they emit in one batch, and the condition must hold for every data message
+/// that comes out (and their count be `outputs`, when the test gives it). Everything is
+/// built in `ctx`; `file` names the config in errors, and `warn` gets each build's
+/// warnings.
+pub(crate) async fn judge(
+    registry: &Registry,
+    ctx: &Arc<Context>,
+    file: &Path,
+    transforms: &serde_json::Value,
+    t: &sluice_config::TestCase,
+    warn: impl Fn(&[sluice_engine::ConfigWarning]),
+) -> anyhow::Result<Judged> {
+    let in_file = || format!("{}", file.display());
+    let condition = registry
+        .build_condition(&t.condition, &t.condition_location())
+        .with_context(in_file)?;
+    warn(&condition.warnings);
     let setup = registry
-        .build_pipeline_in(&ctx, &t.transforms, &t.transforms_location())
-        .with_context(|| format!("{}", file.display()))?;
-    crate::output::warnings(file, &setup.warnings);
-    let seeds = rt
-        .block_on(setup.value.apply(vec![Message::ctrl()]))
+        .build_pipeline_in(ctx, &t.transforms, &t.transforms_location())
+        .with_context(in_file)?;
+    warn(&setup.warnings);
+    let seeds = setup
+        .value
+        .apply(vec![Message::ctrl()])
+        .await
         .context("running the test's transforms")?;
-    let pipeline = super::build_pipeline_in(&ctx, registry, file, transforms)?;
-    let out = rt
-        .block_on(pipeline.apply(seeds))
+    let pipeline = registry
+        .build_pipeline_in(ctx, transforms, "transforms")
+        .with_context(in_file)?;
+    warn(&pipeline.warnings);
+    let out = pipeline
+        .value
+        .apply(seeds)
+        .await
         .context("running the config's transforms")?;
     let mut outputs = 0;
     for m in out.iter().filter(|m| !m.is_ctrl()) {
         outputs += 1;
-        if !condition.test(m).context("evaluating the condition")? {
-            return Ok(CaseResult::Fail {
-                summary: "the condition did not hold".into(),
-                message: String::from_utf8_lossy(m.data()).into_owned(),
-                condition: serde_json::to_string(&t.condition).unwrap_or_default(),
+        if !condition
+            .value
+            .test(m)
+            .context("evaluating the condition")?
+        {
+            return Ok(Judged {
+                outputs,
+                failure: Some(Failure::Condition {
+                    message: String::from_utf8_lossy(m.data()).into_owned(),
+                    condition: serde_json::to_string(&t.condition).unwrap_or_default(),
+                }),
             });
         }
     }
-    if let Some(want) = t.outputs
-        && want != outputs
-    {
-        return Ok(CaseResult::Fail {
-            summary: format!("{outputs} output message(s), not {want}"),
-            message: format!("{outputs} output message(s)"),
-            condition: format!("outputs: {want}"),
-        });
-    }
-    Ok(CaseResult::Pass { outputs })
+    let failure = t
+        .outputs
+        .filter(|&want| want != outputs)
+        .map(|want| Failure::Count { want });
+    Ok(Judged { outputs, failure })
 }

@@ -568,15 +568,9 @@ pub fn main(started: Instant) -> std::process::ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "init failed: no tokio runtime");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = super::build_runtime(&mut tokio::runtime::Builder::new_current_thread())
+    else {
+        return ExitCode::FAILURE;
     };
     let conf = runtime.block_on(sluice_transforms::aws::load(&AwsTarget::default()));
     if conf.region().is_none() {
@@ -599,17 +593,8 @@ pub fn main(started: Instant) -> std::process::ExitCode {
         init_ms = started.elapsed().as_secs_f64() * 1e3,
         "init done"
     );
-    let r = runtime.block_on(lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: LambdaEvent<Event>| {
-            let s = scaler.clone();
-            async move { s.handle_event(event).await }
-        },
-    )));
-    match r {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = %e, "the runtime loop ended");
-            ExitCode::FAILURE
-        }
-    }
+    super::serve(&runtime, move |event| {
+        let s = scaler.clone();
+        async move { s.handle_event(event).await }
+    })
 }
