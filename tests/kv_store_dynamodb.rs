@@ -1,7 +1,8 @@
 //! The `aws_dynamodb` lock store against a real DynamoDB API (the local emulator that
 //! `scripts/emulators.sh install` provides; see `tests/common/dynamodb.rs`): the lock
 //! store contract that every store passes, with the table named by ARN and by bare name
-//! and with a sort key, and the items it leaves in the table. That the SDK configuration
+//! and with a sort key, taking locks in transactions and one item at a time, and the
+//! items it leaves in the table. That the SDK configuration
 //! comes from the standard environment variables, as in production, is proved through the
 //! `sluice` binary in `tests/cli_lock.rs`, whose processes reach the emulator only by them.
 
@@ -75,9 +76,12 @@ async fn the_contract_holds_with_a_bare_table_name() {
     let endpoint = dynamodb::endpoint();
     let table = dynamodb::unique_table("locks-name");
     dynamodb::create_lock_table(&endpoint, &table, "id", None, "expires_at").await;
+    // Locks taken one UpdateItem at a time, here; the other tests take them in
+    // transactions (the default).
     let store = DynamoDbStore::from_settings(&value(json!({
         "aws": {"arn": table},
         "attributes": {"partition_key": "id", "ttl": "expires_at", "value": "v"},
+        "lock_acquire": "items",
         "consistent_read": true,
     })))
     .expect("valid settings")

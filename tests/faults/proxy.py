@@ -7,7 +7,9 @@ Once listening it prints `listening 127.0.0.1:PORT` on stdout. It forwards every
 to the upstream emulator, and for the calls that matter to exactly-once it injects faults at
 configured rates. Each request is classified by its `X-Amz-Target` header and body:
 
-    acquire   DynamoDB UpdateItem (the lock's conditional acquire; PutItem in older builds)
+    acquire   DynamoDB TransactWriteItems of Updates `SET #owner = :me, #status = :pending ...`
+              (the lock's acquisitions, up to 100 keys a call), and UpdateItem (one key at a
+              time, `lock_acquire: 'items'`, and takeovers; PutItem in older builds)
     commit    DynamoDB TransactWriteItems of Updates `SET #status = :committed ...`
     renew     DynamoDB TransactWriteItems of Updates `SET #lease = :lease, #ttl = :ttl`
               (the lock's lease renewals)
@@ -217,6 +219,8 @@ def update_class(expression):
     """The lock operation of one Update of a TransactWriteItems, by its update expression
     (transforms/src/kv_store/aws_dynamodb/lock.rs)."""
     e = expression or ""
+    if ":pending" in e:
+        return "acquire"
     if ":committed" in e:
         return "commit"
     if ":ended" in e:

@@ -273,6 +273,8 @@ class ClassifyTest(unittest.TestCase):
             ("SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since", "commit"),
             ("SET #lease = :lease, #ttl = :ttl", "renew"),
             ("SET #lease = :ended", "abandon"),
+            ("SET #owner = :me, #status = :pending, #lease = :lease, #ttl = :ttl, "
+             "#since = if_not_exists(#since, :now_ms) REMOVE #note", "acquire"),
         ]
         for expr, cls in cases:
             self.assertEqual(proxy.classify(tw, one(expr)), (cls, ["fi:a"]), expr)

@@ -1,6 +1,7 @@
 //! The lock operations of the `aws_dynamodb` store: the protocol's rules
 //! (`sluice_lock_protocol`) as DynamoDB condition and update expressions. Acquisitions are
-//! one conditional `UpdateItem` per key; commits, renewals, releases and abandonments are
+//! `TransactWriteItems` of up to 100 conditional updates (or, with `lock_acquire: 'items'`,
+//! one conditional `UpdateItem` per key); commits, renewals, releases and abandonments are
 //! `TransactWriteItems` of up to 100 conditional writes.
 
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ use super::super::lock::{
     AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, Prior,
     RenewRequest, Settled, StoreError,
 };
-use super::{COMMITTED, DynamoDbStore, PENDING, number};
+use super::{AcquireMode, COMMITTED, DynamoDbStore, PENDING, number};
 
 /// The most writes one `TransactWriteItems` call may hold.
 const TRANSACTION_MAX: usize = 100;
@@ -38,6 +39,14 @@ pub(super) const STORE_ATTEMPTS: u32 = 8;
 /// The acquisition condition: `sluice_lock_protocol::LockRecord::takeable_by`.
 pub(super) const ACQUIRE_CONDITION: &str = "attribute_not_exists(#pk) \
      OR (#status = :pending AND (#lease < :now_ms OR #owner = :me)) \
+     OR ((attribute_not_exists(#status) OR #status <> :pending) AND #ttl <= :now_s)";
+
+/// The part of [`ACQUIRE_CONDITION`] a transaction takes keys under: nobody holds the key
+/// pending (it is absent, or committed and past its TTL), so the acquisition replaces no
+/// pending record and is fresh whatever the old item was; a transaction returns no old
+/// items. A pending key whose lease ended, or ours, fails this condition and is then taken
+/// alone with the whole condition, whose old item tells the takeover.
+pub(super) const ACQUIRE_FRESH_CONDITION: &str = "attribute_not_exists(#pk) \
      OR ((attribute_not_exists(#status) OR #status <> :pending) AND #ttl <= :now_s)";
 
 /// The acquisition's write: a pending record; `since` is kept from a pending record it
@@ -140,6 +149,186 @@ impl DynamoDbStore {
                 _ => return Err(self.sdk_fail(&format!("acquiring key {:?}", r.key), &err)),
             }
         }
+    }
+
+    /// The transaction write that takes `r`'s key if nobody holds it pending
+    /// ([`ACQUIRE_FRESH_CONDITION`]), with the same update as [`Self::acquire_one`].
+    fn acquire_item(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        r: &AcquireRequest,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let a = &self.table.attributes;
+        Update::builder()
+            .table_name(&self.table.name)
+            .set_key(Some(self.key(&r.key)))
+            .update_expression(ACQUIRE_UPDATE)
+            .condition_expression(ACQUIRE_FRESH_CONDITION)
+            .expression_attribute_names("#pk", &a.partition_key)
+            .expression_attribute_names("#ttl", &a.ttl)
+            .expression_attribute_names("#status", &a.status)
+            .expression_attribute_names("#lease", &a.lease_until)
+            .expression_attribute_names("#owner", &a.owner)
+            .expression_attribute_names("#since", &a.since)
+            .expression_attribute_names("#note", &a.note)
+            .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
+            .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
+            .expression_attribute_values(":lease", number(r.lease_until_ms))
+            .expression_attribute_values(":ttl", number(pending_ttl(r.ttl, r.lease_until_ms)))
+            .expression_attribute_values(":now_s", number(now_ms.div_euclid(1000)))
+            .expression_attribute_values(":now_ms", number(now_ms))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map(|u| TransactWriteItem::builder().update(u).build())
+            .map_err(|e| self.fail(&format!("acquiring key {:?}", r.key), e))
+    }
+
+    /// Takes up to [`TRANSACTION_MAX`] keys in one transaction. A cancelled transaction is
+    /// sent again without the keys that cancelled it: held keys are answered with their
+    /// holder's record, and conflicts and throttling are waited out, as in
+    /// [`Self::change_chunk`]. Pending keys this owner may take (a lease that ended, or its
+    /// own) are left to be taken one by one ([`Self::acquire_one`]), whose old item tells
+    /// the takeover; so is every key of a request the service refuses as a whole (a key too
+    /// long for the table, say), so that only the bad key's message fails.
+    async fn acquire_chunk(
+        &self,
+        client: &Client,
+        owner: &str,
+        now_ms: i64,
+        chunk: &[AcquireRequest],
+    ) -> ChunkAnswer {
+        let mut out: Vec<Option<Result<Acquired, StoreError>>> =
+            (0..chunk.len()).map(|_| None).collect();
+        let mut alone: Vec<usize> = Vec::new();
+        let mut left: Vec<usize> = (0..chunk.len()).collect();
+        // Each key's error names that key, as its message's failure will.
+        let acquiring = |i: usize| format!("acquiring key {:?}", chunk[i].key);
+        let mut attempt = 0;
+        while !left.is_empty() {
+            let items = match left
+                .iter()
+                .map(|&i| self.acquire_item(owner, now_ms, &chunk[i]))
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(items) => items,
+                Err(e) => {
+                    for i in left.drain(..) {
+                        out[i] = Some(Err(StoreError(e.0.clone())));
+                    }
+                    break;
+                }
+            };
+            let attempts = AttemptCounter::default();
+            let sent = client
+                .transact_write_items()
+                .set_transact_items(Some(items))
+                .customize()
+                .interceptor(attempts.clone())
+                .send()
+                .await;
+            let err = match sent {
+                Ok(_) => {
+                    for i in left.drain(..) {
+                        out[i] = Some(Ok(Acquired::FRESH));
+                    }
+                    break;
+                }
+                Err(err) => err,
+            };
+            let cancelled = match err.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(c)) => c,
+                Some(e) if e.meta().code() == Some("ValidationException") => {
+                    alone.append(&mut left);
+                    break;
+                }
+                _ => {
+                    for i in left.drain(..) {
+                        out[i] = Some(Err(self.sdk_fail(&acquiring(i), &err)));
+                    }
+                    break;
+                }
+            };
+            let reasons = cancelled.cancellation_reasons();
+            if reasons.len() != left.len() {
+                let why = format!(
+                    "transaction cancelled with {} reasons for {} writes: {}",
+                    reasons.len(),
+                    left.len(),
+                    describe_error(&err)
+                );
+                for i in left.drain(..) {
+                    out[i] = Some(Err(self.fail(&acquiring(i), &why)));
+                }
+                break;
+            }
+            let retried = attempts.get() > 1;
+            let mut again = Vec::with_capacity(left.len());
+            let mut transient = false;
+            for (&i, reason) in left.iter().zip(reasons) {
+                let r = &chunk[i];
+                match Cancel::of(reason) {
+                    Cancel::NotOurs => {
+                        let record = reason
+                            .item()
+                            .filter(|item| !item.is_empty())
+                            .map(|item| self.decode(item));
+                        match record {
+                            // The SDK sent the transaction again and this is what it
+                            // writes: an earlier attempt of this call took the key.
+                            Some(rec)
+                                if retried
+                                    && rec.owner == owner
+                                    && rec.lease_until_ms() == Some(r.lease_until_ms) =>
+                            {
+                                out[i] = Some(Ok(Acquired::FRESH));
+                            }
+                            Some(rec) if !rec.takeable_by(owner, now_ms) => {
+                                self.log_held(r, Some(&rec));
+                                out[i] = Some(Ok(Acquired::Held(Some(rec))));
+                            }
+                            _ => alone.push(i),
+                        }
+                    }
+                    Cancel::NotApplied => again.push(i),
+                    Cancel::Transient => {
+                        transient = true;
+                        again.push(i);
+                    }
+                    Cancel::Failed => {
+                        out[i] = Some(Err(self.fail(
+                            &acquiring(i),
+                            format!(
+                                "transaction cancelled: {} {}",
+                                reason.code().unwrap_or("?"),
+                                reason.message().unwrap_or("")
+                            ),
+                        )));
+                    }
+                }
+            }
+            if transient || again.len() == left.len() {
+                attempt += 1;
+                if attempt >= STORE_ATTEMPTS {
+                    let why = format!(
+                        "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
+                        describe_error(&err)
+                    );
+                    for i in again.drain(..) {
+                        out[i] = Some(Err(self.fail(&acquiring(i), &why)));
+                    }
+                } else {
+                    tracing::debug!(
+                        table = %self.table.name,
+                        attempt,
+                        "lock acquisition cancelled by a conflict or throttling; retrying"
+                    );
+                    tokio::time::sleep(backoff(attempt - 1)).await;
+                }
+            }
+            left = again;
+        }
+        ChunkAnswer { out, alone }
     }
 
     /// What a successful acquisition took, given the item it replaced and whether the SDK
@@ -414,6 +603,13 @@ impl DynamoDbStore {
     }
 }
 
+/// What one acquisition transaction settled: an answer per key of its chunk, `None` for
+/// the keys (`alone`, indices into the chunk) left to take one by one.
+struct ChunkAnswer {
+    out: Vec<Option<Result<Acquired, StoreError>>>,
+    alone: Vec<usize>,
+}
+
 /// Counts the attempts the SDK makes for one operation (its retries included).
 #[derive(Debug, Clone, Default)]
 struct AttemptCounter(Arc<AtomicU32>);
@@ -506,14 +702,51 @@ impl LockStore for DynamoDbStore {
         // The futures are made up front (they do nothing until polled): a closure making
         // them inside the stream trips the compiler's higher-ranked lifetime inference in
         // this Send future.
-        let calls: Vec<_> = requests
-            .iter()
-            .map(|r| self.acquire_one(client, owner, now_ms, r))
-            .collect();
-        stream::iter(calls)
-            .buffered(concurrency.max(1))
-            .collect()
-            .await
+        match self.table.acquire {
+            AcquireMode::Items => {
+                let calls: Vec<_> = requests
+                    .iter()
+                    .map(|r| self.acquire_one(client, owner, now_ms, r))
+                    .collect();
+                stream::iter(calls)
+                    .buffered(concurrency.max(1))
+                    .collect()
+                    .await
+            }
+            AcquireMode::Transactions => {
+                let calls: Vec<_> = requests
+                    .chunks(TRANSACTION_MAX)
+                    .map(|chunk| self.acquire_chunk(client, owner, now_ms, chunk))
+                    .collect();
+                let parts: Vec<ChunkAnswer> = stream::iter(calls)
+                    .buffered(concurrency.max(1))
+                    .collect()
+                    .await;
+                let mut out = Vec::with_capacity(requests.len());
+                let mut alone = Vec::new();
+                for part in parts {
+                    let base = out.len();
+                    alone.extend(part.alone.into_iter().map(|i| base + i));
+                    out.extend(part.out);
+                }
+                let singles: Vec<_> = alone
+                    .iter()
+                    .map(|&i| self.acquire_one(client, owner, now_ms, &requests[i]))
+                    .collect();
+                let taken: Vec<_> = stream::iter(singles)
+                    .buffered(concurrency.max(1))
+                    .collect()
+                    .await;
+                for (i, got) in alone.into_iter().zip(taken) {
+                    out[i] = Some(got);
+                }
+                out.into_iter()
+                    .map(|o| {
+                        o.unwrap_or_else(|| Err(self.fail("acquiring", "no answer for a key")))
+                    })
+                    .collect()
+            }
+        }
     }
 
     async fn commit(

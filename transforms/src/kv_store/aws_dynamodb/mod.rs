@@ -15,8 +15,9 @@
 //! - TTL enabled on the `attributes.ttl` attribute (default `ttl`), so DynamoDB deletes old
 //!   locks (lazily: every condition also compares the TTL with the current time, so a lock
 //!   past its TTL never blocks, deleted or not);
-//! - on-demand billing (`PAY_PER_REQUEST`), or provisioned capacity that covers one write
-//!   per message and two per hundred messages at checkpoints.
+//! - on-demand billing (`PAY_PER_REQUEST`), or provisioned capacity that covers the
+//!   writes: per message, two write units to take its lock (one with `lock_acquire:
+//!   'items'`) and two to commit it.
 //!
 //! ```text
 //! aws dynamodb create-table --table-name sluice-locks --billing-mode PAY_PER_REQUEST \
@@ -38,11 +39,19 @@
 //! when it says). An item without a status (a lock taken by Substation) counts as
 //! committed. The rules are `sluice_lock_protocol`'s, written as condition expressions:
 //!
-//! - Acquire: a conditional `UpdateItem` per key (up to `concurrency` in flight), which
-//!   succeeds when the key is absent, committed and past its TTL, or pending with an
-//!   expired lease or under the same owner, and keeps `since` across a takeover; the old
-//!   item comes back (`ALL_OLD`) either way, telling a takeover from a fresh key, or who
-//!   holds it (logged at debug level).
+//! - Acquire, by default (`lock_acquire: 'transactions'`): `TransactWriteItems` of up to
+//!   100 conditional `Update`s (up to `concurrency` in flight), each taking a key that is
+//!   absent or committed and past its TTL. A held key cancels its transaction; the
+//!   cancellation reasons name the held keys with their items (who holds them), and the
+//!   transaction is sent again without them. A key pending with an expired lease or under
+//!   the same owner is then taken alone, as below, so that its old item says it was a
+//!   takeover. One call per 100 keys instead of one per key, at two write units per key
+//!   instead of one: DynamoDB bills a transactional write twice.
+//! - Acquire with `lock_acquire: 'items'`: a conditional `UpdateItem` per key (up to
+//!   `concurrency` in flight), which succeeds when the key is absent, committed and past
+//!   its TTL, or pending with an expired lease or under the same owner, and keeps `since`
+//!   across a takeover; the old item comes back (`ALL_OLD`) either way, telling a takeover
+//!   from a fresh key, or who holds it (logged at debug level).
 //! - Commit: `TransactWriteItems` of up to 100 conditional `Update`s (status `committed`,
 //!   the final TTL, lease and `since` removed, only where the owner is ours and the status
 //!   pending): one call per 100 messages. A key that is not ours any more is reported with
@@ -67,6 +76,8 @@
 //! and the endpoint from the SDK's default chains; `AWS_ENDPOINT_URL_DYNAMODB` points the
 //! store at a local emulator (`scripts/emulators.sh`). The client is made on first use.
 
+#[cfg(test)]
+mod acquire_tests;
 mod item;
 mod lock;
 #[cfg(test)]
@@ -103,6 +114,8 @@ struct Settings {
     /// Strongly consistent item reads (`enrich_kv_store_item_get`); lock operations are
     /// writes, which are always consistent.
     consistent_read: Option<bool>,
+    /// How locks are taken: `transactions` (the default) or `items` ([`AcquireMode`]).
+    lock_acquire: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -134,6 +147,17 @@ pub(super) struct Attributes {
     pub(super) note: String,
 }
 
+/// How the store takes locks: the trade between DynamoDB calls and write units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AcquireMode {
+    /// `TransactWriteItems` of up to 100 conditional updates: one call per 100 keys, two
+    /// write units per key (DynamoDB bills transactional writes twice). A transaction that a
+    /// held key cancels is sent again without it.
+    Transactions,
+    /// One conditional `UpdateItem` per key: one write unit per key, one call per key.
+    Items,
+}
+
 /// Where the locks are and how they are spelled: the decoded settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Table {
@@ -143,6 +167,7 @@ pub(super) struct Table {
     pub(super) assume_role_arn: Option<String>,
     pub(super) attributes: Attributes,
     pub(super) consistent_read: bool,
+    pub(super) acquire: AcquireMode,
 }
 
 /// A settings error: the field (below the store's settings) and what is wrong.
@@ -201,12 +226,25 @@ impl Table {
                 ));
             }
         }
+        let acquire = match s.lock_acquire.as_deref() {
+            None | Some("transactions") => AcquireMode::Transactions,
+            Some("items") => AcquireMode::Items,
+            Some(other) => {
+                return Err(err(
+                    "lock_acquire",
+                    format!(
+                        "{other:?} is not a way to take locks: use \"transactions\" (TransactWriteItems of up to 100 keys, 2 write units per key) or \"items\" (one UpdateItem per key, 1 write unit)"
+                    ),
+                ));
+            }
+        };
         Ok(Table {
             name,
             region,
             assume_role_arn,
             attributes,
             consistent_read: s.consistent_read.unwrap_or(false),
+            acquire,
         })
     }
 }

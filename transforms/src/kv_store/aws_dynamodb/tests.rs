@@ -1,6 +1,8 @@
 //! The DynamoDB lock store against mocked responses (aws-smithy-mocks): the requests it
-//! makes and how it reads the answers, errors and retries included. The same store
-//! against the emulator is in `tests/kv_store_dynamodb.rs`.
+//! makes and how it reads the answers, errors and retries included. The stores here take
+//! locks one `UpdateItem` at a time (`lock_acquire: 'items'`); the default, transactions,
+//! is in `acquire_tests.rs`. The same store against the emulator is in
+//! `tests/kv_store_dynamodb.rs`.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -21,37 +23,47 @@ use aws_sdk_dynamodb::types::error::{
 use aws_sdk_dynamodb::types::{CancellationReason, ReturnValue};
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 
-const NOW_MS: i64 = 1_800_000_000_123;
-const ARN: &str = "arn:aws:dynamodb:eu-west-1:123456789012:table/locks";
+pub(super) const NOW_MS: i64 = 1_800_000_000_123;
+pub(super) const ARN: &str = "arn:aws:dynamodb:eu-west-1:123456789012:table/locks";
 
-fn value(json: &str) -> Value {
+pub(super) fn value(json: &str) -> Value {
     serde_json::from_str(json).expect("test JSON")
 }
 
-fn settings() -> Value {
+pub(super) fn settings() -> Value {
     value(&format!(
-        r#"{{"aws": {{"arn": "{ARN}"}}, "attributes": {{"partition_key": "PK"}}}}"#
+        r#"{{"aws": {{"arn": "{ARN}"}}, "attributes": {{"partition_key": "PK"}}, "lock_acquire": "items"}}"#
     ))
 }
 
 /// A store whose client answers with `rules`, in order, retrying up to `attempts`
 /// times per call without waiting long.
-fn store(rules: &[&Rule], attempts: u32) -> DynamoDbStore {
+pub(super) fn store(rules: &[&Rule], attempts: u32) -> DynamoDbStore {
     store_with(RuleMode::Sequential, rules, attempts)
 }
 
-fn store_with(mode: RuleMode, rules: &[&Rule], attempts: u32) -> DynamoDbStore {
+pub(super) fn store_with(mode: RuleMode, rules: &[&Rule], attempts: u32) -> DynamoDbStore {
+    store_from(&settings(), mode, rules, attempts)
+}
+
+/// A store configured by `settings` whose client answers with `rules`.
+pub(super) fn store_from(
+    settings: &Value,
+    mode: RuleMode,
+    rules: &[&Rule],
+    attempts: u32,
+) -> DynamoDbStore {
     let client = mock_client!(aws_sdk_dynamodb, mode, rules, |b| b.retry_config(
         RetryConfig::standard()
             .with_max_attempts(attempts)
             .with_initial_backoff(Duration::from_millis(1))
     ));
-    DynamoDbStore::from_settings(&settings())
+    DynamoDbStore::from_settings(settings)
         .unwrap()
         .with_client(client)
 }
 
-fn req(key: &str) -> AcquireRequest {
+pub(super) fn req(key: &str) -> AcquireRequest {
     AcquireRequest {
         key: key.into(),
         ttl: NOW_MS / 1000 + 600,
@@ -59,11 +71,11 @@ fn req(key: &str) -> AcquireRequest {
     }
 }
 
-fn keys(n: usize) -> Vec<String> {
+pub(super) fn keys(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("k{i}")).collect()
 }
 
-fn commits(n: usize) -> Vec<CommitRequest> {
+pub(super) fn commits(n: usize) -> Vec<CommitRequest> {
     keys(n)
         .into_iter()
         .map(|key| CommitRequest {
@@ -74,16 +86,16 @@ fn commits(n: usize) -> Vec<CommitRequest> {
         .collect()
 }
 
-fn s(v: &str) -> AttributeValue {
+pub(super) fn s(v: &str) -> AttributeValue {
     AttributeValue::S(v.into())
 }
 
-fn n(v: i64) -> AttributeValue {
+pub(super) fn n(v: i64) -> AttributeValue {
     number(v)
 }
 
 /// A lock item as another owner's store wrote it.
-fn held_item(owner: &str, status: &str) -> HashMap<String, AttributeValue> {
+pub(super) fn held_item(owner: &str, status: &str) -> HashMap<String, AttributeValue> {
     let mut item = HashMap::new();
     item.insert("PK".to_string(), s("k1"));
     item.insert("ttl".to_string(), n(1_800_000_600));
@@ -95,14 +107,16 @@ fn held_item(owner: &str, status: &str) -> HashMap<String, AttributeValue> {
     item
 }
 
-fn meta(code: &str) -> aws_sdk_dynamodb::error::ErrorMetadata {
+pub(super) fn meta(code: &str) -> aws_sdk_dynamodb::error::ErrorMetadata {
     aws_sdk_dynamodb::error::ErrorMetadata::builder()
         .code(code)
         .message("from the mock")
         .build()
 }
 
-fn cancelled(codes: &[(&str, Option<HashMap<String, AttributeValue>>)]) -> TransactWriteItemsError {
+pub(super) fn cancelled(
+    codes: &[(&str, Option<HashMap<String, AttributeValue>>)],
+) -> TransactWriteItemsError {
     let reasons = codes
         .iter()
         .map(|(code, item)| {
@@ -229,7 +243,7 @@ async fn a_failed_condition_on_acquire_returns_the_holders_record() {
 }
 
 /// The item `req("k1")` by "me" writes.
-fn mine() -> HashMap<String, AttributeValue> {
+pub(super) fn mine() -> HashMap<String, AttributeValue> {
     let mut mine = held_item("me", PENDING);
     mine.insert("ttl".into(), n(NOW_MS / 1000 + 600));
     mine.insert("lock_lease_until".into(), n(NOW_MS + 60_000));
@@ -766,6 +780,10 @@ fn bad_settings_name_the_field() {
         (
             r#"{"aws": {"arn": 7}, "attributes": {"partition_key": "PK"}}"#,
             "kv_store.settings.aws.arn: invalid type",
+        ),
+        (
+            r#"{"aws": {"arn": "locks"}, "attributes": {"partition_key": "PK"}, "lock_acquire": "batch"}"#,
+            "kv_store.settings.lock_acquire: \"batch\" is not a way to take locks: use \"transactions\"",
         ),
     ];
     for (json, want) in cases {

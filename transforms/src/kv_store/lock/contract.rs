@@ -374,6 +374,96 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         vec![Settled::Ok; big.len()]
     );
 
+    // One call over keys in every state, spread over more than one transaction's worth,
+    // is sorted out key by key (a store that takes keys in batches must not let one key's
+    // state decide another's): free keys, a lock committed by b and still live, one past
+    // its TTL, b's pending lock with a live lease, b's with a lapsed lease, and a's own.
+    let later = now_ms + 10_000;
+    let state = |s: &str| k(&format!("mixed-{s}"));
+    let (live, lapsed) = (later + 60_000, now_ms + 1_000);
+    for (key, lease) in [
+        ("committed", live),
+        ("expired", live),
+        ("pending", live),
+        ("lapsed", lapsed),
+    ] {
+        assert_eq!(
+            one(store
+                .acquire(b, now_ms, &[req(&state(key), now_s + 600, lease)], 1)
+                .await),
+            Acquired::FRESH
+        );
+    }
+    let done = [
+        CommitRequest {
+            key: state("committed"),
+            ttl: now_s + 600,
+            note: None,
+        },
+        CommitRequest {
+            key: state("expired"),
+            ttl: now_s,
+            note: None,
+        },
+    ];
+    assert_eq!(
+        store.commit(b, &done, 4).await.unwrap(),
+        vec![Settled::Ok; 2]
+    );
+    assert_eq!(
+        one(store
+            .acquire(a, now_ms, &[req(&state("own"), now_s + 600, live)], 1)
+            .await),
+        Acquired::FRESH
+    );
+    let mut mixed: Vec<String> = (0..150).map(|i| state(&format!("free{i}"))).collect();
+    for (at, key) in [
+        (3, "committed"),
+        (50, "expired"),
+        (99, "pending"),
+        (100, "lapsed"),
+        (149, "own"),
+    ] {
+        mixed[at] = state(key);
+    }
+    let reqs: Vec<_> = mixed
+        .iter()
+        .map(|key| req(key, now_s + 600, later + 60_000))
+        .collect();
+    let got = store.acquire(a, later, &reqs, 4).await;
+    assert_eq!(got.len(), mixed.len());
+    for (i, r) in got.into_iter().enumerate() {
+        let r = r.expect("acquire");
+        match i {
+            3 => assert!(
+                matches!(&r, Acquired::Held(Some(h)) if h.owner == b && h.status == LockStatus::Committed),
+                "committed: {r:?}"
+            ),
+            99 => assert!(
+                matches!(&r, Acquired::Held(Some(h)) if h.owner == b && h.lease_until_ms() == Some(live)),
+                "pending: {r:?}"
+            ),
+            100 => assert_eq!(
+                prior(&r),
+                Some(Prior {
+                    owner: b.into(),
+                    since_ms: now_ms
+                }),
+                "lapsed: {r:?}"
+            ),
+            149 => assert_eq!(
+                prior(&r),
+                Some(Prior {
+                    owner: a.into(),
+                    since_ms: now_ms
+                }),
+                "own: {r:?}"
+            ),
+            // Free, and past its TTL.
+            _ => assert_eq!(r, Acquired::FRESH, "key {}", mixed[i]),
+        }
+    }
+
     // Keys that were never taken are not ours.
     let ghost = store.release(a, &[k("ghost")], 4).await.unwrap();
     assert_eq!(ghost, vec![Settled::NotOwner(None)]);
