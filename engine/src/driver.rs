@@ -3,7 +3,13 @@
 //! It applies each batch as it arrives, wakes up when a batch held by a stateful transform
 //! reaches its maximum age (even when no input arrives), and sends the one ctrl message at
 //! the end of input that makes every stateful transform flush.
+//!
+//! Read-ahead can be bounded in bytes ([`ReadAhead`]): the reader counts the bytes of what it
+//! reads and waits while the bound is reached; the driver gives a batch's bytes back once
+//! the pipeline has applied it.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -27,16 +33,132 @@ pub struct RunStats {
 /// they owe (the lock's commits; it bounds the wait by its lease too).
 pub const SETTLE_WAIT: Duration = Duration::from_secs(600);
 
+/// A bound on the bytes of input read and not yet through the pipeline, shared by a reader
+/// thread and [`drive_bounded`].
+///
+/// The reader calls [`ReadAhead::wait`] before it reads a message and [`ReadAhead::add`]
+/// with the message's data length once it has; the driver calls [`ReadAhead::release`] with
+/// the data lengths of a batch once the pipeline has applied it. So what is read ahead stays
+/// under the limit plus one message (a message larger than the limit is still read, alone).
+/// What stateful transforms keep after a batch (a send's open batch, an aggregate) is
+/// bounded by their own batch settings, not by this.
+#[derive(Debug)]
+pub struct ReadAhead {
+    limit: usize,
+    held: AtomicUsize,
+    closed: AtomicBool,
+    lock: Mutex<()>,
+    freed: Condvar,
+}
+
+impl ReadAhead {
+    /// A bound of `limit` bytes (at least 1).
+    pub fn new(limit: usize) -> ReadAhead {
+        ReadAhead {
+            limit: limit.max(1),
+            held: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// The limit in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The bytes read and not yet released.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
+    /// Whether the limit is reached (a reader then hands on the batch it is building, whose
+    /// bytes count too, before it [waits](ReadAhead::wait)).
+    pub fn is_full(&self) -> bool {
+        self.held() >= self.limit
+    }
+
+    /// Blocks the calling (reader) thread while the limit is reached. `false` once the
+    /// bound was closed: the driver stopped, and nothing more should be read.
+    ///
+    /// Whatever the reader counted must have been handed to the driver before it waits, or
+    /// nothing would ever be released.
+    pub fn wait(&self) -> bool {
+        if self.closed.load(Ordering::Acquire) {
+            return false;
+        }
+        if self.held() < self.limit {
+            return true;
+        }
+        let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if self.closed.load(Ordering::Acquire) {
+                return false;
+            }
+            if self.held() < self.limit {
+                return true;
+            }
+            guard = self.freed.wait(guard).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Counts `bytes` more as read.
+    pub fn add(&self, bytes: usize) {
+        self.held.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// Gives `bytes` back (what [`ReadAhead::add`] counted) and wakes the reader.
+    pub fn release(&self, bytes: usize) {
+        // Saturating: a caller's miscount must not wrap into a bound that never frees.
+        let _ = self
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
+                Some(h.saturating_sub(bytes))
+            });
+        self.notify();
+    }
+
+    /// Stops the reader: [`ReadAhead::wait`] returns `false` from now on.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.notify();
+    }
+
+    fn notify(&self) {
+        // Taking the lock orders this wake-up after a waiter's check of `held`.
+        drop(self.lock.lock().unwrap_or_else(|p| p.into_inner()));
+        self.freed.notify_all();
+    }
+}
+
+/// The bytes a batch counts for in a [`ReadAhead`]: its messages' data lengths.
+pub fn batch_bytes(batch: &[Message]) -> usize {
+    batch.iter().map(|m| m.data().len()).sum()
+}
+
 /// Runs `pipeline` over the batches received from `input` until it closes, then sends a
 /// ctrl. `on_output` gets what comes out of the last transform. When a transform fails,
 /// what the pipeline holds is discarded ([`Pipeline::abort`]) and the error is returned.
 /// Either way the pipeline settles ([`Pipeline::settle`]) before this returns.
 pub async fn drive(
     pipeline: &Pipeline,
-    mut input: mpsc::Receiver<Vec<Message>>,
+    input: mpsc::Receiver<Vec<Message>>,
     on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
-    let r = drive_inner(pipeline, &mut input, on_output).await;
+    drive_bounded(pipeline, input, None, on_output).await
+}
+
+/// [`drive`] whose input is bounded by `read_ahead`: each batch's bytes are released once
+/// the pipeline has applied it, and the bound is closed when this returns (so a reader
+/// waiting on it stops, also after an error).
+pub async fn drive_bounded(
+    pipeline: &Pipeline,
+    mut input: mpsc::Receiver<Vec<Message>>,
+    read_ahead: Option<&ReadAhead>,
+    on_output: impl FnMut(Vec<Message>),
+) -> Result<RunStats, TransformError> {
+    let r = drive_inner(pipeline, &mut input, read_ahead, on_output).await;
     if let Err(e) = &r {
         let reason = e.to_string();
         pipeline.abort(&reason).await;
@@ -48,6 +170,9 @@ pub async fn drive(
             }
         }
     }
+    if let Some(ra) = read_ahead {
+        ra.close();
+    }
     pipeline.settle(Instant::now() + SETTLE_WAIT).await;
     r
 }
@@ -55,6 +180,7 @@ pub async fn drive(
 async fn drive_inner(
     pipeline: &Pipeline,
     input: &mut mpsc::Receiver<Vec<Message>>,
+    read_ahead: Option<&ReadAhead>,
     mut on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
     let start = Instant::now();
@@ -84,11 +210,171 @@ async fn drive_inner(
         };
         let Some(batch) = batch else { break };
         stats.messages_in += batch.iter().filter(|m| !m.is_ctrl()).count() as u64;
-        let out = pipeline.apply(batch).await?;
-        count_out(out, &mut stats);
+        let bytes = read_ahead.map_or(0, |_| batch_bytes(&batch));
+        let applied = pipeline.apply(batch).await;
+        // Released whatever the outcome: after an error the bound is closed anyway.
+        if let Some(ra) = read_ahead {
+            ra.release(bytes);
+        }
+        count_out(applied?, &mut stats);
     }
     let out = pipeline.apply(vec![Message::ctrl()]).await?;
     count_out(out, &mut stats);
     stats.elapsed = start.elapsed();
     Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transform::{StatelessTransform, Transform};
+    use async_trait::async_trait;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Records the most bytes the bound held while it ran; fails on data "bad".
+    struct Watch {
+        ra: Arc<ReadAhead>,
+        most: Arc<AtomicUsize>,
+    }
+    #[async_trait]
+    impl StatelessTransform for Watch {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            if &m.data()[..] == b"bad" {
+                return Err(TransformError::failed("boom"));
+            }
+            self.most.fetch_max(self.ra.held(), Ordering::AcqRel);
+            out.push(m);
+            Ok(())
+        }
+    }
+
+    /// A reader as the CLI's: waits on the bound before each message, counts it, and hands
+    /// its batch on before it would wait. Returns how many it sent, or stops when told.
+    fn reader(
+        ra: Arc<ReadAhead>,
+        tx: mpsc::Sender<Vec<Message>>,
+        lines: Vec<Vec<u8>>,
+        per_batch: usize,
+    ) -> std::thread::JoinHandle<usize> {
+        std::thread::spawn(move || {
+            let mut sent = 0;
+            let mut batch = Vec::new();
+            for line in lines {
+                if ra.is_full() && !batch.is_empty() {
+                    sent += batch.len();
+                    if tx.blocking_send(std::mem::take(&mut batch)).is_err() {
+                        return sent;
+                    }
+                }
+                if !ra.wait() {
+                    return sent;
+                }
+                ra.add(line.len());
+                batch.push(Message::new(line));
+                if batch.len() == per_batch {
+                    sent += batch.len();
+                    if tx.blocking_send(std::mem::take(&mut batch)).is_err() {
+                        return sent;
+                    }
+                }
+            }
+            sent += batch.len();
+            let _ = tx.blocking_send(batch);
+            sent
+        })
+    }
+
+    fn pipeline(ra: &Arc<ReadAhead>, most: &Arc<AtomicUsize>) -> Pipeline {
+        Pipeline::new(vec![(
+            Arc::from("watch"),
+            Transform::stateless(Watch {
+                ra: ra.clone(),
+                most: most.clone(),
+            }),
+        )])
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn read_ahead_stays_within_its_bytes_and_everything_is_applied() {
+        // (limit, batch size in messages): the bound holds whether batches close before
+        // it is reached or would outgrow it.
+        for (limit, per_batch) in [(1000, 2), (1000, 64), (250, 1), (1, 3)] {
+            let ra = Arc::new(ReadAhead::new(limit));
+            let most = Arc::new(AtomicUsize::new(0));
+            let (tx, rx) = mpsc::channel(64);
+            let lines: Vec<Vec<u8>> = (0..300).map(|i| vec![b'a' + (i % 26) as u8; 100]).collect();
+            let reading = reader(ra.clone(), tx, lines, per_batch);
+            let p = pipeline(&ra, &most);
+            let stats = tokio::time::timeout(
+                Duration::from_secs(20),
+                drive_bounded(&p, rx, Some(&ra), |_| {}),
+            )
+            .await
+            .expect("no deadlock")
+            .unwrap();
+            assert_eq!(reading.join().unwrap(), 300);
+            assert_eq!(stats.messages_in, 300);
+            assert_eq!(stats.messages_out, 300);
+            // The limit, plus the one message read when it was not yet reached.
+            let most = most.load(Ordering::Acquire);
+            assert!(
+                most <= limit.max(1) - 1 + 100 && most > 0,
+                "limit {limit}, {per_batch} per batch: {most} bytes held"
+            );
+            assert_eq!(ra.held(), 0, "everything released");
+            assert!(!ra.wait(), "closed once the driver returned");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reader_waiting_on_the_bound_is_stopped_when_the_pipeline_fails() {
+        let ra = Arc::new(ReadAhead::new(150));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::channel(64);
+        let mut lines: Vec<Vec<u8>> = vec![b"bad".to_vec()];
+        lines.extend((0..1000).map(|_| vec![b'x'; 100]));
+        let reading = reader(ra.clone(), tx, lines, 1);
+        let p = pipeline(&ra, &most);
+        let err = tokio::time::timeout(
+            Duration::from_secs(20),
+            drive_bounded(&p, rx, Some(&ra), |_| {}),
+        )
+        .await
+        .expect("no deadlock")
+        .unwrap_err();
+        assert_eq!(err.to_string(), "transform watch: boom");
+        // The reader stops (instead of waiting forever for bytes nobody releases).
+        let sent = tokio::task::spawn_blocking(move || reading.join().unwrap())
+            .await
+            .unwrap();
+        assert!(sent < 1001, "{sent}");
+    }
+
+    #[test]
+    fn a_waiting_reader_wakes_when_bytes_are_released_or_the_bound_closes() {
+        let ra = Arc::new(ReadAhead::new(10));
+        assert!(ra.wait());
+        ra.add(10);
+        assert!(ra.is_full());
+        let r = ra.clone();
+        let waiter = std::thread::spawn(move || r.wait());
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "waits while full");
+        ra.release(1);
+        assert!(waiter.join().unwrap());
+        ra.add(1);
+        let r = ra.clone();
+        let waiter = std::thread::spawn(move || r.wait());
+        std::thread::sleep(Duration::from_millis(50));
+        ra.close();
+        assert!(!waiter.join().unwrap());
+        // A miscount never wraps around.
+        ra.release(1000);
+        assert_eq!(ra.held(), 0);
+    }
 }
