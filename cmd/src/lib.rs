@@ -3,12 +3,13 @@
 //! `lambda` holds the Lambda handlers (one module per event source family) and the core
 //! that runs one invocation through the pipeline; `remote` reads configs at `s3://` and
 //! `https://` URLs, shared with the `sluice` CLI; `tap` reads live Kinesis streams for
-//! `sluice tap`.
+//! `sluice tap`; `memory` sets how the allocator gives memory back, for both binaries.
 
 pub mod compression;
 pub mod jsonnet_fmt;
 #[cfg(feature = "aws")]
 pub mod lambda;
+pub mod memory;
 pub mod remote;
 #[cfg(feature = "aws")]
 pub mod tap;
