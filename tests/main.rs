@@ -11,6 +11,7 @@ mod cli_demo;
 mod cli_fmt;
 mod cli_help;
 mod cli_lock;
+mod cli_memory;
 mod cli_metrics;
 mod cli_play;
 mod cli_remote_config;

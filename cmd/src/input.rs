@@ -1,8 +1,10 @@
 //! The local input adapter: reads stdin or files, one message per line.
 //!
-//! Reading happens on its own thread and hands the pipeline bounded batches of messages
-//! through a bounded channel, so memory stays flat however long the input is. Lines are
-//! cut out of large read buffers without copying (each message's data shares the buffer).
+//! Reading happens on its own thread and hands the pipeline batches of messages, bounded in
+//! lines and in bytes, through a bounded channel; what is read and not yet through the
+//! pipeline is bounded in bytes too ([`ReadAhead`]), so memory stays flat however long the
+//! input and its lines are. Each line is copied out of the read buffer into an allocation
+//! of its own size.
 //! Compressed input (gzip, bzip2, Zstandard, framed Snappy) is detected by its magic bytes
 //! and decompressed (`sluice_cmd::compression`); a truncated stream is an error naming the
 //! file and the format. A line longer than the limit is an error naming the file and line.
@@ -20,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use sluice_engine::Message;
 use sluice_engine::ack::{AckStatus, AckTag, AckTracker, AckWatch};
+use sluice_engine::driver::ReadAhead;
 use tokio::sync::mpsc;
 
 /// Where lines come from.
@@ -45,8 +48,8 @@ impl Source {
 pub struct ReadOptions {
     /// Messages per batch handed to the pipeline.
     pub batch_messages: usize,
-    /// Bytes of lines per batch: a batch is handed on when it holds this much, whatever
-    /// its count, so read-ahead is bounded in bytes for large lines too.
+    /// Bytes of lines per batch: a batch is handed on before a line would take it past
+    /// this, whatever its count (a longer line goes alone).
     pub batch_bytes: usize,
     /// Longest line accepted, in bytes.
     pub max_line_bytes: usize,
@@ -142,11 +145,13 @@ impl LineReport {
 }
 
 /// Reads every source in order and sends batches of messages until done or the receiver
-/// goes away. Runs on a blocking thread.
+/// goes away. Runs on a blocking thread. What is read counts against `read_ahead` until the
+/// driver releases it ([`sluice_engine::driver::drive_bounded`]).
 pub fn read_all(
     sources: &[Source],
     opts: ReadOptions,
     report: &Arc<LineReport>,
+    read_ahead: &ReadAhead,
     tx: &mpsc::Sender<Vec<Message>>,
 ) -> Result<(), InputError> {
     for (source_index, src) in sources.iter().enumerate() {
@@ -166,7 +171,7 @@ pub fn read_all(
         };
         let reader = BufReader::with_capacity(64 * 1024, raw);
         let (_, stream) = sluice_cmd::compression::decompressing(reader).map_err(io_err)?;
-        if !split_lines(stream, &lines, opts, tx)? {
+        if !split_lines(stream, &lines, opts, read_ahead, tx)? {
             return Ok(());
         }
     }
@@ -195,38 +200,102 @@ impl Lines {
     }
 }
 
-/// Splits a stream into line messages; `false` when the receiver went away.
+/// The scratch buffer of lines longer than the read buffer is kept up to this capacity
+/// between lines, and freed after a longer one.
+const SCRATCH_KEPT: usize = 4 << 20;
+
+/// Reads the next line, its end included, in an allocation of exactly its size: lines
+/// within the read buffer are copied out of it, longer ones gathered in `scratch` first (a
+/// line grown in place would hold up to twice its size, and every doubling is fresh memory).
+/// At most `bound` bytes are read when no newline comes. `None` at the end of input.
+fn next_line(
+    reader: &mut impl BufRead,
+    scratch: &mut Vec<u8>,
+    bound: usize,
+) -> io::Result<Option<Vec<u8>>> {
+    scratch.clear();
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((!scratch.is_empty()).then(|| take_scratch(scratch)));
+        }
+        let window = &buf[..buf.len().min(bound - scratch.len())];
+        if let Some(i) = memchr::memchr(b'\n', window) {
+            let line = if scratch.is_empty() {
+                window[..=i].to_vec()
+            } else {
+                scratch.extend_from_slice(&window[..=i]);
+                take_scratch(scratch)
+            };
+            reader.consume(i + 1);
+            return Ok(Some(line));
+        }
+        let n = window.len();
+        scratch.extend_from_slice(window);
+        reader.consume(n);
+        if scratch.len() >= bound {
+            return Ok(Some(take_scratch(scratch)));
+        }
+    }
+}
+
+/// A copy of `scratch` of exactly its length; `scratch` is left empty (and freed when it
+/// grew past [`SCRATCH_KEPT`]).
+fn take_scratch(scratch: &mut Vec<u8>) -> Vec<u8> {
+    let line = scratch.as_slice().to_vec();
+    if scratch.capacity() > SCRATCH_KEPT {
+        *scratch = Vec::new();
+    } else {
+        scratch.clear();
+    }
+    line
+}
+
+/// Splits a stream into line messages; `false` when the receiver went away or the driver
+/// stopped.
 ///
-/// Each line gets its own allocation, sized from the previous line, and the read buffer is
-/// reused: sharing large read buffers between messages would make every buffer fresh
-/// memory, and the kernel's page zeroing then costs more than copying the lines.
+/// A batch is handed on when it holds `batch_messages` lines, or before a line would take
+/// it past `batch_bytes` (a longer line goes alone), and whenever `read_ahead` is full, so
+/// that the driver can release what it counts; then the reader waits on it.
 fn split_lines(
     r: impl Read,
     lines: &Lines,
     opts: ReadOptions,
+    read_ahead: &ReadAhead,
     tx: &mpsc::Sender<Vec<Message>>,
 ) -> Result<bool, InputError> {
     let name = &*lines.source;
     let mut reader = BufReader::with_capacity(CHUNK, r);
-    let mut batch = Vec::with_capacity(opts.batch_messages);
+    let mut scratch = Vec::new();
+    let mut batch = Vec::with_capacity(opts.batch_messages.min(1024));
     let mut batch_bytes = 0usize;
     let mut line_no: u64 = 0;
-    let mut hint = 512usize;
     // Read at most the limit plus a CRLF, so a huge line is never held whole.
-    let bound = opts.max_line_bytes.saturating_add(2) as u64;
+    let bound = opts.max_line_bytes.saturating_add(2);
     loop {
-        let mut line = Vec::with_capacity(hint);
-        let n = (&mut reader)
-            .take(bound)
-            .read_until(b'\n', &mut line)
-            .map_err(|error| InputError::Io {
+        if read_ahead.is_full() && !batch.is_empty() {
+            batch_bytes = 0;
+            if !send(tx, &mut batch, opts) {
+                return Ok(false);
+            }
+        }
+        if !read_ahead.wait() {
+            return Ok(false);
+        }
+        let Some(mut line) =
+            next_line(&mut reader, &mut scratch, bound).map_err(|error| InputError::Io {
                 source_name: name.to_string(),
                 error,
-            })?;
-        if n == 0 {
+            })?
+        else {
             break;
-        }
+        };
         line_no += 1;
+        let n = line.len();
         let ended = line.last() == Some(&b'\n');
         if ended {
             line.pop();
@@ -234,14 +303,20 @@ fn split_lines(
         if line.last() == Some(&b'\r') {
             line.pop();
         }
-        if line.len() > opts.max_line_bytes || (!ended && n as u64 == bound) {
+        if line.len() > opts.max_line_bytes || (!ended && n == bound) {
             return Err(InputError::LineTooLong {
                 source_name: name.to_string(),
                 line: line_no,
                 limit: opts.max_line_bytes,
             });
         }
-        hint = (line.len() + line.len() / 4 + 16).clamp(64, 64 * 1024);
+        if !batch.is_empty() && batch_bytes + line.len() > opts.batch_bytes {
+            batch_bytes = 0;
+            if !send(tx, &mut batch, opts) {
+                return Ok(false);
+            }
+        }
+        read_ahead.add(line.len());
         batch_bytes += line.len();
         batch.push(lines.message(line_no, line));
         if batch.len() >= opts.batch_messages || batch_bytes >= opts.batch_bytes {
@@ -258,7 +333,7 @@ fn split_lines(
 }
 
 fn send(tx: &mpsc::Sender<Vec<Message>>, batch: &mut Vec<Message>, opts: ReadOptions) -> bool {
-    let full = std::mem::replace(batch, Vec::with_capacity(opts.batch_messages));
+    let full = std::mem::replace(batch, Vec::with_capacity(opts.batch_messages.min(1024)));
     tx.blocking_send(full).is_ok()
 }
 
@@ -266,6 +341,10 @@ fn send(tx: &mpsc::Sender<Vec<Message>>, batch: &mut Vec<Message>, opts: ReadOpt
 mod tests {
     use super::*;
     use std::io::Write;
+
+    fn unbounded() -> ReadAhead {
+        ReadAhead::new(usize::MAX)
+    }
 
     fn lines(name: &str) -> Lines {
         Lines {
@@ -277,7 +356,7 @@ mod tests {
 
     fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
         let (tx, mut rx) = mpsc::channel(1024);
-        split_lines(data, &lines("test"), opts, &tx)?;
+        split_lines(data, &lines("test"), opts, &unbounded(), &tx)?;
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
@@ -298,7 +377,7 @@ mod tests {
     /// The sizes of the batches `data` is cut into.
     fn batch_sizes(data: &[u8], opts: ReadOptions) -> Vec<usize> {
         let (tx, mut rx) = mpsc::channel(1024);
-        split_lines(data, &lines("test"), opts, &tx).unwrap();
+        split_lines(data, &lines("test"), opts, &unbounded(), &tx).unwrap();
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
@@ -308,7 +387,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_closes_at_its_count_or_its_bytes() {
+    fn a_batch_closes_at_its_count_or_before_its_bytes() {
         let opts = |batch_messages, batch_bytes| ReadOptions {
             batch_messages,
             batch_bytes,
@@ -321,12 +400,15 @@ mod tests {
                 l
             })
             .collect();
-        // (messages, bytes) -> batch sizes
+        // (messages, bytes) -> batch sizes: a batch never holds more than its bytes, unless
+        // one line is longer (it then goes alone).
         let table: &[(usize, usize, &[usize])] = &[
             (4, 1 << 20, &[4, 4, 2]),
-            (1024, 250, &[3, 3, 3, 1]),
+            (1024, 250, &[2, 2, 2, 2, 2]),
+            (1024, 300, &[3, 3, 3, 1]),
             (1024, 100, &[1; 10]),
-            (2, 250, &[2, 2, 2, 2, 2]),
+            (1024, 99, &[1; 10]),
+            (1, 250, &[1; 10]),
             (1024, 1 << 20, &[10]),
         ];
         for &(messages, bytes, want) in table {
@@ -336,6 +418,79 @@ mod tests {
                 "{messages} messages, {bytes} bytes"
             );
         }
+    }
+
+    #[test]
+    fn lines_are_read_into_allocations_of_their_own_size_across_buffer_refills() {
+        // A read buffer of 8 bytes: lines within it, across refills, and at the end.
+        let long = "y".repeat(100);
+        let input = format!("ab\n{long}\nc\r\n\nlast");
+        let mut reader = BufReader::with_capacity(8, input.as_bytes());
+        let mut scratch = Vec::new();
+        let mut got = Vec::new();
+        while let Some(line) = next_line(&mut reader, &mut scratch, 1000).unwrap() {
+            assert_eq!(line.capacity(), line.len(), "{line:?}");
+            got.push(String::from_utf8(line).unwrap());
+        }
+        assert_eq!(
+            got,
+            vec![
+                "ab\n".to_string(),
+                format!("{long}\n"),
+                "c\r\n".into(),
+                "\n".into(),
+                "last".into()
+            ]
+        );
+        // No newline within the bound: the bound's worth, then the rest.
+        let mut reader = BufReader::with_capacity(8, &b"0123456789abcdef\n"[..]);
+        assert_eq!(
+            next_line(&mut reader, &mut scratch, 10).unwrap().unwrap(),
+            b"0123456789"
+        );
+        // A scratch buffer grown by a huge line is not kept.
+        let huge = vec![b'z'; SCRATCH_KEPT + 10];
+        let mut reader = BufReader::with_capacity(1 << 16, &huge[..]);
+        let line = next_line(&mut reader, &mut scratch, usize::MAX)
+            .unwrap()
+            .unwrap();
+        assert_eq!(line.len(), huge.len());
+        assert_eq!(scratch.capacity(), 0);
+    }
+
+    #[test]
+    fn a_full_read_ahead_hands_on_the_batch_being_built_and_waits() {
+        let read_ahead = Arc::new(ReadAhead::new(250));
+        let (tx, mut rx) = mpsc::channel(16);
+        let ten_lines_of_100: Vec<u8> = (0..10)
+            .flat_map(|_| {
+                let mut l = vec![b'x'; 100];
+                l.push(b'\n');
+                l
+            })
+            .collect();
+        let ra = read_ahead.clone();
+        let reader = std::thread::spawn(move || {
+            let opts = ReadOptions {
+                batch_messages: 1024,
+                batch_bytes: 1 << 20,
+                max_line_bytes: 1 << 20,
+            };
+            split_lines(&ten_lines_of_100[..], &lines("test"), opts, &ra, &tx)
+        });
+        let mut sizes = Vec::new();
+        while let Some(batch) = rx.blocking_recv() {
+            // The limit, plus the line read when it was not reached yet.
+            assert!(read_ahead.held() <= 249 + 100, "{}", read_ahead.held());
+            sizes.push(batch.len());
+            read_ahead.release(sluice_engine::driver::batch_bytes(&batch));
+        }
+        assert!(reader.join().unwrap().unwrap());
+        assert_eq!(sizes, vec![3, 3, 3, 1]);
+        // A closed bound stops the reader.
+        read_ahead.close();
+        let (tx, _rx) = mpsc::channel(16);
+        assert!(!split_lines(&b"a\n"[..], &lines("test"), OPTS, &read_ahead, &tx).unwrap());
     }
 
     #[test]
@@ -373,7 +528,7 @@ mod tests {
             source_index: 1,
             report: report.clone(),
         };
-        split_lines(&b"a\nb\nc\n"[..], &l, OPTS, &tx).unwrap();
+        split_lines(&b"a\nb\nc\n"[..], &l, OPTS, &unbounded(), &tx).unwrap();
         drop(tx);
         let mut msgs = Vec::new();
         while let Ok(b) = rx.try_recv() {
@@ -405,13 +560,20 @@ mod tests {
         std::fs::write(&bad, &gz[..gz.len() - 6]).unwrap();
         let (tx, mut rx) = mpsc::channel(16);
         let report = Arc::default();
-        read_all(&[Source::File(good)], OPTS, &report, &tx).unwrap();
+        read_all(&[Source::File(good)], OPTS, &report, &unbounded(), &tx).unwrap();
         let b = rx.try_recv().unwrap();
         assert_eq!(
             b.iter().map(|m| &m.data()[..]).collect::<Vec<_>>(),
             vec![b"x", b"y"]
         );
-        let e = read_all(&[Source::File(bad.clone())], OPTS, &report, &tx).unwrap_err();
+        let e = read_all(
+            &[Source::File(bad.clone())],
+            OPTS,
+            &report,
+            &unbounded(),
+            &tx,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("bad.gz"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -3,9 +3,11 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::json;
+use sluice_engine::driver::ReadAhead;
 use tokio::sync::mpsc;
 
 use crate::files::parse_ext_str;
@@ -28,11 +30,16 @@ pub struct Args {
     /// Messages handed to the pipeline at a time.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     batch_messages: u32,
-    /// Bytes of input handed to the pipeline at a time: a batch closes at this size or at
-    /// --batch-messages, whichever comes first. With at most 4 batches read ahead, input held
-    /// in memory is bounded by about five times this, whatever the line length.
-    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Bytes of input handed to the pipeline at a time: a batch closes at --batch-messages
+    /// lines or before a line would take it past this many bytes (a longer line goes
+    /// alone). A batch's parsed documents are held together, so this bounds them too.
+    #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u64).range(1..))]
     batch_bytes: u64,
+    /// Bytes of input read ahead: lines read and not yet through the pipeline (the batch
+    /// being read, those waiting, the one in the pipeline). Reading waits at this, so memory
+    /// stays bounded however long the lines; raise it to read further ahead.
+    #[arg(long, default_value_t = 8 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    read_ahead_bytes: u64,
     /// The longest input line accepted, in bytes.
     #[arg(long, default_value_t = 128 * 1024 * 1024)]
     max_line_bytes: usize,
@@ -95,13 +102,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         max_line_bytes: args.max_line_bytes,
     };
     let (tx, rx) = mpsc::channel(4);
-    let report = std::sync::Arc::new(LineReport::default());
+    let read_ahead = Arc::new(ReadAhead::new(
+        usize::try_from(args.read_ahead_bytes).unwrap_or(usize::MAX),
+    ));
+    let report = Arc::new(LineReport::default());
     let lines = report.clone();
+    let reading = read_ahead.clone();
     let reader = std::thread::Builder::new()
         .name("sluice-input".into())
-        .spawn(move || input::read_all(&sources, opts, &lines, &tx))?;
+        .spawn(move || input::read_all(&sources, opts, &lines, &reading, &tx))?;
 
-    let result = runtime.block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}));
+    let result = runtime.block_on(sluice_engine::driver::drive_bounded(
+        &pipeline,
+        rx,
+        Some(&read_ahead),
+        |_| {},
+    ));
     let read_result = reader
         .join()
         .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
