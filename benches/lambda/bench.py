@@ -2,8 +2,8 @@
 """The Lambda benchmark: init time and peak memory of the sluice-lambda bootstrap.
 
 A stdlib Lambda runtime API (the same three routes Lambda serves) hands the release
-bootstrap one Kinesis event of N records of 1 KB JSON (AWS_KINESIS_DATA_STREAM, the
-pipeline of benches/lambda/config.jsonnet). It measures
+bootstrap one Kinesis event of N records of JSON, 1 KB each by default
+(AWS_KINESIS_DATA_STREAM, the pipeline of benches/lambda/config.jsonnet). It measures
 
 - init: from spawning the process to its first `GET /runtime/invocation/next` (config loaded,
   pipeline built, runtime started), with the config as Jsonnet and compiled to JSON;
@@ -14,6 +14,11 @@ and, as the baseline measured in the same run, the spawn-to-exit time of `sluice
 (the cost of starting a process of this size at all). Medians over --runs.
 
     python3 benches/lambda/bench.py [--records 10000] [--runs 5]
+
+Large records: `--record-bytes 900000` makes each record's JSON that long (a Kinesis record
+holds at most 1 MiB) and, without --records, puts as many in the event as fit in Lambda's
+6 MB payload limit (their data is base64, 4/3 of it); `--shape keys` makes each record an
+object of many small keys instead of one long string (a document that parses larger).
 """
 import argparse
 import base64
@@ -33,24 +38,68 @@ SLUICE = os.path.join(ROOT, "target-bench/release/sluice")
 CONFIG = os.path.join(ROOT, "benches/lambda/config.jsonnet")
 
 
-def kinesis_event(n):
+# Lambda's limit on a synchronous invocation's payload, "6 MB" (reference/aws-contracts.md),
+# enforced as 6,291,456 bytes.
+PAYLOAD_LIMIT = 6 * 1024 * 1024
+
+
+def record_data(i, size, shape):
+    """Record i's JSON, `size` bytes long (give or take a few for `keys`)."""
+    body = {"id": "e%d" % i, "user": "User%d" % (i % 97), "ts": 1700000000 + i}
+    if shape == "keys":
+        fields = {}
+        n = len(compact(body)) + len(',"fields":{}')
+        while True:
+            k, v = "k%06d" % len(fields), "v%06d-xxxxxxxxxxxxxxxxxxxx" % len(fields)
+            if n + len(k) + len(v) + 6 > size:
+                break
+            fields[k] = v
+            n += len(k) + len(v) + 6
+        body["fields"] = fields
+    else:
+        body["pad"] = "x" * max(0, size - len(compact(body)) - len(',"pad":""'))
+    return compact(body).encode()
+
+
+def compact(v):
+    return json.dumps(v, separators=(",", ":"))
+
+
+def kinesis_record(i, data):
+    return {
+        "kinesis": {
+            "partitionKey": "pk%d" % (i % 16),
+            "sequenceNumber": str(49590338271490256608559692538361571095921575989136588801 + i),
+            "data": base64.b64encode(data).decode(),
+            "approximateArrivalTimestamp": 1700000000.0,
+            "kinesisSchemaVersion": "1.0",
+        },
+        "eventSource": "aws:kinesis",
+        "eventSourceARN": "arn:aws:kinesis:us-east-1:123456789012:stream/bench",
+    }
+
+
+def kinesis_event(n, size=1024, shape="pad"):
+    """An event of n records of `size` bytes; n None: as many as fit in PAYLOAD_LIMIT."""
     records = []
-    for i in range(n):
-        body = {"id": "e%d" % i, "user": "User%d" % (i % 97), "ts": 1700000000 + i}
-        body["pad"] = "x" * (1024 - len(json.dumps(body)) - 10)
-        data = json.dumps(body).encode()
-        records.append({
-            "kinesis": {
-                "partitionKey": "pk%d" % (i % 16),
-                "sequenceNumber": str(49590338271490256608559692538361571095921575989136588801 + i),
-                "data": base64.b64encode(data).decode(),
-                "approximateArrivalTimestamp": 1700000000.0,
-                "kinesisSchemaVersion": "1.0",
-            },
-            "eventSource": "aws:kinesis",
-            "eventSourceARN": "arn:aws:kinesis:us-east-1:123456789012:stream/bench",
-        })
-    return json.dumps({"Records": records}).encode()
+    i = 0
+    total = len('{"Records": []}')
+    while n is None or i < n:
+        r = json.dumps(kinesis_record(i, record_data(i, size, shape)))
+        if n is None and total + len(r) + 2 > PAYLOAD_LIMIT:
+            break
+        records.append(r)
+        total += len(r) + 2
+        i += 1
+    return ('{"Records": [' + ", ".join(records) + "]}").encode(), len(records)
+
+
+class QuietServer(ThreadingHTTPServer):
+    """Says nothing of the connection the stopped bootstrap leaves waiting on `next`."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
 
 class Api:
@@ -99,7 +148,7 @@ class Api:
                 self.end_headers()
                 api.done.set()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -157,18 +206,31 @@ def spawn_ms(argv):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=10000)
+    ap.add_argument("--records", type=int, default=None,
+                    help="records in the event (default 10000, or as many as fit in 6 MB "
+                    "with --record-bytes)")
+    ap.add_argument("--record-bytes", type=int, default=None,
+                    help="bytes of JSON per record (default 1024; at most 1 MiB)")
+    ap.add_argument("--shape", choices=("pad", "keys"), default="pad",
+                    help="a record is a few keys and one long string (pad) or many small keys")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--config", default=CONFIG, help="the pipeline (default: %(default)s)")
     ap.add_argument("--bootstrap", default=BOOTSTRAP, help="the sluice-lambda binary")
     ap.add_argument("--sluice", default=SLUICE, help="the sluice binary (compiles the config)")
     a = ap.parse_args()
     for b in (a.bootstrap, a.sluice):
         if not os.access(b, os.X_OK):
             sys.exit("%s is missing: scripts/bench.sh lambda builds it" % b)
-    event = kinesis_event(a.records)
+    if a.record_bytes is not None and not 0 < a.record_bytes <= 1 << 20:
+        sys.exit("--record-bytes: a Kinesis record holds 1 to 1048576 bytes")
+    records = a.records
+    if records is None and a.record_bytes is None:
+        records = 10000
+    size = a.record_bytes or 1024
+    event, records = kinesis_event(records, size, a.shape)
     with tempfile.TemporaryDirectory() as d:
         compiled = os.path.join(d, "config.json")
-        out = subprocess.run([a.sluice, "build", "--stdout", CONFIG], capture_output=True)
+        out = subprocess.run([a.sluice, "build", "--stdout", a.config], capture_output=True)
         if out.returncode != 0:
             sys.exit("could not compile the config: %s" % out.stderr.decode())
         with open(compiled, "wb") as f:
@@ -176,12 +238,12 @@ def main():
         rows = {"jsonnet": [], "json": [], "baseline": []}
         for _ in range(a.runs):
             rows["baseline"].append(spawn_ms([a.sluice, "--version"]))
-            rows["jsonnet"].append(one_run(a.bootstrap, event, CONFIG))
+            rows["jsonnet"].append(one_run(a.bootstrap, event, a.config))
             rows["json"].append(one_run(a.bootstrap, event, compiled))
     med = statistics.median
     base = med(rows["baseline"])
-    print("event: %d Kinesis records of 1 KB (%.1f MB JSON), %d runs, medians [min-max]"
-          % (a.records, len(event) / 1e6, a.runs))
+    print("event: %d Kinesis records of %d bytes (%s; %.2f MB of JSON), %d runs, medians [min-max]"
+          % (records, size, a.shape, len(event) / 1e6, a.runs))
     print("| config | init ms | init / baseline | invocation ms | peak RSS MiB |")
     print("|---|---|---|---|---|")
     for name in ("jsonnet", "json"):

@@ -152,11 +152,17 @@ pub struct Options {
     pub metrics: Option<telemetry::MetricsSink>,
     /// The function's name, a dimension of the metrics.
     pub function_name: String,
+    /// The most bytes of message data put through the pipeline at once (`SLUICE_BATCH_BYTES`):
+    /// an event's messages go through in pieces of this size, in order.
+    pub feed_bytes: usize,
 }
+
+/// The default of [`Options::feed_bytes`], as `sluice run --batch-bytes`: 1 MiB.
+pub const DEFAULT_FEED_BYTES: usize = 1 << 20;
 
 impl Options {
     /// Options for `kind` with the defaults: no partial batch responses, 1 GiB objects,
-    /// metrics to stdout.
+    /// metrics to stdout, pieces of 1 MiB.
     pub fn new(kind: HandlerKind) -> Options {
         Options {
             kind,
@@ -164,6 +170,7 @@ impl Options {
             max_object_bytes: 1 << 30,
             metrics: Some(telemetry::MetricsSink::Stdout),
             function_name: String::new(),
+            feed_bytes: DEFAULT_FEED_BYTES,
         }
     }
 }
@@ -204,6 +211,26 @@ pub(crate) enum Feed {
     Whole,
     /// Each record on its own, so that an error marks only that record; then the ctrl.
     PerRecord,
+}
+
+/// `msgs` cut in order into pieces of at most `bytes` of data (a longer message alone).
+fn pieces(msgs: impl Iterator<Item = Message>, bytes: usize) -> Vec<Vec<Message>> {
+    let mut all = Vec::new();
+    let mut piece: Vec<Message> = Vec::new();
+    let mut size = 0usize;
+    for m in msgs {
+        let n = m.data().len();
+        if !piece.is_empty() && size + n > bytes {
+            all.push(std::mem::take(&mut piece));
+            size = 0;
+        }
+        size += n;
+        piece.push(m);
+    }
+    if !piece.is_empty() {
+        all.push(piece);
+    }
+    all
 }
 
 impl Function {
@@ -322,20 +349,44 @@ impl Function {
             metrics.messages_in += msgs.len() as u64;
             tagged.push(msgs);
         }
+        // What comes out of the last transform: counted, and kept only when the handler
+        // answers with it (so a batch's outputs are freed as it is done otherwise).
         let mut outputs: Vec<Message> = Vec::new();
+        let mut messages_out = 0u64;
+        let mut take = |out: Vec<Message>| {
+            let data = out.into_iter().filter(|m| !m.is_ctrl());
+            if keep {
+                let before = outputs.len();
+                outputs.extend(data);
+                messages_out += (outputs.len() - before) as u64;
+            } else {
+                messages_out += data.count() as u64;
+            }
+        };
         let mut error: Option<String> = None;
         match feed {
             Feed::Whole => {
-                let all: Vec<Message> = tagged.into_iter().flatten().collect();
-                match self.pipeline.apply(all).await {
-                    Ok(out) => outputs.extend(out),
-                    Err(e) => error = Some(e.to_string()),
+                // In pieces of at most `feed_bytes` of data, in order, as `sluice run` feeds
+                // its lines: a piece's parsed documents are held together, so memory is
+                // bounded by the piece, not by the event. After an error the rest is not
+                // run, and fails with it.
+                for piece in pieces(tagged.into_iter().flatten(), self.opts.feed_bytes) {
+                    if let Some(e) = &error {
+                        for m in &piece {
+                            m.fail_acks(e);
+                        }
+                        continue;
+                    }
+                    match self.pipeline.apply(piece).await {
+                        Ok(out) => take(out),
+                        Err(e) => error = Some(e.to_string()),
+                    }
                 }
             }
             Feed::PerRecord => {
                 for msgs in tagged {
                     match self.pipeline.apply(msgs).await {
-                        Ok(out) => outputs.extend(out),
+                        Ok(out) => take(out),
                         Err(e) => {
                             tracing::warn!(error = %e, "a record failed");
                             error.get_or_insert(e.to_string());
@@ -347,7 +398,7 @@ impl Function {
         let flush_start = Instant::now();
         if error.is_none() || feed == Feed::PerRecord {
             match self.pipeline.apply(vec![Message::ctrl()]).await {
-                Ok(out) => outputs.extend(out),
+                Ok(out) => take(out),
                 Err(e) => error = Some(e.to_string()),
             }
         }
@@ -356,8 +407,7 @@ impl Function {
             // Nothing held may be sent later: the source redelivers what failed.
             self.pipeline.abort(e).await;
         }
-        outputs.retain(|m| !m.is_ctrl());
-        metrics.messages_out = outputs.len() as u64;
+        metrics.messages_out = messages_out;
         let outputs: Vec<(Option<usize>, bytes::Bytes)> = if keep {
             outputs
                 .into_iter()
@@ -654,6 +704,16 @@ pub fn options_from_env() -> anyhow::Result<(String, Options)> {
             anyhow!("SLUICE_MAX_OBJECT_BYTES: expected a number of bytes, got {v:?}")
         })?;
     }
+    if let Ok(v) = std::env::var("SLUICE_BATCH_BYTES") {
+        opts.feed_bytes = match v.trim().parse() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                return Err(anyhow!(
+                    "SLUICE_BATCH_BYTES: expected a number of bytes above 0, got {v:?}"
+                ));
+            }
+        };
+    }
     if std::env::var("SLUICE_METRICS").is_ok_and(|v| v == "off") {
         opts.metrics = None;
     }
@@ -734,4 +794,153 @@ pub(crate) fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
         .as_millis() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_engine::{StatefulTransform, Transform, TransformError, async_trait};
+    use std::sync::Mutex;
+
+    #[test]
+    fn an_event_is_cut_into_pieces_of_at_most_its_bytes_in_order() {
+        // (message sizes, bytes) -> piece sizes
+        let cases: &[(&[usize], usize, &[usize])] = &[
+            (&[400, 400, 400, 400, 400, 400], 1000, &[2, 2, 2]),
+            (&[400, 400, 400], 800, &[2, 1]),
+            (&[2000, 10, 10, 2000], 1000, &[1, 2, 1]),
+            (&[10; 5], 1 << 20, &[5]),
+            (&[], 1000, &[]),
+        ];
+        for &(sizes, bytes, want) in cases {
+            let msgs = sizes.iter().enumerate().map(|(i, &n)| {
+                let mut d = vec![b'x'; n];
+                if let Some(b) = d.first_mut() {
+                    *b = b'0' + i as u8;
+                }
+                Message::new(d)
+            });
+            let got = pieces(msgs, bytes);
+            assert_eq!(
+                got.iter().map(Vec::len).collect::<Vec<_>>(),
+                want,
+                "{sizes:?} in {bytes}"
+            );
+            let order: Vec<u8> = got.iter().flatten().map(|m| m.data()[0]).collect();
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        }
+    }
+
+    /// Notes the data messages of each batch it is applied to; fails on data starting
+    /// with "bad".
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<usize>>);
+    #[async_trait]
+    impl StatefulTransform for Recorder {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            if m.data().starts_with(b"bad") {
+                return Err(TransformError::failed("bad data"));
+            }
+            out.push(m);
+            Ok(())
+        }
+
+        async fn transform_batch(
+            &self,
+            msgs: Vec<Message>,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            let data = msgs.iter().filter(|m| !m.is_ctrl()).count();
+            if data > 0 {
+                self.0.lock().unwrap().push(data);
+            }
+            // As the default does: on error the message and the rest are failed.
+            let mut rest = msgs.into_iter();
+            while let Some(m) = rest.next() {
+                let acks = m.acks().clone();
+                if let Err(e) = self.transform(m, out).await {
+                    sluice_engine::ack::fail_all(&acks, &e.to_string());
+                    for r in rest {
+                        r.fail_acks(&e.to_string());
+                    }
+                    return Err(e);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    fn function(feed_bytes: usize) -> (Function, Arc<Recorder>) {
+        let seen = Arc::new(Recorder::default());
+        let pipeline = Pipeline::new(vec![(
+            Arc::from("recorder"),
+            Transform::Stateful(seen.clone()),
+        )]);
+        let mut opts = Options::new(HandlerKind::KinesisDataStream);
+        opts.metrics = None;
+        opts.feed_bytes = feed_bytes;
+        (Function::new(pipeline, opts), seen)
+    }
+
+    fn records(data: &[&str]) -> Vec<Result<Vec<Message>, String>> {
+        data.iter()
+            .map(|d| Ok(vec![Message::new(d.as_bytes().to_vec())]))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn records_go_through_in_pieces_and_a_failure_fails_its_piece_and_the_rest() {
+        let (f, seen) = function(10);
+        // Pieces of 10 bytes: [a1234, b1234], [bad34, c1234], [d1234].
+        let run = f
+            .run_records(
+                records(&["a1234", "b1234", "bad34", "c1234", "d1234"]),
+                Feed::Whole,
+                false,
+            )
+            .await;
+        let delivered: Vec<bool> = run
+            .deliveries
+            .iter()
+            .map(|d| *d == Delivery::Delivered)
+            .collect();
+        assert_eq!(delivered, vec![true, true, false, false, false]);
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            vec![2, 2],
+            "nothing after the failure ran"
+        );
+        assert_eq!(run.error.as_deref(), Some("transform recorder: bad data"));
+        for d in &run.deliveries[2..] {
+            assert!(
+                matches!(d, Delivery::Failed(why) if why.contains("bad data")),
+                "{d:?}"
+            );
+        }
+        // The piece after the failure was never run: it fails with the pipeline's error.
+        assert_eq!(
+            run.deliveries[4],
+            Delivery::Failed("transform recorder: bad data".into())
+        );
+        // Without a failure every record is delivered, whatever the pieces.
+        for (bytes, batches) in [(1, vec![1, 1, 1]), (2, vec![2, 1]), (1 << 20, vec![3])] {
+            let (f, seen) = function(bytes);
+            let run = f
+                .run_records(records(&["a", "b", "c"]), Feed::Whole, true)
+                .await;
+            assert!(run.error.is_none());
+            assert_eq!(run.deliveries, vec![Delivery::Delivered; 3]);
+            assert_eq!(*seen.0.lock().unwrap(), batches, "{bytes} bytes");
+            let outs: Vec<(Option<usize>, &[u8])> =
+                run.outputs.iter().map(|(i, b)| (*i, &b[..])).collect();
+            assert_eq!(
+                outs,
+                vec![(Some(0), &b"a"[..]), (Some(1), b"b"), (Some(2), b"c")]
+            );
+        }
+    }
 }
