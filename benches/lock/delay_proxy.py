@@ -33,8 +33,11 @@ p50 9.2-9.7 ms instead of ~5.5 (GIL hand-offs between 128 threads); the event lo
 Counting: the client-to-server stream is parsed as HTTP/1.1 requests (keep-alive
 connections carry many; headers may be split across reads; bodies are skipped by
 Content-Length or chunked framing) and every request is counted by its `X-Amz-Target`
-header (`DynamoDB_20120810.PutItem` ...; `-` when absent). Parsing never delays
-forwarding: a chunk is stamped and queued before it is parsed.
+header (`DynamoDB_20120810.PutItem` ...; `-` when absent). The bodies of
+`TransactWriteItems` with a Content-Length are read: one whose updates set `:pending` takes
+locks, and is also counted as `DynamoDB_20120810.TransactWriteItems/acquire`, its keys in
+`acquire_keys`. Parsing never delays forwarding: a chunk is stamped and queued before it is
+parsed.
 
 With --trace FILE it also appends a line per request to FILE: when its head was parsed
 (CLOCK_MONOTONIC seconds, Python's time.monotonic(), comparable across processes) and its
@@ -44,7 +47,7 @@ On SIGTERM or SIGINT it writes the counts as JSON to FILE (or to stdout without 
 then exits; SIGUSR1 writes them without exiting. The JSON:
     {"targets": {"DynamoDB_20120810.PutItem": 20000, ...}, "requests": N,
      "connections": N, "bytes_up": N, "bytes_down": N, "unparsed_connections": N,
-     "delay_ms": D}
+     "acquire_keys": N, "delay_ms": D}
 """
 import argparse
 import heapq
@@ -81,6 +84,7 @@ class Counts:
         self.bytes_up = 0
         self.bytes_down = 0
         self.unparsed = 0
+        self.acquire_keys = 0
         self.delay_ms = delay_ms
 
     def request(self, target):
@@ -89,6 +93,19 @@ class Counts:
             self.targets[target] = self.targets.get(target, 0) + 1
             if self.trace:
                 self.trace.write(f"{time.monotonic():.6f} {target}\n")
+
+    def transaction(self, target, body):
+        """Counts a TransactWriteItems that takes locks (its updates set `:pending`)."""
+        try:
+            items = json.loads(body).get("TransactItems", [])
+        except ValueError:
+            return
+        updates = [i["Update"] for i in items if isinstance(i, dict) and "Update" in i]
+        if updates and all(":pending" in u.get("UpdateExpression", "") for u in updates):
+            with self.lock:
+                kind = target + "/acquire"
+                self.targets[kind] = self.targets.get(kind, 0) + 1
+                self.acquire_keys += len(updates)
 
     def add(self, field, n):
         with self.lock:
@@ -103,6 +120,7 @@ class Counts:
                 "bytes_up": self.bytes_up,
                 "bytes_down": self.bytes_down,
                 "unparsed_connections": self.unparsed,
+                "acquire_keys": self.acquire_keys,
                 "delay_ms": self.delay_ms,
             }
 
@@ -115,6 +133,8 @@ class RequestCounter:
         self.on_request = on_request  # called when a request has been read to its end
         self.buf = bytearray()  # unparsed head or chunk-size line bytes
         self.skip = 0  # body bytes still to skip
+        self.capture = 0  # body bytes to read (a TransactWriteItems)
+        self.target = "-"
         self.state = "head"  # head | body | chunk_size | chunk_data | trailer
         self.broken = False
 
@@ -151,6 +171,13 @@ class RequestCounter:
                 if self.skip:
                     return  # feed() skips the rest as it arrives
                 self.skipped()
+            elif self.state == "capture":
+                if len(self.buf) < self.capture:
+                    return
+                body = bytes(self.buf[: self.capture])
+                del self.buf[: self.capture]
+                self.counts.transaction(self.target, body)
+                self.ended()
             elif self.state in ("body", "chunk_data"):
                 self.skipped()  # a body that ended exactly at a read boundary
             elif self.state == "head":
@@ -211,8 +238,12 @@ class RequestCounter:
             elif name == b"transfer-encoding" and b"chunked" in value.lower():
                 chunked = True
         self.counts.request(target)
+        self.target = target
         if chunked:
             self.state = "chunk_size"
+        elif length and target.endswith(".TransactWriteItems"):
+            self.state = "capture"
+            self.capture = length
         elif length:
             self.state = "body"
             self.skip = length
