@@ -93,9 +93,6 @@ impl DynamoDbStore {
         now_ms: i64,
         r: &AcquireRequest,
     ) -> Result<Acquired, StoreError> {
-        let a = &self.table.attributes;
-        let me = AttributeValue::S(owner.to_string());
-        let ttl = pending_ttl(r.ttl, r.lease_until_ms);
         let mut attempt = 0;
         loop {
             let attempts = AttemptCounter::default();
@@ -105,19 +102,8 @@ impl DynamoDbStore {
                 .set_key(Some(self.key(&r.key)))
                 .update_expression(ACQUIRE_UPDATE)
                 .condition_expression(ACQUIRE_CONDITION)
-                .expression_attribute_names("#pk", &a.partition_key)
-                .expression_attribute_names("#ttl", &a.ttl)
-                .expression_attribute_names("#status", &a.status)
-                .expression_attribute_names("#lease", &a.lease_until)
-                .expression_attribute_names("#owner", &a.owner)
-                .expression_attribute_names("#since", &a.since)
-                .expression_attribute_names("#note", &a.note)
-                .expression_attribute_values(":me", me.clone())
-                .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
-                .expression_attribute_values(":lease", number(r.lease_until_ms))
-                .expression_attribute_values(":ttl", number(ttl))
-                .expression_attribute_values(":now_s", number(now_ms.div_euclid(1000)))
-                .expression_attribute_values(":now_ms", number(now_ms))
+                .set_expression_attribute_names(Some(self.acquire_names()))
+                .set_expression_attribute_values(Some(acquire_values(owner, now_ms, r)))
                 .return_values(ReturnValue::AllOld)
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
@@ -151,6 +137,23 @@ impl DynamoDbStore {
         }
     }
 
+    /// The attribute names of an acquisition's condition and update, either condition.
+    fn acquire_names(&self) -> HashMap<String, String> {
+        let a = &self.table.attributes;
+        [
+            ("#pk", &a.partition_key),
+            ("#ttl", &a.ttl),
+            ("#status", &a.status),
+            ("#lease", &a.lease_until),
+            ("#owner", &a.owner),
+            ("#since", &a.since),
+            ("#note", &a.note),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+    }
+
     /// The transaction write that takes `r`'s key if nobody holds it pending
     /// ([`ACQUIRE_FRESH_CONDITION`]), with the same update as [`Self::acquire_one`].
     fn acquire_item(
@@ -159,25 +162,13 @@ impl DynamoDbStore {
         now_ms: i64,
         r: &AcquireRequest,
     ) -> Result<TransactWriteItem, StoreError> {
-        let a = &self.table.attributes;
         Update::builder()
             .table_name(&self.table.name)
             .set_key(Some(self.key(&r.key)))
             .update_expression(ACQUIRE_UPDATE)
             .condition_expression(ACQUIRE_FRESH_CONDITION)
-            .expression_attribute_names("#pk", &a.partition_key)
-            .expression_attribute_names("#ttl", &a.ttl)
-            .expression_attribute_names("#status", &a.status)
-            .expression_attribute_names("#lease", &a.lease_until)
-            .expression_attribute_names("#owner", &a.owner)
-            .expression_attribute_names("#since", &a.since)
-            .expression_attribute_names("#note", &a.note)
-            .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
-            .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
-            .expression_attribute_values(":lease", number(r.lease_until_ms))
-            .expression_attribute_values(":ttl", number(pending_ttl(r.ttl, r.lease_until_ms)))
-            .expression_attribute_values(":now_s", number(now_ms.div_euclid(1000)))
-            .expression_attribute_values(":now_ms", number(now_ms))
+            .set_expression_attribute_names(Some(self.acquire_names()))
+            .set_expression_attribute_values(Some(acquire_values(owner, now_ms, r)))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map(|u| TransactWriteItem::builder().update(u).build())
@@ -601,6 +592,21 @@ impl DynamoDbStore {
             .map(|s| s.unwrap_or(Settled::NotOwner(None)))
             .collect())
     }
+}
+
+/// The values of an acquisition's condition and update, either condition.
+fn acquire_values(owner: &str, now_ms: i64, r: &AcquireRequest) -> HashMap<String, AttributeValue> {
+    [
+        (":me", AttributeValue::S(owner.to_string())),
+        (":pending", AttributeValue::S(PENDING.into())),
+        (":lease", number(r.lease_until_ms)),
+        (":ttl", number(pending_ttl(r.ttl, r.lease_until_ms))),
+        (":now_s", number(now_ms.div_euclid(1000))),
+        (":now_ms", number(now_ms)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 /// What one acquisition transaction settled: an answer per key of its chunk, `None` for
