@@ -93,7 +93,7 @@ impl DynamoDbStore {
         now_ms: i64,
         r: &AcquireRequest,
     ) -> Result<Acquired, StoreError> {
-        let mut attempt = 0;
+        let mut retries = Retries::default();
         loop {
             let attempts = AttemptCounter::default();
             let sent = client
@@ -119,20 +119,20 @@ impl DynamoDbStore {
                 }
                 Err(err) => err,
             };
-            match err.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
-                    let record = failed.item().map(|i| self.decode(i));
-                    self.log_held(r, record.as_ref());
-                    return Ok(Acquired::Held(record));
-                }
-                // A transaction on the same item is under way.
+            if let Some(UpdateItemError::ConditionalCheckFailedException(failed)) =
+                err.as_service_error()
+            {
+                let record = failed.item().map(|i| self.decode(i));
+                self.log_held(r, record.as_ref());
+                return Ok(Acquired::Held(record));
+            }
+            // A transaction on the same item is under way: wait for it.
+            let conflict = matches!(
+                err.as_service_error(),
                 Some(UpdateItemError::TransactionConflictException(_))
-                    if attempt + 1 < STORE_ATTEMPTS =>
-                {
-                    tokio::time::sleep(backoff(attempt)).await;
-                    attempt += 1;
-                }
-                _ => return Err(self.sdk_fail(&format!("acquiring key {:?}", r.key), &err)),
+            );
+            if !(conflict && retries.wait_before_next().await) {
+                return Err(self.sdk_fail(&format!("acquiring key {:?}", r.key), &err));
             }
         }
     }
@@ -195,7 +195,7 @@ impl DynamoDbStore {
         let mut left: Vec<usize> = (0..chunk.len()).collect();
         // Each key's error names that key, as its message's failure will.
         let acquiring = |i: usize| format!("acquiring key {:?}", chunk[i].key);
-        let mut attempt = 0;
+        let mut retries = Retries::default();
         while !left.is_empty() {
             let items = match left
                 .iter()
@@ -298,23 +298,13 @@ impl DynamoDbStore {
                     }
                 }
             }
-            if transient || again.len() == left.len() {
-                attempt += 1;
-                if attempt >= STORE_ATTEMPTS {
-                    let why = format!(
-                        "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
-                        describe_error(&err)
-                    );
-                    for i in again.drain(..) {
-                        out[i] = Some(Err(self.fail(&acquiring(i), &why)));
-                    }
-                } else {
-                    tracing::debug!(
-                        table = %self.table.name,
-                        attempt,
-                        "lock acquisition cancelled by a conflict or throttling; retrying"
-                    );
-                    tokio::time::sleep(backoff(attempt - 1)).await;
+            if (transient || again.len() == left.len()) && !retries.wait_before_next().await {
+                let why = format!(
+                    "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
+                    describe_error(&err)
+                );
+                for i in again.drain(..) {
+                    out[i] = Some(Err(self.fail(&acquiring(i), &why)));
                 }
             }
             left = again;
@@ -493,7 +483,7 @@ impl DynamoDbStore {
             )
         };
         let mut left: Vec<usize> = (0..chunk.len()).collect();
-        let mut attempt = 0;
+        let mut retries = Retries::default();
         while !left.is_empty() {
             let items = left
                 .iter()
@@ -566,24 +556,14 @@ impl DynamoDbStore {
                 }
             }
             let progressed = again.len() < left.len();
-            if transient || !progressed {
-                attempt += 1;
-                if attempt >= STORE_ATTEMPTS {
-                    return Err(self.fail(
-                        &what(&left),
-                        format!(
-                            "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
-                            describe_error(&err)
-                        ),
-                    ));
-                }
-                tracing::debug!(
-                    table = %self.table.name,
-                    attempt,
-                    reasons = ?reasons.iter().map(|r| r.code().unwrap_or("?")).collect::<Vec<_>>(),
-                    "lock transaction cancelled by a conflict or throttling; retrying"
-                );
-                tokio::time::sleep(backoff(attempt - 1)).await;
+            if (transient || !progressed) && !retries.wait_before_next().await {
+                return Err(self.fail(
+                    &what(&left),
+                    format!(
+                        "transaction still cancelled after {STORE_ATTEMPTS} attempts: {}",
+                        describe_error(&err)
+                    ),
+                ));
             }
             left = again;
         }
@@ -607,6 +587,28 @@ fn acquire_values(owner: &str, now_ms: i64, r: &AcquireRequest) -> HashMap<Strin
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// The store's own retries of one call (cancelled transactions, transaction conflicts),
+/// up to [`STORE_ATTEMPTS`] attempts, with [`backoff`] between them.
+#[derive(Debug, Default)]
+struct Retries(u32);
+
+impl Retries {
+    /// After an attempt a conflict or throttling stopped: waits before the next one, or
+    /// says `false` (without waiting) when that was the last.
+    async fn wait_before_next(&mut self) -> bool {
+        self.0 += 1;
+        if self.0 >= STORE_ATTEMPTS {
+            return false;
+        }
+        tracing::debug!(
+            attempt = self.0,
+            "lock store call stopped by a conflict or throttling; retrying"
+        );
+        tokio::time::sleep(backoff(self.0 - 1)).await;
+        true
+    }
 }
 
 /// What one acquisition transaction settled: an answer per key of its chunk, `None` for
