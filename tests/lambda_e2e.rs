@@ -369,4 +369,23 @@ fn a_bad_config_fails_the_init_with_a_log_line() {
         out.contains("SLUICE_LAMBDA_HANDLER: unknown handler"),
         "{out}"
     );
+
+    let good = d.write("good.jsonnet", "{ transforms: [] }");
+    for bad in ["0", "1MiB", "-5"] {
+        let env = [("SLUICE_BATCH_BYTES".to_string(), bad.to_string())];
+        let mut child = bootstrap(port, &good, "AWS_SQS", &env);
+        assert!(!child.wait().unwrap().success(), "SLUICE_BATCH_BYTES={bad}");
+        let errors: Vec<String> = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
+            .filter_map(|v| v["fields"]["error"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(
+            errors,
+            [format!(
+                "SLUICE_BATCH_BYTES: expected a number of bytes above 0, got \"{bad}\""
+            )]
+        );
+    }
 }
