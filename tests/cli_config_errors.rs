@@ -44,6 +44,40 @@ fn a_jsonnet_runtime_error_names_its_place() {
 }
 
 #[test]
+fn a_jsonnet_static_analysis_error_names_its_place() {
+    let d = Dir::new();
+    d.write(
+        "config.jsonnet",
+        "local sub = std.extVar('sub');\n\n{\n  transforms: [\n    sub.tf.obj.cp({ obj: { src: 'a', trg: 'b' } }),\n    undefined_thing,\n  ],\n}\n",
+    );
+    let out = d.sluice(&["run", "--config", "config.jsonnet"], "{}\n");
+    out.assert_code(1);
+    assert_eq!(
+        first_line(&out.stderr),
+        "error: config.jsonnet: static analysis error: undefined local: undefined_thing"
+    );
+    // `undefined_thing` starts line 6, column 5.
+    assert!(
+        out.stderr
+            .contains("\n    config.jsonnet:6:5-19: undefined local: undefined_thing\n"),
+        "{}",
+        out.stderr
+    );
+    // No Rust Debug output (a struct, `Some(..)`, a quoted path) and no panic.
+    for debug in [
+        "Diagnostic",
+        "Span(",
+        "Some(",
+        "{ ",
+        "\"config.jsonnet\"",
+        "panicked",
+    ] {
+        assert!(!out.stderr.contains(debug), "{debug}: {}", out.stderr);
+    }
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
 fn an_unknown_transform_type_names_the_nearest_valid_ones() {
     let d = Dir::new();
     d.write(

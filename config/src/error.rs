@@ -40,8 +40,8 @@ pub enum ConfigLoadError {
         /// The reserved name.
         name: String,
     },
-    /// Jsonnet evaluation failed: a syntax error, a runtime error (`error '...'`, a missing
-    /// field, a type error), a failed import.
+    /// Jsonnet evaluation failed: a syntax error, a static analysis error (an undefined
+    /// local), a runtime error (`error '...'`, a missing field, a type error), a failed import.
     #[error("{}: {trace}", path.display())]
     Jsonnet {
         /// The config being evaluated.

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use jrsonnet_evaluator::{
     AsPathLike, FileImportResolver, ImportIo, ImportResolver, SourcePath, SourceVirtual, State,
     Val,
+    analyze::{DiagLevel, Diagnostic},
+    error::ErrorKind,
     manifest::JsonFormat,
     trace::{CompactFormat, PathResolver, TraceFormat},
 };
@@ -166,15 +168,116 @@ impl ImportResolver for Resolver {
     }
 }
 
+/// jrsonnet's message for `err` and its trace, one frame a line as
+/// `    file:line:col: description`.
 fn trace(err: &jrsonnet_evaluator::Error) -> String {
+    let resolver = PathResolver::new_cwd_fallback();
+    let message = err.error().to_string();
     let format = CompactFormat {
-        resolver: PathResolver::new_cwd_fallback(),
+        resolver: resolver.clone(),
         max_trace: 20,
         padding: 4,
     };
-    format
-        .format(err)
-        .unwrap_or_else(|_| err.error().to_string())
+    let full = format.format(err).unwrap_or_else(|_| message.clone());
+    match err.error() {
+        // jrsonnet's message joins the diagnostics' messages and drops their places; its
+        // frames (the imports that led to the file) follow the message.
+        ErrorKind::StaticAnalysisError(diagnostics) => {
+            let frames = full.strip_prefix(message.as_str()).unwrap_or("");
+            let name = |source: &SourcePath| match source.path() {
+                Some(p) => resolver.resolve(p),
+                None => source.to_string(),
+            };
+            format!("{}{frames}", static_analysis_report(diagnostics, name))
+        }
+        _ => full,
+    }
+}
+
+/// What static analysis found (an undefined local, a local defined twice in one frame, `self`
+/// outside an object, ...): a first line with the errors' messages, then each error and then
+/// each warning (`unused local: x`, reported beside them) at its place, as
+/// `    file:line:col: message`, the form of jrsonnet's trace frames; `name` gives a source's
+/// file name.
+fn static_analysis_report(
+    diagnostics: &[Diagnostic],
+    name: impl Fn(&SourcePath) -> String,
+) -> String {
+    // Each file is analysed on its own: the places are in one text, listed in its order.
+    let in_order = |level: DiagLevel| {
+        let mut found: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.level == level).collect();
+        found.sort_by_key(|d| d.span.as_ref().map_or(u32::MAX, |s| s.1));
+        found
+    };
+    let mut listed = in_order(DiagLevel::Error);
+    let summary: Vec<&str> = listed
+        .iter()
+        .map(|d| d.message.lines().next().unwrap_or_default())
+        .collect();
+    let mut out = format!(
+        "static analysis {}: {}",
+        if summary.len() == 1 {
+            "error"
+        } else {
+            "errors"
+        },
+        summary.join("; ")
+    );
+    listed.extend(in_order(DiagLevel::Warning));
+    for d in listed {
+        out.push_str("\n    ");
+        if let Some(span) = &d.span {
+            let source = &span.0;
+            out.push_str(&name(source.source_path()));
+            out.push(':');
+            out.push_str(&span_place(source.code(), span.1, span.2));
+            out.push_str(": ");
+        }
+        if d.level == DiagLevel::Warning {
+            out.push_str("warning: ");
+        }
+        // A message may go on with a suggestion ("There is a local with similar name
+        // present: ...") on lines of its own.
+        let mut lines = d.message.lines();
+        out.push_str(lines.next().unwrap_or_default());
+        for line in lines {
+            out.push_str("\n        ");
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// The 1-based line and column (in characters) of the byte `offset` in `code`.
+///
+/// jrsonnet's own frames count the offset in characters, which places them too far right
+/// after non-ASCII text; spans are byte offsets.
+fn line_col(code: &str, offset: u32) -> (usize, usize) {
+    let mut offset = (offset as usize).min(code.len());
+    while !code.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &code[..offset];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
+}
+
+/// The place of the bytes `start..end` of `code` as jrsonnet's frames show it: `line:col`,
+/// `line:col-col` (the last column included), or `line:col-line:col`.
+fn span_place(code: &str, start: u32, end: u32) -> String {
+    let (line, col) = line_col(code, start);
+    let (end_line, after_end) = line_col(code, end);
+    let end_col = after_end.saturating_sub(1);
+    if end_line == line && end_col <= col {
+        format!("{line}:{col}")
+    } else if end_line == line {
+        format!("{line}:{col}-{end_col}")
+    } else {
+        format!("{line}:{col}-{end_line}:{end_col}")
+    }
 }
 
 /// jrsonnet reports a field that does not exist (`sub.tf.str.to.uper(...)`, the usual typo
@@ -356,6 +459,116 @@ mod tests {
         for (text, field, want) in cases {
             assert_eq!(unique_index_of(text, field), want, "{text:?}");
         }
+    }
+
+    /// A static analysis error names each place, in the file it is in. `{dir}` in a wanted
+    /// line stands for the directory of the files.
+    #[test]
+    fn static_analysis_errors_name_each_place() {
+        /// A case's files, the first the config, as (name, text).
+        type Files<'a> = &'a [(&'a str, &'a str)];
+        let cases: &[(&str, Files, &[&str])] = &[
+            (
+                "an undefined local",
+                &[(
+                    "config.jsonnet",
+                    "local sub = std.extVar('sub');\n\n{\n  transforms: [\n    sub.tf.obj.cp({ obj: { src: 'a', trg: 'b' } }),\n    undefined_thing,\n  ],\n}\n",
+                )],
+                &[
+                    "static analysis error: undefined local: undefined_thing",
+                    "    {dir}/config.jsonnet:6:5-19: undefined local: undefined_thing",
+                ],
+            ),
+            (
+                "two undefined locals, in the order of the text",
+                &[(
+                    "config.jsonnet",
+                    "{\n  transforms: [first,\n    second],\n}\n",
+                )],
+                &[
+                    "static analysis errors: undefined local: first; undefined local: second",
+                    "    {dir}/config.jsonnet:2:16-20: undefined local: first",
+                    "    {dir}/config.jsonnet:3:5-10: undefined local: second",
+                ],
+            ),
+            (
+                "in an imported file, named with its own line",
+                &[
+                    (
+                        "config.jsonnet",
+                        "local h = import 'helpers.libsonnet';\n{ transforms: [h.t] }\n",
+                    ),
+                    ("helpers.libsonnet", "{\n  t: missing,\n}\n"),
+                ],
+                &[
+                    "static analysis error: undefined local: missing",
+                    "    {dir}/helpers.libsonnet:2:6-12: undefined local: missing",
+                    "    {dir}/config.jsonnet:1:11-16: import",
+                    "    elem <0> evaluation",
+                    "    field <transforms> manifestification",
+                ],
+            ),
+            (
+                "a suggestion, and a warning beside the error",
+                &[(
+                    "config.jsonnet",
+                    "local sub = std.extVar('sub');\nlocal unused = 1;\n{ transforms: [subb.tf.send.stdout()] }\n",
+                )],
+                &[
+                    "static analysis error: undefined local: subb",
+                    "    {dir}/config.jsonnet:3:16-19: undefined local: subb",
+                    "        There is a local with similar name present: sub",
+                    "    {dir}/config.jsonnet:1:7-9: warning: unused local: sub",
+                    "    {dir}/config.jsonnet:2:7-12: warning: unused local: unused",
+                ],
+            ),
+            (
+                "columns count characters, not bytes",
+                &[("config.jsonnet", "{ name: 'ünïcödé', transforms: [x] }\n")],
+                &[
+                    "static analysis error: undefined local: x",
+                    "    {dir}/config.jsonnet:1:33: undefined local: x",
+                ],
+            ),
+            (
+                "an error with no place",
+                &[("config.jsonnet", "{ transforms: [] } + self\n")],
+                &[
+                    "static analysis error: `self` used outside of object",
+                    "    `self` used outside of object",
+                ],
+            ),
+        ];
+        for (name, files, want) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            for (file, text) in *files {
+                std::fs::write(dir.path().join(file), text).unwrap();
+            }
+            let err = evaluate_to_json_text(&dir.path().join(files[0].0), &[]).unwrap_err();
+            let ConfigLoadError::Jsonnet { trace, .. } = err else {
+                panic!("{name}: {err}");
+            };
+            let want = want
+                .join("\n")
+                .replace("{dir}", &dir.path().display().to_string());
+            assert_eq!(trace, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_static_analysis_error_in_a_config_given_as_text_names_its_url() {
+        let err = evaluate_text_to_json_text(
+            "s3://b/cfg.jsonnet",
+            "{\n  transforms: [nope],\n}\n",
+            &[],
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "s3://b/cfg.jsonnet: static analysis error: undefined local: nope\n    \
+             s3://b/cfg.jsonnet:2:16-19: undefined local: nope"
+        );
     }
 
     #[test]
