@@ -8,6 +8,7 @@
 //! reads and waits while the bound is reached; the driver gives a batch's bytes back once
 //! the pipeline has applied it.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::error::TransformError;
 use crate::message::Message;
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Lead, Pipeline};
 
 /// Counts of one run.
 #[derive(Debug, Clone, Default)]
@@ -141,6 +142,11 @@ pub fn batch_bytes(batch: &[Message]) -> usize {
 /// ctrl. `on_output` gets what comes out of the last transform. When a transform fails,
 /// what the pipeline holds is discarded ([`Pipeline::abort`]) and the error is returned.
 /// Either way the pipeline settles ([`Pipeline::settle`]) before this returns.
+///
+/// When the pipeline [runs ahead](Pipeline::runs_ahead), the batches that are already
+/// waiting (up to [`LEADS_IN_FLIGHT`]) cross its leading stateless segment on the workers
+/// while the rest of the pipeline (a send, on this task) finishes the batches before them,
+/// in order.
 pub async fn drive(
     pipeline: &Pipeline,
     input: mpsc::Receiver<Vec<Message>>,
@@ -148,6 +154,11 @@ pub async fn drive(
 ) -> Result<RunStats, TransformError> {
     drive_bounded(pipeline, input, None, on_output).await
 }
+
+/// How many batches may be in the pipeline's lead at once (see [`drive`]): enough that the
+/// workers always have a batch queued while the driver finishes the oldest, few enough
+/// that the parsed documents held stay a few batches' worth.
+pub const LEADS_IN_FLIGHT: usize = 3;
 
 /// [`drive`] whose input is bounded by `read_ahead`: each batch's bytes are released once
 /// the pipeline has applied it, and the bound is closed when this returns (so a reader
@@ -158,11 +169,20 @@ pub async fn drive_bounded(
     read_ahead: Option<&ReadAhead>,
     on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
-    let r = drive_inner(pipeline, &mut input, read_ahead, on_output).await;
+    let mut leads = VecDeque::new();
+    let r = drive_inner(pipeline, &mut input, read_ahead, &mut leads, on_output).await;
     if let Err(e) = &r {
         let reason = e.to_string();
         pipeline.abort(&reason).await;
-        // What was read and never processed was not delivered either.
+        // What was read and never processed was not delivered either: the batches in the
+        // lead, and what is still in the channel.
+        for Ahead { lead, .. } in leads.drain(..) {
+            if let Ok(msgs) = lead.finish().await {
+                for m in &msgs {
+                    m.fail_acks(&reason);
+                }
+            }
+        }
         input.close();
         while let Ok(batch) = input.try_recv() {
             for m in &batch {
@@ -177,51 +197,105 @@ pub async fn drive_bounded(
     r
 }
 
+/// A batch in the pipeline's lead ([`Pipeline::start_lead`]), with the bytes it holds in
+/// the read-ahead bound.
+struct Ahead {
+    lead: Lead,
+    bytes: usize,
+}
+
 async fn drive_inner(
     pipeline: &Pipeline,
     input: &mut mpsc::Receiver<Vec<Message>>,
     read_ahead: Option<&ReadAhead>,
+    leads: &mut VecDeque<Ahead>,
     mut on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
     let start = Instant::now();
     let mut stats = RunStats::default();
-    let mut count_out = |out: Vec<Message>, stats: &mut RunStats| {
-        stats.messages_out += out.iter().filter(|m| !m.is_ctrl()).count() as u64;
-        on_output(out);
-    };
+    let runs_ahead = pipeline.runs_ahead();
+    let mut open = true;
     loop {
         if let Some(d) = pipeline.deadline() {
             let now = Instant::now();
             if d <= now {
                 let out = pipeline.expire(now).await?;
-                count_out(out, &mut stats);
+                count_out(&mut stats, &mut on_output, out);
                 continue;
             }
         }
-        let deadline = pipeline.deadline();
-        let batch = match deadline {
-            Some(d) => {
-                tokio::select! {
-                    b = input.recv() => b,
-                    _ = tokio::time::sleep_until(d.into()) => continue,
+        // Take the next batch if there is room for it in the lead; wait for it only when
+        // the lead is empty (never while holding batches the rest could finish).
+        let batch = if !open || leads.len() >= LEADS_IN_FLIGHT {
+            None
+        } else if leads.is_empty() {
+            let next = match pipeline.deadline() {
+                Some(d) => {
+                    tokio::select! {
+                        b = input.recv() => b,
+                        _ = tokio::time::sleep_until(d.into()) => continue,
+                    }
+                }
+                None => input.recv().await,
+            };
+            open = next.is_some();
+            next
+        } else {
+            match input.try_recv() {
+                Ok(b) => Some(b),
+                Err(mpsc::error::TryRecvError::Empty) => None,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    open = false;
+                    None
                 }
             }
-            None => input.recv().await,
         };
-        let Some(batch) = batch else { break };
-        stats.messages_in += batch.iter().filter(|m| !m.is_ctrl()).count() as u64;
-        let bytes = read_ahead.map_or(0, |_| batch_bytes(&batch));
-        let applied = pipeline.apply(batch).await;
-        // Released whatever the outcome: after an error the bound is closed anyway.
-        if let Some(ra) = read_ahead {
-            ra.release(bytes);
+        if let Some(batch) = batch {
+            stats.messages_in += batch.iter().filter(|m| !m.is_ctrl()).count() as u64;
+            let bytes = read_ahead.map_or(0, |_| batch_bytes(&batch));
+            if runs_ahead {
+                leads.push_back(Ahead {
+                    lead: pipeline.start_lead(batch),
+                    bytes,
+                });
+                continue;
+            }
+            let applied = pipeline.apply(batch).await;
+            release(read_ahead, bytes);
+            count_out(&mut stats, &mut on_output, applied?);
+            continue;
         }
-        count_out(applied?, &mut stats);
+        // Finish the oldest batch in the lead, or stop once there is none and no more input.
+        let Some(Ahead { lead, bytes }) = leads.pop_front() else {
+            if open {
+                continue;
+            }
+            break;
+        };
+        let out = match lead.finish().await {
+            Ok(msgs) => pipeline.apply_rest(msgs).await,
+            Err(e) => Err(e),
+        };
+        release(read_ahead, bytes);
+        count_out(&mut stats, &mut on_output, out?);
     }
     let out = pipeline.apply(vec![Message::ctrl()]).await?;
-    count_out(out, &mut stats);
+    count_out(&mut stats, &mut on_output, out);
     stats.elapsed = start.elapsed();
     Ok(stats)
+}
+
+fn count_out(stats: &mut RunStats, on_output: &mut impl FnMut(Vec<Message>), out: Vec<Message>) {
+    stats.messages_out += out.iter().filter(|m| !m.is_ctrl()).count() as u64;
+    on_output(out);
+}
+
+/// Gives a batch's bytes back to the bound, whatever the outcome: after an error the bound
+/// is closed anyway.
+fn release(read_ahead: Option<&ReadAhead>, bytes: usize) {
+    if let Some(ra) = read_ahead {
+        ra.release(bytes);
+    }
 }
 
 #[cfg(test)]
@@ -353,6 +427,178 @@ mod tests {
             .await
             .unwrap();
         assert!(sent < 1001, "{sent}");
+    }
+
+    /// Tags data with "+" and, on data starting "b1-", says that batch 1's lead has run;
+    /// fails on "lead-bad".
+    struct Lead(tokio::sync::watch::Sender<bool>);
+    #[async_trait]
+    impl StatelessTransform for Lead {
+        async fn transform(
+            &self,
+            mut m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            let data = String::from_utf8_lossy(m.data()).into_owned();
+            if data == "lead-bad" {
+                return Err(TransformError::failed("lead boom"));
+            }
+            if data.starts_with("b1-") {
+                self.0.send_replace(true);
+            }
+            m.set_data(format!("{data}+").into_bytes());
+            out.push(m);
+            Ok(())
+        }
+    }
+
+    /// Records data in order. With `wait`, the first message of batch 0 waits (up to 10 s)
+    /// for batch 1's lead to have run, and records whether it did: it can only if the lead
+    /// of one batch overlaps the rest of the one before. Fails on "rest-bad+".
+    struct Rest {
+        seen: std::sync::Mutex<Vec<String>>,
+        wait: Option<tokio::sync::watch::Receiver<bool>>,
+        overlapped: AtomicBool,
+    }
+    #[async_trait]
+    impl crate::transform::StatefulTransform for Rest {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            if m.is_ctrl() {
+                out.push(m);
+                return Ok(());
+            }
+            let data = String::from_utf8_lossy(m.data()).into_owned();
+            if data == "rest-bad+" {
+                return Err(TransformError::failed("rest boom"));
+            }
+            if let Some(rx) = &self.wait
+                && data == "b0-0+"
+            {
+                let mut rx = rx.clone();
+                let ran = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|v| *v))
+                    .await
+                    .is_ok_and(|r| r.is_ok());
+                self.overlapped.store(ran, Ordering::Release);
+            }
+            self.seen.lock().unwrap().push(data);
+            out.push(m);
+            Ok(())
+        }
+    }
+
+    fn lead_and_rest(wait: bool, workers: usize) -> (Pipeline, Arc<Rest>) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let rest = Arc::new(Rest {
+            seen: Default::default(),
+            wait: wait.then_some(rx),
+            overlapped: AtomicBool::new(false),
+        });
+        let p = Pipeline::new(vec![
+            (Arc::from("lead"), Transform::stateless(Lead(tx))),
+            (Arc::from("rest"), Transform::Stateful(rest.clone())),
+        ])
+        .with_workers(workers);
+        (p, rest)
+    }
+
+    /// A channel already holding these batches (so each is waiting when the one before is
+    /// done with the lead), closed.
+    async fn queued(batches: Vec<Vec<Message>>) -> mpsc::Receiver<Vec<Message>> {
+        let (tx, rx) = mpsc::channel(batches.len().max(1));
+        for b in batches {
+            tx.send(b).await.unwrap();
+        }
+        rx
+    }
+
+    fn batch(n: usize, len: usize) -> Vec<Message> {
+        (0..len)
+            .map(|i| Message::new(format!("b{n}-{i}").into_bytes()))
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_lead_of_the_next_batch_overlaps_the_rest_and_order_is_kept() {
+        for (workers, len) in [(2, 3), (2, 300)] {
+            let (p, rest) = lead_and_rest(true, workers);
+            assert!(p.runs_ahead());
+            let rx = queued((0..5).map(|n| batch(n, len)).collect()).await;
+            let mut out = Vec::new();
+            let stats = tokio::time::timeout(
+                Duration::from_secs(20),
+                drive(&p, rx, |o| {
+                    out.extend(o.into_iter().filter(|m| !m.is_ctrl()))
+                }),
+            )
+            .await
+            .expect("no deadlock")
+            .unwrap();
+            assert!(rest.overlapped.load(Ordering::Acquire), "{len} per batch");
+            let want: Vec<String> = (0..5)
+                .flat_map(|n| (0..len).map(move |i| format!("b{n}-{i}+")))
+                .collect();
+            assert_eq!(*rest.seen.lock().unwrap(), want);
+            let got: Vec<String> = out
+                .iter()
+                .map(|m| String::from_utf8_lossy(m.data()).into_owned())
+                .collect();
+            assert_eq!(got, want);
+            assert_eq!(stats.messages_in, 5 * len as u64);
+            assert_eq!(stats.messages_out, 5 * len as u64);
+        }
+        // One worker: no overlap (the wait times out), the same output.
+        let (p, rest) = lead_and_rest(false, 1);
+        assert!(!p.runs_ahead());
+        let rx = queued((0..3).map(|n| batch(n, 4)).collect()).await;
+        let stats = drive(&p, rx, |_| {}).await.unwrap();
+        assert_eq!(stats.messages_out, 12);
+        assert_eq!(rest.seen.lock().unwrap().len(), 12);
+    }
+
+    fn tracked(data: &str) -> (Message, Arc<crate::ack::AckTracker>) {
+        let (t, tok) = crate::ack::AckTracker::new();
+        let mut m = Message::new(data.as_bytes().to_vec());
+        m.add_ack(tok);
+        (m, t)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failure_in_the_rest_fails_the_batch_that_ran_ahead_too() {
+        use crate::ack::AckStatus;
+        let (p, _) = lead_and_rest(false, 2);
+        let (bad, t_bad) = tracked("rest-bad");
+        let (ahead, t_ahead) = tracked("b1-0");
+        let (never, t_never) = tracked("b2-0");
+        let rx = queued(vec![vec![bad], vec![ahead], vec![never]]).await;
+        let err = drive(&p, rx, |_| {}).await.unwrap_err();
+        assert_eq!(err.to_string(), "transform rest: rest boom");
+        for (name, t) in [("bad", t_bad), ("ahead", t_ahead), ("never", t_never)] {
+            assert_eq!(t.status(), AckStatus::Failed, "{name}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failure_in_a_lead_lets_the_batch_before_it_finish_first() {
+        use crate::ack::AckStatus;
+        let (p, rest) = lead_and_rest(false, 2);
+        let (first, t_first) = tracked("b0-0");
+        let (bad, t_bad) = tracked("lead-bad");
+        let (never, t_never) = tracked("b2-0");
+        let rx = queued(vec![vec![first], vec![bad], vec![never]]).await;
+        let mut out = Vec::new();
+        let err = drive(&p, rx, |o| out.extend(o)).await.unwrap_err();
+        assert_eq!(err.to_string(), "transform lead: lead boom");
+        // As without the overlap: batch 0 went through the whole pipeline.
+        assert_eq!(*rest.seen.lock().unwrap(), vec!["b0-0+".to_string()]);
+        assert_eq!(out.len(), 1);
+        drop(out);
+        assert_eq!(t_first.status(), AckStatus::Delivered);
+        assert_eq!(t_bad.status(), AckStatus::Failed);
+        assert_eq!(t_never.status(), AckStatus::Failed);
     }
 
     #[test]

@@ -114,6 +114,21 @@ impl Body {
         v
     }
 
+    /// Keeps only the bytes, serialising the value first if need be, and frees the parsed
+    /// JSON.
+    pub fn keep_bytes_only(&mut self) {
+        if self.parsed.get().is_some() {
+            let bytes = self.bytes().clone();
+            *self = Body::from_bytes(bytes);
+        }
+    }
+
+    /// Whether it holds parsed JSON (tests of who parses and frees what).
+    #[cfg(test)]
+    pub(crate) fn holds_value(&self) -> bool {
+        matches!(self.parsed.get(), Some(Some(_)))
+    }
+
     /// Replaces the content with bytes.
     pub fn set_bytes(&mut self, b: impl Into<Bytes>) {
         *self = Body::from_bytes(b);
@@ -271,6 +286,12 @@ impl Message {
     /// JSON, in which case the data is left as it was.
     pub fn take_data_value(&mut self) -> Option<Value> {
         self.inner.data.take_value()
+    }
+
+    /// Keeps only the data's bytes (see [`Body::keep_bytes_only`]): what the pipeline does
+    /// on a worker before a transform that [takes bytes](crate::StatefulTransform::takes_bytes).
+    pub fn keep_data_bytes_only(&mut self) {
+        self.inner.data.keep_bytes_only();
     }
 
     /// Replaces the data with bytes. Ignored on ctrl messages, as in Substation.

@@ -25,6 +25,12 @@ use crate::transform::{InPlace, Kind, StatefulTransform, Transform};
 /// it saves.
 const MIN_CHUNK: usize = 64;
 
+/// A batch is split into up to this many chunks per worker, so that a worker that shares its
+/// core (with the driver, which runs the stateful stages of the batch before, or with the
+/// input reader) takes fewer chunks and the others steal the rest, instead of every worker
+/// getting one equal chunk and the batch waiting for the slowest.
+const CHUNKS_PER_WORKER: usize = 2;
+
 /// A map or stateless transform in a segment.
 #[derive(Clone)]
 struct Step {
@@ -38,9 +44,20 @@ impl Step {
     }
 }
 
+impl Stage {
+    fn stateless(steps: Vec<Step>) -> Stage {
+        Stage::Stateless {
+            steps: steps.into(),
+            to_bytes: false,
+        }
+    }
+}
+
 enum Stage {
     /// A run of map and stateless transforms, which each message crosses depth-first.
-    Stateless(Arc<[Step]>),
+    /// `to_bytes`: the next stage [takes bytes](StatefulTransform::takes_bytes), so each
+    /// message leaves with its data serialised and its parsed form freed, on its worker.
+    Stateless { steps: Arc<[Step]>, to_bytes: bool },
     /// A stateful transform, with its id.
     Stateful(Arc<str>, Arc<dyn StatefulTransform>),
 }
@@ -48,6 +65,9 @@ enum Stage {
 /// A compiled transform list.
 pub struct Pipeline {
     stages: Vec<Stage>,
+    // How many stages at the front may run ahead on the next batch while the rest of the
+    // pipeline still works on this one (see `Pipeline::runs_ahead`).
+    lead: usize,
     workers: usize,
     len: usize,
     // Every transform is stateless with an in-place path (see `apply_in_place`).
@@ -74,29 +94,45 @@ impl Pipeline {
             match transform {
                 Transform::Stateful(t) => {
                     if !segment.is_empty() {
-                        stages.push(Stage::Stateless(std::mem::take(&mut segment).into()));
+                        stages.push(Stage::stateless(std::mem::take(&mut segment)));
                     }
                     stages.push(Stage::Stateful(id, t));
                 }
                 transform if transform.shares_state() => {
                     if !segment.is_empty() {
-                        stages.push(Stage::Stateless(std::mem::take(&mut segment).into()));
+                        stages.push(Stage::stateless(std::mem::take(&mut segment)));
                     }
-                    stages.push(Stage::Stateless(vec![Step { id, transform }].into()));
+                    stages.push(Stage::stateless(vec![Step { id, transform }]));
                 }
                 transform => segment.push(Step { id, transform }),
             }
         }
         if !segment.is_empty() {
-            stages.push(Stage::Stateless(segment.into()));
+            stages.push(Stage::stateless(segment));
         }
+        for i in 1..stages.len() {
+            let takes_bytes = matches!(&stages[i], Stage::Stateful(_, t) if t.takes_bytes());
+            if let Stage::Stateless { to_bytes, .. } = &mut stages[i - 1] {
+                *to_bytes = takes_bytes;
+            }
+        }
+        // Stages that share no state with anything else: running them on the next batch
+        // before this one has left the stages after them changes nothing a message sees.
+        let lead = stages
+            .iter()
+            .take_while(|s| match s {
+                Stage::Stateless { steps, .. } => !steps.iter().any(|s| s.transform.shares_state()),
+                Stage::Stateful(..) => false,
+            })
+            .count();
         let in_place = match stages.as_slice() {
             [] => true,
-            [Stage::Stateless(steps)] => steps.iter().all(Step::in_place),
+            [Stage::Stateless { steps, .. }] => steps.iter().all(Step::in_place),
             _ => false,
         };
         Pipeline {
             stages,
+            lead,
             workers: 1,
             len,
             in_place,
@@ -146,6 +182,42 @@ impl Pipeline {
         self.apply_stages(0, self.stages.len(), msgs).await
     }
 
+    /// Whether a driver gains from applying the pipeline in two parts and overlapping them
+    /// across batches: the *lead* of later batches ([`Pipeline::start_lead`]) runs on the
+    /// workers while the *rest* of an earlier one ([`Pipeline::apply_rest`]) runs on the
+    /// driver. True when the pipeline starts with a stateless segment that shares no state,
+    /// has stages after it (a send, which sees its messages one at a time, on one thread),
+    /// and has more than one worker.
+    ///
+    /// The overlap changes nothing a message sees: the lead keeps no state, and the rest
+    /// still takes the batches one after another, in order.
+    pub fn runs_ahead(&self) -> bool {
+        self.workers > 1 && self.lead > 0 && self.lead < self.stages.len()
+    }
+
+    /// Starts the lead (see [`Pipeline::runs_ahead`]) on `msgs` in the background, on the
+    /// workers; [`Lead::finish`] waits for what it returns. Without a lead to run ahead,
+    /// the messages are handed back untouched.
+    pub fn start_lead(&self, msgs: Vec<Message>) -> Lead {
+        match (self.lead, self.stages.first()) {
+            (1, Some(Stage::Stateless { steps, to_bytes })) if self.workers > 1 => {
+                let chunks = (self.workers * CHUNKS_PER_WORKER)
+                    .min(msgs.len() / MIN_CHUNK)
+                    .max(1);
+                Lead(LeadState::Running(spawn_chunks(
+                    steps, *to_bytes, msgs, chunks,
+                )))
+            }
+            _ => Lead(LeadState::Untouched(msgs)),
+        }
+    }
+
+    /// Applies the stages after the lead to what [`Lead::finish`] returned.
+    pub async fn apply_rest(&self, msgs: Vec<Message>) -> Result<Vec<Message>, TransformError> {
+        let from = if self.runs_ahead() { self.lead } else { 0 };
+        self.apply_stages(from, self.stages.len(), msgs).await
+    }
+
     async fn apply_stages(
         &self,
         from: usize,
@@ -159,7 +231,9 @@ impl Pipeline {
             }
             let mut out = Vec::with_capacity(cur.len());
             let result = match stage {
-                Stage::Stateless(steps) => self.run_stateless(steps, cur, &mut out).await,
+                Stage::Stateless { steps, to_bytes } => {
+                    self.run_stateless(steps, *to_bytes, cur, &mut out).await
+                }
                 Stage::Stateful(id, t) => t
                     .transform_batch(cur, &mut out)
                     .await
@@ -177,50 +251,17 @@ impl Pipeline {
     async fn run_stateless(
         &self,
         steps: &Arc<[Step]>,
+        to_bytes: bool,
         msgs: Vec<Message>,
         out: &mut Vec<Message>,
     ) -> Result<(), TransformError> {
-        let workers = self.workers.min(msgs.len() / MIN_CHUNK).max(1);
-        if workers == 1 {
-            return run_segment(steps, msgs, out).await;
+        let chunks = (self.workers * CHUNKS_PER_WORKER)
+            .min(msgs.len() / MIN_CHUNK)
+            .max(1);
+        if self.workers == 1 || chunks == 1 {
+            return run_segment(steps, to_bytes, msgs, out).await;
         }
-        let chunk = msgs.len().div_ceil(workers);
-        let mut rest = msgs;
-        let mut handles = Vec::with_capacity(workers);
-        while !rest.is_empty() {
-            let tail = rest.split_off(chunk.min(rest.len()));
-            let part = std::mem::replace(&mut rest, tail);
-            let steps = steps.clone();
-            handles.push(tokio::spawn(async move {
-                let mut out = Vec::with_capacity(part.len());
-                let r = run_segment(&steps, part, &mut out).await;
-                (out, r)
-            }));
-        }
-        let mut first_err = None;
-        for h in handles {
-            match h.await {
-                Ok((part_out, Ok(()))) => {
-                    if let Some(e) = &first_err {
-                        fail_messages(&part_out, e);
-                    } else {
-                        out.extend(part_out);
-                    }
-                }
-                Ok((part_out, Err(e))) => {
-                    fail_messages(&part_out, &e);
-                    first_err.get_or_insert(e);
-                }
-                Err(join) => {
-                    first_err
-                        .get_or_insert(TransformError::failed(format!("a worker stopped: {join}")));
-                }
-            }
-        }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        join_chunks(spawn_chunks(steps, to_bytes, msgs, chunks), out).await
     }
 
     /// Discards what every stateful transform holds (see [`StatefulTransform::abort`]).
@@ -248,7 +289,7 @@ impl Pipeline {
             .iter()
             .filter_map(|s| match s {
                 Stage::Stateful(_, t) => t.deadline(),
-                Stage::Stateless(_) => None,
+                Stage::Stateless { .. } => None,
             })
             .min()
     }
@@ -274,6 +315,90 @@ impl Pipeline {
     }
 }
 
+/// The lead of one batch, started by [`Pipeline::start_lead`].
+pub struct Lead(LeadState);
+
+enum LeadState {
+    /// Chunks of the batch crossing the segment on the workers, in order.
+    Running(Vec<Chunk>),
+    /// No lead ran: the batch as it came.
+    Untouched(Vec<Message>),
+}
+
+type Chunk = tokio::task::JoinHandle<(Vec<Message>, Result<(), TransformError>)>;
+
+impl Lead {
+    /// Waits for the lead to finish and returns what came out, in order. On error, every
+    /// message of the batch is marked failed (as [`Pipeline::apply`] does).
+    pub async fn finish(self) -> Result<Vec<Message>, TransformError> {
+        match self.0 {
+            LeadState::Untouched(msgs) => Ok(msgs),
+            LeadState::Running(chunks) => {
+                let mut out = Vec::new();
+                match join_chunks(chunks, &mut out).await {
+                    Ok(()) => Ok(out),
+                    Err(e) => {
+                        fail_messages(&out, &e);
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Splits `msgs` into `chunks` parts and spawns a task taking each through the segment.
+fn spawn_chunks(
+    steps: &Arc<[Step]>,
+    to_bytes: bool,
+    msgs: Vec<Message>,
+    chunks: usize,
+) -> Vec<Chunk> {
+    let chunk = msgs.len().div_ceil(chunks.max(1)).max(1);
+    let mut rest = msgs;
+    let mut handles = Vec::with_capacity(chunks);
+    while !rest.is_empty() {
+        let tail = rest.split_off(chunk.min(rest.len()));
+        let part = std::mem::replace(&mut rest, tail);
+        let steps = steps.clone();
+        handles.push(tokio::spawn(async move {
+            let mut out = Vec::with_capacity(part.len());
+            let r = run_segment(&steps, to_bytes, part, &mut out).await;
+            (out, r)
+        }));
+    }
+    handles
+}
+
+/// Waits for the chunks in order, appending what they return to `out`. After the first
+/// error, what later chunks return is marked failed instead, and the error is returned.
+async fn join_chunks(handles: Vec<Chunk>, out: &mut Vec<Message>) -> Result<(), TransformError> {
+    let mut first_err = None;
+    for h in handles {
+        match h.await {
+            Ok((part_out, Ok(()))) => {
+                if let Some(e) = &first_err {
+                    fail_messages(&part_out, e);
+                } else {
+                    out.extend(part_out);
+                }
+            }
+            Ok((part_out, Err(e))) => {
+                fail_messages(&part_out, &e);
+                first_err.get_or_insert(e);
+            }
+            Err(join) => {
+                first_err
+                    .get_or_insert(TransformError::failed(format!("a worker stopped: {join}")));
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 fn fail_messages(msgs: &[Message], e: &TransformError) {
     let reason = e.to_string();
     for m in msgs {
@@ -283,9 +408,11 @@ fn fail_messages(msgs: &[Message], e: &TransformError) {
 
 /// Takes each message depth-first through a run of stateless transforms. Steps with an
 /// in-place path are called directly on the message; from the first step without one, the
-/// rest of the run goes through async calls and output lists.
+/// rest of the run goes through async calls and output lists. With `to_bytes`, what comes
+/// out keeps only its data's bytes ([`Message::keep_data_bytes_only`]).
 async fn run_segment(
     steps: &[Step],
+    to_bytes: bool,
     msgs: Vec<Message>,
     out: &mut Vec<Message>,
 ) -> Result<(), TransformError> {
@@ -319,15 +446,24 @@ async fn run_segment(
             continue;
         }
         if i == steps.len() {
+            if to_bytes {
+                msg.keep_data_bytes_only();
+            }
             out.push(msg);
             continue;
         }
+        let from = out.len();
         if let Err(e) = run_steps(&steps[i..], msg, out).await {
             let reason = e.to_string();
             for m in rest {
                 m.fail_acks(&reason);
             }
             return Err(e);
+        }
+        if to_bytes {
+            out[from..]
+                .iter_mut()
+                .for_each(Message::keep_data_bytes_only);
         }
     }
     Ok(())
@@ -384,7 +520,7 @@ impl Pipeline {
         if !self.in_place {
             return None;
         }
-        let [Stage::Stateless(steps)] = self.stages.as_slice() else {
+        let [Stage::Stateless { steps, .. }] = self.stages.as_slice() else {
             return Some(Ok(InPlace::Keep));
         };
         for step in steps.iter() {
@@ -402,232 +538,4 @@ impl Pipeline {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ack::{AckStatus, AckTracker};
-    use crate::transform::{MapTransform, StatelessTransform};
-    use async_trait::async_trait;
-    use std::sync::Mutex;
-
-    /// Appends its tag to string data.
-    struct Tag(&'static str);
-    #[async_trait]
-    impl StatelessTransform for Tag {
-        async fn transform(
-            &self,
-            mut m: Message,
-            out: &mut Vec<Message>,
-        ) -> Result<(), TransformError> {
-            let s = format!("{}{}", String::from_utf8_lossy(m.data()), self.0);
-            m.set_data(s.into_bytes());
-            out.push(m);
-            Ok(())
-        }
-    }
-
-    /// Fails on data "bad".
-    struct FailOn;
-    #[async_trait]
-    impl StatelessTransform for FailOn {
-        async fn transform(
-            &self,
-            m: Message,
-            out: &mut Vec<Message>,
-        ) -> Result<(), TransformError> {
-            if &m.data()[..] == b"bad" {
-                return Err(TransformError::failed("boom"));
-            }
-            out.push(m);
-            Ok(())
-        }
-    }
-
-    /// Records the order it sees messages in, ctrl as "<ctrl>".
-    #[derive(Default)]
-    struct Record(Mutex<Vec<String>>);
-    #[async_trait]
-    impl StatefulTransform for Record {
-        async fn transform(
-            &self,
-            m: Message,
-            out: &mut Vec<Message>,
-        ) -> Result<(), TransformError> {
-            let s = if m.is_ctrl() {
-                "<ctrl>".to_string()
-            } else {
-                String::from_utf8_lossy(m.data()).into_owned()
-            };
-            self.0.lock().unwrap().push(s);
-            out.push(m);
-            Ok(())
-        }
-    }
-
-    /// Appends its tag in place (the fast path).
-    struct FastTag(&'static str);
-    impl MapTransform for FastTag {
-        fn map(&self, m: &mut Message) -> Result<InPlace, TransformError> {
-            if &m.data()[..] == b"drop" {
-                return Ok(InPlace::Drop);
-            }
-            if m.data().starts_with(b"bad") {
-                return Err(TransformError::failed("fast boom"));
-            }
-            let s = format!("{}{}", String::from_utf8_lossy(m.data()), self.0);
-            m.set_data(s.into_bytes());
-            Ok(InPlace::Keep)
-        }
-    }
-
-    /// Emits each message twice (no fast path).
-    struct Twice;
-    #[async_trait]
-    impl StatelessTransform for Twice {
-        async fn transform(
-            &self,
-            m: Message,
-            out: &mut Vec<Message>,
-        ) -> Result<(), TransformError> {
-            out.push(m.clone());
-            out.push(m);
-            Ok(())
-        }
-    }
-
-    #[tokio::test]
-    async fn in_place_steps_mix_with_async_ones_without_repeating_work() {
-        let pipe = p(vec![
-            Transform::map(FastTag("a")),
-            Transform::stateless(Twice),
-            Transform::map(FastTag("b")),
-            Transform::map(FastTag("c")),
-        ]);
-        let out = pipe
-            .apply(vec![
-                Message::new(&b"x"[..]),
-                Message::new(&b"drop"[..]),
-                Message::ctrl(),
-            ])
-            .await
-            .unwrap();
-        // "drop" is dropped by the first (in-place) step; "x" is tagged once per step even
-        // though the work moves from the fast path to async calls and back.
-        assert_eq!(data(&out), vec!["xabc".to_string(), "xabc".to_string()]);
-        assert!(out.last().unwrap().is_ctrl());
-        // A fast step can drop.
-        let out = p(vec![Transform::map(FastTag("a"))])
-            .apply(vec![Message::new(&b"drop"[..])])
-            .await
-            .unwrap();
-        assert!(out.is_empty());
-    }
-
-    #[tokio::test]
-    async fn in_place_errors_name_the_step_and_fail_the_rest() {
-        let pipe = p(vec![
-            Transform::map(FastTag("a")),
-            Transform::map(FastTag("b")),
-        ]);
-        let (t_bad, tok_bad) = AckTracker::new();
-        let (t_after, tok_after) = AckTracker::new();
-        let mut bad = Message::new(&b"bad"[..]);
-        bad.add_ack(tok_bad);
-        let mut after = Message::new(&b"ok"[..]);
-        after.add_ack(tok_after);
-        let err = pipe.apply(vec![bad, after]).await.unwrap_err();
-        assert_eq!(err.to_string(), "transform t0: fast boom");
-        assert_eq!(t_bad.status(), AckStatus::Failed);
-        assert_eq!(t_after.status(), AckStatus::Failed);
-    }
-
-    #[test]
-    fn whole_pipelines_report_their_in_place_path() {
-        let fast = p(vec![
-            Transform::map(FastTag("a")),
-            Transform::map(FastTag("b")),
-        ]);
-        assert!(fast.supports_in_place());
-        let mut m = Message::new(&b"x"[..]);
-        assert_eq!(fast.apply_in_place(&mut m).unwrap().unwrap(), InPlace::Keep);
-        assert_eq!(&m.data()[..], b"xab");
-        let mixed = p(vec![
-            Transform::map(FastTag("a")),
-            Transform::stateless(Twice),
-        ]);
-        assert!(!mixed.supports_in_place());
-        let mut m = Message::new(&b"x"[..]);
-        assert!(mixed.apply_in_place(&mut m).is_none());
-        assert_eq!(&m.data()[..], b"x", "nothing ran");
-    }
-
-    fn p(ts: Vec<Transform>) -> Pipeline {
-        Pipeline::new(
-            ts.into_iter()
-                .enumerate()
-                .map(|(i, t)| (Arc::from(format!("t{i}")), t))
-                .collect(),
-        )
-    }
-
-    fn data(outs: &[Message]) -> Vec<String> {
-        outs.iter()
-            .filter(|m| !m.is_ctrl())
-            .map(|m| String::from_utf8_lossy(m.data()).into_owned())
-            .collect()
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn order_is_kept_across_workers_and_ctrl_comes_last() {
-        let rec = Arc::new(Record::default());
-        let pipe = p(vec![
-            Transform::stateless(Tag("a")),
-            Transform::Stateful(rec.clone()),
-            Transform::stateless(Tag("b")),
-        ])
-        .with_workers(4);
-        let mut input: Vec<Message> = (0..1000)
-            .map(|i| Message::new(i.to_string().into_bytes()))
-            .collect();
-        input.push(Message::ctrl());
-        let out = pipe.apply(input).await.unwrap();
-        let want: Vec<String> = (0..1000).map(|i| format!("{i}ab")).collect();
-        assert_eq!(data(&out), want);
-        assert!(out.last().unwrap().is_ctrl());
-        let seen = rec.0.lock().unwrap();
-        assert_eq!(seen.len(), 1001);
-        assert_eq!(seen[999], "999a");
-        assert_eq!(seen[1000], "<ctrl>");
-    }
-
-    #[tokio::test]
-    async fn errors_name_the_transform_and_fail_what_was_held() {
-        let pipe = p(vec![
-            Transform::stateless(Tag("")),
-            Transform::stateless(FailOn),
-        ]);
-        let (t_ok, tok_ok) = AckTracker::new();
-        let (t_bad, tok_bad) = AckTracker::new();
-        let (t_after, tok_after) = AckTracker::new();
-        let mut a = Message::new(&b"ok"[..]);
-        a.add_ack(tok_ok);
-        let mut b = Message::new(&b"bad"[..]);
-        b.add_ack(tok_bad);
-        let mut c = Message::new(&b"later"[..]);
-        c.add_ack(tok_after);
-        let err = pipe.apply(vec![a, b, c]).await.unwrap_err();
-        assert_eq!(err.to_string(), "transform t1: boom");
-        assert_eq!(t_bad.status(), AckStatus::Failed);
-        assert_eq!(t_after.status(), AckStatus::Failed);
-        // "ok" had already crossed the whole segment; it is still held in the output and
-        // is failed too, since it never reached the end.
-        assert_eq!(t_ok.status(), AckStatus::Failed);
-    }
-
-    #[tokio::test]
-    async fn stateless_transforms_never_see_ctrl() {
-        let pipe = p(vec![Transform::stateless(FailOn)]);
-        let out = pipe.apply(vec![Message::ctrl()]).await.unwrap();
-        assert!(out[0].is_ctrl());
-        assert_eq!(pipe.kind(), Kind::Stateless);
-    }
-}
+mod tests;

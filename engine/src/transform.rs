@@ -97,6 +97,14 @@ pub trait StatefulTransform: Send + Sync + 'static {
         false
     }
 
+    /// Whether it reads each message's data only as bytes: never by path, never as parsed
+    /// JSON (a send without a `batch_key`). The pipeline then serialises the data, and frees
+    /// its parsed form, on the worker that built it, instead of leaving both to this
+    /// transform, which sees every message on one thread.
+    fn takes_bytes(&self) -> bool {
+        false
+    }
+
     /// Flushes (or emits) every batch whose maximum age has passed by `now`.
     async fn expire(&self, _now: Instant, _out: &mut Vec<Message>) -> Result<(), TransformError> {
         Ok(())

@@ -549,6 +549,14 @@ impl<D: Destination> StatefulTransform for Sender<D> {
         Ok(())
     }
 
+    /// Items are the data's bytes; only a `batch_key` into the data reads it by path (one
+    /// into the metadata does not).
+    fn takes_bytes(&self) -> bool {
+        self.batch_key
+            .as_ref()
+            .is_none_or(|k| k.target() == sluice_engine::message::Target::Meta)
+    }
+
     fn deadline(&self) -> Option<Instant> {
         let st = self.lock();
         match (st.buffer.deadline(), st.failed_at) {

@@ -201,6 +201,15 @@ fn batch_keys_are_sent_with_the_batch() {
 }
 
 #[test]
+fn a_send_takes_bytes_unless_a_batch_key_reads_the_data() {
+    // Without a batch key into the data only its bytes are read, so the pipeline may
+    // serialise and free the parsed document before the send.
+    assert!(sender(limits(100, 100, 0), None).takes_bytes());
+    assert!(sender(limits(100, 100, 0), Some("meta k")).takes_bytes());
+    assert!(!sender(limits(100, 100, 0), Some("a.b")).takes_bytes());
+}
+
+#[test]
 fn age_is_enforced_by_deadline_and_expire() {
     let s = sender(limits(100, 100, 50), None);
     assert_eq!(s.deadline(), None);

@@ -1,0 +1,345 @@
+//! Tests of the pipeline: order across workers, errors, in-place paths, the lead that runs
+//! ahead and the bytes handed to stages that take them.
+
+use super::*;
+use crate::ack::{AckStatus, AckTracker};
+use crate::transform::{MapTransform, StatelessTransform};
+use async_trait::async_trait;
+use std::sync::Mutex;
+
+/// Appends its tag to string data.
+struct Tag(&'static str);
+#[async_trait]
+impl StatelessTransform for Tag {
+    async fn transform(
+        &self,
+        mut m: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let s = format!("{}{}", String::from_utf8_lossy(m.data()), self.0);
+        m.set_data(s.into_bytes());
+        out.push(m);
+        Ok(())
+    }
+}
+
+/// Fails on data "bad".
+struct FailOn;
+#[async_trait]
+impl StatelessTransform for FailOn {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if &m.data()[..] == b"bad" {
+            return Err(TransformError::failed("boom"));
+        }
+        out.push(m);
+        Ok(())
+    }
+}
+
+/// Records the order it sees messages in, ctrl as "<ctrl>".
+#[derive(Default)]
+struct Record(Mutex<Vec<String>>);
+#[async_trait]
+impl StatefulTransform for Record {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        let s = if m.is_ctrl() {
+            "<ctrl>".to_string()
+        } else {
+            String::from_utf8_lossy(m.data()).into_owned()
+        };
+        self.0.lock().unwrap().push(s);
+        out.push(m);
+        Ok(())
+    }
+}
+
+/// Appends its tag in place (the fast path).
+struct FastTag(&'static str);
+impl MapTransform for FastTag {
+    fn map(&self, m: &mut Message) -> Result<InPlace, TransformError> {
+        if &m.data()[..] == b"drop" {
+            return Ok(InPlace::Drop);
+        }
+        if m.data().starts_with(b"bad") {
+            return Err(TransformError::failed("fast boom"));
+        }
+        let s = format!("{}{}", String::from_utf8_lossy(m.data()), self.0);
+        m.set_data(s.into_bytes());
+        Ok(InPlace::Keep)
+    }
+}
+
+/// Emits each message twice (no fast path).
+struct Twice;
+#[async_trait]
+impl StatelessTransform for Twice {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        out.push(m.clone());
+        out.push(m);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn in_place_steps_mix_with_async_ones_without_repeating_work() {
+    let pipe = p(vec![
+        Transform::map(FastTag("a")),
+        Transform::stateless(Twice),
+        Transform::map(FastTag("b")),
+        Transform::map(FastTag("c")),
+    ]);
+    let out = pipe
+        .apply(vec![
+            Message::new(&b"x"[..]),
+            Message::new(&b"drop"[..]),
+            Message::ctrl(),
+        ])
+        .await
+        .unwrap();
+    // "drop" is dropped by the first (in-place) step; "x" is tagged once per step even
+    // though the work moves from the fast path to async calls and back.
+    assert_eq!(data(&out), vec!["xabc".to_string(), "xabc".to_string()]);
+    assert!(out.last().unwrap().is_ctrl());
+    // A fast step can drop.
+    let out = p(vec![Transform::map(FastTag("a"))])
+        .apply(vec![Message::new(&b"drop"[..])])
+        .await
+        .unwrap();
+    assert!(out.is_empty());
+}
+
+#[tokio::test]
+async fn in_place_errors_name_the_step_and_fail_the_rest() {
+    let pipe = p(vec![
+        Transform::map(FastTag("a")),
+        Transform::map(FastTag("b")),
+    ]);
+    let (t_bad, tok_bad) = AckTracker::new();
+    let (t_after, tok_after) = AckTracker::new();
+    let mut bad = Message::new(&b"bad"[..]);
+    bad.add_ack(tok_bad);
+    let mut after = Message::new(&b"ok"[..]);
+    after.add_ack(tok_after);
+    let err = pipe.apply(vec![bad, after]).await.unwrap_err();
+    assert_eq!(err.to_string(), "transform t0: fast boom");
+    assert_eq!(t_bad.status(), AckStatus::Failed);
+    assert_eq!(t_after.status(), AckStatus::Failed);
+}
+
+#[test]
+fn whole_pipelines_report_their_in_place_path() {
+    let fast = p(vec![
+        Transform::map(FastTag("a")),
+        Transform::map(FastTag("b")),
+    ]);
+    assert!(fast.supports_in_place());
+    let mut m = Message::new(&b"x"[..]);
+    assert_eq!(fast.apply_in_place(&mut m).unwrap().unwrap(), InPlace::Keep);
+    assert_eq!(&m.data()[..], b"xab");
+    let mixed = p(vec![
+        Transform::map(FastTag("a")),
+        Transform::stateless(Twice),
+    ]);
+    assert!(!mixed.supports_in_place());
+    let mut m = Message::new(&b"x"[..]);
+    assert!(mixed.apply_in_place(&mut m).is_none());
+    assert_eq!(&m.data()[..], b"x", "nothing ran");
+}
+
+fn p(ts: Vec<Transform>) -> Pipeline {
+    Pipeline::new(
+        ts.into_iter()
+            .enumerate()
+            .map(|(i, t)| (Arc::from(format!("t{i}")), t))
+            .collect(),
+    )
+}
+
+fn data(outs: &[Message]) -> Vec<String> {
+    outs.iter()
+        .filter(|m| !m.is_ctrl())
+        .map(|m| String::from_utf8_lossy(m.data()).into_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn order_is_kept_across_workers_and_ctrl_comes_last() {
+    let rec = Arc::new(Record::default());
+    let pipe = p(vec![
+        Transform::stateless(Tag("a")),
+        Transform::Stateful(rec.clone()),
+        Transform::stateless(Tag("b")),
+    ])
+    .with_workers(4);
+    let mut input: Vec<Message> = (0..1000)
+        .map(|i| Message::new(i.to_string().into_bytes()))
+        .collect();
+    input.push(Message::ctrl());
+    let out = pipe.apply(input).await.unwrap();
+    let want: Vec<String> = (0..1000).map(|i| format!("{i}ab")).collect();
+    assert_eq!(data(&out), want);
+    assert!(out.last().unwrap().is_ctrl());
+    let seen = rec.0.lock().unwrap();
+    assert_eq!(seen.len(), 1001);
+    assert_eq!(seen[999], "999a");
+    assert_eq!(seen[1000], "<ctrl>");
+}
+
+#[tokio::test]
+async fn errors_name_the_transform_and_fail_what_was_held() {
+    let pipe = p(vec![
+        Transform::stateless(Tag("")),
+        Transform::stateless(FailOn),
+    ]);
+    let (t_ok, tok_ok) = AckTracker::new();
+    let (t_bad, tok_bad) = AckTracker::new();
+    let (t_after, tok_after) = AckTracker::new();
+    let mut a = Message::new(&b"ok"[..]);
+    a.add_ack(tok_ok);
+    let mut b = Message::new(&b"bad"[..]);
+    b.add_ack(tok_bad);
+    let mut c = Message::new(&b"later"[..]);
+    c.add_ack(tok_after);
+    let err = pipe.apply(vec![a, b, c]).await.unwrap_err();
+    assert_eq!(err.to_string(), "transform t1: boom");
+    assert_eq!(t_bad.status(), AckStatus::Failed);
+    assert_eq!(t_after.status(), AckStatus::Failed);
+    // "ok" had already crossed the whole segment; it is still held in the output and
+    // is failed too, since it never reached the end.
+    assert_eq!(t_ok.status(), AckStatus::Failed);
+}
+
+/// A stateless transform that shares state (a kv store's, in real life).
+struct Shared;
+#[async_trait]
+impl StatelessTransform for Shared {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        out.push(m);
+        Ok(())
+    }
+    fn shares_state(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn only_a_lead_that_shares_nothing_runs_ahead_and_only_on_several_workers() {
+    let stateful = || Transform::Stateful(Arc::new(Record::default()));
+    let cases: Vec<(&str, Vec<Transform>, bool)> = vec![
+        (
+            "stateless then a send",
+            vec![Transform::stateless(Tag("a")), stateful()],
+            true,
+        ),
+        (
+            "a send first",
+            vec![stateful(), Transform::stateless(Tag("a"))],
+            false,
+        ),
+        (
+            "only stateless",
+            vec![Transform::stateless(Tag("a"))],
+            false,
+        ),
+        (
+            "a kv store step first",
+            vec![Transform::stateless(Shared), stateful()],
+            false,
+        ),
+        (
+            "a kv store step after the lead",
+            vec![
+                Transform::stateless(Tag("a")),
+                Transform::stateless(Shared),
+                stateful(),
+            ],
+            true,
+        ),
+        ("empty", vec![], false),
+    ];
+    for (name, ts, want) in cases {
+        let pipe = p(ts);
+        assert!(!pipe.runs_ahead(), "{name}: one worker never runs ahead");
+        assert_eq!(pipe.with_workers(2).runs_ahead(), want, "{name}");
+    }
+}
+
+/// Records, for each data message, its data and whether it still held parsed JSON.
+struct Holds {
+    takes_bytes: bool,
+    seen: Mutex<Vec<(String, bool)>>,
+}
+#[async_trait]
+impl StatefulTransform for Holds {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if !m.is_ctrl() {
+            let held = m.data_body().holds_value();
+            let data = String::from_utf8_lossy(m.data()).into_owned();
+            self.seen.lock().unwrap().push((data, held));
+        }
+        out.push(m);
+        Ok(())
+    }
+    fn takes_bytes(&self) -> bool {
+        self.takes_bytes
+    }
+}
+
+/// Sets the data to `{"n":<its old data>}` as a JSON value (in place).
+struct Wrap;
+impl MapTransform for Wrap {
+    fn map(&self, m: &mut Message) -> Result<InPlace, TransformError> {
+        let n: i64 = String::from_utf8_lossy(m.data()).parse().unwrap_or(-1);
+        m.set_data_value(crate::json!({ "n": n }));
+        Ok(InPlace::Keep)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stage_that_takes_bytes_gets_them_serialised_and_the_json_freed_by_the_worker() {
+    for (takes_bytes, workers, via_async) in [
+        (true, 1, false),
+        (true, 2, false),
+        (true, 2, true),
+        (false, 2, false),
+    ] {
+        let holds = Arc::new(Holds {
+            takes_bytes,
+            seen: Mutex::default(),
+        });
+        let mut ts = vec![Transform::map(Wrap)];
+        if via_async {
+            // The message leaves the segment through an async step's output list.
+            ts.push(Transform::stateless(Tag("")));
+            ts.push(Transform::map(Wrap));
+        }
+        ts.push(Transform::Stateful(holds.clone()));
+        let pipe = p(ts).with_workers(workers);
+        let input: Vec<Message> = (0..300)
+            .map(|i| Message::new(i.to_string().into_bytes()))
+            .collect();
+        let out = pipe.apply(input).await.unwrap();
+        assert_eq!(out.len(), 300);
+        let seen = holds.seen.lock().unwrap();
+        let case = format!("takes_bytes {takes_bytes}, {workers} workers, async {via_async}");
+        for (i, (data, held)) in seen.iter().enumerate() {
+            let want = if via_async {
+                // Tag("") serialises {"n":i}; Wrap parses that as -1.
+                r#"{"n":-1}"#.to_string()
+            } else {
+                format!(r#"{{"n":{i}}}"#)
+            };
+            assert_eq!(data, &want, "{case}");
+            assert_eq!(*held, !takes_bytes, "{case}: message {i}");
+        }
+        assert_eq!(seen.len(), 300, "{case}");
+    }
+}
+
+#[tokio::test]
+async fn stateless_transforms_never_see_ctrl() {
+    let pipe = p(vec![Transform::stateless(FailOn)]);
+    let out = pipe.apply(vec![Message::ctrl()]).await.unwrap();
+    assert!(out[0].is_ctrl());
+    assert_eq!(pipe.kind(), Kind::Stateless);
+}
