@@ -10,6 +10,9 @@ Generates N Zeek conn events (gen_zeek_conn.py) and maps them to ECS with each t
              to Value, build with json!, to_writer), the program a user would write
   sluice-w1  sluice run --workers 1 over examples/benchmark/zeek_to_ecs/config.jsonnet
   sluice-w2  the same with --workers 2
+  sluice-2p  two sluice-w1 processes at once, each on half the input (the halves' outputs
+             joined in order): two cores with nothing shared, what this machine gives two
+             cores on this work, so the ceiling for sluice-w2
 
 Every tool reads the same file on stdin and writes to a file; the runs are interleaved (one
 run of each tool, then the next round, the order rotating each round) so all see the same
@@ -20,7 +23,7 @@ others, the scaling of two workers over one, and the range of each ratio over th
 
 Usage: benches/zeek/bench.py [--events 200000] [--runs 3] [--tools jq,jaq,baseline,sluice]
            [--sluice PATH] [--baseline PATH] [--jaq PATH] [--jq PATH]
-`sluice` in --tools means both sluice-w1 and sluice-w2. scripts/bench.sh builds the sluice
+`sluice` in --tools means all three sluice rows. scripts/bench.sh builds the sluice
 binary and the baseline, installs jaq, and passes their paths.
 """
 import argparse
@@ -35,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-ALL_TOOLS = ["jq", "jaq", "baseline", "sluice-w1", "sluice-w2"]
+ALL_TOOLS = ["jq", "jaq", "baseline", "sluice-w1", "sluice-w2", "sluice-2p"]
 
 
 # A child's ru_maxrss starts at its parent's: exec records the old address space's high-water
@@ -67,6 +70,39 @@ def measure(cmd, stdin_path, stdout_path, rss_path):
     return wall, usage.ru_utime + usage.ru_stime, rss_kib / 1024.0
 
 
+def measure_pair(cmd, halves, stdout_path, tmp):
+    """Runs cmd twice at once, one on each of the two input halves; the outputs are joined
+    into stdout_path. Returns (wall s until both ended, cpu s of both, peak RSS MiB of the
+    larger)."""
+    outs = [os.path.join(tmp, f"pair-{i}.jsonl") for i in range(2)]
+    rss_paths = [os.path.join(tmp, f"pair-{i}.rss") for i in range(2)]
+    full = [[GNU_TIME, "-f", "%M", "-o", r] + cmd if GNU_TIME else cmd for r in rss_paths]
+    files = [(open(h, "rb"), open(o, "wb")) for h, o in zip(halves, outs)]
+    start = time.perf_counter()
+    procs = [subprocess.Popen(c, stdin=fi, stdout=fo, stderr=subprocess.PIPE) for c, (fi, fo) in zip(full, files)]
+    cpu = 0.0
+    rss_kib = 0
+    for proc in procs:
+        _, status, usage = os.wait4(proc.pid, 0)
+        cpu += usage.ru_utime + usage.ru_stime
+        rss_kib = max(rss_kib, usage.ru_maxrss)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            sys.exit(f"{' '.join(cmd)} exited {code}:\n{proc.stderr.read().decode(errors='replace')}")
+        proc.stderr.close()
+    wall = time.perf_counter() - start
+    for fi, fo in files:
+        fi.close()
+        fo.close()
+    if GNU_TIME:
+        rss_kib = max(int(open(r).read().split()[-1]) for r in rss_paths)
+    with open(stdout_path, "wb") as out:
+        for o in outs:
+            with open(o, "rb") as f:
+                shutil.copyfileobj(f, out)
+    return wall, cpu, rss_kib / 1024.0
+
+
 def compare(a_name, a_path, b_name, b_path):
     """Counts lines and asserts they are equal as JSON."""
     n = 0
@@ -91,7 +127,7 @@ def parse_tools(spec):
     tools = []
     for name in spec.split(","):
         name = name.strip()
-        names = ["sluice-w1", "sluice-w2"] if name == "sluice" else [name]
+        names = ["sluice-w1", "sluice-w2", "sluice-2p"] if name == "sluice" else [name]
         for n in names:
             if n not in ALL_TOOLS:
                 sys.exit(f"unknown tool {n!r}: choose from {', '.join(ALL_TOOLS)} (or sluice for both sluice rows)")
@@ -134,12 +170,20 @@ def main():
             commands[name] = [executable(args.baseline, "baseline", hint)]
         else:
             sluice = executable(args.sluice, "sluice", "CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd")
-            commands[name] = [sluice, "run", "--workers", name[-1], "--config", args.config]
+            workers = "2" if name == "sluice-w2" else "1"
+            commands[name] = [sluice, "run", "--workers", workers, "--config", args.config]
 
     with tempfile.TemporaryDirectory(prefix="sluice-bench-") as tmp:
         events = os.path.join(tmp, "conn.jsonl")
         with open(events, "wb") as f:
             subprocess.run([sys.executable, os.path.join(HERE, "gen_zeek_conn.py"), str(args.events), "1"], stdout=f, check=True)
+        with open(events, "rb") as f:
+            all_lines = f.readlines()
+        halves = [os.path.join(tmp, "conn-a.jsonl"), os.path.join(tmp, "conn-b.jsonl")]
+        for path, part in zip(halves, (all_lines[: len(all_lines) // 2], all_lines[len(all_lines) // 2:])):
+            with open(path, "wb") as f:
+                f.writelines(part)
+        del all_lines
         results = {name: [] for name in names}
         outs = {name: os.path.join(tmp, f"{name}.jsonl") for name in names}
         for run in range(args.runs):
@@ -147,7 +191,10 @@ def main():
             # no tool always runs right after the same one.
             shift = run % len(names)
             for name in names[shift:] + names[:shift]:
-                results[name].append(measure(commands[name], events, outs[name], os.path.join(tmp, "rss")))
+                if name == "sluice-2p":
+                    results[name].append(measure_pair(commands[name], halves, outs[name], tmp))
+                else:
+                    results[name].append(measure(commands[name], events, outs[name], os.path.join(tmp, "rss")))
         reference = names[0]
         lines = count_lines(outs[reference])
         for name in names[1:]:
@@ -182,6 +229,8 @@ def main():
     ratio("sluice-w1", "jaq", "sluice-w1/jaq")
     ratio("baseline", "jq", "baseline/jq")
     ratio("sluice-w2", "sluice-w1", "scaling sluice-w2/sluice-w1")
+    ratio("sluice-2p", "sluice-w1", "ceiling sluice-2p/sluice-w1 (two processes, nothing shared)")
+    ratio("sluice-w2", "sluice-2p", "sluice-w2/sluice-2p (of the ceiling)")
     for name in names:
         rates = sorted(args.events / r[0] for r in results[name])
         print(f"per run {name}: {rates[0]:,.0f} to {rates[-1]:,.0f} events/s")
