@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::error::TransformError;
 use crate::message::Message;
-use crate::pipeline::{Lead, Pipeline};
+use crate::pipeline::{LEADS_IN_FLIGHT, Lead, Pipeline};
 
 /// Counts of one run.
 #[derive(Debug, Clone, Default)]
@@ -154,11 +154,6 @@ pub async fn drive(
 ) -> Result<RunStats, TransformError> {
     drive_bounded(pipeline, input, None, on_output).await
 }
-
-/// How many batches may be in the pipeline's lead at once (see [`drive`]): enough that the
-/// workers always have a batch queued while the driver finishes the oldest, few enough
-/// that the parsed documents held stay a few batches' worth.
-pub const LEADS_IN_FLIGHT: usize = 3;
 
 /// [`drive`] whose input is bounded by `read_ahead`: each batch's bytes are released once
 /// the pipeline has applied it, and the bound is closed when this returns (so a reader

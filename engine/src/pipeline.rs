@@ -25,6 +25,11 @@ use crate::transform::{InPlace, Kind, StatefulTransform, Transform};
 /// it saves.
 const MIN_CHUNK: usize = 64;
 
+/// How many batches may be in the pipeline's lead at once (see [`Pipeline::runs_ahead`]):
+/// enough that the workers always have a batch queued while the rest of the pipeline
+/// finishes the oldest, few enough that what they hold stays a few batches' worth.
+pub const LEADS_IN_FLIGHT: usize = 3;
+
 /// A batch is split into up to this many chunks per worker, so that a worker that shares its
 /// core (with the driver, which runs the stateful stages of the batch before, or with the
 /// input reader) takes fewer chunks and the others steal the rest, instead of every worker
@@ -210,6 +215,55 @@ impl Pipeline {
             }
             _ => Lead(LeadState::Untouched(msgs)),
         }
+    }
+
+    /// Applies the pipeline to `batches` one after another, in order, handing what comes out
+    /// of each to `on_output`: what a caller that holds all its input at once (a Lambda
+    /// event, in pieces) does instead of calling [`Pipeline::apply`] on each. When the
+    /// pipeline [runs ahead](Pipeline::runs_ahead), the lead of the next batches (up to
+    /// [`LEADS_IN_FLIGHT`]) runs while the rest works on the one before. After an error the
+    /// batches not through yet are marked failed, and the error is returned.
+    pub async fn apply_each(
+        &self,
+        batches: impl IntoIterator<Item = Vec<Message>>,
+        mut on_output: impl FnMut(Vec<Message>),
+    ) -> Result<(), TransformError> {
+        let mut batches = batches.into_iter();
+        let mut leads = std::collections::VecDeque::new();
+        let runs_ahead = self.runs_ahead();
+        let result = loop {
+            if runs_ahead {
+                while leads.len() < LEADS_IN_FLIGHT {
+                    let Some(batch) = batches.next() else { break };
+                    leads.push_back(self.start_lead(batch));
+                }
+            } else if let Some(batch) = batches.next() {
+                leads.push_back(Lead(LeadState::Untouched(batch)));
+            }
+            let Some(lead) = leads.pop_front() else {
+                break Ok(());
+            };
+            let out = match lead.finish().await {
+                Ok(msgs) => self.apply_rest(msgs).await,
+                Err(e) => Err(e),
+            };
+            match out {
+                Ok(out) => on_output(out),
+                Err(e) => break Err(e),
+            }
+        };
+        if let Err(e) = &result {
+            let reason = e.to_string();
+            for lead in leads {
+                if let Ok(msgs) = lead.finish().await {
+                    msgs.iter().for_each(|m| m.fail_acks(&reason));
+                }
+            }
+            for batch in batches {
+                batch.iter().for_each(|m| m.fail_acks(&reason));
+            }
+        }
+        result
     }
 
     /// Applies the stages after the lead to what [`Lead::finish`] returned.

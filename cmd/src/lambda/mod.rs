@@ -368,19 +368,12 @@ impl Function {
             Feed::Whole => {
                 // In pieces of at most `feed_bytes` of data, in order, as `sluice run` feeds
                 // its lines: a piece's parsed documents are held together, so memory is
-                // bounded by the piece, not by the event. After an error the rest is not
-                // run, and fails with it.
-                for piece in pieces(tagged.into_iter().flatten(), self.opts.feed_bytes) {
-                    if let Some(e) = &error {
-                        for m in &piece {
-                            m.fail_acks(e);
-                        }
-                        continue;
-                    }
-                    match self.pipeline.apply(piece).await {
-                        Ok(out) => take(out),
-                        Err(e) => error = Some(e.to_string()),
-                    }
+                // bounded by a few pieces, not by the event. With several workers the
+                // stateless lead of the next pieces runs while the send works on one.
+                // After an error the rest is not sent, and fails with it.
+                let pieces = pieces(tagged.into_iter().flatten(), self.opts.feed_bytes);
+                if let Err(e) = self.pipeline.apply_each(pieces, &mut take).await {
+                    error = Some(e.to_string());
                 }
             }
             Feed::PerRecord => {

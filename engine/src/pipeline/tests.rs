@@ -343,3 +343,75 @@ async fn stateless_transforms_never_see_ctrl() {
     assert!(out[0].is_ctrl());
     assert_eq!(pipe.kind(), Kind::Stateless);
 }
+
+/// Fails on data "bad" (a stateful stage, after the lead).
+struct FailLater;
+#[async_trait]
+impl StatefulTransform for FailLater {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if !m.is_ctrl() && &m.data()[..] == b"bad" {
+            return Err(TransformError::failed("later boom"));
+        }
+        out.push(m);
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_each_keeps_order_and_fails_what_follows_an_error() {
+    for workers in [1, 2] {
+        // In order, whether the lead runs ahead or not.
+        let rec = Arc::new(Record::default());
+        let pipe = p(vec![
+            Transform::stateless(Tag("a")),
+            Transform::Stateful(rec.clone()),
+        ])
+        .with_workers(workers);
+        assert_eq!(pipe.runs_ahead(), workers > 1);
+        let batches: Vec<Vec<Message>> = (0..6)
+            .map(|b| {
+                (0..200)
+                    .map(|i| Message::new(format!("{b}-{i}").into_bytes()))
+                    .collect()
+            })
+            .collect();
+        let mut out = Vec::new();
+        pipe.apply_each(batches, |o| out.extend(o)).await.unwrap();
+        let want: Vec<String> = (0..6)
+            .flat_map(|b| (0..200).map(move |i| format!("{b}-{i}a")))
+            .collect();
+        assert_eq!(data(&out), want, "{workers} workers");
+        assert_eq!(*rec.0.lock().unwrap(), want, "{workers} workers");
+
+        // An error in the rest of batch 1: batch 0 is delivered, batch 1 and every batch
+        // after it (in the lead or not started) fail.
+        let pipe = p(vec![
+            Transform::stateless(Tag("")),
+            Transform::Stateful(Arc::new(FailLater)),
+        ])
+        .with_workers(workers);
+        let mut trackers = Vec::new();
+        let batches: Vec<Vec<Message>> = ["ok", "bad", "x", "y", "z", "w"]
+            .iter()
+            .map(|d| {
+                let (t, tok) = AckTracker::new();
+                let mut m = Message::new(d.as_bytes().to_vec());
+                m.add_ack(tok);
+                trackers.push(t);
+                vec![m]
+            })
+            .collect();
+        let mut out = Vec::new();
+        let err = pipe
+            .apply_each(batches, |o| out.extend(o))
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), "transform t1: later boom");
+        assert_eq!(data(&out), vec!["ok".to_string()]);
+        drop(out);
+        let status: Vec<AckStatus> = trackers.iter().map(|t| t.status()).collect();
+        let mut want = vec![AckStatus::Delivered];
+        want.extend([AckStatus::Failed; 5]);
+        assert_eq!(status, want, "{workers} workers");
+    }
+}
