@@ -6,7 +6,8 @@
 //! event that is not the handler's (not JSON at all, which lambda_runtime would otherwise
 //! answer itself) with `InvalidEvent`, and a batch with an undelivered record and no
 //! `SLUICE_REPORT_BATCH_ITEM_FAILURES` with `DeliveryFailed`: as `cargo lambda invoke`
-//! prints them, and as the emulator's Invoke endpoint returns them, byte for byte.
+//! prints them, and as the emulator's Invoke endpoint returns them, byte for byte. Each of
+//! those failed invocations is one line of the function's log, `invocation failed`.
 
 use std::sync::Arc;
 
@@ -280,29 +281,57 @@ fn function_errors_reach_the_runtime_api_with_their_error_type() {
         json!({"errorType": "DeliveryFailed", "errorMessage": want_message}),
     );
 
-    // The function's own log has each failure once as a readable line; the runtime's log
-    // of it reads `errorType: message`, not a Rust value.
+    // Each failed invocation is logged once: one ERROR line, the function's own
+    // `invocation failed` in the invocation's span, whose fields carry the errorType and
+    // the whole message. lambda_runtime's copy (`errorType: message`) is not written.
     let _ = f.0.kill();
     let _ = f.0.wait();
     let mut logs = String::new();
     std::io::Read::read_to_string(&mut f.0.stdout.take().unwrap(), &mut logs).unwrap();
-    let runtime_lines: Vec<String> = logs
+    let lines: Vec<Value> = logs
         .lines()
-        .filter(|l| l.contains("\"lambda_runtime::"))
-        .map(|l| {
-            let v: Value = serde_json::from_str(l).expect("a JSON log line");
-            v["fields"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let errors: Vec<&Value> = lines.iter().filter(|v| v["level"] == "ERROR").collect();
+    let got: Vec<(&str, &str, &str)> = errors
+        .iter()
+        .map(|v| {
+            let field = |k: &str| v["fields"][k].as_str().unwrap_or("-");
+            (field("message"), field("error_type"), field("error"))
         })
         .collect();
-    assert!(
-        runtime_lines
-            .iter()
-            .any(|m| m == &format!("DeliveryFailed: {want_message}")),
-        "{logs}"
+    let not_kinesis = "the event is not a valid AWS_KINESIS_DATA_STREAM event: missing field \
+                       `Records` at line 1 column 11";
+    let not_json = "the event is not a valid AWS_KINESIS_DATA_STREAM event: EOF while parsing \
+                    a list at line 1 column 13";
+    assert_eq!(
+        got,
+        vec![
+            ("invocation failed", "InvalidEvent", not_kinesis),
+            ("invocation failed", "InvalidEvent", not_json),
+            ("invocation failed", "DeliveryFailed", want_message),
+            ("invocation failed", "DeliveryFailed", want_message),
+        ],
+        "one ERROR line per failed invocation (the bad batch was invoked twice): {logs}"
     );
+    let mut request_ids: Vec<&str> = errors
+        .iter()
+        .map(|v| v["span"]["request_id"].as_str().expect("a request_id"))
+        .collect();
+    request_ids.dedup();
+    assert_eq!(request_ids.len(), 4, "{logs}");
+    // No other line says it again, at any level.
+    for (reason, times) in [
+        (not_kinesis, 1),
+        (not_json, 1),
+        ("transform utility_err: bad record", 2),
+    ] {
+        assert_eq!(
+            logs.lines().filter(|l| l.contains(reason)).count(),
+            times,
+            "{reason}: {logs}"
+        );
+    }
     assert!(
         !logs.contains("DeserializeError") && !logs.contains("Box<dyn"),
         "{logs}"

@@ -89,8 +89,10 @@ impl From<ScaleError> for HandlerError {
     }
 }
 
-/// `errorType: message`: lambda_runtime logs a handler's error with `{:?}`, and that log
-/// line should read like the error, not like a Rust value.
+/// `errorType: message`, so that wherever the error is formatted with `{:?}` it reads like
+/// the error, not like a Rust value. lambda_runtime requires `Debug` and logs a handler's
+/// error with it; the bootstrap's logs leave that line out, as a copy of the handler's own
+/// `invocation failed` line (`telemetry::init_logs`).
 impl std::fmt::Debug for HandlerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {self}", self.kind())

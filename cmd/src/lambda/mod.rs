@@ -269,8 +269,10 @@ impl Function {
                 Event::Json(p) => self.handle_json(p).await,
                 Event::Invalid(why) => Err(HandlerError::invalid_event(self.opts.kind, why)),
             };
+            // The one log line of a failed invocation: lambda_runtime's copy of it is not
+            // written (telemetry::init_logs).
             if let Err(e) = &r {
-                tracing::error!(error = %e, "invocation failed");
+                tracing::error!(error_type = e.kind(), error = %e, "invocation failed");
             }
             r
         };

@@ -2,7 +2,9 @@
 //!
 //! Logs are `tracing` events written as JSON lines (one object per line, with the
 //! invocation's `request_id` from its span), which CloudWatch Logs Insights queries by
-//! field. The level comes from `SLUICE_LOG` (default `info`).
+//! field. The level comes from `SLUICE_LOG` (default `info`). A failed invocation is one
+//! ERROR line, the handler's `invocation failed` (with `error_type` and `error`):
+//! lambda_runtime's own line for the same error is not written ([`init_logs`]).
 //!
 //! Metrics are CloudWatch embedded metric format (EMF) lines on stdout, one per invocation:
 //! CloudWatch turns them into metrics in the `sluice` namespace, by function name and
@@ -20,6 +22,8 @@ pub const NAMESPACE: &str = "sluice";
 
 /// Sets up JSON logs on stdout (what Lambda captures).
 pub fn init_logs() {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
@@ -28,7 +32,23 @@ pub fn init_logs() {
         .with_current_span(true)
         .with_span_list(false)
         .with_writer(std::io::stdout)
+        .finish()
+        .with(tracing_subscriber::filter::filter_fn(|m| {
+            !is_runtime_copy_of_handler_error(m)
+        }))
         .try_init();
+}
+
+/// Whether `m` is lambda_runtime's log of an error a handler returned: 1.5 logs it, from
+/// its panic-catching layer, as `error!("{error:?}")`, a line with no field but the
+/// message, outside the invocation's span (no `request_id`). The handler has already
+/// logged that failure as `invocation failed`, with its type and message in fields, so
+/// that line would only say it twice. The same layer's `user handler panicked` (a field
+/// `error`) is kept: a panic is logged nowhere else.
+fn is_runtime_copy_of_handler_error(m: &tracing::Metadata<'_>) -> bool {
+    m.is_event()
+        && m.target() == "lambda_runtime::layers::panic"
+        && m.fields().field("error").is_none()
 }
 
 /// What one invocation did.

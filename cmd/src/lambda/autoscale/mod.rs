@@ -261,7 +261,7 @@ impl Autoscaler {
                 )),
             };
             if let Err(e) = &r {
-                tracing::error!(error = %e, "invocation failed");
+                tracing::error!(error_type = e.kind(), error = %e, "invocation failed");
             }
             r
         };
