@@ -7,7 +7,8 @@
 //! answer itself) with `InvalidEvent`, and a batch with an undelivered record and no
 //! `SLUICE_REPORT_BATCH_ITEM_FAILURES` with `DeliveryFailed`: as `cargo lambda invoke`
 //! prints them, and as the emulator's Invoke endpoint returns them, byte for byte. Each of
-//! those failed invocations is one line of the function's log, `invocation failed`.
+//! those failed invocations is one line of the function's log, `invocation failed`; a
+//! Firehose record the pipeline fails is one line too, naming its recordId.
 
 use std::sync::Arc;
 
@@ -336,6 +337,59 @@ fn function_errors_reach_the_runtime_api_with_their_error_type() {
         !logs.contains("DeserializeError") && !logs.contains("Box<dyn"),
         "{logs}"
     );
+}
+
+/// A Firehose record the pipeline fails is answered `ProcessingFailed` and logged once,
+/// with its recordId; the invocation itself succeeds.
+#[test]
+fn a_failed_firehose_record_is_logged_once_with_its_record_id() {
+    use base64::Engine;
+    let d = Dir::new();
+    let cfg = d.write(
+        "config.json",
+        json!({"transforms": failing_on_bad()}).to_string(),
+    );
+    let (_api, port) = runtime_api();
+    let env = [
+        ("SLUICE_CONFIG".to_string(), cfg.display().to_string()),
+        ("SLUICE_METRICS".to_string(), "off".to_string()),
+    ];
+    let mut f = Proc(
+        bootstrap_command(port, "AWS_DATA_FIREHOSE", &env)
+            .spawn()
+            .expect("sluice-lambda"),
+    );
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let event = d.write(
+        "firehose.json",
+        json!({"invocationId": "i", "records": [
+            {"recordId": "r-0", "approximateArrivalTimestamp": 1700000000000_i64, "data": b64("a")},
+            {"recordId": "r-1", "approximateArrivalTimestamp": 1700000000000_i64, "data": b64("bad")},
+        ]})
+        .to_string(),
+    );
+    let answer = invoke(port, &event, &mut f);
+    let results: Vec<&str> = answer["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| r["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["Ok", "ProcessingFailed"], "{answer}");
+
+    let _ = f.0.kill();
+    let _ = f.0.wait();
+    let mut logs = String::new();
+    std::io::Read::read_to_string(&mut f.0.stdout.take().unwrap(), &mut logs).unwrap();
+    let failed: Vec<Value> = logs
+        .lines()
+        .filter(|l| l.contains("bad record"))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(failed.len(), 1, "{logs}");
+    assert_eq!(failed[0]["fields"]["message"], "record ProcessingFailed");
+    assert_eq!(failed[0]["fields"]["record_id"], "r-1");
+    assert!(!logs.contains("\"ERROR\""), "{logs}");
 }
 
 /// docs/lambda.md's "Function errors" table names every errorType.

@@ -379,11 +379,11 @@ impl Function {
                 }
             }
             Feed::PerRecord => {
+                // A record that failed is logged by the handler, which knows its id.
                 for msgs in tagged {
                     match self.pipeline.apply(msgs).await {
                         Ok(out) => take(out),
                         Err(e) => {
-                            tracing::warn!(error = %e, "a record failed");
                             error.get_or_insert(e.to_string());
                         }
                     }
