@@ -9,7 +9,9 @@
 //! Errors are answers, not function errors (Substation returns both, so API Gateway
 //! clients see a 502): API Gateway gets `{"statusCode":400|500,"body":{"error":..}}`, a plain
 //! invoke gets `{"statusCode":400|500,"error":..}`. 400 is a request that is not the event
-//! it should be, 500 a pipeline failure or an output that is not JSON.
+//! it should be, 500 a pipeline failure or an output that is not JSON. Each failed request
+//! is one log line with the reason: `bad request` (a 400, WARN), `request failed` or
+//! `invoke failed` (ERROR).
 
 use aws_lambda_events::event::apigw::ApiGatewayProxyRequest;
 use base64::Engine;
@@ -66,10 +68,9 @@ pub(crate) async fn handle_gateway(f: &Function, payload: Value) -> Result<Value
         match base64::engine::general_purpose::STANDARD.decode(body.as_bytes()) {
             Ok(d) => d,
             Err(e) => {
-                return Ok(reply(
-                    400,
-                    json!({ "error": format!("the body is marked base64 but is not: {e}") }),
-                ));
+                let why = format!("the body is marked base64 but is not: {e}");
+                tracing::warn!(error = %why, "bad request");
+                return Ok(reply(400, json!({ "error": why })));
             }
         }
     } else {
