@@ -31,6 +31,28 @@ fn failing_on_bad() -> Value {
     ]}}])
 }
 
+/// The function with `handler` and a pipeline failing on data "bad" (its config in `d`),
+/// against a fresh runtime API: (the API, its port, the function). Batch item failures are
+/// not reported, so a failed Kinesis record fails the invocation.
+fn failing_function(d: &Dir, handler: &str) -> (Proc, u16, Proc) {
+    let cfg = d.write(
+        "config.json",
+        json!({"transforms": failing_on_bad()}).to_string(),
+    );
+    let (api, port) = runtime_api();
+    let env = [
+        ("SLUICE_CONFIG".to_string(), cfg.display().to_string()),
+        ("SLUICE_METRICS".to_string(), "off".to_string()),
+    ];
+    let f = Proc(
+        bootstrap_command(port, handler, &env)
+            .env_remove("SLUICE_REPORT_BATCH_ITEM_FAILURES")
+            .spawn()
+            .expect("sluice-lambda"),
+    );
+    (api, port, f)
+}
+
 /// A function of `kind` over `transforms` (a JSON list), without partial batch responses.
 fn function(kind: HandlerKind, transforms: &Value) -> Function {
     let registry = sluice_transforms::registry();
@@ -214,21 +236,7 @@ fn each_handler_failure_has_its_error_type() {
 #[test]
 fn function_errors_reach_the_runtime_api_with_their_error_type() {
     let d = Dir::new();
-    let cfg = d.write(
-        "config.json",
-        json!({"transforms": failing_on_bad()}).to_string(),
-    );
-    let (_api, port) = runtime_api();
-    let env = [
-        ("SLUICE_CONFIG".to_string(), cfg.display().to_string()),
-        ("SLUICE_METRICS".to_string(), "off".to_string()),
-    ];
-    let mut f = Proc(
-        bootstrap_command(port, "AWS_KINESIS_DATA_STREAM", &env)
-            .env_remove("SLUICE_REPORT_BATCH_ITEM_FAILURES")
-            .spawn()
-            .expect("sluice-lambda"),
-    );
+    let (_api, port, mut f) = failing_function(&d, "AWS_KINESIS_DATA_STREAM");
 
     // A batch that is delivered still answers.
     let good = d.write("good.json", kinesis_event(&["a", "b"]).to_string());
@@ -345,20 +353,7 @@ fn function_errors_reach_the_runtime_api_with_their_error_type() {
 fn a_failed_firehose_record_is_logged_once_with_its_record_id() {
     use base64::Engine;
     let d = Dir::new();
-    let cfg = d.write(
-        "config.json",
-        json!({"transforms": failing_on_bad()}).to_string(),
-    );
-    let (_api, port) = runtime_api();
-    let env = [
-        ("SLUICE_CONFIG".to_string(), cfg.display().to_string()),
-        ("SLUICE_METRICS".to_string(), "off".to_string()),
-    ];
-    let mut f = Proc(
-        bootstrap_command(port, "AWS_DATA_FIREHOSE", &env)
-            .spawn()
-            .expect("sluice-lambda"),
-    );
+    let (_api, port, mut f) = failing_function(&d, "AWS_DATA_FIREHOSE");
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let event = d.write(
         "firehose.json",
