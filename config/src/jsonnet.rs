@@ -548,9 +548,10 @@ mod tests {
             let ConfigLoadError::Jsonnet { trace, .. } = err else {
                 panic!("{name}: {err}");
             };
-            let want = want
-                .join("\n")
-                .replace("{dir}", &dir.path().display().to_string());
+            // Named as jrsonnet names files: relative to the working directory, unless
+            // that climbs to the root (so `{dir}` depends on where the tests run).
+            let shown = PathResolver::new_cwd_fallback().resolve(dir.path());
+            let want = want.join("\n").replace("{dir}", &shown);
             assert_eq!(trace, want, "{name}");
         }
     }
