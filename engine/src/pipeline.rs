@@ -130,6 +130,10 @@ impl Pipeline {
                 Stage::Stateful(..) => false,
             })
             .count();
+        debug_assert!(
+            lead <= 1,
+            "consecutive stateless steps that share nothing are one stage"
+        );
         let in_place = match stages.as_slice() {
             [] => true,
             [Stage::Stateless { steps, .. }] => steps.iter().all(Step::in_place),
@@ -204,8 +208,10 @@ impl Pipeline {
     /// workers; [`Lead::finish`] waits for what it returns. Without a lead to run ahead,
     /// the messages are handed back untouched.
     pub fn start_lead(&self, msgs: Vec<Message>) -> Lead {
-        match (self.lead, self.stages.first()) {
-            (1, Some(Stage::Stateless { steps, to_bytes })) if self.workers > 1 => {
+        // The lead is at most one stage: stateless transforms that share no state form one
+        // segment, up to the first that does or the first stateful one.
+        match self.stages.first() {
+            Some(Stage::Stateless { steps, to_bytes }) if self.runs_ahead() && self.lead == 1 => {
                 let chunks = (self.workers * CHUNKS_PER_WORKER)
                     .min(msgs.len() / MIN_CHUNK)
                     .max(1);

@@ -415,3 +415,22 @@ async fn apply_each_keeps_order_and_fails_what_follows_an_error() {
         assert_eq!(status, want, "{workers} workers");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_started_where_none_runs_ahead_leaves_the_whole_pipeline_to_the_rest() {
+    // Only stateless transforms: nothing runs ahead, and each runs once.
+    let pipe = p(vec![
+        Transform::stateless(Tag("a")),
+        Transform::map(FastTag("b")),
+    ])
+    .with_workers(2);
+    assert!(!pipe.runs_ahead());
+    let input: Vec<Message> = (0..300)
+        .map(|i| Message::new(i.to_string().into_bytes()))
+        .collect();
+    let lead = pipe.start_lead(input).finish().await.unwrap();
+    assert_eq!(data(&lead[..1]), vec!["0".to_string()], "untouched");
+    let out = pipe.apply_rest(lead).await.unwrap();
+    let want: Vec<String> = (0..300).map(|i| format!("{i}ab")).collect();
+    assert_eq!(data(&out), want);
+}
