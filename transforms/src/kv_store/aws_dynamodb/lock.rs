@@ -115,7 +115,7 @@ impl DynamoDbStore {
             let err = match sent {
                 Ok(out) => {
                     let old = out.attributes().filter(|i| !i.is_empty());
-                    return Ok(self.taken(owner, r, old, attempts.get() > 1));
+                    return Ok(self.taken(owner, now_ms, r, old, attempts.get() > 1));
                 }
                 Err(err) => err,
             };
@@ -313,10 +313,11 @@ impl DynamoDbStore {
     }
 
     /// What a successful acquisition took, given the item it replaced and whether the SDK
-    /// sent the request more than once.
+    /// sent the request (written at `now_ms`) more than once.
     fn taken(
         &self,
         owner: &str,
+        now_ms: i64,
         r: &AcquireRequest,
         old: Option<&HashMap<String, AttributeValue>>,
         retried: bool,
@@ -329,14 +330,27 @@ impl DynamoDbStore {
         };
         // The SDK retried (after a timeout, a 5xx or a lost response) and the item is
         // exactly what this request writes: an earlier attempt of this very call took the
-        // key, and nothing was done with it yet.
+        // key, and nothing was done with it yet. It took it fresh only if it began the
+        // pending chain (`since` is this request's own instant); an older `since` means
+        // that attempt took the key over from an owner whose lease ran out, and that owner
+        // may have delivered the message: the takeover must be told, or the message is
+        // sent again without a look (a duplicate after a crash, seen in the fault
+        // campaign: the takeover's answer was lost, the retry found its own record).
         if retried && old.owner == owner && lease_until_ms == r.lease_until_ms {
+            if old.since_ms.is_none_or(|since| since == now_ms) {
+                tracing::debug!(
+                    table = %self.table.name,
+                    key = %r.key,
+                    "lock key taken by an earlier attempt of the same request"
+                );
+                return Acquired::FRESH;
+            }
             tracing::debug!(
                 table = %self.table.name,
                 key = %r.key,
-                "lock key taken by an earlier attempt of the same request"
+                since_ms = ?old.since_ms,
+                "lock key taken over by an earlier attempt of the same request"
             );
-            return Acquired::FRESH;
         }
         Acquired::Taken {
             prior: Some(Prior {
