@@ -6,10 +6,12 @@
 //! `Value` has the same shape and method names, but an object keeps its keys inline (no
 //! allocation up to 24 bytes) in insertion order and finds them by comparison while it is
 //! small (most are), with a fast non-cryptographic hash index once it is large ([`Map`],
-//! in `map.rs`). Parsing still goes through serde_json's reader (`serde_impls.rs`), so the
-//! text handling is serde_json's; compact text is written directly (`write.rs`).
+//! in `map.rs`). Text is read by our own reader (`parse.rs`, which accepts what serde_json
+//! accepts and lets each object keep its text, as Substation's SJSON keeps it) and written
+//! directly (`write.rs`); serde's traits are implemented too (`serde_impls.rs`).
 
 mod map;
+pub mod parse;
 pub mod pretty;
 mod serde_impls;
 mod write;
@@ -18,7 +20,7 @@ use std::fmt;
 
 pub use map::{Entry, INDEX_FROM, Map, Slot, key_tag};
 pub use serde_json::Number;
-pub use write::write_compact;
+pub use write::{write_compact, write_json};
 
 /// A JSON value.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -39,6 +41,18 @@ pub enum Value {
 }
 
 impl Value {
+    /// Drops the text every object in it was parsed from, so that it is written compact.
+    pub fn forget_text(&mut self) {
+        match self {
+            Value::Object(m) => {
+                m.forget_text();
+                m.values_mut().for_each(Value::forget_text);
+            }
+            Value::Array(a) => a.iter_mut().for_each(Value::forget_text),
+            _ => {}
+        }
+    }
+
     /// Whether it is `null`.
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
@@ -183,10 +197,11 @@ impl<I: JsonIndex> std::ops::Index<I> for Value {
 }
 
 impl fmt::Display for Value {
-    /// Compact JSON text.
+    /// Compact JSON text (whatever text an object was parsed from).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = serde_json::to_string(self).map_err(|_| fmt::Error)?;
-        f.write_str(&s)
+        let mut out = Vec::new();
+        write_compact(&mut out, self);
+        f.write_str(&String::from_utf8_lossy(&out))
     }
 }
 

@@ -68,10 +68,7 @@ impl Body {
     /// The parsed JSON, or `None` when the bytes are not JSON (or empty).
     pub fn value(&self) -> Option<&Value> {
         self.parsed
-            .get_or_init(|| {
-                let b = self.raw.get().map(|b| &b[..]).unwrap_or(b"");
-                parse_json(b)
-            })
+            .get_or_init(|| self.raw.get().and_then(crate::json::parse::from_bytes))
             .as_ref()
     }
 
@@ -142,14 +139,11 @@ impl Body {
 
 /// Parses JSON bytes; `None` for empty input or anything that is not one JSON value.
 pub fn parse_json(b: &[u8]) -> Option<Value> {
-    // JSON's white space only (a form feed is not, as `is_ascii_whitespace` would have it).
-    let first = b
-        .iter()
-        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r'))?;
-    serde_json::from_slice(&b[first..]).ok()
+    crate::json::parse::from_slice(b)
 }
 
-/// Compact JSON text of a value.
+/// JSON text of a value: compact, but an object parsed and unchanged since is its own text
+/// (see [`crate::json::write_json`]).
 pub fn serialize(v: &Value) -> Vec<u8> {
     thread_local! {
         // The size of the last document written on this thread: consecutive messages are
@@ -157,7 +151,7 @@ pub fn serialize(v: &Value) -> Vec<u8> {
         static LAST: std::cell::Cell<usize> = const { std::cell::Cell::new(256) };
     }
     let mut out = Vec::with_capacity(LAST.get() + LAST.get() / 8 + 16);
-    crate::json::write_compact(&mut out, v);
+    crate::json::write_json(&mut out, v);
     LAST.set(out.len().clamp(64, 1 << 20));
     out
 }

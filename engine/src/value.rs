@@ -7,15 +7,23 @@ use crate::json::{Number, Value};
 use base64::Engine;
 
 /// GJSON's `String()`: strings without quotes, numbers and booleans as text, null as "",
-/// objects and arrays as compact JSON.
+/// objects and arrays as JSON text (an object parsed and unchanged since as the text it was
+/// parsed from, as GJSON returns it; see [`crate::json::write_json`]).
 pub fn to_text(v: &Value) -> Cow<'_, str> {
     match v {
         Value::String(s) => Cow::Borrowed(s.as_str()),
         Value::Null => Cow::Borrowed(""),
         Value::Bool(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
         Value::Number(n) => Cow::Owned(n.to_string()),
-        other => Cow::Owned(serde_json::to_string(other).expect("a Value serialises")),
+        other => Cow::Owned(to_json_text(other)),
     }
+}
+
+/// JSON text of a value as [`crate::json::write_json`] writes it (GJSON's `Raw`).
+pub fn to_json_text(v: &Value) -> String {
+    let mut out = Vec::new();
+    crate::json::write_json(&mut out, v);
+    String::from_utf8(out).expect("JSON text is UTF-8")
 }
 
 /// GJSON's `Float()`: numbers, numeric strings, `true` = 1; anything else 0.
@@ -118,14 +126,14 @@ fn json_container(b: &[u8]) -> Option<Value> {
     if !matches!(b.first(), Some(b'{' | b'[')) {
         return None;
     }
-    serde_json::from_slice(b).ok()
+    crate::json::parse::from_slice(b)
 }
 
 /// Bytes of a value for data-mode output: strings raw, everything else as JSON text.
 pub fn to_bytes(v: &Value) -> Vec<u8> {
     match v {
         Value::String(s) => s.as_bytes().to_vec(),
-        other => serde_json::to_vec(other).expect("a Value serialises"),
+        other => to_json_text(other).into_bytes(),
     }
 }
 

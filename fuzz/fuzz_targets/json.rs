@@ -1,8 +1,10 @@
-//! The JSON value: what sluice parses, serde_json parses (and the other way round), and
-//! what sluice writes reads back, in serde_json, as the same value.
+//! The JSON value: what sluice's reader accepts, serde_json accepts (and the other way
+//! round), as the same value with the same number types; what sluice writes (objects as
+//! the text they were parsed from) reads back, in serde_json, as the same value.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use sluice_engine::json::write_compact;
 use sluice_engine::message::{parse_json, serialize};
 
 fuzz_target!(|data: &[u8]| {
@@ -15,6 +17,10 @@ fuzz_target!(|data: &[u8]| {
         "parse disagrees on {data:?}"
     );
     if let (Some(v), Ok(want)) = (ours, theirs) {
+        let mut compact = Vec::new();
+        write_compact(&mut compact, &v);
+        let want_text = serde_json::to_vec(&want).expect("a value serialises");
+        assert_eq!(compact, want_text, "value of {data:?}");
         let text = serialize(&v);
         let back: serde_json::Value =
             serde_json::from_slice(&text).expect("what sluice writes is JSON");

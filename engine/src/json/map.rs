@@ -1,9 +1,12 @@
 //! [`Map`], the JSON object: keys inline, in insertion order, found by comparing one-word
-//! tags while the object is small and through a hash index once it is large.
+//! tags while the object is small and through a hash index once it is large. An object
+//! parsed from text also keeps that text until it is changed, so it is written back as it
+//! came (Substation's SJSON splices text and keeps the input's spacing, see `parse.rs`).
 
 use std::collections::HashMap;
 use std::fmt;
 
+use bytes::Bytes;
 use compact_str::CompactString;
 
 use super::Value;
@@ -18,9 +21,18 @@ type Hasher = foldhash::fast::RandomState;
 #[derive(Clone, Default)]
 pub struct Map {
     pub(super) entries: Vec<Slot>,
-    // Boxed so that a small object (the common case) stays three words plus a pointer.
-    #[allow(clippy::box_collection)]
-    pub(super) index: Option<Box<HashMap<CompactString, usize, Hasher>>>,
+    // Boxed so that an object (small, and built by a transform, in the common case) stays
+    // three words plus a pointer: a `Value` is four words.
+    pub(super) extra: Option<Box<Extra>>,
+}
+
+/// What only some objects have: the hash index of a large one, the text of a parsed one.
+#[derive(Clone, Default)]
+pub(super) struct Extra {
+    pub(super) index: Option<HashMap<CompactString, usize, Hasher>>,
+    /// The JSON text this object was parsed from, while it is unchanged: every method that
+    /// can change the object (each one taking `&mut self`) drops it first.
+    pub(super) text: Option<Bytes>,
 }
 
 /// One key and value of a [`Map`] (opaque), with the key's tag for fast comparison.
@@ -65,7 +77,7 @@ impl Map {
     pub fn with_capacity(n: usize) -> Map {
         Map {
             entries: Vec::with_capacity(n),
-            index: None,
+            extra: None,
         }
     }
 
@@ -87,7 +99,7 @@ impl Map {
     /// The position of `key`, whose [`key_tag`] is `t` (paths compute it once, when they
     /// are compiled).
     pub fn get_index_of_tagged(&self, key: &str, t: u64) -> Option<usize> {
-        match &self.index {
+        match self.index() {
             Some(ix) => ix.get(key).copied(),
             None => {
                 let key = key.as_bytes();
@@ -115,7 +127,37 @@ impl Map {
 
     /// The value of `key`, for changing.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.forget_text();
         self.get_index_of(key).map(|i| &mut self.entries[i].value)
+    }
+
+    /// The hash index, on a large object.
+    #[inline]
+    fn index(&self) -> Option<&HashMap<CompactString, usize, Hasher>> {
+        self.extra.as_deref().and_then(|e| e.index.as_ref())
+    }
+
+    /// The JSON text the object was parsed from, when it has not changed since: written
+    /// out as it is, it keeps the input's spacing and number forms, as SJSON does.
+    pub fn text(&self) -> Option<&Bytes> {
+        self.extra.as_deref().and_then(|e| e.text.as_ref())
+    }
+
+    /// Records the text the object was parsed from (the parser's, see `parse.rs`).
+    pub(super) fn set_text(&mut self, text: Bytes) {
+        self.extra.get_or_insert_with(Box::default).text = Some(text);
+    }
+
+    /// Drops the original text: the object is about to change (or is to be written compact).
+    #[inline]
+    pub fn forget_text(&mut self) {
+        if let Some(e) = &mut self.extra {
+            if e.index.is_none() {
+                self.extra = None;
+            } else {
+                e.text = None;
+            }
+        }
     }
 
     /// Whether `key` is present.
@@ -124,21 +166,27 @@ impl Map {
     }
 
     fn push(&mut self, key: CompactString, v: Value) -> usize {
+        self.forget_text();
         let i = self.entries.len();
-        if let Some(ix) = &mut self.index {
-            ix.insert(key.clone(), i);
-        }
+        let indexed = match self.extra.as_deref_mut().and_then(|e| e.index.as_mut()) {
+            Some(ix) => {
+                ix.insert(key.clone(), i);
+                true
+            }
+            None => false,
+        };
         self.entries.push(Slot {
             tag: tag(key.as_bytes()),
             key,
             value: v,
         });
-        if self.index.is_none() && self.entries.len() > INDEX_FROM {
+        if !indexed && self.entries.len() > INDEX_FROM {
             self.reindex();
         }
         i
     }
 
+    /// Rebuilds the hash index after the keys changed (dropping it from a small object).
     pub(super) fn reindex(&mut self) {
         if self.entries.len() > INDEX_FROM {
             let mut ix =
@@ -146,14 +194,25 @@ impl Map {
             for (i, e) in self.entries.iter().enumerate() {
                 ix.insert(e.key.clone(), i);
             }
-            self.index = Some(Box::new(ix));
-        } else {
-            self.index = None;
+            self.extra.get_or_insert_with(Box::default).index = Some(ix);
+        } else if let Some(e) = &mut self.extra {
+            if e.text.is_none() {
+                self.extra = None;
+            } else {
+                e.index = None;
+            }
         }
+    }
+
+    /// Whether it keeps a hash index (tests).
+    #[cfg(test)]
+    pub(super) fn has_index(&self) -> bool {
+        self.index().is_some()
     }
 
     /// Sets `key`; a new key goes last, an existing one keeps its place. Returns the old value.
     pub fn insert(&mut self, key: impl Into<CompactString>, v: Value) -> Option<Value> {
+        self.forget_text();
         let key = key.into();
         match self.get_index_of(&key) {
             Some(i) => Some(std::mem::replace(&mut self.entries[i].value, v)),
@@ -166,9 +225,10 @@ impl Map {
 
     /// Removes `key`, keeping the order of the others.
     pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
+        self.forget_text();
         let i = self.get_index_of(key)?;
         let e = self.entries.remove(i);
-        if self.index.is_some() {
+        if self.index().is_some() {
             self.reindex();
         }
         Some(e.value)
@@ -182,6 +242,7 @@ impl Map {
 
     /// The entry of `key`.
     pub fn entry(&mut self, key: impl Into<CompactString>) -> Entry<'_> {
+        self.forget_text();
         let key = key.into();
         match self.get_index_of(&key) {
             Some(i) => Entry::Occupied(&mut self.entries[i].value),
@@ -197,6 +258,7 @@ impl Map {
 
     /// [`Map::get_or_insert_null`] for a key whose [`key_tag`] is `t`.
     pub fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
+        self.forget_text();
         let i = match self.get_index_of_tagged(key, t) {
             Some(i) => i,
             None => self.push(key.clone(), Value::Null),
@@ -215,6 +277,7 @@ impl Map {
     pub fn iter_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = (&CompactString, &mut Value)> + ExactSizeIterator {
+        self.forget_text();
         self.entries.iter_mut().map(|e| (&e.key, &mut e.value))
     }
 
@@ -232,21 +295,24 @@ impl Map {
     pub fn values_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
+        self.forget_text();
         self.entries.iter_mut().map(|e| &mut e.value)
     }
 
     /// Sorts the keys.
     pub fn sort_keys(&mut self) {
+        self.forget_text();
         self.entries.sort_by(|a, b| a.key.cmp(&b.key));
-        if self.index.is_some() {
+        if self.index().is_some() {
             self.reindex();
         }
     }
 
     /// Keeps the entries for which `f` holds.
     pub fn retain(&mut self, mut f: impl FnMut(&str, &mut Value) -> bool) {
+        self.forget_text();
         self.entries.retain_mut(|e| f(e.key.as_str(), &mut e.value));
-        if self.index.is_some() {
+        if self.index().is_some() {
             self.reindex();
         }
     }
@@ -254,7 +320,7 @@ impl Map {
     /// Removes every key.
     pub fn clear(&mut self) {
         self.entries.clear();
-        self.index = None;
+        self.extra = None;
     }
 }
 

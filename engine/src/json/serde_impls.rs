@@ -3,13 +3,11 @@
 
 use std::fmt;
 
+use super::parse::ObjectBuilder;
+use super::{Map, Number, Value};
 use compact_str::CompactString;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use smallvec::SmallVec;
-
-use super::map::{Slot, tag};
-use super::{INDEX_FROM, Map, Number, Value};
 
 impl Serialize for Value {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -83,43 +81,14 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Array(v))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        // JSON gives no length up front: collect entries on the stack and allocate the
-        // object once, at its size, instead of growing it (and copying it) as keys arrive.
-        let mut buf: SmallVec<[Slot; 24]> = SmallVec::new();
-        // One bit per key seen, chosen by its tag: a key whose bit is clear cannot be a
-        // duplicate, so the comparison with every earlier key is skipped.
-        let mut seen: u64 = 0;
+        // JSON gives no length up front: the builder collects entries on the stack and
+        // allocates the object once, at its size.
+        let mut object = ObjectBuilder::default();
         while let Some(k) = access.next_key::<KeyText>()? {
             let value: Value = access.next_value()?;
-            let key = k.0;
-            let tag = tag(key.as_bytes());
-            let bit = 1u64 << (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
-            if seen & bit != 0
-                && let Some(e) = buf.iter_mut().find(|e| e.tag == tag && e.key == key)
-            {
-                e.value = value;
-                continue;
-            }
-            seen |= bit;
-            buf.push(Slot { tag, key, value });
-            if buf.len() > INDEX_FROM {
-                // A large object: finish it through the indexed map.
-                let mut m = Map {
-                    entries: buf.into_vec(),
-                    index: None,
-                };
-                m.reindex();
-                while let Some(k) = access.next_key::<KeyText>()? {
-                    let v: Value = access.next_value()?;
-                    m.insert(k.0, v);
-                }
-                return Ok(Value::Object(m));
-            }
+            object.push(k.0, value);
         }
-        Ok(Value::Object(Map {
-            entries: buf.into_vec(),
-            index: None,
-        }))
+        Ok(Value::Object(object.finish()))
     }
 }
 

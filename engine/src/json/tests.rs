@@ -70,14 +70,14 @@ fn large_objects_use_an_index_that_follows_changes() {
     for i in 0..100 {
         m.insert(format!("k{i}"), json!(i));
     }
-    assert!(m.index.is_some());
+    assert!(m.has_index());
     assert_eq!(m.get("k57"), Some(&json!(57)));
     assert_eq!(m.shift_remove("k10"), Some(json!(10)));
     assert_eq!(m.get("k11"), Some(&json!(11)));
     assert_eq!(m.get_index_of("k11"), Some(10));
     m.retain(|k, _| k.ends_with('7'));
     assert_eq!(m.len(), 10);
-    assert!(m.index.is_none());
+    assert!(!m.has_index());
     assert_eq!(m.get("k97"), Some(&json!(97)));
     *m.entry("new").or_insert(json!(1)) = json!(2);
     assert_eq!(m.get("new"), Some(&json!(2)));

@@ -1,11 +1,24 @@
-//! Compact JSON text written directly, without serde's per-value dispatch.
+//! JSON text written directly, without serde's per-value dispatch: as it goes out of a
+//! pipeline (objects parsed and unchanged as their text) or compact.
 
 use super::Value;
 
-/// Compact JSON text of `v`, appended to `out`: the same bytes as `serde_json::to_writer`,
-/// written directly (no serializer dispatch per value; runs of plain characters are
-/// copied at once).
+/// JSON text of `v`, appended to `out`, as it goes out of a pipeline: an object parsed from
+/// text and not changed since is written as that text (its spacing and number forms kept,
+/// as Substation's SJSON keeps them); everything else compact, the same bytes as
+/// `serde_json::to_writer`.
+pub fn write_json(out: &mut Vec<u8>, v: &Value) {
+    write(out, v, true)
+}
+
+/// Compact JSON text of `v`, appended to `out`, whatever text it was parsed from (GJSON's
+/// `@ugly`): the same bytes as `serde_json::to_writer`, written directly (no serializer
+/// dispatch per value; runs of plain characters are copied at once).
 pub fn write_compact(out: &mut Vec<u8>, v: &Value) {
+    write(out, v, false)
+}
+
+fn write(out: &mut Vec<u8>, v: &Value, keep_text: bool) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -26,11 +39,15 @@ pub fn write_compact(out: &mut Vec<u8>, v: &Value) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_compact(out, x);
+                write(out, x, keep_text);
             }
             out.push(b']');
         }
         Value::Object(m) => {
+            if keep_text && let Some(text) = m.text() {
+                out.extend_from_slice(text);
+                return;
+            }
             out.push(b'{');
             for (i, (k, x)) in m.iter().enumerate() {
                 if i > 0 {
@@ -38,7 +55,7 @@ pub fn write_compact(out: &mut Vec<u8>, v: &Value) {
                 }
                 write_str(out, k);
                 out.push(b':');
-                write_compact(out, x);
+                write(out, x, keep_text);
             }
             out.push(b'}');
         }

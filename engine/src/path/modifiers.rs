@@ -1,7 +1,7 @@
 //! Modifiers: `@name` or `@name:arg` path components that transform the current value.
 //!
-//! Values here are parsed JSON, so the text-only modifiers (`@ugly`, `@pretty`, `@valid`)
-//! leave the value as it is inside a path; a path that *ends* with `@pretty` reads as the
+//! Values here are parsed JSON, so the text-only modifiers `@pretty` and `@valid` leave the
+//! value as it is inside a path, and `@ugly` only drops the text objects were parsed from; a path that *ends* with `@pretty` reads as the
 //! pretty text (see [`super::Path::get`]). `@dedupe` is
 //! Substation's: it drops array elements whose compact JSON text was seen before.
 
@@ -15,16 +15,19 @@ use super::syntax::Modifier;
 impl Modifier {
     /// Whether the modifier returns its input unchanged.
     pub fn is_identity(&self) -> bool {
-        matches!(
-            self,
-            Modifier::This | Modifier::Ugly | Modifier::Valid | Modifier::Pretty(_)
-        )
+        matches!(self, Modifier::This | Modifier::Valid | Modifier::Pretty(_))
     }
 
     /// Applies the modifier; `None` when the result does not exist.
     pub fn apply(&self, v: Cow<'_, Value>) -> Option<Value> {
         Some(match self {
-            Modifier::This | Modifier::Ugly | Modifier::Valid => v.into_owned(),
+            Modifier::This | Modifier::Valid => v.into_owned(),
+            Modifier::Ugly => {
+                // Written compact from here on, whatever text it was parsed from.
+                let mut v = v.into_owned();
+                v.forget_text();
+                v
+            }
             Modifier::Pretty(_) => v.into_owned(),
             Modifier::Reverse => match v.into_owned() {
                 Value::Array(mut a) => {
@@ -67,9 +70,9 @@ impl Modifier {
                 a @ Value::Array(_) => a,
                 _ => Value::Array(Vec::new()),
             },
-            Modifier::ToStr => Value::String(v.to_string()),
+            Modifier::ToStr => Value::String(crate::value::to_json_text(&v)),
             Modifier::FromStr => match v.into_owned() {
-                Value::String(s) => serde_json::from_str(&s).ok()?,
+                Value::String(s) => crate::json::parse::from_slice(s.as_bytes())?,
                 other => other,
             },
             Modifier::Group => {

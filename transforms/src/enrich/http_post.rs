@@ -180,7 +180,7 @@ mod tests {
             (
                 json!({"url": format!("{base}/p"), "object": {"body_key": "b", "target_key": "r"}}),
                 r#"{"b":{"x":[1, 2]}}"#,
-                r#"{"b":{"x":[1,2]},"r":{"path":"/p","type":"","got":"{\"x\":[1,2]}"}}"#,
+                r#"{"b":{"x":[1, 2]},"r":{"path":"/p","type":"","got":"{\"x\":[1, 2]}"}}"#,
             ),
             (
                 json!({"url": format!("{base}/p/${{DATA}}"), "object": {"body_key": "b", "source_key": "id", "target_key": "r"}}),

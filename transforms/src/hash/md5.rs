@@ -4,8 +4,9 @@
 //! not only UTF-8) and replaces the data with the lowercase hex digest. Object mode (both
 //! `object.source_key` and `object.target_key`) hashes the value's text as GJSON's
 //! `String()` gives it (a string without its quotes, a number or boolean as its text,
-//! objects and arrays as compact JSON) and writes the digest at the target. A missing
-//! source passes the message through unchanged.
+//! objects and arrays as JSON text: an object no transform has changed as written in the
+//! input, white space included) and writes the digest at the target. A missing source
+//! passes the message through unchanged.
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
@@ -82,9 +83,15 @@ mod tests {
                 r#"{"a":123,"b":"202cb962ac59075b964b07152d234b70"}"#.to_string(),
             ),
             (
-                "object as compact JSON",
+                "object as its text",
                 obj.clone(),
                 r#"{"a":{ "c": 1 }}"#,
+                r#"{"a":{ "c": 1 },"b":"be5b76877d6d3a2e3c7ae7b7b8d0fdb7"}"#.to_string(),
+            ),
+            (
+                "object written compact",
+                obj.clone(),
+                r#"{"a":{"c":1}}"#,
                 r#"{"a":{"c":1},"b":"00191365abe901ab416793dd0f3bb570"}"#.to_string(),
             ),
             (

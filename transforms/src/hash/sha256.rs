@@ -4,8 +4,9 @@
 //! not only UTF-8) and replaces the data with the lowercase hex digest. Object mode (both
 //! `object.source_key` and `object.target_key`) hashes the value's text as GJSON's
 //! `String()` gives it (a string without its quotes, a number or boolean as its text,
-//! objects and arrays as compact JSON) and writes the digest at the target. A missing
-//! source passes the message through unchanged.
+//! objects and arrays as JSON text: an object no transform has changed as written in the
+//! input, white space included) and writes the digest at the target. A missing source
+//! passes the message through unchanged.
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
@@ -71,7 +72,8 @@ mod tests {
         let cases = [
             ("string value", obj.clone(), r#"{"a":"abc"}"#, r#"{"a":"abc","b":"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}"#.to_string()),
             ("number as text", obj.clone(), r#"{"a":123}"#, r#"{"a":123,"b":"a665a45920422f9d417e4867efdc4fb8a04a1f3fff1fa07e998e86f7f7a27ae3"}"#.to_string()),
-            ("object as compact JSON", obj.clone(), r#"{"a":{ "c": 1 }}"#, r#"{"a":{"c":1},"b":"a1dd48c657971696c2087f2a6beb489ee65b25320b763222f10718dd93e9149e"}"#.to_string()),
+            ("object as its text", obj.clone(), r#"{"a":{ "c": 1 }}"#, r#"{"a":{ "c": 1 },"b":"f8d22238f066935e6d480c762fcf275b02bb1be03e5b8ac860883266363481e5"}"#.to_string()),
+            ("object written compact", obj.clone(), r#"{"a":{"c":1}}"#, r#"{"a":{"c":1},"b":"a1dd48c657971696c2087f2a6beb489ee65b25320b763222f10718dd93e9149e"}"#.to_string()),
             ("data mode", data.clone(), "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad".to_string()),
             ("data mode empty", data.clone(), "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".to_string()),
             ("missing source passes", obj.clone(), r#"{"z":1}"#, r#"{"z":1}"#.to_string()),

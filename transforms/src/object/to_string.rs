@@ -3,8 +3,9 @@
 //! Substation compatibility: GJSON's `String()`: strings as they are, numbers and booleans
 //! as their text, null as the empty string, objects and arrays as their JSON text, which
 //! `SetValue` then writes back as the object or array (in Substation too: converting an
-//! object leaves an object at the target; sluice writes it compact, Substation keeps the
-//! input's whitespace).
+//! object leaves an object at the target). An object no transform has changed is its text
+//! as written in the input, white space included, as in Substation; one a transform built
+//! or changed is compact.
 //! Object mode (both `object.source_key` and `object.target_key`) converts the value at the
 //! source and writes it at the target; a missing source passes the message through. Substation
 //! needs both keys in practice; sluice also accepts neither and then converts the whole data
@@ -91,7 +92,7 @@ mod tests {
                 "object",
                 obj.clone(),
                 r#"{"a":{"c": [1, 2]}}"#,
-                r#"{"a":{"c":[1,2]},"b":{"c":[1,2]}}"#,
+                r#"{"a":{"c": [1, 2]},"b":{"c": [1, 2]}}"#,
             ),
             (
                 "data mode JSON string",
