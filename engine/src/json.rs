@@ -14,6 +14,7 @@ mod map;
 pub mod parse;
 pub mod pretty;
 mod serde_impls;
+mod splice;
 mod write;
 
 use std::fmt;

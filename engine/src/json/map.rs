@@ -1,7 +1,8 @@
 //! [`Map`], the JSON object: keys inline, in insertion order, found by comparing one-word
 //! tags while the object is small and through a hash index once it is large. An object
-//! parsed from text also keeps that text until it is changed, so it is written back as it
-//! came (Substation's SJSON splices text and keeps the input's spacing, see `parse.rs`).
+//! parsed from text also keeps that text, and once it changes, which of its members changed,
+//! so it is written back as Substation's SJSON, which edits the text in place, would leave
+//! it (`parse.rs`, `splice.rs`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,6 +11,7 @@ use bytes::Bytes;
 use compact_str::CompactString;
 
 use super::Value;
+use super::splice::{self, Member, State};
 
 type Hasher = foldhash::fast::RandomState;
 
@@ -30,9 +32,18 @@ pub struct Map {
 #[derive(Clone, Default)]
 pub(super) struct Extra {
     pub(super) index: Option<HashMap<CompactString, usize, Hasher>>,
-    /// The JSON text this object was parsed from, while it is unchanged: every method that
-    /// can change the object (each one taking `&mut self`) drops it first.
-    pub(super) text: Option<Bytes>,
+    pub(super) text: Option<Text>,
+}
+
+/// The JSON text an object was parsed from, and what changed since. Every method that can
+/// change the object (each one taking `&mut self`) records it first, in `members`, or
+/// drops the text where SJSON could not have made the change (keys sorted, say).
+#[derive(Clone)]
+pub(super) struct Text {
+    pub(super) bytes: Bytes,
+    /// `None` while the object is unchanged; its members, as the text has them, once it
+    /// changes (found then, so that objects nobody changes cost nothing more).
+    pub(super) members: Option<Vec<Member>>,
 }
 
 /// One key and value of a [`Map`] (opaque), with the key's tag for fast comparison.
@@ -127,8 +138,9 @@ impl Map {
 
     /// The value of `key`, for changing.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
-        self.forget_text();
-        self.get_index_of(key).map(|i| &mut self.entries[i].value)
+        let i = self.get_index_of(key)?;
+        self.will_change(Change::Value(i));
+        Some(&mut self.entries[i].value)
     }
 
     /// The hash index, on a large object.
@@ -140,15 +152,25 @@ impl Map {
     /// The JSON text the object was parsed from, when it has not changed since: written
     /// out as it is, it keeps the input's spacing and number forms, as SJSON does.
     pub fn text(&self) -> Option<&Bytes> {
+        self.source()
+            .filter(|t| t.members.is_none())
+            .map(|t| &t.bytes)
+    }
+
+    /// The text it was parsed from and what changed since.
+    pub(super) fn source(&self) -> Option<&Text> {
         self.extra.as_deref().and_then(|e| e.text.as_ref())
     }
 
     /// Records the text the object was parsed from (the parser's, see `parse.rs`).
-    pub(super) fn set_text(&mut self, text: Bytes) {
-        self.extra.get_or_insert_with(Box::default).text = Some(text);
+    pub(super) fn set_text(&mut self, bytes: Bytes) {
+        self.extra.get_or_insert_with(Box::default).text = Some(Text {
+            bytes,
+            members: None,
+        });
     }
 
-    /// Drops the original text: the object is about to change (or is to be written compact).
+    /// Drops the original text: the object is written compact from now on.
     #[inline]
     pub fn forget_text(&mut self) {
         if let Some(e) = &mut self.extra {
@@ -160,13 +182,56 @@ impl Map {
         }
     }
 
+    /// Records, before it happens, a change that SJSON could have made to the text.
+    #[inline]
+    fn will_change(&mut self, change: Change) {
+        if self.extra.as_ref().is_some_and(|e| e.text.is_some()) {
+            self.record(change);
+        }
+    }
+
+    fn record(&mut self, change: Change) {
+        let Some(text) = self.extra.as_deref_mut().and_then(|e| e.text.as_mut()) else {
+            return;
+        };
+        if text.members.is_none() {
+            // The first change: find the members. A key with an escape, or a key the text
+            // has twice, leaves nothing SJSON-like to do: compact from now on.
+            match splice::members(&text.bytes) {
+                Some(m) if m.len() == self.entries.len() => text.members = Some(m),
+                _ => return self.forget_text(),
+            }
+        }
+        let members = text.members.as_mut().expect("found above");
+        let (i, state) = match change {
+            Change::Keys => return,
+            Change::Values => {
+                members
+                    .iter_mut()
+                    .filter(|m| m.state == State::Unchanged)
+                    .for_each(|m| m.state = State::Changed);
+                return;
+            }
+            Change::Value(i) => (i, State::Changed),
+            Change::Removal(i) => (i, State::Deleted),
+        };
+        let slot = &self.entries[i];
+        if let Some(m) = members.iter_mut().find(|m| {
+            m.state != State::Deleted
+                && m.tag == slot.tag
+                && m.key(&text.bytes) == slot.key.as_bytes()
+        }) {
+            m.state = state;
+        }
+    }
+
     /// Whether `key` is present.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get_index_of(key).is_some()
     }
 
     fn push(&mut self, key: CompactString, v: Value) -> usize {
-        self.forget_text();
+        self.will_change(Change::Keys);
         let i = self.entries.len();
         let indexed = match self.extra.as_deref_mut().and_then(|e| e.index.as_mut()) {
             Some(ix) => {
@@ -212,10 +277,12 @@ impl Map {
 
     /// Sets `key`; a new key goes last, an existing one keeps its place. Returns the old value.
     pub fn insert(&mut self, key: impl Into<CompactString>, v: Value) -> Option<Value> {
-        self.forget_text();
         let key = key.into();
         match self.get_index_of(&key) {
-            Some(i) => Some(std::mem::replace(&mut self.entries[i].value, v)),
+            Some(i) => {
+                self.will_change(Change::Value(i));
+                Some(std::mem::replace(&mut self.entries[i].value, v))
+            }
             None => {
                 self.push(key, v);
                 None
@@ -225,8 +292,8 @@ impl Map {
 
     /// Removes `key`, keeping the order of the others.
     pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
-        self.forget_text();
         let i = self.get_index_of(key)?;
+        self.will_change(Change::Removal(i));
         let e = self.entries.remove(i);
         if self.index().is_some() {
             self.reindex();
@@ -242,10 +309,12 @@ impl Map {
 
     /// The entry of `key`.
     pub fn entry(&mut self, key: impl Into<CompactString>) -> Entry<'_> {
-        self.forget_text();
         let key = key.into();
         match self.get_index_of(&key) {
-            Some(i) => Entry::Occupied(&mut self.entries[i].value),
+            Some(i) => {
+                self.will_change(Change::Value(i));
+                Entry::Occupied(&mut self.entries[i].value)
+            }
             None => Entry::Vacant(self, key),
         }
     }
@@ -258,9 +327,11 @@ impl Map {
 
     /// [`Map::get_or_insert_null`] for a key whose [`key_tag`] is `t`.
     pub fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
-        self.forget_text();
         let i = match self.get_index_of_tagged(key, t) {
-            Some(i) => i,
+            Some(i) => {
+                self.will_change(Change::Value(i));
+                i
+            }
             None => self.push(key.clone(), Value::Null),
         };
         &mut self.entries[i].value
@@ -277,7 +348,7 @@ impl Map {
     pub fn iter_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = (&CompactString, &mut Value)> + ExactSizeIterator {
-        self.forget_text();
+        self.will_change(Change::Values);
         self.entries.iter_mut().map(|e| (&e.key, &mut e.value))
     }
 
@@ -295,7 +366,7 @@ impl Map {
     pub fn values_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
-        self.forget_text();
+        self.will_change(Change::Values);
         self.entries.iter_mut().map(|e| &mut e.value)
     }
 
@@ -322,6 +393,19 @@ impl Map {
         self.entries.clear();
         self.extra = None;
     }
+}
+
+/// A change to a map, recorded before it is made.
+#[derive(Clone, Copy)]
+enum Change {
+    /// The value of entry `i` (replaced, or changed in place).
+    Value(usize),
+    /// Every value.
+    Values,
+    /// Entry `i` removed.
+    Removal(usize),
+    /// A key added (added keys are the entries without a member: nothing to note).
+    Keys,
 }
 
 /// A key's place in a [`Map`], for inserting only when missing.

@@ -675,7 +675,7 @@ mod tests {
         assert_eq!(written(&v), std::str::from_utf8(text).unwrap());
         assert_eq!(written(&v["a"]), "{ \"b\" : [ 1.50 , 2 ] }");
         assert_eq!(compact(&v), r#"{"a":{"b":[1.5,2]},"c":{"d":1000.0}}"#);
-        // A change inside `a` drops the text of `a` and of the root, not of `c`.
+        // A change inside `a` is spliced into the text of `a` and of the root (`splice.rs`).
         let mut changed = v.clone();
         let Value::Object(root) = &mut changed else {
             unreachable!()
@@ -686,7 +686,7 @@ mod tests {
         a.insert("x", Value::Null);
         assert_eq!(
             written(&changed),
-            r#"{"a":{"b":[1.5,2],"x":null},"c":{"d": 1e3}}"#
+            r#"{ "a" : { "b" : [ 1.50 , 2 ] ,"x":null} , "c" : {"d": 1e3} }"#
         );
         // Every way to change an object drops its text.
         type Change = fn(&mut Map);

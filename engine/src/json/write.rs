@@ -4,9 +4,9 @@
 use super::Value;
 
 /// JSON text of `v`, appended to `out`, as it goes out of a pipeline: an object parsed from
-/// text and not changed since is written as that text (its spacing and number forms kept,
-/// as Substation's SJSON keeps them); everything else compact, the same bytes as
-/// `serde_json::to_writer`.
+/// text is written as that text (its spacing and number forms kept), with the changes made
+/// since spliced in as Substation's SJSON makes them (`splice.rs`); everything else
+/// compact, the same bytes as `serde_json::to_writer`.
 pub fn write_json(out: &mut Vec<u8>, v: &Value) {
     write(out, v, true)
 }
@@ -44,9 +44,15 @@ fn write(out: &mut Vec<u8>, v: &Value, keep_text: bool) {
             out.push(b']');
         }
         Value::Object(m) => {
-            if keep_text && let Some(text) = m.text() {
-                out.extend_from_slice(text);
-                return;
+            if keep_text && let Some(text) = m.source() {
+                match &text.members {
+                    None => return out.extend_from_slice(&text.bytes),
+                    Some(members) => {
+                        if super::splice::write_spliced(out, m, &text.bytes, members) {
+                            return;
+                        }
+                    }
+                }
             }
             out.push(b'{');
             for (i, (k, x)) in m.iter().enumerate() {
@@ -95,7 +101,7 @@ fn word_needs_escape(w: u64) -> bool {
     (control | quote | backslash) & HIGHS != 0
 }
 
-fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn write_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     // Most keys and values are short: copy them with fixed-size moves (a variable-length

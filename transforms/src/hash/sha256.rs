@@ -4,8 +4,8 @@
 //! not only UTF-8) and replaces the data with the lowercase hex digest. Object mode (both
 //! `object.source_key` and `object.target_key`) hashes the value's text as GJSON's
 //! `String()` gives it (a string without its quotes, a number or boolean as its text,
-//! objects and arrays as JSON text: an object no transform has changed as written in the
-//! input, white space included) and writes the digest at the target. A missing source
+//! objects and arrays as JSON text: an object parsed from the input as its text, white
+//! space included, changes spliced in as SJSON does) and writes the digest at the target. A missing source
 //! passes the message through unchanged.
 
 use serde::Deserialize;

@@ -3,9 +3,9 @@
 //! Substation compatibility: GJSON's `String()`: strings as they are, numbers and booleans
 //! as their text, null as the empty string, objects and arrays as their JSON text, which
 //! `SetValue` then writes back as the object or array (in Substation too: converting an
-//! object leaves an object at the target). An object no transform has changed is its text
-//! as written in the input, white space included, as in Substation; one a transform built
-//! or changed is compact.
+//! object leaves an object at the target). An object parsed from the input is its text,
+//! white space included, with any changes spliced in as SJSON splices them, as in
+//! Substation; one a transform built is compact.
 //! Object mode (both `object.source_key` and `object.target_key`) converts the value at the
 //! source and writes it at the target; a missing source passes the message through. Substation
 //! needs both keys in practice; sluice also accepts neither and then converts the whole data
