@@ -11,7 +11,7 @@ use bytes::Bytes;
 use compact_str::CompactString;
 
 use super::Value;
-use super::splice::{self, Member, State};
+use super::splice::{Member, State};
 
 type Hasher = foldhash::fast::RandomState;
 
@@ -41,9 +41,12 @@ pub(super) struct Extra {
 #[derive(Clone)]
 pub(super) struct Text {
     pub(super) bytes: Bytes,
-    /// `None` while the object is unchanged; its members, as the text has them, once it
-    /// changes (found then, so that objects nobody changes cost nothing more).
+    /// Where its members are in `bytes` and what became of each; `None` when SJSON's edits
+    /// of this text are not followed (a key with an escape, or twice), so that a change
+    /// drops the text.
     pub(super) members: Option<Vec<Member>>,
+    /// Whether anything changed since it was parsed.
+    pub(super) changed: bool,
 }
 
 /// One key and value of a [`Map`] (opaque), with the key's tag for fast comparison.
@@ -152,9 +155,7 @@ impl Map {
     /// The JSON text the object was parsed from, when it has not changed since: written
     /// out as it is, it keeps the input's spacing and number forms, as SJSON does.
     pub fn text(&self) -> Option<&Bytes> {
-        self.source()
-            .filter(|t| t.members.is_none())
-            .map(|t| &t.bytes)
+        self.source().filter(|t| !t.changed).map(|t| &t.bytes)
     }
 
     /// The text it was parsed from and what changed since.
@@ -162,11 +163,13 @@ impl Map {
         self.extra.as_deref().and_then(|e| e.text.as_ref())
     }
 
-    /// Records the text the object was parsed from (the parser's, see `parse.rs`).
-    pub(super) fn set_text(&mut self, bytes: Bytes) {
+    /// Records the text the object was parsed from and where its members are (the
+    /// parser's, see `parse.rs`).
+    pub(super) fn set_text(&mut self, bytes: Bytes, members: Option<Vec<Member>>) {
         self.extra.get_or_insert_with(Box::default).text = Some(Text {
             bytes,
-            members: None,
+            members,
+            changed: false,
         });
     }
 
@@ -194,15 +197,11 @@ impl Map {
         let Some(text) = self.extra.as_deref_mut().and_then(|e| e.text.as_mut()) else {
             return;
         };
-        if text.members.is_none() {
-            // The first change: find the members. A key with an escape, or a key the text
-            // has twice, leaves nothing SJSON-like to do: compact from now on.
-            match splice::members(&text.bytes) {
-                Some(m) if m.len() == self.entries.len() => text.members = Some(m),
-                _ => return self.forget_text(),
-            }
-        }
-        let members = text.members.as_mut().expect("found above");
+        let Some(members) = text.members.as_mut() else {
+            // Not followed: compact from now on.
+            return self.forget_text();
+        };
+        text.changed = true;
         let (i, state) = match change {
             Change::Keys => return,
             Change::Values => {
@@ -215,13 +214,24 @@ impl Map {
             Change::Value(i) => (i, State::Changed),
             Change::Removal(i) => (i, State::Deleted),
         };
-        let slot = &self.entries[i];
-        if let Some(m) = members.iter_mut().find(|m| {
-            m.state != State::Deleted
-                && m.tag == slot.tag
-                && m.key(&text.bytes) == slot.key.as_bytes()
-        }) {
-            m.state = state;
+        // Entries keep the members' order (every change that reorders drops the text), a
+        // removed key is a deleted member, and added keys come last: entry `i` is the
+        // `i`-th member not deleted, or an added key.
+        let at = if members.get(i).is_some_and(|m| m.state != State::Deleted)
+            && members[..i].iter().all(|m| m.state != State::Deleted)
+        {
+            Some(i)
+        } else {
+            members
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.state != State::Deleted)
+                .nth(i)
+                .map(|(at, _)| at)
+        };
+        if let Some(at) = at {
+            debug_assert!(members[at].is(&text.bytes, &self.entries[i].key));
+            members[at].state = state;
         }
     }
 

@@ -15,6 +15,8 @@ use compact_str::CompactString;
 use smallvec::SmallVec;
 
 use super::map::{Slot, tag};
+use super::splice::Member;
+use super::write::word_needs_escape;
 use super::{INDEX_FROM, Map, Number, Value};
 
 /// How deep arrays and objects may nest: serde_json's limit, so the two accept the same
@@ -24,8 +26,12 @@ const MAX_DEPTH: usize = 128;
 /// The JSON value `src` holds (JSON white space around it allowed), or `None` when it is
 /// not one JSON value. Each object keeps its text (see [`Map::text`]).
 pub fn from_bytes(src: &Bytes) -> Option<Value> {
+    // Checked once as a whole: invalid UTF-8 is not JSON wherever it is (outside strings
+    // every byte must be ASCII), and strings are then slices of valid text.
+    let text = std::str::from_utf8(src).ok()?;
     let mut p = Reader {
         b: src,
+        text,
         src,
         i: 0,
         depth: 0,
@@ -47,6 +53,8 @@ type Parsed<T> = Result<T, Invalid>;
 
 struct Reader<'a> {
     b: &'a [u8],
+    /// `b` as text (valid UTF-8).
+    text: &'a str,
     src: &'a Bytes,
     i: usize,
     depth: usize,
@@ -137,6 +145,10 @@ impl<'a> Reader<'a> {
         let start = self.i;
         self.enter()?;
         let mut object = ObjectBuilder::default();
+        // Where each member is, for splicing changes in later (`splice.rs`); not kept when
+        // a key has an escape (its text is not the key).
+        let mut members: SmallVec<[Member; 24]> = SmallVec::new();
+        let mut spliceable = true;
         self.skip_space();
         if self.peek() == Some(b'}') {
             self.i += 1;
@@ -146,13 +158,23 @@ impl<'a> Reader<'a> {
                 if self.peek() != Some(b'"') {
                     return Err(Invalid);
                 }
-                let key = CompactString::from(self.string()?.as_ref());
+                let key_start = self.i - start;
+                let key = match self.string()? {
+                    Cow::Borrowed(k) => CompactString::from(k),
+                    Cow::Owned(k) => {
+                        spliceable = false;
+                        CompactString::from(k)
+                    }
+                };
                 self.skip_space();
                 if self.peek() != Some(b':') {
                     return Err(Invalid);
                 }
                 self.i += 1;
+                self.skip_space();
+                let value_start = self.i - start;
                 let value = self.value()?;
+                members.push(Member::new(key_start, value_start, self.i - start));
                 object.push(key, value);
                 self.skip_space();
                 match self.peek() {
@@ -165,7 +187,11 @@ impl<'a> Reader<'a> {
         }
         self.depth -= 1;
         let mut m = object.finish();
-        m.set_text(self.src.slice(start..self.i));
+        // A key given twice is one entry: SJSON's edits of such text are not followed.
+        let members =
+            (spliceable && members.len() == m.len() && u32::try_from(self.i - start).is_ok())
+                .then(|| members.into_vec());
+        m.set_text(self.src.slice(start..self.i), members);
         Ok(Value::Object(m))
     }
 
@@ -174,40 +200,35 @@ impl<'a> Reader<'a> {
         self.i += 1;
         let start = self.i;
         let b = self.b;
-        let mut i = start;
-        while i < b.len() && !STRING_STOP[b[i] as usize] {
-            i += 1;
-        }
+        let mut i = plain_run(b, start);
         match b.get(i) {
             Some(b'"') => {
                 self.i = i + 1;
-                let s = std::str::from_utf8(&b[start..i]).map_err(|_| Invalid)?;
-                return Ok(Cow::Borrowed(s));
+                // Both ends are ASCII (a quote), so on character boundaries.
+                return Ok(Cow::Borrowed(&self.text[start..i]));
             }
             Some(b'\\') => {}
             _ => return Err(Invalid),
         }
         // Escapes: the string is built.
-        let mut out = Vec::with_capacity(i - start + 16);
-        out.extend_from_slice(&b[start..i]);
+        let mut out = String::with_capacity(i - start + 16);
+        out.push_str(&self.text[start..i]);
         loop {
             match b.get(i) {
                 Some(b'"') => break,
                 Some(b'\\') => {
                     i += 1;
                     let c = match b.get(i).ok_or(Invalid)? {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0c,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
                         b'u' => {
-                            let ch = unicode_escape(b, &mut i)?;
-                            let mut buf = [0u8; 4];
-                            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                            out.push(unicode_escape(b, &mut i)?);
                             continue;
                         }
                         _ => return Err(Invalid),
@@ -217,21 +238,18 @@ impl<'a> Reader<'a> {
                 }
                 Some(_) => {
                     let run = i;
-                    while i < b.len() && !STRING_STOP[b[i] as usize] {
-                        i += 1;
-                    }
+                    i = plain_run(b, i);
                     if i == run {
                         // A control byte: JSON strings may not hold them raw.
                         return Err(Invalid);
                     }
-                    out.extend_from_slice(&b[run..i]);
+                    out.push_str(&self.text[run..i]);
                 }
                 None => return Err(Invalid),
             }
         }
         self.i = i + 1;
-        let s = String::from_utf8(out).map_err(|_| Invalid)?;
-        Ok(Cow::Owned(s))
+        Ok(Cow::Owned(out))
     }
 
     /// A number, as serde_json reads it: integers that fit `u64` (or, negative, `i64`)
@@ -293,13 +311,28 @@ impl<'a> Reader<'a> {
                 return Ok(Value::Number(neg.into()));
             }
         }
-        let text = std::str::from_utf8(&b[start..i]).map_err(|_| Invalid)?;
-        let f: f64 = text.parse().map_err(|_| Invalid)?;
+        let f: f64 = self.text[start..i].parse().map_err(|_| Invalid)?;
         Number::from_f64(f)
             .filter(|_| f.is_finite())
             .map(Value::Number)
             .ok_or(Invalid)
     }
+}
+
+/// Where the run of plain string bytes from `i` ends: at a quote, a backslash, a control
+/// byte or the end; eight bytes at a time while it can.
+#[inline]
+fn plain_run(b: &[u8], mut i: usize) -> usize {
+    while let Some(word) = b.get(i..i + 8) {
+        if word_needs_escape(u64::from_le_bytes(word.try_into().expect("8 bytes"))) {
+            break;
+        }
+        i += 8;
+    }
+    while i < b.len() && !STRING_STOP[b[i] as usize] {
+        i += 1;
+    }
+    i
 }
 
 /// Decimal digits as a `u64`, or `None` when they overflow it.

@@ -15,19 +15,15 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 
 use super::Map;
-use super::map::tag;
 use super::write::{write_json, write_str};
 
-/// One member of the object as its text has it.
+/// One member of the object as its text has it (offsets into the object's text; the
+/// parser records them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Member {
-    /// The key's tag (see `map.rs`): keys with escapes are not kept, so the text between
-    /// the quotes is the key.
-    pub(super) tag: u64,
-    /// The key's opening quote.
+    /// The key's opening quote. Keys with escapes are not kept, so the text after it, up to
+    /// the closing quote, is the key.
     key_start: u32,
-    /// Just past the key's closing quote.
-    key_end: u32,
     value_start: u32,
     value_end: u32,
     pub(super) state: State,
@@ -45,44 +41,25 @@ pub(super) enum State {
 }
 
 impl Member {
-    /// The key as the text has it.
-    pub(super) fn key<'t>(&self, text: &'t [u8]) -> &'t [u8] {
-        &text[self.key_start as usize + 1..self.key_end as usize - 1]
-    }
-}
-
-/// The members of the object whose text is `text` (valid JSON, as the parser read it), or
-/// `None` when a key has an escape (its text is not the key) or the text is too large to
-/// index with `u32`.
-pub(super) fn members(text: &[u8]) -> Option<Vec<Member>> {
-    u32::try_from(text.len()).ok()?;
-    let mut out = Vec::new();
-    let mut i = skip_space(text, 1);
-    while text.get(i) == Some(&b'"') {
-        let key_start = i;
-        let key_end = skip_string(text, i);
-        if text[key_start..key_end].contains(&b'\\') {
-            return None;
-        }
-        i = skip_space(text, key_end);
-        // The colon.
-        i = skip_space(text, i + 1);
-        let value_start = i;
-        let value_end = skip_value(text, i);
-        out.push(Member {
-            tag: tag(&text[key_start + 1..key_end - 1]),
+    /// A member whose key starts at `key_start` and whose value spans
+    /// `value_start..value_end` (the object's text is less than 4 GiB: the parser checks).
+    pub(super) fn new(key_start: usize, value_start: usize, value_end: usize) -> Member {
+        Member {
             key_start: key_start as u32,
-            key_end: key_end as u32,
             value_start: value_start as u32,
             value_end: value_end as u32,
             state: State::Unchanged,
-        });
-        i = skip_space(text, value_end);
-        if text.get(i) == Some(&b',') {
-            i = skip_space(text, i + 1);
         }
     }
-    Some(out)
+
+    /// Whether this is the (not deleted) member of `key` in `text`.
+    #[inline]
+    pub(super) fn is(&self, text: &[u8], key: &str) -> bool {
+        let at = self.key_start as usize + 1;
+        self.state != State::Deleted
+            && text.get(at..at + key.len()) == Some(key.as_bytes())
+            && text.get(at + key.len()) == Some(&b'"')
+    }
 }
 
 fn is_space(b: u8) -> bool {
@@ -96,87 +73,25 @@ fn skip_space(text: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// Past the string that starts at `i`.
-fn skip_string(text: &[u8], mut i: usize) -> usize {
-    i += 1;
-    while let Some(&b) = text.get(i) {
-        match b {
-            b'"' => return i + 1,
-            b'\\' => i += 2,
-            _ => i += 1,
-        }
-    }
-    i
-}
-
-/// Past the value that starts at `i`.
-fn skip_value(text: &[u8], mut i: usize) -> usize {
-    match text.get(i) {
-        Some(b'"') => skip_string(text, i),
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            while let Some(&b) = text.get(i) {
-                match b {
-                    b'"' => {
-                        i = skip_string(text, i);
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return i + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-            i
-        }
-        _ => {
-            while text
-                .get(i)
-                .is_some_and(|&b| !matches!(b, b',' | b'}' | b']') && !is_space(b))
-            {
-                i += 1;
-            }
-            i
-        }
-    }
-}
-
 /// Writes `m`, whose text is `text` and whose original members are `members`, as SJSON
-/// would have changed the text; `false` (nothing written) when the object's order is not
-/// one SJSON's changes can give (keys sorted, say), and it is to be written compact.
+/// would have changed the text; `false` (nothing written) when the two do not fit together
+/// (not a state the map's changes leave), and it is to be written compact.
 pub(super) fn write_spliced(out: &mut Vec<u8>, m: &Map, text: &Bytes, members: &[Member]) -> bool {
-    // Which entry each member is, in order; entries without one were added.
+    // Which entry each member is: entries keep the members' order (a change that reorders
+    // drops the text), a removed key is a deleted member, added keys come last.
     let mut entry_of: SmallVec<[Option<usize>; 32]> = SmallVec::from_elem(None, members.len());
-    let mut added: SmallVec<[usize; 8]> = SmallVec::new();
-    let mut next = 0;
-    for (j, slot) in m.entries.iter().enumerate() {
-        let found = members.iter().position(|mem| {
-            mem.state != State::Deleted
-                && mem.tag == slot.tag
-                && mem.key(text) == slot.key.as_bytes()
-        });
-        match found {
-            Some(k) if k >= next && added.is_empty() => {
-                entry_of[k] = Some(j);
-                next = k + 1;
-            }
-            Some(_) => return false,
-            None => added.push(j),
+    let mut j = 0;
+    for (mem, e) in members.iter().zip(entry_of.iter_mut()) {
+        if mem.state != State::Deleted {
+            let Some(slot) = m.entries.get(j) else {
+                return false;
+            };
+            debug_assert!(mem.is(text, &slot.key), "member and entry {j} differ");
+            *e = Some(j);
+            j += 1;
         }
     }
-    if members
-        .iter()
-        .zip(&entry_of)
-        .any(|(mem, e)| (mem.state == State::Deleted) == e.is_some())
-    {
-        // A member neither present nor deleted: not a state the map's changes leave.
-        return false;
-    }
+    let added = j..m.entries.len();
     let mut buf = text.to_vec();
     // From the last member to the first, so that the places before stay where they were.
     for (mem, e) in members.iter().zip(&entry_of).rev() {

@@ -46,12 +46,11 @@ fn write(out: &mut Vec<u8>, v: &Value, keep_text: bool) {
         Value::Object(m) => {
             if keep_text && let Some(text) = m.source() {
                 match &text.members {
-                    None => return out.extend_from_slice(&text.bytes),
-                    Some(members) => {
-                        if super::splice::write_spliced(out, m, &text.bytes, members) {
-                            return;
-                        }
+                    _ if !text.changed => return out.extend_from_slice(&text.bytes),
+                    Some(members) if super::splice::write_spliced(out, m, &text.bytes, members) => {
+                        return;
                     }
+                    _ => {}
                 }
             }
             out.push(b'{');
@@ -90,7 +89,7 @@ const ESCAPE: [u8; 256] = {
 /// Whether any of the 8 bytes of `w` must be escaped (a control character, `"` or `\\`),
 /// tested on the whole word at once (exact for presence, see "bit twiddling hacks").
 #[inline]
-fn word_needs_escape(w: u64) -> bool {
+pub(super) fn word_needs_escape(w: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let control = w.wrapping_sub(ONES * 0x20) & !w;
