@@ -129,16 +129,26 @@ impl<'a> Reader<'a> {
         }
         loop {
             out.push(self.value()?);
-            self.skip_space();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b']') => break,
-                _ => return Err(Invalid),
+            if self.after_element(b']')? {
+                break;
             }
         }
         self.i += 1;
         self.depth -= 1;
         Ok(Value::Array(out))
+    }
+
+    /// After an element of an array or object: past a comma, `false`; at `close`, `true`.
+    fn after_element(&mut self, close: u8) -> Parsed<bool> {
+        self.skip_space();
+        match self.peek() {
+            Some(b',') => {
+                self.i += 1;
+                Ok(false)
+            }
+            Some(c) if c == close => Ok(true),
+            _ => Err(Invalid),
+        }
     }
 
     fn object(&mut self) -> Parsed<Value> {
@@ -176,11 +186,8 @@ impl<'a> Reader<'a> {
                 let value = self.value()?;
                 members.push(Member::new(key_start, value_start, self.i - start));
                 object.push(key, value);
-                self.skip_space();
-                match self.peek() {
-                    Some(b',') => self.i += 1,
-                    Some(b'}') => break,
-                    _ => return Err(Invalid),
+                if self.after_element(b'}')? {
+                    break;
                 }
             }
             self.i += 1;

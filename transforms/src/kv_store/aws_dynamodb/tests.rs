@@ -251,56 +251,47 @@ pub(super) fn mine() -> HashMap<String, AttributeValue> {
     mine
 }
 
-#[tokio::test]
-async fn our_own_earlier_attempt_is_fresh_unless_it_took_over_and_our_own_earlier_request_is_a_retake()
- {
-    // The SDK retried an update whose first attempt was applied but answered with a 500:
-    // the record it replaced is exactly what this request writes.
+/// Acquires `k1` as "me" where the first UpdateItem was applied but answered with a 500 and
+/// the SDK's retry found `item`, the record the first attempt wrote.
+async fn acquire_after_a_lost_answer(item: HashMap<String, AttributeValue>) -> Acquired {
     let rule = mock!(Client::update_item)
         .sequence()
         .http_status(
             500,
             Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into()),
         )
-        .output(|| {
+        .output(move || {
             UpdateItemOutput::builder()
-                .set_attributes(Some(mine()))
+                .set_attributes(Some(item.clone()))
                 .build()
         })
         .build();
     let store = store(&[&rule], 2);
     let got = store.acquire("me", NOW_MS, &[req("k1")], 1).await;
-    assert_eq!(got[0].as_ref().unwrap(), &Acquired::FRESH);
     assert_eq!(rule.num_calls(), 2);
+    got.into_iter().next().unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn our_own_earlier_attempt_is_fresh_unless_it_took_over_and_our_own_earlier_request_is_a_retake()
+ {
+    // The SDK retried an update whose first attempt was applied: the record it replaced is
+    // exactly what this request writes, a pending chain this request began.
+    assert_eq!(acquire_after_a_lost_answer(mine()).await, Acquired::FRESH);
     // The same, but the first attempt took the key over from a crashed owner (the pending
     // chain began before this request, at its `since`): still a takeover, so the send
     // looks for what that owner delivered before sending again.
-    let rule = mock!(Client::update_item)
-        .sequence()
-        .http_status(
-            500,
-            Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into()),
-        )
-        .output(|| {
-            let mut item = mine();
-            item.insert("lock_since".into(), n(NOW_MS - 9_000));
-            UpdateItemOutput::builder()
-                .set_attributes(Some(item))
-                .build()
-        })
-        .build();
-    let store = super::tests::store(&[&rule], 2);
-    let got = store.acquire("me", NOW_MS, &[req("k1")], 1).await;
+    let mut taken_over = mine();
+    taken_over.insert("lock_since".into(), n(NOW_MS - 9_000));
     assert_eq!(
-        got[0].as_ref().unwrap(),
-        &Acquired::Taken {
+        acquire_after_a_lost_answer(taken_over).await,
+        Acquired::Taken {
             prior: Some(Prior {
                 owner: "me".into(),
                 since_ms: NOW_MS - 9_000
             })
         }
     );
-    assert_eq!(rule.num_calls(), 2);
     // Without a retry, the same record is an earlier request's (a key whose release
     // failed): taken again, and the message may have been delivered since.
     let rule = mock!(Client::update_item).then_output(|| {
