@@ -283,14 +283,7 @@ impl<'a> Reader<'a> {
         let int_end = i;
         let mut float = false;
         if b.get(i) == Some(&b'.') {
-            i += 1;
-            let digits = i;
-            while let Some(b'0'..=b'9') = b.get(i) {
-                i += 1;
-            }
-            if i == digits {
-                return Err(Invalid);
-            }
+            i = digits(b, i + 1)?;
             float = true;
         }
         if let Some(b'e' | b'E') = b.get(i) {
@@ -298,13 +291,7 @@ impl<'a> Reader<'a> {
             if let Some(b'+' | b'-') = b.get(i) {
                 i += 1;
             }
-            let digits = i;
-            while let Some(b'0'..=b'9') = b.get(i) {
-                i += 1;
-            }
-            if i == digits {
-                return Err(Invalid);
-            }
+            i = digits(b, i)?;
             float = true;
         }
         self.i = i;
@@ -340,6 +327,15 @@ fn plain_run(b: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// Past the one or more decimal digits at `i` (a fraction's or an exponent's).
+fn digits(b: &[u8], start: usize) -> Parsed<usize> {
+    let mut i = start;
+    while let Some(b'0'..=b'9') = b.get(i) {
+        i += 1;
+    }
+    if i == start { Err(Invalid) } else { Ok(i) }
 }
 
 /// Decimal digits as a `u64`, or `None` when they overflow it.
