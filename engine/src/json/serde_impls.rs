@@ -1,5 +1,6 @@
-//! Reading and writing [`Value`] and [`Map`] through serde (serde_json's reader and
-//! writer do the text).
+//! Reading and writing [`Value`] and [`Map`] through serde, for settings, configs and
+//! serde_json's own values (messages are read by `parse.rs`, which keeps each object's
+//! text, and written by `write.rs`).
 
 use std::fmt;
 
