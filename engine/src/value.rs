@@ -23,7 +23,9 @@ pub fn to_text(v: &Value) -> Cow<'_, str> {
 pub fn to_json_text(v: &Value) -> String {
     let mut out = Vec::new();
     crate::json::write_json(&mut out, v);
-    String::from_utf8(out).expect("JSON text is UTF-8")
+    // JSON text written from `str`s and from UTF-8-checked input: the lossy path never
+    // replaces anything, and nothing here can panic.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// GJSON's `Float()`: numbers, numeric strings, `true` = 1; anything else 0.

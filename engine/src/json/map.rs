@@ -217,18 +217,12 @@ impl Map {
         // Entries keep the members' order (every change that reorders drops the text), a
         // removed key is a deleted member, and added keys come last: entry `i` is the
         // `i`-th member not deleted, or an added key.
-        let at = if members.get(i).is_some_and(|m| m.state != State::Deleted)
-            && members[..i].iter().all(|m| m.state != State::Deleted)
-        {
-            Some(i)
-        } else {
-            members
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| m.state != State::Deleted)
-                .nth(i)
-                .map(|(at, _)| at)
-        };
+        let at = members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.state != State::Deleted)
+            .nth(i)
+            .map(|(at, _)| at);
         if let Some(at) = at {
             debug_assert!(members[at].is(&text.bytes, &self.entries[i].key));
             members[at].state = state;

@@ -30,7 +30,6 @@ pub fn from_bytes(src: &Bytes) -> Option<Value> {
     // every byte must be ASCII), and strings are then slices of valid text.
     let text = std::str::from_utf8(src).ok()?;
     let mut p = Reader {
-        b: src,
         text,
         src,
         i: 0,
@@ -38,7 +37,7 @@ pub fn from_bytes(src: &Bytes) -> Option<Value> {
     };
     let v = p.value().ok()?;
     p.skip_space();
-    (p.i == p.b.len()).then_some(v)
+    (p.i == text.len()).then_some(v)
 }
 
 /// [`from_bytes`] of a slice; the text is copied once, so that objects can keep theirs.
@@ -52,8 +51,7 @@ struct Invalid;
 type Parsed<T> = Result<T, Invalid>;
 
 struct Reader<'a> {
-    b: &'a [u8],
-    /// `b` as text (valid UTF-8).
+    /// The input, checked to be UTF-8.
     text: &'a str,
     src: &'a Bytes,
     i: usize,
@@ -76,14 +74,14 @@ const STRING_STOP: [bool; 256] = {
 impl<'a> Reader<'a> {
     #[inline]
     fn skip_space(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.as_bytes().get(self.i) {
             self.i += 1;
         }
     }
 
     #[inline]
     fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
+        self.text.as_bytes().get(self.i).copied()
     }
 
     fn value(&mut self) -> Parsed<Value> {
@@ -101,7 +99,7 @@ impl<'a> Reader<'a> {
     }
 
     fn word(&mut self, w: &[u8], v: Value) -> Parsed<Value> {
-        if self.b[self.i..].starts_with(w) {
+        if self.text.as_bytes()[self.i..].starts_with(w) {
             self.i += w.len();
             Ok(v)
         } else {
@@ -206,7 +204,7 @@ impl<'a> Reader<'a> {
     fn string(&mut self) -> Parsed<Cow<'a, str>> {
         self.i += 1;
         let start = self.i;
-        let b = self.b;
+        let b = self.text.as_bytes();
         let mut i = plain_run(b, start);
         match b.get(i) {
             Some(b'"') => {
@@ -263,7 +261,7 @@ impl<'a> Reader<'a> {
     /// exactly, anything else as the nearest `f64` (out of range is not JSON); `-0` is the
     /// float `-0.0`.
     fn number(&mut self) -> Parsed<Value> {
-        let b = self.b;
+        let b = self.text.as_bytes();
         let start = self.i;
         let mut i = start;
         let negative = b[i] == b'-';
@@ -345,7 +343,8 @@ fn integer(digits: &[u8]) -> Option<u64> {
     })
 }
 
-/// `\uXXXX` at `b[*i] == b'u'` (with its low half when it is a surrogate pair), moving `i`
+/// A `\u` escape and its four hex digits at `b[*i] == b'u'` (with its low half when it is a
+/// surrogate pair), moving `i`
 /// past it. A lone surrogate is not JSON to serde_json, so it is not here either.
 fn unicode_escape(b: &[u8], i: &mut usize) -> Parsed<char> {
     let hi = hex4(b, *i + 1)?;
@@ -429,6 +428,7 @@ impl ObjectBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::tests::Rng;
     use crate::json::{write_compact, write_json};
 
     /// serde_json's reading of `text`, the oracle.
@@ -583,24 +583,6 @@ mod tests {
         agree(format!("{{{}}}", large.join(",")).as_bytes());
     }
 
-    /// A small deterministic generator (xorshift), so failures reproduce.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-            from[self.below(from.len())]
-        }
-    }
-
     const SPACE: &[&str] = &["", "", "", " ", "  ", "\n", "\t", "\r\n  "];
     const SCALARS: &[&str] = &[
         "0",
@@ -628,43 +610,39 @@ mod tests {
     ];
     const KEYS: &[&str] = &["a", "b", "ab", "abcdefgh", "abcdefgX", "", "é", "a\\u0062"];
 
+    /// `open`, up to `most - 1` elements each written by `element` (with random white
+    /// space around the commas), `close`.
+    fn container(
+        r: &mut Rng,
+        out: &mut String,
+        (open, close, most): (char, char, usize),
+        mut element: impl FnMut(&mut Rng, &mut String),
+    ) {
+        out.push(open);
+        for i in 0..r.below(most) {
+            out.push_str(r.pick(SPACE));
+            if i > 0 {
+                out.push(',');
+                out.push_str(r.pick(SPACE));
+            }
+            element(r, out);
+        }
+        out.push_str(r.pick(SPACE));
+        out.push(close);
+    }
+
     fn document(r: &mut Rng, depth: usize, out: &mut String) {
-        let sp = |r: &mut Rng, out: &mut String| out.push_str(r.pick(SPACE));
         match if depth > 4 { 2 } else { r.below(3) } {
-            0 => {
-                out.push('{');
-                let n = r.below(5);
-                for i in 0..n {
-                    sp(r, out);
-                    if i > 0 {
-                        out.push(',');
-                        sp(r, out);
-                    }
-                    out.push('"');
-                    out.push_str(r.pick(KEYS));
-                    out.push('"');
-                    sp(r, out);
-                    out.push(':');
-                    sp(r, out);
-                    document(r, depth + 1, out);
-                }
-                sp(r, out);
-                out.push('}');
-            }
-            1 => {
-                out.push('[');
-                let n = r.below(4);
-                for i in 0..n {
-                    sp(r, out);
-                    if i > 0 {
-                        out.push(',');
-                        sp(r, out);
-                    }
-                    document(r, depth + 1, out);
-                }
-                sp(r, out);
-                out.push(']');
-            }
+            0 => container(r, out, ('{', '}', 5), |r, out| {
+                out.push('"');
+                out.push_str(r.pick(KEYS));
+                out.push('"');
+                out.push_str(r.pick(SPACE));
+                out.push(':');
+                out.push_str(r.pick(SPACE));
+                document(r, depth + 1, out);
+            }),
+            1 => container(r, out, ('[', ']', 4), |r, out| document(r, depth + 1, out)),
             _ => out.push_str(r.pick(SCALARS)),
         }
     }

@@ -148,6 +148,7 @@ pub(super) fn write_spliced(out: &mut Vec<u8>, m: &Map, text: &Bytes, members: &
 mod tests {
     use super::*;
     use crate::json::parse::from_slice;
+    use crate::json::tests::Rng;
     use crate::json::{Value, write_compact};
 
     fn written(v: &Value) -> String {
@@ -326,18 +327,6 @@ mod tests {
             }
             let v = Value::Object(m);
             assert_eq!(written(&v), c.sjson, "{} {:?}", c.text, c.ops);
-        }
-    }
-
-    /// xorshift, so that a failure reproduces.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
         }
     }
 

@@ -3,6 +3,25 @@
 use super::*;
 use compact_str::CompactString;
 
+/// A small deterministic generator (xorshift) for the generated-case tests of `json`'s
+/// modules, so that a failure reproduces.
+pub(super) struct Rng(pub(super) u64);
+
+impl Rng {
+    pub(super) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub(super) fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub(super) fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+}
+
 #[test]
 fn parses_and_serialises_keeping_key_order() {
     let text = r#"{"z":1,"a":{"y":[1,2.5,"s",null,true]},"m":-3,"big":30400402455622563}"#;
