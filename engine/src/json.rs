@@ -10,6 +10,7 @@
 //! accepts and lets each object keep its text, as Substation's SJSON keeps it) and written
 //! directly (`write.rs`); serde's traits are implemented too (`serde_impls.rs`).
 
+mod array;
 mod map;
 pub mod parse;
 pub mod pretty;
@@ -19,6 +20,7 @@ mod write;
 
 use std::fmt;
 
+pub use array::Array;
 pub use map::{Entry, INDEX_FROM, Map, Slot, key_tag};
 pub use serde_json::Number;
 pub use write::{write_compact, write_json};
@@ -36,20 +38,24 @@ pub enum Value {
     /// A string.
     String(String),
     /// An array.
-    Array(Vec<Value>),
+    Array(Array),
     /// An object, with key order kept.
     Object(Map),
 }
 
 impl Value {
-    /// Drops the text every object in it was parsed from, so that it is written compact.
+    /// Drops the text every object and array in it was parsed from, so that it is written
+    /// compact.
     pub fn forget_text(&mut self) {
         match self {
             Value::Object(m) => {
                 m.forget_text();
                 m.values_mut().for_each(Value::forget_text);
             }
-            Value::Array(a) => a.iter_mut().for_each(Value::forget_text),
+            Value::Array(a) => {
+                a.forget_text();
+                a.iter_mut().for_each(Value::forget_text);
+            }
             _ => {}
         }
     }
@@ -126,14 +132,14 @@ impl Value {
         }
     }
     /// The array, if it is one.
-    pub fn as_array(&self) -> Option<&Vec<Value>> {
+    pub fn as_array(&self) -> Option<&Array> {
         match self {
             Value::Array(a) => Some(a),
             _ => None,
         }
     }
     /// The array for changing, if it is one.
-    pub fn as_array_mut(&mut self) -> Option<&mut Vec<Value>> {
+    pub fn as_array_mut(&mut self) -> Option<&mut Array> {
         match self {
             Value::Array(a) => Some(a),
             _ => None,
@@ -305,6 +311,12 @@ impl From<Number> for Value {
 impl From<Map> for Value {
     fn from(m: Map) -> Value {
         Value::Object(m)
+    }
+}
+
+impl From<Array> for Value {
+    fn from(a: Array) -> Value {
+        Value::Array(a)
     }
 }
 

@@ -408,7 +408,7 @@ fn one_pipeline_of_every_registered_type_builds_without_a_warning() {
         json!({"type": "meta_switch", "settings": {"id": "every_condition", "cases": cases}}),
     );
     let built = r
-        .build_pipeline(&Value::Array(list), "transforms")
+        .build_pipeline(&Value::Array(list.into()), "transforms")
         .unwrap_or_else(|e| panic!("the pipeline of every type does not build: {e}"));
     assert_eq!(built.value.len(), transforms.len() + 1);
     let warnings: Vec<String> = built.warnings.iter().map(|w| w.to_string()).collect();

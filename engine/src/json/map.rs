@@ -2,13 +2,14 @@
 //! tags while the object is small and through a hash index once it is large. An object
 //! parsed from text also keeps that text, and once it changes, which of its members changed,
 //! so it is written back as Substation's SJSON, which edits the text in place, would leave
-//! it (`parse.rs`, `splice.rs`).
+//! it (`parse.rs`, `splice.rs`). [`ObjectBuilder`] builds one as a reader reads it.
 
 use std::collections::HashMap;
 use std::fmt;
 
 use bytes::Bytes;
 use compact_str::CompactString;
+use smallvec::SmallVec;
 
 use super::Value;
 use super::splice::{Member, State};
@@ -396,6 +397,70 @@ impl Map {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.extra = None;
+    }
+}
+
+/// An object's entries as they are read: on the stack while few, with an index once the
+/// object is large; a later duplicate key is dropped (`keep_first`, GJSON's reading) or
+/// replaces the earlier value in its place (as serde_json's map does). serde's reader
+/// (`serde_impls.rs`) builds objects through it too, as serde_json would.
+#[derive(Default)]
+pub(super) struct ObjectBuilder {
+    keep_first: bool,
+    buf: SmallVec<[Slot; 24]>,
+    /// One bit per key seen, chosen by its tag: a key whose bit is clear cannot be a
+    /// duplicate, so the comparison with every earlier key is skipped.
+    seen: u64,
+    large: Option<Map>,
+}
+
+impl ObjectBuilder {
+    /// A builder; a later duplicate key is dropped when `keep_first`, else it replaces.
+    pub(super) fn new(keep_first: bool) -> ObjectBuilder {
+        ObjectBuilder {
+            keep_first,
+            ..ObjectBuilder::default()
+        }
+    }
+
+    pub(super) fn push(&mut self, key: CompactString, value: Value) {
+        if let Some(m) = &mut self.large {
+            if !(self.keep_first && m.contains_key(&key)) {
+                m.insert(key, value);
+            }
+            return;
+        }
+        let tag = tag(key.as_bytes());
+        let bit = 1u64 << (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
+        if self.seen & bit != 0
+            && let Some(e) = self.buf.iter_mut().find(|e| e.tag == tag && e.key == key)
+        {
+            if !self.keep_first {
+                e.value = value;
+            }
+            return;
+        }
+        self.seen |= bit;
+        self.buf.push(Slot { tag, key, value });
+        if self.buf.len() > INDEX_FROM {
+            // A large object: go on through the indexed map.
+            let mut m = Map {
+                entries: std::mem::take(&mut self.buf).into_vec(),
+                extra: None,
+            };
+            m.reindex();
+            self.large = Some(m);
+        }
+    }
+
+    pub(super) fn finish(self) -> Map {
+        match self.large {
+            Some(m) => m,
+            None => Map {
+                entries: self.buf.into_vec(),
+                extra: None,
+            },
+        }
     }
 }
 

@@ -13,19 +13,35 @@ use std::borrow::Cow;
 use bytes::Bytes;
 use compact_str::CompactString;
 use smallvec::SmallVec;
+use thin_vec::ThinVec;
 
-use super::map::{Slot, tag};
-use super::splice::Member;
+use super::map::ObjectBuilder;
+use super::splice::{Element, Member};
 use super::write::word_needs_escape;
-use super::{INDEX_FROM, Map, Number, Value};
+use super::{Array, Number, Value};
 
 /// How deep arrays and objects may nest: serde_json's limit, so the two accept the same
 /// documents, and a document cannot exhaust the stack.
 const MAX_DEPTH: usize = 128;
 
+/// What a key given twice in one object reads as (JSON leaves it to the reader).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DuplicateKeys {
+    /// The first value: what GJSON reads, and so Substation. Messages are read this way.
+    First,
+    /// The last value, in the first key's place: what serde_json reads.
+    Last,
+}
+
 /// The JSON value `src` holds (JSON white space around it allowed), or `None` when it is
-/// not one JSON value. Each object keeps its text (see [`Map::text`]).
+/// not one JSON value; a key given twice reads as its first value, as GJSON reads it. Each
+/// object and array keeps its text (see [`Map::text`](super::Map::text)).
 pub fn from_bytes(src: &Bytes) -> Option<Value> {
+    from_bytes_with(src, DuplicateKeys::First)
+}
+
+/// [`from_bytes`], with a key given twice read as `duplicates` says.
+pub fn from_bytes_with(src: &Bytes, duplicates: DuplicateKeys) -> Option<Value> {
     // Checked once as a whole: invalid UTF-8 is not JSON wherever it is (outside strings
     // every byte must be ASCII), and strings are then slices of valid text.
     let text = std::str::from_utf8(src).ok()?;
@@ -34,6 +50,7 @@ pub fn from_bytes(src: &Bytes) -> Option<Value> {
         src,
         i: 0,
         depth: 0,
+        keep_first: duplicates == DuplicateKeys::First,
     };
     let v = p.value().ok()?;
     p.skip_space();
@@ -43,6 +60,11 @@ pub fn from_bytes(src: &Bytes) -> Option<Value> {
 /// [`from_bytes`] of a slice; the text is copied once, so that objects can keep theirs.
 pub fn from_slice(b: &[u8]) -> Option<Value> {
     from_bytes(&Bytes::copy_from_slice(b))
+}
+
+/// [`from_bytes_with`] of a slice.
+pub fn from_slice_with(b: &[u8], duplicates: DuplicateKeys) -> Option<Value> {
+    from_bytes_with(&Bytes::copy_from_slice(b), duplicates)
 }
 
 /// Not JSON (where is not kept: callers say what was not JSON).
@@ -56,6 +78,8 @@ struct Reader<'a> {
     src: &'a Bytes,
     i: usize,
     depth: usize,
+    /// A key given twice keeps its first value (GJSON's reading) instead of its last.
+    keep_first: bool,
 }
 
 /// For each byte: whether a string's plain run ends at it (`"`, `\` or a control byte).
@@ -117,23 +141,35 @@ impl<'a> Reader<'a> {
     }
 
     fn array(&mut self) -> Parsed<Value> {
+        let start = self.i;
         self.enter()?;
-        let mut out = Vec::new();
+        let mut out = ThinVec::new();
+        // Where each element is, for splicing changes in later (`splice.rs`).
+        let mut elements: SmallVec<[Element; 16]> = SmallVec::new();
         self.skip_space();
         if self.peek() == Some(b']') {
             self.i += 1;
-            self.depth -= 1;
-            return Ok(Value::Array(out));
-        }
-        loop {
-            out.push(self.value()?);
-            if self.after_element(b']')? {
-                break;
+        } else {
+            loop {
+                self.skip_space();
+                let element_start = self.i - start;
+                out.push(self.value()?);
+                elements.push(Element::new(element_start, self.i - start));
+                if self.after_element(b']')? {
+                    break;
+                }
             }
+            self.i += 1;
         }
-        self.i += 1;
         self.depth -= 1;
-        Ok(Value::Array(out))
+        if u32::try_from(self.i - start).is_err() {
+            return Ok(Value::Array(out.into_iter().collect()));
+        }
+        Ok(Value::Array(Array::with_text(
+            out,
+            self.src.slice(start..self.i),
+            elements.into_vec(),
+        )))
     }
 
     /// After an element of an array or object: past a comma, `false`; at `close`, `true`.
@@ -152,11 +188,10 @@ impl<'a> Reader<'a> {
     fn object(&mut self) -> Parsed<Value> {
         let start = self.i;
         self.enter()?;
-        let mut object = ObjectBuilder::default();
-        // Where each member is, for splicing changes in later (`splice.rs`); not kept when
-        // a key has an escape (its text is not the key).
+        let mut object = ObjectBuilder::new(self.keep_first);
+        // Where each member is, for splicing changes in later (`splice.rs`). GJSON matches
+        // a key written with an escape by its value, so SJSON edits it as any other.
         let mut members: SmallVec<[Member; 24]> = SmallVec::new();
-        let mut spliceable = true;
         self.skip_space();
         if self.peek() == Some(b'}') {
             self.i += 1;
@@ -167,12 +202,9 @@ impl<'a> Reader<'a> {
                     return Err(Invalid);
                 }
                 let key_start = self.i - start;
-                let key = match self.string()? {
-                    Cow::Borrowed(k) => CompactString::from(k),
-                    Cow::Owned(k) => {
-                        spliceable = false;
-                        CompactString::from(k)
-                    }
+                let (key, escaped) = match self.string()? {
+                    Cow::Borrowed(k) => (CompactString::from(k), false),
+                    Cow::Owned(k) => (CompactString::from(k), true),
                 };
                 self.skip_space();
                 if self.peek() != Some(b':') {
@@ -182,7 +214,7 @@ impl<'a> Reader<'a> {
                 self.skip_space();
                 let value_start = self.i - start;
                 let value = self.value()?;
-                members.push(Member::new(key_start, value_start, self.i - start));
+                members.push(Member::new(key_start, value_start, self.i - start, escaped));
                 object.push(key, value);
                 if self.after_element(b'}')? {
                     break;
@@ -193,9 +225,8 @@ impl<'a> Reader<'a> {
         self.depth -= 1;
         let mut m = object.finish();
         // A key given twice is one entry: SJSON's edits of such text are not followed.
-        let members =
-            (spliceable && members.len() == m.len() && u32::try_from(self.i - start).is_ok())
-                .then(|| members.into_vec());
+        let members = (members.len() == m.len() && u32::try_from(self.i - start).is_ok())
+            .then(|| members.into_vec());
         m.set_text(self.src.slice(start..self.i), members);
         Ok(Value::Object(m))
     }
@@ -375,61 +406,11 @@ fn hex4(b: &[u8], at: usize) -> Parsed<u32> {
     })
 }
 
-/// An object's entries as they are read: on the stack while few, a later duplicate key
-/// replacing the earlier value in its place (as serde_json's map does), with an index once
-/// the object is large. serde's reader (`serde_impls.rs`) builds objects through it too.
-#[derive(Default)]
-pub(super) struct ObjectBuilder {
-    buf: SmallVec<[Slot; 24]>,
-    /// One bit per key seen, chosen by its tag: a key whose bit is clear cannot be a
-    /// duplicate, so the comparison with every earlier key is skipped.
-    seen: u64,
-    large: Option<Map>,
-}
-
-impl ObjectBuilder {
-    pub(super) fn push(&mut self, key: CompactString, value: Value) {
-        if let Some(m) = &mut self.large {
-            m.insert(key, value);
-            return;
-        }
-        let tag = tag(key.as_bytes());
-        let bit = 1u64 << (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
-        if self.seen & bit != 0
-            && let Some(e) = self.buf.iter_mut().find(|e| e.tag == tag && e.key == key)
-        {
-            e.value = value;
-            return;
-        }
-        self.seen |= bit;
-        self.buf.push(Slot { tag, key, value });
-        if self.buf.len() > INDEX_FROM {
-            // A large object: go on through the indexed map.
-            let mut m = Map {
-                entries: std::mem::take(&mut self.buf).into_vec(),
-                extra: None,
-            };
-            m.reindex();
-            self.large = Some(m);
-        }
-    }
-
-    pub(super) fn finish(self) -> Map {
-        match self.large {
-            Some(m) => m,
-            None => Map {
-                entries: self.buf.into_vec(),
-                extra: None,
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::tests::Rng;
-    use crate::json::{write_compact, write_json};
+    use crate::json::tests::{Rng, first_wins};
+    use crate::json::{Map, write_compact, write_json};
 
     /// serde_json's reading of `text`, the oracle.
     fn serde(text: &[u8]) -> Option<Value> {
@@ -445,7 +426,7 @@ mod tests {
     /// Same acceptance, same value, same number types (written compact, `1` and `1.0`
     /// differ).
     fn agree(text: &[u8]) {
-        let ours = from_slice(text);
+        let ours = from_slice_with(text, DuplicateKeys::Last);
         let theirs = serde(text);
         assert_eq!(
             ours.as_ref().map(compact),
@@ -655,6 +636,17 @@ mod tests {
             let mut text = String::new();
             document(&mut r, 0, &mut text);
             agree(text.as_bytes());
+            // Read as messages are, a key given twice is its first value (GJSON's reading).
+            let first = from_slice(text.as_bytes());
+            let oracle = first_wins(text.as_bytes());
+            assert!(
+                first.as_ref().map(compact) == oracle.as_ref().map(|j| j.to_string())
+                    && first
+                        .as_ref()
+                        .zip(oracle.as_ref())
+                        .is_none_or(|(v, j)| v == j),
+                "{text}: {first:?} is not {oracle:?}"
+            );
             // Each parsed object's text is its own JSON text.
             if let Some(v) = from_slice(text.as_bytes()) {
                 let mut out = Vec::new();

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::parse::ObjectBuilder;
+use super::map::ObjectBuilder;
 use super::{Map, Number, Value};
 use compact_str::CompactString;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -79,7 +79,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         while let Some(e) = seq.next_element()? {
             v.push(e);
         }
-        Ok(Value::Array(v))
+        Ok(Value::Array(v.into()))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         // JSON gives no length up front: the builder collects entries on the stack and

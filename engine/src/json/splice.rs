@@ -1,32 +1,41 @@
-//! An object changed since it was parsed, written as Substation's SJSON leaves it.
+//! An object or array changed since it was parsed, written as Substation's SJSON leaves it.
 //!
 //! SJSON changes JSON text in place: setting a key replaces its value's text, a new key is
 //! appended before the closing brace (`,"key":value`, after any white space that was
 //! there), and deleting one cuts it out with the comma before it (or, for the first member,
-//! the comma after it). Everything else keeps the input's spacing. [`super::Map`] keeps its
-//! text and, once it changes, which of its original members ([`Member`]) were changed or
-//! deleted; new keys are the entries without a member. [`write_spliced`] rebuilds the text
-//! SJSON would hold from that. Deletions in any order give the same text, and so do appends
-//! before or after them, except when every original member is deleted: the spacing left
-//! inside the braces then depends on the order SJSON was called in, which is not kept (the
-//! values are the same either way).
+//! the white space before it and the comma after it). Everything else keeps the input's
+//! spacing. [`super::Map`] keeps its text and, once it changes, which of its original
+//! members ([`Member`]) were changed or deleted; new keys are the entries without a member.
+//! [`write_spliced`] rebuilds the text SJSON would hold from that. Deletions in any order
+//! give the same text, and so do appends before or after them, except when every original
+//! member is deleted: the spacing left inside the braces then depends on the order SJSON
+//! was called in, which is not kept (the values are the same either way).
+//!
+//! Arrays follow the same rules (an element set in place, `-1` appending before the
+//! closing bracket, a deleted element cut with the comma before it; the first keeps the
+//! white space before it and loses the comma after it), with one more: setting an index
+//! at or past the end writes the array anew, each element's text joined by bare commas and
+//! padded with nulls. [`super::Array`] keeps its elements' places ([`Element`]) and
+//! whether that happened; [`write_spliced_array`] rebuilds the text.
 
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use super::Map;
+use super::array::Text as ArrayText;
 use super::write::{write_json, write_str};
+use super::{Array, Map};
 
 /// One member of the object as its text has it (offsets into the object's text; the
 /// parser records them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Member {
-    /// The key's opening quote. Keys with escapes are not kept, so the text after it, up to
-    /// the closing quote, is the key.
+    /// The key's opening quote.
     key_start: u32,
     value_start: u32,
     value_end: u32,
     pub(super) state: State,
+    /// Whether the key is written with an escape (its text is not the key).
+    escaped_key: bool,
 }
 
 /// What became of a member.
@@ -43,22 +52,55 @@ pub(super) enum State {
 impl Member {
     /// A member whose key starts at `key_start` and whose value spans
     /// `value_start..value_end` (the object's text is less than 4 GiB: the parser checks).
-    pub(super) fn new(key_start: usize, value_start: usize, value_end: usize) -> Member {
+    pub(super) fn new(
+        key_start: usize,
+        value_start: usize,
+        value_end: usize,
+        escaped_key: bool,
+    ) -> Member {
         Member {
             key_start: key_start as u32,
             value_start: value_start as u32,
             value_end: value_end as u32,
             state: State::Unchanged,
+            escaped_key,
         }
     }
 
-    /// Whether this is the (not deleted) member of `key` in `text`.
+    /// Whether this can be the (not deleted) member of `key` in `text` (a key written with
+    /// an escape is not compared).
     #[inline]
     pub(super) fn is(&self, text: &[u8], key: &str) -> bool {
         let at = self.key_start as usize + 1;
         self.state != State::Deleted
-            && text.get(at..at + key.len()) == Some(key.as_bytes())
-            && text.get(at + key.len()) == Some(&b'"')
+            && (self.escaped_key
+                || text.get(at..at + key.len()) == Some(key.as_bytes())
+                    && text.get(at + key.len()) == Some(&b'"'))
+    }
+}
+
+/// One element of an array as its text has it (offsets into the array's text; the parser
+/// records them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Element {
+    start: u32,
+    end: u32,
+    pub(super) state: State,
+}
+
+impl Element {
+    /// An element spanning `start..end` (the array's text is less than 4 GiB: the parser
+    /// checks).
+    pub(super) fn new(start: usize, end: usize) -> Element {
+        Element {
+            start: start as u32,
+            end: end as u32,
+            state: State::Unchanged,
+        }
+    }
+
+    fn span(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
     }
 }
 
@@ -139,6 +181,94 @@ pub(super) fn write_spliced(out: &mut Vec<u8>, m: &Map, text: &Bytes, members: &
             comma = true;
         }
         buf.push(b'}');
+    }
+    out.extend_from_slice(&buf);
+    true
+}
+
+/// Writes `a`, whose text is `text`, as SJSON would have changed the text; `false`
+/// (nothing written) when the two do not fit together, and it is to be written compact.
+pub(super) fn write_spliced_array(out: &mut Vec<u8>, a: &Array, text: &ArrayText) -> bool {
+    // Which item each element is, as for an object's members.
+    let mut item_of: SmallVec<[Option<usize>; 32]> = SmallVec::from_elem(None, text.elements.len());
+    let mut j = 0;
+    for (el, e) in text.elements.iter().zip(item_of.iter_mut()) {
+        if el.state != State::Deleted {
+            if j >= a.len() {
+                return false;
+            }
+            *e = Some(j);
+            j += 1;
+        }
+    }
+    let bytes = &text.bytes;
+    if text.rejoined {
+        // Written anew: the elements' own text (as it is now), joined by bare commas.
+        let mut original: SmallVec<[Option<&Element>; 32]> = SmallVec::from_elem(None, a.len());
+        for (el, e) in text.elements.iter().zip(&item_of) {
+            if let (Some(j), State::Unchanged) = (e, el.state) {
+                original[*j] = Some(el);
+            }
+        }
+        out.push(b'[');
+        for (j, v) in a.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
+            }
+            match original[j] {
+                Some(el) => out.extend_from_slice(&bytes[el.span()]),
+                None => write_json(out, v),
+            }
+        }
+        out.push(b']');
+        return true;
+    }
+    let added = j..a.len();
+    let mut buf = bytes.to_vec();
+    // From the last element to the first, so that the places before stay where they were.
+    for (el, e) in text.elements.iter().zip(&item_of).rev() {
+        let span = el.span();
+        match (el.state, e) {
+            (State::Changed, Some(j)) => {
+                let mut v = Vec::new();
+                write_json(&mut v, &a[*j]);
+                buf.splice(span, v);
+            }
+            (State::Deleted, _) => {
+                // The comma before it goes with it; the first element keeps the white space
+                // before it and takes the comma after it instead (with the space before
+                // that comma).
+                let before = buf[..span.start]
+                    .iter()
+                    .rposition(|&b| !is_space(b))
+                    .unwrap_or(0);
+                if buf[before] == b',' {
+                    buf.drain(before..span.end);
+                } else {
+                    let after = skip_space(&buf, span.end);
+                    let end = if buf.get(after) == Some(&b',') {
+                        after + 1
+                    } else {
+                        span.end
+                    };
+                    buf.drain(span.start..end);
+                }
+            }
+            _ => {}
+        }
+    }
+    if !added.is_empty() {
+        let close = buf.len() - 1;
+        let mut comma = buf[1..close].iter().any(|&b| !is_space(b));
+        buf.truncate(close);
+        for j in added {
+            if comma {
+                buf.push(b',');
+            }
+            write_json(&mut buf, &a[j]);
+            comma = true;
+        }
+        buf.push(b']');
     }
     out.extend_from_slice(&buf);
     true
@@ -246,6 +376,62 @@ mod tests {
                 r#"{"a": {"y" : 1.50},"b":{"y" : 1.50}}"#,
             ),
             (
+                "an array element set in place",
+                r#"{"a": [1, 2 ]}"#,
+                |m| {
+                    m.get_mut("a").and_then(Value::as_array_mut).unwrap()[1] = Value::from(9);
+                },
+                r#"{"a": [1, 9 ]}"#,
+            ),
+            (
+                "an array appended to (`a.-1`)",
+                r#"{"a": [1, 2 ]}"#,
+                |m| {
+                    let a = m.get_mut("a").and_then(Value::as_array_mut).unwrap();
+                    a.push(Value::from(3));
+                },
+                r#"{"a": [1, 2 ,3]}"#,
+            ),
+            (
+                "an array's first element deleted: the space before it stays",
+                r#"{"a": [ 1 , 2 ]}"#,
+                |m| {
+                    m.get_mut("a")
+                        .and_then(Value::as_array_mut)
+                        .unwrap()
+                        .remove(0);
+                },
+                r#"{"a": [  2 ]}"#,
+            ),
+            (
+                "an index past the end: the array written anew, its elements kept",
+                r#"{"a": [ 1.50 , {"b" : 2} ]}"#,
+                |m| {
+                    let a = m.get_mut("a").and_then(Value::as_array_mut).unwrap();
+                    a.pad_to(4);
+                    a[3] = Value::from(7);
+                },
+                r#"{"a": [1.50,{"b" : 2},null,7]}"#,
+            ),
+            (
+                "a copied array keeps its text",
+                r#"{"a": [1.50, 2]}"#,
+                |m| {
+                    let a = m.get("a").cloned().unwrap();
+                    m.insert("b", a);
+                },
+                r#"{"a": [1.50, 2],"b":[1.50, 2]}"#,
+            ),
+            (
+                "an array reordered: compact",
+                r#"{"a": [1.50, 2]}"#,
+                |m| {
+                    let a = m.get_mut("a").and_then(Value::as_array_mut).unwrap();
+                    a.as_mut_slice().reverse();
+                },
+                r#"{"a": [2,1.5]}"#,
+            ),
+            (
                 "every value touched: written anew",
                 r#"{"a": 1.50, "b" : "\u00e9"}"#,
                 |m| {
@@ -260,20 +446,22 @@ mod tests {
                 r#"{"a":2,"b":1}"#,
             ),
             (
-                "a key with an escape: compact",
-                r#"{"\u0061": 1}"#,
+                "a key with an escape: spliced as any other",
+                r#"{"\u0061": 1, "c" : 2}"#,
                 |m| {
                     m.insert("b", Value::from(2));
+                    m.insert("a", Value::from(5));
+                    m.remove("c");
                 },
-                r#"{"a":1,"b":2}"#,
+                r#"{"\u0061": 5,"b":2}"#,
             ),
             (
-                "a key twice: compact",
+                "a key twice: its first value (as GJSON reads it), compact",
                 r#"{"a": 1, "a": 2}"#,
                 |m| {
                     m.insert("b", Value::from(3));
                 },
-                r#"{"a":2,"b":3}"#,
+                r#"{"a":1,"b":3}"#,
             ),
             (
                 "a new key moved first: compact",
@@ -330,8 +518,40 @@ mod tests {
         }
     }
 
-    /// Random changes, nested ones included, through every way to change a map: what is
-    /// written always reads back as the value changed (the text never goes stale).
+    #[test]
+    fn arrays_agree_with_a_model_of_sjson_on_generated_cases() {
+        #[derive(serde::Deserialize)]
+        struct Case {
+            text: String,
+            ops: Vec<Vec<serde_json::Value>>,
+            sjson: String,
+        }
+        let cases: Vec<Case> =
+            serde_json::from_str(include_str!("testdata/splice_array_cases.json")).unwrap();
+        assert_eq!(cases.len(), 400);
+        for c in cases {
+            // Through the paths a transform writes with (`a.2`, `a.-1`), inside an object.
+            let mut doc = from_slice(format!(r#"{{"a":{}}}"#, c.text).as_bytes()).unwrap();
+            for op in &c.ops {
+                let n = |i: usize| op[i].as_i64().unwrap();
+                let at = |index: i64| crate::path::Path::parse(&format!("a.{index}")).unwrap();
+                match op[0].as_str().unwrap() {
+                    "delete" => {
+                        at(n(1)).delete(&mut doc).unwrap();
+                    }
+                    "set" => at(n(1)).set(&mut doc, Value::from(n(2))).unwrap(),
+                    "append" => at(-1).set(&mut doc, Value::from(n(1))).unwrap(),
+                    other => panic!("{other}"),
+                }
+            }
+            let want = format!(r#"{{"a":{}}}"#, c.sjson);
+            assert_eq!(written(&doc), want, "{} {:?}", c.text, c.ops);
+        }
+    }
+
+    /// Random changes, nested ones included, through every way to change a map or an
+    /// array: what is written always reads back as the value changed (the text never goes
+    /// stale).
     #[test]
     fn whatever_changes_what_is_written_is_the_value() {
         let texts = [
@@ -339,55 +559,97 @@ mod tests {
             r#"{"a":{"a":{"a":1}},"b":2}"#,
             "{ }",
             r#"{"k": [ {"x": 1 }, {"y" : 2} ], "n": null}"#,
+            r#"[ 1 , [ 2 , { "a" : [ ] } ] , "x" ]"#,
+            r#"{"\u0061" : { "\u0062":1, "c": [ ] }, "n\u0065w": 2}"#,
         ];
         let keys = ["a", "b", "c", "d", "e", "f", "k", "n", "x", "new"];
         let mut r = Rng(0x2545_f491_4f6c_dd1d);
-        for round in 0..4000 {
+        for round in 0..6000 {
             let text = texts[round % texts.len()];
             let mut v = from_slice(text.as_bytes()).unwrap();
             for _ in 0..1 + r.below(6) {
-                // A path to an object, then down it as a set goes (`get_mut` at each step).
-                let mut path = Vec::new();
+                // A path to an object or array, then down it as a set goes (`get_mut` at
+                // each step).
+                let mut path: Vec<Result<&str, usize>> = Vec::new();
                 let mut at = &v;
-                for _ in 0..r.below(3) {
-                    let k = keys[r.below(keys.len())];
-                    match at.get(k) {
-                        Some(next @ Value::Object(_)) => {
-                            path.push(k);
+                for _ in 0..r.below(4) {
+                    let (step, next) = match at {
+                        Value::Object(_) => {
+                            let k = keys[r.below(keys.len())];
+                            (Ok(k), at.get(k))
+                        }
+                        Value::Array(a) => {
+                            let i = r.below(a.len() + 1);
+                            (Err(i), a.get(i))
+                        }
+                        _ => break,
+                    };
+                    match next {
+                        Some(next @ (Value::Object(_) | Value::Array(_))) => {
+                            path.push(step);
                             at = next;
                         }
                         _ => break,
                     }
                 }
                 let mut cur = &mut v;
-                for k in path {
-                    let Value::Object(m) = cur else {
-                        unreachable!()
+                for step in path {
+                    cur = match (cur, step) {
+                        (Value::Object(m), Ok(k)) => m.get_mut(k).unwrap(),
+                        (Value::Array(a), Err(i)) => a.get_mut(i).unwrap(),
+                        _ => unreachable!(),
                     };
-                    cur = m.get_mut(k).unwrap();
                 }
-                let Value::Object(m) = cur else { continue };
                 let k = keys[r.below(keys.len())];
-                match r.below(8) {
-                    0 => {
-                        m.insert(k, Value::from(r.below(100) as i64));
+                let n = Value::from(r.below(100) as i64);
+                match cur {
+                    Value::Object(m) => match r.below(8) {
+                        0 => {
+                            m.insert(k, n);
+                        }
+                        1 => {
+                            m.remove(k);
+                        }
+                        2 => {
+                            *m.get_or_insert_null(&k.into()) = Value::from("s");
+                        }
+                        3 => {
+                            m.entry(k).or_insert(Value::Bool(false));
+                        }
+                        4 => m.values_mut().for_each(|x| *x = Value::Null),
+                        5 => m.retain(|key, _| key != k),
+                        6 => {
+                            let copy = from_slice(br#"{ "copied" : [1, 2] }"#).unwrap();
+                            m.insert(k, copy);
+                        }
+                        _ => m.extend([(k, Value::from(1.5))]),
+                    },
+                    Value::Array(a) => {
+                        let i = r.below(a.len() + 3);
+                        match r.below(9) {
+                            0 if i < a.len() => a[i] = n,
+                            1 if i < a.len() => {
+                                a.remove(i);
+                            }
+                            2 => {
+                                a.pop();
+                            }
+                            3 => a.push(n),
+                            4 => {
+                                a.pad_to(i + 1);
+                                a[i] = n;
+                            }
+                            5 => a.iter_mut().for_each(|x| *x = Value::Null),
+                            6 => a.as_mut_slice().reverse(),
+                            7 => a.extend([n, from_slice(b"[ 1 ]").unwrap()]),
+                            _ => {
+                                if let Some(last) = a.last_mut() {
+                                    *last = from_slice(br#"{ "copied" : [1, 2] }"#).unwrap();
+                                }
+                            }
+                        }
                     }
-                    1 => {
-                        m.remove(k);
-                    }
-                    2 => {
-                        *m.get_or_insert_null(&k.into()) = Value::from("s");
-                    }
-                    3 => {
-                        m.entry(k).or_insert(Value::Bool(false));
-                    }
-                    4 => m.values_mut().for_each(|x| *x = Value::Null),
-                    5 => m.retain(|key, _| key != k),
-                    6 => {
-                        let copy = from_slice(br#"{ "copied" : [1, 2] }"#).unwrap();
-                        m.insert(k, copy);
-                    }
-                    _ => m.extend([(k, Value::from(1.5))]),
+                    _ => {}
                 }
             }
             let out = written(&v);

@@ -22,6 +22,60 @@ impl Rng {
     }
 }
 
+/// serde_json's reading of `text`, except that a key given twice keeps its first value, as
+/// GJSON reads it: the oracle for `parse::from_slice`, written apart from it.
+pub(super) fn first_wins(text: &[u8]) -> Option<serde_json::Value> {
+    use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::Value as J;
+    struct FirstWins(J);
+    impl<'de> Deserialize<'de> for FirstWins {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(Oracle).map(FirstWins)
+        }
+    }
+    struct Oracle;
+    impl<'de> Visitor<'de> for Oracle {
+        type Value = J;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_unit<E>(self) -> Result<J, E> {
+            Ok(J::Null)
+        }
+        fn visit_bool<E>(self, b: bool) -> Result<J, E> {
+            Ok(J::Bool(b))
+        }
+        fn visit_i64<E>(self, n: i64) -> Result<J, E> {
+            Ok(J::from(n))
+        }
+        fn visit_u64<E>(self, n: u64) -> Result<J, E> {
+            Ok(J::from(n))
+        }
+        fn visit_f64<E>(self, n: f64) -> Result<J, E> {
+            Ok(J::from(n))
+        }
+        fn visit_str<E>(self, s: &str) -> Result<J, E> {
+            Ok(J::from(s))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<J, A::Error> {
+            let mut out = Vec::new();
+            while let Some(FirstWins(v)) = seq.next_element()? {
+                out.push(v);
+            }
+            Ok(J::Array(out))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<J, A::Error> {
+            let mut out = serde_json::Map::new();
+            while let Some(k) = map.next_key::<String>()? {
+                let FirstWins(v) = map.next_value()?;
+                out.entry(k).or_insert(v);
+            }
+            Ok(J::Object(out))
+        }
+    }
+    serde_json::from_slice::<FirstWins>(text).ok().map(|v| v.0)
+}
+
 #[test]
 fn parses_and_serialises_keeping_key_order() {
     let text = r#"{"z":1,"a":{"y":[1,2.5,"s",null,true]},"m":-3,"big":30400402455622563}"#;
@@ -55,9 +109,12 @@ fn insert_keeps_place_and_remove_keeps_order() {
 }
 
 #[test]
-fn duplicate_keys_keep_the_last_value_in_the_first_place() {
+fn duplicate_keys_keep_the_last_value_through_serde_and_the_first_as_messages() {
     let v: Value = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
     assert_eq!(v.to_string(), r#"{"a":3,"b":2}"#);
+    // Messages are read as GJSON reads them: the first value.
+    let m = parse::from_slice(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+    assert_eq!(m.to_string(), r#"{"a":1,"b":2}"#);
     // Many keys, so that the parser's seen-bits collide, with duplicates throughout.
     let keys: Vec<String> = (0..200).map(|i| format!("key{}", i % 70)).collect();
     let text = format!(
@@ -73,6 +130,16 @@ fn duplicate_keys_keep_the_last_value_in_the_first_place() {
     assert_eq!(v, want);
     assert_eq!(v.as_object().unwrap().len(), 70);
     assert_eq!(v.to_string(), serde_json::to_string(&want).unwrap());
+    let m = parse::from_slice(text.as_bytes()).unwrap();
+    assert_eq!(
+        Some(m.clone()),
+        first_wins(text.as_bytes()).map(Value::from)
+    );
+    assert_eq!(m["key3"], json!(3));
+    assert_eq!(
+        parse::from_slice_with(text.as_bytes(), parse::DuplicateKeys::Last),
+        Some(v)
+    );
 }
 
 #[test]

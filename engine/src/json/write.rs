@@ -1,12 +1,12 @@
 //! JSON text written directly, without serde's per-value dispatch: as it goes out of a
-//! pipeline (objects parsed and unchanged as their text) or compact.
+//! pipeline (objects and arrays parsed and unchanged as their text) or compact.
 
 use super::Value;
 
-/// JSON text of `v`, appended to `out`, as it goes out of a pipeline: an object parsed from
-/// text is written as that text (its spacing and number forms kept), with the changes made
-/// since spliced in as Substation's SJSON makes them (`splice.rs`); everything else
-/// compact, the same bytes as `serde_json::to_writer`.
+/// JSON text of `v`, appended to `out`, as it goes out of a pipeline: an object or array
+/// parsed from text is written as that text (its spacing and number forms kept), with the
+/// changes made since spliced in as Substation's SJSON makes them (`splice.rs`); everything
+/// else compact, the same bytes as `serde_json::to_writer`.
 pub fn write_json(out: &mut Vec<u8>, v: &Value) {
     write(out, v, true)
 }
@@ -34,6 +34,14 @@ fn write(out: &mut Vec<u8>, v: &Value, keep_text: bool) {
         }
         Value::String(s) => write_str(out, s),
         Value::Array(a) => {
+            if keep_text && let Some(text) = a.source() {
+                if !text.changed {
+                    return out.extend_from_slice(&text.bytes);
+                }
+                if super::splice::write_spliced_array(out, a, text) {
+                    return;
+                }
+            }
             out.push(b'[');
             for (i, x) in a.iter().enumerate() {
                 if i > 0 {

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::json::{Map, Value};
+use crate::json::{Array, Map, Value};
 
 use super::syntax::{Comp, Kind, Multi, Op, Query, Rhs, Tilde};
 
@@ -33,7 +33,7 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
                 let end = scope_end(comps, i + 1);
                 if end > i + 1 {
                     let out = map(a.iter(), &comps[i + 1..end]);
-                    cur = Cow::Owned(Value::Array(out));
+                    cur = Cow::Owned(Value::Array(out.into()));
                     i = end;
                     continue;
                 }
@@ -56,7 +56,7 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
                 } else {
                     hits.cloned().collect()
                 };
-                cur = Cow::Owned(Value::Array(out));
+                cur = Cow::Owned(Value::Array(out.into()));
                 i = end;
                 continue;
             }
@@ -125,13 +125,13 @@ fn eval_multi(multi: &Multi, cur: &Value) -> Value {
         }
         Value::Object(out)
     } else {
-        Value::Array(
-            multi
-                .members
-                .iter()
-                .filter_map(|m| eval(&m.comps, Cow::Borrowed(cur)).map(Cow::into_owned))
-                .collect(),
-        )
+        let mut out = Array::with_capacity(multi.members.len());
+        for m in &multi.members {
+            if let Some(v) = eval(&m.comps, Cow::Borrowed(cur)) {
+                out.push(v.into_owned());
+            }
+        }
+        Value::Array(out)
     }
 }
 

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use crate::json::{Map, Value};
+use crate::json::{Array, Map, Value};
 
 use super::syntax::Modifier;
 
@@ -31,7 +31,7 @@ impl Modifier {
             Modifier::Pretty(_) => v.into_owned(),
             Modifier::Reverse => match v.into_owned() {
                 Value::Array(mut a) => {
-                    a.reverse();
+                    a.as_mut_slice().reverse();
                     Value::Array(a)
                 }
                 Value::Object(m) => Value::Object(m.into_iter().rev().collect()),
@@ -40,8 +40,8 @@ impl Modifier {
             Modifier::Flatten { deep } => match v.into_owned() {
                 Value::Array(a) => {
                     let mut out = Vec::with_capacity(a.len());
-                    flatten_into(a, *deep, &mut out);
-                    Value::Array(out)
+                    flatten_into(a.into_vec(), *deep, &mut out);
+                    Value::Array(out.into())
                 }
                 other => other,
             },
@@ -63,12 +63,12 @@ impl Modifier {
                 Value::Object(m) => {
                     Value::Array(m.keys().map(|k| Value::from(k.as_str())).collect())
                 }
-                _ => Value::Array(Vec::new()),
+                _ => Value::Array(Array::new()),
             },
             Modifier::Values => match v.into_owned() {
                 Value::Object(m) => Value::Array(m.into_iter().map(|(_, x)| x).collect()),
                 a @ Value::Array(_) => a,
-                _ => Value::Array(Vec::new()),
+                _ => Value::Array(Array::new()),
             },
             Modifier::ToStr => Value::String(crate::value::to_json_text(&v)),
             Modifier::FromStr => match v.into_owned() {
@@ -95,7 +95,7 @@ impl Modifier {
             Modifier::Dig(key) => {
                 let mut out = Vec::new();
                 dig(v.as_ref(), key, &mut out);
-                Value::Array(out)
+                Value::Array(out.into())
             }
             Modifier::Dedupe => match v.into_owned() {
                 Value::Array(a) => {
@@ -115,7 +115,7 @@ impl Modifier {
 fn flatten_into(a: Vec<Value>, deep: bool, out: &mut Vec<Value>) {
     for e in a {
         match e {
-            Value::Array(inner) if deep => flatten_into(inner, true, out),
+            Value::Array(inner) if deep => flatten_into(inner.into_vec(), true, out),
             Value::Array(inner) => out.extend(inner),
             other => out.push(other),
         }

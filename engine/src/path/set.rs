@@ -7,7 +7,7 @@
 //! does (`{"a":"x"}` with `a.b` set to 1 becomes `{"a":{"b":1}}`); a document that is itself
 //! a scalar cannot be written into (SJSON would drop it). An array parent needs an index.
 
-use crate::json::{Map, Value};
+use crate::json::{Array, Map, Value};
 
 use super::syntax::WStep;
 
@@ -74,7 +74,7 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
     };
     if replace {
         *cur = if step.index.is_some() || step.append {
-            Value::Array(Vec::new())
+            Value::Array(Array::new())
         } else {
             // Room for a few keys: a created object is usually filled next.
             Value::Object(Map::with_capacity(4))
@@ -94,8 +94,11 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
                     )
                 })?
             };
-            if a.len() <= idx {
-                a.resize(idx + 1, Value::Null);
+            if step.append {
+                a.push(Value::Null);
+            } else {
+                // SJSON writes an array anew to set an index at or past its end.
+                a.pad_to(idx + 1);
             }
             Ok(&mut a[idx])
         }

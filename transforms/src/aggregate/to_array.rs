@@ -60,10 +60,10 @@ impl AggregateToArray {
         let mut msg = match &self.target {
             Some(trg) => {
                 let mut m = Message::from_value(Value::Object(Default::default()));
-                m.set(trg, Value::Array(array))?;
+                m.set(trg, Value::Array(array.into()))?;
                 m
             }
-            None => Message::from_value(Value::Array(array)),
+            None => Message::from_value(Value::Array(array.into())),
         };
         carry_acks(&mut msg, &batch);
         out.push(msg);

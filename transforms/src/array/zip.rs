@@ -54,7 +54,7 @@ fn zip(rows: &[Value]) -> Vec<Value> {
             columns[i].push(item.clone());
         }
     }
-    columns.into_iter().map(Value::Array).collect()
+    columns.into_iter().map(Value::from).collect()
 }
 
 impl MapTransform for ArrayZip {
@@ -71,7 +71,7 @@ impl ArrayZip {
             _ => None,
         };
         if let Some(z) = zipped {
-            self.io.write(msg, Value::Array(z))?;
+            self.io.write(msg, Value::Array(z.into()))?;
         }
         Ok(())
     }

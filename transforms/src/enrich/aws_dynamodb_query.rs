@@ -270,7 +270,7 @@ impl StatelessTransform for EnrichAwsDynamodbQuery {
                 .map(item_json)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| self.fail(e))?;
-            msg.set(&self.destination, Value::Array(items))?;
+            msg.set(&self.destination, Value::Array(items.into()))?;
         }
         out.push(msg);
         Ok(())

@@ -22,6 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use lru::LruCache;
 
 use serde::Deserialize;
+use sluice_engine::json::Array;
 use sluice_engine::{ConfigError, Value, async_trait};
 
 use sluice_lock_protocol::{self as protocol, Change};
@@ -267,7 +268,7 @@ impl ItemStore for MemoryStore {
             items.pop(key);
         }
         let item = items.get_or_insert_mut(key.to_string(), || Item {
-            value: Value::Array(Vec::new()),
+            value: Value::Array(Array::new()),
             ttl: None,
         });
         let Value::Array(members) = &mut item.value else {

@@ -122,7 +122,7 @@ impl StatefulTransform for MetaForEach {
                 .map(output_value)
                 .collect()
         };
-        msg.set(&self.target, Value::Array(results))?;
+        msg.set(&self.target, Value::Array(results.into()))?;
         out.push(msg);
         Ok(())
     }

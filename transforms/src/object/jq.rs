@@ -178,7 +178,7 @@ impl ObjectJq {
             results.push(from_val(&v)?);
         }
         if results.len() > 1 {
-            return Ok(Value::Array(results));
+            return Ok(Value::Array(results.into()));
         }
         results
             .pop()

@@ -156,7 +156,7 @@ impl StatelessTransform for StringCapture {
             match (&self.io, all.is_empty()) {
                 (Io::Data, true) => msg.set_data(Vec::new()),
                 (_, true) => self.io.write(&mut msg, Value::Null)?,
-                (_, false) => self.io.write(&mut msg, Value::Array(all))?,
+                (_, false) => self.io.write(&mut msg, Value::Array(all.into()))?,
             }
         }
         out.push(msg);

@@ -66,7 +66,7 @@ impl StringSplit {
                 .collect::<Vec<_>>()
         });
         if let Some(p) = pieces {
-            self.io.write(msg, Value::Array(p))?;
+            self.io.write(msg, Value::Array(p.into()))?;
         }
         Ok(())
     }

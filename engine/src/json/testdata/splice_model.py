@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
 """Writes splice_cases.json: JSON objects, changes to them, and the text Substation's SJSON
-leaves, for engine/src/json/splice.rs's test.
+leaves, for engine/src/json/splice.rs's test; with `arrays`, splice_array_cases.json, the
+same for arrays.
 
 The functions model SJSON's top-level set and delete as sjson.go applies them (a value
 replaced in place; a new key appended before the closing brace, after the white space
 there, with a comma when the object is not empty; a key deleted with the comma before it,
-or the first one with the white space before it and the comma after it), applied one after
+or the first one with the white space before it and the comma after it; a key found by its
+value, whether or not it is written with an escape), applied one after
 the other, as Substation's transforms call them. The Rust side rebuilds the text from what
 changed, in one pass; the two agree unless the object is emptied of its original members
 (or had none) and a key is deleted: the spacing left inside the braces then depends on the
 order of the calls. The cases leave those out.
 
+Arrays (`arrays`): an element set in place; an index at or past the end makes SJSON write
+the array anew, each element's text joined by bare commas, padded with nulls; `-1` appends
+before the closing bracket (after the white space there); a deleted element goes with the
+comma before it, or the first one with the comma after it (the white space before it
+stays). The same exception as for objects holds, and the same cases are left out.
+
     python3 engine/src/json/testdata/splice_model.py > engine/src/json/testdata/splice_cases.json
+    python3 engine/src/json/testdata/splice_model.py arrays > engine/src/json/testdata/splice_array_cases.json
 """
 import random, itertools, json
 
@@ -42,7 +51,7 @@ def members(buf):
         return i
     i = ws(1)
     while buf[i] != '}':
-        ks = i; ke = skip_str(i); key = buf[ks+1:ke-1]
+        ks = i; ke = skip_str(i); key = json.loads(buf[ks:ke])  # GJSON matches the key's value
         i = ws(ke); assert buf[i] == ':'; i = ws(i + 1)
         vs = i; ve = skip_val(i)
         out.append((key, ks, vs, ve))
@@ -109,15 +118,135 @@ def sj_replace(buf, key, raw):
     return sj_append(buf, key, raw)
 
 
+def skip_value(buf, i):
+    # the end of the value starting at buf[i]
+    n = len(buf)
+    def skip_str(i):
+        i += 1
+        while buf[i] != '"':
+            i += 2 if buf[i] == '\\' else 1
+        return i + 1
+    if buf[i] == '"': return skip_str(i)
+    if buf[i] in '{[':
+        depth = 0
+        while True:
+            c = buf[i]
+            if c == '"': i = skip_str(i); continue
+            if c in '{[': depth += 1
+            if c in '}]':
+                depth -= 1
+                if depth == 0: return i + 1
+            i += 1
+    while i < n and buf[i] not in ',}] \t\r\n': i += 1
+    return i
+
+def elements(buf):
+    # (start, end) of a top-level array's elements, as gjson's Index and Raw give them
+    out = []; n = len(buf)
+    def ws(i):
+        while i < n and buf[i] in ' \t\r\n': i += 1
+        return i
+    i = ws(1)
+    while buf[i] != ']':
+        e = skip_value(buf, i)
+        out.append((i, e))
+        i = ws(e)
+        if buf[i] == ',': i = ws(i + 1)
+    return out
+
+def sja_set(buf, idx, raw):
+    els = elements(buf)
+    if idx < len(els):
+        s, e = els[idx]
+        return buf[:s] + raw + buf[e:]
+    # appendRawPaths, a numeric key past the end: written anew
+    out = '[' + ','.join(buf[s:e] for s, e in els)
+    if not els:
+        out += 'null,' * idx
+    else:
+        out += ',null' * (idx - len(els)) + ','
+    return out + raw + ']'
+
+def sja_append(buf, raw):
+    comma = False
+    for c in buf[1:]:
+        if c <= ' ': continue
+        if c in '}]': break
+        comma = True; break
+    body = buf.strip(' \t\r\n')
+    if body.endswith(']'): body = body[:-1]
+    return body + (',' if comma else '') + raw + ']'
+
+def sja_delete(buf, idx):
+    els = elements(buf)
+    if idx == -1: idx = len(els) - 1
+    if not 0 <= idx < len(els): return buf
+    s, e = els[idx]
+    out, nextc = delete_tail(buf[:s])
+    ex = 0
+    if nextc:
+        i, j = e, 0
+        while i < len(buf):
+            if buf[i] <= ' ':
+                i += 1; j += 1; continue
+            if buf[i] == ',': ex = j + 1
+            break
+    return out + buf[e+ex:]
+
+def array_cases():
+    w = lambda: random.choice(WS)
+    cases = []
+    while len(cases) < 400:
+        n = random.randint(0, 5)
+        parts = [w() + random.choice(VALS) + w() for _ in range(n)]
+        text = '[' + ','.join(parts) + ('' if parts else w()) + ']'
+        ops = []
+        length = n
+        originals = n  # original elements not deleted
+        for _ in range(random.randint(1, 5)):
+            r = random.random()
+            if r < 0.3 and length:
+                i = random.choice([random.randrange(length), -1])
+                ops.append(['delete', i])
+                if i == -1: i = length - 1
+                # the original elements come first, then the added ones
+                if i < originals: originals -= 1
+                length -= 1
+            elif r < 0.55 and length:
+                ops.append(['set', random.randrange(length), 9])
+            elif r < 0.8:
+                ops.append(['append', 7])
+                length += 1
+            else:
+                i = length + random.randint(0, 2)
+                ops.append(['set', i, 8])
+                length = i + 1
+        if not originals and any(op[0] == 'delete' for op in ops):
+            continue
+        buf = text
+        for op in ops:
+            if op[0] == 'delete': buf = sja_delete(buf, op[1])
+            elif op[0] == 'append': buf = sja_append(buf, str(op[1]))
+            else: buf = sja_set(buf, op[1], str(op[2]))
+        json.loads(buf)
+        cases.append({'text': text, 'ops': ops, 'sjson': buf})
+    return cases
+
+
 import sys
 WS = ['', '', ' ', '  ', '\n', '\t ']
 VALS = ['1', '"x"', '{ "n" : 1 }', '[1, 2]', 'true', '1.50', '"\\u00e9"']
 random.seed(20261126)
+if sys.argv[1:] == ['arrays']:
+    json.dump(array_cases(), sys.stdout, indent=0)
+    sys.exit()
 cases = []
 while len(cases) < 400:
     keys = ['k%d' % i for i in range(random.randint(0, 5))]
     w = lambda: random.choice(WS)
-    parts = [w() + json.dumps(k) + w() + ':' + w() + random.choice(VALS) + w() for k in keys]
+    # A key now and then written with an escape (`"k\u0031"` is `k1`).
+    key_text = lambda k: json.dumps(k) if random.random() < 0.8 else '"%s\\u%04x"' % (k[:-1], ord(k[-1]))
+    parts = [w() + key_text(k) + w() + ':' + w() + random.choice(VALS) + w() for k in keys]
     text = '{' + ','.join(parts) + ('' if parts else w()) + '}'
     ops = []
     present = list(keys)

@@ -195,7 +195,7 @@ impl LengthCompare {
         };
         let len = match &input {
             Input::Value(v) if matches!(v.as_ref(), Value::Array(_)) => {
-                v.as_array().map_or(0, Vec::len)
+                v.as_array().map_or(0, |a| a.len())
             }
             _ => {
                 let b = input.bytes();
