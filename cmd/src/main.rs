@@ -20,7 +20,7 @@ use clap::{Parser, Subcommand};
 // values); mimalloc does that several times cheaper than the system allocator. How it gives
 // memory back: `main` and `sluice_cmd::memory`.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: sluice_cmd::memory::Allocator = sluice_cmd::memory::Allocator;
 
 /// sluice: a streaming transform engine configured by Jsonnet (Substation-compatible).
 #[derive(Parser)]

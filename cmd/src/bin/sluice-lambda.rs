@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 // As in the CLI: many small allocations per message, which mimalloc serves cheaper.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: sluice_cmd::memory::Allocator = sluice_cmd::memory::Allocator;
 
 fn main() -> ExitCode {
     sluice_cmd::memory::no_huge_pages();
