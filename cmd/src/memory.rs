@@ -35,27 +35,15 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         use libmimalloc_sys::{mi_malloc, mi_malloc_aligned};
-        // SAFETY: plain size (and power-of-two alignment, which Layout guarantees).
-        unsafe {
-            if layout.align() <= BLOCK_ALIGN {
-                mi_malloc(layout.size()).cast()
-            } else {
-                mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: plain sizes and a power-of-two alignment, which Layout guarantees.
+        unsafe { by_alignment(layout, mi_malloc, mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
         use libmimalloc_sys::{mi_zalloc, mi_zalloc_aligned};
         // SAFETY: as `alloc`.
-        unsafe {
-            if layout.align() <= BLOCK_ALIGN {
-                mi_zalloc(layout.size()).cast()
-            } else {
-                mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        unsafe { by_alignment(layout, mi_zalloc, mi_zalloc_aligned) }
     }
 
     #[inline]
@@ -74,6 +62,26 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
             } else {
                 mi_realloc_aligned(ptr.cast(), new_size, layout.align()).cast()
             }
+        }
+    }
+}
+
+/// `plain(size)` when every block has `layout`'s alignment, else `aligned(size, alignment)`.
+///
+/// # Safety
+/// `plain` and `aligned` are mimalloc's allocation calls.
+#[inline(always)]
+unsafe fn by_alignment(
+    layout: std::alloc::Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut std::ffi::c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut std::ffi::c_void,
+) -> *mut u8 {
+    // SAFETY: the caller passes mimalloc's calls; they take any size.
+    unsafe {
+        if layout.align() <= BLOCK_ALIGN {
+            plain(layout.size()).cast()
+        } else {
+            aligned(layout.size(), layout.align()).cast()
         }
     }
 }
