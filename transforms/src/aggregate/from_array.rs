@@ -5,11 +5,12 @@
 //! JSON), or, with `object.target_key`, the only field of a new object at that key. With `object.source_key`, the array is removed from the object and each output is
 //! the remaining object plus the element: an object element's fields are merged into it, or
 //! the element is placed at `object.target_key` when that is set. Every output keeps the
-//! input's metadata and acknowledgement tokens. An empty array produces no message.
-//! Differences, where Substation's GJSON reading would treat a single value as a one-element
-//! array: data or a source value that is not an array passes through unchanged (as a missing
-//! source does), and a non-object element with no `target_key` is an error naming the
-//! setting instead of a silently malformed output.
+//! input's metadata and acknowledgement tokens. An empty array produces no message. As in
+//! Substation (GJSON's `Array()`), a value that is not an array is read as an array of
+//! itself: a source object is merged (or placed at `target_key`), and so is data that is
+//! not an array. A missing or null value passes through. Difference: a non-object element
+//! with no `target_key` is an error naming the setting instead of a silently malformed
+//! output.
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
@@ -46,9 +47,24 @@ impl AggregateFromArray {
 impl StatelessTransform for AggregateFromArray {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let Some(src) = &self.source else {
-            let Some(Value::Array(items)) = msg.data_value() else {
-                out.push(msg);
-                return Ok(());
+            // GJSON's `Array()`: a value that is not an array is an array of itself.
+            let single;
+            let items: &[Value] = match msg.data_value() {
+                Some(Value::Array(items)) => items,
+                Some(Value::Null) => {
+                    out.push(msg);
+                    return Ok(());
+                }
+                Some(other) => std::slice::from_ref(other),
+                None if self.target.is_some() => {
+                    // Data that is not JSON is a string value (Substation's bytesToValue).
+                    single = value::from_bytes(msg.data());
+                    std::slice::from_ref(&single)
+                }
+                None => {
+                    out.push(msg);
+                    return Ok(());
+                }
             };
             for v in items {
                 let body = match &self.target {
@@ -64,9 +80,13 @@ impl StatelessTransform for AggregateFromArray {
             }
             return Ok(());
         };
-        let Some(Value::Array(items)) = msg.get(src).map(|v| v.into_owned()) else {
-            out.push(msg);
-            return Ok(());
+        let items = match msg.get(src).map(|v| v.into_owned()) {
+            Some(Value::Array(items)) => items.into_vec(),
+            None | Some(Value::Null) => {
+                out.push(msg);
+                return Ok(());
+            }
+            Some(other) => vec![other],
         };
         let mut rest = msg.clone();
         rest.delete(src)?;
@@ -135,12 +155,25 @@ mod tests {
             ),
             ("empty array", json!({}), "[]", vec![]),
             (
-                "not an array passes",
+                "data not an array: an array of itself",
                 json!({}),
                 r#"{"a":1}"#,
                 vec![r#"{"a":1}"#],
             ),
             ("not json passes", json!({}), "text", vec!["text"]),
+            ("null data passes", json!({}), "null", vec!["null"]),
+            (
+                "data not an array, into target_key",
+                json!({"object": {"target_key": "v"}}),
+                r#"{"a":1}"#,
+                vec![r#"{"v":{"a":1}}"#],
+            ),
+            (
+                "data not json, into target_key: a string",
+                json!({"object": {"target_key": "v"}}),
+                "text",
+                vec![r#"{"v":"text"}"#],
+            ),
             (
                 "data array into target_key",
                 json!({"object": {"target_key": "v"}}),
@@ -172,10 +205,22 @@ mod tests {
                 vec![r#"{"id":1}"#],
             ),
             (
-                "source not an array passes",
+                "source not an array: an array of itself",
                 json!({"object": {"source_key": "id", "target_key": "v"}}),
                 r#"{"id":1}"#,
-                vec![r#"{"id":1}"#],
+                vec![r#"{"v":1}"#],
+            ),
+            (
+                "source object, not an array: merged",
+                json!({"object": {"source_key": "e"}}),
+                r#"{"id":1,"e":{"x":2}}"#,
+                vec![r#"{"id":1,"x":2}"#],
+            ),
+            (
+                "null source passes",
+                json!({"object": {"source_key": "e", "target_key": "v"}}),
+                r#"{"id":1,"e":null}"#,
+                vec![r#"{"id":1,"e":null}"#],
             ),
         ];
         for (name, settings, input, want) in cases {
