@@ -113,6 +113,11 @@ impl Array {
     }
 
     fn record(&mut self, change: Change) {
+        if let Change::Removal(0) = change
+            && self.removal_of_the_first_depends_on_order()
+        {
+            self.rebase();
+        }
         let Some(text) = self.text.as_deref_mut() else {
             return;
         };
@@ -143,6 +148,31 @@ impl Array {
             .nth(i)
         {
             e.state = state;
+        }
+    }
+
+    /// Whether removing the first value now leaves text that depends on the order of the
+    /// edits so far (as for an object, see `Map`): it is the last original element, or an
+    /// added value with none left.
+    fn removal_of_the_first_depends_on_order(&self) -> bool {
+        let Some(text) = self.source() else {
+            return false;
+        };
+        let originals = text
+            .elements
+            .iter()
+            .filter(|e| e.state != State::Deleted)
+            .count();
+        originals <= 1
+    }
+
+    /// Takes the text as it stands as the text parsed (see `Map`).
+    fn rebase(&mut self) {
+        let mut text = Vec::new();
+        super::write::write_array(&mut text, self);
+        match super::parse::from_bytes(&Bytes::from(text)) {
+            Some(Value::Array(a)) => *self = a,
+            _ => self.forget_text(),
         }
     }
 

@@ -195,6 +195,11 @@ impl Map {
     }
 
     fn record(&mut self, change: Change) {
+        if let Change::Removal(0) = change
+            && self.removal_of_the_first_depends_on_order()
+        {
+            self.rebase();
+        }
         let Some(text) = self.extra.as_deref_mut().and_then(|e| e.text.as_mut()) else {
             return;
         };
@@ -221,12 +226,46 @@ impl Map {
         let at = members
             .iter()
             .enumerate()
-            .filter(|(_, m)| m.state != State::Deleted)
+            .filter(|(_, m)| m.state.is_entry())
             .nth(i)
             .map(|(at, _)| at);
-        if let Some(at) = at {
-            debug_assert!(members[at].is(&text.bytes, &self.entries[i].key));
-            members[at].state = state;
+        let Some(at) = at else { return };
+        let key = &self.entries[i].key;
+        debug_assert!(members[at].is(&text.bytes, key));
+        members[at].state = state;
+        // A removed key goes whole: its later duplicates too, which SJSON would uncover.
+        if state == State::Deleted {
+            for m in members.iter_mut().filter(|m| m.state == State::Shadowed) {
+                if m.is(&text.bytes, key) {
+                    m.state = State::Deleted;
+                }
+            }
+        }
+    }
+
+    /// Whether removing the first entry now leaves text that depends on the order of the
+    /// edits so far, which the record does not keep: when it is the last original member
+    /// (or an added key with none left). SJSON takes the first member out with the white
+    /// space before it and the comma after it, and any later one from the comma before it,
+    /// so what is left inside the braces of an emptied object (or before the keys added
+    /// to it) differs with the order the members went in.
+    fn removal_of_the_first_depends_on_order(&self) -> bool {
+        let Some(members) = self.source().and_then(|t| t.members.as_deref()) else {
+            return false;
+        };
+        let originals = members.iter().filter(|m| m.state != State::Deleted).count();
+        let entries = members.iter().filter(|m| m.state.is_entry()).count();
+        originals == 0 || originals == 1 && entries == 1
+    }
+
+    /// Takes the text as it stands (the changes so far spliced in, in order) as the text
+    /// parsed: what SJSON holds at this point, whatever order got it there.
+    fn rebase(&mut self) {
+        let mut text = Vec::new();
+        super::write::write_map(&mut text, self);
+        match super::parse::from_bytes(&Bytes::from(text)) {
+            Some(Value::Object(m)) => *self = m,
+            _ => self.forget_text(),
         }
     }
 
@@ -423,12 +462,17 @@ impl ObjectBuilder {
         }
     }
 
-    pub(super) fn push(&mut self, key: CompactString, value: Value) {
+    /// Adds `key`; `false` when it was there already (a duplicate).
+    pub(super) fn push(&mut self, key: CompactString, value: Value) -> bool {
         if let Some(m) = &mut self.large {
-            if !(self.keep_first && m.contains_key(&key)) {
-                m.insert(key, value);
+            if let Some(i) = m.get_index_of(&key) {
+                if !self.keep_first {
+                    m.entries[i].value = value;
+                }
+                return false;
             }
-            return;
+            m.push(key, value);
+            return true;
         }
         let tag = tag(key.as_bytes());
         let bit = 1u64 << (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
@@ -438,7 +482,7 @@ impl ObjectBuilder {
             if !self.keep_first {
                 e.value = value;
             }
-            return;
+            return false;
         }
         self.seen |= bit;
         self.buf.push(Slot { tag, key, value });
@@ -451,6 +495,7 @@ impl ObjectBuilder {
             m.reindex();
             self.large = Some(m);
         }
+        true
     }
 
     pub(super) fn finish(self) -> Map {

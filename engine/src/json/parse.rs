@@ -16,7 +16,7 @@ use smallvec::SmallVec;
 use thin_vec::ThinVec;
 
 use super::map::ObjectBuilder;
-use super::splice::{Element, Member};
+use super::splice::{Element, Member, State};
 use super::write::word_needs_escape;
 use super::{Array, Number, Value};
 
@@ -214,8 +214,11 @@ impl<'a> Reader<'a> {
                 self.skip_space();
                 let value_start = self.i - start;
                 let value = self.value()?;
-                members.push(Member::new(key_start, value_start, self.i - start, escaped));
-                object.push(key, value);
+                let mut member = Member::new(key_start, value_start, self.i - start, escaped);
+                if !object.push(key, value) {
+                    member.state = State::Shadowed;
+                }
+                members.push(member);
                 if self.after_element(b'}')? {
                     break;
                 }
@@ -224,9 +227,11 @@ impl<'a> Reader<'a> {
         }
         self.depth -= 1;
         let mut m = object.finish();
-        // A key given twice is one entry: SJSON's edits of such text are not followed.
-        let members = (members.len() == m.len() && u32::try_from(self.i - start).is_ok())
-            .then(|| members.into_vec());
+        // A key given twice is one entry, its later members shadowed; read last-wins (as
+        // serde_json, not GJSON), SJSON's edits of such text are not followed.
+        let members = ((self.keep_first || members.len() == m.len())
+            && u32::try_from(self.i - start).is_ok())
+        .then(|| members.into_vec());
         m.set_text(self.src.slice(start..self.i), members);
         Ok(Value::Object(m))
     }

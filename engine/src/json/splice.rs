@@ -7,9 +7,10 @@
 //! spacing. [`super::Map`] keeps its text and, once it changes, which of its original
 //! members ([`Member`]) were changed or deleted; new keys are the entries without a member.
 //! [`write_spliced`] rebuilds the text SJSON would hold from that. Deletions in any order
-//! give the same text, and so do appends before or after them, except when every original
-//! member is deleted: the spacing left inside the braces then depends on the order SJSON
-//! was called in, which is not kept (the values are the same either way).
+//! give the same text, and so do appends before or after them, as long as an original
+//! member is left; removing the last one, the spacing left depends on the order of the
+//! calls, which the record does not keep, so the map first takes its text as it stands as
+//! the text parsed (`Map::rebase`), and goes on from there.
 //!
 //! Arrays follow the same rules (an element set in place, `-1` appending before the
 //! closing bracket, a deleted element cut with the comma before it; the first keeps the
@@ -47,6 +48,18 @@ pub(super) enum State {
     Changed,
     /// Removed from the object (a key added again later is a new key, appended).
     Deleted,
+    /// A later member of a key given twice: not an entry (the key reads as its first
+    /// value, as GJSON reads it), kept in the text as SJSON keeps it, and cut out with the
+    /// key.
+    Shadowed,
+}
+
+impl State {
+    /// Whether the member is an entry of the map: there, and not a key's later duplicate.
+    #[inline]
+    pub(super) fn is_entry(self) -> bool {
+        matches!(self, State::Unchanged | State::Changed)
+    }
 }
 
 impl Member {
@@ -67,15 +80,25 @@ impl Member {
         }
     }
 
-    /// Whether this can be the (not deleted) member of `key` in `text` (a key written with
-    /// an escape is not compared).
-    #[inline]
+    /// Whether this is the (not deleted) member of `key` in `text`.
     pub(super) fn is(&self, text: &[u8], key: &str) -> bool {
-        let at = self.key_start as usize + 1;
-        self.state != State::Deleted
-            && (self.escaped_key
-                || text.get(at..at + key.len()) == Some(key.as_bytes())
-                    && text.get(at + key.len()) == Some(&b'"'))
+        self.state != State::Deleted && self.key(text).is_some_and(|k| k == key)
+    }
+
+    /// Its key, as GJSON matches it: its text unescaped.
+    fn key<'t>(&self, text: &'t [u8]) -> Option<std::borrow::Cow<'t, str>> {
+        let start = self.key_start as usize;
+        let mut close = start + 1;
+        while *text.get(close)? != b'"' {
+            close += if text[close] == b'\\' { 2 } else { 1 };
+        }
+        if self.escaped_key {
+            serde_json::from_slice(&text[start..=close]).ok()
+        } else {
+            std::str::from_utf8(&text[start + 1..close])
+                .ok()
+                .map(std::borrow::Cow::Borrowed)
+        }
     }
 }
 
@@ -115,6 +138,57 @@ fn skip_space(text: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Cuts the member or element at `span` out of `buf`, as SJSON deletes: with the comma
+/// before it, or, for the first one, with the white space and comma after it, and the
+/// white space before it unless `keep_space_before`.
+fn delete(buf: &mut Vec<u8>, span: std::ops::Range<usize>, keep_space_before: bool) {
+    let before = buf[..span.start]
+        .iter()
+        .rposition(|&b| !is_space(b))
+        .unwrap_or(0);
+    if buf[before] == b',' {
+        buf.drain(before..span.end);
+        return;
+    }
+    let after = skip_space(buf, span.end);
+    let end = if buf.get(after) == Some(&b',') {
+        after + 1
+    } else {
+        span.end
+    };
+    let start = if keep_space_before {
+        span.start
+    } else {
+        before + 1
+    };
+    buf.drain(start..end);
+}
+
+/// Appends `items` as SJSON appends: before the closing bracket (the last byte of `buf`),
+/// after any white space there, each after a comma unless the container was empty.
+fn append<T>(
+    buf: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(&mut Vec<u8>, T),
+) {
+    let mut items = items.into_iter().peekable();
+    if items.peek().is_none() {
+        return;
+    }
+    let close = buf.len() - 1;
+    let bracket = buf[close];
+    let mut comma = buf[1..close].iter().any(|&b| !is_space(b));
+    buf.truncate(close);
+    for item in items {
+        if comma {
+            buf.push(b',');
+        }
+        write(buf, item);
+        comma = true;
+    }
+    buf.push(bracket);
+}
+
 /// Writes `m`, whose text is `text` and whose original members are `members`, as SJSON
 /// would have changed the text; `false` (nothing written) when the two do not fit together
 /// (not a state the map's changes leave), and it is to be written compact.
@@ -124,7 +198,7 @@ pub(super) fn write_spliced(out: &mut Vec<u8>, m: &Map, text: &Bytes, members: &
     let mut entry_of: SmallVec<[Option<usize>; 32]> = SmallVec::from_elem(None, members.len());
     let mut j = 0;
     for (mem, e) in members.iter().zip(entry_of.iter_mut()) {
-        if mem.state != State::Deleted {
+        if mem.state.is_entry() {
             let Some(slot) = m.entries.get(j) else {
                 return false;
             };
@@ -148,40 +222,16 @@ pub(super) fn write_spliced(out: &mut Vec<u8>, m: &Map, text: &Bytes, members: &
                 write_json(&mut v, &m.entries[*j].value);
                 buf.splice(vs..ve, v);
             }
-            (State::Deleted, _) => {
-                // The comma before the key goes with it; the first member takes the white
-                // space before it and the comma after it instead.
-                let before = buf[..ks].iter().rposition(|&b| !is_space(b)).unwrap_or(0);
-                if buf[before] == b',' {
-                    buf.drain(before..ve);
-                } else {
-                    let after = skip_space(&buf, ve);
-                    let end = if buf.get(after) == Some(&b',') {
-                        after + 1
-                    } else {
-                        ve
-                    };
-                    buf.drain(before + 1..end);
-                }
-            }
+            // The first member takes the white space before it too.
+            (State::Deleted, _) => delete(&mut buf, ks..ve, false),
             _ => {}
         }
     }
-    if !added.is_empty() {
-        let close = buf.len() - 1;
-        let mut comma = buf[1..close].iter().any(|&b| !is_space(b));
-        buf.truncate(close);
-        for j in added {
-            if comma {
-                buf.push(b',');
-            }
-            write_str(&mut buf, &m.entries[j].key);
-            buf.push(b':');
-            write_json(&mut buf, &m.entries[j].value);
-            comma = true;
-        }
-        buf.push(b'}');
-    }
+    append(&mut buf, added, |buf, j| {
+        write_str(buf, &m.entries[j].key);
+        buf.push(b':');
+        write_json(buf, &m.entries[j].value);
+    });
     out.extend_from_slice(&buf);
     true
 }
@@ -234,42 +284,12 @@ pub(super) fn write_spliced_array(out: &mut Vec<u8>, a: &Array, text: &ArrayText
                 write_json(&mut v, &a[*j]);
                 buf.splice(span, v);
             }
-            (State::Deleted, _) => {
-                // The comma before it goes with it; the first element keeps the white space
-                // before it and takes the comma after it instead (with the space before
-                // that comma).
-                let before = buf[..span.start]
-                    .iter()
-                    .rposition(|&b| !is_space(b))
-                    .unwrap_or(0);
-                if buf[before] == b',' {
-                    buf.drain(before..span.end);
-                } else {
-                    let after = skip_space(&buf, span.end);
-                    let end = if buf.get(after) == Some(&b',') {
-                        after + 1
-                    } else {
-                        span.end
-                    };
-                    buf.drain(span.start..end);
-                }
-            }
+            // The first element keeps the white space before it.
+            (State::Deleted, _) => delete(&mut buf, span, true),
             _ => {}
         }
     }
-    if !added.is_empty() {
-        let close = buf.len() - 1;
-        let mut comma = buf[1..close].iter().any(|&b| !is_space(b));
-        buf.truncate(close);
-        for j in added {
-            if comma {
-                buf.push(b',');
-            }
-            write_json(&mut buf, &a[j]);
-            comma = true;
-        }
-        buf.push(b']');
-    }
+    append(&mut buf, added, |buf, j| write_json(buf, &a[j]));
     out.extend_from_slice(&buf);
     true
 }
@@ -346,6 +366,33 @@ mod tests {
                     m.remove("a");
                 },
                 r#"{ "b" : 2 }"#,
+            ),
+            (
+                "emptied, first member first: the space before the comma went with it",
+                "{  \"a\":1\n, \"b\":2}",
+                |m| {
+                    m.remove("a");
+                    m.remove("b");
+                },
+                "{}",
+            ),
+            (
+                "emptied, last member first: the space before its comma stays",
+                "{  \"a\":1\n, \"b\":2}",
+                |m| {
+                    m.remove("b");
+                    m.remove("a");
+                },
+                "{\n}",
+            ),
+            (
+                "a key added, then the last original removed: taken with its comma",
+                r#"{ "a" : 1 }"#,
+                |m| {
+                    m.insert("b", Value::from(2));
+                    m.remove("a");
+                },
+                r#"{"b":2}"#,
             ),
             (
                 "delete and add again: appended",
@@ -456,12 +503,29 @@ mod tests {
                 r#"{"\u0061": 5,"b":2}"#,
             ),
             (
-                "a key twice: its first value (as GJSON reads it), compact",
+                "a key twice: its first member set, the later one kept (as SJSON)",
                 r#"{"a": 1, "a": 2}"#,
                 |m| {
                     m.insert("b", Value::from(3));
+                    m.insert("a", Value::from(9));
                 },
-                r#"{"a":1,"b":3}"#,
+                r#"{"a": 9, "a": 2,"b":3}"#,
+            ),
+            (
+                "a key twice, deleted: both members go (SJSON would uncover the later one)",
+                r#"{"a": 1, "a": 2, "c": 3}"#,
+                |m| {
+                    m.remove("a");
+                },
+                r#"{ "c": 3}"#,
+            ),
+            (
+                "a key twice, once written with an escape, deleted: both go",
+                r#"{"a": 1, "\u0061": 2, "c": 3}"#,
+                |m| {
+                    m.remove("a");
+                },
+                r#"{ "c": 3}"#,
             ),
             (
                 "a new key moved first: compact",
@@ -561,6 +625,7 @@ mod tests {
             r#"{"k": [ {"x": 1 }, {"y" : 2} ], "n": null}"#,
             r#"[ 1 , [ 2 , { "a" : [ ] } ] , "x" ]"#,
             r#"{"\u0061" : { "\u0062":1, "c": [ ] }, "n\u0065w": 2}"#,
+            r#"{"a": 1, "b": {"c": 2, "c": [1]}, "a": {"x": 1}, "\u0061": 3}"#,
         ];
         let keys = ["a", "b", "c", "d", "e", "f", "k", "n", "x", "new"];
         let mut r = Rng(0x2545_f491_4f6c_dd1d);

@@ -1,7 +1,7 @@
 //! JSON text written directly, without serde's per-value dispatch: as it goes out of a
 //! pipeline (objects and arrays parsed and unchanged as their text) or compact.
 
-use super::Value;
+use super::{Array, Map, Value};
 
 /// JSON text of `v`, appended to `out`, as it goes out of a pipeline: an object or array
 /// parsed from text is written as that text (its spacing and number forms kept), with the
@@ -33,46 +33,60 @@ fn write(out: &mut Vec<u8>, v: &Value, keep_text: bool) {
             }
         }
         Value::String(s) => write_str(out, s),
-        Value::Array(a) => {
-            if keep_text && let Some(text) = a.source() {
-                if !text.changed {
-                    return out.extend_from_slice(&text.bytes);
-                }
-                if super::splice::write_spliced_array(out, a, text) {
-                    return;
-                }
-            }
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write(out, x, keep_text);
-            }
-            out.push(b']');
+        Value::Array(a) => array(out, a, keep_text),
+        Value::Object(m) => object(out, m, keep_text),
+    }
+}
+
+/// [`write_json`] of an array.
+pub(super) fn write_array(out: &mut Vec<u8>, a: &Array) {
+    array(out, a, true)
+}
+
+/// [`write_json`] of an object.
+pub(super) fn write_map(out: &mut Vec<u8>, m: &Map) {
+    object(out, m, true)
+}
+
+fn array(out: &mut Vec<u8>, a: &Array, keep_text: bool) {
+    if keep_text && let Some(text) = a.source() {
+        if !text.changed {
+            return out.extend_from_slice(&text.bytes);
         }
-        Value::Object(m) => {
-            if keep_text && let Some(text) = m.source() {
-                match &text.members {
-                    _ if !text.changed => return out.extend_from_slice(&text.bytes),
-                    Some(members) if super::splice::write_spliced(out, m, &text.bytes, members) => {
-                        return;
-                    }
-                    _ => {}
-                }
-            }
-            out.push(b'{');
-            for (i, (k, x)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write(out, x, keep_text);
-            }
-            out.push(b'}');
+        if super::splice::write_spliced_array(out, a, text) {
+            return;
         }
     }
+    out.push(b'[');
+    for (i, x) in a.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, x, keep_text);
+    }
+    out.push(b']');
+}
+
+fn object(out: &mut Vec<u8>, m: &Map, keep_text: bool) {
+    if keep_text && let Some(text) = m.source() {
+        match &text.members {
+            _ if !text.changed => return out.extend_from_slice(&text.bytes),
+            Some(members) if super::splice::write_spliced(out, m, &text.bytes, members) => {
+                return;
+            }
+            _ => {}
+        }
+    }
+    out.push(b'{');
+    for (i, (k, x)) in m.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        write(out, x, keep_text);
+    }
+    out.push(b'}');
 }
 
 // What follows a backslash for each byte that must be escaped (0 = none; b'u' = \u00XX),
