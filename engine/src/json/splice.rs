@@ -552,18 +552,23 @@ mod tests {
         }
     }
 
+    /// A case of `testdata/splice_model.py`: a text, calls, and the text SJSON leaves.
+    #[derive(serde::Deserialize)]
+    struct ModelCase {
+        text: String,
+        ops: Vec<Vec<serde_json::Value>>,
+        sjson: String,
+    }
+
+    fn model_cases(json: &str) -> Vec<ModelCase> {
+        let cases: Vec<ModelCase> = serde_json::from_str(json).unwrap();
+        assert_eq!(cases.len(), 400);
+        cases
+    }
+
     #[test]
     fn agrees_with_a_model_of_sjson_on_generated_cases() {
-        #[derive(serde::Deserialize)]
-        struct Case {
-            text: String,
-            ops: Vec<Vec<serde_json::Value>>,
-            sjson: String,
-        }
-        let cases: Vec<Case> =
-            serde_json::from_str(include_str!("testdata/splice_cases.json")).unwrap();
-        assert_eq!(cases.len(), 400);
-        for c in cases {
+        for c in model_cases(include_str!("testdata/splice_cases.json")) {
             let mut m = object(&c.text);
             for op in &c.ops {
                 let key = op[1].as_str().unwrap();
@@ -584,16 +589,7 @@ mod tests {
 
     #[test]
     fn arrays_agree_with_a_model_of_sjson_on_generated_cases() {
-        #[derive(serde::Deserialize)]
-        struct Case {
-            text: String,
-            ops: Vec<Vec<serde_json::Value>>,
-            sjson: String,
-        }
-        let cases: Vec<Case> =
-            serde_json::from_str(include_str!("testdata/splice_array_cases.json")).unwrap();
-        assert_eq!(cases.len(), 400);
-        for c in cases {
+        for c in model_cases(include_str!("testdata/splice_array_cases.json")) {
             // Through the paths a transform writes with (`a.2`, `a.-1`), inside an object.
             let mut doc = from_slice(format!(r#"{{"a":{}}}"#, c.text).as_bytes()).unwrap();
             for op in &c.ops {

@@ -91,19 +91,22 @@ def delete_tail(buf):
         i -= 1
     return buf, False
 
+def cut(buf, start, end):
+    # appendRawPaths deleting the value at buf[start:end] (an object's value or an element)
+    out, nextc = delete_tail(buf[:start])
+    ex = 0
+    if nextc:
+        i, j = end, 0
+        while i < len(buf):
+            if buf[i] <= ' ':
+                i += 1; j += 1; continue
+            if buf[i] == ',': ex = j + 1
+            break
+    return out + buf[end+ex:]
+
 def sj_delete(buf, key):
     for k, ks, vs, ve in members(buf):
-        if k == key:
-            out, nextc = delete_tail(buf[:vs])
-            ex = 0
-            if nextc:
-                i, j = ve, 0
-                while i < len(buf):
-                    if buf[i] <= ' ':
-                        i += 1; j += 1; continue
-                    if buf[i] == ',': ex = j + 1
-                    break
-            return out + buf[ve+ex:]
+        if k == key: return cut(buf, vs, ve)
     return buf
 
 def sj_append(buf, key, raw):
@@ -163,17 +166,7 @@ def sja_delete(buf, idx):
     els = elements(buf)
     if idx == -1: idx = len(els) - 1
     if not 0 <= idx < len(els): return buf
-    s, e = els[idx]
-    out, nextc = delete_tail(buf[:s])
-    ex = 0
-    if nextc:
-        i, j = e, 0
-        while i < len(buf):
-            if buf[i] <= ' ':
-                i += 1; j += 1; continue
-            if buf[i] == ',': ex = j + 1
-            break
-    return out + buf[e+ex:]
+    return cut(buf, *els[idx])
 
 def array_cases():
     w = lambda: random.choice(WS)
