@@ -84,22 +84,20 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
         Value::Object(m) => Ok(m.get_or_insert_null_tagged(&step.name, step.tag)),
         Value::Array(a) => {
             let idx = if step.append {
-                a.len()
+                a.push(Value::Null);
+                a.len() - 1
             } else {
-                step.index.ok_or_else(|| {
+                let idx = step.index.ok_or_else(|| {
                     format!(
                         "key {:?} (step {}) is not an index, and the parent is an array",
                         step.name,
                         depth + 1
                     )
-                })?
-            };
-            if step.append {
-                a.push(Value::Null);
-            } else {
+                })?;
                 // SJSON writes an array anew to set an index at or past its end.
                 a.pad_to(idx + 1);
-            }
+                idx
+            };
             Ok(&mut a[idx])
         }
         other => Err(format!(
