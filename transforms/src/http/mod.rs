@@ -28,6 +28,7 @@ use std::time::Duration;
 use aws_smithy_http_client::{Connector, tls};
 use aws_smithy_runtime_api::client::http::HttpConnector;
 use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::http::Headers;
 use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::byte_stream::ByteStream;
 use serde::Deserialize;
@@ -85,20 +86,47 @@ pub struct HttpOptions {
 pub struct Response {
     /// The status code.
     pub status: u16,
+    /// The headers.
+    pub headers: Headers,
     /// The body.
     pub body: Vec<u8>,
 }
 
-/// A configured HTTP endpoint: the URL and header templates, the limits, and the client
-/// (made on first use).
-pub struct Endpoint {
-    url: Template,
-    headers: Vec<(String, Template)>,
+/// A request that failed for good: why, and whether it may have been applied all the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// What went wrong (the status and the start of the body, or the transport error), with
+    /// the number of attempts when there was more than one.
+    pub text: String,
+    /// Whether the last attempt may have reached the server and been applied: a transport
+    /// error, a timeout or a 5xx answer (a 4xx, 429 or 3xx answer says it was not).
+    pub uncertain: bool,
+}
+
+/// The HTTP client with its limits: one attempt's timeout and the retries. Its connector
+/// is made on first use and shared by every request through it.
+pub struct Client {
     timeout: Duration,
     retries: u32,
     backoff: Duration,
-    accept_client_errors: bool,
     connector: OnceLock<Connector>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .finish()
+    }
+}
+
+/// A configured HTTP endpoint: the URL and header templates, and the client.
+pub struct Endpoint {
+    url: Template,
+    headers: Vec<(String, Template)>,
+    accept_client_errors: bool,
+    client: Client,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -109,8 +137,7 @@ impl std::fmt::Debug for Endpoint {
                 "headers",
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
-            .field("timeout", &self.timeout)
-            .field("retries", &self.retries)
+            .field("client", &self.client)
             .finish()
     }
 }
@@ -143,11 +170,12 @@ impl Endpoint {
         Ok(Endpoint {
             url,
             headers,
-            timeout,
-            retries: o.retry.count.unwrap_or(DEFAULT_RETRIES),
-            backoff: o.retry.delay.map(|d| d.0).unwrap_or(DEFAULT_BACKOFF),
             accept_client_errors: o.accept_client_errors,
-            connector: OnceLock::new(),
+            client: Client::new(
+                timeout,
+                o.retry.count.unwrap_or(DEFAULT_RETRIES),
+                o.retry.delay.map(|d| d.0).unwrap_or(DEFAULT_BACKOFF),
+            ),
         })
     }
 
@@ -176,16 +204,6 @@ impl Endpoint {
         Some(Some(text))
     }
 
-    fn connector(&self) -> &Connector {
-        self.connector.get_or_init(|| {
-            Connector::builder()
-                .tls_provider(tls::Provider::Rustls(
-                    tls::rustls_provider::CryptoMode::Ring,
-                ))
-                .build()
-        })
-    }
-
     /// `method` to the URL (`${DATA}` filled with `data`) with `body`, retried as the module
     /// documentation says. The error names the method and the URL as configured.
     pub async fn call(
@@ -208,31 +226,72 @@ impl Endpoint {
                 .map_err(|e| fail(format!("header {name}: {e}")))?;
             headers.push((name.as_str(), v));
         }
+        let body = body.map_or_else(SdkBody::empty, |b| SdkBody::from(b.to_vec()));
         let req = request(method, &url, &headers, body).map_err(fail)?;
+        let accept_client_errors = self.accept_client_errors;
+        let answer = |status: u16| {
+            (200..300).contains(&status)
+                || (accept_client_errors && (400..500).contains(&status) && status != 429)
+        };
+        self.client
+            .execute(req, answer, self.url.as_str())
+            .await
+            .map_err(|f| fail(f.text))
+    }
+}
+
+impl Client {
+    /// A client whose attempts each take at most `timeout`, retried `retries` times after
+    /// the first, waiting `backoff` doubled per retry.
+    pub fn new(timeout: Duration, retries: u32, backoff: Duration) -> Self {
+        Client {
+            timeout,
+            retries,
+            backoff,
+            connector: OnceLock::new(),
+        }
+    }
+
+    fn connector(&self) -> &Connector {
+        self.connector.get_or_init(|| {
+            Connector::builder()
+                .tls_provider(tls::Provider::Rustls(
+                    tls::rustls_provider::CryptoMode::Ring,
+                ))
+                .build()
+        })
+    }
+
+    /// Sends `req` until it gets an answer whose status `answer` accepts, retrying
+    /// transport errors, timeouts, 429 and 5xx but 501 as the module documentation says;
+    /// any other status fails at once. `what` names the request in debug logs.
+    pub async fn execute(
+        &self,
+        req: HttpRequest,
+        answer: impl Fn(u16) -> bool,
+        what: &str,
+    ) -> Result<Response, Failure> {
         let mut attempt = 0u32;
         loop {
-            let req = req
-                .try_clone()
-                .ok_or_else(|| fail("the request cannot be repeated".to_string()))?;
-            let outcome = self.attempt(req).await;
-            let (retryable, why, retry_after) = match outcome {
-                Ok(r) if (200..300).contains(&r.status) => return Ok(r.into()),
-                Ok(r) if (400..500).contains(&r.status) && r.status != 429 => {
-                    if self.accept_client_errors {
-                        return Ok(r.into());
-                    }
-                    (false, status_error(&r), None)
-                }
+            let Some(this) = req.try_clone() else {
+                return Err(Failure {
+                    text: "the request cannot be repeated".to_string(),
+                    uncertain: false,
+                });
+            };
+            let (retryable, uncertain, why, retry_after) = match self.attempt(this).await {
+                Ok(r) if answer(r.status) => return Ok(r.into()),
                 Ok(r) if r.status == 429 || (r.status >= 500 && r.status != 501) => {
-                    (true, status_error(&r), r.retry_after)
+                    (true, r.status != 429, status_error(&r), r.retry_after)
                 }
                 Ok(r) if (300..400).contains(&r.status) => (
+                    false,
                     false,
                     format!("{} (redirects are not followed)", status_error(&r)),
                     None,
                 ),
-                Ok(r) => (false, status_error(&r), None),
-                Err(e) => (true, e, None),
+                Ok(r) => (false, r.status >= 500, status_error(&r), None),
+                Err(e) => (true, true, e, None),
             };
             if !retryable || attempt >= self.retries {
                 let tries = if attempt > 0 {
@@ -240,7 +299,10 @@ impl Endpoint {
                 } else {
                     String::new()
                 };
-                return Err(fail(format!("{why}{tries}")));
+                return Err(Failure {
+                    text: format!("{why}{tries}"),
+                    uncertain,
+                });
             }
             let wait = retry_after.unwrap_or_else(|| {
                 self.backoff
@@ -248,7 +310,7 @@ impl Endpoint {
                     .min(MAX_BACKOFF)
             });
             tracing::debug!(
-                url = self.url.as_str(),
+                request = what,
                 attempt = attempt + 1,
                 error = %secrets::redact(&why),
                 "HTTP request failed; retrying"
@@ -267,14 +329,15 @@ impl Endpoint {
                 .await
                 .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
             let status = resp.status().as_u16();
-            let retry_after = resp
-                .headers()
+            let headers = resp.headers().clone();
+            let retry_after = headers
                 .get("retry-after")
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_secs);
             let body = read_limited(ByteStream::new(resp.into_body())).await?;
             Ok(Attempt {
                 status,
+                headers,
                 body,
                 retry_after,
             })
@@ -291,16 +354,13 @@ impl Endpoint {
 }
 
 /// The request (checked once, before the first attempt).
-fn request(
+pub fn request(
     method: &str,
     url: &str,
     headers: &[(&str, String)],
-    body: Option<&[u8]>,
+    body: SdkBody,
 ) -> Result<HttpRequest, String> {
-    let mut req = HttpRequest::new(match body {
-        Some(b) => SdkBody::from(b.to_vec()),
-        None => SdkBody::empty(),
-    });
+    let mut req = HttpRequest::new(body);
     req.set_method(method).map_err(|e| e.to_string())?;
     req.set_uri(url)
         .map_err(|_| "the URL is not valid once its placeholders are filled".to_string())?;
@@ -316,6 +376,7 @@ fn request(
 /// One attempt's answer.
 struct Attempt {
     status: u16,
+    headers: Headers,
     body: Vec<u8>,
     retry_after: Option<Duration>,
 }
@@ -324,6 +385,7 @@ impl From<Attempt> for Response {
     fn from(a: Attempt) -> Self {
         Response {
             status: a.status,
+            headers: a.headers,
             body: a.body,
         }
     }
