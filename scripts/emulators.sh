@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Local AWS emulators for sluice's integration tests, installed into .emulators/ (ignored
-# by git) at pinned versions, from the package registries only.
+# Local AWS and Google Cloud Storage emulators for sluice's integration tests, installed
+# into .emulators/ (ignored by git) at pinned versions, from the package registries only.
 #
 #   scripts/emulators.sh install          install every emulator (idempotent; fast when done)
 #   scripts/emulators.sh path dynamodb    print the DynamoDB emulator's binary
 #   scripts/emulators.sh path moto        print moto's server binary
 #   scripts/emulators.sh path kinesalite  print kinesalite's binary (Kinesis resharding)
+#   scripts/emulators.sh path gcs         print the Cloud Storage emulator's binary
 #   scripts/emulators.sh start dynamodb [PORT]
 #                                         run it in the foreground on 127.0.0.1:PORT
 #                                         (default 8000), in memory, with the tables of
@@ -17,6 +18,11 @@
 #                                         delivery streams and buckets of
 #                                         tests/fixtures/moto_resources.json (the examples');
 #                                         prints "moto ready" once they exist; Ctrl-C stops it
+#   scripts/emulators.sh start gcs [PORT]
+#                                         run the Cloud Storage emulator in the foreground on
+#                                         127.0.0.1:PORT (default 9023), in memory, with the
+#                                         examples' bucket sluice-example; prints "gcs ready"
+#                                         once it exists; Ctrl-C stops it
 #
 # DynamoDB: dynoxide (a DynamoDB-compatible server backed by SQLite; a static binary in the
 # npm package @dynoxide/linux-x64). It implements what the lock store needs: conditional
@@ -30,9 +36,18 @@
 # read moto's description otherwise), and its destination bucket must exist before the
 # first PutRecordBatch (moto answers HTTP 500 otherwise).
 #
-# The tests do not need `start`: tests/common/dynamodb.rs and tests/common/moto.rs spawn the
-# installed binaries on free loopback ports (or use SLUICE_TEST_DYNAMODB_ENDPOINT /
-# SLUICE_TEST_MOTO_ENDPOINT when set). To point sluice itself at running emulators:
+# Google Cloud Storage (send_gcp_storage): gcp-storage-emulator (PyPI), in moto's
+# virtualenv. It serves the JSON API (/storage/v1, media and resumable uploads under
+# /upload/storage/v1) and checks no credentials. Quirks: it answers one request at a time
+# (HTTP/1.0, no threads); it does not page object lists; a missing bucket or object is a
+# 404 with an empty body; a media upload (uploadType=media) with an empty body, or whose
+# Content-Type is application/json or multipart/*, fails with no answer (the connection
+# closes): its body is parsed rather than stored (multipart and resumable uploads are fine).
+#
+# The tests do not need `start`: tests/common/dynamodb.rs, tests/common/moto.rs and
+# tests/common/gcs.rs spawn the installed binaries on free loopback ports (or use
+# SLUICE_TEST_DYNAMODB_ENDPOINT / SLUICE_TEST_MOTO_ENDPOINT / SLUICE_TEST_GCS_ENDPOINT when
+# set). To point sluice itself at running emulators:
 #   AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
 #   AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 \
 #   AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:5000 \
@@ -147,6 +162,63 @@ PY
     wait "$moto"
 }
 
+# Google Cloud Storage: gcp-storage-emulator, in moto's virtualenv (its own version stamp).
+GCS_VERSION=2026.7.19
+GCS_BIN="$MOTO_VENV/bin/gcp-storage-emulator"
+GCS_BUCKETS=(sluice-example)
+
+install_gcs() {
+    local stamp="$MOTO_VENV/.gcs-version"
+    if [[ -x "$GCS_BIN" && "$(cat "$stamp" 2>/dev/null)" == "$GCS_VERSION" ]]; then
+        echo "gcp-storage-emulator $GCS_VERSION: already installed ($GCS_BIN)"
+        return
+    fi
+    command -v python3 >/dev/null || die "python3 is needed to install gcp-storage-emulator (apt-get install python3 python3-venv)"
+    mkdir -p "$DIR"
+    echo "installing gcp-storage-emulator $GCS_VERSION into $MOTO_VENV/"
+    [[ -x "$MOTO_VENV/bin/pip" ]] || python3 -m venv "$MOTO_VENV" \
+        || die "python3 -m venv failed (apt-get install python3-venv)"
+    "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check \
+        "gcp-storage-emulator==$GCS_VERSION" >&2
+    [[ -x "$GCS_BIN" ]] || die "pip finished but $GCS_BIN is missing"
+    echo "$GCS_VERSION" >"$stamp"
+    echo "gcp-storage-emulator $GCS_VERSION installed"
+}
+
+# As start_moto: start it in memory, create the examples' buckets with the JSON API (a POST
+# to /storage/v1/b), say so, and stay in the foreground until it exits or this script is
+# stopped (which stops it).
+start_gcs() {
+    local port=$1 endpoint="http://127.0.0.1:$1"
+    "$GCS_BIN" start --host 127.0.0.1 --port "$port" --in-memory >/dev/null 2>&1 &
+    local gcs=$!
+    trap 'kill "$gcs" 2>/dev/null; exit 0' INT TERM
+    trap 'kill "$gcs" 2>/dev/null' EXIT
+    local up=
+    for _ in $(seq 300); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+        kill -0 "$gcs" 2>/dev/null || die "gcp-storage-emulator exited at start (is port $port free?)"
+        sleep 0.1
+    done
+    [[ -n "$up" ]] || die "gcp-storage-emulator did not listen on $endpoint within 30 s"
+    "$MOTO_VENV/bin/python" - "$endpoint" "${GCS_BUCKETS[@]}" <<'PY' \
+        || die "creating the buckets ${GCS_BUCKETS[*]} failed"
+import json, sys, urllib.request
+
+endpoint, buckets = sys.argv[1], sys.argv[2:]
+for bucket in buckets:
+    req = urllib.request.Request(
+        endpoint + "/storage/v1/b?project=test",
+        data=json.dumps({"name": bucket}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    urllib.request.urlopen(req).read()
+PY
+    echo "gcs ready on $endpoint"
+    wait "$gcs"
+}
+
 # The Lambda tools, in moto's virtualenv: cargo-lambda (its runtime API emulator for
 # tests/lambda_e2e.rs, and `cargo lambda build`), the KPL encoder aws-kinesis-agg (the
 # Kinesis fixture of tests/lambda_handlers.rs) and cfn-lint (examples/lambda/template.yaml).
@@ -217,6 +289,7 @@ case "$cmd" in
     install)
         install_dynoxide
         install_moto
+        install_gcs
         install_lambda_tools
         install_kinesalite
         install_playwright
@@ -226,7 +299,8 @@ case "$cmd" in
             dynamodb) echo "$PWD/$DYNOXIDE_BIN" ;;
             moto) echo "$PWD/$MOTO_BIN" ;;
             kinesalite) echo "$PWD/$KINESALITE_BIN" ;;
-            *) die "usage: $0 path dynamodb|moto|kinesalite" ;;
+            gcs) echo "$PWD/$GCS_BIN" ;;
+            *) die "usage: $0 path dynamodb|moto|kinesalite|gcs" ;;
         esac
         ;;
     start)
@@ -240,11 +314,17 @@ case "$cmd" in
                 [[ -x "$MOTO_BIN" ]] || die "moto is not installed: run $0 install"
                 start_moto "${3:-5000}"
                 ;;
-            *) die "usage: $0 start dynamodb|moto [PORT]" ;;
+            gcs)
+                [[ -x "$GCS_BIN" ]] || die "gcp-storage-emulator is not installed: run $0 install"
+                start_gcs "${3:-9023}"
+                ;;
+            *) die "usage: $0 start dynamodb|moto|gcs [PORT]" ;;
         esac
         ;;
     *)
-        sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+        # The header's usage: up to its second blank comment line.
+        awk 'NR > 1 { if ($0 == "#" && ++blank == 2) exit; print }' "$0" \
+            | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
 esac

@@ -12,10 +12,7 @@ use sluice_config::{LIBRARY_CONDITION_TYPES, LIBRARY_TRANSFORM_TYPES};
 
 /// Transform types the library can emit that are not implemented yet. Each group is the
 /// subject of a later issue; remove a type here when it is registered.
-const PENDING_TRANSFORMS: &[&str] = &[
-    // GCP sends.
-    "send_gcp_storage",
-];
+const PENDING_TRANSFORMS: &[&str] = &[];
 
 /// Condition types the library can emit that are not implemented yet (none today).
 const PENDING_CONDITIONS: &[&str] = &[];

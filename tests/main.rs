@@ -42,3 +42,4 @@ mod send_aws_s3;
 mod send_aws_sns;
 mod send_aws_sqs;
 mod send_file_locked;
+mod send_gcp_storage;

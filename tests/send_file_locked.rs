@@ -13,7 +13,7 @@ use sluice_transforms::kv_store::lock::{AcquireRequest, LockStore};
 use crate::common::{Dir, runtime};
 
 /// 2024-01-02T03:04:05Z: when the first attempt at the batch took its keys.
-const T0: i64 = 1_704_164_645_000;
+pub(crate) const T0: i64 = 1_704_164_645_000;
 
 const CONFIG: &str = r#"
 local sub = std.extVar('sub');
@@ -39,7 +39,7 @@ local sub = std.extVar('sub');
 
 /// Leaves the lock store as a crash after the write leaves it: `keys` pending since T0
 /// under a dead owner whose lease ended, nothing else.
-fn crashed_before_commit(dir: &Path, keys: &[&str]) {
+pub(crate) fn crashed_before_commit(dir: &Path, keys: &[&str]) {
     let state = dir.join("state");
     let _ = std::fs::remove_dir_all(&state);
     std::fs::create_dir_all(&state).unwrap();
@@ -81,7 +81,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// How many locks are committed.
-fn committed(dir: &Path) -> i64 {
+pub(crate) fn committed(dir: &Path) -> i64 {
     let c = rusqlite::Connection::open(dir.join("state/locks.sqlite")).unwrap();
     c.query_row(
         "SELECT count(*) FROM sluice_locks WHERE committed = 1",

@@ -1,4 +1,5 @@
-//! The process plumbing the emulator endpoints share ([`super::moto`], [`super::dynamodb`]):
+//! The process plumbing the emulator endpoints share ([`super::moto`], [`super::dynamodb`],
+//! [`super::gcs`]):
 //! an endpoint named by an environment variable, else the emulator started once per test
 //! binary on a free loopback port, waited for until it listens, and killed when the binary
 //! exits. A missing emulator fails the test with instructions; it is never skipped.
@@ -43,6 +44,16 @@ impl Drop for Emulator {
 /// `cell`, started on first use and killed when the binary exits (statics are never
 /// dropped, so an exit hook does it).
 pub fn endpoint(cell: &'static OnceLock<Emulator>, spec: impl FnOnce() -> Spec) -> String {
+    endpoint_with_args(cell, &[], spec)
+}
+
+/// [`endpoint`] for an emulator whose command line starts with `args` (a subcommand, fixed
+/// flags): `BIN ARGS... HOST_FLAG 127.0.0.1 PORT_FLAG PORT`.
+pub fn endpoint_with_args(
+    cell: &'static OnceLock<Emulator>,
+    args: &'static [&'static str],
+    spec: impl FnOnce() -> Spec,
+) -> String {
     let spec = spec();
     if let Ok(url) = std::env::var(spec.env)
         && !url.is_empty()
@@ -50,7 +61,7 @@ pub fn endpoint(cell: &'static OnceLock<Emulator>, spec: impl FnOnce() -> Spec) 
         return url;
     }
     cell.get_or_init(|| {
-        let emulator = start(&spec);
+        let emulator = start(&spec, args);
         kill_at_exit(emulator.child.id());
         emulator
     })
@@ -58,7 +69,7 @@ pub fn endpoint(cell: &'static OnceLock<Emulator>, spec: impl FnOnce() -> Spec) 
     .clone()
 }
 
-fn start(spec: &Spec) -> Emulator {
+fn start(spec: &Spec, args: &[&str]) -> Emulator {
     let Spec {
         what,
         env,
@@ -81,6 +92,7 @@ fn start(spec: &Spec) -> Emulator {
         .expect("finding a free loopback port")
         .port();
     let child = Command::new(bin)
+        .args(args)
         .args([host_flag, "127.0.0.1", port_flag, &port.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -25,6 +25,7 @@ pub(crate) use emulator_client;
 pub mod cloudwatch;
 pub mod dynamodb;
 pub mod emulator;
+pub mod gcs;
 pub mod kinesalite;
 pub mod moto;
 

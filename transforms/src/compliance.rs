@@ -256,6 +256,11 @@ const CHECKED_WITH_A_TEST_DOUBLE: &[(&str, &str, &str)] = &[
         "send/aws_sqs.rs: a mocked client",
     ),
     (
+        "send_gcp_storage",
+        r#"{"gcp": {"resource": "projects/_/buckets/bucket"}, "file_path": {"uuid": true}}"#,
+        "send/gcp_storage/tests.rs: a local HTTP server; tests/send_gcp_storage.rs: the emulator",
+    ),
+    (
         "send_http_post",
         r#"{"url": "http://127.0.0.1:9/"}"#,
         "send/http_post.rs: a local HTTP server",

@@ -28,6 +28,7 @@ mod compliance;
 mod condition;
 mod enrich;
 mod format;
+mod gcp;
 mod hash;
 mod meta;
 mod network;

@@ -48,7 +48,7 @@ use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 use super::aws_destination::{AwsDestination, aws_send};
 use super::aws_records::{AttemptWatch, AwsSettings, CallError, check_role, non_empty};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use super::object_per_batch::{FilePath, ObjectPerBatch};
+use super::object_per_batch::{FilePath, ObjectPerBatch, content_type};
 use crate::aws::describe_error as describe;
 use crate::aws::{Arn, AwsTarget};
 
@@ -182,47 +182,6 @@ pub(crate) fn plan_parts(
             .map(|start| start..(start + size).min(len))
             .collect(),
     ))
-}
-
-/// The `Content-Type` of an object that starts with `data` (see the module documentation).
-pub(crate) fn content_type(data: &[u8]) -> &'static str {
-    match data {
-        [0x1f, 0x8b, ..] => "application/gzip",
-        [0x28, 0xb5, 0x2f, 0xfd, ..] => "application/zstd",
-        [b'B', b'Z', b'h', ..] => "application/x-bzip2",
-        [
-            0xff,
-            0x06,
-            0x00,
-            0x00,
-            b's',
-            b'N',
-            b'a',
-            b'P',
-            b'p',
-            b'Y',
-            ..,
-        ] => "application/x-snappy-framed",
-        [b'P', b'K', 0x03, 0x04, ..] => "application/zip",
-        [b'P', b'A', b'R', b'1', ..] => "application/vnd.apache.parquet",
-        _ if is_text(&data[..data.len().min(512)]) => "text/plain; charset=utf-8",
-        _ => "application/octet-stream",
-    }
-}
-
-/// Whether `head` (an object's first bytes) reads as UTF-8 text: valid UTF-8 (a character
-/// cut at the end aside) without control characters other than tab, line feed, form feed
-/// and carriage return.
-fn is_text(head: &[u8]) -> bool {
-    let valid = match std::str::from_utf8(head) {
-        Ok(_) => true,
-        Err(e) => e.error_len().is_none(),
-    };
-    valid
-        && head
-            .iter()
-            .all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r'))
-        && !head.contains(&0x7f)
 }
 
 /// An S3 bucket as a destination.

@@ -158,8 +158,7 @@ impl SendError {
         }
     }
 
-    /// The same failure, which may have been applied (an AWS call whose answer was lost).
-    #[cfg(feature = "aws")]
+    /// The same failure, which may have been applied (a call whose answer was lost).
     pub(crate) fn uncertain(mut self, uncertain: bool) -> Self {
         self.uncertain = uncertain;
         self

@@ -25,6 +25,7 @@ pub(crate) mod aws_sns;
 pub(crate) mod aws_sqs;
 pub(crate) mod batcher;
 pub(crate) mod file;
+pub(crate) mod gcp_storage;
 pub(crate) mod http_post;
 pub(crate) mod object_per_batch;
 pub(crate) mod stdout;
@@ -36,6 +37,7 @@ pub(crate) fn register(r: &mut Registry) {
     #[cfg(feature = "aws")]
     register_aws(r);
     r.stateful("send_file", file::SendFile::build);
+    r.stateful("send_gcp_storage", gcp_storage::SendGcpStorage::build);
     r.stateful("send_http_post", http_post::SendHttpPost::build);
     r.stateful("send_stdout", stdout::SendStdout::build);
 }

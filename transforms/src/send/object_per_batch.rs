@@ -1,6 +1,7 @@
-//! What the sends that write one object per batch share (`send_file`, `send_aws_s3`): the
-//! `file_path` that names each object, the choice of prefix with `use_batch_key_as_prefix`,
-//! and how a batch's items become the object's bytes (joined by `separator`).
+//! What the sends that write one object per batch share (`send_file`, `send_aws_s3`,
+//! `send_gcp_storage`): the `file_path` that names each object, the choice of prefix with
+//! `use_batch_key_as_prefix`, how a batch's items become the object's bytes (joined by
+//! `separator`), and the content type sniffed from them.
 //!
 //! Naming, as in Substation: `[prefix]/[time_format]/[uuid][suffix]`, the parts that are
 //! set joined by `/` with the suffix appended to the last one; `time_format` is a Go layout
@@ -213,6 +214,50 @@ pub(crate) fn join(items: &[Bytes], separator: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// The `Content-Type` of an object that starts with `data`, sniffed from its first bytes
+/// (as Substation does): gzip, zstd, bzip2, snappy (framed), zip and Parquet by their magic
+/// numbers, UTF-8 text (JSON, CSV, lines) as `text/plain; charset=utf-8`, anything else as
+/// `application/octet-stream`.
+pub(crate) fn content_type(data: &[u8]) -> &'static str {
+    match data {
+        [0x1f, 0x8b, ..] => "application/gzip",
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => "application/zstd",
+        [b'B', b'Z', b'h', ..] => "application/x-bzip2",
+        [
+            0xff,
+            0x06,
+            0x00,
+            0x00,
+            b's',
+            b'N',
+            b'a',
+            b'P',
+            b'p',
+            b'Y',
+            ..,
+        ] => "application/x-snappy-framed",
+        [b'P', b'K', 0x03, 0x04, ..] => "application/zip",
+        [b'P', b'A', b'R', b'1', ..] => "application/vnd.apache.parquet",
+        _ if is_text(&data[..data.len().min(512)]) => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Whether `head` (an object's first bytes) reads as UTF-8 text: valid UTF-8 (a character
+/// cut at the end aside) without control characters other than tab, line feed, form feed
+/// and carriage return.
+fn is_text(head: &[u8]) -> bool {
+    let valid = match std::str::from_utf8(head) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    };
+    valid
+        && head
+            .iter()
+            .all(|&b| b >= 0x20 || matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r'))
+        && !head.contains(&0x7f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,5 +437,30 @@ mod tests {
             e.contains("file_path gives no file name for batch key \"k\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn content_types_table() {
+        for (data, want) in [
+            (&b"\x1f\x8b\x08\x00rest"[..], "application/gzip"),
+            (b"\x28\xb5\x2f\xfdrest", "application/zstd"),
+            (b"BZh91AY", "application/x-bzip2"),
+            (b"\xff\x06\x00\x00sNaPpY", "application/x-snappy-framed"),
+            (b"PK\x03\x04", "application/zip"),
+            (b"PAR1....", "application/vnd.apache.parquet"),
+            (b"{\"a\":1}\n{\"a\":2}\n", "text/plain; charset=utf-8"),
+            (b"", "text/plain; charset=utf-8"),
+            ("naïve\tcafé\r\n".as_bytes(), "text/plain; charset=utf-8"),
+            (b"\x00\x01\x02", "application/octet-stream"),
+            (b"caf\xc3", "text/plain; charset=utf-8"),
+            (b"\xc3\x28", "application/octet-stream"),
+        ] {
+            assert_eq!(content_type(data), want, "{data:?}");
+        }
+        // Only the first 512 bytes are looked at; a character cut there is fine.
+        let mut long = "é".repeat(256).into_bytes();
+        long.insert(0, b'x');
+        long.push(0);
+        assert_eq!(content_type(&long), "text/plain; charset=utf-8");
     }
 }

@@ -169,31 +169,6 @@ fn part_plans_table() {
     );
 }
 
-#[test]
-fn content_types_table() {
-    for (data, want) in [
-        (&b"\x1f\x8b\x08\x00rest"[..], "application/gzip"),
-        (b"\x28\xb5\x2f\xfdrest", "application/zstd"),
-        (b"BZh91AY", "application/x-bzip2"),
-        (b"\xff\x06\x00\x00sNaPpY", "application/x-snappy-framed"),
-        (b"PK\x03\x04", "application/zip"),
-        (b"PAR1....", "application/vnd.apache.parquet"),
-        (b"{\"a\":1}\n{\"a\":2}\n", "text/plain; charset=utf-8"),
-        (b"", "text/plain; charset=utf-8"),
-        ("naïve\tcafé\r\n".as_bytes(), "text/plain; charset=utf-8"),
-        (b"\x00\x01\x02", "application/octet-stream"),
-        (b"caf\xc3", "text/plain; charset=utf-8"),
-        (b"\xc3\x28", "application/octet-stream"),
-    ] {
-        assert_eq!(content_type(data), want, "{data:?}");
-    }
-    // Only the first 512 bytes are looked at; a character cut there is fine.
-    let mut long = "é".repeat(256).into_bytes();
-    long.insert(0, b'x');
-    long.push(0);
-    assert_eq!(content_type(&long), "text/plain; charset=utf-8");
-}
-
 type Seen = Arc<Mutex<Vec<(String, String, Vec<u8>, Option<String>)>>>;
 
 #[tokio::test]

@@ -1,0 +1,11 @@
+//! Google Cloud access for the GCP transforms (`send_gcp_storage`): the Application Default
+//! Credentials ([`credentials`]) and Cloud Storage's JSON API ([`storage`]).
+//!
+//! There is no Google Cloud SDK for Rust that is both maintained by Google and slim (the
+//! `google-cloud-*` crates pull in gRPC, another HTTP stack and another TLS stack), and
+//! what `send_gcp_storage` needs is three HTTP calls and one RS256 signature. So this module
+//! speaks the documented REST protocols itself over the HTTP client the other transforms
+//! use ([`crate::http::Client`]), and signs with `ring`, already in the build for TLS.
+
+pub(crate) mod credentials;
+pub(crate) mod storage;

@@ -1,0 +1,242 @@
+//! Cloud Storage's JSON API, as far as `send_gcp_storage` needs it: writing an object.
+//!
+//! An object of at most [`CHUNK`] bytes goes in one media upload (`POST
+//! /upload/storage/v1/b/BUCKET/o?uploadType=media&name=NAME`, the content type in the
+//! header); a larger one in a resumable upload, as Google's Go client writes it: a session
+//! is started (`uploadType=resumable`), then the object is sent in chunks of [`CHUNK`]
+//! bytes, each `PUT` to the session with its `Content-Range`, and each answered `308` with
+//! the `Range` persisted so far, from which the next chunk starts, until the last is
+//! answered `200`. A chunk is retried on its own, so a lost connection costs one chunk,
+//! not the object. Writing a name that exists replaces the object (a new generation).
+//!
+//! Endpoint: `https://storage.googleapis.com`, or `STORAGE_EMULATOR_HOST` (a host and port,
+//! or a URL) when it is set, as Google's client libraries read it; requests to an emulator
+//! carry no credentials.
+
+use bytes::Bytes;
+use std::time::Duration;
+
+use aws_smithy_types::body::SdkBody;
+
+use super::credentials::{Credentials, Env, STORAGE_SCOPE, encode};
+use crate::http::{self, Client, Failure};
+
+/// Cloud Storage's endpoint.
+const ENDPOINT: &str = "https://storage.googleapis.com";
+/// Objects up to this size go in one request; larger ones in chunks of it (a multiple of
+/// 256 KiB, as the protocol requires; the Go client's default).
+pub(crate) const CHUNK: usize = 16 * 1024 * 1024;
+/// One request (a whole object up to [`CHUNK`], or one chunk) may take this long.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// Retries of one request after the first attempt.
+const RETRIES: u32 = 4;
+
+/// A Cloud Storage endpoint and the credentials to call it with.
+#[derive(Debug)]
+pub(crate) struct Storage {
+    endpoint: String,
+    /// `None` for an emulator.
+    credentials: Option<Credentials>,
+    client: Client,
+}
+
+impl Storage {
+    /// The endpoint `env` says (see the module documentation), with Application Default
+    /// Credentials from `env` unless it is an emulator.
+    pub(crate) fn from_env(env: Env) -> Self {
+        match env("STORAGE_EMULATOR_HOST") {
+            Some(host) => Storage::new(with_scheme(&host), None),
+            None => Storage::new(
+                ENDPOINT.to_string(),
+                Some(Credentials::new(env, STORAGE_SCOPE)),
+            ),
+        }
+    }
+
+    /// Cloud Storage at `endpoint` (`http(s)://HOST[:PORT]`), called with `credentials`.
+    pub(crate) fn new(endpoint: String, credentials: Option<Credentials>) -> Self {
+        Storage {
+            endpoint: endpoint.trim_end_matches('/').to_string(),
+            credentials,
+            client: Client::new(REQUEST_TIMEOUT, RETRIES, Duration::from_millis(500)),
+        }
+    }
+
+    /// The same, its calls made through `client` (tests shorten the retries' waits).
+    #[cfg(test)]
+    pub(crate) fn with_client(mut self, client: Client) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// Writes `body` as object `name` of `bucket` with `content_type`. The failure says
+    /// which call failed and whether the object may have been written all the same.
+    pub(crate) async fn upload(
+        &self,
+        bucket: &str,
+        name: &str,
+        content_type: &str,
+        body: Bytes,
+    ) -> Result<(), Failure> {
+        let auth = self.authorization().await?;
+        if body.len() <= CHUNK {
+            let url = format!(
+                "{}/upload/storage/v1/b/{bucket}/o?uploadType=media&name={}",
+                self.endpoint,
+                encode(name)
+            );
+            let mut headers = auth;
+            headers.push(("content-type", content_type.to_string()));
+            return self
+                .call("POST", &url, &headers, SdkBody::from(body), "upload", ok)
+                .await
+                .map(drop);
+        }
+        self.upload_resumable(bucket, name, content_type, body, auth)
+            .await
+    }
+
+    async fn upload_resumable(
+        &self,
+        bucket: &str,
+        name: &str,
+        content_type: &str,
+        body: Bytes,
+        auth: Vec<(&'static str, String)>,
+    ) -> Result<(), Failure> {
+        let total = body.len();
+        let url = format!(
+            "{}/upload/storage/v1/b/{bucket}/o?uploadType=resumable&name={}",
+            self.endpoint,
+            encode(name)
+        );
+        let mut headers = auth.clone();
+        headers.push(("x-upload-content-type", content_type.to_string()));
+        headers.push(("x-upload-content-length", total.to_string()));
+        let started = self
+            .call(
+                "POST",
+                &url,
+                &headers,
+                SdkBody::empty(),
+                "starting a resumable upload",
+                ok,
+            )
+            .await
+            .map_err(|f| Failure {
+                uncertain: false,
+                ..f
+            })?;
+        let Some(session) = started.headers.get("location").map(str::to_string) else {
+            return Err(Failure {
+                text: "starting a resumable upload: the answer has no Location".to_string(),
+                uncertain: false,
+            });
+        };
+        let mut offset = 0;
+        loop {
+            let end = (offset + CHUNK).min(total);
+            let mut headers = auth.clone();
+            headers.push((
+                "content-range",
+                format!("bytes {offset}-{}/{total}", end - 1),
+            ));
+            let what = format!("sending bytes {offset} to {end} of {total}");
+            let resp = self
+                .call(
+                    "PUT",
+                    &session,
+                    &headers,
+                    SdkBody::from(body.slice(offset..end)),
+                    &what,
+                    |s| ok(s) || s == 308,
+                )
+                .await?;
+            if resp.status != 308 {
+                return Ok(());
+            }
+            let persisted = persisted(resp.headers.get("range")).ok_or_else(|| Failure {
+                text: format!(
+                    "{what}: the answer's Range {:?} is not bytes=0-N",
+                    resp.headers.get("range")
+                ),
+                uncertain: false,
+            })?;
+            if persisted <= offset && end > offset {
+                return Err(Failure {
+                    text: format!(
+                        "{what}: Cloud Storage kept none of it (it has {persisted} bytes)"
+                    ),
+                    uncertain: false,
+                });
+            }
+            if persisted >= total {
+                return Err(Failure {
+                    text: format!("{what}: every byte is kept but the upload is not finished"),
+                    uncertain: true,
+                });
+            }
+            offset = persisted;
+        }
+    }
+
+    /// The `Authorization` header, none for an emulator.
+    async fn authorization(&self) -> Result<Vec<(&'static str, String)>, Failure> {
+        let Some(credentials) = &self.credentials else {
+            return Ok(Vec::new());
+        };
+        let token = credentials.token().await.map_err(|text| Failure {
+            text,
+            uncertain: false,
+        })?;
+        Ok(vec![("authorization", format!("Bearer {token}"))])
+    }
+
+    /// One call, retried as [`Client::execute`] does; the failure names `what`.
+    async fn call(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, String)],
+        body: SdkBody,
+        what: &str,
+        answer: impl Fn(u16) -> bool,
+    ) -> Result<http::Response, Failure> {
+        let req = http::request(method, url, headers, body).map_err(|text| Failure {
+            text: format!("{what}: {text}"),
+            uncertain: false,
+        })?;
+        self.client
+            .execute(req, answer, what)
+            .await
+            .map_err(|f| Failure {
+                text: format!("{what}: {}", f.text),
+                ..f
+            })
+    }
+}
+
+/// A 2xx status.
+fn ok(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
+/// How many bytes a `Range: bytes=0-N` header says are kept (`N + 1`); none kept without
+/// the header.
+fn persisted(range: Option<&str>) -> Option<usize> {
+    let Some(range) = range else { return Some(0) };
+    let last: usize = range.trim().strip_prefix("bytes=0-")?.parse().ok()?;
+    last.checked_add(1)
+}
+
+/// `http://HOST` for `STORAGE_EMULATOR_HOST` given as a host and port.
+fn with_scheme(host: &str) -> String {
+    if host.contains("://") {
+        host.to_string()
+    } else {
+        format!("http://{host}")
+    }
+}
+
+#[cfg(test)]
+mod tests;
