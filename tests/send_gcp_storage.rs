@@ -94,13 +94,13 @@ fn one_object_per_batch_holding_every_item() {
 }
 
 #[test]
-fn batch_keys_as_prefixes_items_concatenated_as_substation_does() {
+fn a_bare_bucket_name_batch_keys_as_prefixes_items_concatenated_as_substation_does() {
     let (endpoint, bucket) = bucket();
     let input = lines(10);
     run(
         &endpoint,
         &format!(
-            "{{ gcp: {{ resource: 'projects/_/buckets/{bucket}' }}, obj: {{ btch: 'k' }},
+            "{{ gcp: {{ resource: '{bucket}' }}, obj: {{ btch: 'k' }},
                use_batch_key_as_prefix: true, file_path: {{ uuid: true, suffix: '.json' }} }}"
         ),
         &input,
@@ -215,7 +215,7 @@ fn a_bad_resource_is_a_config_error_naming_the_field() {
     out.assert_code(1);
     assert!(
         out.stderr.contains(
-            "gcp.resource: \"gs://logs\" names no Cloud Storage bucket (expected projects/_/buckets/BUCKET)"
+            "gcp.resource: \"gs://logs\" names no Cloud Storage bucket (expected projects/_/buckets/BUCKET or BUCKET): ':' is not allowed in a bucket name"
         ),
         "{}",
         out.stderr

@@ -1,7 +1,8 @@
 //! `send_gcp_storage`: writes each batch to a new object in a Google Cloud Storage bucket.
 //!
 //! Substation compatibility (`reference/substation.md` §2.1 row 59): the same type name and
-//! settings (`gcp.resource` as `projects/_/buckets/BUCKET`, `file_path`,
+//! settings (`gcp.resource` as `projects/_/buckets/BUCKET` or the bucket's bare name, as
+//! Substation 2.8 reads it, `file_path`,
 //! `use_batch_key_as_prefix`, `batch`, `auxiliary_transforms`, `object.batch_key`) and
 //! output: one object per batch, named by `file_path` like `send_aws_s3`'s objects
 //! ([`super::object_per_batch`]), its content type sniffed from its first bytes. Inside
@@ -13,8 +14,9 @@
 //! concatenates them into a temporary file, then uploads `data[0]`), so every other message
 //! of the batch is lost; sluice writes all of them, concatenated without a separator as
 //! `send_aws_s3` does, or joined by sluice's `separator`. `gcp.resource` is checked when
-//! the config is built (a bucket name of 3 to 222 characters, as Cloud Storage allows),
-//! where Substation checks only its prefix.
+//! the config is built against Cloud Storage's rules for bucket names, where Substation
+//! checks only that it is set (2.8) or its prefix (later versions), and both of its forms
+//! are accepted.
 //!
 //! Credentials and endpoint: Application Default Credentials, as Substation's Go client
 //! finds them ([`crate::gcp::credentials`]); `STORAGE_EMULATOR_HOST` sends every call to
@@ -66,20 +68,17 @@ pub(crate) struct Settings {
     pub object: ObjectSettings,
 }
 
-/// The bucket named by `gcp.resource` (`projects/_/buckets/BUCKET`).
+/// The bucket named by `gcp.resource`: `projects/_/buckets/BUCKET` (Substation since 2.8's
+/// successors) or the bare name (what Substation 2.8 reads, and its example passes).
 pub(crate) fn parse_resource(resource: Option<&str>) -> Result<String, String> {
     let resource = resource
         .filter(|r| !r.is_empty())
-        .ok_or("missing required option: the bucket, as projects/_/buckets/BUCKET")?;
-    let Some(bucket) = resource.strip_prefix(RESOURCE_PREFIX) else {
-        return Err(format!(
-            "{resource:?} names no Cloud Storage bucket (expected projects/_/buckets/BUCKET)"
-        ));
-    };
+        .ok_or("missing required option: the bucket, as projects/_/buckets/BUCKET or its name")?;
+    let bucket = resource.strip_prefix(RESOURCE_PREFIX).unwrap_or(resource);
     if let Some(why) = bucket_name_error(bucket) {
         return Err(format!(
-            "{resource:?} names no Cloud Storage bucket: {why} (an object prefix goes in \
-             file_path.prefix)"
+            "{resource:?} names no Cloud Storage bucket (expected projects/_/buckets/BUCKET or \
+             BUCKET): {why} (an object prefix goes in file_path.prefix)"
         ));
     }
     Ok(bucket.to_string())

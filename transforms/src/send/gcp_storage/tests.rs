@@ -15,6 +15,8 @@ fn settings_table() {
     let r = registry();
     for s in [
         json!({"gcp": {"resource": RESOURCE}, "file_path": {"uuid": true}}),
+        // Substation 2.8's form, which its own example uses.
+        json!({"gcp": {"resource": "substation-bucket"}, "file_path": {"uuid": true}}),
         json!({"gcp": {"resource": "projects/_/buckets/a.b-c_d"}, "file_path": {"prefix": "x"},
                "use_batch_key_as_prefix": true, "separator": "\n",
                "batch": {"count": 10}, "object": {"batch_key": "k"}}),
@@ -29,11 +31,11 @@ fn settings_table() {
         &[
             (
                 json!({"file_path": fp}),
-                "gcp.resource: missing required option: the bucket, as projects/_/buckets/BUCKET",
+                "gcp.resource: missing required option: the bucket, as projects/_/buckets/BUCKET or its name",
             ),
             (
                 json!({"gcp": {"resource": "gs://logs"}, "file_path": fp}),
-                "gcp.resource: \"gs://logs\" names no Cloud Storage bucket (expected projects/_/buckets/BUCKET)",
+                "gcp.resource: \"gs://logs\" names no Cloud Storage bucket (expected projects/_/buckets/BUCKET or BUCKET): ':' is not allowed",
             ),
             (
                 json!({"gcp": {"resource": "projects/_/buckets/Logs"}, "file_path": fp}),
@@ -41,6 +43,10 @@ fn settings_table() {
             ),
             (
                 json!({"gcp": {"resource": "projects/_/buckets/logs/prefix"}, "file_path": fp}),
+                "'/' is not allowed in a bucket name",
+            ),
+            (
+                json!({"gcp": {"resource": "projects/p/buckets/logs"}, "file_path": fp}),
                 "'/' is not allowed in a bucket name",
             ),
             (
