@@ -7,8 +7,8 @@
 //! set), inserted as it is (not URL-encoded, as in Substation); a message without that
 //! value passes through unchanged when the URL uses `${DATA}`. `${SECRET:id}` in the URL
 //! and the headers comes from `utility_secret` ([`crate::secrets`]). A JSON body is
-//! compacted; with a target key it is written as JSON (anything else with SJSON's typing
-//! of the bytes).
+//! compacted as Go's `json.Compact` does it ([`http::body_data`]); with a target key it is
+//! written as JSON (anything else with SJSON's typing of the bytes).
 //!
 //! sluice's own settings: `request.timeout`, `retry.count`, `retry.delay` and
 //! `accept_client_errors`; how requests are retried and where sluice differs from

@@ -496,17 +496,73 @@ fn parse_headers(b: &Build<'_>, v: Option<Value>) -> Result<Vec<(String, Templat
     Ok(out)
 }
 
-/// The value an answer's body is written as: its JSON (so it is compacted), else SJSON's
-/// typing of the bytes; an empty body is an empty string.
+/// The value an answer's body is written as, by Substation's `SetValue` of the bytes
+/// [`body_data`] gives: JSON as that JSON (an object or array keeping its compacted text, so
+/// numbers and escapes stay as the server wrote them), anything else as SJSON types bytes.
 pub fn body_value(body: &[u8]) -> Value {
-    serde_json::from_slice(body).unwrap_or_else(|_| sluice_engine::value::from_bytes(body))
+    let data = body_data(body.to_vec());
+    sluice_engine::json::parse::from_slice(&data)
+        .unwrap_or_else(|| sluice_engine::value::from_bytes(&data))
 }
 
-/// The body as data: compact JSON when it is JSON, else the bytes as they came.
+/// The body as data, as Substation's HTTP enrichments make it: JSON compacted as Go's
+/// `json.Compact` does (white space outside strings removed, nothing else changed), anything
+/// else the bytes as they came.
 pub fn body_data(body: Vec<u8>) -> Vec<u8> {
-    match serde_json::from_slice::<Value>(&body) {
-        Ok(v) => serde_json::to_vec(&v).unwrap_or(body),
-        Err(_) => body,
+    if sluice_engine::json::parse::from_slice(&body).is_none() {
+        return body;
+    }
+    compact(&body)
+}
+
+/// Valid JSON `text` without the white space outside its strings.
+fn compact(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text {
+        if in_string {
+            out.push(b);
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            in_string = b == b'"';
+            out.push(b);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_compacted_as_go_compacts_them() {
+        for (body, data, value) in [
+            (
+                "{ \"n\" : 1.50,\n \"s\": \"caf\\u00e9 \\\" x\", \"a\": [ 1e3 , true ] }\n",
+                "{\"n\":1.50,\"s\":\"caf\\u00e9 \\\" x\",\"a\":[1e3,true]}",
+                "{\"n\":1.50,\"s\":\"caf\\u00e9 \\\" x\",\"a\":[1e3,true]}",
+            ),
+            (" [ \"a b\" ] ", "[\"a b\"]", "[\"a b\"]"),
+            (" 7 ", "7", "7"),
+            ("\"a\\\\\" ", "\"a\\\\\"", "\"a\\\\\""),
+            ("plain words", "plain words", "\"plain words\""),
+            ("{ not json", "{ not json", "\"{ not json\""),
+            ("", "", "\"\""),
+        ] {
+            assert_eq!(
+                String::from_utf8(body_data(body.as_bytes().to_vec())).unwrap(),
+                data,
+                "{body:?}"
+            );
+            let v = body_value(body.as_bytes());
+            assert_eq!(sluice_engine::value::to_json_text(&v), value, "{body:?}");
+        }
     }
 }
 
