@@ -77,6 +77,12 @@ impl Function {
                 req.send().await.expect("tagging the stream");
             }
         });
+        self.alarms(&name, shards);
+        name
+    }
+
+    /// The stream's two alarms as a deployment writes them for `shards` shards.
+    fn alarms(&self, name: &str, shards: i32) {
         for (suffix, op, threshold, datapoints) in [
             ("upscale", "GreaterThanOrEqualToThreshold", 0.7, 5),
             ("downscale", "LessThanOrEqualToThreshold", 0.35, 60),
@@ -95,14 +101,13 @@ impl Function {
                     "ComparisonOperator": op,
                     "TreatMissingData": "ignore",
                     "Metrics": [
-                        metric("m1", "IncomingRecords", &name),
+                        metric("m1", "IncomingRecords", name),
                         {"Id": "e1", "Expression": format!("m1/(1000*{shards}*60)"),
                          "Label": "IncomingRecordsPercent", "ReturnData": true},
                     ],
                 }),
             );
         }
-        name
     }
 
     /// The stream's open shards.
@@ -348,6 +353,36 @@ fn an_upscale_doubles_a_one_shard_stream_and_a_second_one_waits_for_the_cooldown
     );
     // The rewritten thresholds stay.
     assert_rewritten(&f.alarm(&down), &s, 2, false, 0.35, 60);
+}
+
+/// An invocation that timed out while its stream resharded could not rewrite the alarms:
+/// they still measure the stream against its old capacity and fire again. The next alarm
+/// rewrites them for the stream's count instead of scaling a second time.
+#[test]
+fn an_alarm_left_for_the_old_count_is_realigned_not_scaled_again() {
+    let mut f = Function::start(&[]);
+    let s = f.stream("autoscale-stale", 2, &[]);
+    f.alarms(&s, 1);
+    let up = format!("{s}_upscale");
+    let results = f.invoke(&[(&up, &s, "ALARM")]);
+    assert_eq!(
+        results,
+        [
+            json!({"alarm": up, "stream": s, "action": "realigned", "from": 1, "to": 2,
+            "reason": "the alarm was written for 1 shards and the stream has 2 (a resharding \
+                       that outlasted its invocation): both alarms were rewritten for 2 shards, \
+                       and nothing was resharded"})
+        ]
+    );
+    assert_eq!(f.open_shards(&s), 2, "not resharded");
+    assert_eq!(f.tag(&s, "LastScalingEvent"), None);
+    assert_rewritten(&f.alarm(&up), &s, 2, true, 0.7, 5);
+    assert_rewritten(&f.alarm(&format!("{s}_downscale")), &s, 2, false, 0.35, 60);
+
+    // Realigned, the next alarm scales as usual.
+    let results = f.invoke(&[(&up, &s, "ALARM")]);
+    assert_eq!(results[0]["action"], "upscaled", "{results:?}");
+    assert_eq!(f.open_shards(&s), 4);
 }
 
 #[test]

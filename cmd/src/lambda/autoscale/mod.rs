@@ -13,19 +13,26 @@
 //!    `_downscale`);
 //! 2. reads the stream's tags (below); a tag with a bad value is logged with the stream,
 //!    the tag and the value, and the stream is not scaled;
-//! 3. refuses when the last scaling (`LastScalingEvent`) is too recent, 3 minutes for an
-//!    upscale and 30 for a downscale, by setting the alarm that fired to
-//!    `INSUFFICIENT_DATA` (it fires again if the load persists);
-//! 4. counts the open shards (ListShards) and computes the new count: upscale ×2 below 5
-//!    shards, ×1.75 below 13, ×1.5 below 33, else ×1.25 (rounded down); downscale ÷2,
-//!    ÷1.75, ÷1.5, ÷1.25 on the same steps (rounded up); then `MinimumShards` and
-//!    `MaximumShards`, at least 1, and what UpdateShardCount accepts in one call (at most
-//!    double, at least half the open count, at most 10,000). A limit never turns an
-//!    upscale into a downscale or the reverse: the count is then left as it is;
-//! 5. calls UpdateShardCount (uniform scaling), waits until the stream is no longer
-//!    `UPDATING` (polling every second, until shortly before the invocation's deadline),
-//!    tags the stream `LastScalingEvent` = now (RFC 3339), and rewrites both alarms for the
-//!    new count (PutMetricAlarm), each set to `INSUFFICIENT_DATA`.
+//! 3. leaves a stream that is still `UPDATING` (an earlier resharding) alone, resetting the
+//!    alarm that fired to `INSUFFICIENT_DATA` (it fires again if the load persists);
+//! 4. counts the open shards (ListShards) and reads the alarm (DescribeAlarms): one whose
+//!    metric math was written for another count (an invocation that timed out while the
+//!    stream resharded left the old alarms, which measure the stream against the old
+//!    capacity) gets both alarms rewritten for the stream's count, and nothing is
+//!    resharded, so that one burst of load never scales twice;
+//! 5. refuses when the last scaling (`LastScalingEvent`) is too recent, 3 minutes for an
+//!    upscale and 30 for a downscale, by resetting the alarm that fired;
+//! 6. computes the new count: upscale ×2 below 5 shards, ×1.75 below 13, ×1.5 below 33,
+//!    else ×1.25 (rounded down); downscale ÷2, ÷1.75, ÷1.5, ÷1.25 on the same steps
+//!    (rounded up); then `MinimumShards` and `MaximumShards`, at least 1, and what
+//!    UpdateShardCount accepts in one call (at most double, at least half the open count, at
+//!    most 10,000). A limit never turns an upscale into a downscale or the reverse: the
+//!    count is then left as it is;
+//! 7. calls UpdateShardCount (uniform scaling), tags the stream `LastScalingEvent` = now
+//!    (RFC 3339) at once, so that a retry of an invocation that times out is refused by the
+//!    cooldown, waits until the stream is no longer `UPDATING` (polling every second, until
+//!    shortly before the invocation's deadline), and rewrites both alarms for the new count
+//!    (PutMetricAlarm), each set to `INSUFFICIENT_DATA`.
 //!
 //! An unchanged count changes nothing, and the alarm stays in `ALARM` (as in Substation):
 //! the next scaling, or an operator, resets it.
@@ -49,7 +56,7 @@
 //!
 //! Every SNS record is handled. The response is a summary, one entry per record:
 //! `{"results":[{"alarm","stream","action","from","to","reason"}]}`, `action` one of
-//! `upscaled`, `downscaled`, `unchanged`, `cooldown`, `skipped`. A record that is not
+//! `upscaled`, `downscaled`, `unchanged`, `cooldown`, `realigned`, `skipped`. A record that is not
 //! for this function (another state, no stream, a bad tag) is skipped and logged, not an
 //! error: SNS would only retry it. A failed AWS call is a function error naming the
 //! service, the operation, the stream or alarm and the cause; the records after it are
@@ -90,8 +97,13 @@ pub enum Action {
     Downscaled,
     /// The new count is the current one.
     Unchanged,
-    /// The last scaling is too recent; the alarm was reset.
+    /// The last scaling is too recent, or the stream is still resharding; the alarm was
+    /// reset.
     Cooldown,
+    /// The alarm was written for another shard count than the stream has (a resharding
+    /// that outlasted the invocation that asked for it): both alarms were rewritten for the
+    /// stream's count, and nothing was resharded.
+    Realigned,
     /// Nothing to do for this record (see the reason).
     Skipped,
 }
@@ -147,8 +159,8 @@ pub enum ScaleError {
     /// The stream was still resharding when the invocation had to answer.
     #[error(
         "Kinesis stream {stream} was still UPDATING to {to} shards at the invocation's \
-         deadline: its LastScalingEvent tag and alarms were not updated (give the function \
-         a longer timeout)"
+         deadline: its alarms were not rewritten (the next alarm rewrites them for the new \
+         count; give the function a longer timeout)"
     )]
     StillUpdating {
         /// The stream.
@@ -350,6 +362,43 @@ impl Autoscaler {
             to,
             reason,
         };
+        // A stream that is still resharding (an earlier invocation's UpdateShardCount that
+        // outlasted it) is left to finish: its count is not the one to scale from.
+        if self.stream_status(stream).await? == Some(StreamStatus::Updating) {
+            let reason = "the stream is still resharding (UPDATING): it is scaled, if the load \
+                          persists, once that ends"
+                .to_string();
+            self.set_insufficient_data(&n.alarm, &reason).await?;
+            tracing::info!(alarm = %n.alarm, stream, reason = %reason, "cooldown");
+            return Ok(outcome(Action::Cooldown, None, None, reason));
+        }
+        let from = self.open_shards(stream).await?;
+        if from == 0 {
+            let why = "the stream has no open shards";
+            tracing::warn!(alarm = %n.alarm, stream, reason = why, "skipped");
+            return Ok(Outcome::skipped(&n.alarm, Some(stream), why));
+        }
+        // An alarm written for another count measures the stream's use against the wrong
+        // capacity: an invocation that timed out while the stream resharded left the old
+        // alarms, which fire again at once. Scaling on them would scale twice.
+        if let Some(written_for) = self.alarm_shards(&n.alarm).await?
+            && written_for != from
+        {
+            self.rewrite_alarms(stream, topic, from, &tags.settings)
+                .await?;
+            let reason = format!(
+                "the alarm was written for {written_for} shards and the stream has {from} (a \
+                 resharding that outlasted its invocation): both alarms were rewritten for \
+                 {from} shards, and nothing was resharded"
+            );
+            tracing::warn!(alarm = %n.alarm, stream, reason = %reason, "realigned");
+            return Ok(outcome(
+                Action::Realigned,
+                Some(written_for),
+                Some(from),
+                reason,
+            ));
+        }
         if let Some(left) = cooldown_left(direction, tags.last_scaling_event, Utc::now()) {
             let last = tags
                 .last_scaling_event
@@ -366,12 +415,6 @@ impl Autoscaler {
             tracing::info!(alarm = %n.alarm, stream, reason = %reason, "cooldown");
             return Ok(outcome(Action::Cooldown, None, None, reason));
         }
-        let from = self.open_shards(stream).await?;
-        if from == 0 {
-            let why = "the stream has no open shards";
-            tracing::warn!(alarm = %n.alarm, stream, reason = why, "skipped");
-            return Ok(Outcome::skipped(&n.alarm, Some(stream), why));
-        }
         let target = target_count(from, direction, tags.minimum, tags.maximum);
         let to = target.to;
         if to == from {
@@ -382,13 +425,6 @@ impl Autoscaler {
             return Ok(outcome(Action::Unchanged, Some(from), Some(to), reason));
         }
         self.reshard(stream, to).await?;
-        self.kinesis
-            .add_tags_to_stream()
-            .stream_name(stream)
-            .tags(LAST_SCALING_EVENT_TAG, Utc::now().to_rfc3339())
-            .send()
-            .await
-            .map_err(kinesis_error("AddTagsToStream", stream))?;
         self.rewrite_alarms(stream, topic, to, &tags.settings)
             .await?;
         let action = if to > from {
@@ -460,8 +496,40 @@ impl Autoscaler {
         }
     }
 
-    /// Asks for `to` shards and waits until the stream is no longer updating, until shortly
-    /// before the invocation's deadline.
+    /// The stream's status.
+    async fn stream_status(&self, stream: &str) -> Result<Option<StreamStatus>, ScaleError> {
+        let summary = self
+            .kinesis
+            .describe_stream_summary()
+            .stream_name(stream)
+            .send()
+            .await
+            .map_err(kinesis_error("DescribeStreamSummary", stream))?;
+        Ok(summary
+            .stream_description_summary()
+            .map(|s| s.stream_status().clone()))
+    }
+
+    /// The shard count alarm `name`'s metric math was written for ([`alarm_shards`]); `None`
+    /// when there is no such alarm or its math has no count.
+    async fn alarm_shards(&self, name: &str) -> Result<Option<u32>, ScaleError> {
+        let found = self
+            .cloudwatch
+            .describe_alarms()
+            .alarm_names(name)
+            .send()
+            .await
+            .map_err(cloudwatch_error("DescribeAlarms", name))?;
+        Ok(found
+            .metric_alarms()
+            .first()
+            .and_then(|a| alarm_shards(a.metrics().iter().filter_map(|q| q.expression()))))
+    }
+
+    /// Asks for `to` shards, tags the stream `LastScalingEvent` at once (so that a retry of
+    /// this invocation, should it time out while the stream reshards, is refused by the
+    /// cooldown), and waits until the stream is no longer updating, until shortly before the
+    /// invocation's deadline.
     async fn reshard(&self, stream: &str, to: u32) -> Result<(), ScaleError> {
         self.kinesis
             .update_shard_count()
@@ -471,21 +539,18 @@ impl Autoscaler {
             .send()
             .await
             .map_err(kinesis_error("UpdateShardCount", stream))?;
+        self.kinesis
+            .add_tags_to_stream()
+            .stream_name(stream)
+            .tags(LAST_SCALING_EVENT_TAG, Utc::now().to_rfc3339())
+            .send()
+            .await
+            .map_err(kinesis_error("AddTagsToStream", stream))?;
         let give_up = sluice_engine::invocation::deadline()
             .map(|d| d.checked_sub(DEADLINE_MARGIN).unwrap_or(d))
             .unwrap_or_else(|| Instant::now() + MAX_WAIT);
         loop {
-            let summary = self
-                .kinesis
-                .describe_stream_summary()
-                .stream_name(stream)
-                .send()
-                .await
-                .map_err(kinesis_error("DescribeStreamSummary", stream))?;
-            let status = summary
-                .stream_description_summary()
-                .map(|s| s.stream_status().clone());
-            if status != Some(StreamStatus::Updating) {
+            if self.stream_status(stream).await? != Some(StreamStatus::Updating) {
                 return Ok(());
             }
             if Instant::now() + POLL > give_up {

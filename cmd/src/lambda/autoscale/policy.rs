@@ -380,6 +380,21 @@ pub fn trigger(n: &Notification) -> Result<(Direction, &str), String> {
     Ok((direction, stream))
 }
 
+/// The shard count an alarm's metric math was written for: the `N` of an expression that
+/// divides by `1000*N*` (records) or `1048576*N*` (bytes), as [`metric_queries`], the SAM
+/// template and Substation write them; `None` when no expression has that shape (an alarm
+/// an operator wrote otherwise).
+pub fn alarm_shards<'a>(expressions: impl IntoIterator<Item = &'a str>) -> Option<u32> {
+    expressions.into_iter().find_map(|e| {
+        let e: String = e.chars().filter(|c| !c.is_whitespace()).collect();
+        ["(1000*", "(1048576*"].iter().find_map(|per_shard| {
+            let rest = &e[e.find(per_shard)? + per_shard.len()..];
+            let digits = &rest[..rest.find('*')?];
+            digits.parse().ok()
+        })
+    })
+}
+
 /// The alarms' metric queries for `stream` with `shards` shards: the stream's use of its
 /// shards (records and bytes), as Substation writes them.
 pub fn metric_queries(stream: &str, shards: u32) -> Vec<MetricDataQuery> {

@@ -328,3 +328,102 @@ fn outcomes_serialise_without_absent_counts() {
         json!({"alarm": "a_upscale", "action": "skipped", "reason": "why"})
     );
 }
+
+#[test]
+fn the_count_an_alarm_was_written_for() {
+    // (the alarm's expressions, the count read from them)
+    let cases: &[(&[&str], Option<u32>)] = &[
+        // As metric_queries writes them.
+        (
+            &[
+                "FILL(m1,REPEAT)",
+                "FILL(m2,REPEAT)",
+                "e1/(1000*4*60)",
+                "e2/(1048576*4*60)",
+                "MAX([e3,e4])",
+            ],
+            Some(4),
+        ),
+        // The bytes alone, spaced out; a deployment's single expression.
+        (&["e2 / (1048576 * 12 * 60)"], Some(12)),
+        (&["m1/(1000*1*60)"], Some(1)),
+        // Math of another shape says nothing.
+        (&["m1/60", "MAX([e3,e4])"], None),
+        (&["m1/(1000*n*60)"], None),
+        (&[], None),
+    ];
+    for (expressions, want) in cases {
+        assert_eq!(
+            alarm_shards(expressions.iter().copied()),
+            *want,
+            "{expressions:?}"
+        );
+    }
+    // What metric_queries writes reads back as its count.
+    for shards in [1, 3, 10_000] {
+        let queries = metric_queries("s", shards);
+        assert_eq!(
+            alarm_shards(queries.iter().filter_map(|q| q.expression())),
+            Some(shards)
+        );
+    }
+}
+
+/// A stream still resharding (an earlier invocation's UpdateShardCount that outlasted it,
+/// which moto cannot show: it reshards at once) is left to finish: the alarm is reset, and
+/// neither the shards nor the alarms are touched.
+#[tokio::test]
+async fn a_stream_still_resharding_is_left_alone() {
+    use aws_sdk_cloudwatch::operation::set_alarm_state::SetAlarmStateOutput;
+    use aws_sdk_kinesis::operation::describe_stream_summary::DescribeStreamSummaryOutput;
+    use aws_sdk_kinesis::operation::list_tags_for_stream::ListTagsForStreamOutput;
+    use aws_sdk_kinesis::types::StreamDescriptionSummary;
+    use aws_smithy_mocks::{RuleMode, mock, mock_client};
+
+    let tags = mock!(aws_sdk_kinesis::Client::list_tags_for_stream).then_output(|| {
+        ListTagsForStreamOutput::builder()
+            .set_tags(Some(Vec::new()))
+            .has_more_tags(false)
+            .build()
+            .unwrap()
+    });
+    let summary = mock!(aws_sdk_kinesis::Client::describe_stream_summary).then_output(|| {
+        DescribeStreamSummaryOutput::builder()
+            .stream_description_summary(
+                StreamDescriptionSummary::builder()
+                    .stream_name("s")
+                    .stream_arn("arn:aws:kinesis:us-east-1:123456789012:stream/s")
+                    .stream_status(StreamStatus::Updating)
+                    .retention_period_hours(24)
+                    .stream_creation_timestamp(aws_sdk_kinesis::primitives::DateTime::from_secs(0))
+                    .set_enhanced_monitoring(Some(Vec::new()))
+                    .open_shard_count(2)
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+    });
+    let kinesis = mock_client!(aws_sdk_kinesis, RuleMode::MatchAny, [&tags, &summary]);
+    let reset = mock!(aws_sdk_cloudwatch::Client::set_alarm_state)
+        .then_output(|| SetAlarmStateOutput::builder().build());
+    let cloudwatch = mock_client!(aws_sdk_cloudwatch, [&reset]);
+    let scaler = Autoscaler::new(kinesis, cloudwatch, Settings::default());
+    let message = json!({
+        "AlarmName": "s_upscale",
+        "NewStateValue": "ALARM",
+        "Trigger": {"Metrics": [{"Id": "m1", "MetricStat": {"Metric": {
+            "Dimensions": [{"name": "StreamName", "value": "s"}]}}}]},
+    });
+    let out = scaler
+        .record("arn:aws:sns:us-east-1:123456789012:t", &message.to_string())
+        .await
+        .unwrap();
+    assert_eq!(out.action, Action::Cooldown);
+    assert!(
+        out.reason.contains("still resharding (UPDATING)"),
+        "{out:?}"
+    );
+    assert_eq!(reset.num_calls(), 1, "the alarm is reset to fire again");
+    // Any other call (ListShards, UpdateShardCount, DescribeAlarms) would have found no
+    // rule and failed the record.
+}
