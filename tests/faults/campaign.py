@@ -3,7 +3,7 @@
 local emulators while faults are injected, then every sink read back and every message counted.
 
     campaign.py --size small|large [--sluice target/debug/sluice] [--out DIR]
-                [--pipelines kinesis,kinesis_after,firehose,dynamodb,file,file_after,hop]
+                [--pipelines kinesis,kinesis_after,firehose,dynamodb,file,file_after,gcs,hop]
                 [--mixes clean,sink,lock,outage,crash,retry,idle,all] [--messages N]
                 [--markdown FILE] [--seed N] [--no-control]
 
@@ -22,15 +22,16 @@ campaign") explains the model. In short, per pipeline and fault mix (a "cell"):
   whose first undelivered line is the same record, that record goes to a dead-letter list
   (the ESM's on-failure destination) and the batch goes on after it; a few finished
   batches are redelivered anyway (a lost acknowledgement).
-- Faults: proxy.py in front of dynoxide (the lock store, and the DynamoDB sink) and of moto
-  (Kinesis, Firehose) injects throttling, 5xx, timeouts and partial record failures before
+- Faults: proxy.py in front of dynoxide (the lock store, and the DynamoDB sink), of moto
+  (Kinesis, Firehose) and of the Cloud Storage emulator (send_gcp_storage) injects throttling, 5xx, timeouts and partial record failures before
   forwarding, 5xx and timeouts after forwarding (ambiguous outcomes), and outage windows
   (every lock-store call of a class fails for 1-8 s, from every process); runs are SIGKILLed
   at random points; two workers run over overlapping input; in-process retries
   (`meta_retry` around the lock); a second worker gets a batch while the first holds it
   alive on idle input.
 - Read back: GetRecords (Kinesis), the Firehose bucket (S3), the DynamoDB sink's applied
-  transactions (the proxy's log) checked against a Scan, and the files; the lock table.
+  transactions (the proxy's log) checked against a Scan, the Cloud Storage bucket's objects,
+  and the files; the lock table.
 - Verdict per message: delivered once, more than once, lost, or rejected (no key: it must
   end in the dead-letter list). See docs/exactly-once.md for what fails a cell.
 
@@ -52,6 +53,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -125,12 +129,13 @@ MIXES = {
 }
 MIX_ORDER = ["clean", "sink", "lock", "outage", "crash", "retry", "idle", "all"]
 
-PIPELINES = ["kinesis", "kinesis_after", "firehose", "dynamodb", "file", "file_after", "hop"]
+PIPELINES = ["kinesis", "kinesis_after", "firehose", "dynamodb", "file", "file_after", "gcs",
+             "hop"]
 # Pipelines where any duplicate fails the cell (Firehose cannot be read back: only its
 # crash-window duplicates are bounded, to one call's worth per run).
-STRICT = {"kinesis", "kinesis_after", "dynamodb", "file", "file_after", "hop"}
+STRICT = {"kinesis", "kinesis_after", "dynamodb", "file", "file_after", "gcs", "hop"}
 # Pipelines whose lock store is DynamoDB (behind the proxy): store faults reach them.
-DYNAMODB_LOCK = {"kinesis", "kinesis_after", "firehose", "dynamodb", "file_after", "hop"}
+DYNAMODB_LOCK = {"kinesis", "kinesis_after", "firehose", "dynamodb", "file_after", "gcs", "hop"}
 
 SIZES = {
     # CI (a step of scripts/test.sh): every pipeline under `all`, every other mix on a few
@@ -143,6 +148,7 @@ SIZES = {
                         ("dynamodb", "all"), ("dynamodb", "retry"), ("dynamodb", "lock"),
                         ("file", "all"), ("file", "idle"), ("file", "crash"),
                         ("file_after", "all"), ("file_after", "outage"),
+                        ("gcs", "all"), ("gcs", "crash"),
                         ("hop", "all"), ("hop", "clean")],
               "control": "file"},
     # docs/exactly-once.md's table: every mix on every pipeline, >= 100,000 messages through
@@ -177,23 +183,29 @@ def wait_port(port, proc, what, timeout=60):
 
 
 class Emulators:
-    """dynoxide and moto on free loopback ports, stopped at exit."""
+    """dynoxide, moto and the Cloud Storage emulator on free loopback ports, stopped at
+    exit."""
 
     def __init__(self, out):
         self.procs = []
         emu = ROOT / ".emulators"
         dynoxide = emu / "node_modules/@dynoxide/linux-x64/dynoxide"
         moto = emu / "venv/bin/moto_server"
-        for b in (dynoxide, moto):
+        gcs = emu / "venv/bin/gcp-storage-emulator"
+        for b in (dynoxide, moto, gcs):
             if not b.exists():
                 sys.exit(f"{b} is missing: run scripts/emulators.sh install")
-        self.ddb_port, self.moto_port = free_port(), free_port()
+        self.ddb_port, self.moto_port, self.gcs_port = free_port(), free_port(), free_port()
         self._start([str(dynoxide), "--host", "127.0.0.1", "--port", str(self.ddb_port)],
                     self.ddb_port, "dynoxide", out / "dynoxide.log")
         self._start([str(moto), "-H", "127.0.0.1", "-p", str(self.moto_port)],
                     self.moto_port, "moto", out / "moto.log")
+        self._start([str(gcs), "start", "--in-memory", "--host", "127.0.0.1",
+                     "--port", str(self.gcs_port)],
+                    self.gcs_port, "the Cloud Storage emulator", out / "gcs.log")
         self.ddb = f"http://127.0.0.1:{self.ddb_port}"
         self.moto = f"http://127.0.0.1:{self.moto_port}"
+        self.gcs = f"http://127.0.0.1:{self.gcs_port}"
 
     def _start(self, cmd, port, what, log):
         p = subprocess.Popen(cmd, stdout=open(log, "w"), stderr=subprocess.STDOUT)
@@ -339,6 +351,24 @@ def file_send(directory, spec):
             "separator: '\\n' })" % (batch_settings(spec), directory))
 
 
+def gcs_send(bucket, spec):
+    # JSON lines, one object per batch, named after the batch's lock keys under the lock.
+    return ("sub.tf.send.gcp.storage({ gcp: { resource: 'projects/_/buckets/%s' },%s "
+            "file_path: { prefix: 'out', uuid: true, suffix: '.jsonl' }, separator: '\\n' })"
+            % (bucket, batch_settings(spec)))
+
+
+def gcs_call(endpoint, method, path, body=None):
+    """One JSON API call to the Cloud Storage emulator: (status, body bytes)."""
+    req = urllib.request.Request(endpoint + path, data=body, method=method,
+                                 headers={"Content-Type": "application/json"} if body else {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
 def stamp(field="run"):
     # Which process delivered this copy: attributes duplicates exactly.
     return f"sub.tf.obj.insert({{ obj: {{ trg: '{field}' }}, value: run }})"
@@ -403,6 +433,8 @@ def configs(p, res, spec):
         send = ("sub.tf.send.aws.data_firehose({ aws: { arn: 'arn:aws:firehose:%s:%s:deliverystream/%s' },"
                 "%s aux_tforms: [sub.tf.str.append({ suffix: '\\n' })] })"
                 % (REGION, ACCOUNT, res["delivery"], batch_settings(spec)))
+    elif p == "gcs":
+        send = gcs_send(res["bucket"], spec)
     elif p == "dynamodb":
         send = ("sub.tf.obj.copy({ obj: { src: 'uid', trg: 'event_id' } }),\n        "
                 "sub.tf.send.aws.dynamodb.put({ aws: { arn: 'arn:aws:dynamodb:%s:%s:table/%s' },"
@@ -447,6 +479,12 @@ def create_resources(p, tag, emu, workdir, control):
         res["mid" if p == "hop" else "stream"] = name
         k.create_stream(StreamName=name, ShardCount=2)
         wait_stream(k, name)
+    if p == "gcs":
+        res["bucket"] = f"gcs-{tag}".lower().replace("_", "-")
+        status, body = gcs_call(emu.gcs, "POST", "/storage/v1/b?project=test",
+                                json.dumps({"name": res["bucket"]}).encode())
+        if status != 200:
+            sys.exit(f"creating bucket {res['bucket']}: HTTP {status} {body[:200]!r}")
     if p == "firehose":
         res["delivery"] = res["bucket"] = f"fh-{tag}"
         client("s3", emu.moto).create_bucket(Bucket=res["bucket"])
@@ -531,6 +569,19 @@ def copies_of(p, res, emu, sink_log):
             raise AssertionError(
                 f"the table and the proxy's applied writes disagree: {len(in_table - logged)} "
                 f"items not logged, {len(logged - in_table)} logged ids not in the table")
+    elif p == "gcs":
+        status, body = gcs_call(emu.gcs, "GET", f"/storage/v1/b/{res['bucket']}/o")
+        if status != 200:
+            raise AssertionError(f"listing bucket {res['bucket']}: HTTP {status}")
+        for item in json.loads(body).get("items", []):
+            name = urllib.parse.quote(item["name"], safe="")
+            status, data = gcs_call(emu.gcs, "GET", f"/storage/v1/b/{res['bucket']}/o/{name}?alt=media")
+            if status != 200:
+                raise AssertionError(f"reading {item['name']}: HTTP {status}")
+            for line in data.decode().splitlines():
+                if line.strip():
+                    m = json.loads(line)
+                    out.append((uid_of(m), m.get("run")))
     else:
         out = file_copies(res["out"])
     return out
@@ -1019,6 +1070,11 @@ def run_one(args, emu, p, mix, seed):
                                            if k in ("sink", "read")},
                                 seed + 1, workdir, "moto")
         env["AWS_ENDPOINT_URL_KINESIS"] = env["AWS_ENDPOINT_URL_FIREHOSE"] = proxies["moto"].url
+    if p == "gcs":
+        # Only the sink's faults: Cloud Storage is not the lock store.
+        proxies["gcs"] = Proxy(emu.gcs, {k: v for k, v in spec["faults"].items() if k == "sink"},
+                               seed + 2, workdir, "gcs")
+        env["STORAGE_EMULATOR_HOST"] = proxies["gcs"].url
     bad_keys = args.undelivered and not control
     batches, valid, id_of, bad, dups = workload(n, size["batch"], seed, tag, bad_keys)
     texts = configs(p, res, spec)

@@ -17,7 +17,9 @@ configured rates. Each request is classified by its `X-Amz-Target` header and bo
               pending with their lease ended after an ambiguous send)
     release   DynamoDB TransactWriteItems of Deletes only (the lock's rollback)
     sink      DynamoDB TransactWriteItems holding a Put (the transactional DynamoDB sink),
-              Kinesis PutRecords, Firehose PutRecordBatch
+              Kinesis PutRecords, Firehose PutRecordBatch, and Cloud Storage uploads (a
+              request to /upload/storage/v1/..., in front of the Cloud Storage emulator:
+              the ids are those of the JSON lines of its body)
     read      Kinesis GetShardIterator and GetRecords (a sender reading a stream back
               before it sends a record again)
     other     anything else (forwarded untouched)
@@ -205,6 +207,18 @@ def service_of(target):
     return "other"
 
 
+def line_ids(body):
+    """The message ids of an uploaded object's JSON lines (a Cloud Storage upload)."""
+    ids = []
+    for line in body.decode("utf-8", "replace").splitlines():
+        try:
+            m = json.loads(line)
+            ids.append(str(m["uid"] if "uid" in m else m["id"]))
+        except Exception:
+            pass
+    return ids
+
+
 def record_id(blob_b64):
     """The message id of a record whose data is a JSON message (base64 in the JSON
     protocol): its `uid` (the campaign's unique id of each message), else its `id`."""
@@ -274,6 +288,9 @@ def classify(target, body):
 def error_body(service, kind):
     if kind in ("outage", "window"):
         kind = "error_before"
+    if service == "gcs":  # the JSON API's error document
+        status = 429 if kind == "throttle" else 503
+        return status, str(status), f"injected {status}"
     if kind == "throttle":
         if service == "firehose":
             return 503, "ServiceUnavailableException", "Slow down. (injected throttling)"
@@ -321,6 +338,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _reply_error(self, service, kind):
         status, code, msg = error_body(service, kind)
+        if service == "gcs":
+            data = json.dumps({"error": {"code": status, "message": msg}}).encode()
+            return self._reply(status, [("Content-Type", "application/json")], data)
         data = json.dumps({"__type": code, "message": msg}).encode()
         ctype = "application/x-amz-json-1.0" if service == "dynamodb" else "application/x-amz-json-1.1"
         self._reply(status, [("Content-Type", ctype), ("x-amzn-ErrorType", code.split("#")[-1])], data)
@@ -341,6 +361,8 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             parsed = {}
         cls, ids = classify(target, parsed) if target else ("other", [])
+        if not target and self.path.startswith("/upload/storage/v1/"):
+            service, cls, ids, target = "gcs", "sink", line_ids(body), "gcs.upload"
         if cls == "other":
             return self._reply(*self._forward(body))
         st = self.state

@@ -34,7 +34,11 @@ class Upstream(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        try:
+            body = json.loads(raw)
+        except ValueError:  # a Cloud Storage upload: the object's bytes
+            body = raw
         Upstream.received.append(body)
         target = self.headers.get("X-Amz-Target", "")
         if target.endswith("PutRecords"):
@@ -132,6 +136,39 @@ class ProxyTest(unittest.TestCase):
         failed = [r for r in answer["RequestResponses"] if "ErrorCode" in r]
         self.assertEqual(answer["FailedPutCount"], len(failed))
         self.assertEqual(len(Upstream.received[0]["Records"]), 10 - len(failed))
+
+    def upload(self, data):
+        """A Cloud Storage media upload through the proxy: (status, answer)."""
+        req = urllib.request.Request(
+            self.url + "/upload/storage/v1/b/bkt/o?uploadType=media&name=out%2Fa.jsonl",
+            data=data, method="POST", headers={"Content-Type": "text/plain; charset=utf-8"})
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def test_cloud_storage_uploads_are_sink_calls_named_by_their_lines(self):
+        lines = b'{"uid":"u1","id":"1","run":"r"}\n{"uid":"u2","id":"2","run":"r"}'
+        self.start({"sink": {"throttle": 1.0}})
+        status, answer = self.upload(lines)
+        self.assertEqual((status, answer["error"]["code"]), (429, 429))
+        self.assertEqual(Upstream.received, [])
+        [e] = self.entries()
+        self.assertEqual((e["class"], e["op"], e["fault"], e["applied"], e["ids"]),
+                         ("sink", "upload", "throttle", False, ["u1", "u2"]))
+        self.tearDown()
+        self.start({"sink": {"error_after": 1.0}})
+        status, answer = self.upload(lines)
+        self.assertEqual((status, answer["error"]["code"]), (503, 503))
+        self.assertEqual(Upstream.received, [lines], "forwarded before the error")
+        [e] = self.entries()
+        self.assertEqual((e["fault"], e["applied"], e["ids"]), ("error_after", True, ["u1", "u2"]))
+        self.tearDown()
+        self.start({})
+        status, _ = self.upload(lines)
+        self.assertEqual(status, 200)
+        self.assertEqual(self.summary(), {"sink:None": 1})
 
     def test_faults_before_forwarding_never_reach_the_emulator(self):
         self.start({"acquire": {"throttle": 1.0}})
