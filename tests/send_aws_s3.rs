@@ -4,6 +4,7 @@
 
 use std::io::Read;
 
+use crate::common::objects::{Object, assert_batches_of_lines, numbered_lines as lines};
 use crate::common::{Dir, Output, dynamodb::unique_table, moto};
 
 /// Runs `sluice run` with a config whose only step is `sub.tf.send.aws.s3(SETTINGS)` (then
@@ -23,12 +24,6 @@ fn run(endpoint: &str, settings: &str, input: &[String]) -> Output {
         stdin,
         &moto::process_env(endpoint),
     )
-}
-
-fn lines(n: usize) -> Vec<String> {
-    (0..n)
-        .map(|i| format!(r#"{{"n":{i},"k":"{}"}}"#, i % 2))
-        .collect()
 }
 
 fn bucket() -> (String, String) {
@@ -53,33 +48,18 @@ fn one_object_per_batch_named_by_file_path() {
     .assert_clean_success();
     let objects = moto::bucket_objects_full(&endpoint, &bucket);
     assert_eq!(objects.len(), 3, "250 lines in batches of 100");
-    let date = chrono::Utc::now().format("%Y/%m/%d").to_string();
-    // logs/YYYY/MM/DD/<uuid>.jsonl
-    let named = |key: &str| {
-        key.strip_prefix(&format!("logs/{date}/"))
-            .and_then(|rest| rest.strip_suffix(".jsonl"))
-            .is_some_and(|id| id.len() == 36 && id.split('-').count() == 5)
-    };
-    let mut got: Vec<String> = Vec::new();
-    let mut sizes = Vec::new();
     for o in &objects {
-        assert!(named(&o.key), "{}", o.key);
-        assert_eq!(
-            o.headers.get("content-type").map(String::as_str),
-            Some("text/plain; charset=utf-8"),
-            "{}",
-            o.key
-        );
         assert!(!o.headers.contains_key("content-encoding"));
-        let text = String::from_utf8(o.body.clone()).unwrap();
-        assert!(!text.ends_with('\n'), "the separator goes between items");
-        sizes.push(text.lines().count());
-        got.extend(text.lines().map(String::from));
     }
-    sizes.sort();
-    assert_eq!(sizes, vec![50, 100, 100]);
-    got.sort_by_key(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_u64());
-    assert_eq!(got, input, "every line once, intact");
+    let read: Vec<Object<'_>> = objects
+        .iter()
+        .map(|o| Object {
+            name: &o.key,
+            body: &o.body,
+            content_type: o.headers.get("content-type").map_or("", String::as_str),
+        })
+        .collect();
+    assert_batches_of_lines(&read, "logs", ".jsonl", &[50, 100, 100], &input);
 }
 
 #[test]

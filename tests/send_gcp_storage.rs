@@ -5,6 +5,7 @@
 
 use std::io::Read;
 
+use crate::common::objects::{Object, assert_batches_of_lines, numbered_lines as lines};
 use crate::common::{Dir, Output, dynamodb::unique_table, gcs};
 use crate::send_file_locked::{committed, crashed_before_commit};
 
@@ -26,12 +27,6 @@ fn run(endpoint: &str, settings: &str, input: &[String]) -> Output {
         stdin,
         &[("STORAGE_EMULATOR_HOST".to_string(), host)],
     )
-}
-
-fn lines(n: usize) -> Vec<String> {
-    (0..n)
-        .map(|i| format!(r#"{{"n":{i},"k":"{}"}}"#, i % 2))
-        .collect()
 }
 
 fn bucket() -> (String, String) {
@@ -70,27 +65,15 @@ fn one_object_per_batch_holding_every_item() {
     .assert_clean_success();
     let objects = objects(&endpoint, &bucket);
     assert_eq!(objects.len(), 3, "250 lines in batches of 100");
-    let date = chrono::Utc::now().format("%Y/%m/%d").to_string();
-    let mut got: Vec<String> = Vec::new();
-    let mut sizes = Vec::new();
-    for (name, body, kind) in &objects {
-        let id = name
-            .strip_prefix(&format!("logs/{date}/"))
-            .and_then(|rest| rest.strip_suffix(".jsonl"));
-        assert!(
-            id.is_some_and(|id| id.len() == 36 && id.split('-').count() == 5),
-            "{name}"
-        );
-        assert_eq!(kind, "text/plain; charset=utf-8", "{name}");
-        let text = String::from_utf8(body.clone()).unwrap();
-        assert!(!text.ends_with('\n'), "the separator goes between items");
-        sizes.push(text.lines().count());
-        got.extend(text.lines().map(String::from));
-    }
-    sizes.sort();
-    assert_eq!(sizes, vec![50, 100, 100]);
-    got.sort_by_key(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_u64());
-    assert_eq!(got, input, "every line once, intact");
+    let read: Vec<Object<'_>> = objects
+        .iter()
+        .map(|(name, body, kind)| Object {
+            name,
+            body,
+            content_type: kind,
+        })
+        .collect();
+    assert_batches_of_lines(&read, "logs", ".jsonl", &[50, 100, 100], &input);
 }
 
 #[test]

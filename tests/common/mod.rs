@@ -28,6 +28,7 @@ pub mod emulator;
 pub mod gcs;
 pub mod kinesalite;
 pub mod moto;
+pub mod objects;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
