@@ -1,6 +1,7 @@
 //! Configs read from URLs by the real `sluice` binary: `s3://` against moto's S3 (a config
-//! and its imports uploaded, then run, tested, vetted and built), and `http://` against a
-//! tiny HTTP server on loopback in this test process.
+//! and its imports uploaded, then run, tested, vetted and built), `gs://` against the Cloud
+//! Storage emulator, and `http://` against a tiny HTTP server on loopback in this test
+//! process.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -9,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::common::{Dir, dynamodb::unique_table, moto};
+use crate::common::{Dir, dynamodb::unique_table, gcs, moto};
 
 /// A config that imports a library file next to it, and carries a test.
 const CONFIG: &str = r#"
@@ -75,6 +76,63 @@ fn run_test_vet_and_build_a_config_in_s3() {
     assert!(
         std::fs::read_dir(d.path()).unwrap().next().is_none(),
         "no file written"
+    );
+}
+
+/// Substation reads `gs://` configs (`SUBSTATION_CONFIG`); so does sluice, imports included,
+/// and a kv store's file at a `gs://` URL.
+#[test]
+fn a_config_and_a_kv_store_file_in_cloud_storage() {
+    let endpoint = gcs::endpoint();
+    let bucket = unique_table("sluice-config");
+    gcs::create_bucket(&endpoint, &bucket);
+    gcs::put_object(&endpoint, &bucket, "team/config.jsonnet", CONFIG.as_bytes());
+    gcs::put_object(
+        &endpoint,
+        &bucket,
+        "team/lib/steps.libsonnet",
+        STEPS.as_bytes(),
+    );
+    gcs::put_object(&endpoint, &bucket, "kv/users.csv", b"id,name\nu1,ann\n");
+    let env = [(
+        "STORAGE_EMULATOR_HOST".to_string(),
+        endpoint.trim_start_matches("http://").to_string(),
+    )];
+    let url = format!("gs://{bucket}/team/config.jsonnet");
+    let d = Dir::new();
+    d.sluice_env(&["run", "-c", &url], "{\"a\":\"x\"}\n", &env)
+        .assert_stdout("{\"a\":\"X\"}\n");
+    let out = d.sluice_env(&["test", &url], "", &env);
+    out.assert_code(0);
+    assert!(out.stdout_str().ends_with("1 passed, 0 failed\n"));
+
+    d.write(
+        "kv.jsonnet",
+        format!(
+            "local sub = std.extVar('sub');\n\
+             {{ transforms: [sub.tf.enrich.kv_store.iget({{ obj: {{ src: 'id', trg: 'name' }},\n\
+               kv_store: sub.kv_store.csv_file({{ file: 'gs://{bucket}/kv/users.csv', column: 'id' }}) }}), sub.tf.send.stdout()] }}\n"
+        ),
+    );
+    d.sluice_env(&["run", "-c", "kv.jsonnet"], "{\"id\":\"u1\"}\n", &env)
+        .assert_stdout("{\"id\":\"u1\",\"name\":{\"name\":\"ann\"}}\n");
+
+    let missing = format!("gs://{bucket}/nope.jsonnet");
+    let out = d.sluice_env(&["run", "-c", &missing], "", &env);
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .starts_with(&format!("error: {missing}: download: HTTP 404")),
+        "{}",
+        out.stderr
+    );
+    let out = d.sluice_env(&["run", "-c", "gs://bucket-only"], "", &env);
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("names no object (expected gs://BUCKET/OBJECT)"),
+        "{}",
+        out.stderr
     );
 }
 

@@ -5,6 +5,8 @@
 //!
 //! - `s3://BUCKET/KEY`: `GetObject` with the AWS SDK's default chains (credentials,
 //!   `AWS_REGION`, `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`; `sluice_transforms::aws::s3`).
+//! - `gs://BUCKET/OBJECT`: Cloud Storage with Google's Application Default Credentials (or
+//!   the emulator at `STORAGE_EMULATOR_HOST`).
 //! - `https://...`: a `GET` through the same hyper + rustls (ring) client the AWS SDK uses,
 //!   trusting the system's certificates; redirects are followed (at most
 //!   [`MAX_REDIRECTS`], never from `https` down to `http`), and the config is then known by
@@ -136,7 +138,7 @@ mod tests {
             ("http://127.0.0.1:8080/c.json", true),
             ("config.jsonnet", false),
             ("./s3://x", false),
-            ("gs://b/k", false),
+            ("gs://b/k", true),
             ("", false),
         ] {
             assert_eq!(is_url(name), url, "{name}");

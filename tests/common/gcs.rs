@@ -68,6 +68,29 @@ pub fn create_bucket(endpoint: &str, bucket: &str) {
     );
 }
 
+/// Writes `body` as object `name` of `bucket` (a media upload, as text: the emulator parses
+/// a JSON-typed body instead of storing it).
+pub fn put_object(endpoint: &str, bucket: &str, name: &str, body: &[u8]) {
+    let path = format!(
+        "/upload/storage/v1/b/{}/o?uploadType=media&name={}",
+        encode(bucket),
+        encode(name)
+    );
+    let (status, _, answer) = http_request(
+        endpoint,
+        "POST",
+        &path,
+        &[("Content-Type", "text/plain")],
+        body,
+    );
+    assert_eq!(
+        status,
+        200,
+        "writing {bucket}/{name} at {endpoint}: {}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
 /// Object `name` of bucket `bucket`: its contents and its `contentType` (empty when it has
 /// none); `None` when there is no such object.
 pub fn object(endpoint: &str, bucket: &str, name: &str) -> Option<(Vec<u8>, String)> {

@@ -4,6 +4,9 @@
 //!
 //! - `s3://BUCKET/KEY`: `GetObject` with the AWS SDK's default chains (credentials,
 //!   `AWS_REGION`, `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`; [`crate::aws::s3`]).
+//! - `gs://BUCKET/OBJECT`: Cloud Storage's JSON API with Google's Application Default
+//!   Credentials, or the emulator at `STORAGE_EMULATOR_HOST` ([`crate::gcp::storage`]), as
+//!   Substation reads such URLs.
 //! - `https://...`: a `GET` through the same hyper + rustls (ring) client the AWS SDK uses,
 //!   trusting the system's certificates; redirects are followed (at most
 //!   [`MAX_REDIRECTS`], never from `https` down to `http`), and the file is then known by
@@ -39,19 +42,23 @@ pub struct Limits {
     pub what: &'static str,
 }
 
-/// Whether `name` is a URL this module reads (`s3://`, `https://`, `http://`, any case),
-/// rather than a local path.
+/// Whether `name` is a URL this module reads (`s3://`, `gs://`, `https://`, `http://`, any
+/// case), rather than a local path.
 pub fn is_url(name: &str) -> bool {
-    ["s3://", "https://", "http://"].iter().any(|scheme| {
-        name.get(..scheme.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(scheme))
-    })
+    ["s3://", "gs://", "https://", "http://"]
+        .iter()
+        .any(|scheme| {
+            name.get(..scheme.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(scheme))
+        })
 }
 
-/// Reads URLs. Its HTTP client is made on first use and reused.
+/// Reads URLs. Its HTTP client (and Cloud Storage client, with its token) is made on first
+/// use and reused.
 #[derive(Default)]
 pub struct Fetcher {
     http: OnceLock<Connector>,
+    gcs: OnceLock<crate::gcp::storage::Storage>,
 }
 
 impl Fetcher {
@@ -78,6 +85,19 @@ impl Fetcher {
                 }
                 #[cfg(not(feature = "aws"))]
                 Err(crate::without_aws::message("reading an s3:// URL"))
+            } else if url
+                .get(..5)
+                .is_some_and(|p| p.eq_ignore_ascii_case("gs://"))
+            {
+                let (bucket, name) = parse_gs_url(url)?;
+                let gcs = self.gcs.get_or_init(|| {
+                    crate::gcp::storage::Storage::from_env(crate::gcp::credentials::process_env())
+                });
+                let bytes = gcs
+                    .download(&bucket, &name, limits.max_bytes, limits.what)
+                    .await
+                    .map_err(|f| f.text)?;
+                Ok((url.to_string(), bytes))
             } else {
                 self.get(url, limits).await
             }
@@ -137,6 +157,21 @@ impl Fetcher {
     }
 }
 
+/// The bucket and object of a `gs://BUCKET/OBJECT` URL.
+pub fn parse_gs_url(url: &str) -> Result<(String, String), String> {
+    let rest = url
+        .get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("gs://"))
+        .map(|_| &url[5..])
+        .ok_or("not a gs:// URL")?;
+    match rest.split_once('/') {
+        Some((bucket, name)) if !bucket.is_empty() && !name.is_empty() => {
+            Ok((bucket.to_string(), name.to_string()))
+        }
+        _ => Err("names no object (expected gs://BUCKET/OBJECT)".into()),
+    }
+}
+
 /// `url` parsed, if sluice may fetch it over HTTP: `https`, or `http` to a loopback host; a
 /// redirect (from `from`) may not go from `https` to `http`.
 pub fn check_http_url(url: &str, from: Option<&url::Url>) -> Result<url::Url, String> {
@@ -151,7 +186,9 @@ pub fn check_http_url(url: &str, from: Option<&url::Url>) -> Result<url::Url, St
             "plain http is accepted only for loopback hosts (localhost, 127.0.0.0/8, [::1]); use https"
                 .into(),
         ),
-        other => Err(format!("unsupported URL scheme {other:?} (use s3:// or https://)")),
+        other => Err(format!(
+            "unsupported URL scheme {other:?} (use s3://, gs:// or https://)"
+        )),
     }
 }
 
@@ -211,10 +248,22 @@ mod tests {
             ("HTTP://127.0.0.1:8080/c.json", true),
             ("config.jsonnet", false),
             ("./s3://x", false),
-            ("gs://b/k", false),
+            ("gs://b/k", true),
+            ("GS://b/k", true),
+            ("gcs://b/k", false),
             ("", false),
         ] {
             assert_eq!(is_url(name), url, "{name}");
+        }
+        assert_eq!(
+            parse_gs_url("gs://b/team/c.jsonnet").unwrap(),
+            ("b".to_string(), "team/c.jsonnet".to_string())
+        );
+        for bad in ["gs://b", "gs://b/", "gs:///k"] {
+            assert_eq!(
+                parse_gs_url(bad).unwrap_err(),
+                "names no object (expected gs://BUCKET/OBJECT)"
+            );
         }
     }
 

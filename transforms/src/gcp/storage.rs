@@ -1,4 +1,5 @@
-//! Cloud Storage's JSON API, as far as `send_gcp_storage` needs it: writing an object.
+//! Cloud Storage's JSON API, as far as sluice needs it: writing an object
+//! (`send_gcp_storage`) and reading one (`gs://` URLs, [`crate::fetch`]).
 //!
 //! An object of at most [`CHUNK`] bytes goes in one media upload (`POST
 //! /upload/storage/v1/b/BUCKET/o?uploadType=media&name=NAME`, the content type in the
@@ -180,6 +181,37 @@ impl Storage {
         }
     }
 
+    /// Reads object `name` of `bucket` (`GET /storage/v1/b/BUCKET/o/NAME?alt=media`), refusing
+    /// one larger than `max_bytes` (`what` names what it is, for that error: "a config").
+    pub(crate) async fn download(
+        &self,
+        bucket: &str,
+        name: &str,
+        max_bytes: usize,
+        what: &str,
+    ) -> Result<Vec<u8>, Failure> {
+        let headers = self.authorization().await?;
+        let url = format!(
+            "{}/storage/v1/b/{}/o/{}?alt=media",
+            self.endpoint,
+            path_segment(bucket),
+            path_segment(name)
+        );
+        let resp = self
+            .call("GET", &url, &headers, SdkBody::empty(), "download", ok)
+            .await?;
+        if resp.body.len() > max_bytes {
+            return Err(Failure {
+                text: format!(
+                    "the object has {} bytes, more than the {max_bytes} bytes {what} may have",
+                    resp.body.len()
+                ),
+                uncertain: false,
+            });
+        }
+        Ok(resp.body)
+    }
+
     /// The `Authorization` header, none for an emulator.
     async fn authorization(&self) -> Result<Vec<(&'static str, String)>, Failure> {
         let Some(credentials) = &self.credentials else {
@@ -214,6 +246,20 @@ impl Storage {
                 ..f
             })
     }
+}
+
+/// `s` as one segment of a URL's path: every byte but the unreserved ones (RFC 3986:
+/// letters, digits, `-`, `.`, `_`, `~`) percent-encoded, `/` included.
+fn path_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// A 2xx status.

@@ -20,6 +20,47 @@ fn persisted_table() {
 }
 
 #[test]
+fn path_segments_table() {
+    for (name, want) in [
+        ("cfg.jsonnet", "cfg.jsonnet"),
+        (
+            "team/lib/x y+z.libsonnet",
+            "team%2Flib%2Fx%20y%2Bz.libsonnet",
+        ),
+        ("é~_", "%C3%A9~_"),
+    ] {
+        assert_eq!(path_segment(name), want, "{name}");
+    }
+}
+
+#[tokio::test]
+async fn an_object_is_read_whole_or_refused_past_its_limit() {
+    let server = Server::start(|r| match r.path.as_str() {
+        "/storage/v1/b/configs/o/team%2Fcfg.jsonnet?alt=media" => Reply::ok("{ transforms: [] }"),
+        _ => Reply::status(404, r#"{"error":{"code":404,"message":"No such object"}}"#),
+    });
+    let s = Storage::new(server.url(), None).with_client(quick());
+    let got = s
+        .download("configs", "team/cfg.jsonnet", 100, "a config")
+        .await
+        .unwrap();
+    assert_eq!(got, b"{ transforms: [] }");
+    let e = s
+        .download("configs", "team/cfg.jsonnet", 10, "a config")
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.text,
+        "the object has 18 bytes, more than the 10 bytes a config may have"
+    );
+    let e = s
+        .download("configs", "nope", 100, "a config")
+        .await
+        .unwrap_err();
+    assert!(e.text.starts_with("download: HTTP 404: "), "{}", e.text);
+}
+
+#[test]
 fn emulator_host_table() {
     for (host, want) in [
         ("localhost:9023", "http://localhost:9023"),
