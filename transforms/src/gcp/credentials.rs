@@ -14,7 +14,9 @@
 //!
 //! A file holds a `service_account` key (a token is got by a JWT signed with its RSA key,
 //! RFC 7523, from its `token_uri`) or an `authorized_user` (a refresh token, RFC 6749
-//! §6). Other types (`external_account`, `impersonated_service_account`) are refused with
+//! §6). A user's calls are billed to the file's `quota_project_id`, or to
+//! `GOOGLE_CLOUD_QUOTA_PROJECT` when that is set (the `x-goog-user-project` header), as
+//! Google's libraries bill them. Other types (`external_account`, `impersonated_service_account`) are refused with
 //! an error that names the file and the type. Tokens are kept until a minute before they
 //! expire; errors name where the credentials came from and what the token endpoint said.
 
@@ -68,6 +70,7 @@ enum Source {
         refresh_token: String,
         token_uri: String,
         file: PathBuf,
+        quota_project: Option<String>,
     },
     /// The metadata server at `host`.
     Metadata { host: String },
@@ -85,6 +88,7 @@ struct CredentialsFile {
     client_id: Option<String>,
     client_secret: Option<String>,
     refresh_token: Option<String>,
+    quota_project_id: Option<String>,
 }
 
 /// A token endpoint's answer.
@@ -131,6 +135,20 @@ impl Credentials {
             // Off Google Cloud nothing answers at the metadata address: give up soon.
             metadata_client: Client::new(Duration::from_secs(3), 2, Duration::from_millis(200)),
         }
+    }
+
+    /// The headers a call carries: `Authorization` with a valid token, and
+    /// `x-goog-user-project` when the calls are billed to a quota project.
+    pub(crate) async fn headers(&self) -> Result<Vec<(&'static str, String)>, String> {
+        let mut headers = vec![("authorization", format!("Bearer {}", self.token().await?))];
+        let file_project = match self.source.get() {
+            Some(Ok(Source::AuthorizedUser { quota_project, .. })) => quota_project.clone(),
+            _ => None,
+        };
+        if let Some(project) = (self.env)("GOOGLE_CLOUD_QUOTA_PROJECT").or(file_project) {
+            headers.push(("x-goog-user-project", project));
+        }
+        Ok(headers)
     }
 
     /// A valid access token: the kept one, or a new one.
@@ -319,6 +337,7 @@ fn from_file(text: &[u8], file: &Path) -> Result<Source, String> {
             refresh_token: need(f.refresh_token, "refresh_token")?,
             token_uri,
             file: file.to_path_buf(),
+            quota_project: f.quota_project_id.filter(|s| !s.is_empty()),
         }),
         Some(other) => Err(bad(format!(
             "credentials of type {other:?} are not supported (use a service_account key or \

@@ -212,16 +212,15 @@ impl Storage {
         Ok(resp.body)
     }
 
-    /// The `Authorization` header, none for an emulator.
+    /// The `Authorization` (and quota project) headers, none for an emulator.
     async fn authorization(&self) -> Result<Vec<(&'static str, String)>, Failure> {
         let Some(credentials) = &self.credentials else {
             return Ok(Vec::new());
         };
-        let token = credentials.token().await.map_err(|text| Failure {
+        credentials.headers().await.map_err(|text| Failure {
             text,
             uncertain: false,
-        })?;
-        Ok(vec![("authorization", format!("Bearer {token}"))])
+        })
     }
 
     /// One call, retried as [`Client::execute`] does; the failure names `what`.

@@ -317,6 +317,36 @@ async fn a_user_refreshes_its_token() {
         STORAGE_SCOPE,
     );
     assert_eq!(c.token().await.unwrap(), "user-token");
+    assert_eq!(
+        c.headers().await.unwrap(),
+        [("authorization", "Bearer user-token".to_string())]
+    );
+    // A user's calls are billed to the file's quota project, or to the environment's.
+    let mut file: serde_json::Value = file;
+    file["quota_project_id"] = "billing-1".into();
+    write(
+        dir.path(),
+        "application_default_credentials.json",
+        &file.to_string(),
+    );
+    for (vars, want) in [
+        (vec![], "billing-1"),
+        (
+            vec![("GOOGLE_CLOUD_QUOTA_PROJECT", "billing-2")],
+            "billing-2",
+        ),
+    ] {
+        let mut vars = vars;
+        vars.push(("CLOUDSDK_CONFIG", dir.path().to_str().unwrap()));
+        let c = Credentials::new(env(&vars), STORAGE_SCOPE);
+        assert_eq!(
+            c.headers().await.unwrap(),
+            [
+                ("authorization", "Bearer user-token".to_string()),
+                ("x-goog-user-project", want.to_string())
+            ]
+        );
+    }
 }
 
 #[tokio::test]
