@@ -8,7 +8,8 @@
 //! bytes, each `PUT` to the session with its `Content-Range`, and each answered `308` with
 //! the `Range` persisted so far, from which the next chunk starts, until the last is
 //! answered `200`. A chunk is retried on its own, so a lost connection costs one chunk,
-//! not the object. Writing a name that exists replaces the object (a new generation).
+//! not the object; a chunk that still fails makes the upload ask the session what it kept
+//! (`Content-Range: bytes */TOTAL`) and go on from there. Writing a name that exists replaces the object (a new generation).
 //!
 //! Endpoint: `https://storage.googleapis.com`, or `STORAGE_EMULATOR_HOST` (a host and port,
 //! or a URL) when it is set, as Google's client libraries read it; requests to an emulator
@@ -135,6 +136,7 @@ impl Storage {
             });
         };
         let mut offset = 0;
+        let mut recoveries = 0;
         loop {
             let end = (offset + CHUNK).min(total);
             let mut headers = auth.clone();
@@ -143,7 +145,7 @@ impl Storage {
                 format!("bytes {offset}-{}/{total}", end - 1),
             ));
             let what = format!("sending bytes {offset} to {end} of {total}");
-            let resp = self
+            let sent = self
                 .call(
                     "PUT",
                     &session,
@@ -152,7 +154,32 @@ impl Storage {
                     &what,
                     |s| ok(s) || s == 308,
                 )
-                .await?;
+                .await;
+            let resp = match sent {
+                Ok(resp) => resp,
+                // The chunk failed for good, perhaps after part of it was kept: ask the
+                // session what it has (the protocol's status query) and go on from there.
+                Err(failed) if recoveries < RETRIES => {
+                    recoveries += 1;
+                    let mut query = auth.clone();
+                    query.push(("content-range", format!("bytes */{total}")));
+                    match self
+                        .call(
+                            "PUT",
+                            &session,
+                            &query,
+                            SdkBody::empty(),
+                            "asking a resumable upload what it kept",
+                            |s| ok(s) || s == 308,
+                        )
+                        .await
+                    {
+                        Ok(resp) => resp,
+                        Err(_) => return Err(failed),
+                    }
+                }
+                Err(failed) => return Err(failed),
+            };
             if resp.status != 308 {
                 return Ok(());
             }
@@ -163,19 +190,22 @@ impl Storage {
                 ),
                 uncertain: false,
             })?;
-            if persisted <= offset && end > offset {
-                return Err(Failure {
-                    text: format!(
-                        "{what}: Cloud Storage kept none of it (it has {persisted} bytes)"
-                    ),
-                    uncertain: false,
-                });
-            }
             if persisted >= total {
                 return Err(Failure {
                     text: format!("{what}: every byte is kept but the upload is not finished"),
                     uncertain: true,
                 });
+            }
+            if persisted <= offset && end > offset {
+                recoveries += 1;
+                if recoveries > RETRIES {
+                    return Err(Failure {
+                        text: format!(
+                            "{what}: Cloud Storage keeps none of it (it has {persisted} bytes)"
+                        ),
+                        uncertain: false,
+                    });
+                }
             }
             offset = persisted;
         }
