@@ -165,8 +165,8 @@ mod tests {
                 .into(),
                 "ShardsStillUpdating",
                 "Kinesis stream s was still UPDATING to 4 shards at the invocation's \
-                 deadline: its LastScalingEvent tag and alarms were not updated (give the \
-                 function a longer timeout)",
+                 deadline: its alarms were not rewritten (the next alarm rewrites them for \
+                 the new count; give the function a longer timeout)",
             ),
         ];
         let mut seen = Vec::new();
