@@ -90,22 +90,28 @@ install_dynoxide() {
     "$DYNOXIDE_BIN" --version
 }
 
-install_moto() {
-    local stamp="$MOTO_VENV/.moto-version"
-    if [[ -x "$MOTO_BIN" && "$(cat "$stamp" 2>/dev/null)" == "$MOTO_VERSION" ]]; then
-        echo "moto $MOTO_VERSION: already installed ($MOTO_BIN)"
+# pip_install NAME REQUIREMENT VERSION BIN STAMP: installs REQUIREMENT (pinned at VERSION)
+# into moto's virtualenv, made first if missing, unless BIN is there and STAMP says VERSION.
+pip_install() {
+    local name=$1 requirement=$2 version=$3 bin=$4 stamp=$5
+    if [[ -x "$bin" && "$(cat "$stamp" 2>/dev/null)" == "$version" ]]; then
+        echo "$name $version: already installed ($bin)"
         return
     fi
-    command -v python3 >/dev/null || die "python3 is needed to install moto (apt-get install python3 python3-venv)"
+    command -v python3 >/dev/null || die "python3 is needed to install $name (apt-get install python3 python3-venv)"
     mkdir -p "$DIR"
-    echo "installing moto[server] $MOTO_VERSION into $MOTO_VENV/"
+    echo "installing $requirement into $MOTO_VENV/"
     [[ -x "$MOTO_VENV/bin/pip" ]] || python3 -m venv "$MOTO_VENV" \
         || die "python3 -m venv failed (apt-get install python3-venv)"
-    "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check \
-        "moto[server]==$MOTO_VERSION" >&2
-    [[ -x "$MOTO_BIN" ]] || die "pip finished but $MOTO_BIN is missing"
-    echo "$MOTO_VERSION" >"$stamp"
-    echo "moto $MOTO_VERSION installed"
+    "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check "$requirement" >&2
+    [[ -x "$bin" ]] || die "pip finished but $bin is missing"
+    echo "$version" >"$stamp"
+    echo "$name $version installed"
+}
+
+install_moto() {
+    pip_install moto "moto[server]==$MOTO_VERSION" "$MOTO_VERSION" "$MOTO_BIN" \
+        "$MOTO_VENV/.moto-version"
 }
 
 # moto has no schema file like dynoxide's: start it, create the fixture's resources with
@@ -168,21 +174,8 @@ GCS_BIN="$MOTO_VENV/bin/gcp-storage-emulator"
 GCS_BUCKETS=(sluice-example)
 
 install_gcs() {
-    local stamp="$MOTO_VENV/.gcs-version"
-    if [[ -x "$GCS_BIN" && "$(cat "$stamp" 2>/dev/null)" == "$GCS_VERSION" ]]; then
-        echo "gcp-storage-emulator $GCS_VERSION: already installed ($GCS_BIN)"
-        return
-    fi
-    command -v python3 >/dev/null || die "python3 is needed to install gcp-storage-emulator (apt-get install python3 python3-venv)"
-    mkdir -p "$DIR"
-    echo "installing gcp-storage-emulator $GCS_VERSION into $MOTO_VENV/"
-    [[ -x "$MOTO_VENV/bin/pip" ]] || python3 -m venv "$MOTO_VENV" \
-        || die "python3 -m venv failed (apt-get install python3-venv)"
-    "$MOTO_VENV/bin/pip" install --quiet --disable-pip-version-check \
-        "gcp-storage-emulator==$GCS_VERSION" >&2
-    [[ -x "$GCS_BIN" ]] || die "pip finished but $GCS_BIN is missing"
-    echo "$GCS_VERSION" >"$stamp"
-    echo "gcp-storage-emulator $GCS_VERSION installed"
+    pip_install gcp-storage-emulator "gcp-storage-emulator==$GCS_VERSION" "$GCS_VERSION" \
+        "$GCS_BIN" "$MOTO_VENV/.gcs-version"
 }
 
 # As start_moto: start it in memory, create the examples' buckets with the JSON API (a POST
