@@ -159,16 +159,24 @@ impl Fetcher {
 
 /// The bucket and object of a `gs://BUCKET/OBJECT` URL.
 pub fn parse_gs_url(url: &str) -> Result<(String, String), String> {
+    bucket_and_key(url, "gs://", "OBJECT")
+}
+
+/// `SCHEME BUCKET/KEY` (`s3://`, `gs://`, any case) as (bucket, key); the error says what is
+/// wrong, `key_name` naming the key in the form it expects (the caller names the URL).
+pub fn bucket_and_key(url: &str, scheme: &str, key_name: &str) -> Result<(String, String), String> {
     let rest = url
-        .get(..5)
-        .filter(|p| p.eq_ignore_ascii_case("gs://"))
-        .map(|_| &url[5..])
-        .ok_or("not a gs:// URL")?;
+        .get(..scheme.len())
+        .filter(|p| p.eq_ignore_ascii_case(scheme))
+        .map(|_| &url[scheme.len()..])
+        .ok_or_else(|| format!("does not start with {scheme}"))?;
     match rest.split_once('/') {
-        Some((bucket, name)) if !bucket.is_empty() && !name.is_empty() => {
-            Ok((bucket.to_string(), name.to_string()))
+        Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => {
+            Ok((bucket.to_string(), key.to_string()))
         }
-        _ => Err("names no object (expected gs://BUCKET/OBJECT)".into()),
+        _ => Err(format!(
+            "names no object (expected {scheme}BUCKET/{key_name})"
+        )),
     }
 }
 

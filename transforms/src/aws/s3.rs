@@ -45,17 +45,7 @@ pub fn client(conf: &SdkConfig, checksums: RequestChecksumCalculation) -> Client
 /// `s3://BUCKET/KEY` as (bucket, key); the message of an error says what is wrong (the
 /// caller names the URL).
 pub fn parse_url(url: &str) -> Result<(String, String), String> {
-    let rest = url
-        .get(..5)
-        .filter(|p| p.eq_ignore_ascii_case("s3://"))
-        .map(|_| &url[5..])
-        .ok_or("not an s3:// URL")?;
-    match rest.split_once('/') {
-        Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => {
-            Ok((bucket.to_string(), key.to_string()))
-        }
-        _ => Err("names no object (expected s3://BUCKET/KEY)".into()),
-    }
+    crate::fetch::bucket_and_key(url, "s3://", "KEY")
 }
 
 /// Reads object `key` of `bucket` with the default chains (no role, region from the

@@ -31,6 +31,7 @@ use ring::rand::SystemRandom;
 use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
 use serde::Deserialize;
 
+use super::base_url;
 use crate::http::{self, Client};
 
 /// Read and write access to Cloud Storage objects.
@@ -208,7 +209,7 @@ impl Credentials {
             Source::Metadata { host } => {
                 let url = format!(
                     "{}/computeMetadata/v1/instance/service-accounts/default/token?scopes={}",
-                    metadata_base(host),
+                    base_url(host),
                     encode(self.scope)
                 );
                 let req = http::request(
@@ -226,7 +227,7 @@ impl Credentials {
                             "the metadata server at {} did not give one ({}); outside Google \
                              Cloud, set GOOGLE_APPLICATION_CREDENTIALS to a service account key \
                              file or run `gcloud auth application-default login`",
-                            metadata_base(host),
+                            base_url(host),
                             f.text
                         )
                     })?;
@@ -276,7 +277,7 @@ impl Source {
             Source::AuthorizedUser { file, .. } => {
                 format!("user credentials in {}", file.display())
             }
-            Source::Metadata { host } => format!("metadata server at {}", metadata_base(host)),
+            Source::Metadata { host } => format!("metadata server at {}", base_url(host)),
         }
     }
 }
@@ -425,15 +426,6 @@ fn form(pairs: &[(&str, &str)]) -> String {
 /// `s` encoded for a query string.
 pub(crate) fn encode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
-/// `http://HOST` for a metadata host given with or without its scheme.
-fn metadata_base(host: &str) -> String {
-    if host.starts_with("http://") || host.starts_with("https://") {
-        host.trim_end_matches('/').to_string()
-    } else {
-        format!("http://{}", host.trim_end_matches('/'))
-    }
 }
 
 #[cfg(test)]

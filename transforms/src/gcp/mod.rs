@@ -9,3 +9,14 @@
 
 pub(crate) mod credentials;
 pub(crate) mod storage;
+
+/// `http://HOST[:PORT]` for a host given without a scheme (`GCE_METADATA_HOST`,
+/// `STORAGE_EMULATOR_HOST`), a URL as it is; no trailing `/` either way.
+pub(crate) fn base_url(host: &str) -> String {
+    let host = host.trim_end_matches('/');
+    if host.contains("://") {
+        host.to_string()
+    } else {
+        format!("http://{host}")
+    }
+}

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use aws_smithy_types::body::SdkBody;
 
+use super::base_url;
 use super::credentials::{Credentials, Env, STORAGE_SCOPE, encode};
 use crate::http::{self, Client, Failure};
 
@@ -47,7 +48,7 @@ impl Storage {
     /// Credentials from `env` unless it is an emulator.
     pub(crate) fn from_env(env: Env) -> Self {
         match env("STORAGE_EMULATOR_HOST") {
-            Some(host) => Storage::new(with_scheme(&host), None),
+            Some(host) => Storage::new(base_url(&host), None),
             None => Storage::new(
                 ENDPOINT.to_string(),
                 Some(Credentials::new(env, STORAGE_SCOPE)),
@@ -302,15 +303,6 @@ fn persisted(range: Option<&str>) -> Option<usize> {
     let Some(range) = range else { return Some(0) };
     let last: usize = range.trim().strip_prefix("bytes=0-")?.parse().ok()?;
     last.checked_add(1)
-}
-
-/// `http://HOST` for `STORAGE_EMULATOR_HOST` given as a host and port.
-fn with_scheme(host: &str) -> String {
-    if host.contains("://") {
-        host.to_string()
-    } else {
-        format!("http://{host}")
-    }
 }
 
 #[cfg(test)]
