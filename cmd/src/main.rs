@@ -17,10 +17,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 // A pipeline allocates and frees many small objects per message (parsed JSON keys and
-// values); mimalloc does that several times cheaper than the system allocator. How it gives
-// memory back: `main` and `sluice_cmd::memory`.
+// values); mimalloc does that several times cheaper than the system allocator. Blocks past
+// 512 KiB (a large line, its output) go to glibc, which reuses them at once. How memory goes
+// back: `main` and `sluice_cmd::memory`.
 #[global_allocator]
-static GLOBAL: sluice_cmd::memory::Allocator = sluice_cmd::memory::Allocator;
+static GLOBAL: sluice_cmd::memory::Allocator = sluice_cmd::memory::Allocator::LARGE_FROM_LIBC;
 
 /// sluice: a streaming transform engine configured by Jsonnet (Substation-compatible).
 #[derive(Parser)]
@@ -68,6 +69,7 @@ const PURGE_DELAY_MS: i64 = 20;
 fn main() -> ExitCode {
     sluice_cmd::memory::no_huge_pages();
     sluice_cmd::memory::purge_after(PURGE_DELAY_MS);
+    sluice_cmd::memory::tune_large_blocks();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
