@@ -60,9 +60,9 @@ fn lines_file(dir: &Dir, count: usize) -> std::path::PathBuf {
 #[allow(clippy::zombie_processes)]
 fn run(input: Input<'_>, args: &[&str], env: &[(&str, &str)]) -> Run {
     let config = workspace_root().join("examples/hello/config.jsonnet");
-    let (count, file) = match input {
-        Input::Stdin(count) => (count, None),
-        Input::File(path) => (0, Some(path)),
+    let (stdin, count, file) = match input {
+        Input::Stdin(count) => (Stdio::piped(), count, None),
+        Input::File(path) => (Stdio::null(), 0, Some(path)),
     };
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .arg("run")
@@ -74,20 +74,22 @@ fn run(input: Input<'_>, args: &[&str], env: &[(&str, &str)]) -> Run {
         .env("AWS_EC2_METADATA_DISABLED", "true")
         .env_remove("MIMALLOC_PURGE_DELAY")
         .env_remove("MIMALLOC_ALLOW_THP")
+        .env_remove("GLIBC_TUNABLES")
         .envs(env.iter().copied())
-        .stdin(Stdio::piped())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting sluice");
     let pid = child.id() as libc::pid_t;
-    let mut stdin = child.stdin.take().expect("stdin pipe");
-    let feeder = std::thread::spawn(move || {
-        for i in 0..count {
-            if stdin.write_all(&line(i)).is_err() {
-                return;
+    let feeder = child.stdin.take().map(|mut stdin| {
+        std::thread::spawn(move || {
+            for i in 0..count {
+                if stdin.write_all(&line(i)).is_err() {
+                    return;
+                }
             }
-        }
+        })
     });
     let mut stdout = child.stdout.take().expect("stdout pipe");
     // It reads as fast as it can (newlines found by memchr, not byte by byte in this
@@ -153,7 +155,9 @@ fn run(input: Input<'_>, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    feeder.join().expect("stdin feeder");
+    if let Some(feeder) = feeder {
+        feeder.join().expect("stdin feeder");
+    }
     let (lines, greeted) = counter.join().expect("stdout counter");
     let stderr = errors.join().expect("stderr reader");
     assert!(

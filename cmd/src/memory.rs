@@ -28,10 +28,10 @@
 /// `mi_malloc` (blocks are whole words from a 16-byte aligned start); others as before.
 ///
 /// [`Allocator::LARGE_FROM_LIBC`] (`sluice`'s) sends blocks past [`LARGE_BLOCK`] to the C
-/// library's `malloc` (on glibc; mimalloc elsewhere). mimalloc gives each such block a page of its own and, when another thread
-/// frees it (a line is read on the input thread and freed on a worker, its output made on a
-/// worker and freed by the send), leaves the page to its owner's next collection and the
-/// arena's purge delay: fed 900 KB lines as fast as `cat` feeds them, `sluice run
+/// library's `malloc` (on glibc; mimalloc elsewhere). mimalloc gives each such block a page
+/// of its own and, when another thread frees it (a line is read on the input thread and
+/// freed on a worker, its output made on a worker and freed by the send), leaves the page
+/// to its owner's next collection and the arena's purge delay: fed 900 KB lines as fast as `cat` feeds them, `sluice run
 /// --workers 2` held 65–80 MB where ~11 MB was live. glibc puts the freed block back in
 /// its arena's free lists, where the next line's allocation finds it, and returns what
 /// gathers at the top of a heap past a few MiB ([`tune_large_blocks`]): the same run peaks
@@ -193,8 +193,8 @@ pub fn purge_after(ms: i64) {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms as std::ffi::c_long) };
 }
 
-/// glibc's settings for the large blocks [`Allocator::LARGE_FROM_LIBC`] gives it, unless `GLIBC_TUNABLES`
-/// in the environment sets its own: blocks up to 32 MiB come from its arenas (not a fresh
+/// glibc's settings for the large blocks [`Allocator::LARGE_FROM_LIBC`] gives it, unless
+/// `GLIBC_TUNABLES` in the environment sets its own: blocks up to 32 MiB come from its arenas (not a fresh
 /// `mmap` each, which the kernel zeroes and faults in page by page), and a heap gives back
 /// what is free at its top once that passes 4 MiB. (Setting either also stops glibc from
 /// moving its `mmap` threshold up to the largest block freed.) Measured in
@@ -269,7 +269,6 @@ mod tests {
                 }
             }
         }
-        tune_large_blocks();
     }
 
     #[test]
