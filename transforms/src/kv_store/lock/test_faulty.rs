@@ -8,8 +8,10 @@
 //! `takeover_by` (the first acquisition takes the keys, waits until their leases ran out,
 //! lets that owner take them, then answers); and per operation (`acquire`, `commit`,
 //! `renew`, `release`, `abandon`): `fail` (the first N calls fail before applying),
-//! `fail_after` (the first N calls apply, then fail as if the answer was lost) and
-//! `outage_ms` (every call fails before applying until that long after the store was made).
+//! `fail_after` (the first N calls apply, then fail as if the answer was lost),
+//! `outage_ms` (every call fails before applying until that long after the store was made)
+//! and `slow_ms` (every call waits that long before it applies, as a call held until its
+//! attempt timed out).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -46,6 +48,8 @@ struct Settings {
     fail_after: HashMap<String, u32>,
     #[serde(default)]
     outage_ms: HashMap<String, u64>,
+    #[serde(default)]
+    slow_ms: HashMap<String, u64>,
 }
 
 /// How a call of one operation goes.
@@ -62,6 +66,7 @@ pub(crate) struct FaultySqliteStore {
     answered: AtomicBool,
     made: Instant,
     outage: HashMap<String, Duration>,
+    slow: HashMap<String, Duration>,
     left: Mutex<HashMap<String, (u32, u32)>>,
 }
 
@@ -89,8 +94,20 @@ impl FaultySqliteStore {
                 .into_iter()
                 .map(|(op, ms)| (op, Duration::from_millis(ms)))
                 .collect(),
+            slow: s
+                .slow_ms
+                .into_iter()
+                .map(|(op, ms)| (op, Duration::from_millis(ms)))
+                .collect(),
             left: Mutex::new(left),
         })
+    }
+
+    /// Waits as long as `slow_ms` says calls of `op` take.
+    async fn slow(&self, op: &str) {
+        if let Some(d) = self.slow.get(op) {
+            tokio::time::sleep(*d).await;
+        }
     }
 
     fn fault(&self, op: &str) -> Fault {
@@ -124,6 +141,7 @@ impl FaultySqliteStore {
         op: &str,
         call: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
+        self.slow(op).await;
         match self.fault(op) {
             Fault::Before => Err(Self::error(op, "before")),
             Fault::After => {
@@ -148,6 +166,7 @@ impl LockStore for FaultySqliteStore {
         requests: &[AcquireRequest],
         concurrency: usize,
     ) -> Vec<Result<Acquired, StoreError>> {
+        self.slow("acquire").await;
         let fault = self.fault("acquire");
         if let Fault::Before = fault {
             return requests

@@ -11,18 +11,22 @@
 //! window between a sink's acceptance and the commit is then about one store round trip,
 //! whatever the input's rhythm.
 //!
-//! The work is done by [`Keeper::pump`], which the keeper's own task calls when woken (a
-//! tokio task on the runtime the lock runs on, started and restarted as needed), and which
-//! the lock also calls itself at its checkpoint and when the adapter settles the pipeline
-//! ([`Keeper::settle`]), so nothing depends on the task having run. Pumps are serialised.
+//! The work is done in two lanes, settlements (commits, releases, abandonments) and
+//! renewals, which the keeper's own task drives when woken (a tokio task on the runtime the
+//! lock runs on, started and restarted as needed), and which [`Keeper::pump`] runs both of
+//! when the lock calls it at its checkpoint and when the adapter settles the pipeline
+//! ([`Keeper::settle`]), so nothing depends on the task having run. Each lane is serialised.
 //! A store call that fails leaves its keys queued; they are tried again, with backoff, by
 //! later pumps: a commit after delivery never fails a batch by itself.
 //!
-//! Leases: a key whose lease is a third gone while its message is still on its way is
-//! renewed (conditional on the owner, as lease-based consumers such as the Kinesis Client
-//! Library renew theirs), so a live process keeps its keys however long a send holds them,
-//! and a crashed one loses them a lease after its last renewal. A lease that ends with the
-//! invocation (Lambda) is not renewed: the process cannot outlive it.
+//! Leases ([`renew`]): a key whose lease is a third gone while its message is still on its
+//! way, or while its commit has not gone through, is renewed (conditional on the owner, as
+//! lease-based consumers such as the Kinesis Client Library renew theirs), so a live process
+//! keeps its keys however long a send holds them or a commit takes, and a crashed one loses
+//! them a lease after its last renewal. Renewals have a lane of their own: a commit, release
+//! or abandonment that hangs for seconds (a store call held until its attempt timed out)
+//! never holds them up. A lease that ends with the invocation (Lambda) is not renewed: the
+//! process cannot outlive it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,9 +38,13 @@ use sluice_engine::ack::{AckSet, AckStatus, AckTag, AckToken, AckTracker, AckWat
 use sluice_engine::context::Clock;
 use tokio::sync::Notify;
 
-use crate::kv_store::{
-    CommitRequest, LockStatus, LockStore, LockTicket, RenewRequest, Settled, StoreError,
-};
+use crate::kv_store::{CommitRequest, LockStatus, LockStore, LockTicket, Settled, StoreError};
+
+mod renew;
+
+/// What a warning says when another owner took a key over before this process committed it.
+const TAKEN_OVER: &str =
+    "the lock was taken over after its lease ran out, before this delivery committed it";
 
 /// How long the keeper waits, after the first message resolved, for more to join the same
 /// commit call.
@@ -128,9 +136,10 @@ struct Entry {
     /// invocation and is not renewed).
     lease_start: Instant,
     lease: Option<Duration>,
-    /// Not before this instant (after a failed store call), and how many failed in a row.
-    retry_at: Option<Instant>,
-    failures: u32,
+    /// The commit, release or abandonment owed, after failed calls.
+    settle_retry: Retry,
+    /// The lease's renewal, after failed calls.
+    renew_retry: Retry,
     /// Another owner took the key over (already reported).
     lost: bool,
     /// The acknowledgement tokens of later copies of the message (the same key again
@@ -139,16 +148,38 @@ struct Entry {
     followers: Vec<AckSet>,
 }
 
+/// Backoff after failed store calls for one key: not before `at`, after `failures` in a row.
+#[derive(Debug, Default, Clone, Copy)]
+struct Retry {
+    at: Option<Instant>,
+    failures: u32,
+}
+
+impl Retry {
+    /// Notes one more failure at `now`: how many in a row.
+    fn failed(&mut self, now: Instant) -> u32 {
+        self.failures += 1;
+        self.at = Some(now + backoff(self.failures));
+        self.failures
+    }
+
+    /// Whether the backoff still runs at `now`.
+    fn waiting(&self, now: Instant) -> bool {
+        self.at.is_some_and(|t| t > now)
+    }
+}
+
 /// Where resolved trackers are queued: the watch every tracker of this lock reports to.
 /// It only records (a leaf lock and a wake-up), as [`AckWatch`] requires.
 #[derive(Default)]
 struct Resolved {
     queue: Mutex<Vec<(String, usize)>>,
     wake: Notify,
-    /// Told when a key is tracked whose renewal is due before the keeper's next wake-up.
+    /// Told when a key is tracked whose renewal is due before the renewal lane's next
+    /// wake-up.
     reschedule: Notify,
-    /// When the keeper's task wakes up next (None: only when told).
-    next_wake: Mutex<Option<Instant>>,
+    /// When the renewal lane wakes up next (None: only when told).
+    next_renewal: Mutex<Option<Instant>>,
 }
 
 impl AckWatch for Resolved {
@@ -175,7 +206,10 @@ struct Shared {
     concurrency: usize,
     entries: Mutex<HashMap<String, Entry>>,
     resolved: Arc<Resolved>,
-    pumping: tokio::sync::Mutex<()>,
+    /// Held by the settlement lane while it works.
+    settling: tokio::sync::Mutex<()>,
+    /// Held by the renewal lane while it works.
+    renewing: tokio::sync::Mutex<()>,
     counts: Arc<LockCounts>,
     clock: Arc<dyn Clock>,
 }
@@ -226,7 +260,8 @@ impl Keeper {
                 concurrency,
                 entries: Mutex::new(HashMap::new()),
                 resolved: Arc::new(Resolved::default()),
-                pumping: tokio::sync::Mutex::new(()),
+                settling: tokio::sync::Mutex::new(()),
+                renewing: tokio::sync::Mutex::new(()),
                 counts,
                 clock,
             }),
@@ -253,10 +288,10 @@ impl Keeper {
         }
     }
 
-    /// Stops giving back `keys` (about to be taken again): waits for a pump in progress,
-    /// so that no release of them is in flight when the store is asked.
+    /// Stops giving back `keys` (about to be taken again): waits for the settlement lane's
+    /// work in progress, so that no release of them is in flight when the store is asked.
     pub(crate) async fn forget_for_retake(&self, keys: &[String]) {
-        let _pump = self.shared.pumping.lock().await;
+        let _lane = self.shared.settling.lock().await;
         let mut entries = self.entries();
         for k in keys {
             if entries
@@ -292,8 +327,8 @@ impl Keeper {
                 owed: Owed::Lease,
                 lease_start,
                 lease,
-                retry_at: None,
-                failures: 0,
+                settle_retry: Retry::default(),
+                renew_retry: Retry::default(),
                 lost: false,
                 followers: Vec::new(),
             },
@@ -302,7 +337,7 @@ impl Keeper {
             let due = lease_start + l / 3;
             let r = &self.shared.resolved;
             let later = r
-                .next_wake
+                .next_renewal
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .is_none_or(|w| w > due);
@@ -330,8 +365,8 @@ impl Keeper {
                 owed,
                 lease_start: Instant::now(),
                 lease: None,
-                retry_at: None,
-                failures: 0,
+                settle_retry: Retry::default(),
+                renew_retry: Retry::default(),
                 lost: false,
                 followers: Vec::new(),
             },
@@ -409,9 +444,9 @@ impl Keeper {
         *task = Some(rt.spawn(run(weak, resolved)));
     }
 
-    /// Settles what is due now: the keys of resolved messages, the leases a third gone,
-    /// and what earlier failures left (once their backoff passed, or at once with
-    /// `now`). Store failures are logged and left for a later pump.
+    /// Settles what is due now, in both lanes: the keys of resolved messages, the leases a
+    /// third gone, and what earlier failures left (once their backoff passed, or at once
+    /// with `force`). Store failures are logged and left for a later pump.
     pub(crate) async fn pump(&self, force: bool) {
         self.shared.pump(force).await;
     }
@@ -459,22 +494,20 @@ impl Shared {
         let mut soonest: Option<Instant> = None;
         for e in entries.values().filter(|e| e.owed != Owed::Lease) {
             n += 1;
-            if let Some(t) = e.retry_at {
+            if let Some(t) = e.settle_retry.at {
                 soonest = Some(soonest.map_or(t, |s| s.min(t)));
             }
         }
         (n, soonest)
     }
 
-    fn next_due(&self) -> Option<Instant> {
+    /// When a failed commit, release or abandonment is to be tried again next.
+    fn next_settlement_retry(&self) -> Option<Instant> {
         let entries = self.entries();
         entries
             .values()
-            .filter_map(|e| match (e.owed, e.retry_at) {
-                (_, Some(t)) => Some(t),
-                (Owed::Lease, None) if !e.lost => e.lease.map(|l| e.lease_start + l / 3),
-                _ => None,
-            })
+            .filter(|e| e.owed != Owed::Lease)
+            .filter_map(|e| e.settle_retry.at)
             .min()
     }
 
@@ -535,19 +568,24 @@ impl Shared {
         }
     }
 
+    /// Both lanes at once.
     async fn pump(&self, force: bool) {
-        let _one = self.pumping.lock().await;
+        tokio::join!(self.settle_due(force), self.renew_due(force));
+    }
+
+    /// The settlement lane: commits, releases and abandonments due now (or all of them
+    /// with `force`), in one call of each kind.
+    async fn settle_due(&self, force: bool) {
+        let _lane = self.settling.lock().await;
         self.take_resolved();
         let now = Instant::now();
-        let now_ms = self.clock.now_ms();
         let mut commits = Vec::new();
         let mut releases = Vec::new();
         let mut abandons = Vec::new();
-        let mut renewals = Vec::new();
         {
             let entries = self.entries();
             for (key, e) in entries.iter() {
-                if !force && e.retry_at.is_some_and(|t| t > now) {
+                if !force && e.settle_retry.waiting(now) {
                     continue;
                 }
                 match e.owed {
@@ -558,26 +596,15 @@ impl Shared {
                     }),
                     Owed::Release => releases.push(key.clone()),
                     Owed::Abandon => abandons.push(key.clone()),
-                    Owed::Lease => {
-                        if let Some(lease) = e.lease
-                            && !e.lost
-                            && now >= e.lease_start + lease / 3
-                        {
-                            renewals.push(RenewRequest {
-                                key: key.clone(),
-                                ttl: e.ticket.ttl,
-                                lease_until_ms: now_ms + lease.as_millis() as i64,
-                            });
-                        }
-                    }
+                    Owed::Lease => {}
                 }
             }
         }
-        if commits.is_empty() && releases.is_empty() && abandons.is_empty() && renewals.is_empty() {
+        if commits.is_empty() && releases.is_empty() && abandons.is_empty() {
             return;
         }
         let c = self.concurrency;
-        let (committed, released, abandoned, renewed) = tokio::join!(
+        let (committed, released, abandoned) = tokio::join!(
             self.call(!commits.is_empty(), || self.store.commit(
                 &self.owner,
                 &commits,
@@ -593,42 +620,15 @@ impl Shared {
                 &abandons,
                 c
             )),
-            self.call(!renewals.is_empty(), || self.store.renew(
-                &self.owner,
-                &renewals,
-                c
-            )),
         );
+        let now = Instant::now();
         let commit_keys: Vec<&String> = commits.iter().map(|r| &r.key).collect();
-        let renew_keys: Vec<&String> = renewals.iter().map(|r| &r.key).collect();
         let release_keys: Vec<&String> = releases.iter().collect();
         let abandon_keys: Vec<&String> = abandons.iter().collect();
         let mut entries = self.entries();
-        self.apply(
-            &mut entries,
-            Owed::Commit,
-            &commit_keys,
-            committed,
-            now,
-            now,
-        );
-        self.apply(
-            &mut entries,
-            Owed::Release,
-            &release_keys,
-            released,
-            now,
-            now,
-        );
-        self.apply(
-            &mut entries,
-            Owed::Abandon,
-            &abandon_keys,
-            abandoned,
-            now,
-            now,
-        );
-        self.apply(&mut entries, Owed::Lease, &renew_keys, renewed, now, now);
+        self.apply(&mut entries, Owed::Commit, &commit_keys, committed, now);
+        self.apply(&mut entries, Owed::Release, &release_keys, released, now);
+        self.apply(&mut entries, Owed::Abandon, &abandon_keys, abandoned, now);
     }
 
     async fn call<'a, F, Fut>(&'a self, any: bool, f: F) -> Option<Result<Vec<Settled>, StoreError>>
@@ -639,14 +639,13 @@ impl Shared {
         if any { Some(f().await) } else { None }
     }
 
-    /// Records the outcome of one kind of call.
+    /// Records the outcome of one kind of settlement call.
     fn apply(
         &self,
         entries: &mut HashMap<String, Entry>,
         kind: Owed,
         keys: &[&String],
         result: Option<Result<Vec<Settled>, StoreError>>,
-        started: Instant,
         now: Instant,
     ) {
         let Some(result) = result else { return };
@@ -662,9 +661,7 @@ impl Shared {
                 let mut attempts = 0;
                 for k in keys {
                     if let Some(en) = entries.get_mut(*k) {
-                        en.failures += 1;
-                        attempts = attempts.max(en.failures);
-                        en.retry_at = Some(now + backoff(en.failures));
+                        attempts = attempts.max(en.settle_retry.failed(now));
                     }
                 }
                 tracing::warn!(
@@ -681,38 +678,21 @@ impl Shared {
             let Some(en) = entries.get_mut(*k) else {
                 continue;
             };
-            // The message resolved while its lease was being renewed: the renewal's
-            // outcome only matters for a key still on its way.
             if en.owed != kind {
                 continue;
             }
             match (kind, outcome) {
-                (Owed::Lease, Settled::Ok) => {
-                    en.lease_start = started;
-                    en.retry_at = None;
-                    en.failures = 0;
-                    self.counts.renewed.fetch_add(1, Ordering::Relaxed);
-                }
-                (Owed::Lease, Settled::NotOwner(rec)) => {
-                    en.lost = true;
-                    en.retry_at = None;
-                    self.counts.lost.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(
-                        lock = %self.lock_id, key = %k, holder = ?rec.map(|r| r.owner),
-                        "the lock was taken over after its lease ran out, before this delivery committed it: the message may be processed twice (the store was unreachable for a whole lease; lengthen `lease`)"
-                    );
-                }
                 (Owed::Commit, Settled::NotOwner(rec)) if !en.lost => {
                     self.counts.lost.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
                         lock = %self.lock_id, key = %k, holder = ?rec.map(|r| (r.owner, r.status == LockStatus::Committed)),
-                        "the lock was taken over after its lease ran out, before this delivery committed it: the message may have been processed twice (lengthen `lease`)"
+                        "{TAKEN_OVER}: the message may have been processed twice (lengthen `lease`)"
                     );
                     entries.remove(*k);
                 }
                 (Owed::Commit, _) => {
                     if en.lost {
-                        // Reported when the renewal found it gone.
+                        // Reported when a renewal found it gone.
                     } else {
                         self.counts.committed.fetch_add(1, Ordering::Relaxed);
                     }
@@ -726,6 +706,7 @@ impl Shared {
                     self.counts.abandoned.fetch_add(1, Ordering::Relaxed);
                     entries.remove(*k);
                 }
+                (Owed::Lease, _) => {}
             }
         }
     }
@@ -754,28 +735,36 @@ fn backoff(failures: u32) -> Duration {
     d / 2 + d.mul_f64(fastrand::f64() / 2.0)
 }
 
-/// The keeper's task: pumps when a message resolved (after a short linger, so that one
-/// call commits many) and when a renewal or retry is due; ends when the keeper is gone.
+/// The keeper's task: its two lanes, each woken when it has work (see [`settle_loop`] and
+/// [`renew::renew_loop`]); ends when the keeper is gone.
 async fn run(shared: Weak<Shared>, resolved: Arc<Resolved>) {
+    tokio::join!(
+        settle_loop(shared.clone(), resolved.clone()),
+        renew::renew_loop(shared, resolved)
+    );
+}
+
+/// The settlement lane's loop: settles when a message resolved (after a short linger, so
+/// that one call commits many) and when a failed call's retry is due.
+async fn settle_loop(shared: Weak<Shared>, resolved: Arc<Resolved>) {
     loop {
         let due = match shared.upgrade() {
-            Some(s) => s.next_due(),
+            Some(s) => s.next_settlement_retry(),
             None => return,
-        };
-        *resolved.next_wake.lock().unwrap_or_else(|p| p.into_inner()) = due;
-        let sleep = async {
-            match due {
-                Some(t) => tokio::time::sleep_until(t.into()).await,
-                None => std::future::pending().await,
-            }
         };
         tokio::select! {
             _ = resolved.wake.notified() => tokio::time::sleep(LINGER).await,
-            _ = sleep => {}
-            // A key due earlier than `due` was tracked: work out the wake-up again.
-            _ = resolved.reschedule.notified() => continue,
+            _ = sleep_until(due) => {}
         }
         let Some(s) = shared.upgrade() else { return };
-        s.pump(false).await;
+        s.settle_due(false).await;
+    }
+}
+
+/// Sleeps until `due`, or for ever.
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
     }
 }
