@@ -74,9 +74,53 @@ pub(super) fn tag(key: &[u8]) -> u64 {
     head | (n.min(255) as u64) << 56
 }
 
-/// A key's tag, for the `*_tagged` lookups of [`Map`].
-pub fn key_tag(key: &str) -> u64 {
-    tag(key.as_bytes())
+/// A key compiled once (by a path) for the `*_hinted` lookups of [`Map`]: its tag, and the
+/// place it was last found at. Objects of one shape keep a key at one place, so a path read
+/// or written on message after message usually checks one entry instead of scanning them.
+/// The place is shared by the threads that run the path (relaxed: a stale one only costs
+/// the scan).
+#[derive(Default)]
+pub struct KeyHint {
+    tag: u64,
+    at: std::sync::atomic::AtomicU32,
+}
+
+impl KeyHint {
+    /// The hint for `key`, with no place yet.
+    pub fn new(key: &str) -> KeyHint {
+        KeyHint {
+            tag: tag(key.as_bytes()),
+            at: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    #[inline]
+    fn at(&self) -> usize {
+        self.at.load(std::sync::atomic::Ordering::Relaxed) as usize
+    }
+
+    #[inline]
+    fn found_at(&self, i: usize) {
+        if self.at() != i {
+            self.at
+                .store(i as u32, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+impl Clone for KeyHint {
+    fn clone(&self) -> KeyHint {
+        KeyHint {
+            tag: self.tag,
+            at: std::sync::atomic::AtomicU32::new(self.at() as u32),
+        }
+    }
+}
+
+impl fmt::Debug for KeyHint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KeyHint({:#x})", self.tag)
+    }
 }
 
 /// From this many keys on, an object keeps a hash index of its keys.
@@ -111,9 +155,8 @@ impl Map {
         self.get_index_of_tagged(key, tag(key.as_bytes()))
     }
 
-    /// The position of `key`, whose [`key_tag`] is `t` (paths compute it once, when they
-    /// are compiled).
-    pub fn get_index_of_tagged(&self, key: &str, t: u64) -> Option<usize> {
+    /// The position of `key`, whose [`tag`] is `t`.
+    fn get_index_of_tagged(&self, key: &str, t: u64) -> Option<usize> {
         match self.index() {
             Some(ix) => ix.get(key).copied(),
             None => {
@@ -134,9 +177,27 @@ impl Map {
         self.get_index_of(key).map(|i| &self.entries[i].value)
     }
 
-    /// The value of `key`, whose [`key_tag`] is `t`.
-    pub fn get_tagged(&self, key: &str, t: u64) -> Option<&Value> {
-        self.get_index_of_tagged(key, t)
+    /// The position of `key`, compiled as `hint`: the entry at the hint's place when it holds
+    /// the key, else the result of the usual lookup, whose place the hint then keeps. Keys
+    /// are unique in an object, so both find the same entry.
+    #[inline]
+    pub fn get_index_hinted(&self, key: &str, hint: &KeyHint) -> Option<usize> {
+        let at = hint.at();
+        if let Some(e) = self.entries.get(at)
+            && e.tag == hint.tag
+            && (key.len() <= 7 || e.key.as_bytes() == key.as_bytes())
+        {
+            return Some(at);
+        }
+        let i = self.get_index_of_tagged(key, hint.tag)?;
+        hint.found_at(i);
+        Some(i)
+    }
+
+    /// The value of `key`, compiled as `hint` (see [`Map::get_index_hinted`]).
+    #[inline]
+    pub fn get_hinted(&self, key: &str, hint: &KeyHint) -> Option<&Value> {
+        self.get_index_hinted(key, hint)
             .map(|i| &self.entries[i].value)
     }
 
@@ -369,8 +430,25 @@ impl Map {
         self.get_or_insert_null_tagged(key, tag(key.as_bytes()))
     }
 
-    /// [`Map::get_or_insert_null`] for a key whose [`key_tag`] is `t`.
-    pub fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
+    /// [`Map::get_or_insert_null`] for a key compiled as `hint` (see
+    /// [`Map::get_index_hinted`]).
+    pub fn get_or_insert_null_hinted(&mut self, key: &CompactString, hint: &KeyHint) -> &mut Value {
+        let i = match self.get_index_hinted(key, hint) {
+            Some(i) => {
+                self.will_change(Change::Value(i));
+                i
+            }
+            None => {
+                let i = self.push(key.clone(), Value::Null);
+                hint.found_at(i);
+                i
+            }
+        };
+        &mut self.entries[i].value
+    }
+
+    /// [`Map::get_or_insert_null`] for a key whose [`tag`] is `t`.
+    fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
         let i = match self.get_index_of_tagged(key, t) {
             Some(i) => {
                 self.will_change(Change::Value(i));

@@ -228,3 +228,62 @@ fn objects_compare_as_json() {
     assert_eq!(json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1}));
     assert_ne!(json!({"a": 1}), json!({"a": 2}));
 }
+
+#[test]
+fn a_hinted_lookup_finds_what_a_plain_one_finds_whatever_the_hint_last_saw() {
+    // One hint per key, used on objects of different shapes in turn (as a path is, message
+    // after message): a place that held the key in the last object may hold another key,
+    // one that shares its tag, or nothing at all in this one.
+    let keys = [
+        "abcdefgX",
+        "abcdefgY",
+        "abcdefg",
+        "abc",
+        "",
+        "abcdefgXY",
+        "zz",
+    ];
+    let shapes: Vec<Map> = vec![
+        keys.iter().map(|k| (k.to_string(), json!(k))).collect(),
+        keys.iter()
+            .rev()
+            .map(|k| (k.to_string(), json!(k)))
+            .collect(),
+        keys[..3]
+            .iter()
+            .map(|k| (k.to_string(), json!(k)))
+            .collect(),
+        keys[3..]
+            .iter()
+            .map(|k| (k.to_string(), json!(k)))
+            .collect(),
+        (0..40)
+            .map(|i| (format!("k{i}"), json!(i)))
+            .chain(keys.iter().map(|k| (k.to_string(), json!(k))))
+            .collect(),
+        Map::new(),
+    ];
+    let hints: Vec<KeyHint> = keys
+        .iter()
+        .chain(&["abcdefgZ", "k39"])
+        .map(|k| KeyHint::new(k))
+        .collect();
+    for round in 0..3 {
+        for (s, m) in shapes.iter().enumerate() {
+            for (k, h) in keys.iter().chain(&["abcdefgZ", "k39"]).zip(&hints) {
+                assert_eq!(
+                    m.get_index_hinted(k, h),
+                    m.get_index_of(k),
+                    "{k:?} in shape {s}, round {round}"
+                );
+            }
+        }
+    }
+    // Inserting through a hint keeps the place of what it inserted.
+    let mut m = shapes[2].clone();
+    let h = KeyHint::new("new");
+    *m.get_or_insert_null_hinted(&CompactString::from("new"), &h) = json!(1);
+    *m.get_or_insert_null_hinted(&CompactString::from("new"), &h) = json!(2);
+    assert_eq!(m.get("new"), Some(&json!(2)));
+    assert_eq!(m.len(), 4);
+}

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use crate::json::{Array, Map, Value};
+use crate::json::{Array, KeyHint, Map, Value};
 
 use super::syntax::{Comp, Kind, Multi, Op, Query, Rhs, Tilde};
 
@@ -17,8 +17,8 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
     let mut i = 0;
     while i < comps.len() {
         match &comps[i].kind {
-            Kind::Key { name, index, tag } => {
-                cur = child(cur, |v| key_child(v, name, *tag, *index))?;
+            Kind::Key { name, index, hint } => {
+                cur = child(cur, |v| key_child(v, name, hint, *index))?;
             }
             Kind::Wild(p) => {
                 cur = child(cur, |v| match v {
@@ -78,11 +78,11 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
 pub(crate) fn key_child<'v>(
     v: &'v Value,
     name: &str,
-    tag: u64,
+    hint: &KeyHint,
     index: Option<usize>,
 ) -> Option<&'v Value> {
     match v {
-        Value::Object(m) => m.get_tagged(name, tag),
+        Value::Object(m) => m.get_hinted(name, hint),
         Value::Array(a) => a.get(index?),
         _ => None,
     }

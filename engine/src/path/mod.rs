@@ -129,10 +129,10 @@ impl Path {
         if self.simple {
             let mut cur = doc;
             for c in &self.comps {
-                let syntax::Kind::Key { name, index, tag } = &c.kind else {
+                let syntax::Kind::Key { name, index, hint } = &c.kind else {
                     unreachable!("simple paths hold keys only")
                 };
-                cur = get::key_child(cur, name, *tag, *index)?;
+                cur = get::key_child(cur, name, hint, *index)?;
             }
             return Some(Cow::Borrowed(cur));
         }

@@ -44,7 +44,7 @@ pub(crate) fn parse_read(text: &str) -> ParseResult<Vec<Comp>> {
                 kind: Kind::Key {
                     name: "".into(),
                     index: None,
-                    tag: crate::json::key_tag(""),
+                    hint: crate::json::KeyHint::new(""),
                 },
             });
             break;
@@ -135,8 +135,8 @@ fn parse_key(text: &str, pos: usize) -> ParseResult<(Kind, usize)> {
         raw.into()
     };
     let index = parse_index(&name);
-    let tag = crate::json::key_tag(&name);
-    Ok((Kind::Key { name, index, tag }, end))
+    let hint = crate::json::KeyHint::new(&name);
+    Ok((Kind::Key { name, index, hint }, end))
 }
 
 /// The index a key addresses in an array: all ASCII digits.
@@ -424,12 +424,12 @@ pub(crate) fn parse_write(text: &str) -> ParseResult<Vec<WStep>> {
         } else {
             (None, false)
         };
-        let tag = crate::json::key_tag(&name);
+        let hint = crate::json::KeyHint::new(&name);
         steps.push(WStep {
             name,
             index,
             append,
-            tag,
+            hint,
         });
         if end >= b.len() {
             break;

@@ -81,7 +81,7 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
         };
     }
     match cur {
-        Value::Object(m) => Ok(m.get_or_insert_null_tagged(&step.name, step.tag)),
+        Value::Object(m) => Ok(m.get_or_insert_null_hinted(&step.name, &step.hint)),
         Value::Array(a) => {
             let idx = if step.append {
                 a.push(Value::Null);

@@ -3,7 +3,7 @@
 //! key pattern's matching), so that the parser and the evaluator, each recursive in
 //! itself, depend on it and not on each other.
 
-use crate::json::Value;
+use crate::json::{KeyHint, Value};
 
 /// One component of a read path.
 #[derive(Debug, Clone)]
@@ -20,8 +20,8 @@ pub(crate) enum Kind {
     Key {
         name: Box<str>,
         index: Option<usize>,
-        /// The key's tag ([`crate::json::key_tag`]), computed once here.
-        tag: u64,
+        /// The key's tag and last place ([`crate::json::KeyHint`]), computed once here.
+        hint: KeyHint,
     },
     /// A key with `*` / `?` wildcards: the first matching object key.
     Wild(Pattern),
@@ -188,6 +188,6 @@ pub(crate) struct WStep {
     pub index: Option<usize>,
     /// `-1` (not forced): append on set, the last element on delete.
     pub append: bool,
-    /// The key's tag ([`crate::json::key_tag`]), computed once here.
-    pub tag: u64,
+    /// The key's tag and last place ([`crate::json::KeyHint`]), computed once here.
+    pub hint: KeyHint,
 }
