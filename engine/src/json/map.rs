@@ -9,7 +9,6 @@ use std::fmt;
 
 use bytes::Bytes;
 use compact_str::CompactString;
-use smallvec::SmallVec;
 
 use super::Value;
 use super::splice::{Member, State};
@@ -336,6 +335,13 @@ impl Map {
     }
 
     fn push(&mut self, key: CompactString, v: Value) -> usize {
+        let t = tag(key.as_bytes());
+        self.push_tagged(key, t, v)
+    }
+
+    /// [`Map::push`] of a key whose [`tag`] is `t` (a path computed it when compiled).
+    fn push_tagged(&mut self, key: CompactString, t: u64, v: Value) -> usize {
+        debug_assert_eq!(t, tag(key.as_bytes()), "the tag of {key:?}");
         self.will_change(Change::Keys);
         let i = self.entries.len();
         let indexed = match self.extra.as_deref_mut().and_then(|e| e.index.as_mut()) {
@@ -346,7 +352,7 @@ impl Map {
             None => false,
         };
         self.entries.push(Slot {
-            tag: tag(key.as_bytes()),
+            tag: t,
             key,
             value: v,
         });
@@ -439,7 +445,7 @@ impl Map {
                 i
             }
             None => {
-                let i = self.push(key.clone(), Value::Null);
+                let i = self.push_tagged(key.clone(), hint.tag, Value::Null);
                 hint.found_at(i);
                 i
             }
@@ -454,7 +460,7 @@ impl Map {
                 self.will_change(Change::Value(i));
                 i
             }
-            None => self.push(key.clone(), Value::Null),
+            None => self.push_tagged(key.clone(), t, Value::Null),
         };
         &mut self.entries[i].value
     }
@@ -517,14 +523,16 @@ impl Map {
     }
 }
 
-/// An object's entries as they are read: on the stack while few, with an index once the
-/// object is large; a later duplicate key is dropped (`keep_first`, GJSON's reading) or
-/// replaces the earlier value in its place (as serde_json's map does). serde's reader
-/// (`serde_impls.rs`) builds objects through it too, as serde_json would.
+/// An object's entries as they are read, in the `Vec` that becomes the object's (the reader
+/// sizes it from the last object of its depth, so it is allocated once and never copied);
+/// an index is added once the object is large. A later duplicate key is dropped
+/// (`keep_first`, GJSON's reading) or replaces the earlier value in its place (as
+/// serde_json's map does). serde's reader (`serde_impls.rs`) builds objects through it too,
+/// as serde_json would.
 #[derive(Default)]
 pub(super) struct ObjectBuilder {
     keep_first: bool,
-    buf: SmallVec<[Slot; 24]>,
+    buf: Vec<Slot>,
     /// One bit per key seen, chosen by its tag: a key whose bit is clear cannot be a
     /// duplicate, so the comparison with every earlier key is skipped.
     seen: u64,
@@ -532,10 +540,12 @@ pub(super) struct ObjectBuilder {
 }
 
 impl ObjectBuilder {
-    /// A builder; a later duplicate key is dropped when `keep_first`, else it replaces.
-    pub(super) fn new(keep_first: bool) -> ObjectBuilder {
+    /// A builder with room for `room` keys; a later duplicate key is dropped when
+    /// `keep_first`, else it replaces.
+    pub(super) fn new(keep_first: bool, room: usize) -> ObjectBuilder {
         ObjectBuilder {
             keep_first,
+            buf: Vec::with_capacity(room),
             ..ObjectBuilder::default()
         }
     }
@@ -567,7 +577,7 @@ impl ObjectBuilder {
         if self.buf.len() > INDEX_FROM {
             // A large object: go on through the indexed map.
             let mut m = Map {
-                entries: std::mem::take(&mut self.buf).into_vec(),
+                entries: std::mem::take(&mut self.buf),
                 extra: None,
             };
             m.reindex();
@@ -580,7 +590,7 @@ impl ObjectBuilder {
         match self.large {
             Some(m) => m,
             None => Map {
-                entries: self.buf.into_vec(),
+                entries: self.buf,
                 extra: None,
             },
         }

@@ -24,6 +24,32 @@ use super::{Array, Number, Value};
 /// documents, and a document cannot exhaust the stack.
 const MAX_DEPTH: usize = 128;
 
+thread_local! {
+    /// How many members the last object read on this thread at each depth (1 to 8, the
+    /// deeper ones sharing the last) had, plus one (0: none read yet). Events of one source
+    /// repeat their shape, so the next object's entries are allocated once at their size,
+    /// and become the object's without a copy.
+    static LAST_OBJECT_LEN: std::cell::Cell<[u8; 8]> = const { std::cell::Cell::new([0; 8]) };
+}
+
+/// How many members to make room for in an object read at `depth` (1 for the top).
+fn object_room(depth: usize) -> usize {
+    match LAST_OBJECT_LEN.with(|l| l.get()[(depth - 1).min(7)]) {
+        0 => 8,
+        n => n as usize - 1,
+    }
+}
+
+/// Notes that an object read at `depth` had `len` members (up to the size from which
+/// objects are indexed, and copied into the index's map anyway).
+fn remember_object_len(depth: usize, len: usize) {
+    LAST_OBJECT_LEN.with(|l| {
+        let mut lens = l.get();
+        lens[(depth - 1).min(7)] = len.min(super::map::INDEX_FROM + 1) as u8 + 1;
+        l.set(lens);
+    });
+}
+
 /// What a key given twice in one object reads as (JSON leaves it to the reader).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DuplicateKeys {
@@ -188,10 +214,11 @@ impl<'a> Reader<'a> {
     fn object(&mut self) -> Parsed<Value> {
         let start = self.i;
         self.enter()?;
-        let mut object = ObjectBuilder::new(self.keep_first);
+        let room = object_room(self.depth);
+        let mut object = ObjectBuilder::new(self.keep_first, room);
         // Where each member is, for splicing changes in later (`splice.rs`). GJSON matches
         // a key written with an escape by its value, so SJSON edits it as any other.
-        let mut members: SmallVec<[Member; 24]> = SmallVec::new();
+        let mut members: Vec<Member> = Vec::with_capacity(room);
         self.skip_space();
         if self.peek() == Some(b'}') {
             self.i += 1;
@@ -225,13 +252,14 @@ impl<'a> Reader<'a> {
             }
             self.i += 1;
         }
+        remember_object_len(self.depth, members.len());
         self.depth -= 1;
         let mut m = object.finish();
         // A key given twice is one entry, its later members shadowed; read last-wins (as
         // serde_json, not GJSON), SJSON's edits of such text are not followed.
         let members = ((self.keep_first || members.len() == m.len())
             && u32::try_from(self.i - start).is_ok())
-        .then(|| members.into_vec());
+        .then_some(members);
         m.set_text(self.src.slice(start..self.i), members);
         Ok(Value::Object(m))
     }

@@ -82,9 +82,8 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Array(v.into()))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        // JSON gives no length up front: the builder collects entries on the stack and
-        // allocates the object once, at its size.
-        let mut object = ObjectBuilder::default();
+        // JSON gives no length up front: room for a few keys, growing as a `Vec` does.
+        let mut object = ObjectBuilder::new(false, access.size_hint().unwrap_or(4).min(64));
         while let Some(k) = access.next_key::<KeyText>()? {
             let value: Value = access.next_value()?;
             object.push(k.0, value);

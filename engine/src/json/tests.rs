@@ -189,6 +189,18 @@ fn the_direct_writer_writes_what_serde_json_writes() {
             texts.push(format!("[{long}]"));
         }
     }
+    // Each byte that needs escaping at every position of strings of every length the
+    // short-string path takes (it checks only the words a string reaches).
+    for b in [0u8, 0x1f, b'"', b'\\', b'\n'] {
+        for n in 1..=26 {
+            for pos in 0..n {
+                let mut s: String = "abcdefghijklmnopqrstuvwxyz"[..n - 1].into();
+                s.insert(pos, b as char);
+                let s = serde_json::to_string(&s).unwrap();
+                texts.push(format!("{{{s}:{s}}}"));
+            }
+        }
+    }
     // Plain strings of every length around the short-string path's limit.
     for n in 0..=40 {
         let plain: String = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"[..n].into();

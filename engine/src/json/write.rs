@@ -112,6 +112,13 @@ const ESCAPE: [u8; 256] = {
 /// tested on the whole word at once (exact for presence, see "bit twiddling hacks").
 #[inline]
 pub(super) fn word_needs_escape(w: u64) -> bool {
+    escapes_in(w) != 0
+}
+
+/// Non-zero when any of the 8 bytes of `w` must be escaped; the results of several words
+/// can be or-ed and tested once.
+#[inline]
+fn escapes_in(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let control = w.wrapping_sub(ONES * 0x20) & !w;
@@ -119,7 +126,7 @@ pub(super) fn word_needs_escape(w: u64) -> bool {
     let quote = q.wrapping_sub(ONES) & !q;
     let b = w ^ (ONES * b'\\' as u64);
     let backslash = b.wrapping_sub(ONES) & !b;
-    (control | quote | backslash) & HIGHS != 0
+    (control | quote | backslash) & HIGHS
 }
 
 pub(super) fn write_str(out: &mut Vec<u8>, s: &str) {
@@ -148,10 +155,15 @@ pub(super) fn write_str(out: &mut Vec<u8>, s: &str) {
             quoted[1 + i] = bytes[i];
         }
         let word = |at: usize| u64::from_le_bytes(quoted[at..at + 8].try_into().expect("8 bytes"));
-        if !(word_needs_escape(word(1))
-            || word_needs_escape(word(9))
-            || word_needs_escape(word(17)))
-        {
+        // Only the words the text reaches (most keys fit one).
+        let mut escapes = escapes_in(word(1));
+        if n > 8 {
+            escapes |= escapes_in(word(9));
+            if n > 16 {
+                escapes |= escapes_in(word(17));
+            }
+        }
+        if escapes == 0 {
             quoted[0] = b'"';
             quoted[n + 1] = b'"';
             let at = out.len();

@@ -15,6 +15,9 @@ use super::syntax::WStep;
 /// so `a.100000000` would write a hundred million nulls).
 const MAX_PADDING: usize = 1 << 16;
 
+/// How many keys an object created on the way to a key has room for.
+pub(crate) const CREATED_OBJECT_ROOM: usize = 8;
+
 /// Why a write failed (the caller adds the path).
 pub(crate) type WriteResult<T> = Result<T, String>;
 
@@ -76,8 +79,9 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
         *cur = if step.index.is_some() || step.append {
             Value::Array(Array::new())
         } else {
-            // Room for a few keys: a created object is usually filled next.
-            Value::Object(Map::with_capacity(4))
+            // Room for the keys a mapping usually writes next (ECS's `event`, `client` and
+            // `server` get five to eight), so that filling it does not move it again.
+            Value::Object(Map::with_capacity(CREATED_OBJECT_ROOM))
         };
     }
     match cur {

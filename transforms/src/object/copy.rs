@@ -15,7 +15,7 @@
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError, Value,
+    Build, ConfigError, InPlace, Key, Map, MapTransform, Message, TransformError, Value,
     message::Target, value,
 };
 
@@ -84,7 +84,8 @@ impl ObjectCopy {
                         }
                         _ => value::from_bytes(msg.data()),
                     };
-                    let mut wrapped = Value::Object(Default::default());
+                    // Room for the keys usually written next to the wrapped data.
+                    let mut wrapped = Value::Object(Map::with_capacity(8));
                     trg.path().set(&mut wrapped, v)?;
                     msg.set_data_value(wrapped);
                 }
