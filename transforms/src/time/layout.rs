@@ -272,10 +272,11 @@ impl Layout {
             Kind::Tokens(tokens) => tokens,
         };
         let mut out = String::with_capacity(self.text.len() + 10);
+        let local = t.naive_local();
         for tok in tokens {
             match tok {
                 Token::Lit(s) => out.push_str(s),
-                Token::Field { field, .. } => format_field(&mut out, *field, t),
+                Token::Field { field, .. } => format_field(&mut out, *field, t, &local),
             }
         }
         out

@@ -1,19 +1,30 @@
 //! Formatting a time with a compiled Go layout.
 
-use chrono::{DateTime, Datelike, Offset, Timelike};
+use chrono::{DateTime, Datelike, NaiveDateTime, Offset, Timelike};
 use chrono_tz::{OffsetName, Tz, TzOffset};
 
 use super::{Field, LONG_DAYS, LONG_MONTHS, ZoneStyle};
 
+/// Writes `n` with at least `width` digits (zeros in front), without allocating: a
+/// timestamp has six or seven such fields, formatted once per message.
 fn pad(out: &mut String, n: i64, width: usize) {
     if n < 0 {
         out.push('-');
     }
-    let digits = n.unsigned_abs().to_string();
-    for _ in digits.len()..width {
-        out.push('0');
+    let mut digits = [b'0'; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
     }
-    out.push_str(&digits);
+    // The buffer starts as zeros: the padding is the zeros in front of the digits.
+    let from = at.min(digits.len().saturating_sub(width));
+    out.push_str(std::str::from_utf8(&digits[from..]).expect("ASCII digits"));
 }
 
 /// The abbreviation of an offset; unnamed ones are written as tzdata does (`+03`, `+0530`).
@@ -31,28 +42,37 @@ pub(super) fn abbreviation(off: &TzOffset) -> String {
     }
 }
 
-pub(super) fn format_field(out: &mut String, field: Field, t: &DateTime<Tz>) {
+/// Writes one field of `t`, whose wall time in its zone is `local` (computed once per time:
+/// each of `DateTime`'s own getters would compute it again).
+pub(super) fn format_field(
+    out: &mut String,
+    field: Field,
+    t: &DateTime<Tz>,
+    local: &NaiveDateTime,
+) {
     match field {
-        Field::LongYear => pad(out, t.year() as i64, 4),
-        Field::Year => pad(out, t.year().rem_euclid(100) as i64, 2),
-        Field::LongMonth => out.push_str(LONG_MONTHS[t.month0() as usize]),
-        Field::Month => out.push_str(&LONG_MONTHS[t.month0() as usize][..3]),
-        Field::NumMonth => pad(out, t.month() as i64, 0),
-        Field::ZeroMonth => pad(out, t.month() as i64, 2),
-        Field::LongWeekDay => out.push_str(LONG_DAYS[t.weekday().num_days_from_sunday() as usize]),
-        Field::WeekDay => {
-            out.push_str(&LONG_DAYS[t.weekday().num_days_from_sunday() as usize][..3])
+        Field::LongYear => pad(out, local.year() as i64, 4),
+        Field::Year => pad(out, local.year().rem_euclid(100) as i64, 2),
+        Field::LongMonth => out.push_str(LONG_MONTHS[local.month0() as usize]),
+        Field::Month => out.push_str(&LONG_MONTHS[local.month0() as usize][..3]),
+        Field::NumMonth => pad(out, local.month() as i64, 0),
+        Field::ZeroMonth => pad(out, local.month() as i64, 2),
+        Field::LongWeekDay => {
+            out.push_str(LONG_DAYS[local.weekday().num_days_from_sunday() as usize])
         }
-        Field::Day => pad(out, t.day() as i64, 0),
+        Field::WeekDay => {
+            out.push_str(&LONG_DAYS[local.weekday().num_days_from_sunday() as usize][..3])
+        }
+        Field::Day => pad(out, local.day() as i64, 0),
         Field::UnderDay => {
-            if t.day() < 10 {
+            if local.day() < 10 {
                 out.push(' ');
             }
-            pad(out, t.day() as i64, 0)
+            pad(out, local.day() as i64, 0)
         }
-        Field::ZeroDay => pad(out, t.day() as i64, 2),
+        Field::ZeroDay => pad(out, local.day() as i64, 2),
         Field::UnderYearDay => {
-            let d = t.ordinal();
+            let d = local.ordinal();
             if d < 100 {
                 out.push(' ');
             }
@@ -61,20 +81,20 @@ pub(super) fn format_field(out: &mut String, field: Field, t: &DateTime<Tz>) {
             }
             pad(out, d as i64, 0)
         }
-        Field::ZeroYearDay => pad(out, t.ordinal() as i64, 3),
-        Field::Hour => pad(out, t.hour() as i64, 2),
+        Field::ZeroYearDay => pad(out, local.ordinal() as i64, 3),
+        Field::Hour => pad(out, local.hour() as i64, 2),
         Field::Hour12 | Field::ZeroHour12 => {
-            let h = match t.hour() % 12 {
+            let h = match local.hour() % 12 {
                 0 => 12,
                 h => h,
             };
             pad(out, h as i64, if field == Field::Hour12 { 0 } else { 2 })
         }
-        Field::Minute => pad(out, t.minute() as i64, 0),
-        Field::ZeroMinute => pad(out, t.minute() as i64, 2),
-        Field::Second => pad(out, t.second() as i64, 0),
-        Field::ZeroSecond => pad(out, t.second() as i64, 2),
-        Field::Meridiem { upper } => out.push_str(match (t.hour() >= 12, upper) {
+        Field::Minute => pad(out, local.minute() as i64, 0),
+        Field::ZeroMinute => pad(out, local.minute() as i64, 2),
+        Field::Second => pad(out, local.second() as i64, 0),
+        Field::ZeroSecond => pad(out, local.second() as i64, 2),
+        Field::Meridiem { upper } => out.push_str(match (local.hour() >= 12, upper) {
             (true, true) => "PM",
             (true, false) => "pm",
             (false, true) => "AM",
@@ -91,8 +111,14 @@ pub(super) fn format_field(out: &mut String, field: Field, t: &DateTime<Tz>) {
         }
         Field::Frac { sep, digits, trim } => {
             // Leap seconds (chrono's nanosecond >= 1e9) are folded into the second.
-            let nanos = t.nanosecond() % 1_000_000_000;
-            let all = format!("{nanos:09}");
+            let nanos = local.nanosecond() % 1_000_000_000;
+            let mut nine = [b'0'; 9];
+            let mut rest = nanos;
+            for d in nine.iter_mut().rev() {
+                *d = b'0' + (rest % 10) as u8;
+                rest /= 10;
+            }
+            let all = std::str::from_utf8(&nine).expect("ASCII digits");
             let mut frac = &all[..digits as usize];
             if trim {
                 frac = frac.trim_end_matches('0');
@@ -110,17 +136,17 @@ fn format_offset(out: &mut String, secs: i32, style: ZoneStyle) {
     out.push(if secs < 0 { '-' } else { '+' });
     let abs = secs.unsigned_abs();
     let colon = matches!(style, ZoneStyle::Colon | ZoneStyle::ColonSeconds);
-    out.push_str(&format!("{:02}", abs / 3600));
+    pad(out, (abs / 3600) as i64, 2);
     if style != ZoneStyle::Hours {
         if colon {
             out.push(':');
         }
-        out.push_str(&format!("{:02}", abs / 60 % 60));
+        pad(out, (abs / 60 % 60) as i64, 2);
     }
     if matches!(style, ZoneStyle::Seconds | ZoneStyle::ColonSeconds) {
         if colon {
             out.push(':');
         }
-        out.push_str(&format!("{:02}", abs % 60));
+        pad(out, (abs % 60) as i64, 2);
     }
 }

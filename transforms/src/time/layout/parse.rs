@@ -38,6 +38,40 @@ pub(crate) fn scaled_decimal(text: &str, scale: u32) -> Option<i128> {
     let shift = exp
         .checked_add(scale as i32)?
         .checked_sub(frac.len() as i32)?;
+    match scaled_decimal_fast(int, frac, shift, neg) {
+        Some(result) => result,
+        None => scaled_digits(int, frac, shift, neg),
+    }
+}
+
+/// [`scaled_digits`] of the common case, `None` when it is not: most epochs have at most
+/// 18 digits (`1591367999.430166`), which fit a u64 as they are, and dropping the digits
+/// past the scale is a division.
+pub(super) fn scaled_decimal_fast(
+    int: &[u8],
+    frac: &[u8],
+    shift: i32,
+    neg: bool,
+) -> Option<Option<i128>> {
+    if int.len() + frac.len() > 18 || shift.unsigned_abs() > 38 {
+        return None;
+    }
+    let v = int
+        .iter()
+        .chain(frac)
+        .fold(0u64, |v, c| v * 10 + (c - b'0') as u64) as i128;
+    let p = 10i128.pow(shift.unsigned_abs());
+    let v = if shift < 0 {
+        Some(v / p)
+    } else {
+        v.checked_mul(p)
+    };
+    Some(v.map(|v| if neg { -v } else { v }))
+}
+
+/// [`scaled_decimal`] of any number of digits: `int` and `frac` (ASCII digits), the decimal
+/// point `shift` places from the right after scaling.
+pub(super) fn scaled_digits(int: &[u8], frac: &[u8], shift: i32, neg: bool) -> Option<i128> {
     let digits = || int.iter().chain(frac).copied().skip_while(|c| *c == b'0');
     let count = digits().count();
     // Digits dropped by a negative shift are truncated.

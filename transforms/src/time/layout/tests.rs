@@ -373,3 +373,32 @@ fn decimals() {
         assert_eq!(scaled_decimal(text, scale), want, "{text}");
     }
 }
+
+#[test]
+fn decimals_of_up_to_18_digits_scale_as_any_number_of_digits_do() {
+    let mut rng = fastrand::Rng::with_seed(18);
+    let mut checked = 0;
+    for _ in 0..20_000 {
+        let n = rng.usize(1..=18);
+        let digits: Vec<u8> = (0..n).map(|_| b'0' + rng.u8(..10)).collect();
+        let point = rng.usize(..=n);
+        let (int, frac) = digits.split_at(point);
+        let shift = rng.i32(-45..45);
+        let neg = rng.bool();
+        let general = parse::scaled_digits(int, frac, shift, neg);
+        match parse::scaled_decimal_fast(int, frac, shift, neg) {
+            Some(fast) => {
+                checked += 1;
+                assert_eq!(
+                    fast,
+                    general,
+                    "{:?}.{:?} shift {shift}",
+                    std::str::from_utf8(int),
+                    std::str::from_utf8(frac)
+                );
+            }
+            None => assert!(shift.unsigned_abs() > 38, "shift {shift}"),
+        }
+    }
+    assert!(checked > 15_000, "{checked} of 20000 took the fast path");
+}
