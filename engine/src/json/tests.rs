@@ -236,6 +236,40 @@ fn keys_that_share_a_tag_are_told_apart() {
 }
 
 #[test]
+fn keys_of_8_to_20_bytes_that_differ_in_one_byte_are_told_apart() {
+    // Keys that share their tag (length and first seven bytes), differing at each later
+    // place: told apart when an object is read and when it is looked up, plainly and
+    // through a hint.
+    for n in 8..=20 {
+        let base: String = "abcdefghijklmnopqrst"[..n].into();
+        let keys: Vec<String> = std::iter::once(base.clone())
+            .chain((7..n).map(|at| {
+                let mut k = base.clone().into_bytes();
+                k[at] = b'_';
+                String::from_utf8(k).unwrap()
+            }))
+            .collect();
+        let members: Vec<String> = keys.iter().map(|k| format!("{k:?}:{k:?}")).collect();
+        let text = format!("{{{}}}", members.join(","));
+        let parsed = parse::from_slice(text.as_bytes()).unwrap();
+        let Value::Object(m) = &parsed else {
+            unreachable!()
+        };
+        assert_eq!(m.len(), keys.len(), "{text}");
+        for k in &keys {
+            assert_eq!(m.get(k), Some(&json!(k)), "{k:?}");
+            let hint = KeyHint::new(k);
+            for _ in 0..2 {
+                assert_eq!(m.get_hinted(k, &hint), Some(&json!(k)), "{k:?}");
+            }
+        }
+        let mut other = base.clone().into_bytes();
+        other[n - 1] = b'!';
+        assert_eq!(m.get(std::str::from_utf8(&other).unwrap()), None);
+    }
+}
+
+#[test]
 fn objects_compare_as_json() {
     assert_eq!(json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1}));
     assert_ne!(json!({"a": 1}), json!({"a": 2}));

@@ -24,7 +24,7 @@ fn pad(out: &mut String, n: i64, width: usize) {
     }
     // The buffer starts as zeros: the padding is the zeros in front of the digits.
     let from = at.min(digits.len().saturating_sub(width));
-    out.push_str(std::str::from_utf8(&digits[from..]).expect("ASCII digits"));
+    out.extend(digits[from..].iter().map(|&d| char::from(d)));
 }
 
 /// The abbreviation of an offset; unnamed ones are written as tzdata does (`+03`, `+0530`).
