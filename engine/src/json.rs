@@ -21,7 +21,7 @@ mod write;
 use std::fmt;
 
 pub use array::Array;
-pub use map::{Entry, INDEX_FROM, KeyHint, Map, Slot};
+pub use map::{CREATED_OBJECT_ROOM, Entry, INDEX_FROM, KeyHint, Map, Slot};
 pub use serde_json::Number;
 pub use write::{write_compact, write_json};
 

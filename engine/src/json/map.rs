@@ -122,6 +122,11 @@ impl fmt::Debug for KeyHint {
     }
 }
 
+/// How many keys an object created to be written into has room for: a mapping usually
+/// writes several keys into each object it creates (ECS's `event`, `client` and `server`
+/// get five to eight), so filling one does not move it again.
+pub const CREATED_OBJECT_ROOM: usize = 8;
+
 /// From this many keys on, an object keeps a hash index of its keys.
 pub const INDEX_FROM: usize = 32;
 
@@ -439,30 +444,29 @@ impl Map {
     /// [`Map::get_or_insert_null`] for a key compiled as `hint` (see
     /// [`Map::get_index_hinted`]).
     pub fn get_or_insert_null_hinted(&mut self, key: &CompactString, hint: &KeyHint) -> &mut Value {
-        let i = match self.get_index_hinted(key, hint) {
-            Some(i) => {
-                self.will_change(Change::Value(i));
-                i
-            }
-            None => {
-                let i = self.push_tagged(key.clone(), hint.tag, Value::Null);
-                hint.found_at(i);
-                i
-            }
-        };
+        let found = self.get_index_hinted(key, hint);
+        let i = self.found_or_pushed(found, key, hint.tag);
+        hint.found_at(i);
         &mut self.entries[i].value
     }
 
     /// [`Map::get_or_insert_null`] for a key whose [`tag`] is `t`.
     fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
-        let i = match self.get_index_of_tagged(key, t) {
+        let found = self.get_index_of_tagged(key, t);
+        let i = self.found_or_pushed(found, key, t);
+        &mut self.entries[i].value
+    }
+
+    /// The place of `key` (tag `t`), `found` there or else pushed as null; either way about
+    /// to change.
+    fn found_or_pushed(&mut self, found: Option<usize>, key: &CompactString, t: u64) -> usize {
+        match found {
             Some(i) => {
                 self.will_change(Change::Value(i));
                 i
             }
             None => self.push_tagged(key.clone(), t, Value::Null),
-        };
-        &mut self.entries[i].value
+        }
     }
 
     /// Keys and values in order.

@@ -32,9 +32,15 @@ thread_local! {
     static LAST_OBJECT_LEN: std::cell::Cell<[u8; 8]> = const { std::cell::Cell::new([0; 8]) };
 }
 
+/// The place of `depth` (1 for the top) in [`LAST_OBJECT_LEN`].
+fn depth_place(depth: usize) -> usize {
+    depth.saturating_sub(1).min(7)
+}
+
 /// How many members to make room for in an object read at `depth` (1 for the top).
 fn object_room(depth: usize) -> usize {
-    match LAST_OBJECT_LEN.with(|l| l.get()[(depth - 1).min(7)]) {
+    match LAST_OBJECT_LEN.with(|l| l.get()[depth_place(depth)]) {
+        // None read yet at this depth: a few.
         0 => 8,
         n => n as usize - 1,
     }
@@ -45,7 +51,7 @@ fn object_room(depth: usize) -> usize {
 fn remember_object_len(depth: usize, len: usize) {
     LAST_OBJECT_LEN.with(|l| {
         let mut lens = l.get();
-        lens[(depth - 1).min(7)] = len.min(super::map::INDEX_FROM + 1) as u8 + 1;
+        lens[depth_place(depth)] = len.min(super::INDEX_FROM + 1) as u8 + 1;
         l.set(lens);
     });
 }

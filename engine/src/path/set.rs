@@ -7,16 +7,13 @@
 //! does (`{"a":"x"}` with `a.b` set to 1 becomes `{"a":{"b":1}}`); a document that is itself
 //! a scalar cannot be written into (SJSON would drop it). An array parent needs an index.
 
-use crate::json::{Array, Map, Value};
+use crate::json::{Array, CREATED_OBJECT_ROOM, Map, Value};
 
 use super::syntax::WStep;
 
 /// The most nulls a write pads an array with to reach its index (SJSON pads without limit,
 /// so `a.100000000` would write a hundred million nulls).
 const MAX_PADDING: usize = 1 << 16;
-
-/// How many keys an object created on the way to a key has room for.
-pub(crate) const CREATED_OBJECT_ROOM: usize = 8;
 
 /// Why a write failed (the caller adds the path).
 pub(crate) type WriteResult<T> = Result<T, String>;
@@ -79,8 +76,6 @@ fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v m
         *cur = if step.index.is_some() || step.append {
             Value::Array(Array::new())
         } else {
-            // Room for the keys a mapping usually writes next (ECS's `event`, `client` and
-            // `server` get five to eight), so that filling it does not move it again.
             Value::Object(Map::with_capacity(CREATED_OBJECT_ROOM))
         };
     }

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
     Build, ConfigError, InPlace, Key, Map, MapTransform, Message, TransformError, Value,
-    message::Target, value,
+    json::CREATED_OBJECT_ROOM, message::Target, value,
 };
 
 /// Settings of `object_copy`.
@@ -84,8 +84,7 @@ impl ObjectCopy {
                         }
                         _ => value::from_bytes(msg.data()),
                     };
-                    // Room for the keys usually written next to the wrapped data.
-                    let mut wrapped = Value::Object(Map::with_capacity(8));
+                    let mut wrapped = Value::Object(Map::with_capacity(CREATED_OBJECT_ROOM));
                     trg.path().set(&mut wrapped, v)?;
                     msg.set_data_value(wrapped);
                 }

@@ -13,7 +13,7 @@ pub(crate) mod to_string;
 pub(crate) mod to_unix;
 pub(crate) mod to_unix_milli;
 
-use std::fmt::Write;
+use compact_str::ToCompactString;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
@@ -105,18 +105,13 @@ pub(crate) fn epoch_nanos(v: &Value, scale: u32, unit: &str) -> Result<i64, Tran
                 ))
             });
     }
-    // A number's shortest text (what Go's `String()` of a float gives), formatted on the
-    // stack: one per message.
-    let mut short = ShortText::default();
-    let long;
+    // A number's shortest text (what Go's `String()` of a float gives), kept inline (a
+    // float's text fits the 24 bytes of a `CompactString`): one per message.
+    let number_text;
     let text: &str = match v {
         Value::Number(n) => {
-            if write!(short, "{n}").is_ok() {
-                short.as_str()
-            } else {
-                long = n.to_string();
-                &long
-            }
+            number_text = n.to_compact_string();
+            &number_text
         }
         Value::String(s) => s.trim(),
         other => {
@@ -137,37 +132,6 @@ pub(crate) fn epoch_nanos(v: &Value, scale: u32, unit: &str) -> Result<i64, Tran
             "epoch {unit} {text} is out of range (epoch nanoseconds cover the years 1678 to 2262)"
         ))
     })
-}
-
-/// Text of up to 40 bytes, written without allocating.
-struct ShortText {
-    bytes: [u8; 40],
-    len: usize,
-}
-
-impl Default for ShortText {
-    fn default() -> ShortText {
-        ShortText {
-            bytes: [0; 40],
-            len: 0,
-        }
-    }
-}
-
-impl ShortText {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).expect("written as str")
-    }
-}
-
-impl std::fmt::Write for ShortText {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        let to = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        to.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
 }
 
 /// A time as epoch nanoseconds, or an error when it does not fit (a layout without a year

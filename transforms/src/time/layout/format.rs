@@ -5,26 +5,37 @@ use chrono_tz::{OffsetName, Tz, TzOffset};
 
 use super::{Field, LONG_DAYS, LONG_MONTHS, ZoneStyle};
 
-/// Writes `n` with at least `width` digits (zeros in front), without allocating: a
-/// timestamp has six or seven such fields, formatted once per message.
-fn pad(out: &mut String, n: i64, width: usize) {
-    if n < 0 {
-        out.push('-');
-    }
-    let mut digits = [b'0'; 20];
-    let mut at = digits.len();
-    let mut rest = n.unsigned_abs();
+/// The decimal digits of `n`, at least `width` of them (zeros in front), at the end of a
+/// stack buffer: the buffer and where they start. A timestamp has six or seven such fields,
+/// formatted once per message, so none of them allocates.
+fn digits(n: u64, width: usize) -> ([u8; 20], usize) {
+    let mut buf = [b'0'; 20];
+    let mut at = buf.len();
+    let mut rest = n;
     loop {
         at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
+        buf[at] = b'0' + (rest % 10) as u8;
         rest /= 10;
         if rest == 0 {
             break;
         }
     }
     // The buffer starts as zeros: the padding is the zeros in front of the digits.
-    let from = at.min(digits.len().saturating_sub(width));
-    out.extend(digits[from..].iter().map(|&d| char::from(d)));
+    (buf, at.min(buf.len().saturating_sub(width)))
+}
+
+/// Appends ASCII bytes (digits) to `out`.
+fn push_ascii(out: &mut String, bytes: &[u8]) {
+    out.extend(bytes.iter().map(|&b| char::from(b)));
+}
+
+/// Writes `n` with at least `width` digits (zeros in front).
+fn pad(out: &mut String, n: i64, width: usize) {
+    if n < 0 {
+        out.push('-');
+    }
+    let (buf, from) = digits(n.unsigned_abs(), width);
+    push_ascii(out, &buf[from..]);
 }
 
 /// The abbreviation of an offset; unnamed ones are written as tzdata does (`+03`, `+0530`).
@@ -109,25 +120,25 @@ pub(super) fn format_field(
                 format_offset(out, secs, style);
             }
         }
-        Field::Frac { sep, digits, trim } => {
+        Field::Frac {
+            sep,
+            digits: shown,
+            trim,
+        } => {
             // Leap seconds (chrono's nanosecond >= 1e9) are folded into the second.
             let nanos = local.nanosecond() % 1_000_000_000;
-            let mut nine = [b'0'; 9];
-            let mut rest = nanos;
-            for d in nine.iter_mut().rev() {
-                *d = b'0' + (rest % 10) as u8;
-                rest /= 10;
-            }
-            let all = std::str::from_utf8(&nine).expect("ASCII digits");
-            let mut frac = &all[..digits as usize];
+            let (buf, _) = digits(nanos as u64, 9);
+            let mut frac = &buf[buf.len() - 9..][..shown as usize];
             if trim {
-                frac = frac.trim_end_matches('0');
+                while let [rest @ .., b'0'] = frac {
+                    frac = rest;
+                }
                 if frac.is_empty() {
                     return;
                 }
             }
             out.push(sep as char);
-            out.push_str(frac);
+            push_ascii(out, frac);
         }
     }
 }
