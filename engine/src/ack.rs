@@ -219,7 +219,13 @@ impl AckToken {
 
     /// The tag of the tracker this token reports to, when it is a `T`.
     pub fn tag<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.0.tracker.tag.clone()?.downcast::<T>().ok()
+        // The type first: looking for a lock's tag among a line's tokens (a send does, per
+        // message) then costs no reference count.
+        let tag = self.0.tracker.tag.as_ref()?;
+        if !(**tag).is::<T>() {
+            return None;
+        }
+        tag.clone().downcast::<T>().ok()
     }
 }
 

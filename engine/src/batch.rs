@@ -109,6 +109,18 @@ impl<T> BatchBuffer<T> {
         size: usize,
         now: Instant,
     ) -> Result<Vec<Batch<T>>, TooLarge> {
+        self.push_opening_at(key, item, size, || now)
+    }
+
+    /// [`BatchBuffer::push`], reading the clock (`now`) only when the item opens a batch: a
+    /// send adding a thousand messages to one batch asks for the time once.
+    pub fn push_opening_at(
+        &mut self,
+        key: &str,
+        item: T,
+        size: usize,
+        now: impl FnOnce() -> Instant,
+    ) -> Result<Vec<Batch<T>>, TooLarge> {
         if size > self.limits.size {
             return Err(TooLarge {
                 item: size,
@@ -116,36 +128,56 @@ impl<T> BatchBuffer<T> {
             });
         }
         let mut ready = Vec::new();
-        if let Some(o) = self.open.get(key)
+        // One lookup of the key, then places; without batch keys there is one batch open,
+        // and it is found without hashing the key.
+        let mut at = match self.open.first() {
+            Some((k, _)) if self.open.len() == 1 && k == key => Some(0),
+            _ => self.open.get_index_of(key),
+        };
+        if let Some(i) = at
+            && let Some((_, o)) = self.open.get_index(i)
             && (o.items.len() + 1 > self.limits.count || o.size + size > self.limits.size)
         {
-            ready.push(self.take(key).expect("present"));
+            ready.extend(self.take_index(i));
+            at = None;
         }
-        if !self.open.contains_key(key) {
-            self.open.insert(
-                key.to_string(),
-                Open {
+        let i = match at {
+            Some(i) => i,
+            None => {
+                let open = Open {
                     items: Vec::new(),
                     size: 0,
-                    opened: now,
-                },
-            );
-        }
-        let o = self.open.get_mut(key).expect("inserted");
-        o.items.push(item);
-        o.size += size;
-        if o.items.len() >= self.limits.count {
-            ready.push(self.take(key).expect("present"));
+                    opened: now(),
+                };
+                self.open.insert_full(key.to_string(), open).0
+            }
+        };
+        let full = match self.open.get_index_mut(i) {
+            Some((_, o)) => {
+                o.items.push(item);
+                o.size += size;
+                o.items.len() >= self.limits.count
+            }
+            None => false,
+        };
+        if full {
+            ready.extend(self.take_index(i));
         }
         Ok(ready)
     }
 
-    fn take(&mut self, key: &str) -> Option<Batch<T>> {
-        self.open.shift_remove(key).map(|o| Batch {
-            key: key.to_string(),
+    /// Removes the batch at place `i` (keeping the others in the order they opened).
+    fn take_index(&mut self, i: usize) -> Option<Batch<T>> {
+        self.open.shift_remove_index(i).map(|(key, o)| Batch {
+            key,
             items: o.items,
             size: o.size,
         })
+    }
+
+    fn take(&mut self, key: &str) -> Option<Batch<T>> {
+        let i = self.open.get_index_of(key)?;
+        self.take_index(i)
     }
 
     /// When the oldest batch expires, if any batch is open and ages are limited.
@@ -261,5 +293,71 @@ mod tests {
             vec!["z", "a"]
         );
         assert_eq!(all[0].items, vec![1, 3]);
+    }
+
+    #[test]
+    fn the_clock_is_read_only_when_a_batch_opens() {
+        let mut b = BatchBuffer::new(limits(3, 100, 50));
+        let t0 = Instant::now();
+        let reads = std::cell::Cell::new(0);
+        let mut closed = Vec::new();
+        for i in 0..7 {
+            let clock = || {
+                reads.set(reads.get() + 1);
+                t0 + Duration::from_millis(i)
+            };
+            closed.extend(b.push_opening_at("", i, 1, clock).unwrap());
+        }
+        // Batches of three open at items 0, 3 and 6.
+        assert_eq!(reads.get(), 3);
+        assert_eq!(closed.len(), 2);
+        assert_eq!(closed[1].items, vec![3, 4, 5]);
+        assert_eq!(b.deadline(), Some(t0 + Duration::from_millis(6 + 50)));
+    }
+
+    #[test]
+    fn a_batch_closing_between_others_leaves_them_in_open_order() {
+        let mut b = BatchBuffer::new(limits(2, 100, 0));
+        let t = Instant::now();
+        b.push("a", 1, 1, t).unwrap();
+        b.push("b", 2, 1, t).unwrap();
+        b.push("c", 3, 1, t).unwrap();
+        let ready = b.push("b", 4, 1, t).unwrap();
+        assert_eq!(
+            (ready[0].key.as_str(), &ready[0].items[..]),
+            ("b", &[2, 4][..])
+        );
+        // Over the size limit: "c" closes before the new item opens it again, last.
+        let mut b2 = BatchBuffer::new(limits(10, 2, 0));
+        b2.push("a", 1, 1, t).unwrap();
+        b2.push("c", 3, 1, t).unwrap();
+        b2.push("d", 5, 1, t).unwrap();
+        let ready = b2.push("c", 6, 2, t).unwrap();
+        assert_eq!(
+            (ready[0].key.as_str(), &ready[0].items[..]),
+            ("c", &[3][..])
+        );
+        b.push("b", 5, 1, t).unwrap();
+        let keys = |all: Vec<Batch<i32>>| {
+            all.into_iter()
+                .map(|x| (x.key, x.items))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            keys(b.take_all()),
+            vec![
+                ("a".into(), vec![1]),
+                ("c".into(), vec![3]),
+                ("b".into(), vec![5])
+            ]
+        );
+        assert_eq!(
+            keys(b2.take_all()),
+            vec![
+                ("a".into(), vec![1]),
+                ("d".into(), vec![5]),
+                ("c".into(), vec![6])
+            ]
+        );
     }
 }

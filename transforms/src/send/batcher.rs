@@ -39,13 +39,17 @@
 //!
 //! The state sits behind a std mutex that is never held across an `.await`. Deliveries of one
 //! send are serialised by an async gate, so batches reach the destination in the order they
-//! closed and the auxiliary list sees one batch at a time.
+//! closed and the auxiliary list sees one batch at a time. The messages a pipeline hands over
+//! together ([`StatefulTransform::transform_batch`]) are taken under one hold of the gate, and
+//! a send holds of each only its data and tokens ([`Held`]): with several workers this runs
+//! on the driver's one thread for every message, so what it does per message bounds them all.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use bytes::Bytes;
+use sluice_engine::ack::AckSet;
 use sluice_engine::batch::{Batch, BatchBuffer, BatchLimits};
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{
@@ -105,11 +109,13 @@ impl ItemLocks {
         matches!(self, ItemLocks::PerItem(per) if per.iter().all(|l| !l.is_empty()))
     }
 
-    fn of_messages<'a>(msgs: impl Iterator<Item = &'a Message>, per_item: bool) -> ItemLocks {
-        let per: Vec<Vec<Arc<LockTicket>>> = msgs.map(|m| tickets(m.acks()).collect()).collect();
-        if per.iter().all(Vec::is_empty) {
-            ItemLocks::None
-        } else if per_item {
+    fn of_held(held: &[Held], per_item: bool) -> ItemLocks {
+        if held.iter().all(|h| tickets(&h.acks).next().is_none()) {
+            return ItemLocks::None;
+        }
+        let per: Vec<Vec<Arc<LockTicket>>> =
+            held.iter().map(|h| tickets(&h.acks).collect()).collect();
+        if per_item {
             ItemLocks::PerItem(per)
         } else {
             ItemLocks::Batch(per.into_iter().flatten().collect())
@@ -121,6 +127,20 @@ impl Outgoing {
     /// The total size of the items in bytes.
     pub(crate) fn size(&self) -> usize {
         self.items.iter().map(|i| i.len()).sum()
+    }
+}
+
+/// A message as a send holds it until the destination accepts it: its data and its
+/// acknowledgement tokens (the metadata and any parsed form are not needed to send it).
+#[derive(Debug)]
+struct Held {
+    data: Bytes,
+    acks: AckSet,
+}
+
+impl Held {
+    fn fail_acks(&self, reason: &str) {
+        sluice_engine::ack::fail_all(&self.acks, reason);
     }
 }
 
@@ -224,9 +244,9 @@ pub(crate) struct SendOptions {
 }
 
 struct State {
-    buffer: BatchBuffer<Message>,
+    buffer: BatchBuffer<Held>,
     /// Closed batches not delivered yet, oldest first.
-    queue: VecDeque<Batch<Message>>,
+    queue: VecDeque<Batch<Held>>,
     /// When a failed batch was put back, if one is queued: the retry is due at once.
     failed_at: Option<Instant>,
     /// Bumped by `abort`, so that a delivery in flight during an abort does not requeue.
@@ -375,12 +395,12 @@ impl<D: Destination> Sender<D> {
 
     /// Sends one batch. Returns the undelivered part on failure; what is dropped here was
     /// delivered, so its tokens resolve.
-    async fn deliver(&self, batch: Batch<Message>) -> Result<(), (Batch<Message>, TransformError)> {
+    async fn deliver(&self, batch: Batch<Held>) -> Result<(), (Batch<Held>, TransformError)> {
         if let Some(aux) = &self.aux {
             let mut msgs: Vec<Message> = batch
                 .items
                 .iter()
-                .map(|m| Message::new(m.data().clone()))
+                .map(|m| Message::new(m.data.clone()))
                 .collect();
             msgs.push(Message::ctrl());
             let outs = match aux.apply(msgs).await {
@@ -404,7 +424,7 @@ impl<D: Destination> Sender<D> {
             let out = Outgoing {
                 key: batch.key.clone(),
                 items,
-                locks: ItemLocks::of_messages(batch.items.iter(), false),
+                locks: ItemLocks::of_held(&batch.items, false),
             };
             return match self.dest.send(&out).await {
                 Ok(()) => {
@@ -421,8 +441,8 @@ impl<D: Destination> Sender<D> {
         }
         let out = Outgoing {
             key: batch.key.clone(),
-            items: batch.items.iter().map(|m| m.data().clone()).collect(),
-            locks: ItemLocks::of_messages(batch.items.iter(), true),
+            items: batch.items.iter().map(|m| m.data.clone()).collect(),
+            locks: ItemLocks::of_held(&batch.items, true),
         };
         match self.dest.send(&out).await {
             Ok(()) => {
@@ -442,7 +462,7 @@ impl<D: Destination> Sender<D> {
                 }
                 let Batch { key, items, .. } = batch;
                 let mut size = 0;
-                let kept: Vec<Message> = items
+                let kept: Vec<Held> = items
                     .into_iter()
                     .zip(failed)
                     .filter_map(|(m, f)| {
@@ -450,7 +470,7 @@ impl<D: Destination> Sender<D> {
                             mark_accepted(std::slice::from_ref(&m));
                         }
                         f.then(|| {
-                            size += m.data().len();
+                            size += m.data.len();
                             m
                         })
                     })
@@ -478,9 +498,9 @@ impl<D: Destination> Sender<D> {
 }
 
 /// Marks the messages' tokens as accepted by the destination.
-fn mark_accepted(msgs: &[Message]) {
+fn mark_accepted(msgs: &[Held]) {
     for m in msgs {
-        for t in m.acks() {
+        for t in &m.acks {
             t.mark_accepted();
         }
     }
@@ -488,63 +508,114 @@ fn mark_accepted(msgs: &[Message]) {
 
 /// Marks the messages' tokens as possibly delivered (see [`SendError::uncertain`]), and
 /// their locks, so that a send trying them again under the same locks checks first.
-fn mark_uncertain(msgs: &[Message]) {
+fn mark_uncertain(msgs: &[Held]) {
     for m in msgs {
-        for t in m.acks() {
+        for t in &m.acks {
             t.mark_uncertain();
         }
-        for t in tickets(m.acks()) {
+        for t in tickets(&m.acks) {
             t.mark_maybe_delivered();
         }
     }
 }
 
-#[async_trait]
-impl<D: Destination> StatefulTransform for Sender<D> {
-    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+impl<D: Destination> Sender<D> {
+    /// Takes one message (data or ctrl) with the gate held; the caller passes it on when
+    /// this returns `Ok`. `clock` gives the time a batch it opens is opened at.
+    async fn accept(&self, msg: &Message, clock: &mut Clock) -> Result<(), TransformError> {
         if msg.is_ctrl() {
-            let _gate = self.gate.lock().await;
             {
                 let mut st = self.lock();
                 let all = st.buffer.take_all();
                 st.queue.extend(all);
             }
-            self.drain().await?;
-            out.push(msg);
-            return Ok(());
+            clock.drained();
+            return self.drain().await;
         }
-        let key = self.key_of(&msg);
+        let key = self.key_of(msg);
         let data = msg.data().clone();
         if self.aux.is_none() {
             self.check_item(&data)?;
         }
         let size = data.len();
-        let mut held = Message::new(data);
-        held.extend_acks(msg.acks());
-
-        let _gate = self.gate.lock().await;
+        let held = Held {
+            data,
+            acks: msg.acks().clone(),
+        };
         // Earlier failures first: if they still fail, this message is refused (not held).
-        let pending = !self.lock().queue.is_empty();
-        if pending {
+        if !self.lock().queue.is_empty() {
+            clock.drained();
             self.drain().await?;
         }
         let closed = {
             let mut st = self.lock();
             let ready = st
                 .buffer
-                .push(&key, held, size, Instant::now())
+                .push_opening_at(&key, held, size, || clock.now())
                 .map_err(|e| TransformError::failed(e.to_string()))?;
             let closed = !ready.is_empty();
-            st.queue.extend(ready);
+            if closed {
+                st.queue.extend(ready);
+            }
             closed
         };
         // The message is held now, so a failure cannot refuse it: the undelivered items are
         // retried (and the error reported if it persists) by the next call, which the
         // pipeline's timer makes at once.
-        if closed && let Err(e) = self.drain().await {
-            tracing::warn!(error = %e, "send failed; undelivered items are kept and retried");
+        if closed {
+            clock.drained();
+            if let Err(e) = self.drain().await {
+                tracing::warn!(error = %e, "send failed; undelivered items are kept and retried");
+            }
         }
+        Ok(())
+    }
+}
+
+/// The time a batch opens at, read once for the messages a send takes at once and again
+/// after each delivery (which may take a while).
+struct Clock(Option<Instant>);
+
+impl Clock {
+    fn now(&mut self) -> Instant {
+        *self.0.get_or_insert_with(Instant::now)
+    }
+
+    fn drained(&mut self) {
+        self.0 = None;
+    }
+}
+
+#[async_trait]
+impl<D: Destination> StatefulTransform for Sender<D> {
+    async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        let _gate = self.gate.lock().await;
+        self.accept(&msg, &mut Clock(None)).await?;
         out.push(msg);
+        Ok(())
+    }
+
+    /// The messages of a batch under one hold of the gate, with one clock reading until a
+    /// delivery: what a send does per message is then a few moves, on the driver's thread.
+    async fn transform_batch(
+        &self,
+        msgs: Vec<Message>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let _gate = self.gate.lock().await;
+        let mut clock = Clock(None);
+        let mut rest = msgs.into_iter();
+        while let Some(m) = rest.next() {
+            if let Err(e) = self.accept(&m, &mut clock).await {
+                let reason = e.to_string();
+                m.fail_acks(&reason);
+                for r in rest {
+                    r.fail_acks(&reason);
+                }
+                return Err(e);
+            }
+            out.push(m);
+        }
         Ok(())
     }
 
@@ -575,11 +646,11 @@ impl<D: Destination> StatefulTransform for Sender<D> {
     }
 
     async fn abort(&self, reason: &str) {
-        let dropped: Vec<Batch<Message>> = {
+        let dropped: Vec<Batch<Held>> = {
             let mut st = self.lock();
             st.epoch += 1;
             st.failed_at = None;
-            let mut all: Vec<Batch<Message>> = st.queue.drain(..).collect();
+            let mut all: Vec<Batch<Held>> = st.queue.drain(..).collect();
             all.extend(st.buffer.take_all());
             all
         };

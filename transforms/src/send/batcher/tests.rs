@@ -96,6 +96,20 @@ fn feed<D: Destination>(s: &Sender<D>, data: &[&str]) -> Result<Vec<Message>, Tr
     Ok(out)
 }
 
+/// [`feed`] as a pipeline feeds a send: the whole list in one `transform_batch`.
+fn feed_batch<D: Destination>(
+    s: &Sender<D>,
+    data: &[&str],
+) -> Result<Vec<Message>, TransformError> {
+    let mut out = Vec::new();
+    let msgs = data
+        .iter()
+        .map(|d| Message::new(d.as_bytes().to_vec()))
+        .collect();
+    testing::block_on(s.transform_batch(msgs, &mut out))?;
+    Ok(out)
+}
+
 fn ctrl<D: Destination>(s: &Sender<D>) -> Result<Vec<Message>, TransformError> {
     let mut out = Vec::new();
     testing::block_on(s.transform(Message::ctrl(), &mut out))?;
@@ -177,14 +191,85 @@ fn batching_table() {
         ),
     ];
     for (name, l, key, inputs, before, after) in cases {
-        let s = sender(l, key);
-        let out = feed(&s, &inputs).unwrap();
-        assert_eq!(texts(&out), inputs, "{name}: data passes through unchanged");
-        assert_eq!(s.destination().items(), before, "{name}: before ctrl");
-        let out = ctrl(&s).unwrap();
-        assert_eq!(texts(&out), vec!["<ctrl>"], "{name}");
-        assert_eq!(s.destination().items(), after, "{name}: after ctrl");
+        // One message at a time, and all at once as a pipeline hands them over.
+        for whole in [false, true] {
+            let name = format!("{name} (whole batch: {whole})");
+            let s = sender(l, key);
+            let out = if whole {
+                feed_batch(&s, &inputs)
+            } else {
+                feed(&s, &inputs)
+            };
+            let out = out.unwrap();
+            assert_eq!(texts(&out), inputs, "{name}: data passes through unchanged");
+            assert_eq!(s.destination().items(), before, "{name}: before ctrl");
+            let out = ctrl(&s).unwrap();
+            assert_eq!(texts(&out), vec!["<ctrl>"], "{name}");
+            assert_eq!(s.destination().items(), after, "{name}: after ctrl");
+        }
     }
+}
+
+#[test]
+fn a_message_refused_within_a_batch_fails_it_and_those_after_it_only() {
+    // Count 2, size 3: "ab" and "c" fill a batch and go; "d" is held; "toolong" is refused.
+    let s = sender(limits(2, 3, 0), None);
+    let (t_ab, ab) = tracked("ab");
+    let (t_c, c) = tracked("c");
+    let (t_d, d) = tracked("d");
+    let (t_bad, bad) = tracked("toolong");
+    let (t_after, after) = tracked("e");
+    let mut out = Vec::new();
+    let e = testing::block_on(s.transform_batch(vec![ab, c, d, bad, after], &mut out))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("exceeds the batch size limit of 3 bytes"), "{e}");
+    assert_eq!(
+        texts(&out),
+        vec!["ab", "c", "d"],
+        "what was taken passes on"
+    );
+    drop(out);
+    assert_eq!(s.destination().items(), vec![vec!["ab", "c"]]);
+    assert_eq!(t_ab.status(), AckStatus::Delivered);
+    assert_eq!(t_c.status(), AckStatus::Delivered);
+    assert_eq!(t_d.status(), AckStatus::Pending, "held for the next flush");
+    assert_eq!(t_bad.status(), AckStatus::Failed);
+    assert_eq!(t_after.status(), AckStatus::Failed);
+    ctrl(&s).unwrap();
+    assert_eq!(t_d.status(), AckStatus::Delivered);
+    assert_eq!(s.destination().items(), vec![vec!["ab", "c"], vec!["d"]]);
+}
+
+#[test]
+fn a_batch_held_through_a_slow_delivery_ages_from_when_it_opened() {
+    /// Takes 60 ms per delivery.
+    #[derive(Default)]
+    struct Slow(Recorder);
+    #[async_trait]
+    impl Destination for Slow {
+        async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
+            std::thread::sleep(Duration::from_millis(60));
+            self.0.send(batch).await
+        }
+    }
+    // "a" and "a2" fill a batch, delivered in 60 ms; "b" opens the next after it, so its age runs
+    // from then, not from when the send was handed the two.
+    let s = Sender::from_parts(
+        Slow::default(),
+        limits(2, 100, 1000),
+        usize::MAX,
+        None,
+        None,
+    );
+    let before = Instant::now();
+    feed_batch(&s, &["a", "a2", "b"]).unwrap();
+    let deadline = s.deadline().expect("b is held");
+    assert!(
+        deadline >= before + Duration::from_millis(1060),
+        "{:?} after the call began",
+        deadline - before
+    );
 }
 
 #[test]
