@@ -130,20 +130,22 @@ impl<T> BatchBuffer<T> {
         let mut ready = Vec::new();
         // One lookup of the key, then places; without batch keys there is one batch open,
         // and it is found without hashing the key.
-        let mut at = match self.open.first() {
+        let found = match self.open.first() {
             Some((k, _)) if self.open.len() == 1 && k == key => Some(0),
             _ => self.open.get_index_of(key),
         };
-        if let Some(i) = at
-            && let Some((_, o)) = self.open.get_index(i)
-            && (o.items.len() + 1 > self.limits.count || o.size + size > self.limits.size)
-        {
-            ready.extend(self.take_index(i));
-            at = None;
-        }
-        let i = match at {
-            Some(i) => i,
-            None => {
+        let i = match found {
+            Some(i)
+                if self.open[i].items.len() < self.limits.count
+                    && self.open[i].size + size <= self.limits.size =>
+            {
+                i
+            }
+            found => {
+                // The item would overflow the batch: it closes, and the item opens the next.
+                if let Some(i) = found {
+                    ready.extend(self.take_index(i));
+                }
                 let open = Open {
                     items: Vec::new(),
                     size: 0,
@@ -152,15 +154,10 @@ impl<T> BatchBuffer<T> {
                 self.open.insert_full(key.to_string(), open).0
             }
         };
-        let full = match self.open.get_index_mut(i) {
-            Some((_, o)) => {
-                o.items.push(item);
-                o.size += size;
-                o.items.len() >= self.limits.count
-            }
-            None => false,
-        };
-        if full {
+        let o = &mut self.open[i];
+        o.items.push(item);
+        o.size += size;
+        if o.items.len() >= self.limits.count {
             ready.extend(self.take_index(i));
         }
         Ok(ready)
