@@ -21,6 +21,7 @@ mod write;
 use std::fmt;
 
 pub use array::Array;
+pub use compact_str::CompactString;
 pub use map::{CREATED_OBJECT_ROOM, Entry, INDEX_FROM, KeyHint, Map, Slot};
 pub use serde_json::Number;
 pub use write::{write_compact, write_json};
@@ -35,8 +36,9 @@ pub enum Value {
     Bool(bool),
     /// A number (integers kept exact).
     Number(Number),
-    /// A string.
-    String(String),
+    /// A string: kept inline up to 24 bytes, as keys are (most strings in log events are
+    /// short: addresses, ids, names), so reading, copying and dropping one allocates nothing.
+    String(CompactString),
     /// An array.
     Array(Array),
     /// An object, with key order kept.
@@ -218,7 +220,7 @@ impl From<serde_json::Value> for Value {
             serde_json::Value::Null => Value::Null,
             serde_json::Value::Bool(b) => Value::Bool(b),
             serde_json::Value::Number(n) => Value::Number(n),
-            serde_json::Value::String(s) => Value::String(s),
+            serde_json::Value::String(s) => Value::String(s.into()),
             serde_json::Value::Array(a) => Value::Array(a.into_iter().map(Value::from).collect()),
             serde_json::Value::Object(m) => {
                 Value::Object(m.into_iter().map(|(k, v)| (k, Value::from(v))).collect())
@@ -233,7 +235,7 @@ impl From<Value> for serde_json::Value {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(b),
             Value::Number(n) => serde_json::Value::Number(n),
-            Value::String(s) => serde_json::Value::String(s),
+            Value::String(s) => serde_json::Value::String(s.into_string()),
             Value::Array(a) => {
                 serde_json::Value::Array(a.into_iter().map(serde_json::Value::from).collect())
             }
@@ -292,13 +294,27 @@ impl From<bool> for Value {
 
 impl From<String> for Value {
     fn from(s: String) -> Value {
+        Value::String(s.into())
+    }
+}
+
+impl From<CompactString> for Value {
+    fn from(s: CompactString) -> Value {
         Value::String(s)
+    }
+}
+
+impl From<std::borrow::Cow<'_, str>> for Value {
+    /// A string: one that fits inline is copied without an allocation, an owned one that
+    /// does not keeps its buffer.
+    fn from(s: std::borrow::Cow<'_, str>) -> Value {
+        Value::String(s.into())
     }
 }
 
 impl From<&str> for Value {
     fn from(s: &str) -> Value {
-        Value::String(s.to_owned())
+        Value::String(s.into())
     }
 }
 

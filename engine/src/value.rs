@@ -105,8 +105,8 @@ pub fn from_bytes(b: &[u8]) -> Value {
         return v;
     }
     match std::str::from_utf8(b) {
-        Ok(s) => Value::String(s.to_string()),
-        Err(_) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+        Ok(s) => Value::String(s.into()),
+        Err(_) => Value::String(base64::engine::general_purpose::STANDARD.encode(b).into()),
     }
 }
 

@@ -53,7 +53,7 @@ impl Io {
         match self {
             Io::Object { source, .. } => msg.get(source),
             Io::Data => Some(Cow::Owned(Value::String(
-                String::from_utf8_lossy(msg.data()).into_owned(),
+                String::from_utf8_lossy(msg.data()).into(),
             ))),
         }
     }
@@ -90,7 +90,7 @@ impl Io {
             Io::Object { target, .. } => msg.set(target, v),
             Io::Data => {
                 match v {
-                    Value::String(s) => msg.set_data(s.into_bytes()),
+                    Value::String(s) => msg.set_data(s.into_string().into_bytes()),
                     other => msg.set_data_value(other),
                 }
                 Ok(())

@@ -73,6 +73,25 @@ pub(super) fn tag(key: &[u8]) -> u64 {
     head | (n.min(255) as u64) << 56
 }
 
+/// Whether two keys with equal [`tag`]s are equal: the tags hold the length and the first
+/// seven bytes, so a key of up to fifteen bytes is settled by comparing its last eight as
+/// one word each (overlapping what the tag covers) instead of calling `memcmp`.
+#[inline]
+pub(super) fn same_tagged_key(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n <= 7 {
+        return true;
+    }
+    if n <= 15 {
+        let tail = |k: &[u8]| u64::from_le_bytes(k[n - 8..n].try_into().expect("8 bytes"));
+        return tail(a) == tail(b);
+    }
+    a[7..] == b[7..]
+}
+
 /// A key compiled once (by a path) for the `*_hinted` lookups of [`Map`]: its tag, and the
 /// place it was last found at. Objects of one shape keep a key at one place, so a path read
 /// or written on message after message usually checks one entry instead of scanning them.
@@ -170,7 +189,7 @@ impl Map {
                 } else {
                     self.entries
                         .iter()
-                        .position(|e| e.tag == t && e.key.as_bytes() == key)
+                        .position(|e| e.tag == t && same_tagged_key(e.key.as_bytes(), key))
                 }
             }
         }
@@ -189,7 +208,7 @@ impl Map {
         let at = hint.at();
         if let Some(e) = self.entries.get(at)
             && e.tag == hint.tag
-            && (key.len() <= 7 || e.key.as_bytes() == key.as_bytes())
+            && (key.len() <= 7 || same_tagged_key(e.key.as_bytes(), key.as_bytes()))
         {
             return Some(at);
         }
@@ -569,7 +588,10 @@ impl ObjectBuilder {
         let tag = tag(key.as_bytes());
         let bit = 1u64 << (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
         if self.seen & bit != 0
-            && let Some(e) = self.buf.iter_mut().find(|e| e.tag == tag && e.key == key)
+            && let Some(e) = self
+                .buf
+                .iter_mut()
+                .find(|e| e.tag == tag && same_tagged_key(e.key.as_bytes(), key.as_bytes()))
         {
             if !self.keep_first {
                 e.value = value;

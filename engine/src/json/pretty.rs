@@ -74,7 +74,7 @@ fn write_pretty(
                     out.push(b',');
                 }
                 newline(out, opts, depth + 1, line_start);
-                write_compact(out, &Value::String(k.to_string()));
+                super::write::write_str(out, k);
                 out.extend_from_slice(b": ");
                 write_pretty(out, x, opts, depth + 1, line_start);
             }

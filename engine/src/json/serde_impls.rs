@@ -60,10 +60,10 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
+        Ok(Value::String(v.into()))
     }
     fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
+        Ok(Value::String(v.into()))
     }
     fn visit_none<E>(self) -> Result<Value, E> {
         Ok(Value::Null)

@@ -333,3 +333,18 @@ fn a_hinted_lookup_finds_what_a_plain_one_finds_whatever_the_hint_last_saw() {
     assert_eq!(m.get("new"), Some(&json!(2)));
     assert_eq!(m.len(), 4);
 }
+
+#[test]
+fn a_value_is_four_words_and_an_object_entry_one_cache_line() {
+    // Strings are kept inline up to 24 bytes without growing a value: a value stays four
+    // words, and an object's entry (tag, key, value) 64 bytes.
+    assert_eq!(std::mem::size_of::<Value>(), 32);
+    assert_eq!(std::mem::size_of::<Slot>(), 64);
+    let short = Value::from("C5bLoe2Mvxqhawzqqd000001");
+    let Value::String(s) = &short else {
+        unreachable!()
+    };
+    assert!(!s.is_heap_allocated(), "24 bytes are kept inline");
+    let long = Value::from("x".repeat(25));
+    assert_eq!(long.as_str().map(str::len), Some(25));
+}

@@ -118,7 +118,7 @@ pub(super) fn word_needs_escape(w: u64) -> bool {
 /// Non-zero when any of the 8 bytes of `w` must be escaped; the results of several words
 /// can be or-ed and tested once.
 #[inline]
-fn escapes_in(w: u64) -> u64 {
+pub(super) fn escapes_in(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let control = w.wrapping_sub(ONES * 0x20) & !w;

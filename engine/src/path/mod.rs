@@ -115,7 +115,7 @@ impl Path {
             Some(opts) if matches!(v.as_ref(), Value::Object(_) | Value::Array(_)) => {
                 let text = crate::json::pretty::to_pretty(&v, opts);
                 Some(Cow::Owned(Value::String(
-                    String::from_utf8(text).unwrap_or_default(),
+                    String::from_utf8(text).unwrap_or_default().into(),
                 )))
             }
             _ => Some(v),

@@ -70,7 +70,7 @@ impl Modifier {
                 a @ Value::Array(_) => a,
                 _ => Value::Array(Array::new()),
             },
-            Modifier::ToStr => Value::String(crate::value::to_json_text(&v)),
+            Modifier::ToStr => Value::String(crate::value::to_json_text(&v).into()),
             Modifier::FromStr => match v.into_owned() {
                 Value::String(s) => crate::json::parse::from_slice(s.as_bytes())?,
                 other => other,

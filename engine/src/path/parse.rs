@@ -482,7 +482,7 @@ pub(crate) fn parse_query(text: &str) -> ParseResult<Query> {
 fn parse_rhs_value(t: &str) -> Value {
     match json_prefix(t) {
         Some((v, used)) if used == t.len() => v,
-        _ => Value::String(t.to_string()),
+        _ => Value::String(t.into()),
     }
 }
 
@@ -557,7 +557,7 @@ fn parse_modifier_args(name: &str, arg: Option<&str>) -> ParseResult<Modifier> {
         "dig" => match arg {
             Some(a) if !a.is_empty() => {
                 let key = match serde_json::from_str::<Value>(a) {
-                    Ok(Value::String(s)) => s,
+                    Ok(Value::String(s)) => s.into_string(),
                     _ => unescape(a),
                 };
                 Modifier::Dig(key)

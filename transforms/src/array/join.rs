@@ -62,7 +62,7 @@ impl ArrayJoin {
             _ => None,
         };
         if let Some(s) = joined {
-            self.io.write(msg, Value::String(s))?;
+            self.io.write(msg, Value::String(s.into()))?;
         }
         Ok(())
     }

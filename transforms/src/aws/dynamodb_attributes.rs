@@ -31,12 +31,12 @@ fn number_json(n: &str) -> Value {
     }
     match n.parse::<f64>() {
         Ok(f) if f.is_finite() => value::number(f),
-        _ => Value::String(n.to_string()),
+        _ => Value::from(n),
     }
 }
 
 fn base64(b: &[u8]) -> Value {
-    Value::String(base64::engine::general_purpose::STANDARD.encode(b))
+    Value::String(base64::engine::general_purpose::STANDARD.encode(b).into())
 }
 
 /// One attribute value as plain JSON: `S` a string, `N` a number, `B` a base64 string,
@@ -44,7 +44,7 @@ fn base64(b: &[u8]) -> Value {
 /// `BS` arrays of strings, numbers and base64 strings.
 pub fn attribute_json(v: &AttributeValue) -> Result<Value, String> {
     Ok(match v {
-        AttributeValue::S(s) => Value::String(s.clone()),
+        AttributeValue::S(s) => Value::from(s.as_str()),
         AttributeValue::N(n) => number_json(n),
         AttributeValue::B(b) => base64(b.as_ref()),
         AttributeValue::Bool(b) => Value::Bool(*b),
@@ -54,7 +54,7 @@ pub fn attribute_json(v: &AttributeValue) -> Result<Value, String> {
             Value::Array(l.iter().map(attribute_json).collect::<Result<_, _>>()?)
         }
         AttributeValue::Ss(ss) => {
-            Value::Array(ss.iter().map(|s| Value::String(s.clone())).collect())
+            Value::Array(ss.iter().map(|s| Value::from(s.as_str())).collect())
         }
         AttributeValue::Ns(ns) => Value::Array(ns.iter().map(|n| number_json(n)).collect()),
         AttributeValue::Bs(bs) => Value::Array(bs.iter().map(|b| base64(b.as_ref())).collect()),
@@ -68,7 +68,7 @@ pub fn attribute_value(v: &Value) -> AttributeValue {
         Value::Null => AttributeValue::Null(true),
         Value::Bool(b) => AttributeValue::Bool(*b),
         Value::Number(n) => AttributeValue::N(n.to_string()),
-        Value::String(s) => AttributeValue::S(s.clone()),
+        Value::String(s) => AttributeValue::S(s.to_string()),
         Value::Array(a) => AttributeValue::L(a.iter().map(attribute_value).collect()),
         Value::Object(o) => AttributeValue::M(
             o.iter()
@@ -85,7 +85,7 @@ pub fn attribute_value_of_json(v: &serde_json::Value) -> AttributeValue {
         serde_json::Value::Null => AttributeValue::Null(true),
         serde_json::Value::Bool(b) => AttributeValue::Bool(*b),
         serde_json::Value::Number(n) => AttributeValue::N(n.to_string()),
-        serde_json::Value::String(s) => AttributeValue::S(s.clone()),
+        serde_json::Value::String(s) => AttributeValue::S(s.to_string()),
         serde_json::Value::Array(a) => {
             AttributeValue::L(a.iter().map(attribute_value_of_json).collect())
         }

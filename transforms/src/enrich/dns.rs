@@ -139,11 +139,11 @@ impl Lookup {
         match &self.io {
             Io::Object { .. } => self.io.write(
                 msg,
-                Value::Array(answers.into_iter().map(Value::String).collect()),
+                Value::Array(answers.into_iter().map(Value::from).collect()),
             ),
             Io::Data => {
                 let first = answers.into_iter().next().unwrap_or_default();
-                self.io.write(msg, Value::String(first))
+                self.io.write(msg, Value::String(first.into()))
             }
         }
     }

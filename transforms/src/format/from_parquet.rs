@@ -130,27 +130,29 @@ fn field_value(f: &Field) -> Result<Value, String> {
         Field::Float16(n) => float(f64::from(*n)),
         Field::Float(n) => float(f64::from(*n)),
         Field::Double(n) => float(*n),
-        Field::Decimal(d) => Value::String(decimal_text(d)?),
-        Field::Str(s) => Value::String(s.clone()),
-        Field::Bytes(b) => {
-            Value::String(base64::engine::general_purpose::STANDARD.encode(b.data()))
-        }
+        Field::Decimal(d) => Value::String(decimal_text(d)?.into()),
+        Field::Str(s) => Value::from(s.as_str()),
+        Field::Bytes(b) => Value::String(
+            base64::engine::general_purpose::STANDARD
+                .encode(b.data())
+                .into(),
+        ),
         Field::Date(days) => {
             let d = chrono::DateTime::from_timestamp(i64::from(*days) * 86_400, 0)
                 .ok_or_else(|| format!("date {days} (days since 1970) is out of range"))?;
-            Value::String(d.format("%Y-%m-%d").to_string())
+            Value::String(d.format("%Y-%m-%d").to_string().into())
         }
-        Field::TimeMillis(ms) => Value::String(time_of_day(i64::from(*ms) * 1_000, 3)?),
-        Field::TimeMicros(us) => Value::String(time_of_day(*us, 6)?),
+        Field::TimeMillis(ms) => Value::String(time_of_day(i64::from(*ms) * 1_000, 3)?.into()),
+        Field::TimeMicros(us) => Value::String(time_of_day(*us, 6)?.into()),
         Field::TimestampMillis(ms) => {
             let t = chrono::DateTime::from_timestamp_millis(*ms)
                 .ok_or_else(|| format!("timestamp {ms} ms is out of range"))?;
-            Value::String(t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+            Value::String(t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string().into())
         }
         Field::TimestampMicros(us) => {
             let t = chrono::DateTime::from_timestamp_micros(*us)
                 .ok_or_else(|| format!("timestamp {us} µs is out of range"))?;
-            Value::String(t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string())
+            Value::String(t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string().into())
         }
         Field::Group(row) => row_value(row)?,
         Field::ListInternal(list) => Value::Array(
@@ -164,7 +166,7 @@ fn field_value(f: &Field) -> Result<Value, String> {
             for (k, v) in map.entries() {
                 let key = match field_value(k)? {
                     Value::String(s) => s,
-                    other => String::from_utf8_lossy(&value::to_bytes(&other)).into_owned(),
+                    other => String::from_utf8_lossy(&value::to_bytes(&other)).into(),
                 };
                 m.insert(key, field_value(v)?);
             }

@@ -46,7 +46,7 @@ impl FormatToBase64 {
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let encoded = self.io.read_bytes(msg).map(|b| STANDARD.encode(&b));
         if let Some(e) = encoded {
-            self.io.write(msg, Value::String(e))?;
+            self.io.write(msg, Value::String(e.into()))?;
         }
         Ok(())
     }

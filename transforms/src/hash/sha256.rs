@@ -53,7 +53,7 @@ impl HashSha256 {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         if let Some(hex) = self.io.read_bytes(msg).map(|b| digest(&b)) {
-            self.io.write(msg, Value::String(hex))?;
+            self.io.write(msg, Value::String(hex.into()))?;
         }
         Ok(())
     }

@@ -451,7 +451,7 @@ fn parse_headers(b: &Build<'_>, v: Option<Value>) -> Result<Vec<(String, Templat
             .map(|(k, v)| {
                 let field = format!("headers.{k}");
                 match v {
-                    Value::String(s) => Ok((field, k.to_string(), s)),
+                    Value::String(s) => Ok((field, k.to_string(), s.into_string())),
                     other => Err(b.field_error(
                         &field,
                         format!("a header value must be a string, not {other}"),

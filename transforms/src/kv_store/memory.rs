@@ -280,7 +280,7 @@ impl ItemStore for MemoryStore {
         };
         for v in values {
             if !members.iter().any(|m| m.as_str() == Some(v.as_str())) {
-                members.push(Value::String(v));
+                members.push(Value::String(v.into()));
             }
         }
         if ttl.is_some() {

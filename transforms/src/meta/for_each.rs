@@ -74,7 +74,7 @@ impl MetaForEach {
 /// The message body of one element: Substation gives an element's text (GJSON `String()`).
 fn element_body(v: Value) -> Body {
     match v {
-        Value::String(s) => Body::from_bytes(s.into_bytes()),
+        Value::String(s) => Body::from_bytes(s.into_string().into_bytes()),
         v @ (Value::Object(_) | Value::Array(_)) => Body::from_value(v),
         other => Body::from_bytes(value::to_text(&other).into_owned().into_bytes()),
     }

@@ -66,7 +66,7 @@ impl NetworkDomain {
             return Ok(());
         };
         let part = (self.part)(&domain).map_err(TransformError::failed)?;
-        self.io.write(msg, Value::String(part))?;
+        self.io.write(msg, Value::String(part.into()))?;
         Ok(())
     }
 }

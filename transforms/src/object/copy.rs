@@ -62,7 +62,7 @@ impl ObjectCopy {
             (Some(src), None) => {
                 if let Some(v) = msg.get(src).map(|v| v.into_owned()) {
                     match v {
-                        Value::String(s) => msg.set_data(s.into_bytes()),
+                        Value::String(s) => msg.set_data(s.into_string().into_bytes()),
                         Value::Null => msg.set_data(Vec::new()),
                         other => msg.set_data_value(other),
                     }

@@ -214,7 +214,7 @@ fn to_val(v: &Value) -> Val {
                 Val::from(n.as_f64().unwrap_or(f64::NAN))
             }
         }
-        Value::String(s) => Val::from(s.clone()),
+        Value::String(s) => Val::from(s.to_string()),
         Value::Array(a) => a.iter().map(to_val).collect(),
         Value::Object(m) => Val::obj(
             m.iter()
@@ -230,7 +230,7 @@ fn from_val(v: &Val) -> Result<Value, TransformError> {
         Val::Null => Value::Null,
         Val::Bool(b) => Value::Bool(*b),
         Val::Num(n) => from_num(n),
-        Val::TStr(s) => Value::String(String::from_utf8_lossy(s).into_owned()),
+        Val::TStr(s) => Value::from(String::from_utf8_lossy(s)),
         Val::BStr(_) => {
             return Err(TransformError::failed(
                 "jq: a result holds a byte string, which JSON cannot represent (convert it with `tostring` or `@base64`)",

@@ -50,9 +50,7 @@ pub(crate) fn read_any<'m>(io: &Io, msg: &'m Message) -> Option<Cow<'m, Value>> 
         Io::Object { source, .. } => msg.get(source),
         Io::Data => Some(match msg.data_value() {
             Some(v) => Cow::Borrowed(v),
-            None => Cow::Owned(Value::String(
-                String::from_utf8_lossy(msg.data()).into_owned(),
-            )),
+            None => Cow::Owned(Value::String(String::from_utf8_lossy(msg.data()).into())),
         }),
     }
 }

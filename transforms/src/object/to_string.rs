@@ -44,7 +44,7 @@ impl ObjectToString {
 
 /// The conversion.
 fn convert(v: &Value) -> Value {
-    Value::String(value::to_text(v).into_owned())
+    Value::from(value::to_text(v))
 }
 
 impl MapTransform for ObjectToString {

@@ -82,7 +82,7 @@ impl StatelessTransform for StringAppend {
             Io::Object { .. } => {
                 if let Some(text) = self.io.read_text(&msg) {
                     let appended = format!("{text}{suffix}");
-                    self.io.write(&mut msg, Value::String(appended))?;
+                    self.io.write(&mut msg, Value::String(appended.into()))?;
                 }
             }
             Io::Data => {

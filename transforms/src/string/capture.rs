@@ -91,7 +91,7 @@ impl StringCapture {
     /// The text of the last group of a match (the whole match when there is no group).
     fn last_group(caps: &Captures<'_>) -> Value {
         let text = caps.get(caps.len() - 1).map(|m| m.as_str()).unwrap_or("");
-        Value::String(text.to_string())
+        Value::from(text)
     }
 }
 
@@ -123,7 +123,7 @@ impl StatelessTransform for StringCapture {
                 Io::Object { .. } => {
                     for ((_, _, key), t) in groups {
                         if let Some(key) = key {
-                            msg.set(key, Value::String(t))?;
+                            msg.set(key, Value::String(t.into()))?;
                         }
                     }
                 }
@@ -132,7 +132,7 @@ impl StatelessTransform for StringCapture {
                     let obj = groups
                         .into_iter()
                         .map(|((_, name, _), t)| {
-                            (name.clone(), value::sjson_typed(Value::String(t)))
+                            (name.clone(), value::sjson_typed(Value::String(t.into())))
                         })
                         .collect();
                     msg.set_data_value(Value::Object(obj));
@@ -143,7 +143,7 @@ impl StatelessTransform for StringCapture {
                 .re
                 .captures(&text)
                 .map(|c| Self::last_group(&c))
-                .unwrap_or_else(|| Value::String(String::new()));
+                .unwrap_or_else(|| Value::String(Default::default()));
             self.io.write(&mut msg, v)?;
         } else {
             let limit = usize::try_from(self.count).unwrap_or(usize::MAX);

@@ -9,6 +9,7 @@ pub(crate) mod to_snake;
 pub(crate) mod to_upper;
 pub(crate) mod uuid;
 
+use compact_str::CompactString;
 use sluice_engine::{Message, Registry, TransformError, Value};
 
 use crate::common::Io;
@@ -30,7 +31,7 @@ pub(crate) fn register(r: &mut Registry) {
 pub(crate) fn map_text(
     io: &Io,
     msg: &mut Message,
-    f: impl Fn(&str) -> String,
+    f: impl Fn(&str) -> CompactString,
 ) -> Result<(), TransformError> {
     if let Some(s) = io.read_text(msg).map(|t| f(&t)) {
         io.write(msg, Value::String(s))?;
@@ -44,8 +45,8 @@ pub(crate) fn map_text(
 pub(crate) fn simple_case<I: Iterator<Item = char> + ExactSizeIterator>(
     s: &str,
     map: impl Fn(char) -> I,
-) -> String {
-    let mut out = String::with_capacity(s.len());
+) -> CompactString {
+    let mut out = CompactString::with_capacity(s.len());
     for c in s.chars() {
         let mut m = map(c);
         match (m.len(), m.next()) {

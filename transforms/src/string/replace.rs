@@ -75,7 +75,7 @@ impl StringReplace {
                         .into_owned()
                 });
                 if let Some(r) = replaced {
-                    self.io.write(msg, Value::String(r))?;
+                    self.io.write(msg, Value::String(r.into()))?;
                 }
             }
             Io::Data => {

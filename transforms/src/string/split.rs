@@ -60,7 +60,7 @@ impl StringSplit {
         let pieces = self.io.read_text(msg).map(|t| {
             t.split(self.separator.as_str())
                 .map(|p| {
-                    let s = Value::String(p.to_string());
+                    let s = Value::from(p);
                     if typed { value::sjson_typed(s) } else { s }
                 })
                 .collect::<Vec<_>>()

@@ -12,6 +12,7 @@
 //! at the target; a missing source passes the message through. Data mode (neither key)
 //! converts the whole data; bytes that are not UTF-8 are read as U+FFFD.
 
+use compact_str::CompactString;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
@@ -42,7 +43,7 @@ impl StringToSnake {
 }
 
 /// The conversion: `strcase.ToScreamingDelimited(s, '_', "", false)`.
-fn convert(s: &str) -> String {
+fn convert(s: &str) -> CompactString {
     let b = s.trim().as_bytes();
     let mut out = Vec::with_capacity(b.len() + b.len() / 4);
     for (i, &byte) in b.iter().enumerate() {
@@ -77,7 +78,9 @@ fn convert(s: &str) -> String {
         });
     }
     // Only ASCII bytes were changed, and only into ASCII: still UTF-8.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        .into()
 }
 
 impl MapTransform for StringToSnake {

@@ -5,6 +5,7 @@
 //! at the target; a missing source passes the message through. Data mode (neither key)
 //! converts the whole data; bytes that are not UTF-8 are read as U+FFFD.
 
+use compact_str::CompactString;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
@@ -35,10 +36,12 @@ impl StringToUpper {
 }
 
 /// The conversion.
-fn convert(s: &str) -> String {
+fn convert(s: &str) -> CompactString {
     // ASCII text (the common case) maps byte for byte, the same as the Unicode mapping.
     if s.is_ascii() {
-        return s.to_ascii_uppercase();
+        let mut out = CompactString::from(s);
+        out.as_mut_str().make_ascii_uppercase();
+        return out;
     }
     super::simple_case(s, char::to_uppercase)
 }

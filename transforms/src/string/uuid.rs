@@ -45,7 +45,7 @@ impl StringUuid {
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
         let id = ::uuid::Uuid::new_v4().hyphenated().to_string();
         match &self.target {
-            Some(t) => msg.set(t, Value::String(id))?,
+            Some(t) => msg.set(t, Value::String(id.into()))?,
             None => msg.set_data(id.into_bytes()),
         }
         Ok(())

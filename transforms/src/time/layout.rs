@@ -27,6 +27,7 @@ mod parse;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
+use compact_str::{CompactString, ToCompactString};
 
 use format::format_field;
 use parse::Parser;
@@ -135,7 +136,7 @@ pub(crate) struct Layout {
 
 /// Formats `t` with a Go layout (compiling it each time; keep a [`Layout`] for hot paths).
 pub(crate) fn format_go(t: &DateTime<Tz>, layout: &str) -> String {
-    Layout::compile(layout).format(t)
+    Layout::compile(layout).format(t).into_string()
 }
 
 /// Parses `s` with a Go layout; wall times without zone information are read in `tz`.
@@ -265,21 +266,29 @@ impl Layout {
     }
 
     /// Formats a time.
-    pub(crate) fn format(&self, t: &DateTime<Tz>) -> String {
+    pub(crate) fn format(&self, t: &DateTime<Tz>) -> CompactString {
         let tokens = match &self.kind {
-            Kind::Unix => return t.timestamp().to_string(),
-            Kind::UnixMilli => return t.timestamp_millis().to_string(),
+            Kind::Unix => return t.timestamp().to_compact_string(),
+            Kind::UnixMilli => return t.timestamp_millis().to_compact_string(),
             Kind::Tokens(tokens) => tokens,
         };
-        let mut out = String::with_capacity(self.text.len() + 10);
-        let local = t.naive_local();
-        for tok in tokens {
-            match tok {
-                Token::Lit(s) => out.push_str(s),
-                Token::Field { field, .. } => format_field(&mut out, *field, t, &local),
-            }
+        // Written into this thread's scratch text (pushing piece by piece into the result
+        // would check its inline or heap form at every push), then copied once: inline, with
+        // no allocation, when it fits 24 bytes, as a date and time to the second does.
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
         }
-        out
+        SCRATCH.with_borrow_mut(|out| {
+            out.clear();
+            let local = t.naive_local();
+            for tok in tokens {
+                match tok {
+                    Token::Lit(s) => out.push_str(s),
+                    Token::Field { field, .. } => format_field(out, *field, t, &local),
+                }
+            }
+            CompactString::from(out.as_str())
+        })
     }
 
     /// Parses a time; wall times without zone information are read in `tz`.

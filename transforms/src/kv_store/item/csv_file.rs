@@ -124,7 +124,7 @@ impl CsvFile {
             let mut m = Map::with_capacity(names.len() - 1);
             for (i, (name, field)) in names.iter().zip(record.iter()).enumerate() {
                 if i != key_index {
-                    m.insert(name.as_str(), Value::String(field.to_string()));
+                    m.insert(name.as_str(), Value::from(field));
                 }
             }
             rows.insert(record[key_index].to_string(), Value::Object(m));

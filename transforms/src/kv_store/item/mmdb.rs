@@ -189,7 +189,7 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
         Value::Object(m) => {
             control(out, 7, m.len());
             for (k, e) in m.iter() {
-                encode(&Value::String(k.to_string()), out);
+                encode(&Value::from(k.as_str()), out);
                 // The metadata's 16-bit fields must be uint16.
                 let u16_field = [
                     "record_size",

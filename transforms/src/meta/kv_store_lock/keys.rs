@@ -27,7 +27,7 @@ pub(crate) fn key_text(v: &Value) -> Result<String, &'static str> {
         Value::Null => return Err("is null"),
         Value::String(s) if s.is_empty() => return Err("is an empty string"),
         Value::String(s) if s.starts_with('#') => format!("#{s}"),
-        Value::String(s) => s.clone(),
+        Value::String(s) => s.to_string(),
         other => format!("#{}", value::to_text(other)),
     };
     if text.len() > MAX_KEY_BYTES {
