@@ -364,8 +364,29 @@ impl Map {
     }
 
     /// [`Map::push`] of a key whose [`tag`] is `t` (a path computed it when compiled).
+    ///
+    /// Inlined for the common case, a small object with no text or index to keep up: the
+    /// entry is then built where it goes (a value passed through a call is read back in
+    /// wider pieces than it was written in, and the read waits for the write to land).
+    #[inline]
     fn push_tagged(&mut self, key: CompactString, t: u64, v: Value) -> usize {
         debug_assert_eq!(t, tag(key.as_bytes()), "the tag of {key:?}");
+        if self.extra.is_some() || self.entries.len() >= INDEX_FROM {
+            return self.push_tagged_keeping_up(key, t, v);
+        }
+        let i = self.entries.len();
+        self.entries.push(Slot {
+            tag: t,
+            key,
+            value: v,
+        });
+        i
+    }
+
+    /// [`Map::push_tagged`] on an object with text or a hash index to keep up, or about to
+    /// need an index.
+    #[inline(never)]
+    fn push_tagged_keeping_up(&mut self, key: CompactString, t: u64, v: Value) -> usize {
         self.will_change(Change::Keys);
         let i = self.entries.len();
         let indexed = match self.extra.as_deref_mut().and_then(|e| e.index.as_mut()) {
@@ -467,6 +488,22 @@ impl Map {
         let i = self.found_or_pushed(found, key, hint.tag);
         hint.found_at(i);
         &mut self.entries[i].value
+    }
+
+    /// Sets `key`, compiled as `hint`, to `v`: in its place when present, else added at the
+    /// end. What a path's last step does: the value goes straight into its entry, with no
+    /// null put there first to be overwritten.
+    pub fn insert_hinted(&mut self, key: &CompactString, hint: &KeyHint, v: Value) {
+        match self.get_index_hinted(key, hint) {
+            Some(i) => {
+                self.will_change(Change::Value(i));
+                self.entries[i].value = v;
+            }
+            None => {
+                let i = self.push_tagged(key.clone(), hint.tag, v);
+                hint.found_at(i);
+            }
+        }
     }
 
     /// [`Map::get_or_insert_null`] for a key whose [`tag`] is `t`.

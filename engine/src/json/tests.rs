@@ -189,8 +189,9 @@ fn the_direct_writer_writes_what_serde_json_writes() {
             texts.push(format!("[{long}]"));
         }
     }
-    // Each byte that needs escaping at every position of strings of every length the
-    // short-string path takes (it checks only the words a string reaches).
+    // Each byte that needs escaping at every position of strings of 1 to 26 bytes (the
+    // writer checks a string in words read straight from it, the last one overlapping, or
+    // in two overlapping halves, or byte by byte under four).
     for b in [0u8, 0x1f, b'"', b'\\', b'\n'] {
         for n in 1..=26 {
             for pos in 0..n {
@@ -201,7 +202,7 @@ fn the_direct_writer_writes_what_serde_json_writes() {
             }
         }
     }
-    // Plain strings of every length around the short-string path's limit.
+    // Plain strings of every length up to 40.
     for n in 0..=40 {
         let plain: String = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"[..n].into();
         texts.push(format!("{{\"{plain}\":\"{plain}\"}}"));
@@ -332,6 +333,30 @@ fn a_hinted_lookup_finds_what_a_plain_one_finds_whatever_the_hint_last_saw() {
     *m.get_or_insert_null_hinted(&CompactString::from("new"), &h) = json!(2);
     assert_eq!(m.get("new"), Some(&json!(2)));
     assert_eq!(m.len(), 4);
+    // Setting through a hint: added at the end, then replaced in its place.
+    let h = KeyHint::new("set");
+    m.insert_hinted(&CompactString::from("set"), &h, json!("a"));
+    m.insert_hinted(&CompactString::from("set"), &h, json!("b"));
+    assert_eq!(m.get_index_of("set"), Some(4));
+    assert_eq!(m.get("set"), Some(&json!("b")));
+    assert_eq!(m.len(), 5);
+}
+
+#[test]
+fn setting_through_a_hint_is_written_as_sjson_edits_the_text() {
+    // A parsed object keeps its text; a value set through a hint is spliced into it, an
+    // added key appended, as for any other change.
+    let Value::Object(mut m) = parse::from_slice(br#"{"a": 1, "b" : "x"}"#).unwrap() else {
+        unreachable!()
+    };
+    m.insert_hinted(&CompactString::from("b"), &KeyHint::new("b"), json!("y"));
+    m.insert_hinted(&CompactString::from("c"), &KeyHint::new("c"), json!([1]));
+    let mut out = Vec::new();
+    write_json(&mut out, &Value::Object(m));
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        r#"{"a": 1, "b" : "y","c":[1]}"#
+    );
 }
 
 #[test]

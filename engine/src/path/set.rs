@@ -32,7 +32,16 @@ pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()>
     for (i, step) in parents.iter().enumerate() {
         cur = slot(cur, step, i)?;
     }
-    *slot(cur, last, parents.len())? = v;
+    place(cur, last, parents.len(), v)
+}
+
+/// Puts `v` at the last step: into an object's entry directly, else into its slot.
+fn place(cur: &mut Value, step: &WStep, depth: usize, v: Value) -> WriteResult<()> {
+    if let Value::Object(m) = cur {
+        m.insert_hinted(&step.name, &step.hint, v);
+        return Ok(());
+    }
+    *slot(cur, step, depth)? = v;
     Ok(())
 }
 
