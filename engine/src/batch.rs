@@ -85,6 +85,13 @@ pub struct BatchBuffer<T> {
     open: IndexMap<String, Open<T>>,
 }
 
+/// Whether two batch keys are equal, without a `memcmp` call for the empty key (no
+/// `object.batch_key`: every message of a send compares it).
+#[inline]
+fn same_key(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
 impl<T> BatchBuffer<T> {
     /// An empty buffer.
     pub fn new(limits: BatchLimits) -> Self {
@@ -131,7 +138,7 @@ impl<T> BatchBuffer<T> {
         // One lookup of the key, then places; without batch keys there is one batch open,
         // and it is found without hashing the key.
         let found = match self.open.first() {
-            Some((k, _)) if self.open.len() == 1 && k == key => Some(0),
+            Some((k, _)) if self.open.len() == 1 && same_key(k, key) => Some(0),
             _ => self.open.get_index_of(key),
         };
         let i = match found {

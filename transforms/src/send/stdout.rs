@@ -4,8 +4,8 @@
 //! `object.batch_key`) and output (each item followed by a newline, at flush). Data messages
 //! pass through unchanged. The Go defaults apply when a setting is absent (1000 items,
 //! 1 MiB, 1 minute); the Jsonnet library's defaults (1000 / 1,000,000 / `1m`) come from the
-//! library. Unlike Substation, a batch is written with one locked write, so batches of
-//! concurrent pipelines never interleave line by line, and `batch.duration` is a real
+//! library. Unlike Substation, a batch is written under one lock of the stream, so batches
+//! of concurrent pipelines never interleave line by line, and `batch.duration` is a real
 //! maximum age (see [`super::batcher`]).
 //!
 //! "Standard output" is the process's unless the build context names a writer in its place
@@ -47,8 +47,9 @@ enum Sink {
 /// Standard output as a destination.
 pub(crate) struct Stdout {
     sink: Sink,
-    // The output of one flush, kept between flushes: a fresh megabyte per flush would be
-    // fresh pages the kernel must zero every time. Deliveries are serialised by the sender,
+    // The output of one flush to a writer standing in for standard output, kept between
+    // flushes: a fresh megabyte per flush would be fresh pages the kernel must zero every
+    // time. (Standard output itself is written from the items, see `write_lines`.) Deliveries are serialised by the sender,
     // so this lock is never contended, and it is not held across an await.
     scratch: Mutex<Vec<u8>>,
 }
@@ -86,21 +87,23 @@ impl Default for Stdout {
 #[async_trait]
 impl Destination for Stdout {
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
-        let mut buf = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        buf.clear();
-        buf.reserve(batch.size() + batch.items.len());
-        for item in &batch.items {
-            buf.extend_from_slice(item);
-            buf.push(b'\n');
-        }
         match &self.sink {
             Sink::Stdout => {
+                // Straight from the items (no copy into one buffer: with several workers
+                // this runs on the driver's one thread), under one lock of the stream.
                 let mut out = std::io::stdout().lock();
-                out.write_all(&buf[..])
+                write_lines(&mut out, &batch.items)
                     .and_then(|_| out.flush())
                     .map_err(|e| TransformError::external("writing to standard output", e))?;
             }
             Sink::Writer(w) => {
+                let mut buf = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+                buf.clear();
+                buf.reserve(batch.size() + batch.items.len());
+                for item in &batch.items {
+                    buf.extend_from_slice(item);
+                    buf.push(b'\n');
+                }
                 let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
                 w.write_all(&buf[..])
                     .and_then(|_| w.flush())
@@ -109,6 +112,26 @@ impl Destination for Stdout {
         }
         Ok(())
     }
+}
+
+/// Writes each item followed by a newline with vectored writes, as many pieces per call as
+/// the writer takes, until all are written.
+fn write_lines(w: &mut impl Write, items: &[bytes::Bytes]) -> std::io::Result<()> {
+    use std::io::{ErrorKind, IoSlice};
+    let mut slices: Vec<IoSlice<'_>> = items
+        .iter()
+        .flat_map(|item| [IoSlice::new(item), IoSlice::new(b"\n")])
+        .collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match w.write_vectored(rest) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The `send_stdout` transform.
@@ -153,6 +176,50 @@ mod tests {
         };
         let s = Sender::from_parts(Stdout::memory(buf.clone()), limits, usize::MAX, None, aux);
         (s, buf)
+    }
+
+    /// Takes at most two pieces and five bytes per call, and is interrupted every third.
+    struct Stingy {
+        got: Vec<u8>,
+        calls: usize,
+    }
+
+    impl Write for Stingy {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.write_vectored(&[std::io::IoSlice::new(buf)])
+        }
+        fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+            self.calls += 1;
+            if self.calls.is_multiple_of(3) {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            let mut room = 5;
+            for b in bufs.iter().take(2) {
+                let n = b.len().min(room);
+                self.got.extend_from_slice(&b[..n]);
+                room -= n;
+            }
+            Ok(5 - room)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lines_written_in_pieces_come_out_whole_and_in_order() {
+        let items: Vec<bytes::Bytes> = ["", "a", "bcdefgh", "ij", ""]
+            .into_iter()
+            .map(bytes::Bytes::from)
+            .collect();
+        let mut w = Stingy {
+            got: Vec::new(),
+            calls: 0,
+        };
+        write_lines(&mut w, &items).unwrap();
+        assert_eq!(w.got, b"\na\nbcdefgh\nij\n\n");
+        assert!(w.calls > 4, "written over several calls: {}", w.calls);
+        write_lines(&mut w, &[]).unwrap();
     }
 
     #[test]
