@@ -208,7 +208,7 @@ impl Map {
         let at = hint.at();
         if let Some(e) = self.entries.get(at)
             && e.tag == hint.tag
-            && (key.len() <= 7 || same_tagged_key(e.key.as_bytes(), key.as_bytes()))
+            && same_tagged_key(e.key.as_bytes(), key.as_bytes())
         {
             return Some(at);
         }

@@ -47,10 +47,11 @@ enum Sink {
 /// Standard output as a destination.
 pub(crate) struct Stdout {
     sink: Sink,
-    // The output of one flush to a writer standing in for standard output, kept between
-    // flushes: a fresh megabyte per flush would be fresh pages the kernel must zero every
-    // time. (Standard output itself is written from the items, see `write_lines`.) Deliveries are serialised by the sender,
-    // so this lock is never contended, and it is not held across an await.
+    // The output of one flush to a writer standing in for standard output (standard output
+    // itself is written from the items, see `write_lines`), kept between flushes: a fresh
+    // megabyte per flush would be fresh pages the kernel must zero every time. Deliveries
+    // are serialised by the sender, so this lock is never contended, and it is not held
+    // across an await.
     scratch: Mutex<Vec<u8>>,
 }
 
