@@ -10,21 +10,28 @@
 //! Substation; `@this` addresses the whole document.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 use crate::json::Value;
 use bytes::Bytes;
+use once_cell::sync::OnceCell;
 
 use crate::ack::{AckSet, AckToken};
 use crate::error::TransformError;
 use crate::path::{Path, PathError};
 
 /// Bytes that may also be held as parsed JSON.
+///
+/// Both halves are filled at most once through `&self` (a transform reading by path parses,
+/// a send reading bytes serialises), so they are once-cells. Every body starts with one half
+/// set and changes through `&mut self`, so a cell is made full (`with_value`) or replaced
+/// rather than initialised in place: only the first parse through `&self` pays the cell's
+/// atomic initialisation. (`std`'s `OnceLock` has no full constructor: `From` initialises
+/// through its `Once` as well, and five of those per message were 2% of a pipeline's time.)
 #[derive(Debug, Default)]
 pub struct Body {
-    raw: OnceLock<Bytes>,
+    raw: OnceCell<Bytes>,
     // `Some(None)` means: parsed, and it is not JSON.
-    parsed: OnceLock<Option<Value>>,
+    parsed: OnceCell<Option<Value>>,
 }
 
 impl Clone for Body {
@@ -39,21 +46,17 @@ impl Clone for Body {
 impl Body {
     /// A body holding bytes (not parsed yet).
     pub fn from_bytes(b: impl Into<Bytes>) -> Self {
-        let raw = OnceLock::new();
-        let _ = raw.set(b.into());
         Body {
-            raw,
-            parsed: OnceLock::new(),
+            raw: OnceCell::with_value(b.into()),
+            parsed: OnceCell::new(),
         }
     }
 
     /// A body holding a JSON value (not serialised yet).
     pub fn from_value(v: Value) -> Self {
-        let parsed = OnceLock::new();
-        let _ = parsed.set(Some(v));
         Body {
-            raw: OnceLock::new(),
-            parsed,
+            raw: OnceCell::new(),
+            parsed: OnceCell::with_value(Some(v)),
         }
     }
 
@@ -72,12 +75,20 @@ impl Body {
             .as_ref()
     }
 
+    /// The parsed JSON (parsing it first if need be, through `&mut self`: no atomics).
+    fn parsed_mut(&mut self) -> &mut Option<Value> {
+        if self.parsed.get().is_none() {
+            let v = self.raw.get().and_then(crate::json::parse::from_bytes);
+            self.parsed = OnceCell::with_value(v);
+        }
+        self.parsed.get_mut().expect("filled above")
+    }
+
     /// The JSON for writing. Empty bytes become an empty object (as SJSON does); bytes that
     /// are not JSON are an error. The cached bytes are dropped, since they go stale.
     pub fn value_mut(&mut self) -> Result<&mut Value, TransformError> {
         let is_empty = self.is_empty();
-        let _ = self.value();
-        let slot = self.parsed.get_mut().expect("initialised by value()");
+        let slot = self.parsed_mut();
         if slot.is_none() {
             if is_empty {
                 *slot = Some(Value::Object(Default::default()));
@@ -87,8 +98,12 @@ impl Body {
                 ));
             }
         }
-        self.raw = OnceLock::new();
-        Ok(slot.as_mut().expect("set above"))
+        self.raw = OnceCell::new();
+        Ok(self
+            .parsed
+            .get_mut()
+            .and_then(Option::as_mut)
+            .expect("set above"))
     }
 
     /// Whether the body is empty (no bytes and no value).
@@ -103,8 +118,7 @@ impl Body {
     /// Takes the parsed JSON out (parsing if needed), leaving the body empty; `None` when
     /// it is not JSON. Lets a transform move a document instead of cloning it.
     pub fn take_value(&mut self) -> Option<Value> {
-        let _ = self.value();
-        let v = self.parsed.get_mut().and_then(Option::take);
+        let v = self.parsed_mut().take();
         if v.is_some() {
             *self = Body::default();
         }
@@ -114,9 +128,15 @@ impl Body {
     /// Keeps only the bytes, serialising the value first if need be, and frees the parsed
     /// JSON.
     pub fn keep_bytes_only(&mut self) {
-        if self.parsed.get().is_some() {
-            let bytes = self.bytes().clone();
-            *self = Body::from_bytes(bytes);
+        if let Some(parsed) = self.parsed.take() {
+            if self.raw.get().is_none() {
+                let bytes = match &parsed {
+                    Some(v) => Bytes::from(serialize(v)),
+                    None => Bytes::new(),
+                };
+                self.raw = OnceCell::with_value(bytes);
+            }
+            drop(parsed);
         }
     }
 
