@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use sluice_engine::Message;
-use sluice_engine::ack::{AckStatus, AckTag, AckTracker, AckWatch};
+use sluice_engine::ack::{AckStatus, AckTracker, AckWatch};
 use sluice_engine::driver::ReadAhead;
 use tokio::sync::mpsc;
 
@@ -80,14 +80,6 @@ pub enum InputError {
 
 const CHUNK: usize = 256 * 1024;
 
-/// Where a line came from: the tag of its tracker.
-struct LinePlace {
-    source: Arc<str>,
-    /// The source's position in the argument list (for ordering the report).
-    source_index: usize,
-    line: u64,
-}
-
 /// A line whose messages were not all delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Undelivered {
@@ -102,30 +94,38 @@ pub struct Undelivered {
 }
 
 /// The lines that were not delivered, told by the trackers of every line as they finish
-/// (a watch that only records, so memory grows with the failures, not with the input).
+/// (through each source's [`SourceWatch`], which only records, so memory grows with the
+/// failures, not with the input).
 #[derive(Default)]
 pub struct LineReport {
     failed: Mutex<Vec<Undelivered>>,
 }
 
-impl AckWatch for LineReport {
+/// The watch of every line of one source: a line's tracker holds its number, this the rest
+/// of its place, so tracking a line costs one allocation (the tracker).
+struct SourceWatch {
+    source: Arc<str>,
+    /// The source's position in the argument list (for ordering the report).
+    source_index: usize,
+    report: Arc<LineReport>,
+}
+
+impl AckWatch for SourceWatch {
     fn done(&self, tracker: &Arc<AckTracker>) {
         if tracker.status() != AckStatus::Failed {
             return;
         }
-        let Some(place) = tracker.tag().and_then(|t| t.downcast_ref::<LinePlace>()) else {
-            return;
-        };
         let reason = tracker
             .failure_reason()
             .unwrap_or_else(|| "not delivered".into());
-        self.failed
+        self.report
+            .failed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(Undelivered {
-                source: place.source.clone(),
-                source_index: place.source_index,
-                line: place.line,
+                source: self.source.clone(),
+                source_index: self.source_index,
+                line: tracker.place(),
                 reason,
             });
     }
@@ -156,11 +156,7 @@ pub fn read_all(
 ) -> Result<(), InputError> {
     for (source_index, src) in sources.iter().enumerate() {
         let name = src.name();
-        let lines = Lines {
-            source: name.as_str().into(),
-            source_index,
-            report: report.clone(),
-        };
+        let lines = Lines::new(&name, source_index, report);
         let io_err = |error: io::Error| InputError::Io {
             source_name: name.clone(),
             error,
@@ -178,22 +174,24 @@ pub fn read_all(
     Ok(())
 }
 
-/// Where the lines being split come from, and who hears of their fate.
+/// Who hears of the fate of the lines being split.
 struct Lines {
-    source: Arc<str>,
-    source_index: usize,
-    report: Arc<LineReport>,
+    watch: Arc<SourceWatch>,
 }
 
 impl Lines {
+    fn new(source: &str, source_index: usize, report: &Arc<LineReport>) -> Lines {
+        Lines {
+            watch: Arc::new(SourceWatch {
+                source: source.into(),
+                source_index,
+                report: report.clone(),
+            }),
+        }
+    }
+
     fn message(&self, line: u64, data: Vec<u8>) -> Message {
-        let place: AckTag = Arc::new(LinePlace {
-            source: self.source.clone(),
-            source_index: self.source_index,
-            line,
-        });
-        let (_, token) =
-            AckTracker::watched(Some(place), Some(self.report.clone() as Arc<dyn AckWatch>));
+        let token = AckTracker::watched_at(line, self.watch.clone());
         let mut m = Message::new(Bytes::from(data));
         m.add_ack(token);
         m
@@ -268,7 +266,7 @@ fn split_lines(
     read_ahead: &ReadAhead,
     tx: &mpsc::Sender<Vec<Message>>,
 ) -> Result<bool, InputError> {
-    let name = &*lines.source;
+    let name = &*lines.watch.source;
     let mut reader = BufReader::with_capacity(CHUNK, r);
     let mut scratch = Vec::new();
     let mut batch = Vec::with_capacity(opts.batch_messages.min(1024));
@@ -347,11 +345,7 @@ mod tests {
     }
 
     fn lines(name: &str) -> Lines {
-        Lines {
-            source: name.into(),
-            source_index: 0,
-            report: Arc::default(),
-        }
+        Lines::new(name, 0, &Arc::default())
     }
 
     fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
@@ -523,11 +517,7 @@ mod tests {
     fn lines_whose_messages_fail_are_reported_with_their_place() {
         let (tx, mut rx) = mpsc::channel(16);
         let report: Arc<LineReport> = Arc::default();
-        let l = Lines {
-            source: "in.jsonl".into(),
-            source_index: 1,
-            report: report.clone(),
-        };
+        let l = Lines::new("in.jsonl", 1, &report);
         split_lines(&b"a\nb\nc\n"[..], &l, OPTS, &unbounded(), &tx).unwrap();
         drop(tx);
         let mut msgs = Vec::new();

@@ -19,6 +19,10 @@
 //! - a tracker may have a **watch**, told once when the last copy is gone, so the lock
 //!   commits a key as soon as its message was delivered instead of at the next ctrl.
 //!
+//! An input adapter tracks every record, so a tracker costs one allocation: its tokens
+//! share it and count themselves in it, and a record's place (a line's number) is a plain
+//! number in it rather than a tag of its own.
+//!
 //! A failure is **uncertain** when the destination may have applied the write although it
 //! answered with an error (a 5xx or a timeout after the request went out): the lock then
 //! keeps the key pending for whoever processes the message next to check, instead of
@@ -29,7 +33,7 @@
 use std::any::Any;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use smallvec::SmallVec;
 
@@ -53,7 +57,11 @@ pub struct AckTracker {
     accepted: AtomicBool,
     reason: Mutex<Option<String>>,
     tag: Option<AckTag>,
+    /// A number its creator gives it (an input's line number), read by its watch.
+    place: u64,
     watch: Option<Arc<dyn AckWatch>>,
+    /// How many tokens report to it: done when the last one is dropped.
+    tokens: AtomicUsize,
 }
 
 impl std::fmt::Debug for AckTracker {
@@ -95,11 +103,20 @@ impl AckTracker {
         })
     }
 
+    /// The token of a new tracker numbered `place` (see [`AckTracker::place`]) and told
+    /// through `watch` when it is done: for an input adapter, which hears of its records'
+    /// fates through the watch only, and keeps no handle on the tracker itself.
+    pub fn watched_at(place: u64, watch: Arc<dyn AckWatch>) -> AckToken {
+        AckToken::first(Arc::new(AckTracker {
+            place,
+            watch: Some(watch),
+            ..AckTracker::default()
+        }))
+    }
+
     fn build(t: AckTracker) -> (Arc<AckTracker>, AckToken) {
         let tracker = Arc::new(t);
-        let token = AckToken(Arc::new(TokenInner {
-            tracker: tracker.clone(),
-        }));
+        let token = AckToken::first(tracker.clone());
         (tracker, token)
     }
 
@@ -146,6 +163,11 @@ impl AckTracker {
         self.tag.as_ref()
     }
 
+    /// The number its creator gave it ([`AckTracker::watched_at`]; 0 otherwise).
+    pub fn place(&self) -> u64 {
+        self.place
+    }
+
     /// Marks the message failed from the observer's side (e.g. it could not be processed
     /// at all), as a token's [`AckToken::fail`] would.
     pub fn fail(&self, reason: &str) {
@@ -164,64 +186,80 @@ fn mark_failed(t: &AckTracker, reason: &str, uncertain: bool) {
     }
 }
 
+/// The message's side: cloned with the message; the tracker is done when the last clone drops.
+///
+/// Each token counts itself in its tracker's `tokens` (apart from the tracker's reference
+/// count, which the creator's handle also holds), so tokens and tracker are one allocation.
 #[derive(Debug)]
-struct TokenInner {
-    tracker: Arc<AckTracker>,
+pub struct AckToken(Arc<AckTracker>);
+
+impl Clone for AckToken {
+    fn clone(&self) -> Self {
+        // Relaxed, as a reference count's increment: the new token is made from a live one.
+        self.0.tokens.fetch_add(1, Ordering::Relaxed);
+        AckToken(self.0.clone())
+    }
 }
 
-impl Drop for TokenInner {
+impl Drop for AckToken {
     fn drop(&mut self) {
-        self.tracker.done.store(true, Ordering::Release);
-        if let Some(w) = &self.tracker.watch {
-            w.done(&self.tracker);
+        // AcqRel, as a reference count's last decrement: whoever sees the last token go sees
+        // every failure marked through the others.
+        if self.0.tokens.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.done.store(true, Ordering::Release);
+            if let Some(w) = &self.0.watch {
+                w.done(&self.0);
+            }
         }
     }
 }
 
-/// The message's side: cloned with the message; the tracker is done when the last clone drops.
-#[derive(Debug, Clone)]
-pub struct AckToken(Arc<TokenInner>);
-
 impl AckToken {
+    /// The first token of a tracker that has none yet.
+    fn first(tracker: Arc<AckTracker>) -> AckToken {
+        tracker.tokens.store(1, Ordering::Relaxed);
+        AckToken(tracker)
+    }
+
     /// Marks the tracked message as not delivered.
     pub fn fail(&self, reason: &str) {
-        mark_failed(&self.0.tracker, reason, false);
+        mark_failed(&self.0, reason, false);
     }
 
     /// Marks the tracked message as not known to be delivered: the destination answered
     /// with an error after the request may have been applied.
     pub fn fail_uncertain(&self, reason: &str) {
-        mark_failed(&self.0.tracker, reason, true);
+        mark_failed(&self.0, reason, true);
     }
 
     /// Records that a destination may have applied the message although it answered with
     /// an error, without failing it (a retry may still deliver it): should the message end
     /// up failed, the failure is uncertain.
     pub fn mark_uncertain(&self) {
-        self.0.tracker.uncertain.store(true, Ordering::Release);
+        self.0.uncertain.store(true, Ordering::Release);
     }
 
     /// Records that a destination accepted this copy (a send delivered it; see
     /// [`AckTracker::accepted`]).
     pub fn mark_accepted(&self) {
-        self.0.tracker.accepted.store(true, Ordering::Release);
+        self.0.accepted.store(true, Ordering::Release);
     }
 
     /// The identity of the tracker this token reports to (see [`AckTracker::id`]).
     pub fn tracker_id(&self) -> usize {
-        Arc::as_ptr(&self.0.tracker) as usize
+        Arc::as_ptr(&self.0) as usize
     }
 
     /// Whether this token reports to `tracker`.
     pub fn reports_to(&self, tracker: &Arc<AckTracker>) -> bool {
-        Arc::ptr_eq(&self.0.tracker, tracker)
+        Arc::ptr_eq(&self.0, tracker)
     }
 
     /// The tag of the tracker this token reports to, when it is a `T`.
     pub fn tag<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         // The type first: looking for a lock's tag among a line's tokens (a send does, per
         // message) then costs no reference count.
-        let tag = self.0.tracker.tag.as_ref()?;
+        let tag = self.0.tag.as_ref()?;
         if !(**tag).is::<T>() {
             return None;
         }
@@ -299,6 +337,45 @@ mod tests {
         let (b, _tb) = AckTracker::new();
         assert!(ta.reports_to(&a));
         assert!(!ta.reports_to(&b));
+    }
+
+    #[test]
+    fn a_numbered_tracker_is_done_once_when_its_last_token_drops_on_any_thread() {
+        struct Seen(Mutex<Vec<(u64, AckStatus, Option<String>)>>);
+        impl AckWatch for Seen {
+            fn done(&self, t: &Arc<AckTracker>) {
+                self.0
+                    .lock()
+                    .unwrap()
+                    .push((t.place(), t.status(), t.failure_reason()));
+            }
+        }
+        for failing in [None, Some(0), Some(5)] {
+            let seen = Arc::new(Seen(Mutex::default()));
+            let token = AckTracker::watched_at(7, seen.clone());
+            let copies: Vec<AckToken> = (0..8).map(|_| token.clone()).collect();
+            drop(token);
+            assert!(seen.0.lock().unwrap().is_empty());
+            let threads: Vec<_> = copies
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    std::thread::spawn(move || {
+                        if Some(i) == failing {
+                            c.fail("refused");
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            let expected = match failing {
+                None => (7, AckStatus::Delivered, None),
+                Some(_) => (7, AckStatus::Failed, Some("refused".to_string())),
+            };
+            assert_eq!(*seen.0.lock().unwrap(), vec![expected]);
+        }
     }
 
     #[test]
