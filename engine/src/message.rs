@@ -19,6 +19,9 @@ use crate::ack::{AckSet, AckToken};
 use crate::error::TransformError;
 use crate::path::{Path, PathError};
 
+mod output_slab;
+pub use output_slab::OutputSlab;
+
 /// Bytes that may also be held as parsed JSON.
 ///
 /// Both halves are filled at most once through `&self` (a transform reading by path parses,
@@ -125,13 +128,13 @@ impl Body {
         v
     }
 
-    /// Keeps only the bytes, serialising the value first if need be, and frees the parsed
-    /// JSON.
-    pub fn keep_bytes_only(&mut self) {
+    /// Keeps only the bytes, serialising the value first if need be (into `out`), and frees
+    /// the parsed JSON.
+    pub fn keep_bytes_only(&mut self, out: &mut OutputSlab) {
         if let Some(parsed) = self.parsed.take() {
             if self.raw.get().is_none() {
                 let bytes = match &parsed {
-                    Some(v) => Bytes::from(serialize(v)),
+                    Some(v) => out.serialize(v),
                     None => Bytes::new(),
                 };
                 self.raw = OnceCell::with_value(bytes);
@@ -304,8 +307,8 @@ impl Message {
 
     /// Keeps only the data's bytes (see [`Body::keep_bytes_only`]): what the pipeline does
     /// on a worker before a transform that [takes bytes](crate::StatefulTransform::takes_bytes).
-    pub fn keep_data_bytes_only(&mut self) {
-        self.inner.data.keep_bytes_only();
+    pub fn keep_data_bytes_only(&mut self, out: &mut OutputSlab) {
+        self.inner.data.keep_bytes_only(out);
     }
 
     /// Replaces the data with bytes. Ignored on ctrl messages, as in Substation.

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use crate::context::Context;
 use crate::error::TransformError;
-use crate::message::Message;
+use crate::message::{Message, OutputSlab};
 use crate::transform::{InPlace, Kind, StatefulTransform, Transform};
 
 /// Below this many messages per worker, splitting a batch across workers costs more than
@@ -477,6 +477,8 @@ async fn run_segment(
     out: &mut Vec<Message>,
 ) -> Result<(), TransformError> {
     let mut rest = msgs.into_iter();
+    // Where the data of what comes out is serialised (with `to_bytes`).
+    let mut slab = OutputSlab::default();
     while let Some(mut msg) = rest.next() {
         if msg.is_ctrl() {
             out.push(msg);
@@ -507,7 +509,7 @@ async fn run_segment(
         }
         if i == steps.len() {
             if to_bytes {
-                msg.keep_data_bytes_only();
+                msg.keep_data_bytes_only(&mut slab);
             }
             out.push(msg);
             continue;
@@ -523,7 +525,7 @@ async fn run_segment(
         if to_bytes {
             out[from..]
                 .iter_mut()
-                .for_each(Message::keep_data_bytes_only);
+                .for_each(|m| m.keep_data_bytes_only(&mut slab));
         }
     }
     Ok(())
