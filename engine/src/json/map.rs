@@ -515,6 +515,7 @@ impl Map {
 
     /// The place of `key` (tag `t`), `found` there or else pushed as null; either way about
     /// to change.
+    #[inline(always)]
     fn found_or_pushed(&mut self, found: Option<usize>, key: &CompactString, t: u64) -> usize {
         match found {
             Some(i) => {

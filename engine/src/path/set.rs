@@ -19,6 +19,7 @@ const MAX_PADDING: usize = 1 << 16;
 pub(crate) type WriteResult<T> = Result<T, String>;
 
 /// Sets `v` at `steps` (not empty) in `doc`.
+#[inline]
 pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()> {
     // Only an index past MAX_PADDING can pad too far: check before anything is changed.
     if steps
@@ -36,6 +37,7 @@ pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()>
 }
 
 /// Puts `v` at the last step: into an object's entry directly, else into its slot.
+#[inline]
 fn place(cur: &mut Value, step: &WStep, depth: usize, v: Value) -> WriteResult<()> {
     if let Value::Object(m) = cur {
         m.insert_hinted(&step.name, &step.hint, v);
