@@ -9,16 +9,23 @@
 //! handed on as slices of it: one allocation per [`SLAB`] bytes of output, shareable as
 //! made, freed when the last message in it is gone. Large ones keep a buffer of their own
 //! (a slab would only add a copy).
+//!
+//! The price is retention: a message that outlives its neighbours (a send holding a batch
+//! for a key that fills slowly while the others flush) keeps its whole slab alive, so what
+//! pending messages hold can be up to `SLAB` each rather than their own size. The slab is
+//! small for that reason: at 16 KiB and outputs of 1 KB, one allocation serves 16 messages,
+//! and a held output keeps at most 16 KiB (larger ones, past [`OWN_BUFFER_FROM`], keep only
+//! their own buffer).
 
 use bytes::{Bytes, BytesMut};
 
 use crate::json::Value;
 
 /// How much output one slab holds.
-pub const SLAB: usize = 32 * 1024;
+pub const SLAB: usize = 16 * 1024;
 
 /// Outputs larger than this are not copied into a slab.
-const OWN_BUFFER_FROM: usize = SLAB / 4;
+pub const OWN_BUFFER_FROM: usize = SLAB / 4;
 
 /// A worker's slab and scratch buffer; see the module comment.
 #[derive(Default)]
@@ -59,7 +66,7 @@ mod tests {
     fn small_outputs_share_a_slab_until_it_is_full_and_large_ones_have_their_own() {
         let mut slab = OutputSlab::default();
         let text = |n: usize| format!(r#"{{"pad":"{}"}}"#, "x".repeat(n));
-        // 1,000-byte outputs: 32 fit in a slab of 32 KiB, the 33rd starts the next one.
+        // 1,000-byte outputs: 16 fit in a slab of 16 KiB, the 17th starts the next one.
         let small: Vec<Bytes> = (0..70).map(|_| slab.serialize(&doc(990))).collect();
         for b in &small {
             assert_eq!(&b[..], text(990).as_bytes());
