@@ -131,15 +131,15 @@ impl Body {
     /// Keeps only the bytes, serialising the value first if need be (into `out`), and frees
     /// the parsed JSON.
     pub fn keep_bytes_only(&mut self, out: &mut OutputSlab) {
-        if let Some(parsed) = self.parsed.take() {
-            if self.raw.get().is_none() {
-                let bytes = match &parsed {
-                    Some(v) => out.serialize(v),
-                    None => Bytes::new(),
-                };
-                self.raw = OnceCell::with_value(bytes);
-            }
-            drop(parsed);
+        let Some(parsed) = self.parsed.take() else {
+            return;
+        };
+        if self.raw.get().is_none() {
+            let bytes = match &parsed {
+                Some(v) => out.serialize(v),
+                None => Bytes::new(),
+            };
+            self.raw = OnceCell::with_value(bytes);
         }
     }
 

@@ -115,10 +115,7 @@ pub fn from_bytes(b: &[u8]) -> Value {
 /// object or array; anything else as it is.
 #[inline]
 pub fn sjson_typed(v: Value) -> Value {
-    // The first character is checked here (every write of a string passes), the rest of
-    // the text only when it may be a container.
     if let Value::String(s) = &v
-        && matches!(s.as_bytes().first(), Some(b'{' | b'['))
         && let Some(parsed) = json_container(s.as_bytes())
     {
         return parsed;
@@ -127,8 +124,9 @@ pub fn sjson_typed(v: Value) -> Value {
 }
 
 /// The JSON object or array `b` holds, when it starts with `{` or `[` (no white space
-/// first, as SJSON's check has it) and is valid JSON as a whole.
-#[inline(never)]
+/// first, as SJSON's check has it) and is valid JSON as a whole. Inlined: every write of a
+/// string passes here, and only the first byte is checked before the text is parsed.
+#[inline]
 fn json_container(b: &[u8]) -> Option<Value> {
     if !matches!(b.first(), Some(b'{' | b'[')) {
         return None;
