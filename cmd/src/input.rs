@@ -294,6 +294,7 @@ fn split_lines(
         };
         line_no += 1;
         let n = line.len();
+        sluice_cmd::memory::message_read(n);
         let ended = line.last() == Some(&b'\n');
         if ended {
             line.pop();

@@ -60,15 +60,9 @@ enum Command {
     Demo(commands::demo::Args),
 }
 
-/// How soon freed memory goes back to the OS, in milliseconds (mimalloc's default is 1000).
-/// Over lines of 900 KB parsed into documents of many keys (huge pages off), peak RSS was
-/// 61–67 MB with the default, 48–54 MB at 20 ms and 37 MB at 0, for 8% and 100% more time;
-/// on 200k small Zeek events 20 ms costs 2–3% (within what runs vary by) and 0 costs 40%.
-const PURGE_DELAY_MS: i64 = 20;
-
 fn main() -> ExitCode {
     sluice_cmd::memory::no_huge_pages();
-    sluice_cmd::memory::purge_after(PURGE_DELAY_MS);
+    sluice_cmd::memory::purge_after(sluice_cmd::memory::PURGE_DELAY_MS);
     sluice_cmd::memory::tune_large_blocks();
     let cli = Cli::parse();
     tracing_subscriber::fmt()

@@ -183,6 +183,44 @@ pub fn no_huge_pages() {
     }
 }
 
+/// How soon freed pages go back to the OS, in milliseconds, where messages may be large:
+/// over lines of 900 KB parsed into documents of many keys (huge pages off), peak RSS was
+/// 61–67 MB with mimalloc's default of 1000, 48–54 MB at 20 ms and 37 MB at 0, for 8% and
+/// 100% more time (docs/performance.md).
+pub const PURGE_DELAY_MS: i64 = 20;
+
+/// How soon freed pages go back while every message read has been small: mimalloc's
+/// default. A small message's pages are wanted again within milliseconds; purged after
+/// 20 ms, each came back through a page fault, which cost two workers 3–4% of their time on
+/// 200k Zeek events (and the CPU that `madvise` takes from the other core).
+pub const SMALL_MESSAGES_PURGE_DELAY_MS: i64 = 1000;
+
+/// A message of this many bytes or more is large: from the first one read on, freed pages
+/// go back after [`PURGE_DELAY_MS`].
+pub const LARGE_MESSAGE_BYTES: usize = 64 << 10;
+
+/// Whether a large message was read since [`purge_by_message_size`].
+static LARGE_MESSAGE_READ: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Keeps freed pages for [`SMALL_MESSAGES_PURGE_DELAY_MS`] until [`message_read`] sees a
+/// large message, then for [`PURGE_DELAY_MS`] (for good: a source that sent one large
+/// message may send more). What `sluice run` does, which reads every message itself.
+pub fn purge_by_message_size() {
+    LARGE_MESSAGE_READ.store(false, std::sync::atomic::Ordering::Relaxed);
+    purge_after(SMALL_MESSAGES_PURGE_DELAY_MS);
+}
+
+/// Notes that a message of `bytes` was read (see [`purge_by_message_size`]).
+#[inline]
+pub fn message_read(bytes: usize) {
+    if bytes >= LARGE_MESSAGE_BYTES
+        && !LARGE_MESSAGE_READ.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        purge_after(PURGE_DELAY_MS);
+    }
+}
+
 /// Freed pages go back to the OS after `ms` milliseconds (0: at once), unless
 /// `MIMALLOC_PURGE_DELAY` says otherwise.
 pub fn purge_after(ms: i64) {
@@ -282,6 +320,18 @@ mod tests {
         let before = purge_delay();
         purge_after(20);
         assert_eq!(purge_delay(), if from_env { before } else { 20 });
+        // By message size: the long delay until a large message is read, then the short
+        // one, which later small messages do not undo (one test: the option is global).
+        let set = |ms: i64| if from_env { before } else { ms };
+        purge_by_message_size();
+        assert_eq!(purge_delay(), set(SMALL_MESSAGES_PURGE_DELAY_MS));
+        message_read(LARGE_MESSAGE_BYTES - 1);
+        assert_eq!(purge_delay(), set(SMALL_MESSAGES_PURGE_DELAY_MS));
+        message_read(LARGE_MESSAGE_BYTES);
+        assert_eq!(purge_delay(), set(PURGE_DELAY_MS));
+        message_read(10);
+        assert_eq!(purge_delay(), set(PURGE_DELAY_MS));
+        purge_after(PURGE_DELAY_MS);
         no_huge_pages();
         #[cfg(target_os = "linux")]
         if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {

@@ -101,6 +101,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         batch_bytes: usize::try_from(args.batch_bytes).unwrap_or(usize::MAX),
         max_line_bytes: args.max_line_bytes,
     };
+    // Freed pages are kept longer while every line is small (`memory` says why).
+    sluice_cmd::memory::purge_by_message_size();
     let (tx, rx) = mpsc::channel(4);
     let read_ahead = Arc::new(ReadAhead::new(
         usize::try_from(args.read_ahead_bytes).unwrap_or(usize::MAX),
