@@ -202,15 +202,47 @@ impl Lines {
 /// between lines, and freed after a longer one.
 const SCRATCH_KEPT: usize = 4 << 20;
 
-/// Reads the next line, its end included, in an allocation of exactly its size: lines
-/// within the read buffer are copied out of it, longer ones gathered in `scratch` first (a
-/// line grown in place would hold up to twice its size, and every doubling is fresh memory).
-/// At most `bound` bytes are read when no newline comes. `None` at the end of input.
+/// A line read by [`next_line`].
+#[derive(Debug, PartialEq)]
+struct Line {
+    /// Its text without its end (`\n` or `\r\n`; a last line without `\n` loses a
+    /// final `\r`), in an allocation of exactly its size: `Bytes` takes such a `Vec` as
+    /// it is, and the worker that first shares the text (the parser, for an object's text)
+    /// makes the shared count. A `Vec` with room to spare gets that count here, on the
+    /// input's thread, and every message's first read then waits for a cache line from
+    /// the other core, and its free goes back across threads.
+    text: Vec<u8>,
+    /// How many bytes were read for it, its end included.
+    read: usize,
+    /// Whether it ended with `\n` (else the input ended, or the bound was reached).
+    ended: bool,
+}
+
+impl Line {
+    /// The line `raw` (as read, its end included), copied without its end.
+    fn of(raw: &[u8]) -> Line {
+        let ended = raw.last() == Some(&b'\n');
+        let mut keep = raw.len() - usize::from(ended);
+        if keep > 0 && raw[keep - 1] == b'\r' {
+            keep -= 1;
+        }
+        Line {
+            text: raw[..keep].to_vec(),
+            read: raw.len(),
+            ended,
+        }
+    }
+}
+
+/// Reads the next line: lines within the read buffer are copied out of it, longer ones
+/// gathered in `scratch` first (a line grown in place would hold up to twice its size, and
+/// every doubling is fresh memory). At most `bound` bytes are read when no newline comes.
+/// `None` at the end of input.
 fn next_line(
     reader: &mut impl BufRead,
     scratch: &mut Vec<u8>,
     bound: usize,
-) -> io::Result<Option<Vec<u8>>> {
+) -> io::Result<Option<Line>> {
     scratch.clear();
     loop {
         let buf = match reader.fill_buf() {
@@ -224,7 +256,7 @@ fn next_line(
         let window = &buf[..buf.len().min(bound - scratch.len())];
         if let Some(i) = memchr::memchr(b'\n', window) {
             let line = if scratch.is_empty() {
-                window[..=i].to_vec()
+                Line::of(&window[..=i])
             } else {
                 scratch.extend_from_slice(&window[..=i]);
                 take_scratch(scratch)
@@ -241,10 +273,10 @@ fn next_line(
     }
 }
 
-/// A copy of `scratch` of exactly its length; `scratch` is left empty (and freed when it
-/// grew past [`SCRATCH_KEPT`]).
-fn take_scratch(scratch: &mut Vec<u8>) -> Vec<u8> {
-    let line = scratch.as_slice().to_vec();
+/// The line in `scratch`; `scratch` is left empty (and freed when it grew past
+/// [`SCRATCH_KEPT`]).
+fn take_scratch(scratch: &mut Vec<u8>) -> Line {
+    let line = Line::of(scratch);
     if scratch.capacity() > SCRATCH_KEPT {
         *scratch = Vec::new();
     } else {
@@ -284,25 +316,20 @@ fn split_lines(
         if !read_ahead.wait() {
             return Ok(false);
         }
-        let Some(mut line) =
-            next_line(&mut reader, &mut scratch, bound).map_err(|error| InputError::Io {
-                source_name: name.to_string(),
-                error,
-            })?
+        let Some(Line {
+            text: line,
+            read,
+            ended,
+        }) = next_line(&mut reader, &mut scratch, bound).map_err(|error| InputError::Io {
+            source_name: name.to_string(),
+            error,
+        })?
         else {
             break;
         };
         line_no += 1;
-        let n = line.len();
-        sluice_cmd::memory::message_read(n);
-        let ended = line.last() == Some(&b'\n');
-        if ended {
-            line.pop();
-        }
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-        if line.len() > opts.max_line_bytes || (!ended && n == bound) {
+        sluice_cmd::memory::message_read(read);
+        if line.len() > opts.max_line_bytes || (!ended && read == bound) {
             return Err(InputError::LineTooLong {
                 source_name: name.to_string(),
                 line: line_no,
@@ -424,24 +451,36 @@ mod tests {
         let mut scratch = Vec::new();
         let mut got = Vec::new();
         while let Some(line) = next_line(&mut reader, &mut scratch, 1000).unwrap() {
-            assert_eq!(line.capacity(), line.len(), "{line:?}");
-            got.push(String::from_utf8(line).unwrap());
+            // Exactly its size without its end: `Bytes` takes it without a shared count.
+            assert_eq!(line.text.capacity(), line.text.len(), "{line:?}");
+            got.push((String::from_utf8(line.text).unwrap(), line.read, line.ended));
         }
         assert_eq!(
             got,
             vec![
-                "ab\n".to_string(),
-                format!("{long}\n"),
-                "c\r\n".into(),
-                "\n".into(),
-                "last".into()
+                ("ab".to_string(), 3, true),
+                (long.clone(), 101, true),
+                ("c".into(), 3, true),
+                ("".into(), 1, true),
+                ("last".into(), 4, false)
             ]
+        );
+        // A last line without `\n` loses a final `\r`; a `\r` within a line stays.
+        let mut reader = BufReader::with_capacity(8, &b"a\rb\r"[..]);
+        let last = next_line(&mut reader, &mut scratch, 1000).unwrap().unwrap();
+        assert_eq!(
+            (last.text, last.read, last.ended),
+            (b"a\rb".to_vec(), 4, false)
         );
         // No newline within the bound: the bound's worth, then the rest.
         let mut reader = BufReader::with_capacity(8, &b"0123456789abcdef\n"[..]);
         assert_eq!(
             next_line(&mut reader, &mut scratch, 10).unwrap().unwrap(),
-            b"0123456789"
+            Line {
+                text: b"0123456789".to_vec(),
+                read: 10,
+                ended: false
+            }
         );
         // A scratch buffer grown by a huge line is not kept.
         let huge = vec![b'z'; SCRATCH_KEPT + 10];
@@ -449,7 +488,8 @@ mod tests {
         let line = next_line(&mut reader, &mut scratch, usize::MAX)
             .unwrap()
             .unwrap();
-        assert_eq!(line.len(), huge.len());
+        assert_eq!(line.text.len(), huge.len());
+        assert_eq!(line.text.capacity(), huge.len());
         assert_eq!(scratch.capacity(), 0);
     }
 
