@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use crate::json::{Array, KeyHint, Map, Value};
 
-use super::syntax::{Comp, Kind, Multi, Op, Query, Rhs, Tilde};
+use super::syntax::{Comp, Kind, Member, Multi, Op, Query, Rhs, Tilde};
 
 /// Evaluates `comps` on `cur`; `None` when the result does not exist.
 pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Value>> {
@@ -73,6 +73,20 @@ pub(crate) fn eval<'a>(comps: &[Comp], cur: Cow<'a, Value>) -> Option<Cow<'a, Va
     Some(cur)
 }
 
+/// The value at `comps`, plain keys and indexes only ([`super::parse::keys_only`]),
+/// borrowed from `doc`.
+#[inline]
+pub(crate) fn walk<'v>(comps: &[Comp], doc: &'v Value) -> Option<&'v Value> {
+    let mut cur = doc;
+    for c in comps {
+        let Kind::Key { name, index, hint } = &c.kind else {
+            unreachable!("a keys-only path holds keys only")
+        };
+        cur = key_child(cur, name, hint, *index)?;
+    }
+    Some(cur)
+}
+
 /// The value under a key of an object, or an index of an array.
 #[inline]
 pub(crate) fn key_child<'v>(
@@ -119,20 +133,29 @@ fn eval_multi(multi: &Multi, cur: &Value) -> Value {
     if multi.object {
         let mut out = Map::new();
         for m in &multi.members {
-            if let Some(v) = eval(&m.comps, Cow::Borrowed(cur)) {
-                out.insert(m.key.to_string(), v.into_owned());
+            if let Some(v) = member(m, cur) {
+                out.insert(m.key.to_string(), v);
             }
         }
         Value::Object(out)
     } else {
         let mut out = Array::with_capacity(multi.members.len());
         for m in &multi.members {
-            if let Some(v) = eval(&m.comps, Cow::Borrowed(cur)) {
-                out.push(v.into_owned());
+            if let Some(v) = member(m, cur) {
+                out.push(v);
             }
         }
         Value::Array(out)
     }
+}
+
+/// The value of a multipath member on `cur`, copied out of it.
+#[inline]
+fn member(m: &Member, cur: &Value) -> Option<Value> {
+    if m.keys_only {
+        return walk(&m.comps, cur).cloned();
+    }
+    eval(&m.comps, Cow::Borrowed(cur)).map(Cow::into_owned)
 }
 
 /// Whether an array element matches `query`.

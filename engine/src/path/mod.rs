@@ -68,9 +68,7 @@ impl Path {
             path: text.to_string(),
             reason,
         })?;
-        let simple = comps
-            .iter()
-            .all(|c| !c.pipe && matches!(c.kind, syntax::Kind::Key { .. }));
+        let simple = parse::keys_only(&comps);
         let write = if this {
             Ok(Vec::new())
         } else {
@@ -127,14 +125,7 @@ impl Path {
             return Some(Cow::Borrowed(doc));
         }
         if self.simple {
-            let mut cur = doc;
-            for c in &self.comps {
-                let syntax::Kind::Key { name, index, hint } = &c.kind else {
-                    unreachable!("simple paths hold keys only")
-                };
-                cur = get::key_child(cur, name, hint, *index)?;
-            }
-            return Some(Cow::Borrowed(cur));
+            return get::walk(&self.comps, doc).map(Cow::Borrowed);
         }
         get::eval(&self.comps, Cow::Borrowed(doc))
     }

@@ -224,7 +224,12 @@ fn parse_multi(text: &str) -> ParseResult<Multi> {
             Some(k) => k.into(),
             None => default_key(&comps),
         };
-        members.push(Member { key, comps });
+        let keys_only = keys_only(&comps);
+        members.push(Member {
+            key,
+            comps,
+            keys_only,
+        });
     }
     Ok(Multi { object, members })
 }
@@ -596,4 +601,12 @@ fn opt_bool(arg: Option<&str>, key: &str) -> ParseResult<bool> {
     let v: Value =
         serde_json::from_str(arg).map_err(|e| format!("modifier argument {arg}: {e}"))?;
     Ok(v.get(key).and_then(Value::as_bool).unwrap_or(false))
+}
+
+/// Whether `comps` are plain keys and indexes only, with no pipe: such a path reads by
+/// walking borrowed values ([`super::get::walk`]).
+pub(super) fn keys_only(comps: &[Comp]) -> bool {
+    comps
+        .iter()
+        .all(|c| !c.pipe && matches!(c.kind, Kind::Key { .. }))
 }

@@ -50,6 +50,9 @@ pub(crate) struct Member {
     /// The key in an object multipath (explicit, or the path's last key, or `_`).
     pub key: Box<str>,
     pub comps: Vec<Comp>,
+    /// Plain keys and indexes only (no pipe): read by walking borrowed values, as a
+    /// simple path is.
+    pub keys_only: bool,
 }
 
 /// A key pattern with `*` (any run) and `?` (any one character); escaped characters are
