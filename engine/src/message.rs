@@ -390,11 +390,11 @@ impl Message {
     /// As Substation's `SetValue` does, a string that holds a JSON object or array (its
     /// first character `{` or `[`, the whole text valid JSON) is set as that object or
     /// array, so `{"a":"{\"b\":1}"}` copied from `a` to `a` becomes `{"a":{"b":1}}`.
-    pub fn set(&mut self, key: &Key, v: Value) -> Result<(), TransformError> {
+    pub fn set(&mut self, key: &Key, mut v: Value) -> Result<(), TransformError> {
         if self.inner.ctrl {
             return Ok(());
         }
-        let v = crate::value::sjson_typed(v);
+        crate::value::sjson_type(&mut v);
         let body = self.body_mut(key.target);
         if key.path.is_this() {
             body.set_value(v);
