@@ -25,7 +25,7 @@ use crate::json::Value;
 pub const SLAB: usize = 16 * 1024;
 
 /// Outputs larger than this are not copied into a slab.
-pub const OWN_BUFFER_FROM: usize = SLAB / 4;
+const OWN_BUFFER_FROM: usize = SLAB / 4;
 
 /// A worker's slab and scratch buffer; see the module comment.
 #[derive(Default)]
