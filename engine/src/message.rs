@@ -90,6 +90,15 @@ impl Body {
     /// The JSON for writing. Empty bytes become an empty object (as SJSON does); bytes that
     /// are not JSON are an error. The cached bytes are dropped, since they go stale.
     pub fn value_mut(&mut self) -> Result<&mut Value, TransformError> {
+        // A document already parsed and written into (no bytes cached): what every write
+        // after a message's first finds.
+        if self.raw.get().is_none() && matches!(self.parsed.get(), Some(Some(_))) {
+            return Ok(self
+                .parsed
+                .get_mut()
+                .and_then(Option::as_mut)
+                .expect("checked above"));
+        }
         let is_empty = self.is_empty();
         let slot = self.parsed_mut();
         if slot.is_none() {
@@ -478,6 +487,23 @@ mod tests {
         assert_eq!(&m.data()[..], br#"{"a":1,"b":"x"}"#);
         assert!(m.data_body().raw.get().is_some());
         assert_eq!(std::mem::size_of::<Message>(), std::mem::size_of::<usize>());
+    }
+
+    /// A write finds the document already parsed and no bytes cached (the short way), or
+    /// bytes cached since the last write, which it drops: they would be stale.
+    #[test]
+    fn writes_after_the_bytes_were_read_drop_them() {
+        let mut m = Message::new(&b"{\"a\":1}"[..]);
+        m.set(&Key::parse("b").unwrap(), json!(2)).unwrap();
+        assert!(m.data_body().raw.get().is_none());
+        m.set(&Key::parse("c").unwrap(), json!(3)).unwrap();
+        assert_eq!(&m.data()[..], br#"{"a":1,"b":2,"c":3}"#);
+        m.set(&Key::parse("d").unwrap(), json!(4)).unwrap();
+        assert!(m.data_body().raw.get().is_none());
+        assert_eq!(&m.data()[..], br#"{"a":1,"b":2,"c":3,"d":4}"#);
+        m.set(&Key::parse("a").unwrap(), json!(0)).unwrap();
+        m.set(&Key::parse("e").unwrap(), json!(5)).unwrap();
+        assert_eq!(&m.data()[..], br#"{"a":0,"b":2,"c":3,"d":4,"e":5}"#);
     }
 
     #[test]
