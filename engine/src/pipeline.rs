@@ -7,7 +7,9 @@
 //! the input order: chunks are processed in parallel and concatenated in order. Stateful
 //! transforms see their messages one at a time, in order. A stateless transform that
 //! shares state between messages (a kv store lookup or write) is a segment of its own, so
-//! it runs over the whole batch before the next transform, as in Substation.
+//! it runs over the whole batch before the next transform, as in Substation. Within a
+//! segment, consecutive copies from one key to another run as one step, with the same
+//! result (`copy_run.rs`).
 //!
 //! When a transform fails, every message the pipeline still holds for that batch is marked
 //! failed (see [`crate::ack`]) before the error is returned, so nothing that was abandoned
@@ -20,6 +22,8 @@ use crate::context::Context;
 use crate::error::TransformError;
 use crate::message::{Message, OutputSlab};
 use crate::transform::{InPlace, Kind, StatefulTransform, Transform};
+
+mod copy_run;
 
 /// Below this many messages per worker, splitting a batch across workers costs more than
 /// it saves.
@@ -41,18 +45,39 @@ const CHUNKS_PER_WORKER: usize = 2;
 struct Step {
     id: Arc<str>,
     transform: Transform,
+    /// Its errors already name the transform they come from (a fused run of copies names
+    /// the copy that failed).
+    attributes_errors: bool,
 }
 
 impl Step {
+    fn new(id: Arc<str>, transform: Transform) -> Step {
+        Step {
+            id,
+            transform,
+            attributes_errors: false,
+        }
+    }
+
     fn in_place(&self) -> bool {
         matches!(self.transform, Transform::Map(_))
+    }
+
+    /// `e`, raised by this step, with the `transform <id>:` layer of the transform it
+    /// comes from.
+    fn attribute(&self, e: TransformError) -> TransformError {
+        if self.attributes_errors {
+            e
+        } else {
+            e.within(&self.id)
+        }
     }
 }
 
 impl Stage {
     fn stateless(steps: Vec<Step>) -> Stage {
         Stage::Stateless {
-            steps: steps.into(),
+            steps: copy_run::fuse(steps).into(),
             to_bytes: false,
         }
     }
@@ -107,9 +132,9 @@ impl Pipeline {
                     if !segment.is_empty() {
                         stages.push(Stage::stateless(std::mem::take(&mut segment)));
                     }
-                    stages.push(Stage::stateless(vec![Step { id, transform }]));
+                    stages.push(Stage::stateless(vec![Step::new(id, transform)]));
                 }
-                transform => segment.push(Step { id, transform }),
+                transform => segment.push(Step::new(id, transform)),
             }
         }
         if !segment.is_empty() {
@@ -494,7 +519,7 @@ async fn run_segment(
                     break;
                 }
                 Err(e) => {
-                    let e = e.within(&steps[i].id);
+                    let e = steps[i].attribute(e);
                     let reason = e.to_string();
                     msg.fail_acks(&reason);
                     for m in rest {
@@ -548,7 +573,7 @@ async fn run_steps(
                 Some(m.acks().clone())
             };
             if let Err(e) = step.transform.transform(m, &mut b).await {
-                let e = e.within(&step.id);
+                let e = step.attribute(e);
                 let reason = e.to_string();
                 if let Some(acks) = acks {
                     crate::ack::fail_all(&acks, &reason);
@@ -592,7 +617,7 @@ impl Pipeline {
             match t.map(msg) {
                 Ok(InPlace::Keep) => {}
                 Ok(InPlace::Drop) => return Some(Ok(InPlace::Drop)),
-                Err(e) => return Some(Err(e.within(&step.id))),
+                Err(e) => return Some(Err(step.attribute(e))),
             }
         }
         Some(Ok(InPlace::Keep))

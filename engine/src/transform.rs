@@ -25,7 +25,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use crate::error::TransformError;
-use crate::message::Message;
+use crate::message::{Key, Message};
 
 /// What a [`MapTransform`] did with a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,14 @@ pub enum InPlace {
 pub trait MapTransform: Send + Sync + 'static {
     /// Changes `msg`; says whether it goes on.
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError>;
+
+    /// The source and the target when all it does is copy the value at one key to another
+    /// (when the source exists), as `object_copy` with both keys does. The pipeline may then
+    /// run it together with the copies next to it, as one step with the same result
+    /// (`pipeline/copy_run.rs`).
+    fn copies(&self) -> Option<(&Key, &Key)> {
+        None
+    }
 }
 
 /// A transform that treats each data message on its own, asynchronously.

@@ -152,6 +152,68 @@ impl Path {
         Ok(set::delete(self.write_steps()?, doc))
     }
 
+    /// The keys of a path made of object keys only (no index, no `-1`, no `|`, no
+    /// modifier), the same for reading and for writing; `None` for any other path. What a
+    /// fused run of copies (`pipeline/copy_run.rs`) compares to read a shared beginning once
+    /// and to write into a shared parent once.
+    pub(crate) fn object_keys(&self) -> Option<Vec<&str>> {
+        if self.this || !self.simple || self.pretty.is_some() {
+            return None;
+        }
+        let steps = self.write.as_deref().ok()?;
+        if steps.len() != self.comps.len() {
+            return None;
+        }
+        self.comps
+            .iter()
+            .zip(steps)
+            .map(|(c, w)| match &c.kind {
+                syntax::Kind::Key {
+                    name, index: None, ..
+                } if !c.pipe && w.index.is_none() && !w.append && w.name == **name => Some(&**name),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The value at this path's first `n` keys in `doc`. For a path of
+    /// [`Path::object_keys`]: with [`Path::get_keys_from`], what [`Path::get`] reads.
+    pub(crate) fn get_keys_to<'v>(&self, n: usize, doc: &'v Value) -> Option<&'v Value> {
+        get::walk(&self.comps[..n], doc)
+    }
+
+    /// The value at this path's keys from the `n`th on, under `v` (the value at its first
+    /// `n` keys).
+    pub(crate) fn get_keys_from<'v>(&self, n: usize, v: &'v Value) -> Option<&'v Value> {
+        get::walk(&self.comps[n..], v)
+    }
+
+    /// The value this path's last key is written into, created on the way as
+    /// [`Path::set`] creates it. For a path of [`Path::object_keys`]: with
+    /// [`Path::set_in_parent`], the same as [`Path::set`], errors included.
+    pub(crate) fn parent_mut<'v>(&self, doc: &'v mut Value) -> Result<&'v mut Value, PathError> {
+        let steps = self.write_steps()?;
+        let parents = &steps[..steps.len().saturating_sub(1)];
+        set::parent(parents, doc).map_err(|reason| PathError::CannotSet {
+            path: self.text.clone(),
+            reason,
+        })
+    }
+
+    /// Writes `v` at this path's last key in `parent` (from [`Path::parent_mut`] of this
+    /// path or of one with the same keys before the last).
+    pub(crate) fn set_in_parent(&self, parent: &mut Value, v: Value) -> Result<(), PathError> {
+        let steps = self.write_steps()?;
+        let (last, parents) = steps.split_last().ok_or_else(|| PathError::CannotSet {
+            path: self.text.clone(),
+            reason: "the path has no key".into(),
+        })?;
+        set::place(parent, last, parents.len(), v).map_err(|reason| PathError::CannotSet {
+            path: self.text.clone(),
+            reason,
+        })
+    }
+
     fn write_steps(&self) -> Result<&[syntax::WStep], PathError> {
         self.write.as_deref().map_err(|reason| PathError::Invalid {
             path: self.text.clone(),

@@ -29,16 +29,25 @@ pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()>
         check_padding(steps, doc)?;
     }
     let (last, parents) = steps.split_last().expect("a write path has a step");
+    let cur = parent(parents, doc)?;
+    place(cur, last, parents.len(), v)
+}
+
+/// The value at `parents` (the steps before a write's last) in `doc`, each created or
+/// replaced on the way as [`set`] does.
+#[inline]
+pub(crate) fn parent<'v>(parents: &[WStep], doc: &'v mut Value) -> WriteResult<&'v mut Value> {
     let mut cur = doc;
     for (i, step) in parents.iter().enumerate() {
         cur = slot(cur, step, i)?;
     }
-    place(cur, last, parents.len(), v)
+    Ok(cur)
 }
 
-/// Puts `v` at the last step: into an object's entry directly, else into its slot.
+/// Puts `v` at the last step, `depth` steps down: into an object's entry directly, else
+/// into its slot.
 #[inline]
-fn place(cur: &mut Value, step: &WStep, depth: usize, v: Value) -> WriteResult<()> {
+pub(crate) fn place(cur: &mut Value, step: &WStep, depth: usize, v: Value) -> WriteResult<()> {
     if let Value::Object(m) = cur {
         m.insert_hinted(&step.name, &step.hint, v);
         return Ok(());

@@ -48,6 +48,11 @@ impl MapTransform for ObjectCopy {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
         self.apply(msg).map(|()| InPlace::Keep)
     }
+
+    /// With both keys, it only copies (the pipeline may run it with its neighbours).
+    fn copies(&self) -> Option<(&Key, &Key)> {
+        self.source.as_ref().zip(self.target.as_ref())
+    }
 }
 
 impl ObjectCopy {

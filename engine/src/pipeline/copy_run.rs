@@ -1,0 +1,502 @@
+//! Consecutive copies run as one step.
+//!
+//! A mapping such as Zeek → ECS is mostly `object_copy` after `object_copy`: a dozen values
+//! read from under one object (`event.original.*`) and written a few at a time into others
+//! (`client.*`, `server.*`). Run one by one, every copy walks its source from the top of the
+//! document, and its target's parent from the top again. Here a run of them is one step:
+//! the beginning the sources share is walked once, every value is read, and then the values
+//! are written in order, each group of consecutive targets with one parent into that parent,
+//! found (or created) once.
+//!
+//! The result is that of the copies one after another. The values are read before any is
+//! written only where no write can change what a later copy reads: each target and every
+//! later source part at a key where both name different members of one object. A copy whose
+//! source an earlier write could reach starts a new run. A failed write is its own copy's
+//! error, under its own id. Only paths of object keys (no index, `-1`, `|` or modifier) into
+//! the data are fused.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::Step;
+use crate::error::TransformError;
+use crate::json::Value;
+use crate::message::{Key, Message, Target};
+use crate::transform::{InPlace, MapTransform, Transform};
+
+/// Copies run as one step (see the module comment).
+pub(super) struct CopyRun {
+    /// Each copy's step id, for its errors.
+    ids: Vec<Arc<str>>,
+    sources: Vec<Key>,
+    targets: Vec<Key>,
+    /// How many keys all sources begin with in common.
+    shared: usize,
+    /// Consecutive copies whose targets have the same keys before their last.
+    groups: Vec<Range<usize>>,
+}
+
+/// A copy as the run sees it: its step, source, target and their keys.
+struct Member {
+    id: Arc<str>,
+    source: Key,
+    target: Key,
+    source_keys: Vec<String>,
+    target_keys: Vec<String>,
+}
+
+impl Member {
+    /// The copy `step` makes, when it is one that can join a run.
+    fn of(step: &Step) -> Option<Member> {
+        let Transform::Map(t) = &step.transform else {
+            return None;
+        };
+        let (source, target) = t.copies()?;
+        if source.target() != Target::Data || target.target() != Target::Data {
+            return None;
+        }
+        let owned = |keys: Vec<&str>| keys.into_iter().map(str::to_string).collect();
+        let source_keys = owned(source.path().object_keys()?);
+        let target_keys: Vec<String> = owned(target.path().object_keys()?);
+        if source_keys.is_empty() || target_keys.is_empty() {
+            return None;
+        }
+        Some(Member {
+            id: step.id.clone(),
+            source: source.clone(),
+            target: target.clone(),
+            source_keys,
+            target_keys,
+        })
+    }
+}
+
+/// Whether a write at `target` cannot change what a read at `source` finds: at some place
+/// their keys differ, so below the same object they go to different members (or, below
+/// anything else, a read finds nothing before and after).
+fn apart(target: &[String], source: &[String]) -> bool {
+    target.iter().zip(source).any(|(t, s)| t != s)
+}
+
+/// `steps` with each run of two or more consecutive copies that can be fused made one step.
+pub(super) fn fuse(steps: Vec<Step>) -> Vec<Step> {
+    let mut out = Vec::with_capacity(steps.len());
+    let mut run: Vec<(Step, Member)> = Vec::new();
+    for step in steps {
+        match Member::of(&step) {
+            Some(m)
+                if run
+                    .iter()
+                    .all(|(_, earlier)| apart(&earlier.target_keys, &m.source_keys)) =>
+            {
+                run.push((step, m));
+            }
+            Some(m) => {
+                close(&mut run, &mut out);
+                run.push((step, m));
+            }
+            None => {
+                close(&mut run, &mut out);
+                out.push(step);
+            }
+        }
+    }
+    close(&mut run, &mut out);
+    out
+}
+
+/// Hands on the copies of `run`: as they are when there is one, else as one step.
+fn close(run: &mut Vec<(Step, Member)>, out: &mut Vec<Step>) {
+    if run.len() < 2 {
+        out.extend(run.drain(..).map(|(step, _)| step));
+        return;
+    }
+    let members: Vec<Member> = run.drain(..).map(|(_, m)| m).collect();
+    let id: Arc<str> = members
+        .iter()
+        .map(|m| &*m.id)
+        .collect::<Vec<_>>()
+        .join(",")
+        .into();
+    out.push(Step {
+        id,
+        transform: Transform::map(CopyRun::of(members)),
+        attributes_errors: true,
+    });
+}
+
+impl CopyRun {
+    /// The run of `members` (two or more, each source apart from every earlier target).
+    fn of(members: Vec<Member>) -> CopyRun {
+        let first = &members[0].source_keys;
+        // Each source is read below what they share: at least its last key is its own.
+        let shared = (0..first.len())
+            .take_while(|&i| {
+                members
+                    .iter()
+                    .all(|m| i + 1 < m.source_keys.len() && m.source_keys[i] == first[i])
+            })
+            .count();
+        let parent = |m: &Member| m.target_keys[..m.target_keys.len() - 1].to_vec();
+        let mut groups: Vec<Range<usize>> = Vec::new();
+        for (i, m) in members.iter().enumerate() {
+            match groups.last_mut() {
+                Some(g) if parent(&members[g.start]) == parent(m) => g.end = i + 1,
+                _ => groups.push(i..i + 1),
+            }
+        }
+        let mut run = CopyRun {
+            ids: Vec::with_capacity(members.len()),
+            sources: Vec::with_capacity(members.len()),
+            targets: Vec::with_capacity(members.len()),
+            shared,
+            groups,
+        };
+        for m in members {
+            run.ids.push(m.id);
+            run.sources.push(m.source);
+            run.targets.push(m.target);
+        }
+        run
+    }
+}
+
+/// The values of one run's copies, read before they are written.
+type Values = SmallVec<[Option<Value>; 16]>;
+
+impl CopyRun {
+    /// Every source's value (`None` where it does not exist), the shared keys walked once.
+    fn read(&self, msg: &Message) -> Values {
+        let base = msg
+            .data_value()
+            .and_then(|doc| self.sources[0].path().get_keys_to(self.shared, doc));
+        self.sources
+            .iter()
+            .map(|s| {
+                base.and_then(|b| s.path().get_keys_from(self.shared, b))
+                    .cloned()
+            })
+            .collect()
+    }
+
+    /// Writes the values of `group` that exist, in order, into their parent.
+    fn write(
+        &self,
+        msg: &mut Message,
+        group: Range<usize>,
+        values: &mut Values,
+    ) -> Result<(), TransformError> {
+        let Some(first) = group.clone().find(|&i| values[i].is_some()) else {
+            return Ok(());
+        };
+        let fail = |i: usize| {
+            let id = &self.ids[i];
+            move |e: TransformError| e.within(id)
+        };
+        let doc = msg.data_value_mut().map_err(fail(first))?;
+        let parent = self.targets[first]
+            .path()
+            .parent_mut(doc)
+            .map_err(|e| fail(first)(e.into()))?;
+        for i in first..group.end {
+            if let Some(mut v) = values[i].take() {
+                crate::value::sjson_type(&mut v);
+                self.targets[i]
+                    .path()
+                    .set_in_parent(parent, v)
+                    .map_err(|e| fail(i)(e.into()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MapTransform for CopyRun {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        if msg.is_ctrl() {
+            return Ok(InPlace::Keep);
+        }
+        let mut values = self.read(msg);
+        for group in &self.groups {
+            self.write(msg, group.clone(), &mut values)?;
+        }
+        Ok(InPlace::Keep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::{Pipeline, Stage};
+
+    /// `object_copy` with both keys, as the transforms crate has it.
+    struct Copy {
+        source: Key,
+        target: Key,
+    }
+
+    impl MapTransform for Copy {
+        fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+            if let Some(v) = msg.get(&self.source).map(|v| v.into_owned()) {
+                msg.set(&self.target, v)?;
+            }
+            Ok(InPlace::Keep)
+        }
+
+        fn copies(&self) -> Option<(&Key, &Key)> {
+            Some((&self.source, &self.target))
+        }
+    }
+
+    /// Sets `key` to null: not a copy, so it ends a run.
+    struct Null(Key);
+
+    impl MapTransform for Null {
+        fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+            msg.set(&self.0, Value::Null)?;
+            Ok(InPlace::Keep)
+        }
+    }
+
+    fn copy(source: &str, target: &str) -> Arc<dyn MapTransform> {
+        Arc::new(Copy {
+            source: Key::parse(source).unwrap(),
+            target: Key::parse(target).unwrap(),
+        })
+    }
+
+    /// A copy as `(source, target)`.
+    type Copies = (&'static str, &'static str);
+
+    /// The copies `(source, target)` as steps `t0`, `t1`, ...; a source of `!null` is a
+    /// [`Null`] at the target.
+    fn steps(copies: &[(&str, &str)]) -> Vec<(Arc<str>, Arc<dyn MapTransform>)> {
+        copies
+            .iter()
+            .enumerate()
+            .map(|(i, (s, t))| {
+                let t: Arc<dyn MapTransform> = match *s {
+                    "!null" => Arc::new(Null(Key::parse(t).unwrap())),
+                    s => copy(s, t),
+                };
+                (Arc::from(format!("t{i}")), t)
+            })
+            .collect()
+    }
+
+    /// The data after each step's `map` one after another, or the first error.
+    fn one_by_one(copies: &[(&str, &str)], data: &str) -> Result<String, String> {
+        let mut msg = Message::new(data.as_bytes().to_vec());
+        for (id, t) in steps(copies) {
+            t.map(&mut msg).map_err(|e| e.within(&id).to_string())?;
+        }
+        Ok(String::from_utf8_lossy(msg.data()).into_owned())
+    }
+
+    /// The data after a pipeline of the steps (runs fused), or its error; and how many
+    /// steps the pipeline made of them.
+    fn fused(copies: &[(&str, &str)], data: &str) -> (Result<String, String>, usize) {
+        let p = Pipeline::new(
+            steps(copies)
+                .into_iter()
+                .map(|(id, t)| (id, Transform::Map(t)))
+                .collect(),
+        );
+        let made = match p.stages.as_slice() {
+            [Stage::Stateless { steps, .. }] => steps.len(),
+            _ => unreachable!("map steps are one stage"),
+        };
+        let mut msg = Message::new(data.as_bytes().to_vec());
+        let out = match p.apply_in_place(&mut msg).expect("map steps run in place") {
+            Ok(_) => Ok(String::from_utf8_lossy(msg.data()).into_owned()),
+            Err(e) => Err(e.to_string()),
+        };
+        (out, made)
+    }
+
+    const ZEEK: &str = r#"{"ts":1.5,"uid":"C1","id.orig_h":"10.0.0.1","id.orig_p":5,"id.resp_h":"10.0.0.2","id.resp_p":80,"proto":"tcp","service":"http","orig_bytes":1,"resp_bytes":2}"#;
+
+    /// Copies of every kind, on documents of every kind: the fused run gives what the
+    /// copies give one by one, errors (and the copy they name) included; `made` is how
+    /// many steps the pipeline has.
+    #[test]
+    fn a_fused_run_gives_what_its_copies_give_one_by_one() {
+        let ecs: &[(&str, &str)] = &[
+            ("event.original.id\\.orig_h", "client.address"),
+            ("event.original.id\\.orig_h", "client.ip"),
+            ("event.original.id\\.orig_p", "client.port"),
+            ("event.original.id\\.resp_h", "server.address"),
+            ("event.original.id\\.resp_p", "server.port"),
+            ("event.original.proto", "network.transport"),
+            ("event.original.missing", "network.protocol"),
+        ];
+        let wrapped = format!(r#"{{"event":{{"original":{ZEEK}}}}}"#);
+        let cases: &[(&str, &[Copies], &str, usize)] = &[
+            ("an ECS mapping", ecs, &wrapped, 1),
+            (
+                "into existing parents",
+                ecs,
+                r#"{"event":{"original":{"proto":"udp"}},"network":{"type":"ipv4"},"client":{"ip":"x"}}"#,
+                1,
+            ),
+            (
+                "parents that are scalars are replaced",
+                ecs,
+                r#"{"event":{"original":{"id.orig_h":"h","proto":"p"}},"client":"x","network":null}"#,
+                1,
+            ),
+            (
+                "a source under an object that is not one",
+                ecs,
+                r#"{"event":{"original":"text"}}"#,
+                1,
+            ),
+            ("no JSON", ecs, "plain text", 1),
+            ("empty data", ecs, "", 1),
+            (
+                "a document that is a number",
+                &[("a", "b"), ("c", "d")],
+                "5",
+                1,
+            ),
+            (
+                "a document that is an array",
+                &[("a", "b"), ("c", "d")],
+                "[1,2]",
+                1,
+            ),
+            (
+                "only the second source exists",
+                &[("a", "x.y"), ("b", "x.z")],
+                r#"{"b":2}"#,
+                1,
+            ),
+            (
+                "a string holding JSON becomes it",
+                &[("a", "x"), ("b", "y")],
+                r#"{"a":"{\"q\":1}","b":"[1]"}"#,
+                1,
+            ),
+            (
+                "one target written twice",
+                &[("a", "x"), ("b", "x")],
+                r#"{"a":1,"b":2}"#,
+                1,
+            ),
+            (
+                "a source a write before it changed",
+                &[("a", "b"), ("b", "c")],
+                r#"{"a":1,"b":2}"#,
+                2,
+            ),
+            (
+                "a source under a target written before",
+                &[("a", "x"), ("x.y", "z")],
+                r#"{"a":{"y":3},"x":{"y":4}}"#,
+                2,
+            ),
+            (
+                "a source above a target written before",
+                &[("a", "x.y"), ("x", "z")],
+                r#"{"a":1,"x":{"w":0}}"#,
+                2,
+            ),
+            (
+                "a source the same as an earlier one's target further on",
+                &[("a", "b"), ("c", "d"), ("b", "e")],
+                r#"{"a":1,"b":2,"c":3}"#,
+                2,
+            ),
+            (
+                "a non-copy between",
+                &[("a", "x"), ("!null", "n"), ("b", "y"), ("c", "z")],
+                r#"{"a":1,"b":2,"c":3}"#,
+                3,
+            ),
+            (
+                "an index is not fused",
+                &[("a.0", "x"), ("b", "y")],
+                r#"{"a":[7],"b":2}"#,
+                2,
+            ),
+            (
+                "a key into an array fails, under its copy's id",
+                &[("a", "x"), ("a", "t.k"), ("a", "t.j")],
+                r#"{"a":1,"t":[1]}"#,
+                1,
+            ),
+            (
+                "a write into a document that is a string fails",
+                &[("a", "x"), ("b", "y")],
+                r#""s""#,
+                1,
+            ),
+            (
+                "a top-level key set beside the shared parent",
+                &[("s.a", "x"), ("s.b", "s.c"), ("s.d", "y")],
+                r#"{"s":{"a":1,"b":2,"d":4}}"#,
+                1,
+            ),
+        ];
+        for (name, copies, data, made) in cases {
+            let want = one_by_one(copies, data);
+            let (got, steps) = fused(copies, data);
+            assert_eq!(got, want, "{name}");
+            assert_eq!(steps, *made, "{name}: steps");
+        }
+        // The error case names the copy that failed (the second) and its target.
+        let (got, _) = fused(
+            &[("a", "x"), ("a", "t.k"), ("a", "t.j")],
+            r#"{"a":1,"t":[1]}"#,
+        );
+        let e = got.expect_err("a key into an array");
+        assert!(e.starts_with("transform t1:") && e.contains("t.k"), "{e}");
+    }
+
+    /// What a run shares: the sources' common beginning (never a whole source) and the
+    /// groups of consecutive targets with one parent.
+    #[test]
+    fn a_run_walks_the_shared_beginning_once_and_each_parent_once() {
+        let copies = [
+            ("e.o.a", "c.a"),
+            ("e.o.b", "c.b"),
+            ("e.o.c", "s.a"),
+            ("e.o.d", "c.d"),
+            ("e.o", "top"),
+            ("e.o.x.y", "top2"),
+        ];
+        let members = || {
+            steps(&copies)
+                .into_iter()
+                .map(|(id, t)| Member::of(&Step::new(id, Transform::Map(t))).unwrap())
+                .collect::<Vec<_>>()
+        };
+        let run = CopyRun::of(members());
+        // `e.o` is a whole source: only `e` is walked once.
+        assert_eq!(run.shared, 1);
+        assert_eq!(run.groups, vec![0..2, 2..3, 3..4, 4..6]);
+        let run = CopyRun::of(members().into_iter().take(4).collect());
+        assert_eq!(run.shared, 2);
+
+        let built = fuse(
+            steps(&copies)
+                .into_iter()
+                .map(|(id, t)| Step::new(id, Transform::Map(t)))
+                .collect(),
+        );
+        assert_eq!(built.len(), 1);
+        assert_eq!(&*built[0].id, "t0,t1,t2,t3,t4,t5");
+        assert!(built[0].attributes_errors);
+        let Transform::Map(t) = &built[0].transform else {
+            unreachable!("a run is a map step")
+        };
+        let mut msg = Message::new(&br#"{"e":{"o":{"a":1,"b":2,"c":3,"d":4,"x":{"y":5}}}}"#[..]);
+        t.map(&mut msg).unwrap();
+        assert_eq!(
+            &msg.data()[..],
+            &br#"{"e":{"o":{"a":1,"b":2,"c":3,"d":4,"x":{"y":5}}},"c":{"a":1,"b":2,"d":4},"s":{"a":3},"top":{"a":1,"b":2,"c":3,"d":4,"x":{"y":5}},"top2":5}"#[..]
+        );
+    }
+}
