@@ -137,10 +137,7 @@ impl Path {
             return Ok(());
         }
         let steps = self.write_steps()?;
-        set::set(steps, doc, v).map_err(|reason| PathError::CannotSet {
-            path: self.text.clone(),
-            reason,
-        })
+        set::set(steps, doc, v).map_err(|reason| self.cannot_set(reason))
     }
 
     /// Deletes the value at the path; `false` when nothing was there.
@@ -194,24 +191,25 @@ impl Path {
     pub(crate) fn parent_mut<'v>(&self, doc: &'v mut Value) -> Result<&'v mut Value, PathError> {
         let steps = self.write_steps()?;
         let parents = &steps[..steps.len().saturating_sub(1)];
-        set::parent(parents, doc).map_err(|reason| PathError::CannotSet {
-            path: self.text.clone(),
-            reason,
-        })
+        set::parent(parents, doc).map_err(|reason| self.cannot_set(reason))
     }
 
     /// Writes `v` at this path's last key in `parent` (from [`Path::parent_mut`] of this
     /// path or of one with the same keys before the last).
     pub(crate) fn set_in_parent(&self, parent: &mut Value, v: Value) -> Result<(), PathError> {
         let steps = self.write_steps()?;
-        let (last, parents) = steps.split_last().ok_or_else(|| PathError::CannotSet {
-            path: self.text.clone(),
-            reason: "the path has no key".into(),
-        })?;
-        set::place(parent, last, parents.len(), v).map_err(|reason| PathError::CannotSet {
+        let (last, parents) = steps
+            .split_last()
+            .ok_or_else(|| self.cannot_set("the path has no key".into()))?;
+        set::place(parent, last, parents.len(), v).map_err(|reason| self.cannot_set(reason))
+    }
+
+    /// Why a write at this path failed, with the path.
+    fn cannot_set(&self, reason: String) -> PathError {
+        PathError::CannotSet {
             path: self.text.clone(),
             reason,
-        })
+        }
     }
 
     fn write_steps(&self) -> Result<&[syntax::WStep], PathError> {

@@ -26,6 +26,9 @@ use crate::json::Value;
 use crate::message::{Key, Message, Target};
 use crate::transform::{InPlace, MapTransform, Transform};
 
+/// The values of one run's copies, read before they are written.
+type Values = SmallVec<[Option<Value>; 16]>;
+
 /// Copies run as one step (see the module comment).
 pub(super) struct CopyRun {
     /// Each copy's step id, for its errors.
@@ -57,9 +60,10 @@ impl Member {
         if source.target() != Target::Data || target.target() != Target::Data {
             return None;
         }
-        let owned = |keys: Vec<&str>| keys.into_iter().map(str::to_string).collect();
+        let owned =
+            |keys: Vec<&str>| -> Vec<String> { keys.into_iter().map(str::to_string).collect() };
         let source_keys = owned(source.path().object_keys()?);
-        let target_keys: Vec<String> = owned(target.path().object_keys()?);
+        let target_keys = owned(target.path().object_keys()?);
         if source_keys.is_empty() || target_keys.is_empty() {
             return None;
         }
@@ -139,7 +143,9 @@ impl CopyRun {
                     .all(|m| i + 1 < m.source_keys.len() && m.source_keys[i] == first[i])
             })
             .count();
-        let parent = |m: &Member| m.target_keys[..m.target_keys.len() - 1].to_vec();
+        fn parent(m: &Member) -> &[String] {
+            &m.target_keys[..m.target_keys.len() - 1]
+        }
         let mut groups: Vec<Range<usize>> = Vec::new();
         for (i, m) in members.iter().enumerate() {
             match groups.last_mut() {
@@ -161,12 +167,7 @@ impl CopyRun {
         }
         run
     }
-}
 
-/// The values of one run's copies, read before they are written.
-type Values = SmallVec<[Option<Value>; 16]>;
-
-impl CopyRun {
     /// Every source's value (`None` where it does not exist), the shared keys walked once.
     fn read(&self, msg: &Message) -> Values {
         let base = msg
