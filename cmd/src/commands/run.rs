@@ -114,12 +114,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .name("sluice-input".into())
         .spawn(move || input::read_all(&sources, opts, &lines, &reading, &tx))?;
 
-    let result = runtime.block_on(sluice_engine::driver::drive_bounded(
-        &pipeline,
-        rx,
-        Some(&read_ahead),
-        |_| {},
-    ));
+    // The driver runs as a task of the runtime, not on this thread: waiting for the
+    // workers' chunks, it gives its thread to the next task instead of sleeping and being
+    // woken from another core for every batch.
+    let driving = async move {
+        sluice_engine::driver::drive_bounded(&pipeline, rx, Some(&read_ahead), |_| {}).await
+    };
+    let result = runtime.block_on(async move {
+        tokio::spawn(driving)
+            .await
+            .map_err(|e| anyhow::anyhow!("the pipeline's driver stopped: {e}"))
+    })?;
     let read_result = reader
         .join()
         .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
