@@ -117,14 +117,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The driver runs as a task of the runtime, not on this thread: waiting for the
     // workers' chunks, it gives its thread to the next task instead of sleeping and being
     // woken from another core for every batch.
-    let driving = async move {
+    let driving = runtime.spawn(async move {
         sluice_engine::driver::drive_bounded(&pipeline, rx, Some(&read_ahead), |_| {}).await
-    };
-    let result = runtime.block_on(async move {
-        tokio::spawn(driving)
-            .await
-            .map_err(|e| anyhow::anyhow!("the pipeline's driver stopped: {e}"))
-    })?;
+    });
+    let result = runtime
+        .block_on(driving)
+        .map_err(|e| anyhow::anyhow!("the pipeline's driver stopped: {e}"))?;
     let read_result = reader
         .join()
         .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
