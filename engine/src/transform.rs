@@ -25,6 +25,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 
 use crate::error::TransformError;
+use crate::json::Value;
 use crate::message::{Key, Message};
 
 /// What a [`MapTransform`] did with a message.
@@ -46,6 +47,13 @@ pub trait MapTransform: Send + Sync + 'static {
     /// run it together with the copies next to it, as one step with the same result
     /// (`pipeline/copy_run.rs`).
     fn copies(&self) -> Option<(&Key, &Key)> {
+        None
+    }
+
+    /// The value and the target when all it does is write that value at the target (with
+    /// `Message::set`'s typing), as `object_insert` does. The pipeline may then run it
+    /// together with the copies and inserts next to it (`pipeline/copy_run.rs`).
+    fn inserts(&self) -> Option<(&Value, &Key)> {
         None
     }
 }

@@ -1,17 +1,19 @@
-//! Consecutive copies run as one step.
+//! Consecutive copies and inserts run as one step.
 //!
 //! A mapping such as Zeek → ECS is mostly `object_copy` after `object_copy`: a dozen values
 //! read from under one object (`event.original.*`) and written a few at a time into others
-//! (`client.*`, `server.*`). Run one by one, every copy walks its source from the top of the
-//! document, and its target's parent from the top again. Here a run of them is one step:
-//! the beginning the sources share is walked once, every value is read, and then the values
-//! are written in order, each group of consecutive targets with one parent into that parent,
-//! found (or created) once.
+//! (`client.*`, `server.*`), with `object_insert`s of constants (`event.kind`,
+//! `event.category`) among them. Run one by one, every copy walks its source from the top
+//! of the document, and every write its target's parent from the top again. Here a run of
+//! them is one step: the beginning the sources share is walked once, every value is read,
+//! and then the values are written in order, each group of consecutive targets with one
+//! parent into that parent, found (or created) once. An insert is a copy whose value is a
+//! constant: it reads nothing, so it never ends a run.
 //!
-//! The result is that of the copies one after another. The values are read before any is
+//! The result is that of the steps one after another. The values are read before any is
 //! written only where no write can change what a later copy reads: each target and every
 //! later source part at a key where both name different members of one object. A copy whose
-//! source an earlier write could reach starts a new run. A failed write is its own copy's
+//! source an earlier write could reach starts a new run. A failed write is its own step's
 //! error, under its own id. Only paths of object keys (no index, `-1`, `|` or modifier) into
 //! the data are fused.
 
@@ -26,54 +28,87 @@ use crate::json::Value;
 use crate::message::{Key, Message, Target};
 use crate::transform::{InPlace, MapTransform, Transform};
 
-/// The values of one run's copies, read before they are written.
+/// The values of one run's members, read before they are written.
 type Values = SmallVec<[Option<Value>; 16]>;
 
-/// Copies run as one step (see the module comment).
+/// Copies and inserts run as one step (see the module comment).
 pub(super) struct CopyRun {
-    /// Each copy's step id, for its errors.
+    /// Each member's step id, for its errors.
     ids: Vec<Arc<str>>,
-    sources: Vec<Key>,
+    sources: Vec<Source>,
     targets: Vec<Key>,
-    /// How many keys all sources begin with in common.
+    /// The first key read (none when all are constants): its first `shared` keys are the
+    /// beginning every key read shares, walked once.
+    first_read: Option<Key>,
+    /// How many keys all sources that are keys begin with in common.
     shared: usize,
-    /// Consecutive copies whose targets have the same keys before their last.
+    /// Consecutive members whose targets have the same keys before their last.
     groups: Vec<Range<usize>>,
 }
 
-/// A copy as the run sees it: its step, source, target and their keys.
+/// Where a member's value comes from.
+enum Source {
+    /// The value at a key, when it exists (`object_copy`).
+    Key(Key),
+    /// A constant (`object_insert`).
+    Constant(Value),
+}
+
+/// A copy or insert as the run sees it: its step, source, target and their keys.
 struct Member {
     id: Arc<str>,
-    source: Key,
+    source: Source,
     target: Key,
+    /// The source's keys; empty for a constant.
     source_keys: Vec<String>,
     target_keys: Vec<String>,
 }
 
 impl Member {
-    /// The copy `step` makes, when it is one that can join a run.
+    /// The copy or insert `step` makes, when it is one that can join a run.
     fn of(step: &Step) -> Option<Member> {
         let Transform::Map(t) = &step.transform else {
             return None;
         };
-        let (source, target) = t.copies()?;
-        if source.target() != Target::Data || target.target() != Target::Data {
-            return None;
-        }
         let owned =
             |keys: Vec<&str>| -> Vec<String> { keys.into_iter().map(str::to_string).collect() };
-        let source_keys = owned(source.path().object_keys()?);
+        let (source, source_keys, target) = match (t.copies(), t.inserts()) {
+            (Some((source, target)), _) => {
+                if source.target() != Target::Data {
+                    return None;
+                }
+                let keys = owned(source.path().object_keys()?);
+                if keys.is_empty() {
+                    return None;
+                }
+                (Source::Key(source.clone()), keys, target)
+            }
+            (None, Some((value, target))) => (Source::Constant(value.clone()), Vec::new(), target),
+            (None, None) => return None,
+        };
+        if target.target() != Target::Data {
+            return None;
+        }
         let target_keys = owned(target.path().object_keys()?);
-        if source_keys.is_empty() || target_keys.is_empty() {
+        if target_keys.is_empty() {
             return None;
         }
         Some(Member {
             id: step.id.clone(),
-            source: source.clone(),
+            source,
             target: target.clone(),
             source_keys,
             target_keys,
         })
+    }
+
+    /// Whether what this member reads cannot be changed by `earlier`'s write: it reads a
+    /// constant, or a key apart from `earlier`'s target.
+    fn reads_apart_from(&self, earlier: &Member) -> bool {
+        match self.source {
+            Source::Constant(_) => true,
+            Source::Key(_) => apart(&earlier.target_keys, &self.source_keys),
+        }
     }
 }
 
@@ -84,17 +119,14 @@ fn apart(target: &[String], source: &[String]) -> bool {
     target.iter().zip(source).any(|(t, s)| t != s)
 }
 
-/// `steps` with each run of two or more consecutive copies that can be fused made one step.
+/// `steps` with each run of two or more consecutive copies and inserts that can be fused made
+/// one step.
 pub(super) fn fuse(steps: Vec<Step>) -> Vec<Step> {
     let mut out = Vec::with_capacity(steps.len());
     let mut run: Vec<(Step, Member)> = Vec::new();
     for step in steps {
         match Member::of(&step) {
-            Some(m)
-                if run
-                    .iter()
-                    .all(|(_, earlier)| apart(&earlier.target_keys, &m.source_keys)) =>
-            {
+            Some(m) if run.iter().all(|(_, earlier)| m.reads_apart_from(earlier)) => {
                 run.push((step, m));
             }
             Some(m) => {
@@ -111,7 +143,7 @@ pub(super) fn fuse(steps: Vec<Step>) -> Vec<Step> {
     out
 }
 
-/// Hands on the copies of `run`: as they are when there is one, else as one step.
+/// Hands on the members of `run`: as they are when there is one, else as one step.
 fn close(run: &mut Vec<(Step, Member)>, out: &mut Vec<Step>) {
     if run.len() < 2 {
         out.extend(run.drain(..).map(|(step, _)| step));
@@ -134,15 +166,24 @@ fn close(run: &mut Vec<(Step, Member)>, out: &mut Vec<Step>) {
 impl CopyRun {
     /// The run of `members` (two or more, each source apart from every earlier target).
     fn of(members: Vec<Member>) -> CopyRun {
-        let first = &members[0].source_keys;
+        let reads = || {
+            members
+                .iter()
+                .filter(|m| matches!(m.source, Source::Key(_)))
+        };
+        let first_read = reads().next();
         // Each source is read below what they share: at least its last key is its own.
-        let shared = (0..first.len())
-            .take_while(|&i| {
-                members
-                    .iter()
-                    .all(|m| i + 1 < m.source_keys.len() && m.source_keys[i] == first[i])
-            })
-            .count();
+        let shared = match first_read {
+            None => 0,
+            Some(f) => {
+                let first = &f.source_keys;
+                (0..first.len())
+                    .take_while(|&i| {
+                        reads().all(|m| i + 1 < m.source_keys.len() && m.source_keys[i] == first[i])
+                    })
+                    .count()
+            }
+        };
         fn parent(m: &Member) -> &[String] {
             &m.target_keys[..m.target_keys.len() - 1]
         }
@@ -157,6 +198,10 @@ impl CopyRun {
             ids: Vec::with_capacity(members.len()),
             sources: Vec::with_capacity(members.len()),
             targets: Vec::with_capacity(members.len()),
+            first_read: first_read.and_then(|m| match &m.source {
+                Source::Key(k) => Some(k.clone()),
+                Source::Constant(_) => None,
+            }),
             shared,
             groups,
         };
@@ -170,14 +215,17 @@ impl CopyRun {
 
     /// Every source's value (`None` where it does not exist), the shared keys walked once.
     fn read(&self, msg: &Message) -> Values {
-        let base = msg
-            .data_value()
-            .and_then(|doc| self.sources[0].path().get_keys_to(self.shared, doc));
+        let base = self.first_read.as_ref().and_then(|first| {
+            msg.data_value()
+                .and_then(|doc| first.path().get_keys_to(self.shared, doc))
+        });
         self.sources
             .iter()
-            .map(|s| {
-                base.and_then(|b| s.path().get_keys_from(self.shared, b))
-                    .cloned()
+            .map(|s| match s {
+                Source::Key(k) => base
+                    .and_then(|b| k.path().get_keys_from(self.shared, b))
+                    .cloned(),
+                Source::Constant(v) => Some(v.clone()),
             })
             .collect()
     }
@@ -251,7 +299,24 @@ mod tests {
         }
     }
 
-    /// Sets `key` to null: not a copy, so it ends a run.
+    /// `object_insert`, as the transforms crate has it.
+    struct Insert {
+        value: Value,
+        target: Key,
+    }
+
+    impl MapTransform for Insert {
+        fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+            msg.set(&self.target, self.value.clone())?;
+            Ok(InPlace::Keep)
+        }
+
+        fn inserts(&self) -> Option<(&Value, &Key)> {
+            Some((&self.value, &self.target))
+        }
+    }
+
+    /// Sets `key` to null: neither a copy nor an insert, so it ends a run.
     struct Null(Key);
 
     impl MapTransform for Null {
@@ -272,7 +337,7 @@ mod tests {
     type Copies = (&'static str, &'static str);
 
     /// The copies `(source, target)` as steps `t0`, `t1`, ...; a source of `!null` is a
-    /// [`Null`] at the target.
+    /// [`Null`] at the target, one of `=` and JSON an [`Insert`] of that JSON.
     fn steps(copies: &[(&str, &str)]) -> Vec<(Arc<str>, Arc<dyn MapTransform>)> {
         copies
             .iter()
@@ -280,6 +345,10 @@ mod tests {
             .map(|(i, (s, t))| {
                 let t: Arc<dyn MapTransform> = match *s {
                     "!null" => Arc::new(Null(Key::parse(t).unwrap())),
+                    s if s.starts_with('=') => Arc::new(Insert {
+                        value: crate::json::parse::from_slice(&s.as_bytes()[1..]).unwrap(),
+                        target: Key::parse(t).unwrap(),
+                    }),
                     s => copy(s, t),
                 };
                 (Arc::from(format!("t{i}")), t)
@@ -440,6 +509,58 @@ mod tests {
                 r#"{"s":{"a":1,"b":2,"d":4}}"#,
                 1,
             ),
+            (
+                "inserts among copies",
+                &[
+                    ("event.original.uid", "event.id"),
+                    ("=\"event\"", "event.kind"),
+                    ("=[\"network\"]", "event.category"),
+                    ("event.original.proto", "network.transport"),
+                    ("=7", "network.type"),
+                ],
+                &wrapped,
+                1,
+            ),
+            (
+                "only inserts, into empty data",
+                &[("=1", "a.b"), ("=[2]", "a.c"), ("={\"d\":3}", "e")],
+                "",
+                1,
+            ),
+            (
+                "an insert over a value a copy wrote",
+                &[("a", "x"), ("=null", "x"), ("b", "y")],
+                r#"{"a":1,"b":2}"#,
+                1,
+            ),
+            (
+                "a copy of what an insert wrote",
+                &[("=1", "x"), ("x", "y")],
+                r#"{"x":0}"#,
+                2,
+            ),
+            (
+                "a string holding JSON inserted becomes it",
+                &[
+                    ("=\"{\\\"q\\\":1}\"", "x"),
+                    ("=\"[1]\"", "y"),
+                    ("=\"{x\"", "z"),
+                ],
+                "{}",
+                1,
+            ),
+            (
+                "an insert into data that is not JSON fails, under its id",
+                &[("a", "x"), ("=1", "y"), ("=2", "z")],
+                "plain text",
+                1,
+            ),
+            (
+                "an insert into a parent that is an array fails, under its id",
+                &[("=1", "x"), ("=2", "t.k")],
+                r#"{"t":[1]}"#,
+                1,
+            ),
         ];
         for (name, copies, data, made) in cases {
             let want = one_by_one(copies, data);
@@ -454,6 +575,10 @@ mod tests {
         );
         let e = got.expect_err("a key into an array");
         assert!(e.starts_with("transform t1:") && e.contains("t.k"), "{e}");
+        // So does an insert's, when it is the first write of the run.
+        let (got, _) = fused(&[("a", "x"), ("=1", "y"), ("=2", "z")], "plain text");
+        let e = got.expect_err("an insert into text");
+        assert!(e.starts_with("transform t1:"), "{e}");
     }
 
     /// What a run shares: the sources' common beginning (never a whole source) and the

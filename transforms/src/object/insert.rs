@@ -68,6 +68,10 @@ impl MapTransform for ObjectInsert {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
         self.apply(msg).map(|()| InPlace::Keep)
     }
+
+    fn inserts(&self) -> Option<(&Value, &Key)> {
+        Some((&self.value, &self.target))
+    }
 }
 
 impl ObjectInsert {
