@@ -394,6 +394,21 @@ impl Message {
         key.path.get(doc)
     }
 
+    /// What [`Message::get`] reads at a key that is an array multipath and nothing else
+    /// (`[a.b,c,!1]`): the value of each member that exists, in order, without building the
+    /// array ([`Path::multi_values`](crate::path::Path::multi_values)). `None` when the key
+    /// is no such path, or when `get` would give `None` (a ctrl message, no JSON document).
+    pub fn get_multi<'m>(
+        &'m self,
+        key: &'m Key,
+    ) -> Option<impl Iterator<Item = Cow<'m, Value>> + 'm> {
+        if self.inner.ctrl || !key.path.is_array_multi() {
+            return None;
+        }
+        let doc = self.body(key.target).value()?;
+        key.path.multi_values(doc)
+    }
+
     /// Sets the value at `key`, creating intermediate objects. `@this` replaces the document.
     ///
     /// As Substation's `SetValue` does, a string that holds a JSON object or array (its

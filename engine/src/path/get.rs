@@ -152,10 +152,29 @@ fn eval_multi(multi: &Multi, cur: &Value) -> Value {
 /// The value of a multipath member on `cur`, copied out of it.
 #[inline]
 fn member(m: &Member, cur: &Value) -> Option<Value> {
+    member_in(m, cur).map(Cow::into_owned)
+}
+
+/// The value of a multipath member on `cur`, borrowed from it where it can be.
+#[inline]
+pub(super) fn member_in<'a>(m: &Member, cur: &'a Value) -> Option<Cow<'a, Value>> {
     if m.keys_only {
-        return walk(&m.comps, cur).cloned();
+        return walk(&m.comps, cur).map(Cow::Borrowed);
     }
-    eval(&m.comps, Cow::Borrowed(cur)).map(Cow::into_owned)
+    eval(&m.comps, Cow::Borrowed(cur))
+}
+
+/// The members of `comps` when they are one array multipath and nothing else.
+pub(super) fn array_multi(comps: &[Comp]) -> Option<&[Member]> {
+    match comps {
+        [
+            Comp {
+                kind: Kind::Multi(multi),
+                ..
+            },
+        ] if !multi.object => Some(&multi.members),
+        _ => None,
+    }
 }
 
 /// Whether an array element matches `query`.

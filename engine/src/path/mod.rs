@@ -120,6 +120,26 @@ impl Path {
         }
     }
 
+    /// For a path that is one array multipath and nothing else (`[a.b,c,!1]`): the value of
+    /// each member that exists in `doc`, in order, borrowed where it can be. These are the
+    /// elements of the array [`Path::get`] gives, read without building it. `None` for any
+    /// other path.
+    pub fn multi_values<'a>(
+        &'a self,
+        doc: &'a Value,
+    ) -> Option<impl Iterator<Item = Cow<'a, Value>> + 'a> {
+        if self.this || self.pretty.is_some() {
+            return None;
+        }
+        let members = get::array_multi(&self.comps)?;
+        Some(members.iter().filter_map(move |m| get::member_in(m, doc)))
+    }
+
+    /// Whether [`Path::multi_values`] reads this path.
+    pub fn is_array_multi(&self) -> bool {
+        !self.this && self.pretty.is_none() && get::array_multi(&self.comps).is_some()
+    }
+
     fn get_value<'a>(&self, doc: &'a Value) -> Option<Cow<'a, Value>> {
         if self.this {
             return Some(Cow::Borrowed(doc));

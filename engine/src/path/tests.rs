@@ -355,6 +355,45 @@ fn get_multipaths_and_literals() {
     );
 }
 
+/// `multi_values` reads what `get` reads as the elements of its array, for exactly the
+/// paths that are one array multipath and nothing else.
+#[test]
+fn multi_values_are_the_elements_get_builds() {
+    let doc = friends();
+    let cases = [
+        ("[name.first,age,children.1]", true),
+        ("[name.first,nope,age]", true),
+        ("[nope,none]", true),
+        ("[age,[name.first,name.last]]", true),
+        ("[!1.5,!null,!-2]", true),
+        ("[age,!1000000000]", true),
+        ("[friends.#.first,friends.#(last==\"Murphy\")#.age]", true),
+        ("[]", true),
+        ("[name.first,age]|1", false),
+        ("[name.first,age]|@pretty", false),
+        ("{name.first,age}", false),
+        ("friends.#.[first,age]", false),
+        ("children", false),
+        ("age", false),
+        ("", false),
+    ];
+    for (p, multi) in cases {
+        let path = Path::parse(p).unwrap_or_else(|e| panic!("parse {p}: {e}"));
+        assert_eq!(path.is_array_multi(), multi, "path {p}");
+        let read: Option<Vec<Value>> = path
+            .multi_values(&doc)
+            .map(|vs| vs.map(|v| v.into_owned()).collect());
+        if !multi {
+            assert_eq!(read, None, "path {p}");
+            continue;
+        }
+        let Some(Value::Array(built)) = path.get(&doc).map(|v| v.into_owned()) else {
+            panic!("path {p}: get gives no array");
+        };
+        assert_eq!(read, Some(built.iter().cloned().collect()), "path {p}");
+    }
+}
+
 #[test]
 fn get_modifiers() {
     let doc = friends();

@@ -106,6 +106,36 @@ mod tests {
                 r#"{"z":[1]}"#,
             ),
             ("data mode non-JSON passes", data.clone(), "1 2", "1 2"),
+            (
+                "a multipath source",
+                json!({"object": {"source_key": "[a,c.d]", "target_key": "b"}}),
+                r#"{"a":1,"c":{"d":"2.5"}}"#,
+                r#"{"a":1,"c":{"d":"2.5"},"b":3.5}"#,
+            ),
+            (
+                "a multipath's missing members are left out",
+                json!({"object": {"source_key": "[x,a,y]", "target_key": "b"}}),
+                r#"{"a":4}"#,
+                r#"{"a":4,"b":4}"#,
+            ),
+            (
+                "a multipath with a literal",
+                json!({"object": {"source_key": "[a,!1000000000]", "target_key": "b"}}),
+                r#"{"a":0.25}"#,
+                r#"{"a":0.25,"b":1000000000.25}"#,
+            ),
+            (
+                "a multipath none of whose members exist is zero",
+                json!({"object": {"source_key": "[x,y]", "target_key": "b"}}),
+                r#"{"a":1}"#,
+                r#"{"a":1,"b":0}"#,
+            ),
+            (
+                "a multipath into data that is not JSON passes",
+                json!({"object": {"source_key": "[x,y]", "target_key": "b"}}),
+                "1 2",
+                "1 2",
+            ),
         ];
         testing::assert_single_outputs(&r, "number_math_addition", &cases);
     }

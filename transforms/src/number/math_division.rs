@@ -123,6 +123,17 @@ mod tests {
                 && err.contains("division by zero at element 1 (0)"),
             "{err}"
         );
+        // Read from a multipath, the element is counted among the members that exist.
+        let t = testing::build(
+            &registry(),
+            json!({"type": "number_math_division", "settings": {
+                "object": {"source_key": "[a,missing,z]", "target_key": "q"}}}),
+        )
+        .unwrap();
+        let err = testing::run(t, &[r#"{"a":3,"z":"0"}"#])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("division by zero at element 1 (0)"), "{err}");
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub(crate) mod math_subtraction;
 pub(crate) mod maximum;
 pub(crate) mod minimum;
 
+use std::borrow::Cow;
+
 use sluice_engine::{Message, Registry, TransformError, Value, value};
 
 use crate::common::Io;
@@ -98,14 +100,17 @@ impl Math {
     /// Folds the elements (each read with GJSON's `Float()`) from the left, starting with
     /// the first; an empty array gives 0 (Go's zero value). A step whose result is not a
     /// finite number (÷0, overflow) is an error naming the transform and the element.
-    pub(crate) fn fold(&self, items: &[Value]) -> Result<f64, TransformError> {
-        let mut iter = items.iter().enumerate();
+    pub(crate) fn fold<'v>(
+        &self,
+        items: impl IntoIterator<Item = Cow<'v, Value>>,
+    ) -> Result<f64, TransformError> {
+        let mut iter = items.into_iter().enumerate();
         let Some((_, first)) = iter.next() else {
             return Ok(0.0);
         };
-        let mut acc = value::to_f64(first);
+        let mut acc = value::to_f64(&first);
         for (i, item) in iter {
-            let x = value::to_f64(item);
+            let x = value::to_f64(&item);
             let r = (self.op)(acc, x).and_then(|r| {
                 if r.is_finite() {
                     Ok(r)
@@ -117,18 +122,25 @@ impl Math {
                 TransformError::failed(format!(
                     "{}: {why} at element {i} ({}) of the array",
                     self.type_name,
-                    value::to_text(item)
+                    value::to_text(&item)
                 ))
             })?;
         }
         Ok(acc)
     }
 
-    /// Applies the fold to a message: arrays are folded, anything else passes.
+    /// Applies the fold to a message: arrays are folded, anything else passes. A source
+    /// that is a multipath (`[a,b]`, the usual one) is folded as it is read, without
+    /// building its array.
     pub(crate) fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        let result = match crate::object::read_json(&self.io, msg).as_deref() {
-            Some(Value::Array(items)) => Some(self.fold(items)?),
-            _ => None,
+        let result = match &self.io {
+            Io::Object { source, .. } if let Some(items) = msg.get_multi(source) => {
+                Some(self.fold(items)?)
+            }
+            _ => match crate::object::read_json(&self.io, msg).as_deref() {
+                Some(Value::Array(items)) => Some(self.fold(items.iter().map(Cow::Borrowed))?),
+                _ => None,
+            },
         };
         if let Some(f) = result {
             write_number(&self.io, msg, f)?;
