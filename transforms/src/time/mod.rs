@@ -105,10 +105,15 @@ pub(crate) fn epoch_nanos(v: &Value, scale: u32, unit: &str) -> Result<i64, Tran
                 ))
             });
     }
-    // A number's shortest text (what Go's `String()` of a float gives), kept inline (a
-    // float's text fits the 24 bytes of a `CompactString`): one per message.
+    // A number's shortest text (what Go's `String()` of a float gives), written on the
+    // stack by the formatter `serde_json`'s `Display` of a float calls, without going
+    // through `fmt`: one per message.
+    let mut float_text = zmij::Buffer::new();
     let number_text;
     let text: &str = match v {
+        Value::Number(n) if let Some(f) = n.as_f64().filter(|_| n.is_f64()) => {
+            float_text.format_finite(f)
+        }
         Value::Number(n) => {
             number_text = n.to_compact_string();
             &number_text
@@ -178,5 +183,40 @@ fn describe(v: &Value) -> String {
             format!("the string {short:?}")
         }
         Value::Number(n) => format!("the number {n}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A float epoch is read from the text serde_json's `Display` gives it (Go's `String()`
+    /// of the float), written without `fmt`: the same nanoseconds, or the same error, for
+    /// floats of every size and sign, at every scale.
+    #[test]
+    fn float_epochs_read_as_their_display_text() {
+        let mut rng = fastrand::Rng::with_seed(28);
+        let mut floats = vec![
+            1591367999.430166,
+            -1.5,
+            0.1,
+            1e-7,
+            1e21,
+            1.7976931348623157e308,
+            5e-324,
+            -0.0,
+        ];
+        floats.extend((0..5_000).map(|_| f64::from_bits(rng.u64(..))));
+        floats.extend((0..5_000).map(|_| rng.f64() * 4e9 - 2e9));
+        for f in floats.into_iter().filter(|f| f.is_finite()) {
+            let v = sluice_engine::value::number(f);
+            let Value::Number(n) = &v else { continue };
+            for scale in [0, 6, 9] {
+                let via_display = layout::scaled_decimal(&n.to_string(), scale)
+                    .and_then(|ns| i64::try_from(ns).ok());
+                let got = epoch_nanos(&v, scale, "seconds").ok();
+                assert_eq!(got, via_display, "{f} at scale {scale}");
+            }
+        }
     }
 }

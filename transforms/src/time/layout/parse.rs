@@ -56,15 +56,14 @@ pub(super) fn scaled_decimal_fast(
     if int.len() + frac.len() > 18 || shift.unsigned_abs() > 38 {
         return None;
     }
-    let v = int
-        .iter()
-        .chain(frac)
-        .fold(0u64, |v, c| v * 10 + (c - b'0') as u64) as i128;
-    let p = 10i128.pow(shift.unsigned_abs());
+    let digits = |v: u64, part: &[u8]| part.iter().fold(v, |v, c| v * 10 + (c - b'0') as u64);
+    let v = digits(digits(0, int), frac);
     let v = if shift < 0 {
-        Some(v / p)
+        // At most 18 digits: a division by 10^19 or more leaves nothing, and a smaller one
+        // stays within `u64` (no 128-bit division).
+        Some(10u64.checked_pow(shift.unsigned_abs()).map_or(0, |p| v / p) as i128)
     } else {
-        v.checked_mul(p)
+        (v as i128).checked_mul(10i128.pow(shift.unsigned_abs()))
     };
     Some(v.map(|v| if neg { -v } else { v }))
 }
