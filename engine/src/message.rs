@@ -402,7 +402,7 @@ impl Message {
         &'m self,
         key: &'m Key,
     ) -> Option<impl Iterator<Item = Cow<'m, Value>> + 'm> {
-        if self.inner.ctrl || !key.path.is_array_multi() {
+        if self.inner.ctrl {
             return None;
         }
         let doc = self.body(key.target).value()?;

@@ -128,16 +128,21 @@ impl Path {
         &'a self,
         doc: &'a Value,
     ) -> Option<impl Iterator<Item = Cow<'a, Value>> + 'a> {
-        if self.this || self.pretty.is_some() {
-            return None;
-        }
-        let members = get::array_multi(&self.comps)?;
+        let members = self.array_multi_members()?;
         Some(members.iter().filter_map(move |m| get::member_in(m, doc)))
     }
 
     /// Whether [`Path::multi_values`] reads this path.
     pub fn is_array_multi(&self) -> bool {
-        !self.this && self.pretty.is_none() && get::array_multi(&self.comps).is_some()
+        self.array_multi_members().is_some()
+    }
+
+    /// The members of a path that is one array multipath and nothing else.
+    fn array_multi_members(&self) -> Option<&[syntax::Member]> {
+        if self.this || self.pretty.is_some() {
+            return None;
+        }
+        get::array_multi(&self.comps)
     }
 
     fn get_value<'a>(&self, doc: &'a Value) -> Option<Cow<'a, Value>> {

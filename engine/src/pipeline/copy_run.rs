@@ -102,13 +102,18 @@ impl Member {
         })
     }
 
+    /// The key it reads; `None` for a constant.
+    fn read_key(&self) -> Option<&Key> {
+        match &self.source {
+            Source::Key(k) => Some(k),
+            Source::Constant(_) => None,
+        }
+    }
+
     /// Whether what this member reads cannot be changed by `earlier`'s write: it reads a
     /// constant, or a key apart from `earlier`'s target.
     fn reads_apart_from(&self, earlier: &Member) -> bool {
-        match self.source {
-            Source::Constant(_) => true,
-            Source::Key(_) => apart(&earlier.target_keys, &self.source_keys),
-        }
+        self.read_key().is_none() || apart(&earlier.target_keys, &self.source_keys)
     }
 }
 
@@ -166,11 +171,7 @@ fn close(run: &mut Vec<(Step, Member)>, out: &mut Vec<Step>) {
 impl CopyRun {
     /// The run of `members` (two or more, each source apart from every earlier target).
     fn of(members: Vec<Member>) -> CopyRun {
-        let reads = || {
-            members
-                .iter()
-                .filter(|m| matches!(m.source, Source::Key(_)))
-        };
+        let reads = || members.iter().filter(|m| m.read_key().is_some());
         let first_read = reads().next();
         // Each source is read below what they share: at least its last key is its own.
         let shared = match first_read {
@@ -198,10 +199,7 @@ impl CopyRun {
             ids: Vec::with_capacity(members.len()),
             sources: Vec::with_capacity(members.len()),
             targets: Vec::with_capacity(members.len()),
-            first_read: first_read.and_then(|m| match &m.source {
-                Source::Key(k) => Some(k.clone()),
-                Source::Constant(_) => None,
-            }),
+            first_read: first_read.and_then(Member::read_key).cloned(),
             shared,
             groups,
         };
