@@ -9,10 +9,11 @@
 //! and decompressed (`sluice_cmd::compression`); a truncated stream is an error naming the
 //! file and the format. A line longer than the limit is an error naming the file and line.
 //!
-//! Every line's message carries an acknowledgement token of its own ([`LineReport`]), so
-//! that a line whose messages were not all delivered (one that failed on its own, such as
+//! Every line's message carries an acknowledgement token naming its place ([`LineReport`]),
+//! so that a line whose messages were not all delivered (one that failed on its own, such as
 //! a message without a lock key, or everything unfinished when the run failed) is named at
-//! the end, by file and line, instead of disappearing.
+//! the end, by file and line, instead of disappearing. The tokens of a batch's lines share
+//! one [`AckGroup`]: one allocation per batch, not a tracker per line.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use sluice_engine::Message;
-use sluice_engine::ack::{AckStatus, AckTracker, AckWatch};
+use sluice_engine::ack::{AckGroup, FailureWatch};
 use sluice_engine::driver::ReadAhead;
 use tokio::sync::mpsc;
 
@@ -93,7 +94,7 @@ pub struct Undelivered {
     pub reason: String,
 }
 
-/// The lines that were not delivered, told by the trackers of every line as they finish
+/// The lines that were not delivered, told by the tokens of every line as they are failed
 /// (through each source's [`SourceWatch`], which only records, so memory grows with the
 /// failures, not with the input).
 #[derive(Default)]
@@ -101,8 +102,8 @@ pub struct LineReport {
     failed: Mutex<Vec<Undelivered>>,
 }
 
-/// The watch of every line of one source: a line's tracker holds its number, this the rest
-/// of its place, so tracking a line costs one allocation (the tracker).
+/// The watch of every line of one source: a line's token holds its number, this the rest
+/// of its place.
 struct SourceWatch {
     source: Arc<str>,
     /// The source's position in the argument list (for ordering the report).
@@ -110,14 +111,8 @@ struct SourceWatch {
     report: Arc<LineReport>,
 }
 
-impl AckWatch for SourceWatch {
-    fn done(&self, tracker: &Arc<AckTracker>) {
-        if tracker.status() != AckStatus::Failed {
-            return;
-        }
-        let reason = tracker
-            .failure_reason()
-            .unwrap_or_else(|| "not delivered".into());
+impl FailureWatch for SourceWatch {
+    fn failed(&self, line: u64, reason: &str) {
         self.report
             .failed
             .lock()
@@ -125,21 +120,25 @@ impl AckWatch for SourceWatch {
             .push(Undelivered {
                 source: self.source.clone(),
                 source_index: self.source_index,
-                line: tracker.place(),
-                reason,
+                line,
+                reason: reason.to_string(),
             });
     }
 }
 
 impl LineReport {
-    /// The undelivered lines so far, in input order.
+    /// The undelivered lines so far, in input order, each once with the first reason it
+    /// was failed for (a line whose copies failed, or that failed twice, is told more than
+    /// once).
     pub fn undelivered(&self) -> Vec<Undelivered> {
         let mut v = self
             .failed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        // Stable: the first reason told stays first among a line's.
         v.sort_by_key(|u| (u.source_index, u.line));
+        v.dedup_by_key(|u| (u.source_index, u.line));
         v
     }
 }
@@ -156,7 +155,7 @@ pub fn read_all(
 ) -> Result<(), InputError> {
     for (source_index, src) in sources.iter().enumerate() {
         let name = src.name();
-        let lines = Lines::new(&name, source_index, report);
+        let mut lines = Lines::new(&name, source_index, report);
         let io_err = |error: io::Error| InputError::Io {
             source_name: name.clone(),
             error,
@@ -167,16 +166,18 @@ pub fn read_all(
         };
         let reader = BufReader::with_capacity(64 * 1024, raw);
         let (_, stream) = sluice_cmd::compression::decompressing(reader).map_err(io_err)?;
-        if !split_lines(stream, &lines, opts, read_ahead, tx)? {
+        if !split_lines(stream, &mut lines, opts, read_ahead, tx)? {
             return Ok(());
         }
     }
     Ok(())
 }
 
-/// Who hears of the fate of the lines being split.
+/// Who hears of the fate of the lines being split: the source's watch, and the group of
+/// the batch being built (its lines' tokens share it, and it goes with the batch).
 struct Lines {
     watch: Arc<SourceWatch>,
+    group: Option<Arc<AckGroup>>,
 }
 
 impl Lines {
@@ -187,14 +188,28 @@ impl Lines {
                 source_index,
                 report: report.clone(),
             }),
+            group: None,
         }
     }
 
-    fn message(&self, line: u64, data: Vec<u8>) -> Message {
-        let token = AckTracker::watched_at(line, self.watch.clone());
+    fn message(&mut self, line: u64, data: Vec<u8>) -> Message {
+        let token = match self.group.as_ref().and_then(|g| g.token(line)) {
+            Some(t) => t,
+            None => {
+                let group = AckGroup::new(line, self.watch.clone());
+                let t = group.token(line).expect("a group's first place is in it");
+                self.group = Some(group);
+                t
+            }
+        };
         let mut m = Message::new(Bytes::from(data));
         m.add_ack(token);
         m
+    }
+
+    /// The batch was handed on: the next line starts a group of its own.
+    fn batch_sent(&mut self) {
+        self.group = None;
     }
 }
 
@@ -293,12 +308,13 @@ fn take_scratch(scratch: &mut Vec<u8>) -> Line {
 /// that the driver can release what it counts; then the reader waits on it.
 fn split_lines(
     r: impl Read,
-    lines: &Lines,
+    lines: &mut Lines,
     opts: ReadOptions,
     read_ahead: &ReadAhead,
     tx: &mpsc::Sender<Vec<Message>>,
 ) -> Result<bool, InputError> {
-    let name = &*lines.watch.source;
+    let name = lines.watch.source.clone();
+    let name = &*name;
     let mut reader = BufReader::with_capacity(CHUNK, r);
     let mut scratch = Vec::new();
     let mut batch = Vec::with_capacity(opts.batch_messages.min(1024));
@@ -309,7 +325,7 @@ fn split_lines(
     loop {
         if read_ahead.is_full() && !batch.is_empty() {
             batch_bytes = 0;
-            if !send(tx, &mut batch, opts) {
+            if !send(tx, &mut batch, opts, lines) {
                 return Ok(false);
             }
         }
@@ -338,7 +354,7 @@ fn split_lines(
         }
         if !batch.is_empty() && batch_bytes + line.len() > opts.batch_bytes {
             batch_bytes = 0;
-            if !send(tx, &mut batch, opts) {
+            if !send(tx, &mut batch, opts, lines) {
                 return Ok(false);
             }
         }
@@ -347,18 +363,24 @@ fn split_lines(
         batch.push(lines.message(line_no, line));
         if batch.len() >= opts.batch_messages || batch_bytes >= opts.batch_bytes {
             batch_bytes = 0;
-            if !send(tx, &mut batch, opts) {
+            if !send(tx, &mut batch, opts, lines) {
                 return Ok(false);
             }
         }
     }
     if !batch.is_empty() {
-        return Ok(send(tx, &mut batch, opts));
+        return Ok(send(tx, &mut batch, opts, lines));
     }
     Ok(true)
 }
 
-fn send(tx: &mpsc::Sender<Vec<Message>>, batch: &mut Vec<Message>, opts: ReadOptions) -> bool {
+fn send(
+    tx: &mpsc::Sender<Vec<Message>>,
+    batch: &mut Vec<Message>,
+    opts: ReadOptions,
+    lines: &mut Lines,
+) -> bool {
+    lines.batch_sent();
     let full = std::mem::replace(batch, Vec::with_capacity(opts.batch_messages.min(1024)));
     tx.blocking_send(full).is_ok()
 }
@@ -378,7 +400,7 @@ mod tests {
 
     fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
         let (tx, mut rx) = mpsc::channel(1024);
-        split_lines(data, &lines("test"), opts, &unbounded(), &tx)?;
+        split_lines(data, &mut lines("test"), opts, &unbounded(), &tx)?;
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
@@ -399,7 +421,7 @@ mod tests {
     /// The sizes of the batches `data` is cut into.
     fn batch_sizes(data: &[u8], opts: ReadOptions) -> Vec<usize> {
         let (tx, mut rx) = mpsc::channel(1024);
-        split_lines(data, &lines("test"), opts, &unbounded(), &tx).unwrap();
+        split_lines(data, &mut lines("test"), opts, &unbounded(), &tx).unwrap();
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
@@ -511,7 +533,7 @@ mod tests {
                 batch_bytes: 1 << 20,
                 max_line_bytes: 1 << 20,
             };
-            split_lines(&ten_lines_of_100[..], &lines("test"), opts, &ra, &tx)
+            split_lines(&ten_lines_of_100[..], &mut lines("test"), opts, &ra, &tx)
         });
         let mut sizes = Vec::new();
         while let Some(batch) = rx.blocking_recv() {
@@ -525,7 +547,7 @@ mod tests {
         // A closed bound stops the reader.
         read_ahead.close();
         let (tx, _rx) = mpsc::channel(16);
-        assert!(!split_lines(&b"a\n"[..], &lines("test"), OPTS, &read_ahead, &tx).unwrap());
+        assert!(!split_lines(&b"a\n"[..], &mut lines("test"), OPTS, &read_ahead, &tx).unwrap());
     }
 
     #[test]
@@ -558,23 +580,29 @@ mod tests {
     fn lines_whose_messages_fail_are_reported_with_their_place() {
         let (tx, mut rx) = mpsc::channel(16);
         let report: Arc<LineReport> = Arc::default();
-        let l = Lines::new("in.jsonl", 1, &report);
-        split_lines(&b"a\nb\nc\n"[..], &l, OPTS, &unbounded(), &tx).unwrap();
+        let mut l = Lines::new("in.jsonl", 1, &report);
+        split_lines(&b"a\nb\nc\n"[..], &mut l, OPTS, &unbounded(), &tx).unwrap();
         drop(tx);
         let mut msgs = Vec::new();
         while let Ok(b) = rx.try_recv() {
             msgs.extend(b);
         }
+        // Two batches of two lines and one (OPTS), so two groups; line 3 is failed on a
+        // copy, then again, and is named once with the first reason.
+        let copy = msgs[2].clone();
+        copy.fail_acks("throttled");
+        msgs[2].fail_acks("refused");
         msgs[1].fail_acks("no key");
-        drop(msgs);
+        drop((msgs, copy));
+        let at = |line, reason: &str| Undelivered {
+            source: "in.jsonl".into(),
+            source_index: 1,
+            line,
+            reason: reason.into(),
+        };
         assert_eq!(
             report.undelivered(),
-            vec![Undelivered {
-                source: "in.jsonl".into(),
-                source_index: 1,
-                line: 2,
-                reason: "no key".into()
-            }]
+            vec![at(2, "no key"), at(3, "throttled")]
         );
     }
 

@@ -410,7 +410,7 @@ impl Function {
                     let idx = m
                         .acks()
                         .iter()
-                        .filter_map(|a| index_of.get(&a.tracker_id()).copied())
+                        .filter_map(|a| index_of.get(&a.tracker_id()?).copied())
                         .min();
                     (idx, m.data().clone())
                 })
