@@ -638,7 +638,7 @@ impl ObjectBuilder {
             return true;
         }
         let tag = tag(key.as_bytes());
-        let bit = 1u64 << (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58);
+        let bit = seen_bit(tag);
         if self.seen & bit != 0
             && let Some(e) = self
                 .buf
@@ -650,7 +650,25 @@ impl ObjectBuilder {
             }
             return false;
         }
-        self.seen |= bit;
+        self.push_new(tag, key, value);
+        true
+    }
+
+    /// Adds `key`, whose tag is `tag`, known not to be there: the reader found this object's
+    /// keys so far to be, one for one, the distinct keys of the last object it read.
+    #[inline]
+    pub(super) fn push_distinct(&mut self, tag: u64, key: CompactString, value: Value) {
+        if self.large.is_some() {
+            self.push(key, value);
+            return;
+        }
+        self.push_new(tag, key, value);
+    }
+
+    /// Adds an entry not there yet to the small object being built.
+    #[inline(always)]
+    fn push_new(&mut self, tag: u64, key: CompactString, value: Value) {
+        self.seen |= seen_bit(tag);
         push_slot(&mut self.buf, tag, key, value);
         if self.buf.len() > INDEX_FROM {
             // A large object: go on through the indexed map.
@@ -661,7 +679,6 @@ impl ObjectBuilder {
             m.reindex();
             self.large = Some(m);
         }
-        true
     }
 
     pub(super) fn finish(self) -> Map {
@@ -673,6 +690,12 @@ impl ObjectBuilder {
             },
         }
     }
+}
+
+/// The bit of [`ObjectBuilder::seen`] that a key with tag `tag` sets.
+#[inline(always)]
+fn seen_bit(tag: u64) -> u64 {
+    1u64 << (tag.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
 }
 
 /// A change to a map, recorded before it is made.
