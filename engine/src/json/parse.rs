@@ -30,9 +30,7 @@ thread_local! {
     /// repeat their shape, so the next object's entries are allocated once at their size,
     /// and become the object's without a copy.
     static LAST_OBJECT_LEN: std::cell::Cell<[u8; 8]> = const { std::cell::Cell::new([0; 8]) };
-}
 
-thread_local! {
     /// The keys of the last object read at the top (depth 1) on this thread, in order, with
     /// their tags: its first [`INDEX_FROM`](super::INDEX_FROM) keys, or fewer where one was
     /// written with an escape or is too long to be inline. Only an object whose keys were
@@ -238,14 +236,14 @@ impl<'a> Reader<'a> {
         // Where each member is, for splicing changes in later (`splice.rs`). GJSON matches
         // a key written with an escape by its value, so SJSON edits it as any other.
         let mut members: Vec<Member> = Vec::with_capacity(room);
-        // The last top object's keys (see `LAST_KEYS`), and how many of this one's first
-        // keys were those, one for one.
+        // The last top object's keys (see `LAST_KEYS`), and whether this one's keys so far
+        // were those, one for one.
         let mut known = if top {
             LAST_KEYS.with(std::cell::Cell::take)
         } else {
             Vec::new()
         };
-        let mut hits = 0;
+        let mut all_known = true;
         let mut any_escaped = false;
         self.skip_space();
         if self.peek() == Some(b'}') {
@@ -257,15 +255,14 @@ impl<'a> Reader<'a> {
                     return Err(Invalid);
                 }
                 let key_start = self.i - start;
-                let known_key = if hits == members.len() {
-                    known.get(hits).filter(|(tag, key)| self.key_is(key, *tag))
-                } else {
-                    None
-                };
+                let known_key = all_known
+                    .then(|| known.get(members.len()))
+                    .flatten()
+                    .filter(|(tag, key)| self.key_is(key, *tag));
+                all_known &= known_key.is_some();
                 let (key, known_tag, escaped) = match known_key {
                     Some((tag, key)) => {
                         self.i += key.len() + 2;
-                        hits += 1;
                         (key.clone(), Some(*tag), false)
                     }
                     None => match self.string()? {
@@ -302,7 +299,7 @@ impl<'a> Reader<'a> {
         self.depth -= 1;
         let mut m = object.finish();
         if top {
-            if hits < members.len() && !any_escaped && members.len() == m.len() {
+            if !all_known && !any_escaped && members.len() == m.len() {
                 // A new shape: its keys are the ones to expect next.
                 known.clear();
                 known.extend(

@@ -337,6 +337,7 @@ fn keys_read_as_the_last_objects_keys_table() {
         r#"{"a":1,"bb"#,
         r#"{"a":1,"b"#,
         r#"{"a":1,"bb":2,"ccc":3}"#,
+        r#"{"a":1,"ccc":2,"ccc":3}"#,
         r#"["a",{"a":1,"bb":2}]"#,
         r#"{"a":{"a":1,"bb":2},"bb":{"bb":3}}"#,
         r#"{"eight_by":1,"fifteen_bytes_k":2,"sixteen_bytes_ke":3}"#,
