@@ -3,8 +3,10 @@
 //! Reading happens on its own thread and hands the pipeline batches of messages, bounded in
 //! lines and in bytes, through a bounded channel; what is read and not yet through the
 //! pipeline is bounded in bytes too ([`ReadAhead`]), so memory stays flat however long the
-//! input and its lines are. Each line is copied out of the read buffer into an allocation
-//! of its own size.
+//! input and its lines are. Lines are not copied here: a batch carries the part of the
+//! read buffer they lie in, and each is copied into an allocation of its own size on the
+//! worker that makes its message ([`BufferedLines`]), so this thread's work per line is
+//! finding its end.
 //! Compressed input (gzip, bzip2, Zstandard, framed Snappy) is detected by its magic bytes
 //! and decompressed (`sluice_cmd::compression`); a truncated stream is an error naming the
 //! file and the format. A line longer than the limit is an error naming the file and line.
@@ -13,17 +15,17 @@
 //! so that a line whose messages were not all delivered (one that failed on its own, such as
 //! a message without a lock key, or everything unfinished when the run failed) is named at
 //! the end, by file and line, instead of disappearing. The tokens of a batch's lines share
-//! one [`AckGroup`]: one allocation per batch, not a tracker per line.
+//! one [`sluice_engine::ack::AckGroup`]: one allocation per batch, not a tracker per line.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufReader, Read};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-use sluice_engine::Message;
-use sluice_engine::ack::{AckGroup, FailureWatch};
+use bytes::BytesMut;
+use sluice_engine::ack::FailureWatch;
 use sluice_engine::driver::ReadAhead;
+use sluice_engine::input::{BufferedLines, InputBatch};
 use tokio::sync::mpsc;
 
 /// Where lines come from.
@@ -78,8 +80,6 @@ pub enum InputError {
         limit: usize,
     },
 }
-
-const CHUNK: usize = 256 * 1024;
 
 /// A line whose messages were not all delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub fn read_all(
     opts: ReadOptions,
     report: &Arc<LineReport>,
     read_ahead: &ReadAhead,
-    tx: &mpsc::Sender<Vec<Message>>,
+    tx: &mpsc::Sender<InputBatch>,
 ) -> Result<(), InputError> {
     for (source_index, src) in sources.iter().enumerate() {
         let name = src.name();
@@ -173,11 +173,11 @@ pub fn read_all(
     Ok(())
 }
 
-/// Who hears of the fate of the lines being split: the source's watch, and the group of
-/// the batch being built (its lines' tokens share it, and it goes with the batch).
+/// Where a source's lines go: batches of [`BufferedLines`] whose failures its watch hears.
 struct Lines {
     watch: Arc<SourceWatch>,
-    group: Option<Arc<AckGroup>>,
+    /// Room made for lines in a new batch (its count, up to 1024).
+    room: usize,
 }
 
 impl Lines {
@@ -188,120 +188,131 @@ impl Lines {
                 source_index,
                 report: report.clone(),
             }),
-            group: None,
+            room: 0,
         }
     }
 
-    fn message(&mut self, line: u64, data: Vec<u8>) -> Message {
-        let token = match self.group.as_ref().and_then(|g| g.token(line)) {
-            Some(t) => t,
-            None => {
-                let group = AckGroup::new(line, self.watch.clone());
-                let t = group.token(line).expect("a group's first place is in it");
-                self.group = Some(group);
-                t
-            }
-        };
-        let mut m = Message::new(Bytes::from(data));
-        m.add_ack(token);
-        m
-    }
-
-    /// The batch was handed on: the next line starts a group of its own.
-    fn batch_sent(&mut self) {
-        self.group = None;
+    /// An empty batch whose first line is number `first`.
+    fn batch(&self, first: u64) -> BufferedLines {
+        BufferedLines::with_capacity(first, self.watch.clone(), self.room)
     }
 }
 
-/// The scratch buffer of lines longer than the read buffer is kept up to this capacity
-/// between lines, and freed after a longer one.
-const SCRATCH_KEPT: usize = 4 << 20;
+/// Bytes read at a time: a read buffer's size (one that a longer line needs is larger).
+const BLOCK: usize = 1 << 20;
 
-/// A line read by [`next_line`].
+/// A line found by [`ReadBuffer::next_line`].
 #[derive(Debug, PartialEq)]
 struct Line {
     /// Its text without its end (`\n` or `\r\n`; a last line without `\n` loses a
-    /// final `\r`), in an allocation of exactly its size: `Bytes` takes such a `Vec` as
-    /// it is, and the worker that first shares the text (the parser, for an object's text)
-    /// makes the shared count. A `Vec` with room to spare gets that count here, on the
-    /// input's thread, and every message's first read then waits for a cache line from
-    /// the other core, and its free goes back across threads.
-    text: Vec<u8>,
+    /// final `\r`), in the read buffer.
+    text: std::ops::Range<usize>,
     /// How many bytes were read for it, its end included.
     read: usize,
     /// Whether it ended with `\n` (else the input ended, or the bound was reached).
     ended: bool,
 }
 
-impl Line {
-    /// The line `raw` (as read, its end included), copied without its end.
-    fn of(raw: &[u8]) -> Line {
-        let ended = raw.last() == Some(&b'\n');
-        let mut keep = raw.len() - usize::from(ended);
-        if keep > 0 && raw[keep - 1] == b'\r' {
-            keep -= 1;
+/// Reads a stream into buffers of [`BLOCK`] bytes and finds its lines in them, without
+/// copying them: a batch carries the part of a buffer its lines lie in (split off the
+/// buffer, which reads on into its rest), and each line is copied out on the worker that
+/// makes its message ([`BufferedLines`]). Only a line cut by the end of a buffer is copied
+/// here, into the next buffer.
+struct ReadBuffer<R> {
+    source: R,
+    /// The size of a new buffer ([`BLOCK`], but for tests).
+    block: usize,
+    /// Zero-filled to its length once; `filled` bytes of it are read.
+    buf: BytesMut,
+    filled: usize,
+    /// Where the next line starts.
+    next: usize,
+    ended: bool,
+}
+
+impl<R: Read> ReadBuffer<R> {
+    fn new(source: R, block: usize) -> ReadBuffer<R> {
+        ReadBuffer {
+            source,
+            block: block.max(1),
+            buf: BytesMut::new(),
+            filled: 0,
+            next: 0,
+            ended: false,
+        }
+    }
+
+    /// The next line, its range relative to the buffer's start. At most `bound` bytes are
+    /// taken when no newline comes. When the line is cut by the end of the buffer, the
+    /// lines before it go to `batch` ([`BufferedLines::seal`]) and the line moves to a new
+    /// buffer. `None` at the end of input.
+    fn next_line(&mut self, bound: usize, batch: &mut BufferedLines) -> io::Result<Option<Line>> {
+        let mut searched = self.next;
+        loop {
+            let window = self.filled.min(self.next.saturating_add(bound));
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[searched..window]) {
+                let end = searched + i;
+                return Ok(Some(self.take(end + 1, true)));
+            }
+            searched = window;
+            if window - self.next >= bound {
+                return Ok(Some(self.take(window, false)));
+            }
+            if self.ended {
+                return Ok((self.filled > self.next).then(|| self.take(self.filled, false)));
+            }
+            if self.filled == self.buf.len() {
+                searched -= self.next;
+                self.renew(batch);
+            }
+            match self.source.read(&mut self.buf[self.filled..]) {
+                Ok(0) => self.ended = true,
+                Ok(n) => self.filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The line from `next` to `to` (its end included when `ended`).
+    fn take(&mut self, to: usize, ended: bool) -> Line {
+        let start = self.next;
+        self.next = to;
+        let mut end = to - usize::from(ended);
+        if end > start && self.buf[end - 1] == b'\r' {
+            end -= 1;
         }
         Line {
-            text: raw[..keep].to_vec(),
-            read: raw.len(),
+            text: start..end,
+            read: to - start,
             ended,
         }
     }
-}
 
-/// Reads the next line: lines within the read buffer are copied out of it, longer ones
-/// gathered in `scratch` first (a line grown in place would hold up to twice its size, and
-/// every doubling is fresh memory). At most `bound` bytes are read when no newline comes.
-/// `None` at the end of input.
-fn next_line(
-    reader: &mut impl BufRead,
-    scratch: &mut Vec<u8>,
-    bound: usize,
-) -> io::Result<Option<Line>> {
-    scratch.clear();
-    loop {
-        let buf = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if buf.is_empty() {
-            return Ok((!scratch.is_empty()).then(|| take_scratch(scratch)));
-        }
-        let window = &buf[..buf.len().min(bound - scratch.len())];
-        if let Some(i) = memchr::memchr(b'\n', window) {
-            let line = if scratch.is_empty() {
-                Line::of(&window[..=i])
-            } else {
-                scratch.extend_from_slice(&window[..=i]);
-                take_scratch(scratch)
-            };
-            reader.consume(i + 1);
-            return Ok(Some(line));
-        }
-        let n = window.len();
-        scratch.extend_from_slice(window);
-        reader.consume(n);
-        if scratch.len() >= bound {
-            return Ok(Some(take_scratch(scratch)));
-        }
+    /// Moves the unfinished line to a new buffer (of [`BLOCK`] bytes, or twice the line's
+    /// so far), giving the lines before it to `batch`.
+    fn renew(&mut self, batch: &mut BufferedLines) {
+        let partial = self.filled - self.next;
+        let mut fresh = BytesMut::zeroed(self.block.max(partial.saturating_mul(2)));
+        fresh[..partial].copy_from_slice(&self.buf[self.next..self.filled]);
+        let mut old = std::mem::replace(&mut self.buf, fresh);
+        old.truncate(self.next);
+        batch.seal(old.freeze());
+        self.filled = partial;
+        self.next = 0;
+    }
+
+    /// Gives `batch` the part of the buffer before `at`, where its lines lie; the buffer
+    /// reads on into the rest, and its places move back by `at`.
+    fn seal(&mut self, batch: &mut BufferedLines, at: usize) {
+        batch.seal(self.buf.split_to(at).freeze());
+        self.filled -= at;
+        self.next -= at;
     }
 }
 
-/// The line in `scratch`; `scratch` is left empty (and freed when it grew past
-/// [`SCRATCH_KEPT`]).
-fn take_scratch(scratch: &mut Vec<u8>) -> Line {
-    let line = Line::of(scratch);
-    if scratch.capacity() > SCRATCH_KEPT {
-        *scratch = Vec::new();
-    } else {
-        scratch.clear();
-    }
-    line
-}
-
-/// Splits a stream into line messages; `false` when the receiver went away or the driver
-/// stopped.
+/// Splits a stream into lines and hands them on in batches; `false` when the receiver
+/// went away or the driver stopped.
 ///
 /// A batch is handed on when it holds `batch_messages` lines, or before a line would take
 /// it past `batch_bytes` (a longer line goes alone), and whenever `read_ahead` is full, so
@@ -311,80 +322,92 @@ fn split_lines(
     lines: &mut Lines,
     opts: ReadOptions,
     read_ahead: &ReadAhead,
-    tx: &mpsc::Sender<Vec<Message>>,
+    tx: &mpsc::Sender<InputBatch>,
+) -> Result<bool, InputError> {
+    split_buffered(ReadBuffer::new(r, BLOCK), lines, opts, read_ahead, tx)
+}
+
+/// [`split_lines`] from `reader`.
+fn split_buffered(
+    mut reader: ReadBuffer<impl Read>,
+    lines: &mut Lines,
+    opts: ReadOptions,
+    read_ahead: &ReadAhead,
+    tx: &mpsc::Sender<InputBatch>,
 ) -> Result<bool, InputError> {
     let name = lines.watch.source.clone();
     let name = &*name;
-    let mut reader = BufReader::with_capacity(CHUNK, r);
-    let mut scratch = Vec::new();
-    let mut batch = Vec::with_capacity(opts.batch_messages.min(1024));
-    let mut batch_bytes = 0usize;
+    lines.room = opts.batch_messages.min(1024);
+    let mut batch = lines.batch(1);
     let mut line_no: u64 = 0;
     // Read at most the limit plus a CRLF, so a huge line is never held whole.
     let bound = opts.max_line_bytes.saturating_add(2);
     loop {
-        if read_ahead.is_full() && !batch.is_empty() {
-            batch_bytes = 0;
-            if !send(tx, &mut batch, opts, lines) {
-                return Ok(false);
-            }
+        if read_ahead.is_full()
+            && !batch.is_empty()
+            && !send(tx, &mut batch, &mut reader, lines, None)
+        {
+            return Ok(false);
         }
         if !read_ahead.wait() {
             return Ok(false);
         }
         let Some(Line {
-            text: line,
+            mut text,
             read,
             ended,
-        }) = next_line(&mut reader, &mut scratch, bound).map_err(|error| InputError::Io {
-            source_name: name.to_string(),
-            error,
-        })?
+        }) = reader
+            .next_line(bound, &mut batch)
+            .map_err(|error| InputError::Io {
+                source_name: name.to_string(),
+                error,
+            })?
         else {
             break;
         };
         line_no += 1;
         sluice_cmd::memory::message_read(read);
-        if line.len() > opts.max_line_bytes || (!ended && read == bound) {
+        if text.len() > opts.max_line_bytes || (!ended && read == bound) {
             return Err(InputError::LineTooLong {
                 source_name: name.to_string(),
                 line: line_no,
                 limit: opts.max_line_bytes,
             });
         }
-        if !batch.is_empty() && batch_bytes + line.len() > opts.batch_bytes {
-            batch_bytes = 0;
-            if !send(tx, &mut batch, opts, lines) {
+        if !batch.is_empty() && batch.bytes() + text.len() > opts.batch_bytes {
+            // The batch ends before this line, which moves with the buffer's rest.
+            if !send(tx, &mut batch, &mut reader, lines, Some(text.start)) {
                 return Ok(false);
             }
+            text = 0..text.len();
         }
-        read_ahead.add(line.len());
-        batch_bytes += line.len();
-        batch.push(lines.message(line_no, line));
-        if batch.len() >= opts.batch_messages || batch_bytes >= opts.batch_bytes {
-            batch_bytes = 0;
-            if !send(tx, &mut batch, opts, lines) {
-                return Ok(false);
-            }
+        read_ahead.add(text.len());
+        batch.push(text);
+        if (batch.len() >= opts.batch_messages || batch.bytes() >= opts.batch_bytes)
+            && !send(tx, &mut batch, &mut reader, lines, None)
+        {
+            return Ok(false);
         }
     }
     if !batch.is_empty() {
-        return Ok(send(tx, &mut batch, opts, lines));
+        return Ok(send(tx, &mut batch, &mut reader, lines, None));
     }
     Ok(true)
 }
 
+/// Hands on `batch`, its lines' part of the read buffer up to `at` (else to where the
+/// next line starts), and starts the next batch; `false` when the receiver went away.
 fn send(
-    tx: &mpsc::Sender<Vec<Message>>,
-    batch: &mut Vec<Message>,
-    opts: ReadOptions,
-    lines: &mut Lines,
+    tx: &mpsc::Sender<InputBatch>,
+    batch: &mut BufferedLines,
+    reader: &mut ReadBuffer<impl Read>,
+    lines: &Lines,
+    at: Option<usize>,
 ) -> bool {
-    lines.batch_sent();
-    let full = std::mem::replace(batch, Vec::with_capacity(opts.batch_messages.min(1024)));
-    tx.blocking_send(full).is_ok()
+    reader.seal(batch, at.unwrap_or(reader.next));
+    let full = std::mem::replace(batch, lines.batch(batch.next_line()));
+    tx.blocking_send(full.into()).is_ok()
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,13 +422,20 @@ mod tests {
     }
 
     fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
+        collect_in(data, opts, BLOCK)
+    }
+
+    /// The lines read from `data` with read buffers of `block` bytes.
+    fn collect_in(data: &[u8], opts: ReadOptions, block: usize) -> Result<Vec<String>, InputError> {
         let (tx, mut rx) = mpsc::channel(1024);
-        split_lines(data, &mut lines("test"), opts, &unbounded(), &tx)?;
+        let reader = ReadBuffer::new(data, block);
+        split_buffered(reader, &mut lines("test"), opts, &unbounded(), &tx)?;
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
             out.extend(
-                b.into_iter()
+                b.into_messages()
+                    .iter()
                     .map(|m| String::from_utf8_lossy(m.data()).into_owned()),
             );
         }
@@ -465,54 +495,52 @@ mod tests {
     }
 
     #[test]
-    fn lines_are_read_into_allocations_of_their_own_size_across_buffer_refills() {
-        // A read buffer of 8 bytes: lines within it, across refills, and at the end.
+    fn lines_are_the_same_whatever_the_read_buffers_and_batches() {
+        // Lines within a buffer, cut by its end, longer than it, at the end, and batches
+        // closed by count and by bytes (before a line, which moves with the buffer's rest).
         let long = "y".repeat(100);
-        let input = format!("ab\n{long}\nc\r\n\nlast");
-        let mut reader = BufReader::with_capacity(8, input.as_bytes());
-        let mut scratch = Vec::new();
-        let mut got = Vec::new();
-        while let Some(line) = next_line(&mut reader, &mut scratch, 1000).unwrap() {
-            // Exactly its size without its end: `Bytes` takes it without a shared count.
-            assert_eq!(line.text.capacity(), line.text.len(), "{line:?}");
-            got.push((String::from_utf8(line.text).unwrap(), line.read, line.ended));
-        }
-        assert_eq!(
-            got,
-            vec![
-                ("ab".to_string(), 3, true),
-                (long.clone(), 101, true),
-                ("c".into(), 3, true),
-                ("".into(), 1, true),
-                ("last".into(), 4, false)
-            ]
-        );
-        // A last line without `\n` loses a final `\r`; a `\r` within a line stays.
-        let mut reader = BufReader::with_capacity(8, &b"a\rb\r"[..]);
-        let last = next_line(&mut reader, &mut scratch, 1000).unwrap().unwrap();
-        assert_eq!(
-            (last.text, last.read, last.ended),
-            (b"a\rb".to_vec(), 4, false)
-        );
-        // No newline within the bound: the bound's worth, then the rest.
-        let mut reader = BufReader::with_capacity(8, &b"0123456789abcdef\n"[..]);
-        assert_eq!(
-            next_line(&mut reader, &mut scratch, 10).unwrap().unwrap(),
-            Line {
-                text: b"0123456789".to_vec(),
-                read: 10,
-                ended: false
+        let input = format!("ab\n{long}\nc\r\n\n\r\nlast\r");
+        let want = ["ab", long.as_str(), "c", "", "", "last"];
+        for block in [1, 2, 3, 7, 8, 64, 101, 102, BLOCK] {
+            for (messages, bytes) in [(1, 1 << 20), (2, 1 << 20), (1024, 3), (1024, 1 << 20)] {
+                let opts = ReadOptions {
+                    batch_messages: messages,
+                    batch_bytes: bytes,
+                    max_line_bytes: 1000,
+                };
+                assert_eq!(
+                    collect_in(input.as_bytes(), opts, block).unwrap(),
+                    want,
+                    "block {block}, {messages} messages, {bytes} bytes"
+                );
             }
+        }
+        // A `\r` within a line stays.
+        assert_eq!(collect_in(b"a\rb\r", OPTS, 2).unwrap(), ["a\rb"]);
+        // A line of exactly the limit, with its CRLF, across buffers; one byte more is an
+        // error, even when its buffer holds less than the bound.
+        let at_limit = format!("{}\r\n", "z".repeat(16));
+        assert_eq!(
+            collect_in(at_limit.as_bytes(), OPTS, 5).unwrap(),
+            ["z".repeat(16)]
         );
-        // A scratch buffer grown by a huge line is not kept.
-        let huge = vec![b'z'; SCRATCH_KEPT + 10];
-        let mut reader = BufReader::with_capacity(1 << 16, &huge[..]);
-        let line = next_line(&mut reader, &mut scratch, usize::MAX)
-            .unwrap()
-            .unwrap();
-        assert_eq!(line.text.len(), huge.len());
-        assert_eq!(line.text.capacity(), huge.len());
-        assert_eq!(scratch.capacity(), 0);
+        let over = format!("ok\n{}\r\n", "z".repeat(17));
+        for block in [5, 64] {
+            let e = collect_in(over.as_bytes(), OPTS, block).unwrap_err();
+            assert!(e.to_string().starts_with("test:2: line is longer"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_line_longer_than_a_buffer_moves_to_one_twice_its_size_so_far() {
+        let mut reader = ReadBuffer::new(&b"0123456789abcdef\nx\n"[..], 4);
+        let mut batch = lines("test").batch(1);
+        let line = reader.next_line(100, &mut batch).unwrap().unwrap();
+        assert_eq!((line.text, line.read, line.ended), (0..16, 17, true));
+        // 4, then 8 (4 read so far), then 16 (8), then 32 (16): each move copies the
+        // line's bytes so far once.
+        assert_eq!(reader.buf.len(), 32);
+        assert!(batch.is_empty());
     }
 
     #[test]
@@ -540,7 +568,7 @@ mod tests {
             // The limit, plus the line read when it was not reached yet.
             assert!(read_ahead.held() <= 249 + 100, "{}", read_ahead.held());
             sizes.push(batch.len());
-            read_ahead.release(sluice_engine::driver::batch_bytes(&batch));
+            read_ahead.release(batch.data_bytes());
         }
         assert!(reader.join().unwrap().unwrap());
         assert_eq!(sizes, vec![3, 3, 3, 1]);
@@ -585,7 +613,7 @@ mod tests {
         drop(tx);
         let mut msgs = Vec::new();
         while let Ok(b) = rx.try_recv() {
-            msgs.extend(b);
+            msgs.extend(b.into_messages());
         }
         // Two batches of two lines and one (OPTS), so two groups; line 3 is failed on a
         // copy, then again, and is named once with the first reason.
@@ -620,7 +648,7 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(16);
         let report = Arc::default();
         read_all(&[Source::File(good)], OPTS, &report, &unbounded(), &tx).unwrap();
-        let b = rx.try_recv().unwrap();
+        let b = rx.try_recv().unwrap().into_messages();
         assert_eq!(
             b.iter().map(|m| &m.data()[..]).collect::<Vec<_>>(),
             vec![b"x", b"y"]

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::error::TransformError;
+use crate::input::InputBatch;
 use crate::message::Message;
 use crate::pipeline::{LEADS_IN_FLIGHT, Lead, Pipeline};
 
@@ -147,9 +148,9 @@ pub fn batch_bytes(batch: &[Message]) -> usize {
 /// waiting (up to [`LEADS_IN_FLIGHT`]) cross its leading stateless segment on the workers
 /// while the rest of the pipeline (a send, on this task) finishes the batches before them,
 /// in order.
-pub async fn drive(
+pub async fn drive<B: Into<InputBatch>>(
     pipeline: &Pipeline,
-    input: mpsc::Receiver<Vec<Message>>,
+    input: mpsc::Receiver<B>,
     on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
     drive_bounded(pipeline, input, None, on_output).await
@@ -158,9 +159,9 @@ pub async fn drive(
 /// [`drive`] whose input is bounded by `read_ahead`: each batch's bytes are released once
 /// the pipeline has applied it, and the bound is closed when this returns (so a reader
 /// waiting on it stops, also after an error).
-pub async fn drive_bounded(
+pub async fn drive_bounded<B: Into<InputBatch>>(
     pipeline: &Pipeline,
-    mut input: mpsc::Receiver<Vec<Message>>,
+    mut input: mpsc::Receiver<B>,
     read_ahead: Option<&ReadAhead>,
     on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
@@ -180,9 +181,7 @@ pub async fn drive_bounded(
         }
         input.close();
         while let Ok(batch) = input.try_recv() {
-            for m in &batch {
-                m.fail_acks(&reason);
-            }
+            batch.into().fail(&reason);
         }
     }
     if let Some(ra) = read_ahead {
@@ -199,9 +198,9 @@ struct Ahead {
     bytes: usize,
 }
 
-async fn drive_inner(
+async fn drive_inner<B: Into<InputBatch>>(
     pipeline: &Pipeline,
-    input: &mut mpsc::Receiver<Vec<Message>>,
+    input: &mut mpsc::Receiver<B>,
     read_ahead: Option<&ReadAhead>,
     leads: &mut VecDeque<Ahead>,
     mut on_output: impl FnMut(Vec<Message>),
@@ -246,8 +245,9 @@ async fn drive_inner(
             }
         };
         if let Some(batch) = batch {
-            stats.messages_in += batch.iter().filter(|m| !m.is_ctrl()).count() as u64;
-            let bytes = read_ahead.map_or(0, |_| batch_bytes(&batch));
+            let batch: InputBatch = batch.into();
+            stats.messages_in += batch.data_messages() as u64;
+            let bytes = read_ahead.map_or(0, |_| batch.data_bytes());
             if runs_ahead {
                 leads.push_back(Ahead {
                     lead: pipeline.start_lead(batch),
@@ -255,7 +255,7 @@ async fn drive_inner(
                 });
                 continue;
             }
-            let applied = pipeline.apply(batch).await;
+            let applied = pipeline.apply(batch.into_messages()).await;
             release(read_ahead, bytes);
             count_out(&mut stats, &mut on_output, applied?);
             continue;

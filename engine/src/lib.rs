@@ -20,6 +20,7 @@ pub mod context;
 pub mod driver;
 pub mod error;
 pub mod go_regex;
+pub mod input;
 pub mod invocation;
 pub mod json;
 pub mod message;

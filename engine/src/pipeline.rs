@@ -20,6 +20,7 @@ use std::time::Instant;
 
 use crate::context::Context;
 use crate::error::TransformError;
+use crate::input::InputBatch;
 use crate::message::{Message, OutputSlab};
 use crate::transform::{InPlace, Kind, StatefulTransform, Transform};
 
@@ -232,19 +233,22 @@ impl Pipeline {
     /// Starts the lead (see [`Pipeline::runs_ahead`]) on `msgs` in the background, on the
     /// workers; [`Lead::finish`] waits for what it returns. Without a lead to run ahead,
     /// the messages are handed back untouched.
-    pub fn start_lead(&self, msgs: Vec<Message>) -> Lead {
+    /// A batch of [lines](crate::input::BufferedLines) is made into messages by the
+    /// chunks' tasks, on the workers.
+    pub fn start_lead(&self, batch: impl Into<InputBatch>) -> Lead {
+        let batch = batch.into();
         // The lead is at most one stage: stateless transforms that share no state form one
         // segment, up to the first that does or the first stateful one.
         match self.stages.first() {
             Some(Stage::Stateless { steps, to_bytes }) if self.runs_ahead() && self.lead == 1 => {
                 let chunks = (self.workers * CHUNKS_PER_WORKER)
-                    .min(msgs.len() / MIN_CHUNK)
+                    .min(batch.len() / MIN_CHUNK)
                     .max(1);
                 Lead(LeadState::Running(spawn_chunks(
-                    steps, *to_bytes, msgs, chunks,
+                    steps, *to_bytes, batch, chunks,
                 )))
             }
-            _ => Lead(LeadState::Untouched(msgs)),
+            _ => Lead(LeadState::Untouched(batch.into_messages())),
         }
     }
 
@@ -346,7 +350,7 @@ impl Pipeline {
         if self.workers == 1 || chunks == 1 {
             return run_segment(steps, to_bytes, msgs, out).await;
         }
-        join_chunks(spawn_chunks(steps, to_bytes, msgs, chunks), out).await
+        join_chunks(spawn_chunks(steps, to_bytes, msgs.into(), chunks), out).await
     }
 
     /// Discards what every stateful transform holds (see [`StatefulTransform::abort`]).
@@ -432,15 +436,16 @@ impl Lead {
     }
 }
 
-/// Splits `msgs` into `chunks` parts and spawns a task taking each through the segment.
+/// Splits `batch` into `chunks` parts and spawns a task taking each through the segment
+/// (making its messages first, when they are lines).
 fn spawn_chunks(
     steps: &Arc<[Step]>,
     to_bytes: bool,
-    msgs: Vec<Message>,
+    batch: InputBatch,
     chunks: usize,
 ) -> Vec<Chunk> {
-    let chunk = msgs.len().div_ceil(chunks.max(1)).max(1);
-    let mut rest = msgs;
+    let chunk = batch.len().div_ceil(chunks.max(1)).max(1);
+    let mut rest = batch;
     let mut handles = Vec::with_capacity(chunks);
     while !rest.is_empty() {
         let tail = rest.split_off(chunk.min(rest.len()));
@@ -448,7 +453,7 @@ fn spawn_chunks(
         let steps = steps.clone();
         handles.push(tokio::spawn(async move {
             let mut out = Vec::with_capacity(part.len());
-            let r = run_segment(&steps, to_bytes, part, &mut out).await;
+            let r = run_segment(&steps, to_bytes, part.into_messages(), &mut out).await;
             (out, r)
         }));
     }
