@@ -531,6 +531,63 @@ mod tests {
         }
     }
 
+    /// A source that gives at most `most` bytes a read, and is interrupted before every
+    /// other read (as a pipe read by a signalled process is).
+    struct Trickle<'a> {
+        data: &'a [u8],
+        most: usize,
+        interrupt: bool,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let n = buf.len().min(self.most).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn short_and_interrupted_reads_give_the_same_lines() {
+        let input = b"first\nsecond line\r\n\nthird\nlast";
+        for most in [1, 2, 5, 64] {
+            for block in [4, 16, BLOCK] {
+                let (tx, mut rx) = mpsc::channel(1024);
+                let source = Trickle {
+                    data: input,
+                    most,
+                    interrupt: false,
+                };
+                let opts = ReadOptions {
+                    batch_messages: 2,
+                    batch_bytes: 1 << 20,
+                    max_line_bytes: 100,
+                };
+                let reader = ReadBuffer::new(source, block);
+                assert!(
+                    split_buffered(reader, &mut lines("test"), opts, &unbounded(), &tx).unwrap()
+                );
+                drop(tx);
+                let mut got = Vec::new();
+                while let Ok(b) = rx.try_recv() {
+                    for m in b.into_messages() {
+                        got.push(String::from_utf8(m.data().to_vec()).unwrap());
+                    }
+                }
+                assert_eq!(
+                    got,
+                    ["first", "second line", "", "third", "last"],
+                    "{most} bytes a read, buffers of {block}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_line_longer_than_a_buffer_moves_to_one_twice_its_size_so_far() {
         let mut reader = ReadBuffer::new(&b"0123456789abcdef\nx\n"[..], 4);

@@ -576,6 +576,92 @@ mod tests {
         }
     }
 
+    /// Records the places its lines were failed at.
+    #[derive(Default)]
+    struct Failed(std::sync::Mutex<Vec<(u64, String)>>);
+
+    impl crate::ack::FailureWatch for Failed {
+        fn failed(&self, place: u64, reason: &str) {
+            self.0.lock().unwrap().push((place, reason.to_string()));
+        }
+    }
+
+    /// Batch `n` of `len` lines `b{n}-{i}` in one read buffer, numbered from `first`.
+    fn lines(n: usize, len: usize, first: u64, watch: &Arc<Failed>) -> InputBatch {
+        let mut text = Vec::new();
+        let mut b = crate::input::BufferedLines::new(first, watch.clone());
+        for i in 0..len {
+            let start = text.len();
+            text.extend_from_slice(format!("b{n}-{i}").as_bytes());
+            b.push(start..text.len());
+            text.push(b'\n');
+        }
+        b.seal(bytes::Bytes::from(text));
+        b.into()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lines_in_their_read_buffers_come_out_as_messages_do() {
+        for (workers, len) in [(2, 3), (2, 300), (1, 300)] {
+            let (p, rest) = lead_and_rest(false, workers);
+            let watch = Arc::new(Failed::default());
+            let (tx, rx) = mpsc::channel(8);
+            for n in 0..5 {
+                tx.send(lines(n, len, 1 + (n * len) as u64, &watch))
+                    .await
+                    .unwrap();
+            }
+            drop(tx);
+            let mut out = Vec::new();
+            let stats = drive(&p, rx, |o| {
+                out.extend(o.into_iter().filter(|m| !m.is_ctrl()))
+            })
+            .await
+            .unwrap();
+            let want: Vec<String> = (0..5)
+                .flat_map(|n| (0..len).map(move |i| format!("b{n}-{i}+")))
+                .collect();
+            let got: Vec<String> = out
+                .iter()
+                .map(|m| String::from_utf8_lossy(m.data()).into_owned())
+                .collect();
+            assert_eq!(got, want, "{workers} workers, {len} per batch");
+            assert_eq!(*rest.seen.lock().unwrap(), want);
+            assert_eq!(stats.messages_in, 5 * len as u64);
+            // Each message carries its line's token: failed, it names its line.
+            out[len + 1].fail_acks("refused");
+            assert_eq!(
+                *watch.0.lock().unwrap(),
+                [(len as u64 + 2, "refused".into())]
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lines_not_applied_when_the_pipeline_fails_are_failed_with_their_numbers() {
+        let ra = Arc::new(ReadAhead::new(usize::MAX));
+        let most = Arc::new(AtomicUsize::new(0));
+        let p = pipeline(&ra, &most);
+        let watch = Arc::new(Failed::default());
+        let (tx, rx) = mpsc::channel(8);
+        let mut bad = crate::input::BufferedLines::new(1, watch.clone());
+        bad.push(0..2);
+        bad.push(3..6);
+        bad.seal(bytes::Bytes::from_static(b"ok\nbad\n"));
+        tx.send(InputBatch::from(bad)).await.unwrap();
+        tx.send(lines(1, 4, 3, &watch)).await.unwrap();
+        drop(tx);
+        let err = drive_bounded(&p, rx, Some(&ra), |_| {}).await.unwrap_err();
+        assert_eq!(err.to_string(), "transform watch: boom");
+        let mut told = watch.0.lock().unwrap().clone();
+        told.sort();
+        // The failing batch's lines, and every line of the batch still waiting.
+        let want: Vec<(u64, String)> = (1..=6)
+            .map(|line| (line, "transform watch: boom".to_string()))
+            .collect();
+        assert_eq!(told, want);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failure_in_a_lead_lets_the_batch_before_it_finish_first() {
         use crate::ack::AckStatus;
