@@ -8,7 +8,8 @@
 //! acknowledgements ([`ack`]).
 //!
 //! A message's path through the engine: an input adapter (the CLI, the Lambda function)
-//! makes [`Message`]s and hands batches of them to [`driver::drive`], which applies the
+//! makes [`Message`]s (or, for lines, [`input::BufferedLines`] that the workers make into
+//! messages) and hands batches of them to [`driver::drive`], which applies the
 //! [`Pipeline`] and ends the input with one ctrl message; the transforms (built by the
 //! `sluice-transforms` crate through the [`Registry`]) change, route, batch and send them;
 //! sends resolve each message's [`ack::AckToken`]s; the adapter reads its
