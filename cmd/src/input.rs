@@ -155,7 +155,7 @@ pub fn read_all(
 ) -> Result<(), InputError> {
     for (source_index, src) in sources.iter().enumerate() {
         let name = src.name();
-        let mut lines = Lines::new(&name, source_index, report);
+        let lines = Lines::new(&name, source_index, report, opts.batch_messages);
         let io_err = |error: io::Error| InputError::Io {
             source_name: name.clone(),
             error,
@@ -166,7 +166,7 @@ pub fn read_all(
         };
         let reader = BufReader::with_capacity(64 * 1024, raw);
         let (_, stream) = sluice_cmd::compression::decompressing(reader).map_err(io_err)?;
-        if !split_lines(stream, &mut lines, opts, read_ahead, tx)? {
+        if !split_lines(stream, &lines, opts, read_ahead, tx)? {
             return Ok(());
         }
     }
@@ -176,19 +176,24 @@ pub fn read_all(
 /// Where a source's lines go: batches of [`BufferedLines`] whose failures its watch hears.
 struct Lines {
     watch: Arc<SourceWatch>,
-    /// Room made for lines in a new batch (its count, up to 1024).
+    /// Room made for lines in a new batch (`--batch-messages`, up to 1024).
     room: usize,
 }
 
 impl Lines {
-    fn new(source: &str, source_index: usize, report: &Arc<LineReport>) -> Lines {
+    fn new(
+        source: &str,
+        source_index: usize,
+        report: &Arc<LineReport>,
+        batch_messages: usize,
+    ) -> Lines {
         Lines {
             watch: Arc::new(SourceWatch {
                 source: source.into(),
                 source_index,
                 report: report.clone(),
             }),
-            room: 0,
+            room: batch_messages.min(1024),
         }
     }
 
@@ -319,7 +324,7 @@ impl<R: Read> ReadBuffer<R> {
 /// that the driver can release what it counts; then the reader waits on it.
 fn split_lines(
     r: impl Read,
-    lines: &mut Lines,
+    lines: &Lines,
     opts: ReadOptions,
     read_ahead: &ReadAhead,
     tx: &mpsc::Sender<InputBatch>,
@@ -330,14 +335,13 @@ fn split_lines(
 /// [`split_lines`] from `reader`.
 fn split_buffered(
     mut reader: ReadBuffer<impl Read>,
-    lines: &mut Lines,
+    lines: &Lines,
     opts: ReadOptions,
     read_ahead: &ReadAhead,
     tx: &mpsc::Sender<InputBatch>,
 ) -> Result<bool, InputError> {
     let name = lines.watch.source.clone();
     let name = &*name;
-    lines.room = opts.batch_messages.min(1024);
     let mut batch = lines.batch(1);
     let mut line_no: u64 = 0;
     // Read at most the limit plus a CRLF, so a huge line is never held whole.
@@ -418,7 +422,7 @@ mod tests {
     }
 
     fn lines(name: &str) -> Lines {
-        Lines::new(name, 0, &Arc::default())
+        Lines::new(name, 0, &Arc::default(), 1024)
     }
 
     fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
@@ -429,7 +433,7 @@ mod tests {
     fn collect_in(data: &[u8], opts: ReadOptions, block: usize) -> Result<Vec<String>, InputError> {
         let (tx, mut rx) = mpsc::channel(1024);
         let reader = ReadBuffer::new(data, block);
-        split_buffered(reader, &mut lines("test"), opts, &unbounded(), &tx)?;
+        split_buffered(reader, &lines("test"), opts, &unbounded(), &tx)?;
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
@@ -451,7 +455,7 @@ mod tests {
     /// The sizes of the batches `data` is cut into.
     fn batch_sizes(data: &[u8], opts: ReadOptions) -> Vec<usize> {
         let (tx, mut rx) = mpsc::channel(1024);
-        split_lines(data, &mut lines("test"), opts, &unbounded(), &tx).unwrap();
+        split_lines(data, &lines("test"), opts, &unbounded(), &tx).unwrap();
         drop(tx);
         let mut out = Vec::new();
         while let Ok(b) = rx.try_recv() {
@@ -569,9 +573,7 @@ mod tests {
                     max_line_bytes: 100,
                 };
                 let reader = ReadBuffer::new(source, block);
-                assert!(
-                    split_buffered(reader, &mut lines("test"), opts, &unbounded(), &tx).unwrap()
-                );
+                assert!(split_buffered(reader, &lines("test"), opts, &unbounded(), &tx).unwrap());
                 drop(tx);
                 let mut got = Vec::new();
                 while let Ok(b) = rx.try_recv() {
@@ -618,7 +620,7 @@ mod tests {
                 batch_bytes: 1 << 20,
                 max_line_bytes: 1 << 20,
             };
-            split_lines(&ten_lines_of_100[..], &mut lines("test"), opts, &ra, &tx)
+            split_lines(&ten_lines_of_100[..], &lines("test"), opts, &ra, &tx)
         });
         let mut sizes = Vec::new();
         while let Some(batch) = rx.blocking_recv() {
@@ -632,7 +634,7 @@ mod tests {
         // A closed bound stops the reader.
         read_ahead.close();
         let (tx, _rx) = mpsc::channel(16);
-        assert!(!split_lines(&b"a\n"[..], &mut lines("test"), OPTS, &read_ahead, &tx).unwrap());
+        assert!(!split_lines(&b"a\n"[..], &lines("test"), OPTS, &read_ahead, &tx).unwrap());
     }
 
     #[test]
@@ -665,8 +667,8 @@ mod tests {
     fn lines_whose_messages_fail_are_reported_with_their_place() {
         let (tx, mut rx) = mpsc::channel(16);
         let report: Arc<LineReport> = Arc::default();
-        let mut l = Lines::new("in.jsonl", 1, &report);
-        split_lines(&b"a\nb\nc\n"[..], &mut l, OPTS, &unbounded(), &tx).unwrap();
+        let l = Lines::new("in.jsonl", 1, &report, OPTS.batch_messages);
+        split_lines(&b"a\nb\nc\n"[..], &l, OPTS, &unbounded(), &tx).unwrap();
         drop(tx);
         let mut msgs = Vec::new();
         while let Ok(b) = rx.try_recv() {

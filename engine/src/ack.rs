@@ -216,7 +216,12 @@ impl AckGroup {
     /// first or more than `u32::MAX` after it (a new group is then needed).
     pub fn token(self: &Arc<Self>, place: u64) -> Option<AckToken> {
         let offset = u32::try_from(place.checked_sub(self.first)?).ok()?;
-        Some(AckToken(Reporter::Group(self.clone(), offset)))
+        Some(self.token_at(offset))
+    }
+
+    /// The token of the message `offset` places after the group's first.
+    pub fn token_at(self: &Arc<Self>, offset: u32) -> AckToken {
+        AckToken(Reporter::Group(self.clone(), offset))
     }
 }
 

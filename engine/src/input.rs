@@ -195,27 +195,21 @@ impl BufferedLines {
     }
 
     /// The lines' messages, each line copied into an allocation of its own size, with the
-    /// token of its number in one group for the batch.
+    /// token of its number in one group for the batch (a group per 2^32 - 1 lines, the
+    /// places one group tells apart).
     pub fn into_messages(self) -> Vec<Message> {
+        const GROUP_SPAN: usize = u32::MAX as usize;
         let mut out = Vec::with_capacity(self.lines.len());
-        if self.lines.is_empty() {
-            return out;
-        }
-        let mut group = AckGroup::new(self.first, self.watch.clone());
-        for (i, at) in self.lines.iter().enumerate() {
-            let place = self.first + i as u64;
-            let token = match group.token(place) {
-                Some(t) => t,
-                None => {
-                    // More than 2^32 lines after the group's first: a new group.
-                    group = AckGroup::new(place, self.watch.clone());
-                    group.token(place).expect("a group's first place is in it")
-                }
-            };
-            let text = &self.buffers[at.buffer][at.start..at.end];
-            let mut m = Message::new(Bytes::from(text.to_vec()));
-            m.add_ack(token);
-            out.push(m);
+        let mut first = self.first;
+        for span in self.lines.chunks(GROUP_SPAN) {
+            let group = AckGroup::new(first, self.watch.clone());
+            for (offset, at) in (0..=u32::MAX).zip(span) {
+                let text = &self.buffers[at.buffer][at.start..at.end];
+                let mut m = Message::new(text.to_vec());
+                m.add_ack(group.token_at(offset));
+                out.push(m);
+            }
+            first += span.len() as u64;
         }
         out
     }
