@@ -16,8 +16,14 @@ Generates N Zeek conn events (gen_zeek_conn.py) and maps them to ECS with each t
 
 Every tool reads the same file on stdin and writes to a file; the runs are interleaved (one
 run of each tool, then the next round, the order rotating each round) so all see the same
-machine load. Every tool's output is checked against the first tool's (parsed JSON, line by
-line). Prints a table: wall time, events/s, CPU time (user+sys), events per CPU-second and
+machine load. No run pays for another's disk writes: the inputs are written back (sync)
+before the first run, and each output is a new file, unlinked after its run (the last
+round's are kept for the check), so the kernel drops its pages unwritten. (Rewriting a file
+in place makes ext4 write it back at close, auto_da_alloc: 176 MB of writes during the next
+tool's run, which costs the rows that keep both cores busy most. Past ~300,000 events a
+round outlasts the 30 s after which the kernel writes dirty pages back anyway, so the last
+round's first outputs may be written during its later runs.) Every tool's output is
+checked against the first tool's (parsed JSON, line by line). Prints a table: wall time, events/s, CPU time (user+sys), events per CPU-second and
 peak RSS (measured through /usr/bin/time when there is one; see measure), each the median of --runs runs; then the ratios of sluice (one worker) to the
 others, the scaling of two workers over one, and the range of each ratio over the rounds.
 
@@ -48,11 +54,20 @@ ALL_TOOLS = ["jq", "jaq", "baseline", "sluice-w1", "sluice-w2", "sluice-2p"]
 GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
 
-def measure(cmd, stdin_path, stdout_path, rss_path):
-    """Runs cmd with stdin/stdout redirected; returns (wall s, cpu s, peak RSS MiB)."""
+def new_file(path):
+    """Opens path for writing as a new file: an old one is unlinked first, not truncated
+    (see the module's doc)."""
+    if os.path.exists(path):
+        os.unlink(path)
+    return open(path, "wb")
+
+
+def measure(cmd, stdin_path, stdout_path, rss_path, keep):
+    """Runs cmd with stdin/stdout redirected; returns (wall s, cpu s, peak RSS MiB). The
+    output is unlinked after the run unless keep."""
     if GNU_TIME:
         cmd = [GNU_TIME, "-f", "%M", "-o", rss_path] + cmd
-    with open(stdin_path, "rb") as fin, open(stdout_path, "wb") as fout:
+    with open(stdin_path, "rb") as fin, new_file(stdout_path) as fout:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE)
         _, status, usage = os.wait4(proc.pid, 0)  # its CPU includes the children it waited for
@@ -62,6 +77,8 @@ def measure(cmd, stdin_path, stdout_path, rss_path):
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"{' '.join(cmd)} exited {code}:\n{err}")
+    if not keep:
+        os.unlink(stdout_path)
     if GNU_TIME:
         with open(rss_path) as f:
             rss_kib = int(f.read().split()[-1])
@@ -70,14 +87,14 @@ def measure(cmd, stdin_path, stdout_path, rss_path):
     return wall, usage.ru_utime + usage.ru_stime, rss_kib / 1024.0
 
 
-def measure_pair(cmd, halves, stdout_path, tmp):
+def measure_pair(cmd, halves, stdout_path, tmp, keep):
     """Runs cmd twice at once, one on each of the two input halves; the outputs are joined
-    into stdout_path. Returns (wall s until both ended, cpu s of both, peak RSS MiB of the
-    larger)."""
+    into stdout_path when keep, and unlinked. Returns (wall s until both ended, cpu s of
+    both, peak RSS MiB of the larger)."""
     outs = [os.path.join(tmp, f"pair-{i}.jsonl") for i in range(2)]
     rss_paths = [os.path.join(tmp, f"pair-{i}.rss") for i in range(2)]
     full = [[GNU_TIME, "-f", "%M", "-o", r] + cmd if GNU_TIME else cmd for r in rss_paths]
-    files = [(open(h, "rb"), open(o, "wb")) for h, o in zip(halves, outs)]
+    files = [(open(h, "rb"), new_file(o)) for h, o in zip(halves, outs)]
     start = time.perf_counter()
     procs = [subprocess.Popen(c, stdin=fi, stdout=fo, stderr=subprocess.PIPE) for c, (fi, fo) in zip(full, files)]
     cpu = 0.0
@@ -96,10 +113,13 @@ def measure_pair(cmd, halves, stdout_path, tmp):
         fo.close()
     if GNU_TIME:
         rss_kib = max(int(open(r).read().split()[-1]) for r in rss_paths)
-    with open(stdout_path, "wb") as out:
-        for o in outs:
-            with open(o, "rb") as f:
-                shutil.copyfileobj(f, out)
+    if keep:
+        with new_file(stdout_path) as out:
+            for o in outs:
+                with open(o, "rb") as f:
+                    shutil.copyfileobj(f, out)
+    for o in outs:
+        os.unlink(o)
     return wall, cpu, rss_kib / 1024.0
 
 
@@ -184,17 +204,19 @@ def main():
             with open(path, "wb") as f:
                 f.writelines(part)
         del all_lines
+        os.sync()  # the inputs' write-back done before the first run, not during one
         results = {name: [] for name in names}
         outs = {name: os.path.join(tmp, f"{name}.jsonl") for name in names}
         for run in range(args.runs):
             # Interleaved, so all see the same machine load; the order rotates each round so
             # no tool always runs right after the same one.
             shift = run % len(names)
+            keep = run == args.runs - 1
             for name in names[shift:] + names[:shift]:
                 if name == "sluice-2p":
-                    results[name].append(measure_pair(commands[name], halves, outs[name], tmp))
+                    results[name].append(measure_pair(commands[name], halves, outs[name], tmp, keep))
                 else:
-                    results[name].append(measure(commands[name], events, outs[name], os.path.join(tmp, "rss")))
+                    results[name].append(measure(commands[name], events, outs[name], os.path.join(tmp, "rss"), keep))
         reference = names[0]
         lines = count_lines(outs[reference])
         for name in names[1:]:
