@@ -184,6 +184,18 @@ pub trait FailureWatch: Send + Sync {
     fn failed(&self, place: u64, reason: &str);
 }
 
+/// A watch that records each failure it is told, in order (tests).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct FailuresSeen(pub(crate) Mutex<Vec<(u64, String)>>);
+
+#[cfg(test)]
+impl FailureWatch for FailuresSeen {
+    fn failed(&self, place: u64, reason: &str) {
+        self.0.lock().unwrap().push((place, reason.to_string()));
+    }
+}
+
 /// Consecutive places (an input's line numbers, from `first`) whose messages are tracked
 /// for their failures only (see the module comment). Its tokens ([`AckGroup::token`])
 /// report a failure to the watch at once, with their place; they have no tracker, tag,
@@ -416,13 +428,7 @@ mod tests {
 
     #[test]
     fn a_groups_tokens_tell_each_failed_copy_with_its_place_on_any_thread() {
-        struct Seen(Mutex<Vec<(u64, String)>>);
-        impl FailureWatch for Seen {
-            fn failed(&self, place: u64, reason: &str) {
-                self.0.lock().unwrap().push((place, reason.to_string()));
-            }
-        }
-        let seen = Arc::new(Seen(Mutex::default()));
+        let seen = Arc::new(FailuresSeen::default());
         let group = AckGroup::new(7, seen.clone());
         assert!(group.token(6).is_none(), "before the first place");
         assert!(group.token(7 + (1 << 32)).is_none(), "past a u32 offset");

@@ -576,18 +576,10 @@ mod tests {
         }
     }
 
-    /// Records the places its lines were failed at.
-    #[derive(Default)]
-    struct Failed(std::sync::Mutex<Vec<(u64, String)>>);
-
-    impl crate::ack::FailureWatch for Failed {
-        fn failed(&self, place: u64, reason: &str) {
-            self.0.lock().unwrap().push((place, reason.to_string()));
-        }
-    }
+    use crate::ack::FailuresSeen;
 
     /// Batch `n` of `len` lines `b{n}-{i}` in one read buffer, numbered from `first`.
-    fn lines(n: usize, len: usize, first: u64, watch: &Arc<Failed>) -> InputBatch {
+    fn lines(n: usize, len: usize, first: u64, watch: &Arc<FailuresSeen>) -> InputBatch {
         let mut text = Vec::new();
         let mut b = crate::input::BufferedLines::new(first, watch.clone());
         for i in 0..len {
@@ -604,7 +596,7 @@ mod tests {
     async fn lines_in_their_read_buffers_come_out_as_messages_do() {
         for (workers, len) in [(2, 3), (2, 300), (1, 300)] {
             let (p, rest) = lead_and_rest(false, workers);
-            let watch = Arc::new(Failed::default());
+            let watch = Arc::new(FailuresSeen::default());
             let (tx, rx) = mpsc::channel(8);
             for n in 0..5 {
                 tx.send(lines(n, len, 1 + (n * len) as u64, &watch))
@@ -642,7 +634,7 @@ mod tests {
         let ra = Arc::new(ReadAhead::new(usize::MAX));
         let most = Arc::new(AtomicUsize::new(0));
         let p = pipeline(&ra, &most);
-        let watch = Arc::new(Failed::default());
+        let watch = Arc::new(FailuresSeen::default());
         let (tx, rx) = mpsc::channel(8);
         let mut bad = crate::input::BufferedLines::new(1, watch.clone());
         bad.push(0..2);

@@ -218,18 +218,9 @@ impl BufferedLines {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use crate::ack::FailuresSeen;
 
-    #[derive(Default)]
-    struct Told(Mutex<Vec<(u64, String)>>);
-
-    impl FailureWatch for Told {
-        fn failed(&self, place: u64, reason: &str) {
-            self.0.lock().unwrap().push((place, reason.to_string()));
-        }
-    }
-
-    fn lines(first: u64, watch: &Arc<Told>) -> BufferedLines {
+    fn lines(first: u64, watch: &Arc<FailuresSeen>) -> BufferedLines {
         let mut b = BufferedLines::new(first, watch.clone());
         b.push(0..3);
         b.push(4..7);
@@ -250,7 +241,7 @@ mod tests {
 
     #[test]
     fn lines_become_messages_in_order_across_buffers() {
-        let watch = Arc::new(Told::default());
+        let watch = Arc::new(FailuresSeen::default());
         let b = lines(7, &watch);
         assert_eq!((b.len(), b.bytes(), b.next_line()), (3, 11, 10));
         assert_eq!(texts(&b.into_messages()), ["one", "two", "three"]);
@@ -258,7 +249,7 @@ mod tests {
 
     #[test]
     fn split_parts_keep_their_lines_bytes_and_numbers() {
-        let watch = Arc::new(Told::default());
+        let watch = Arc::new(FailuresSeen::default());
         for at in 0..=4 {
             let mut front = InputBatch::from(lines(7, &watch));
             let back = front.split_off(at);
@@ -280,7 +271,7 @@ mod tests {
 
     #[test]
     fn a_failed_message_tells_its_line_number() {
-        let watch = Arc::new(Told::default());
+        let watch = Arc::new(FailuresSeen::default());
         let msgs = lines(41, &watch).into_messages();
         msgs[2].fail_acks("no key");
         assert_eq!(*watch.0.lock().unwrap(), [(43, "no key".to_string())]);
@@ -292,7 +283,7 @@ mod tests {
         assert_eq!((b.len(), b.data_messages(), b.data_bytes()), (2, 1, 2));
         let back = b.split_off(1);
         assert_eq!((b.len(), back.len()), (1, 1));
-        assert!(BufferedLines::new(1, Arc::new(Told::default())).is_empty());
+        assert!(BufferedLines::new(1, Arc::new(FailuresSeen::default())).is_empty());
         assert!(InputBatch::from(Vec::new()).is_empty());
     }
 }
