@@ -140,7 +140,9 @@ pub fn batch_bytes(batch: &[Message]) -> usize {
 }
 
 /// Runs `pipeline` over the batches received from `input` until it closes, then sends a
-/// ctrl. `on_output` gets what comes out of the last transform. When a transform fails,
+/// ctrl. `on_output` gets what comes out of the last transform (but for the data messages
+/// a pipeline [discarding its outputs](Pipeline::discarding_outputs) wrote as lines
+/// itself; they are counted in [`RunStats::messages_out`] all the same). When a transform fails,
 /// what the pipeline holds is discarded ([`Pipeline::abort`]) and the error is returned.
 /// Either way the pipeline settles ([`Pipeline::settle`]) before this returns.
 ///
@@ -267,8 +269,11 @@ async fn drive_inner<B: Into<InputBatch>>(
             }
             break;
         };
-        let out = match lead.finish().await {
-            Ok(msgs) => pipeline.apply_rest(msgs).await,
+        let out = match lead.finish_counting().await {
+            Ok((msgs, written)) => {
+                stats.messages_out += written;
+                pipeline.apply_rest(msgs).await
+            }
             Err(e) => Err(e),
         };
         release(read_ahead, bytes);

@@ -152,6 +152,16 @@ impl Body {
         }
     }
 
+    /// Appends the bytes to `out`: the bytes held, or the value written there (without
+    /// keeping a copy: the body is about to go).
+    pub fn append_bytes_to(&self, out: &mut Vec<u8>) {
+        match (self.raw.get(), self.parsed.get()) {
+            (Some(b), _) => out.extend_from_slice(b),
+            (None, Some(Some(v))) => crate::json::write_json(out, v),
+            _ => {}
+        }
+    }
+
     /// Whether it holds parsed JSON (tests of who parses and frees what).
     #[cfg(test)]
     pub(crate) fn holds_value(&self) -> bool {
@@ -314,6 +324,11 @@ impl Message {
         self.inner.data.take_value()
     }
 
+    /// Appends the data's bytes to `out` (see [`Body::append_bytes_to`]).
+    pub fn append_data_to(&self, out: &mut Vec<u8>) {
+        self.inner.data.append_bytes_to(out);
+    }
+
     /// Keeps only the data's bytes (see [`Body::keep_bytes_only`]): what the pipeline does
     /// on a worker before a transform that [takes bytes](crate::StatefulTransform::takes_bytes).
     pub fn keep_data_bytes_only(&mut self, out: &mut OutputSlab) {
@@ -471,6 +486,11 @@ impl Message {
         }
         self.inner.acks = kept;
         taken
+    }
+
+    /// Removes and returns every token (whoever takes them answers for the message).
+    pub fn take_acks(&mut self) -> AckSet {
+        std::mem::take(&mut self.inner.acks)
     }
 
     /// Marks every token failed (this message could not be delivered).

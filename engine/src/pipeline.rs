@@ -25,6 +25,9 @@ use crate::message::{Message, OutputSlab};
 use crate::transform::{InPlace, Kind, StatefulTransform, Transform};
 
 mod copy_run;
+mod lines;
+
+use lines::{LeadLines, LineWriter};
 
 /// Below this many messages per worker, splitting a batch across workers costs more than
 /// it saves.
@@ -103,6 +106,9 @@ pub struct Pipeline {
     len: usize,
     // Every transform is stateless with an in-place path (see `apply_in_place`).
     in_place: bool,
+    // Set by `discarding_outputs` when the stage after the lead only writes lines: the
+    // lead's chunks then write them (`lines.rs`).
+    lines: Option<Arc<LineWriter>>,
     ctx: Arc<Context>,
 }
 
@@ -171,8 +177,27 @@ impl Pipeline {
             workers: 1,
             len,
             in_place,
+            lines: None,
             ctx: Arc::default(),
         }
+    }
+
+    /// The same pipeline, for a caller that drops what comes out of it (`sluice run`).
+    /// When its one stage after the lead (see [`Pipeline::runs_ahead`]) is a transform
+    /// that only writes each data message's data as a line
+    /// ([`StatefulTransform::line_sink`]), each chunk of a batch then writes its lines from
+    /// the worker that made them, in input order, and the messages never reach that
+    /// transform: what [`Lead::finish`] and [`Pipeline::apply_rest`] return holds only the
+    /// batch's ctrl messages ([`Lead::finish_counting`] counts the lines). Otherwise
+    /// nothing changes.
+    pub fn discarding_outputs(mut self) -> Pipeline {
+        if let [Stage::Stateless { .. }, Stage::Stateful(id, t)] = self.stages.as_slice()
+            && self.lead == 1
+            && let Some(sink) = t.line_sink()
+        {
+            self.lines = Some(Arc::new(LineWriter::new(id.clone(), sink)));
+        }
+        self
     }
 
     /// The same pipeline, noting the context its transforms were built in (the registry
@@ -244,9 +269,12 @@ impl Pipeline {
                 let chunks = (self.workers * CHUNKS_PER_WORKER)
                     .min(batch.len() / MIN_CHUNK)
                     .max(1);
-                Lead(LeadState::Running(spawn_chunks(
-                    steps, *to_bytes, batch, chunks,
-                )))
+                match &self.lines {
+                    Some(lines) => Lead(LeadState::Writing(lines.spawn(steps, batch, chunks))),
+                    None => Lead(LeadState::Running(spawn_chunks(
+                        steps, *to_bytes, batch, chunks,
+                    ))),
+                }
             }
             _ => Lead(LeadState::Untouched(batch.into_messages())),
         }
@@ -348,7 +376,7 @@ impl Pipeline {
             .min(msgs.len() / MIN_CHUNK)
             .max(1);
         if self.workers == 1 || chunks == 1 {
-            return run_segment(steps, to_bytes, msgs, out).await;
+            return run_segment_into(steps, to_bytes, msgs, out).await;
         }
         join_chunks(spawn_chunks(steps, to_bytes, msgs.into(), chunks), out).await
     }
@@ -410,6 +438,8 @@ pub struct Lead(LeadState);
 enum LeadState {
     /// Chunks of the batch crossing the segment on the workers, in order.
     Running(Vec<Chunk>),
+    /// Chunks of the batch crossing the segment and writing their lines (`lines.rs`).
+    Writing(Arc<LeadLines>),
     /// No lead ran: the batch as it came.
     Untouched(Vec<Message>),
 }
@@ -420,18 +450,25 @@ impl Lead {
     /// Waits for the lead to finish and returns what came out, in order. On error, every
     /// message of the batch is marked failed (as [`Pipeline::apply`] does).
     pub async fn finish(self) -> Result<Vec<Message>, TransformError> {
+        self.finish_counting().await.map(|(msgs, _)| msgs)
+    }
+
+    /// [`Lead::finish`], and how many data messages the lead wrote as lines itself (see
+    /// [`Pipeline::discarding_outputs`]): those are not among the messages returned.
+    pub async fn finish_counting(self) -> Result<(Vec<Message>, u64), TransformError> {
         match self.0 {
-            LeadState::Untouched(msgs) => Ok(msgs),
+            LeadState::Untouched(msgs) => Ok((msgs, 0)),
             LeadState::Running(chunks) => {
                 let mut out = Vec::new();
                 match join_chunks(chunks, &mut out).await {
-                    Ok(()) => Ok(out),
+                    Ok(()) => Ok((out, 0)),
                     Err(e) => {
                         fail_messages(&out, &e);
                         Err(e)
                     }
                 }
             }
+            LeadState::Writing(lines) => lines.finish().await,
         }
     }
 }
@@ -444,20 +481,29 @@ fn spawn_chunks(
     batch: InputBatch,
     chunks: usize,
 ) -> Vec<Chunk> {
+    split(batch, chunks)
+        .into_iter()
+        .map(|part| {
+            let steps = steps.clone();
+            tokio::spawn(async move {
+                let mut out = Vec::with_capacity(part.len());
+                let r = run_segment_into(&steps, to_bytes, part.into_messages(), &mut out).await;
+                (out, r)
+            })
+        })
+        .collect()
+}
+
+/// `batch` in `chunks` parts of (nearly) equal length, in order; none when it is empty.
+fn split(batch: InputBatch, chunks: usize) -> Vec<InputBatch> {
     let chunk = batch.len().div_ceil(chunks.max(1)).max(1);
     let mut rest = batch;
-    let mut handles = Vec::with_capacity(chunks);
+    let mut parts = Vec::with_capacity(chunks);
     while !rest.is_empty() {
         let tail = rest.split_off(chunk.min(rest.len()));
-        let part = std::mem::replace(&mut rest, tail);
-        let steps = steps.clone();
-        handles.push(tokio::spawn(async move {
-            let mut out = Vec::with_capacity(part.len());
-            let r = run_segment(&steps, to_bytes, part.into_messages(), &mut out).await;
-            (out, r)
-        }));
+        parts.push(std::mem::replace(&mut rest, tail));
     }
-    handles
+    parts
 }
 
 /// Waits for the chunks in order, appending what they return to `out`. After the first
@@ -496,19 +542,62 @@ fn fail_messages(msgs: &[Message], e: &TransformError) {
     }
 }
 
-/// Takes each message depth-first through a run of stateless transforms. Steps with an
-/// in-place path are called directly on the message; from the first step without one, the
-/// rest of the run goes through async calls and output lists. With `to_bytes`, what comes
-/// out keeps only its data's bytes ([`Message::keep_data_bytes_only`]).
-async fn run_segment(
+/// Where a segment puts what comes out of it, one message at a time, in order.
+trait Outputs: Send {
+    /// Takes the next message out.
+    fn push(&mut self, msg: Message);
+}
+
+impl Outputs for Vec<Message> {
+    fn push(&mut self, msg: Message) {
+        Vec::push(self, msg);
+    }
+}
+
+/// Messages that keep only their data's bytes ([`Message::keep_data_bytes_only`]),
+/// serialised into the slab.
+struct BytesOnly<'a> {
+    out: &'a mut Vec<Message>,
+    slab: OutputSlab,
+}
+
+impl Outputs for BytesOnly<'_> {
+    fn push(&mut self, mut msg: Message) {
+        msg.keep_data_bytes_only(&mut self.slab);
+        self.out.push(msg);
+    }
+}
+
+/// [`run_segment`] into `out`; with `to_bytes`, what comes out keeps only its data's bytes.
+async fn run_segment_into(
     steps: &[Step],
     to_bytes: bool,
     msgs: Vec<Message>,
     out: &mut Vec<Message>,
 ) -> Result<(), TransformError> {
-    let mut rest = msgs.into_iter();
-    // Where the data of what comes out is serialised (with `to_bytes`).
-    let mut slab = OutputSlab::default();
+    if to_bytes {
+        let mut out = BytesOnly {
+            out,
+            slab: OutputSlab::default(),
+        };
+        run_segment(steps, &mut msgs.into_iter(), &mut out).await
+    } else {
+        run_segment(steps, &mut msgs.into_iter(), out).await
+    }
+}
+
+/// Takes each message depth-first through a run of stateless transforms, handing what comes
+/// out to `out`. Steps with an in-place path are called directly on the message; from the
+/// first step without one, the rest of the run goes through async calls and output lists.
+/// On error the messages not yet through are marked failed (what `out` took is the
+/// caller's to fail); should a transform panic, they are left in `rest`.
+async fn run_segment(
+    steps: &[Step],
+    rest: &mut std::vec::IntoIter<Message>,
+    out: &mut impl Outputs,
+) -> Result<(), TransformError> {
+    // What the async steps emit for one message, before it goes to `out`.
+    let mut emitted = Vec::new();
     while let Some(mut msg) = rest.next() {
         if msg.is_ctrl() {
             out.push(msg);
@@ -538,25 +627,17 @@ async fn run_segment(
             continue;
         }
         if i == steps.len() {
-            if to_bytes {
-                msg.keep_data_bytes_only(&mut slab);
-            }
             out.push(msg);
             continue;
         }
-        let from = out.len();
-        if let Err(e) = run_steps(&steps[i..], msg, out).await {
+        if let Err(e) = run_steps(&steps[i..], msg, &mut emitted).await {
             let reason = e.to_string();
             for m in rest {
                 m.fail_acks(&reason);
             }
             return Err(e);
         }
-        if to_bytes {
-            out[from..]
-                .iter_mut()
-                .for_each(|m| m.keep_data_bytes_only(&mut slab));
-        }
+        emitted.drain(..).for_each(|m| out.push(m));
     }
     Ok(())
 }

@@ -121,6 +121,17 @@ pub trait StatefulTransform: Send + Sync + 'static {
         false
     }
 
+    /// The stream it writes each data message's data to as one line, when that is all it
+    /// does with a data message (`send_stdout` without auxiliary transforms or a batch key:
+    /// its batches only decide when lines are written, not what or in which order). As the
+    /// last stage of a pipeline whose outputs the caller drops
+    /// ([`crate::Pipeline::discarding_outputs`]), its data messages may then be written to
+    /// that stream by the workers that made them, in input order, instead of reaching this
+    /// transform; ctrl messages still reach it.
+    fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
+        None
+    }
+
     /// Flushes (or emits) every batch whose maximum age has passed by `now`.
     async fn expire(&self, _now: Instant, _out: &mut Vec<Message>) -> Result<(), TransformError> {
         Ok(())
@@ -143,6 +154,14 @@ pub trait StatefulTransform: Send + Sync + 'static {
     /// they report to the source. It never fails: what it could not finish it logs, and the
     /// transform keeps trying on later calls.
     async fn settle(&self, _until: Instant) {}
+}
+
+/// A stream that takes whole lines (see [`StatefulTransform::line_sink`]).
+pub trait LineSink: Send + Sync + 'static {
+    /// Writes `lines` (lines, each ending in a newline) to the stream, all of them or an
+    /// error: the error the transform itself returns for a failed write, without the
+    /// `transform <id>:` layer. Called by one thread at a time, in the lines' order.
+    fn write_lines(&self, lines: &[u8]) -> Result<(), TransformError>;
 }
 
 /// Whether a transform keeps state across messages.

@@ -1,0 +1,433 @@
+//! Tests of lines written by the workers: order whatever order the chunks finish in,
+//! tokens, a failed write, a failed or panicking lead, ctrl messages in a batch, and which
+//! pipelines write this way.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+
+use crate::ack::{AckStatus, AckTracker};
+use crate::driver::{RunStats, drive};
+use crate::error::TransformError;
+use crate::message::Message;
+use crate::pipeline::Pipeline;
+use crate::transform::{
+    InPlace, LineSink, MapTransform, StatefulTransform, StatelessTransform, Transform,
+};
+
+use super::*;
+
+/// A stream that keeps what is written; fails the write numbered `fail_at` (from 0) and
+/// every one after it.
+#[derive(Default)]
+struct Written {
+    text: Mutex<Vec<u8>>,
+    writes: AtomicUsize,
+    fail_at: Option<usize>,
+}
+
+impl LineSink for Written {
+    fn write_lines(&self, lines: &[u8]) -> Result<(), TransformError> {
+        let n = self.writes.fetch_add(1, Ordering::SeqCst);
+        if self.fail_at.is_some_and(|f| n >= f) {
+            return Err(TransformError::failed("disk full"));
+        }
+        assert!(lines.ends_with(b"\n"), "whole lines");
+        self.text.lock().unwrap().extend_from_slice(lines);
+        Ok(())
+    }
+}
+
+impl Written {
+    fn lines(&self) -> Vec<String> {
+        String::from_utf8(self.text.lock().unwrap().clone())
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// A send that only writes lines: records what reaches it (ctrl as `<ctrl>` with the
+/// lines written by then) and writes data that does into its stream itself.
+struct WritesLines {
+    sink: Arc<Written>,
+    seen: Mutex<Vec<String>>,
+}
+
+impl WritesLines {
+    fn new(sink: Written) -> Arc<WritesLines> {
+        Arc::new(WritesLines {
+            sink: Arc::new(sink),
+            seen: Mutex::default(),
+        })
+    }
+}
+
+#[async_trait]
+impl StatefulTransform for WritesLines {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if m.is_ctrl() {
+            let lines = self.sink.lines().len();
+            self.seen.lock().unwrap().push(format!("<ctrl> {lines}"));
+        } else {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(m.data()).into_owned());
+            let mut line = m.data().to_vec();
+            line.push(b'\n');
+            self.sink.write_lines(&line)?;
+        }
+        out.push(m);
+        Ok(())
+    }
+
+    fn takes_bytes(&self) -> bool {
+        true
+    }
+
+    fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
+        Some(self.sink.clone())
+    }
+}
+
+/// Waits a while that depends on the data (so chunks finish out of order; 30 ms on the
+/// data `slow`), then appends "+"; fails on "bad" and panics on "panic".
+#[derive(Default)]
+struct Shuffle {
+    slow: Option<&'static str>,
+}
+#[async_trait]
+impl StatelessTransform for Shuffle {
+    async fn transform(
+        &self,
+        mut m: Message,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let data = String::from_utf8_lossy(m.data()).into_owned();
+        match data.as_str() {
+            "bad" => return Err(TransformError::failed("boom")),
+            "panic" => panic!("the data said so"),
+            _ => {}
+        }
+        let wait = data
+            .bytes()
+            .fold(7u64, |h, b| h.wrapping_mul(31) ^ u64::from(b))
+            % 5;
+        if self.slow == Some(data.as_str()) {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        } else if wait == 0 {
+            tokio::time::sleep(Duration::from_micros(300)).await;
+        } else {
+            for _ in 0..wait {
+                tokio::task::yield_now().await;
+            }
+        }
+        m.set_data(format!("{data}+").into_bytes());
+        out.push(m);
+        Ok(())
+    }
+}
+
+/// Appends "!" in place (the lead's usual path).
+struct Bang;
+impl MapTransform for Bang {
+    fn map(&self, m: &mut Message) -> Result<InPlace, TransformError> {
+        if &m.data()[..] == b"drop" {
+            return Ok(InPlace::Drop);
+        }
+        let data = format!("{}!", String::from_utf8_lossy(m.data()));
+        m.set_data(data.into_bytes());
+        Ok(InPlace::Keep)
+    }
+}
+
+fn pipeline(lead: Vec<Transform>, send: &Arc<WritesLines>, workers: usize) -> Pipeline {
+    let mut steps: Vec<(Arc<str>, Transform)> = lead
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (Arc::from(format!("lead{i}")), t))
+        .collect();
+    steps.push((Arc::from("out"), Transform::Stateful(send.clone())));
+    Pipeline::new(steps)
+        .with_workers(workers)
+        .discarding_outputs()
+}
+
+/// Drives `p` over `batches` (already queued), with a time limit.
+async fn run(p: &Pipeline, batches: Vec<Vec<Message>>) -> Result<RunStats, TransformError> {
+    let (tx, rx) = mpsc::channel(batches.len().max(1));
+    for b in batches {
+        tx.send(b).await.unwrap();
+    }
+    drop(tx);
+    tokio::time::timeout(Duration::from_secs(30), drive(p, rx, |_| {}))
+        .await
+        .expect("no deadlock")
+}
+
+/// `batches` batches of `len` messages `b{n}-{i}`, each tracked.
+fn tracked(batches: usize, len: usize) -> (Vec<Vec<Message>>, Vec<Arc<AckTracker>>) {
+    let mut trackers = Vec::new();
+    let msgs = (0..batches)
+        .map(|n| {
+            (0..len)
+                .map(|i| {
+                    let (t, tok) = AckTracker::new();
+                    trackers.push(t);
+                    let mut m = Message::new(format!("b{n}-{i}").into_bytes());
+                    m.add_ack(tok);
+                    m
+                })
+                .collect()
+        })
+        .collect();
+    (msgs, trackers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn lines_are_written_in_input_order_whatever_order_the_chunks_finish_in() {
+    // (workers, messages per batch, batches): chunks of 64 and more, single chunks, and
+    // batches of one message.
+    for (workers, len, batches) in [(2, 300, 12), (3, 1000, 5), (2, 64, 30), (2, 1, 40)] {
+        let send = WritesLines::new(Written::default());
+        let p = pipeline(
+            vec![Transform::stateless(Shuffle::default()), Transform::map(Bang)],
+            &send,
+            workers,
+        );
+        assert!(p.runs_ahead());
+        let (msgs, trackers) = tracked(batches, len);
+        let stats = run(&p, msgs).await.unwrap();
+        let want: Vec<String> = (0..batches)
+            .flat_map(|n| (0..len).map(move |i| format!("b{n}-{i}+!")))
+            .collect();
+        let case = format!("{workers} workers, {batches} batches of {len}");
+        assert_eq!(send.sink.lines(), want, "{case}");
+        let total = (batches * len) as u64;
+        assert_eq!(
+            (stats.messages_in, stats.messages_out),
+            (total, total),
+            "{case}"
+        );
+        // The send saw only the ctrl at the end, after every line.
+        assert_eq!(
+            *send.seen.lock().unwrap(),
+            [format!("<ctrl> {total}")],
+            "{case}"
+        );
+        // Written, so accepted; and delivered once the lines' tokens are gone.
+        for t in &trackers {
+            assert_eq!(t.status(), AckStatus::Delivered, "{case}");
+            assert!(t.accepted(), "{case}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_messages_write_nothing_and_empty_data_is_an_empty_line() {
+    let send = WritesLines::new(Written::default());
+    let p = pipeline(vec![Transform::map(Bang)], &send, 2);
+    let batch = |v: &[&str]| v.iter().map(|d| Message::new(d.to_string())).collect();
+    let stats = run(
+        &p,
+        vec![
+            batch(&["a", "drop", "b"]),
+            batch(&["drop", "drop"]),
+            batch(&["", "c"]),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(send.sink.lines(), ["a!", "b!", "!", "c!"]);
+    assert_eq!(stats.messages_out, 4);
+    assert_eq!(
+        send.sink.writes.load(Ordering::SeqCst),
+        2,
+        "nothing to write, no write"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_write_fails_its_chunk_and_every_chunk_after_it() {
+    // Batches of 256 on two workers are four chunks of 64: the third write fails, and the
+    // fourth chunk finishes after that.
+    let send = WritesLines::new(Written {
+        fail_at: Some(2),
+        ..Written::default()
+    });
+    let slow = Shuffle {
+        slow: Some("b0-192"),
+    };
+    let p = pipeline(vec![Transform::stateless(slow)], &send, 2);
+    let (msgs, trackers) = tracked(3, 256);
+    let err = run(&p, msgs).await.unwrap_err();
+    assert_eq!(err.to_string(), "transform out: disk full");
+    let want: Vec<String> = (0..128).map(|i| format!("b0-{i}+")).collect();
+    assert_eq!(send.sink.lines(), want, "the two chunks before it");
+    assert_eq!(
+        send.sink.writes.load(Ordering::SeqCst),
+        3,
+        "nothing written after the failure"
+    );
+    for (i, t) in trackers.iter().enumerate() {
+        if i < 128 {
+            assert_eq!(t.status(), AckStatus::Delivered, "message {i}");
+        } else {
+            assert_eq!(t.status(), AckStatus::Failed, "message {i}");
+            assert_eq!(
+                t.failure_reason().as_deref(),
+                Some("transform out: disk full"),
+                "message {i}"
+            );
+            assert!(!t.accepted(), "message {i}");
+        }
+    }
+    assert!(
+        send.seen.lock().unwrap().is_empty(),
+        "no ctrl after an error"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_lead_lets_the_chunks_before_it_be_written_and_fails_the_rest() {
+    let send = WritesLines::new(Written::default());
+    let slow = Shuffle {
+        slow: Some("b1-192"),
+    };
+    let p = pipeline(vec![Transform::stateless(slow)], &send, 2);
+    let (mut msgs, trackers) = tracked(3, 256);
+    // In batch 1's third chunk (messages 128..192 of the batch); its fourth finishes after.
+    msgs[1][150].set_data(&b"bad"[..]);
+    let err = run(&p, msgs).await.unwrap_err();
+    assert_eq!(err.to_string(), "transform lead0: boom");
+    let want: Vec<String> = (0..256)
+        .map(|i| format!("b0-{i}+"))
+        .chain((0..128).map(|i| format!("b1-{i}+")))
+        .collect();
+    assert_eq!(send.sink.lines(), want);
+    for (i, t) in trackers.iter().enumerate() {
+        let want = if i < 256 + 128 {
+            AckStatus::Delivered
+        } else {
+            AckStatus::Failed
+        };
+        assert_eq!(t.status(), want, "message {i}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_transform_is_an_error_not_a_hang() {
+    let send = WritesLines::new(Written::default());
+    let p = pipeline(vec![Transform::stateless(Shuffle::default())], &send, 2);
+    let (mut msgs, trackers) = tracked(4, 200);
+    msgs[2][10].set_data(&b"panic"[..]);
+    let err = run(&p, msgs).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a worker stopped: a transform panicked: the data said so"
+    );
+    assert_eq!(send.sink.lines().len(), 400, "the batches before it");
+    // Failed: what came out of its chunk before it, what was still to go in, and every
+    // later chunk. (The message the transform held when it panicked went with it.)
+    for (i, t) in trackers.iter().enumerate().skip(400) {
+        if i != 410 {
+            assert_eq!(t.status(), AckStatus::Failed, "message {i}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batchs_ctrl_reaches_the_send_once_its_batchs_lines_are_written() {
+    let send = WritesLines::new(Written::default());
+    let p = pipeline(vec![Transform::map(Bang)], &send, 2);
+    let mut first: Vec<Message> = (0..200).map(|i| Message::new(format!("{i}"))).collect();
+    first.insert(100, Message::ctrl());
+    let second: Vec<Message> = (0..10).map(|i| Message::new(format!("x{i}"))).collect();
+    let stats = run(&p, vec![first, second]).await.unwrap();
+    assert_eq!(stats.messages_out, 210);
+    // The batch's ctrl once its lines are written (the next batch's may be too: the send
+    // holds nothing), then the end's.
+    let seen = send.seen.lock().unwrap().clone();
+    let at: Vec<usize> = seen
+        .iter()
+        .map(|s| s.strip_prefix("<ctrl> ").unwrap().parse().unwrap())
+        .collect();
+    assert!(at.len() == 2 && at[0] >= 200 && at[1] == 210, "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_last_stage_that_writes_lines_after_a_lead_is_written_by_the_workers() {
+    let data = |n: usize| -> Vec<Vec<Message>> {
+        vec![(0..n).map(|i| Message::new(format!("{i}"))).collect()]
+    };
+    // The send sees every data message itself: (why, pipeline).
+    let plain = WritesLines::new(Written::default());
+    let one_worker = WritesLines::new(Written::default());
+    let alone = WritesLines::new(Written::default());
+    let before_another = WritesLines::new(Written::default());
+    let after = Arc::new(Record::default());
+    let not_discarding = WritesLines::new(Written::default());
+    let cases: Vec<(&str, Pipeline, &Arc<WritesLines>)> = vec![
+        (
+            "one worker runs nothing ahead",
+            pipeline(vec![Transform::map(Bang)], &one_worker, 1),
+            &one_worker,
+        ),
+        ("no lead", pipeline(vec![], &alone, 2), &alone),
+        (
+            "a stage after it",
+            Pipeline::new(vec![
+                (Arc::from("bang"), Transform::map(Bang)),
+                (
+                    Arc::from("out"),
+                    Transform::Stateful(before_another.clone()),
+                ),
+                (Arc::from("rec"), Transform::Stateful(after.clone())),
+            ])
+            .with_workers(2)
+            .discarding_outputs(),
+            &before_another,
+        ),
+        (
+            "outputs kept",
+            Pipeline::new(vec![
+                (Arc::from("bang"), Transform::map(Bang)),
+                (
+                    Arc::from("out"),
+                    Transform::Stateful(not_discarding.clone()),
+                ),
+            ])
+            .with_workers(2),
+            &not_discarding,
+        ),
+    ];
+    for (why, p, send) in cases {
+        run(&p, data(300)).await.unwrap();
+        assert_eq!(send.seen.lock().unwrap().len(), 301, "{why}");
+        assert_eq!(send.sink.lines().len(), 300, "{why}");
+    }
+    assert_eq!(after.0.lock().unwrap().len(), 301);
+    // Against: written by the workers, the send sees only the ctrl.
+    let p = pipeline(vec![Transform::map(Bang)], &plain, 2);
+    run(&p, data(300)).await.unwrap();
+    assert_eq!(*plain.seen.lock().unwrap(), ["<ctrl> 300"]);
+}
+
+/// Records what it sees, ctrl as `<ctrl>`.
+#[derive(Default)]
+struct Record(Mutex<Vec<String>>);
+#[async_trait]
+impl StatefulTransform for Record {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(m.data()).into_owned());
+        out.push(m);
+        Ok(())
+    }
+}
