@@ -53,7 +53,7 @@ use sluice_engine::ack::AckSet;
 use sluice_engine::batch::{Batch, BatchBuffer, BatchLimits};
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{
-    Build, ConfigError, Key, Message, Pipeline, StatefulTransform, TransformError, Value,
+    Build, ConfigError, Key, LineSink, Message, Pipeline, StatefulTransform, TransformError, Value,
     async_trait, value,
 };
 
@@ -208,6 +208,12 @@ pub(crate) trait Destination: Send + Sync + 'static {
     /// before the item size limit ([`Caps::item_size`]) is checked.
     fn check(&self, _item: &[u8]) -> Result<(), String> {
         Ok(())
+    }
+
+    /// The stream it writes a batch's items to, one line each, when it is one (standard
+    /// output): see [`StatefulTransform::line_sink`].
+    fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
+        None
     }
 }
 
@@ -625,6 +631,16 @@ impl<D: Destination> StatefulTransform for Sender<D> {
         self.batch_key
             .as_ref()
             .is_none_or(|k| k.target() == sluice_engine::message::Target::Meta)
+    }
+
+    /// The destination's stream, when what is written is each message's data as it came:
+    /// no auxiliary transforms (which change what is written) and no batch key (which
+    /// changes the order).
+    fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
+        if self.aux.is_some() || self.batch_key.is_some() {
+            return None;
+        }
+        self.dest.line_sink()
     }
 
     fn deadline(&self) -> Option<Instant> {

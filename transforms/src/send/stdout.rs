@@ -8,20 +8,24 @@
 //! of concurrent pipelines never interleave line by line, and `batch.duration` is a real
 //! maximum age (see [`super::batcher`]).
 //!
+//! Without auxiliary transforms or a batch key, all it does with a message is write its data
+//! as a line ([`sluice_engine::StatefulTransform::line_sink`]): at the end of a pipeline
+//! whose outputs are dropped (`sluice run`) with several workers, the workers then write the
+//! lines of the chunks they made themselves, in input order, each chunk's at once, and the
+//! messages never reach the send's batches (`engine/src/pipeline/lines.rs`).
+//!
 //! "Standard output" is the process's unless the build context names a writer in its place
 //! ([`sluice_engine::Context::with_stdout`]): `sluice test` captures each test's output that
 //! way and shows it under the test in its report.
 
 use std::io::Write;
-#[cfg(test)]
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use sluice_engine::context::OutputSink;
 
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
-use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, LineSink, TransformError, Value, async_trait};
 
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 
@@ -38,6 +42,7 @@ pub(crate) struct Settings {
 }
 
 /// Where the lines go.
+#[derive(Clone)]
 enum Sink {
     Stdout,
     /// The writer the build context gave in place of standard output.
@@ -95,9 +100,9 @@ impl Destination for Stdout {
                 let mut out = std::io::stdout().lock();
                 write_lines(&mut out, &batch.items)
                     .and_then(|_| out.flush())
-                    .map_err(|e| TransformError::external("writing to standard output", e))?;
+                    .map_err(Sink::Stdout.error())?;
             }
-            Sink::Writer(w) => {
+            Sink::Writer(_) => {
                 let mut buf = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
                 buf.clear();
                 buf.reserve(batch.size() + batch.items.len());
@@ -105,13 +110,43 @@ impl Destination for Stdout {
                     buf.extend_from_slice(item);
                     buf.push(b'\n');
                 }
-                let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
-                w.write_all(&buf[..])
-                    .and_then(|_| w.flush())
-                    .map_err(|e| TransformError::external("writing to the output sink", e))?;
+                self.sink.write_lines(&buf[..])?;
             }
         }
         Ok(())
+    }
+
+    fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
+        Some(Arc::new(self.sink.clone()))
+    }
+}
+
+impl Sink {
+    /// The error of a failed write, saying where to.
+    fn error(&self) -> impl FnOnce(std::io::Error) -> TransformError {
+        let context = match self {
+            Sink::Stdout => "writing to standard output",
+            Sink::Writer(_) => "writing to the output sink",
+        };
+        move |e| TransformError::external(context, e)
+    }
+}
+
+/// Lines written at once, under one lock of the stream: what the pipeline's workers write
+/// when it ends in this send (see [`sluice_engine::StatefulTransform::line_sink`]).
+impl LineSink for Sink {
+    fn write_lines(&self, lines: &[u8]) -> Result<(), TransformError> {
+        match self {
+            Sink::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(lines).and_then(|_| out.flush())
+            }
+            Sink::Writer(w) => {
+                let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
+                w.write_all(lines).and_then(|_| w.flush())
+            }
+        }
+        .map_err(self.error())
     }
 }
 
@@ -296,6 +331,112 @@ mod tests {
         .unwrap();
         assert_eq!(out.len(), 2, "data and ctrl pass through");
         assert_eq!(&buf.lock().unwrap()[..], b"captured\n");
+    }
+
+    /// Whether the send says it only writes lines (so the pipeline's workers may write them).
+    fn writes_only_lines(cfg: Value) -> bool {
+        match testing::build(&registry(), cfg).unwrap() {
+            sluice_engine::Transform::Stateful(t) => t.line_sink().is_some(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_writes_lines_without_auxiliary_transforms_or_a_batch_key() {
+        // (settings, whether the lines are its messages' data, in order)
+        let cases = [
+            (json!({}), true),
+            (
+                json!({"batch": {"count": 1, "size": 10, "duration": "1s"}}),
+                true,
+            ),
+            (json!({"object": {"batch_key": "k"}}), false),
+            (json!({"object": {"batch_key": "meta k"}}), false),
+            (
+                json!({"auxiliary_transforms": [{"type": "aggregate_to_array"}]}),
+                false,
+            ),
+            (json!({"auxiliary_transforms": []}), true),
+        ];
+        for (settings, want) in cases {
+            let cfg = json!({"type": "send_stdout", "settings": settings.clone()});
+            assert_eq!(writes_only_lines(cfg), want, "{settings}");
+        }
+    }
+
+    /// Written by the pipeline's workers, in order, into the writer the build context
+    /// names; a writer that fails is the send's error.
+    #[test]
+    fn lines_written_by_the_workers_go_where_the_send_writes() {
+        let config = json!([
+            {"type": "object_insert", "settings": {"object": {"target_key": "n"}, "value": 1}},
+            {"type": "send_stdout", "settings": {"id": "out"}},
+        ]);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let ctx = Arc::new(sluice_engine::Context::default().with_stdout(buf.clone()));
+        let pipeline = registry()
+            .build_pipeline_in(&ctx, &config, "transforms")
+            .unwrap()
+            .value
+            .with_workers(2)
+            .discarding_outputs();
+        let batches: Vec<Vec<Message>> = (0..5)
+            .map(|b| {
+                (0..300)
+                    .map(|i| Message::new(format!(r#"{{"i":{}}}"#, b * 300 + i)))
+                    .collect()
+            })
+            .collect();
+        let (tx, rx) = tokio::sync::mpsc::channel(5);
+        for b in batches {
+            tx.try_send(b).unwrap();
+        }
+        drop(tx);
+        let stats = runtime
+            .block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}))
+            .unwrap();
+        assert_eq!(stats.messages_out, 1500);
+        let want: String = (0..1500)
+            .map(|i| format!("{{\"i\":{i},\"n\":1}}\n"))
+            .collect();
+        assert_eq!(String::from_utf8_lossy(&buf.lock().unwrap()), want);
+
+        struct Refuses;
+        impl Write for Refuses {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::StorageFull.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let ctx =
+            Arc::new(sluice_engine::Context::default().with_stdout(Arc::new(Mutex::new(Refuses))));
+        let pipeline = registry()
+            .build_pipeline_in(&ctx, &config, "transforms")
+            .unwrap()
+            .value
+            .with_workers(2)
+            .discarding_outputs();
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        tx.try_send(
+            (0..300)
+                .map(|i| Message::new(format!(r#"{{"i":{i}}}"#)))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        drop(tx);
+        let err = runtime
+            .block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "transform out: writing to the output sink: no storage space"
+        );
     }
 
     #[test]
