@@ -486,6 +486,37 @@ fn a_closed_stdout_is_an_error_not_a_panic() {
     out.assert_failure("error: running <default config>: transform send_stdout: writing to standard output: Broken pipe (os error 32)\n");
 }
 
+/// With a transform before the send and two workers, the workers write the lines: a closed
+/// standard output is the same error, and every line is named as not delivered.
+#[test]
+fn a_closed_stdout_written_by_the_workers_fails_every_line_with_the_sends_error() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n{ transforms: [sub.tf.obj.insert({ obj: { trg: 'n' }, value: 1 }), sub.tf.send.stdout({ id: 'out' })] }\n",
+    );
+    let input: String = (0..3000).map(|i| format!("{{\"i\":{i}}}\n")).collect();
+    d.write("in.jsonl", &input);
+    let args = [
+        "run",
+        "--workers",
+        "2",
+        "-c",
+        "cfg.jsonnet",
+        "--undelivered",
+        "und.txt",
+        "in.jsonl",
+    ];
+    let out = crate::common::run_with_closed_stdout(d.path(), &args, b"");
+    let error = "transform out: writing to standard output: Broken pipe (os error 32)";
+    out.assert_failure(&format!("error: running cfg.jsonnet: {error}\n"));
+    let listed: Vec<String> = d.read("und.txt").lines().map(str::to_string).collect();
+    let want: Vec<String> = (1..=3000)
+        .map(|n| format!("in.jsonl:{n}\t{error}"))
+        .collect();
+    assert_eq!(listed, want);
+}
+
 /// Logs go to standard error without colour codes when it is not a terminal (a file, a
 /// pipe, a log collector): the fault campaign reads the lock's warnings back from files.
 #[test]

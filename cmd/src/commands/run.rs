@@ -78,7 +78,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .map(|n| n.get())
         .unwrap_or(1);
     let workers = args.workers.or(concurrency).unwrap_or(cores).max(1);
-    let pipeline = pipeline.with_workers(workers);
+    // What comes out of the pipeline is dropped here, so a send to standard output at its
+    // end may have its lines written by the workers that made them.
+    let pipeline = pipeline.with_workers(workers).discarding_outputs();
 
     let runtime = if workers == 1 {
         tokio::runtime::Builder::new_current_thread()
