@@ -186,8 +186,8 @@ impl Pipeline {
     /// When its one stage after the lead (see [`Pipeline::runs_ahead`]) is a transform
     /// that only writes each data message's data as a line
     /// ([`StatefulTransform::line_sink`]), each chunk of a batch then writes its lines from
-    /// the worker that made them, in input order, and the messages never reach that
-    /// transform: what [`Lead::finish`] and [`Pipeline::apply_rest`] return holds only the
+    /// the worker that made them, in input order (with one worker, each batch's at once),
+    /// and the messages never reach that transform: what [`Lead::finish`] and [`Pipeline::apply_rest`] return holds only the
     /// batch's ctrl messages ([`Lead::finish_counting`] counts the lines). Otherwise
     /// nothing changes.
     pub fn discarding_outputs(mut self) -> Pipeline {
@@ -247,12 +247,13 @@ impl Pipeline {
     /// workers while the *rest* of an earlier one ([`Pipeline::apply_rest`]) runs on the
     /// driver. True when the pipeline starts with a stateless segment that shares no state,
     /// has stages after it (a send, which sees its messages one at a time, on one thread),
-    /// and has more than one worker.
+    /// and has more than one worker, or writes its lines from the lead
+    /// ([`Pipeline::discarding_outputs`]), which one worker gains from as well.
     ///
     /// The overlap changes nothing a message sees: the lead keeps no state, and the rest
     /// still takes the batches one after another, in order.
     pub fn runs_ahead(&self) -> bool {
-        self.workers > 1 && self.lead > 0 && self.lead < self.stages.len()
+        (self.workers > 1 || self.lines.is_some()) && self.lead > 0 && self.lead < self.stages.len()
     }
 
     /// Starts the lead (see [`Pipeline::runs_ahead`]) on `msgs` in the background, on the
@@ -266,9 +267,11 @@ impl Pipeline {
         // segment, up to the first that does or the first stateful one.
         match self.stages.first() {
             Some(Stage::Stateless { steps, to_bytes }) if self.runs_ahead() && self.lead == 1 => {
-                let chunks = (self.workers * CHUNKS_PER_WORKER)
-                    .min(batch.len() / MIN_CHUNK)
-                    .max(1);
+                // One worker has nothing to share: its chunk is the batch.
+                let chunks = match self.workers {
+                    1 => 1,
+                    n => (n * CHUNKS_PER_WORKER).min(batch.len() / MIN_CHUNK).max(1),
+                };
                 match &self.lines {
                     Some(lines) => Lead(LeadState::Writing(lines.spawn(steps, batch, chunks))),
                     None => Lead(LeadState::Running(spawn_chunks(

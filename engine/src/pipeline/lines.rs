@@ -8,7 +8,8 @@
 //! that made them, and frees the messages there, keeping only their acknowledgement tokens.
 //! The chunks' buffers are then written to the stream in input order by whichever worker
 //! holds the turn: a chunk finished before the one before it leaves its buffer waiting, and
-//! the worker that writes a chunk goes on with every chunk after it that is waiting.
+//! the worker that writes a chunk goes on with every chunk after it that is waiting. With
+//! one worker a batch is one chunk, written as soon as its lead is through.
 //!
 //! Why: the send ran on the driver's task, on either worker, so with two workers every
 //! output made on one core was copied, written and freed on the other, and what the send

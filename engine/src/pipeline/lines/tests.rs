@@ -195,7 +195,10 @@ async fn lines_are_written_in_input_order_whatever_order_the_chunks_finish_in() 
     for (workers, len, batches) in [(2, 300, 12), (3, 1000, 5), (2, 64, 30), (2, 1, 40)] {
         let send = WritesLines::new(Written::default());
         let p = pipeline(
-            vec![Transform::stateless(Shuffle::default()), Transform::map(Bang)],
+            vec![
+                Transform::stateless(Shuffle::default()),
+                Transform::map(Bang),
+            ],
             &send,
             workers,
         );
@@ -365,18 +368,11 @@ async fn only_a_last_stage_that_writes_lines_after_a_lead_is_written_by_the_work
         vec![(0..n).map(|i| Message::new(format!("{i}"))).collect()]
     };
     // The send sees every data message itself: (why, pipeline).
-    let plain = WritesLines::new(Written::default());
-    let one_worker = WritesLines::new(Written::default());
     let alone = WritesLines::new(Written::default());
     let before_another = WritesLines::new(Written::default());
     let after = Arc::new(Record::default());
     let not_discarding = WritesLines::new(Written::default());
     let cases: Vec<(&str, Pipeline, &Arc<WritesLines>)> = vec![
-        (
-            "one worker runs nothing ahead",
-            pipeline(vec![Transform::map(Bang)], &one_worker, 1),
-            &one_worker,
-        ),
         ("no lead", pipeline(vec![], &alone, 2), &alone),
         (
             "a stage after it",
@@ -411,10 +407,41 @@ async fn only_a_last_stage_that_writes_lines_after_a_lead_is_written_by_the_work
         assert_eq!(send.sink.lines().len(), 300, "{why}");
     }
     assert_eq!(after.0.lock().unwrap().len(), 301);
-    // Against: written by the workers, the send sees only the ctrl.
-    let p = pipeline(vec![Transform::map(Bang)], &plain, 2);
-    run(&p, data(300)).await.unwrap();
-    assert_eq!(*plain.seen.lock().unwrap(), ["<ctrl> 300"]);
+    // Against: written by the workers (or the one), the send sees only the ctrl.
+    for workers in [1, 2] {
+        let plain = WritesLines::new(Written::default());
+        let p = pipeline(vec![Transform::map(Bang)], &plain, workers);
+        run(&p, data(300)).await.unwrap();
+        assert_eq!(*plain.seen.lock().unwrap(), ["<ctrl> 300"], "{workers}");
+    }
+}
+
+/// One worker, on one thread (as `sluice run --workers 1` runs): each batch is one chunk,
+/// written when its lead is through.
+#[tokio::test(flavor = "current_thread")]
+async fn one_worker_on_one_thread_writes_each_batch_in_order() {
+    let send = WritesLines::new(Written::default());
+    let p = pipeline(
+        vec![
+            Transform::stateless(Shuffle::default()),
+            Transform::map(Bang),
+        ],
+        &send,
+        1,
+    );
+    let (msgs, trackers) = tracked(6, 500);
+    let stats = run(&p, msgs).await.unwrap();
+    let want: Vec<String> = (0..6)
+        .flat_map(|n| (0..500).map(move |i| format!("b{n}-{i}+!")))
+        .collect();
+    assert_eq!(send.sink.lines(), want);
+    assert_eq!(stats.messages_out, 3000);
+    assert_eq!(
+        send.sink.writes.load(Ordering::SeqCst),
+        6,
+        "a write per batch"
+    );
+    assert!(trackers.iter().all(|t| t.accepted()));
 }
 
 /// Records what it sees, ctrl as `<ctrl>`.
