@@ -547,13 +547,15 @@ fn fail_messages(msgs: &[Message], e: &TransformError) {
 
 /// Where a segment puts what comes out of it, one message at a time, in order.
 trait Outputs: Send {
-    /// Takes the next message out.
-    fn push(&mut self, msg: Message);
+    /// Takes the next message out; an error (with the message marked failed) when what
+    /// takes it refuses it.
+    fn push(&mut self, msg: Message) -> Result<(), TransformError>;
 }
 
 impl Outputs for Vec<Message> {
-    fn push(&mut self, msg: Message) {
+    fn push(&mut self, msg: Message) -> Result<(), TransformError> {
         Vec::push(self, msg);
+        Ok(())
     }
 }
 
@@ -565,9 +567,10 @@ struct BytesOnly<'a> {
 }
 
 impl Outputs for BytesOnly<'_> {
-    fn push(&mut self, mut msg: Message) {
+    fn push(&mut self, mut msg: Message) -> Result<(), TransformError> {
         msg.keep_data_bytes_only(&mut self.slab);
         self.out.push(msg);
+        Ok(())
     }
 }
 
@@ -603,7 +606,7 @@ async fn run_segment(
     let mut emitted = Vec::new();
     while let Some(mut msg) = rest.next() {
         if msg.is_ctrl() {
-            out.push(msg);
+            push_or_fail(out, msg, rest)?;
             continue;
         }
         let mut i = 0;
@@ -630,7 +633,7 @@ async fn run_segment(
             continue;
         }
         if i == steps.len() {
-            out.push(msg);
+            push_or_fail(out, msg, rest)?;
             continue;
         }
         if let Err(e) = run_steps(&steps[i..], msg, &mut emitted).await {
@@ -640,9 +643,29 @@ async fn run_segment(
             }
             return Err(e);
         }
-        emitted.drain(..).for_each(|m| out.push(m));
+        let mut made = emitted.drain(..);
+        while let Some(m) = made.next() {
+            if let Err(e) = out.push(m) {
+                let reason = e.to_string();
+                made.for_each(|m| m.fail_acks(&reason));
+                rest.for_each(|m| m.fail_acks(&reason));
+                return Err(e);
+            }
+        }
     }
     Ok(())
+}
+
+/// Hands `msg` to `out`; when it is refused, the messages not yet through fail with it.
+fn push_or_fail(
+    out: &mut impl Outputs,
+    msg: Message,
+    rest: &mut std::vec::IntoIter<Message>,
+) -> Result<(), TransformError> {
+    out.push(msg).inspect_err(|e| {
+        let reason = e.to_string();
+        rest.for_each(|m| m.fail_acks(&reason));
+    })
 }
 
 /// Takes one message through `steps` with async calls (fan-out, I/O); outputs to `out`.

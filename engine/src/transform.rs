@@ -162,6 +162,14 @@ pub trait LineSink: Send + Sync + 'static {
     /// error: the error the transform itself returns for a failed write, without the
     /// `transform <id>:` layer. Called by one thread at a time, in the lines' order.
     fn write_lines(&self, lines: &[u8]) -> Result<(), TransformError>;
+
+    /// Whether the transform takes `data` as a line at all: the error it returns when a
+    /// message whose data it refuses reaches it (a send's item larger than its batch size),
+    /// without the `transform <id>:` layer. Checked for each message before its line is
+    /// written; a refused message fails as it would in the transform.
+    fn check(&self, _data: &[u8]) -> Result<(), TransformError> {
+        Ok(())
+    }
 }
 
 /// Whether a transform keeps state across messages.

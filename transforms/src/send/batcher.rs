@@ -356,14 +356,7 @@ impl<D: Destination> Sender<D> {
                 "data could not be sent: {rule}"
             )));
         }
-        let len = item.len();
-        if len > self.item_size {
-            return Err(TransformError::failed(format!(
-                "data could not be sent: an item of {len} bytes exceeds the destination's item size limit of {} bytes",
-                self.item_size
-            )));
-        }
-        Ok(())
+        check_item_size(item.len(), self.item_size)
     }
 
     /// Delivers the queued batches in order. Called with the gate held. On failure the
@@ -500,6 +493,45 @@ impl<D: Destination> Sender<D> {
                 Err((batch, e.error))
             }
         }
+    }
+}
+
+/// An item of `len` bytes against the destination's item size limit.
+fn check_item_size(len: usize, item_size: usize) -> Result<(), TransformError> {
+    if len > item_size {
+        return Err(TransformError::failed(format!(
+            "data could not be sent: an item of {len} bytes exceeds the destination's item size limit of {item_size} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// A send's stream as the pipeline's workers write it ([`StatefulTransform::line_sink`]):
+/// each message's data is checked as the send checks a message when it arrives (the
+/// destination's own rules, which its sink checks, then the item size limit and the batch
+/// size), with the same errors.
+struct SendLines {
+    sink: Arc<dyn LineSink>,
+    item_size: usize,
+    batch_size: usize,
+}
+
+impl LineSink for SendLines {
+    fn write_lines(&self, lines: &[u8]) -> Result<(), TransformError> {
+        self.sink.write_lines(lines)
+    }
+
+    fn check(&self, data: &[u8]) -> Result<(), TransformError> {
+        self.sink.check(data)?;
+        check_item_size(data.len(), self.item_size)?;
+        if data.len() > self.batch_size {
+            let e = sluice_engine::batch::TooLarge {
+                item: data.len(),
+                limit: self.batch_size,
+            };
+            return Err(TransformError::failed(e.to_string()));
+        }
+        Ok(())
     }
 }
 
@@ -640,7 +672,11 @@ impl<D: Destination> StatefulTransform for Sender<D> {
         if self.aux.is_some() || self.batch_key.is_some() {
             return None;
         }
-        self.dest.line_sink()
+        Some(Arc::new(SendLines {
+            sink: self.dest.line_sink()?,
+            item_size: self.item_size,
+            batch_size: self.lock().buffer.limits().size,
+        }))
     }
 
     fn deadline(&self) -> Option<Instant> {

@@ -439,6 +439,49 @@ mod tests {
         );
     }
 
+    /// An item larger than the batch size is the same error whether the workers write the
+    /// lines or the send does (Substation's "data could not be added to batch").
+    #[test]
+    fn an_item_larger_than_the_batch_is_the_same_error_either_way() {
+        let config = json!([
+            {"type": "object_insert", "settings": {"object": {"target_key": "n"}, "value": 1}},
+            {"type": "send_stdout", "settings": {"id": "out", "batch": {"size": 20}}},
+        ]);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let mut errors = Vec::new();
+        for discarding in [true, false] {
+            let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+            let ctx = Arc::new(sluice_engine::Context::default().with_stdout(buf.clone()));
+            let mut pipeline = registry()
+                .build_pipeline_in(&ctx, &config, "transforms")
+                .unwrap()
+                .value
+                .with_workers(2);
+            if discarding {
+                pipeline = pipeline.discarding_outputs();
+            }
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let batch = vec![
+                Message::new(r#"{"i":1}"#),
+                Message::new(r#"{"i":"a long value"}"#),
+            ];
+            tx.try_send(batch).unwrap();
+            drop(tx);
+            let err = runtime
+                .block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}))
+                .unwrap_err();
+            errors.push(err.to_string());
+        }
+        assert_eq!(
+            errors[0],
+            "transform out: data could not be added to batch: an item of 26 bytes exceeds the batch size limit of 20 bytes"
+        );
+        assert_eq!(errors[0], errors[1], "the same as the send's");
+    }
+
     #[test]
     fn settings() {
         let r = registry();

@@ -20,12 +20,13 @@ use crate::transform::{
 use super::*;
 
 /// A stream that keeps what is written; fails the write numbered `fail_at` (from 0) and
-/// every one after it.
+/// every one after it, and refuses the data `refuse`.
 #[derive(Default)]
 struct Written {
     text: Mutex<Vec<u8>>,
     writes: AtomicUsize,
     fail_at: Option<usize>,
+    refuse: Option<&'static str>,
 }
 
 impl LineSink for Written {
@@ -37,6 +38,13 @@ impl LineSink for Written {
         assert!(lines.ends_with(b"\n"), "whole lines");
         self.text.lock().unwrap().extend_from_slice(lines);
         Ok(())
+    }
+
+    fn check(&self, data: &[u8]) -> Result<(), TransformError> {
+        match self.refuse {
+            Some(r) if r.as_bytes() == data => Err(TransformError::failed("too large")),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -320,6 +328,33 @@ async fn a_failed_lead_lets_the_chunks_before_it_be_written_and_fails_the_rest()
         };
         assert_eq!(t.status(), want, "message {i}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_the_send_refuses_fails_where_it_comes_as_in_the_send() {
+    // Batch 0's message 100, in its second chunk (64..128), after the lead's "+".
+    let send = WritesLines::new(Written {
+        refuse: Some("b0-100+"),
+        ..Written::default()
+    });
+    let p = pipeline(vec![Transform::stateless(Shuffle::default())], &send, 2);
+    let (msgs, trackers) = tracked(2, 256);
+    let err = run(&p, msgs).await.unwrap_err();
+    assert_eq!(err.to_string(), "transform out: too large");
+    let want: Vec<String> = (0..64).map(|i| format!("b0-{i}+")).collect();
+    assert_eq!(send.sink.lines(), want, "the chunk before it");
+    for (i, t) in trackers.iter().enumerate() {
+        let want = if i < 64 {
+            AckStatus::Delivered
+        } else {
+            AckStatus::Failed
+        };
+        assert_eq!(t.status(), want, "message {i}");
+    }
+    assert_eq!(
+        trackers[100].failure_reason().as_deref(),
+        Some("transform out: too large")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
