@@ -49,7 +49,26 @@ pub(crate) struct LineWriter {
     id: Arc<str>,
     sink: Arc<dyn LineSink>,
     turns: Mutex<Turns>,
+    /// Line buffers of chunks written, for the next chunks (see [`Spare`]).
+    spare: Mutex<Spare>,
 }
+
+/// Line buffers of written chunks, kept for the next chunks, up to [`SPARE_BYTES`] in all.
+/// Over large lines a chunk's buffer is a large block (a megabyte for a line of 900 KB),
+/// which the C library's `malloc` gives. Freed after each write, with the line and its
+/// document freed before it, the free top of that heap passed its trim threshold: it was
+/// given back to the kernel and grown again for the next line, every page zeroed anew
+/// (three times the system time of writing through the send, which held each output until
+/// the next was made). A buffer kept here stays in use where it was allocated, above the
+/// line and document it was made after, and the next chunk takes it.
+#[derive(Default)]
+struct Spare {
+    buffers: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+/// The most a [`LineWriter`] keeps of written chunks' line buffers.
+const SPARE_BYTES: usize = 4 << 20;
 
 struct Turns {
     /// The number the next chunk started gets.
@@ -83,6 +102,25 @@ impl LineWriter {
                 waiting: VecDeque::new(),
                 failed: None,
             }),
+            spare: Mutex::default(),
+        }
+    }
+
+    /// A kept line buffer (empty), or a new one (unallocated).
+    fn buffer(&self) -> Vec<u8> {
+        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        let buffer = spare.buffers.pop().unwrap_or_default();
+        spare.bytes -= buffer.capacity();
+        buffer
+    }
+
+    /// Keeps a written chunk's line buffer for the next chunks, while there is room.
+    fn keep(&self, mut buffer: Vec<u8>) {
+        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+        if buffer.capacity() > 0 && spare.bytes + buffer.capacity() <= SPARE_BYTES {
+            buffer.clear();
+            spare.bytes += buffer.capacity();
+            spare.buffers.push(buffer);
         }
     }
 
@@ -203,7 +241,7 @@ impl LineWriter {
         };
         match error {
             None => {
-                lines.accepted(&lead);
+                self.keep(lines.accepted(&lead));
                 Ok(())
             }
             Some(e) => {
@@ -265,16 +303,13 @@ thread_local! {
 impl ChunkLines {
     /// An empty chunk, to hold `messages` lines the size of the last chunk's.
     ///
-    /// Its line buffer is allocated at the first line, after that line's message and
-    /// document: a large buffer (lines of a megabyte) allocated first sat below them in the
-    /// C library's heap, so that freeing them left a free top past its trim threshold,
-    /// given back to the kernel and grown again for every line (three times the system
-    /// time, over lines of 990 KB).
+    /// Its line buffer is a kept one ([`Spare`]), or allocated at the first line, after
+    /// that line's message and document (see [`Spare`] for why the order matters).
     fn with_capacity_for(writer: Arc<LineWriter>, messages: usize) -> ChunkLines {
         let bytes = LINE_BYTES.get().saturating_mul(messages);
         ChunkLines {
+            text: writer.buffer(),
             writer,
-            text: Vec::new(),
             expected: bytes.saturating_add(bytes / 16),
             acks: Vec::with_capacity(messages),
             lines: 0,
@@ -290,16 +325,20 @@ impl ChunkLines {
         }
     }
 
-    /// Its lines were written: the tokens say so, and are dropped.
-    fn accepted(self, lead: &LeadLines) {
-        for t in &self.acks {
+    /// Its lines were written: the tokens say so, and are dropped. Returns its line buffer.
+    fn accepted(self, lead: &LeadLines) -> Vec<u8> {
+        let ChunkLines {
+            text,
+            acks,
+            lines,
+            ctrls,
+            ..
+        } = self;
+        for t in acks {
             t.mark_accepted();
         }
-        let ChunkLines {
-            acks, lines, ctrls, ..
-        } = self;
-        drop(acks);
         lead.settled(lines, ctrls, None);
+        text
     }
 }
 
@@ -309,7 +348,7 @@ impl Outputs for ChunkLines {
             self.ctrls.push(msg);
             return Ok(());
         }
-        if self.text.capacity() == 0 {
+        if self.lines == 0 {
             self.text.reserve(self.expected);
         }
         let start = self.text.len();
