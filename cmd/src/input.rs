@@ -354,6 +354,7 @@ fn split_buffered(
             return Ok(false);
         }
         if !read_ahead.wait() {
+            abandon(&mut batch, &mut reader, lines);
             return Ok(false);
         }
         let Some(Line {
@@ -410,7 +411,28 @@ fn send(
 ) -> bool {
     reader.seal(batch, at.unwrap_or(reader.next));
     let full = std::mem::replace(batch, lines.batch(batch.next_line()));
-    tx.blocking_send(full.into()).is_ok()
+    match tx.blocking_send(full.into()) {
+        Ok(()) => true,
+        Err(mpsc::error::SendError(unsent)) => {
+            unsent.fail(STOPPED);
+            false
+        }
+    }
+}
+
+/// Why lines read and never handed to the pipeline were not delivered: it stopped (after an
+/// error, which the run reports) before it took them.
+const STOPPED: &str = "not processed: the pipeline stopped at an error";
+
+/// Fails the lines of `batch` (read, not handed on) when the pipeline stopped, so that they
+/// are named as not delivered with the lines it had taken.
+fn abandon(batch: &mut BufferedLines, reader: &mut ReadBuffer<impl Read>, lines: &Lines) {
+    if batch.is_empty() {
+        return;
+    }
+    reader.seal(batch, reader.next);
+    let read = std::mem::replace(batch, lines.batch(batch.next_line()));
+    InputBatch::from(read).fail(STOPPED);
 }
 #[cfg(test)]
 mod tests {
@@ -635,6 +657,60 @@ mod tests {
         read_ahead.close();
         let (tx, _rx) = mpsc::channel(16);
         assert!(!split_lines(&b"a\n"[..], &lines("test"), OPTS, &read_ahead, &tx).unwrap());
+    }
+
+    /// Lines read that the pipeline never took (it stopped) are named as not delivered:
+    /// a batch the driver no longer receives, and one in hand when the bound closes.
+    #[test]
+    fn lines_read_after_the_pipeline_stopped_are_named_not_delivered() {
+        let named = |report: &LineReport| -> Vec<(u64, String)> {
+            report
+                .undelivered()
+                .into_iter()
+                .map(|u| (u.line, u.reason))
+                .collect()
+        };
+        let report = Arc::new(LineReport::default());
+        let (tx, rx) = mpsc::channel(16);
+        drop(rx);
+        let opts = ReadOptions {
+            batch_messages: 2,
+            ..OPTS
+        };
+        let read = split_lines(
+            &b"a\nb\nc\n"[..],
+            &Lines::new("in", 0, &report, 2),
+            opts,
+            &unbounded(),
+            &tx,
+        );
+        assert!(!read.unwrap(), "stops");
+        assert_eq!(
+            named(&report),
+            [(1, STOPPED.to_string()), (2, STOPPED.to_string())],
+            "the batch it could not hand on (line 3 was never read)"
+        );
+
+        /// Closes the bound once its data is read.
+        struct ClosesBound<'a>(&'a [u8], &'a ReadAhead);
+        impl Read for ClosesBound<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.read(buf)?;
+                self.1.close();
+                Ok(n)
+            }
+        }
+        let report = Arc::new(LineReport::default());
+        let bound = unbounded();
+        let (tx, _rx) = mpsc::channel(16);
+        let reader = ReadBuffer::new(ClosesBound(b"a\nb\n", &bound), BLOCK);
+        let read = split_buffered(reader, &Lines::new("in", 0, &report, 2), OPTS, &bound, &tx);
+        assert!(!read.unwrap(), "stops");
+        assert_eq!(
+            named(&report),
+            [(1, STOPPED.to_string())],
+            "the line in hand"
+        );
     }
 
     #[test]
