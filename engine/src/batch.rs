@@ -37,6 +37,17 @@ impl From<BatchSettings> for BatchLimits {
 }
 
 impl BatchLimits {
+    /// Whether an item of `size` bytes fits in an empty batch.
+    pub fn admits(&self, size: usize) -> Result<(), TooLarge> {
+        if size > self.size {
+            return Err(TooLarge {
+                item: size,
+                limit: self.size,
+            });
+        }
+        Ok(())
+    }
+
     /// These limits, capped by what a destination accepts (a configured value is honoured
     /// only within the cap, as in Substation).
     pub fn capped(self, count: usize, size: usize) -> Self {
@@ -128,12 +139,7 @@ impl<T> BatchBuffer<T> {
         size: usize,
         now: impl FnOnce() -> Instant,
     ) -> Result<Vec<Batch<T>>, TooLarge> {
-        if size > self.limits.size {
-            return Err(TooLarge {
-                item: size,
-                limit: self.limits.size,
-            });
-        }
+        self.limits.admits(size)?;
         let mut ready = Vec::new();
         // One lookup of the key, then places; without batch keys there is one batch open,
         // and it is found without hashing the key.

@@ -142,8 +142,9 @@ pub fn batch_bytes(batch: &[Message]) -> usize {
 /// Runs `pipeline` over the batches received from `input` until it closes, then sends a
 /// ctrl. `on_output` gets what comes out of the last transform (but for the data messages
 /// a pipeline [discarding its outputs](Pipeline::discarding_outputs) wrote as lines
-/// itself; they are counted in [`RunStats::messages_out`] all the same). When a transform fails,
-/// what the pipeline holds is discarded ([`Pipeline::abort`]) and the error is returned.
+/// itself; they are counted in [`RunStats::messages_out`] all the same). When a transform
+/// fails, what the pipeline holds is discarded ([`Pipeline::abort`]) and the error is
+/// returned.
 /// Either way the pipeline settles ([`Pipeline::settle`]) before this returns.
 ///
 /// When the pipeline [runs ahead](Pipeline::runs_ahead), the batches that are already

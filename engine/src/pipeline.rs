@@ -187,9 +187,9 @@ impl Pipeline {
     /// that only writes each data message's data as a line
     /// ([`StatefulTransform::line_sink`]), each chunk of a batch then writes its lines from
     /// the worker that made them, in input order (with one worker, each batch's at once),
-    /// and the messages never reach that transform: what [`Lead::finish`] and [`Pipeline::apply_rest`] return holds only the
-    /// batch's ctrl messages ([`Lead::finish_counting`] counts the lines). Otherwise
-    /// nothing changes.
+    /// and the messages never reach that transform: what [`Lead::finish`] and
+    /// [`Pipeline::apply_rest`] return holds only the batch's ctrl messages
+    /// ([`Lead::finish_counting`] counts the lines). Otherwise nothing changes.
     pub fn discarding_outputs(mut self) -> Pipeline {
         if let [Stage::Stateless { .. }, Stage::Stateful(id, t)] = self.stages.as_slice()
             && self.lead == 1

@@ -186,7 +186,7 @@ impl LineWriter {
         let mut t = self.lock();
         if let Some(reason) = t.failed.clone() {
             drop(t);
-            chunk.fail(&reason, None);
+            chunk.fail_after(&reason);
             return;
         }
         // An unfinished chunk's number is never before the turn (each chunk finishes once,
@@ -214,7 +214,7 @@ impl LineWriter {
                 t.writing = false;
                 drop(t);
                 for chunk in waiting {
-                    chunk.fail(&reason, None);
+                    chunk.fail_after(&reason);
                 }
                 return;
             }
@@ -246,12 +246,7 @@ impl LineWriter {
             }
             Some(e) => {
                 let reason: Arc<str> = e.to_string().into();
-                Finished {
-                    lines,
-                    result: Ok(()),
-                    lead,
-                }
-                .fail(&reason, Some(e));
+                lines.failed(&lead, &reason, e);
                 Err(reason)
             }
         }
@@ -259,17 +254,14 @@ impl LineWriter {
 }
 
 impl Finished {
-    /// Fails the chunk's messages for `reason`; `error` is the error itself, for the
-    /// chunk where it happened.
-    fn fail(self, reason: &str, error: Option<TransformError>) {
-        for t in &self.lines.acks {
-            t.fail(reason);
-        }
-        let error = error.or_else(|| match self.result {
-            Err(e) => Some(e),
-            Ok(()) => Some(TransformError::failed(reason)),
-        });
-        self.lead.settled(0, Vec::new(), error);
+    /// Fails the chunk, which comes after one that failed for `reason`: its messages for
+    /// that reason, its batch with its own lead's error if it had one.
+    fn fail_after(self, reason: &str) {
+        let error = self
+            .result
+            .err()
+            .unwrap_or_else(|| TransformError::failed(reason));
+        self.lines.failed(&self.lead, reason, error);
     }
 }
 
@@ -323,6 +315,14 @@ impl ChunkLines {
             // At most 1 MiB a line: a chunk of one huge line says little of the next.
             LINE_BYTES.set(per_line.min(1 << 20));
         }
+    }
+
+    /// Its lines were not written: its messages fail for `reason`, its batch with `error`.
+    fn failed(self, lead: &LeadLines, reason: &str, error: TransformError) {
+        for t in &self.acks {
+            t.fail(reason);
+        }
+        lead.settled(0, Vec::new(), Some(error));
     }
 
     /// Its lines were written: the tokens say so, and are dropped. Returns its line buffer.

@@ -513,7 +513,7 @@ fn check_item_size(len: usize, item_size: usize) -> Result<(), TransformError> {
 struct SendLines {
     sink: Arc<dyn LineSink>,
     item_size: usize,
-    batch_size: usize,
+    limits: BatchLimits,
 }
 
 impl LineSink for SendLines {
@@ -524,14 +524,9 @@ impl LineSink for SendLines {
     fn check(&self, data: &[u8]) -> Result<(), TransformError> {
         self.sink.check(data)?;
         check_item_size(data.len(), self.item_size)?;
-        if data.len() > self.batch_size {
-            let e = sluice_engine::batch::TooLarge {
-                item: data.len(),
-                limit: self.batch_size,
-            };
-            return Err(TransformError::failed(e.to_string()));
-        }
-        Ok(())
+        self.limits
+            .admits(data.len())
+            .map_err(|e| TransformError::failed(e.to_string()))
     }
 }
 
@@ -675,7 +670,7 @@ impl<D: Destination> StatefulTransform for Sender<D> {
         Some(Arc::new(SendLines {
             sink: self.dest.line_sink()?,
             item_size: self.item_size,
-            batch_size: self.lock().buffer.limits().size,
+            limits: self.lock().buffer.limits(),
         }))
     }
 

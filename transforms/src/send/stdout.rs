@@ -364,6 +364,41 @@ mod tests {
         }
     }
 
+    /// Runs `config` on two workers over `batches`, its standard output `sink`; with
+    /// `discarding`, as `sluice run` does (the workers write the send's lines).
+    fn drive_two_workers(
+        config: &Value,
+        sink: OutputSink,
+        discarding: bool,
+        batches: Vec<Vec<Message>>,
+    ) -> Result<sluice_engine::driver::RunStats, TransformError> {
+        let ctx = Arc::new(sluice_engine::Context::default().with_stdout(sink));
+        let mut pipeline = registry()
+            .build_pipeline_in(&ctx, config, "transforms")
+            .unwrap()
+            .value
+            .with_workers(2);
+        if discarding {
+            pipeline = pipeline.discarding_outputs();
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(batches.len().max(1));
+        for b in batches {
+            tx.try_send(b).unwrap();
+        }
+        drop(tx);
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap()
+            .block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}))
+    }
+
+    /// Messages with data `{"i":N}` for these N.
+    fn numbered(ns: std::ops::Range<usize>) -> Vec<Message> {
+        ns.map(|i| Message::new(format!(r#"{{"i":{i}}}"#)))
+            .collect()
+    }
+
     /// Written by the pipeline's workers, in order, into the writer the build context
     /// names; a writer that fails is the send's error.
     #[test]
@@ -372,33 +407,9 @@ mod tests {
             {"type": "object_insert", "settings": {"object": {"target_key": "n"}, "value": 1}},
             {"type": "send_stdout", "settings": {"id": "out"}},
         ]);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .build()
-            .unwrap();
         let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let ctx = Arc::new(sluice_engine::Context::default().with_stdout(buf.clone()));
-        let pipeline = registry()
-            .build_pipeline_in(&ctx, &config, "transforms")
-            .unwrap()
-            .value
-            .with_workers(2)
-            .discarding_outputs();
-        let batches: Vec<Vec<Message>> = (0..5)
-            .map(|b| {
-                (0..300)
-                    .map(|i| Message::new(format!(r#"{{"i":{}}}"#, b * 300 + i)))
-                    .collect()
-            })
-            .collect();
-        let (tx, rx) = tokio::sync::mpsc::channel(5);
-        for b in batches {
-            tx.try_send(b).unwrap();
-        }
-        drop(tx);
-        let stats = runtime
-            .block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}))
-            .unwrap();
+        let batches = (0..5).map(|b| numbered(b * 300..(b + 1) * 300)).collect();
+        let stats = drive_two_workers(&config, buf.clone(), true, batches).unwrap();
         assert_eq!(stats.messages_out, 1500);
         let want: String = (0..1500)
             .map(|i| format!("{{\"i\":{i},\"n\":1}}\n"))
@@ -414,25 +425,8 @@ mod tests {
                 Ok(())
             }
         }
-        let ctx =
-            Arc::new(sluice_engine::Context::default().with_stdout(Arc::new(Mutex::new(Refuses))));
-        let pipeline = registry()
-            .build_pipeline_in(&ctx, &config, "transforms")
-            .unwrap()
-            .value
-            .with_workers(2)
-            .discarding_outputs();
-        let (tx, rx) = tokio::sync::mpsc::channel(1);
-        tx.try_send(
-            (0..300)
-                .map(|i| Message::new(format!(r#"{{"i":{i}}}"#)))
-                .collect::<Vec<_>>(),
-        )
-        .unwrap();
-        drop(tx);
-        let err = runtime
-            .block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}))
-            .unwrap_err();
+        let refuses = Arc::new(Mutex::new(Refuses));
+        let err = drive_two_workers(&config, refuses, true, vec![numbered(0..300)]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "transform out: writing to the output sink: no storage space"
@@ -447,34 +441,19 @@ mod tests {
             {"type": "object_insert", "settings": {"object": {"target_key": "n"}, "value": 1}},
             {"type": "send_stdout", "settings": {"id": "out", "batch": {"size": 20}}},
         ]);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .build()
-            .unwrap();
-        let mut errors = Vec::new();
-        for discarding in [true, false] {
-            let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
-            let ctx = Arc::new(sluice_engine::Context::default().with_stdout(buf.clone()));
-            let mut pipeline = registry()
-                .build_pipeline_in(&ctx, &config, "transforms")
-                .unwrap()
-                .value
-                .with_workers(2);
-            if discarding {
-                pipeline = pipeline.discarding_outputs();
-            }
-            let (tx, rx) = tokio::sync::mpsc::channel(1);
-            let batch = vec![
-                Message::new(r#"{"i":1}"#),
-                Message::new(r#"{"i":"a long value"}"#),
-            ];
-            tx.try_send(batch).unwrap();
-            drop(tx);
-            let err = runtime
-                .block_on(sluice_engine::driver::drive(&pipeline, rx, |_| {}))
-                .unwrap_err();
-            errors.push(err.to_string());
-        }
+        let errors: Vec<String> = [true, false]
+            .into_iter()
+            .map(|discarding| {
+                let batch = vec![
+                    Message::new(r#"{"i":1}"#),
+                    Message::new(r#"{"i":"a long value"}"#),
+                ];
+                let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+                drive_two_workers(&config, buf, discarding, vec![batch])
+                    .unwrap_err()
+                    .to_string()
+            })
+            .collect();
         assert_eq!(
             errors[0],
             "transform out: data could not be added to batch: an item of 26 bytes exceeds the batch size limit of 20 bytes"

@@ -165,6 +165,15 @@ fn pipeline(lead: Vec<Transform>, send: &Arc<WritesLines>, workers: usize) -> Pi
         .discarding_outputs()
 }
 
+/// A lead of [`Shuffle`] (out of order) then [`Bang`] (in place), before `send`.
+fn shuffled_then_banged(send: &Arc<WritesLines>, workers: usize) -> Pipeline {
+    let lead = vec![
+        Transform::stateless(Shuffle::default()),
+        Transform::map(Bang),
+    ];
+    pipeline(lead, send, workers)
+}
+
 /// Drives `p` over `batches` (already queued), with a time limit.
 async fn run(p: &Pipeline, batches: Vec<Vec<Message>>) -> Result<RunStats, TransformError> {
     let (tx, rx) = mpsc::channel(batches.len().max(1));
@@ -202,14 +211,7 @@ async fn lines_are_written_in_input_order_whatever_order_the_chunks_finish_in() 
     // batches of one message.
     for (workers, len, batches) in [(2, 300, 12), (3, 1000, 5), (2, 64, 30), (2, 1, 40)] {
         let send = WritesLines::new(Written::default());
-        let p = pipeline(
-            vec![
-                Transform::stateless(Shuffle::default()),
-                Transform::map(Bang),
-            ],
-            &send,
-            workers,
-        );
+        let p = shuffled_then_banged(&send, workers);
         assert!(p.runs_ahead());
         let (msgs, trackers) = tracked(batches, len);
         let stats = run(&p, msgs).await.unwrap();
@@ -456,14 +458,7 @@ async fn only_a_last_stage_that_writes_lines_after_a_lead_is_written_by_the_work
 #[tokio::test(flavor = "current_thread")]
 async fn one_worker_on_one_thread_writes_each_batch_in_order() {
     let send = WritesLines::new(Written::default());
-    let p = pipeline(
-        vec![
-            Transform::stateless(Shuffle::default()),
-            Transform::map(Bang),
-        ],
-        &send,
-        1,
-    );
+    let p = shuffled_then_banged(&send, 1);
     let (msgs, trackers) = tracked(6, 500);
     let stats = run(&p, msgs).await.unwrap();
     let want: Vec<String> = (0..6)
