@@ -409,9 +409,7 @@ fn send(
     lines: &Lines,
     at: Option<usize>,
 ) -> bool {
-    reader.seal(batch, at.unwrap_or(reader.next));
-    let full = std::mem::replace(batch, lines.batch(batch.next_line()));
-    match tx.blocking_send(full.into()) {
+    match tx.blocking_send(take_read(batch, reader, lines, at)) {
         Ok(()) => true,
         Err(mpsc::error::SendError(unsent)) => {
             unsent.fail(STOPPED);
@@ -427,12 +425,21 @@ const STOPPED: &str = "not processed: the pipeline stopped at an error";
 /// Fails the lines of `batch` (read, not handed on) when the pipeline stopped, so that they
 /// are named as not delivered with the lines it had taken.
 fn abandon(batch: &mut BufferedLines, reader: &mut ReadBuffer<impl Read>, lines: &Lines) {
-    if batch.is_empty() {
-        return;
+    if !batch.is_empty() {
+        take_read(batch, reader, lines, None).fail(STOPPED);
     }
-    reader.seal(batch, reader.next);
-    let read = std::mem::replace(batch, lines.batch(batch.next_line()));
-    InputBatch::from(read).fail(STOPPED);
+}
+
+/// Takes `batch` with its lines' part of the read buffer up to `at` (else to where the
+/// next line starts), leaving the next batch in its place.
+fn take_read(
+    batch: &mut BufferedLines,
+    reader: &mut ReadBuffer<impl Read>,
+    lines: &Lines,
+    at: Option<usize>,
+) -> InputBatch {
+    reader.seal(batch, at.unwrap_or(reader.next));
+    std::mem::replace(batch, lines.batch(batch.next_line())).into()
 }
 #[cfg(test)]
 mod tests {
