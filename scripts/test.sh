@@ -34,6 +34,13 @@ if ! command -v chromium >/dev/null; then
         || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends chromium >/dev/null; }
 fi
 
+# cargo-fuzz (for the fuzz step) compiles from crates.io while the emulators download: the
+# one is CPU, the other mostly network.
+step "cargo-fuzz (scripts/fuzz.sh install, in the background until the fuzz step)"
+fuzz_install_log=$(mktemp)
+scripts/fuzz.sh install >"$fuzz_install_log" 2>&1 &
+fuzz_install=$!
+
 step "emulators (scripts/emulators.sh install)"
 scripts/emulators.sh install
 
@@ -100,8 +107,14 @@ target/debug/sluice vet examples/ >/dev/null
 
 # Coverage-guided fuzzing of what reads untrusted input (path language, JSON, config loading,
 # Go regular expressions and time layouts, decompression, KPL, the Lambda events), 25 s per
-# target from the committed corpus; cargo-fuzz is installed from crates.io.
+# target from the committed corpus, one target per core at a time.
 step "fuzz (scripts/fuzz.sh)"
+wait "$fuzz_install" || {
+    cat "$fuzz_install_log" >&2
+    echo "cargo-fuzz did not install (scripts/fuzz.sh install)" >&2
+    exit 1
+}
+rm -f "$fuzz_install_log"
 scripts/fuzz.sh 25
 
 printf '\nall checks passed in %ss\n' "$SECONDS"
