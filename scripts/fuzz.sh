@@ -27,6 +27,10 @@ fi
 seconds=${1:-25}
 shift || true
 jobs=${FUZZ_JOBS:-$(nproc)}
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+    echo "fuzz.sh: FUZZ_JOBS must be a whole number of targets at a time, at least 1 (it is '$jobs')" >&2
+    exit 2
+fi
 
 # cargo-fuzz asks for nightly only for the sanitizers; without one (-s none) the stable
 # compiler does, once told it may accept cargo-fuzz's flags.

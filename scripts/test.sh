@@ -37,7 +37,8 @@ fi
 # cargo-fuzz (for the fuzz step) compiles from crates.io while the emulators download: the
 # one is CPU, the other mostly network.
 step "cargo-fuzz (scripts/fuzz.sh install, in the background until the fuzz step)"
-fuzz_install_log=$(mktemp)
+mkdir -p target
+fuzz_install_log=target/cargo-fuzz-install.log
 scripts/fuzz.sh install >"$fuzz_install_log" 2>&1 &
 fuzz_install=$!
 
@@ -114,7 +115,6 @@ wait "$fuzz_install" || {
     echo "cargo-fuzz did not install (scripts/fuzz.sh install)" >&2
     exit 1
 }
-rm -f "$fuzz_install_log"
 scripts/fuzz.sh 25
 
 printf '\nall checks passed in %ss\n' "$SECONDS"
