@@ -7,7 +7,7 @@
 
 pub mod compression;
 pub mod jsonnet_fmt;
-#[cfg(feature = "aws")]
+#[cfg(feature = "lambda")]
 pub mod lambda;
 pub mod memory;
 pub mod remote;

@@ -716,12 +716,21 @@ pub fn options_from_env() -> anyhow::Result<(String, Options)> {
 }
 
 /// The bootstrap: init (config, pipeline, runtime), then the runtime API loop; or, for
-/// `AWS_KINESIS_AUTOSCALE`, [`autoscale::main`].
+/// `AWS_KINESIS_AUTOSCALE`, `autoscale::main` (in a build with the `aws` feature).
 pub fn main() -> ExitCode {
     telemetry::init_logs();
     let started = Instant::now();
     if handler_from_env().ok() == Some(HandlerKind::KinesisAutoscale) {
+        #[cfg(feature = "aws")]
         return autoscale::main(started);
+        #[cfg(not(feature = "aws"))]
+        {
+            tracing::error!(
+                error = "AWS_KINESIS_AUTOSCALE needs a build with the `aws` feature",
+                "init failed"
+            );
+            return ExitCode::FAILURE;
+        }
     }
     let init = options_from_env().and_then(|(config, opts)| {
         let (f, workers) =

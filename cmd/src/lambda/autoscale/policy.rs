@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use aws_sdk_cloudwatch::types::{Dimension, Metric, MetricDataQuery, MetricStat};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -36,20 +35,12 @@ pub(crate) const THRESHOLD_MAX: f64 = 0.9;
 pub(crate) const DATAPOINTS_MAX: u32 = 1440;
 /// How far below the upscale threshold the downscale alarm's is.
 pub(crate) const DOWNSCALE_GAP: f64 = 0.35;
-/// The alarms' period, in seconds.
-pub(crate) const PERIOD: i32 = 60;
 /// The least time between a scaling and an upscale.
 pub(crate) const UPSCALE_COOLDOWN: Duration = Duration::from_secs(3 * 60);
 /// The least time between a scaling and a downscale.
 pub(crate) const DOWNSCALE_COOLDOWN: Duration = Duration::from_secs(30 * 60);
 /// UpdateShardCount's most shards in a stream.
 pub(crate) const UPDATE_MAX_SHARDS: u32 = 10_000;
-/// How often the stream's status is read while it is updating.
-pub(crate) const POLL: Duration = Duration::from_secs(1);
-/// How long before the invocation's deadline the wait gives up, leaving time to answer.
-pub(crate) const DEADLINE_MARGIN: Duration = Duration::from_secs(2);
-/// The longest wait outside an invocation with a deadline (Lambda's longest timeout).
-pub(crate) const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
 
 /// Which way an alarm asks to scale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -381,9 +372,9 @@ pub fn trigger(n: &Notification) -> Result<(Direction, &str), String> {
 }
 
 /// The shard count an alarm's metric math was written for: the `N` of an expression that
-/// divides by `1000*N*` (records) or `1048576*N*` (bytes), as [`metric_queries`], the SAM
-/// template and Substation write them; `None` when no expression has that shape (an alarm
-/// an operator wrote otherwise).
+/// divides by `1000*N*` (records) or `1048576*N*` (bytes), as the handler's `metric_queries`,
+/// the SAM template and Substation write them; `None` when no expression has that shape (an
+/// alarm an operator wrote otherwise).
 pub fn alarm_shards<'a>(expressions: impl IntoIterator<Item = &'a str>) -> Option<u32> {
     expressions.into_iter().find_map(|e| {
         let e: String = e.chars().filter(|c| !c.is_whitespace()).collect();
@@ -393,71 +384,4 @@ pub fn alarm_shards<'a>(expressions: impl IntoIterator<Item = &'a str>) -> Optio
             digits.parse().ok()
         })
     })
-}
-
-/// The alarms' metric queries for `stream` with `shards` shards: the stream's use of its
-/// shards (records and bytes), as Substation writes them.
-pub fn metric_queries(stream: &str, shards: u32) -> Vec<MetricDataQuery> {
-    let metric = |id: &str, name: &str| {
-        MetricDataQuery::builder()
-            .id(id)
-            .label(name)
-            .metric_stat(
-                MetricStat::builder()
-                    .metric(
-                        Metric::builder()
-                            .namespace("AWS/Kinesis")
-                            .metric_name(name)
-                            .dimensions(
-                                Dimension::builder()
-                                    .name("StreamName")
-                                    .value(stream)
-                                    .build(),
-                            )
-                            .build(),
-                    )
-                    .period(PERIOD)
-                    .stat("Sum")
-                    .build(),
-            )
-            .return_data(false)
-            .build()
-    };
-    let expression = |id: &str, label: &str, expr: String, returned: bool| {
-        MetricDataQuery::builder()
-            .id(id)
-            .label(label)
-            .expression(expr)
-            .return_data(returned)
-            .build()
-    };
-    vec![
-        metric("m1", "IncomingRecords"),
-        metric("m2", "IncomingBytes"),
-        expression(
-            "e1",
-            "FillMissingDataPointsForIncomingRecords",
-            "FILL(m1,REPEAT)".into(),
-            false,
-        ),
-        expression(
-            "e2",
-            "FillMissingDataPointsForIncomingBytes",
-            "FILL(m2,REPEAT)".into(),
-            false,
-        ),
-        expression(
-            "e3",
-            "IncomingRecordsPercent",
-            format!("e1/(1000*{shards}*{PERIOD})"),
-            false,
-        ),
-        expression(
-            "e4",
-            "IncomingBytesPercent",
-            format!("e2/(1048576*{shards}*{PERIOD})"),
-            false,
-        ),
-        expression("e5", "IncomingMax", "MAX([e3,e4])".into(), true),
-    ]
 }

@@ -3,8 +3,9 @@
 
 use super::*;
 use Direction::{Down, Up};
-use chrono::DateTime;
-use serde_json::json;
+use aws_sdk_kinesis::types::StreamStatus;
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
 
 /// (current, direction, MinimumShards, MaximumShards, expected)
 type ShardCase = (u32, Direction, Option<u32>, Option<u32>, u32);
