@@ -142,6 +142,7 @@ async fn a_missing_table_is_an_error_naming_it() {
         key: "k".into(),
         ttl: now / 1000 + 60,
         lease_until_ms: now + 1000,
+        skew_ms: 0,
     };
     let got = store.acquire("me", now, &[req], 1).await;
     let err = got[0].as_ref().unwrap_err().to_string();

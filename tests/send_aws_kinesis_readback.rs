@@ -63,6 +63,7 @@ fn crashed_owner(db: &Path, keys: &[&str], t0: i64) {
             key: k.to_string(),
             ttl: now_ms() / 1000 + 3600,
             lease_until_ms: t0 + 1,
+            skew_ms: 0,
         })
         .collect();
     let got = runtime().block_on(store.acquire("crashed-owner", t0, &requests, 4));

@@ -55,6 +55,7 @@ pub(crate) fn crashed_before_commit(dir: &Path, keys: &[&str]) {
             key: k.to_string(),
             ttl,
             lease_until_ms: T0 + 1,
+            skew_ms: 0,
         })
         .collect();
     for r in runtime().block_on(store.acquire("crashed-owner", T0, &requests, 4)) {

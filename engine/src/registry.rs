@@ -226,6 +226,12 @@ impl<'a> Build<'a> {
         &self.location
     }
 
+    /// The settings as configured, undecoded (what identifies this transform's configuration,
+    /// e.g. in a fingerprint); [`Build::settings`] decodes them.
+    pub fn raw_settings(&self) -> &Value {
+        &self.settings
+    }
+
     /// Decodes the settings into the transform's settings struct; unknown keys warn.
     pub fn settings<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
         match crate::settings::decode::<T>(&self.settings) {

@@ -20,16 +20,33 @@
 //! # The rules
 //!
 //! - **Acquire** succeeds when the key is absent, committed and past its TTL, pending with
-//!   a lease that ended, or pending under the same owner (an earlier attempt of this owner
-//!   whose answer was lost, or a key it failed to give back). A pending record blocks
-//!   until its lease ends whatever its TTL says: a TTL shorter than the work must not let
-//!   a second owner in. Taking over a pending record keeps its `since`.
-//! - **Commit**, **renew**, **release** and **abandon** apply only to the owner's pending
-//!   record; anything else is left alone and reported. A commit of a record the owner
-//!   already committed is a success (a retried commit whose first answer was lost).
-//! - **Release** deletes the record (the message was certainly not delivered); **abandon**
-//!   ends its lease but keeps it pending with its `since` (the message may have been
-//!   delivered: whoever processes it next must look before delivering it again).
+//!   a lease that ended at least the tolerated clock skew ago, or pending under the same
+//!   owner (an earlier attempt of this owner whose answer was lost, or a key it failed to
+//!   give back). A pending record blocks until its lease ends (plus the skew) whatever its
+//!   TTL says: a TTL shorter than the work must not let a second owner in. Taking over a
+//!   pending record keeps its `since` and its `progress`.
+//! - **Commit**, **renew**, **record progress**, **release** and **abandon** apply only to
+//!   the owner's pending record; anything else is left alone and reported. A commit of a
+//!   record the owner already committed is a success (a retried commit whose first answer
+//!   was lost).
+//! - **Release** deletes the record (the message was certainly not delivered anywhere);
+//!   **abandon** ends its lease but keeps it pending with its `since`, adding what this
+//!   attempt delivered to its `progress` (the message may have been delivered, or was
+//!   delivered to some sends and not others: whoever processes it next skips what the
+//!   progress lists and looks before delivering the rest again). **Recording progress**
+//!   adds to `progress` without ending the lease (a transactional sink writes it in the
+//!   same transaction as its items). A commit clears `since` and `progress`.
+//!
+//! # Clocks
+//!
+//! Leases are compared across hosts: the lease end was written by its owner's clock and is
+//! read by the taker's. Each acquisition carries the tolerated skew between any two
+//! clocks (`AcquireRequest::skew_ms`), and a lease blocks until its end plus that skew, so
+//! a taker whose clock runs ahead by up to the skew never takes a live owner's key. The
+//! owner, for its part, checks by its own monotonic clock that its lease is live before
+//! every send, so it never sends after the instant a takeover becomes possible.
+
+use std::collections::BTreeMap;
 
 /// Whether a lock is waiting for its message's delivery or done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,6 +58,113 @@ pub enum LockStatus {
     },
     /// The guarded message was delivered.
     Committed,
+}
+
+/// What earlier attempts at a message delivered: per send (its progress id, stable across
+/// processes running the same config), the copies of the message it delivered, by ordinal
+/// (the n-th copy of the message that reached that send, counted from 0). A later attempt
+/// skips those copies and sends the rest, so a message partly delivered (one send of two,
+/// five records of six) is completed without sending anything twice.
+///
+/// Stored as a set of entries (`send:first-last`, or `send:n` for one copy), which a store
+/// may merge as a set (DynamoDB's `ADD` to a string set): the entries' union is the
+/// progress, whichever order they were added in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Progress(BTreeMap<String, Vec<(u32, u32)>>);
+
+impl Progress {
+    /// No progress.
+    pub fn new() -> Progress {
+        Progress::default()
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `send` delivered copy `copy`.
+    pub fn contains(&self, send: &str, copy: u32) -> bool {
+        self.0
+            .get(send)
+            .is_some_and(|rs| rs.iter().any(|&(lo, hi)| lo <= copy && copy <= hi))
+    }
+
+    /// Records that `send` delivered copy `copy`.
+    pub fn insert(&mut self, send: &str, copy: u32) {
+        self.insert_range(send, copy, copy);
+    }
+
+    fn insert_range(&mut self, send: &str, lo: u32, hi: u32) {
+        let ranges = self.0.entry(send.to_string()).or_default();
+        ranges.push((lo.min(hi), lo.max(hi)));
+        ranges.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+        for &(lo, hi) in ranges.iter() {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        *ranges = merged;
+    }
+
+    /// Adds everything `other` records.
+    pub fn merge(&mut self, other: &Progress) {
+        for (send, ranges) in &other.0 {
+            for &(lo, hi) in ranges {
+                self.insert_range(send, lo, hi);
+            }
+        }
+    }
+
+    /// The sends with something recorded.
+    pub fn sends(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
+    /// How many copies are recorded, over every send.
+    pub fn copies(&self) -> u64 {
+        self.0
+            .values()
+            .flatten()
+            .map(|&(lo, hi)| u64::from(hi - lo) + 1)
+            .sum()
+    }
+
+    /// The entries a store keeps (see the type's documentation), sorted.
+    pub fn entries(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (send, ranges) in &self.0 {
+            for &(lo, hi) in ranges {
+                if lo == hi {
+                    out.push(format!("{send}:{lo}"));
+                } else {
+                    out.push(format!("{send}:{lo}-{hi}"));
+                }
+            }
+        }
+        out
+    }
+
+    /// The progress a store's entries record; an entry that is not one (written by
+    /// something else) is ignored.
+    pub fn from_entries<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> Progress {
+        let mut p = Progress::default();
+        for e in entries {
+            let Some((send, copies)) = e.as_ref().rsplit_once(':') else {
+                continue;
+            };
+            let range = match copies.split_once('-') {
+                Some((lo, hi)) => lo.parse().ok().zip(hi.parse().ok()),
+                None => copies.parse().ok().map(|n| (n, n)),
+            };
+            if let (Some((lo, hi)), false) = (range, send.is_empty()) {
+                p.insert_range(send, lo, hi);
+            }
+        }
+        p
+    }
 }
 
 /// A lock as a store holds it.
@@ -57,22 +181,29 @@ pub struct LockRecord {
     /// Pending only: when the chain of owners that held the key without committing it
     /// began (epoch ms). `None` for committed records and records from before it existed.
     pub since_ms: Option<i64>,
+    /// Pending only: what earlier attempts delivered (empty for committed records).
+    pub progress: Progress,
 }
 
 impl LockRecord {
-    /// Whether the record stops another owner from taking the key at `now_ms`.
-    pub fn blocks(&self, now_ms: i64) -> bool {
+    /// Whether the record stops another owner, whose clock may run up to `skew_ms` ahead of
+    /// the owner's, from taking the key at `now_ms` (by the taker's clock): a pending lock
+    /// blocks until its lease end plus the skew.
+    pub fn blocks(&self, now_ms: i64, skew_ms: i64) -> bool {
         match self.status {
             LockStatus::Committed => self.ttl.saturating_mul(1000) > now_ms,
-            LockStatus::Pending { lease_until_ms } => lease_until_ms >= now_ms,
+            LockStatus::Pending { lease_until_ms } => {
+                lease_until_ms.saturating_add(skew_ms.max(0)) >= now_ms
+            }
         }
     }
 
-    /// Whether `owner` may take the key at `now_ms` (see the crate's rules).
-    pub fn takeable_by(&self, owner: &str, now_ms: i64) -> bool {
+    /// Whether `owner` may take the key at `now_ms`, tolerating `skew_ms` of clock skew
+    /// (see the crate's rules).
+    pub fn takeable_by(&self, owner: &str, now_ms: i64, skew_ms: i64) -> bool {
         match self.status {
-            LockStatus::Committed => !self.blocks(now_ms),
-            LockStatus::Pending { .. } => self.owner == owner || !self.blocks(now_ms),
+            LockStatus::Committed => !self.blocks(now_ms, skew_ms),
+            LockStatus::Pending { .. } => self.owner == owner || !self.blocks(now_ms, skew_ms),
         }
     }
 
@@ -99,6 +230,9 @@ pub struct AcquireRequest {
     pub ttl: i64,
     /// Epoch milliseconds: the lease's end.
     pub lease_until_ms: i64,
+    /// The tolerated skew between any two clocks (ms): another owner's pending lock blocks
+    /// until its lease end plus this.
+    pub skew_ms: i64,
 }
 
 /// What taking a key found before it.
@@ -109,6 +243,8 @@ pub struct Prior {
     /// When the pending chain began: an earlier attempt may have delivered the message
     /// since then (0 when the record did not say).
     pub since_ms: i64,
+    /// What earlier attempts are known to have delivered.
+    pub progress: Progress,
 }
 
 /// What an acquisition found.
@@ -161,11 +297,12 @@ pub fn acquire(
 ) -> Result<(LockRecord, Acquired), LockRecord> {
     let prior = match current {
         None => None,
-        Some(r) if !r.takeable_by(owner, now_ms) => return Err(r.clone()),
+        Some(r) if !r.takeable_by(owner, now_ms, req.skew_ms) => return Err(r.clone()),
         Some(r) => match r.status {
             LockStatus::Pending { .. } => Some(Prior {
                 owner: r.owner.clone(),
                 since_ms: r.since_ms.unwrap_or(0),
+                progress: r.progress.clone(),
             }),
             LockStatus::Committed => None,
         },
@@ -178,6 +315,10 @@ pub fn acquire(
         },
         ttl: pending_ttl(req.ttl, req.lease_until_ms),
         since_ms: Some(since_ms),
+        progress: prior
+            .as_ref()
+            .map(|p| p.progress.clone())
+            .unwrap_or_default(),
     };
     Ok((record, Acquired::Taken { prior }))
 }
@@ -197,10 +338,20 @@ pub enum Change {
         /// The new lease end (epoch ms).
         lease_until_ms: i64,
     },
-    /// Certainly not delivered: the record is deleted.
+    /// Certainly not delivered anywhere: the record is deleted.
     Release,
-    /// Possibly delivered: the lease ends now, the record stays pending with its `since`.
-    Abandon,
+    /// Possibly delivered, or delivered by some sends and not others: the lease ends now,
+    /// the record stays pending with its `since`, and `progress` is added to its own.
+    Abandon {
+        /// What this attempt delivered.
+        progress: Progress,
+    },
+    /// Delivered by some sends (a transactional sink, in its own transaction): `progress`
+    /// is added to the record's, which stays pending under its lease.
+    Record {
+        /// What was delivered.
+        progress: Progress,
+    },
 }
 
 /// `change` by `owner` over the current record: the new record (`None`: deleted) and the
@@ -225,26 +376,38 @@ pub fn change(
         };
         return (Some(r.clone()), outcome);
     }
-    let next = match *change {
+    let next = match change {
         Change::Commit { ttl } => Some(LockRecord {
             owner: r.owner.clone(),
             status: LockStatus::Committed,
-            ttl,
+            ttl: *ttl,
             since_ms: None,
+            progress: Progress::default(),
         }),
         Change::Renew {
             ttl,
             lease_until_ms,
         } => Some(LockRecord {
-            status: LockStatus::Pending { lease_until_ms },
-            ttl: pending_ttl(ttl, lease_until_ms),
+            status: LockStatus::Pending {
+                lease_until_ms: *lease_until_ms,
+            },
+            ttl: pending_ttl(*ttl, *lease_until_ms),
             ..r.clone()
         }),
         Change::Release => None,
-        Change::Abandon => Some(LockRecord {
-            status: LockStatus::Pending { lease_until_ms: 0 },
-            ..r.clone()
-        }),
+        Change::Abandon { progress } => {
+            let mut next = LockRecord {
+                status: LockStatus::Pending { lease_until_ms: 0 },
+                ..r.clone()
+            };
+            next.progress.merge(progress);
+            Some(next)
+        }
+        Change::Record { progress } => {
+            let mut next = r.clone();
+            next.progress.merge(progress);
+            Some(next)
+        }
     };
     (next, Settled::Ok)
 }
@@ -254,12 +417,15 @@ mod tests {
     use super::*;
 
     const NOW: i64 = 1_800_000_000_000;
+    /// The tolerated skew the tests take keys with.
+    const SKEW: i64 = 10_000;
 
     fn req(lease: i64) -> AcquireRequest {
         AcquireRequest {
             key: "k".into(),
             ttl: NOW / 1000 + 3600,
             lease_until_ms: NOW + lease,
+            skew_ms: SKEW,
         }
     }
 
@@ -269,7 +435,12 @@ mod tests {
             status: LockStatus::Pending { lease_until_ms },
             ttl,
             since_ms: Some(NOW - 5_000),
+            progress: Progress::default(),
         }
+    }
+
+    fn progress(entries: &[&str]) -> Progress {
+        Progress::from_entries(entries)
     }
 
     #[test]
@@ -279,6 +450,7 @@ mod tests {
             status: LockStatus::Committed,
             ttl: NOW / 1000 + 10,
             since_ms: None,
+            progress: Progress::default(),
         };
         let expired_commit = LockRecord {
             ttl: NOW / 1000 - 1,
@@ -296,8 +468,22 @@ mod tests {
                 false,
                 None,
             ),
+            // A lease that ended less than the tolerated skew ago still blocks: by the
+            // owner's clock it may not have ended yet.
             (
                 Some(pending("b", NOW - 1, NOW / 1000 + 60)),
+                "a",
+                false,
+                None,
+            ),
+            (
+                Some(pending("b", NOW - SKEW, NOW / 1000 + 60)),
+                "a",
+                false,
+                None,
+            ),
+            (
+                Some(pending("b", NOW - SKEW - 1, NOW / 1000 + 60)),
                 "a",
                 true,
                 Some("b"),
@@ -341,6 +527,74 @@ mod tests {
     }
 
     #[test]
+    fn a_takeover_inherits_the_progress_and_a_commit_clears_it() {
+        let mut abandoned = pending("b", 0, NOW / 1000 + 60);
+        abandoned.progress = progress(&["s1:0", "s2:0-4"]);
+        let (rec, got) = acquire(Some(&abandoned), "a", NOW, &req(60_000)).unwrap();
+        let Acquired::Taken { prior: Some(prior) } = got else {
+            panic!("{got:?}")
+        };
+        assert_eq!(prior.progress, abandoned.progress);
+        assert_eq!(rec.progress, abandoned.progress, "kept for the next taker");
+        let (done, _) = change(Some(&rec), "a", &Change::Commit { ttl: 9 });
+        assert_eq!(done.unwrap().progress, Progress::default());
+        // A fresh acquisition (no record, or a committed one past its TTL) has none.
+        let (fresh, _) = acquire(None, "a", NOW, &req(60_000)).unwrap();
+        assert!(fresh.progress.is_empty());
+    }
+
+    #[test]
+    fn abandoning_and_recording_add_to_the_progress() {
+        let mut mine = pending("a", NOW + 1_000, NOW / 1000 + 60);
+        mine.progress = progress(&["s1:0"]);
+        let (next, s) = change(
+            Some(&mine),
+            "a",
+            &Change::Record {
+                progress: progress(&["s2:3"]),
+            },
+        );
+        assert_eq!(s, Settled::Ok);
+        let next = next.unwrap();
+        assert_eq!(
+            next.lease_until_ms(),
+            Some(NOW + 1_000),
+            "the lease goes on"
+        );
+        assert_eq!(next.progress, progress(&["s1:0", "s2:3"]));
+        let (abandoned, _) = change(
+            Some(&next),
+            "a",
+            &Change::Abandon {
+                progress: progress(&["s2:2", "s2:4"]),
+            },
+        );
+        let abandoned = abandoned.unwrap();
+        assert_eq!(abandoned.lease_until_ms(), Some(0));
+        assert_eq!(abandoned.progress.entries(), vec!["s1:0", "s2:2-4"]);
+    }
+
+    #[test]
+    fn progress_entries_round_trip_and_merge_as_sets() {
+        let mut p = Progress::new();
+        for (send, copy) in [("a", 0), ("a", 1), ("a", 2), ("a", 5), ("b:x", 7)] {
+            p.insert(send, copy);
+        }
+        assert_eq!(p.entries(), vec!["a:0-2", "a:5", "b:x:7"]);
+        assert_eq!(Progress::from_entries(p.entries()), p);
+        assert!(p.contains("a", 1) && p.contains("a", 5) && p.contains("b:x", 7));
+        assert!(!p.contains("a", 3) && !p.contains("b", 7));
+        assert_eq!(p.copies(), 5);
+        // Entries added in any order, overlapping, or malformed (ignored).
+        let q = Progress::from_entries(["a:3-4", "a:0-2", "a:1", "junk", ":3", "a:x"]);
+        assert_eq!(q.entries(), vec!["a:0-4"]);
+        let mut both = p.clone();
+        both.merge(&q);
+        assert_eq!(both.entries(), vec!["a:0-5", "b:x:7"]);
+        assert_eq!(both.sends().collect::<Vec<_>>(), vec!["a", "b:x"]);
+    }
+
+    #[test]
     fn a_pending_lock_keeps_a_ttl_past_its_lease() {
         let (rec, _) = acquire(
             None,
@@ -350,6 +604,7 @@ mod tests {
                 key: "k".into(),
                 ttl: NOW / 1000 - 3600, // an event time long past
                 lease_until_ms: NOW + 60_000,
+                skew_ms: SKEW,
             },
         )
         .unwrap();
@@ -371,7 +626,12 @@ mod tests {
                 lease_until_ms: NOW + 9_000,
             },
             Change::Release,
-            Change::Abandon,
+            Change::Abandon {
+                progress: progress(&["s:0"]),
+            },
+            Change::Record {
+                progress: progress(&["s:1"]),
+            },
         ] {
             let (next, s) = change(Some(&theirs), "a", &c);
             assert_eq!(
@@ -393,11 +653,17 @@ mod tests {
                     assert_eq!(next.unwrap().lease_until_ms(), Some(NOW + 9_000));
                 }
                 Change::Release => assert_eq!(next, None),
-                Change::Abandon => {
+                Change::Abandon { .. } => {
                     let n = next.unwrap();
                     assert_eq!(n.lease_until_ms(), Some(0));
                     assert_eq!(n.since_ms, mine.since_ms);
-                    assert!(n.takeable_by("b", NOW));
+                    assert!(n.takeable_by("b", NOW, SKEW));
+                    assert_eq!(n.progress, progress(&["s:0"]));
+                }
+                Change::Record { .. } => {
+                    let n = next.unwrap();
+                    assert_eq!(n.lease_until_ms(), mine.lease_until_ms());
+                    assert_eq!(n.progress, progress(&["s:1"]));
                 }
             }
         }

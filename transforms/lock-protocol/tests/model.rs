@@ -252,6 +252,7 @@ fn request(r: usize) -> AcquireRequest {
         key: format!("r{}", r + 1),
         ttl: TTL,
         lease_until_ms: LEASE_UNTIL,
+        skew_ms: 0,
     }
 }
 
@@ -302,7 +303,7 @@ impl Lock {
                 // (a): "absent, or TTL passed, or pending with its lease over".
                 return acquire(None, who, NOW, &request(r));
             }
-            if self.variant.not_reentrant && rec.owner == who && rec.blocks(NOW) {
+            if self.variant.not_reentrant && rec.owner == who && rec.blocks(NOW, 0) {
                 // (b): the owner's own live pending lock holds it off like anyone's.
                 return Err(rec.clone());
             }
@@ -406,7 +407,7 @@ impl Lock {
     /// The transactional sink allows neither: its commit is the delivery.
     fn leftover(&self, s: &State, r: usize) -> bool {
         let allowed = match &s.store[r] {
-            Some(rec) => is_pending(rec) && !rec.blocks(NOW) && self.sink != Sink::Transactional,
+            Some(rec) => is_pending(rec) && !rec.blocks(NOW, 0) && self.sink != Sink::Transactional,
             None => self.sink == Sink::Plain,
         };
         allowed
@@ -618,7 +619,7 @@ impl Model for Lock {
         }
         for r in 0..self.records {
             if let Some(rec) = &s.store[r] {
-                if is_pending(rec) && rec.blocks(NOW) {
+                if is_pending(rec) && rec.blocks(NOW, 0) {
                     candidates.push(Action::LeaseEnds { r });
                 }
                 if is_pending(rec) && rec.ttl > TTL_OVER {
@@ -770,7 +771,9 @@ impl Model for Lock {
                 let c = match owed {
                     Owed::Commit => Change::Commit { ttl: TTL },
                     Owed::Release => Change::Release,
-                    Owed::Abandon => Change::Abandon,
+                    Owed::Abandon => Change::Abandon {
+                        progress: Default::default(),
+                    },
                 };
                 let (next, settled) = change(s.store[r].as_ref(), &me, &c);
                 match answer {
@@ -1018,7 +1021,7 @@ fn finds_a_pending_lock_freed_by_its_ttl() {
     assert!(steps.iter().any(|(s, a)| {
         match *a {
             Action::Acquire { p, r, lost: false } => s.store[r].as_ref().is_some_and(|rec| {
-                rec.blocks(NOW) && rec.owner != owner(p, s.procs[p].incarnation)
+                rec.blocks(NOW, 0) && rec.owner != owner(p, s.procs[p].incarnation)
             }),
             _ => false,
         }

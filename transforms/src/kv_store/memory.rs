@@ -29,8 +29,8 @@ use sluice_lock_protocol::{self as protocol, Change};
 
 use super::item::store::{ItemError, ItemStore};
 use super::{
-    AcquireRequest, Acquired, CommitRequest, KvPlace, LockRecord, LockStore, RenewRequest, Settled,
-    StoreError,
+    AbandonRequest, AcquireRequest, Acquired, CommitRequest, KvPlace, LockRecord, LockStatus,
+    LockStore, RenewRequest, Settled, StoreError,
 };
 
 /// Substation's default `capacity`.
@@ -107,7 +107,10 @@ impl Locks {
         if self.records.len() < 1024 || self.records.len() < self.swept_at_len * 2 {
             return;
         }
-        self.records.retain(|_, r| r.blocks(now_ms));
+        // Committed locks past their TTL go; pending ones stay whatever their lease says,
+        // since an abandoned lock's history (`since`, `progress`) is what its next taker needs.
+        self.records
+            .retain(|_, r| r.status != LockStatus::Committed || r.blocks(now_ms, 0));
         self.swept_at_len = self.records.len();
     }
 
@@ -214,10 +217,22 @@ impl LockStore for MemoryStore {
     async fn abandon(
         &self,
         owner: &str,
-        keys: &[String],
+        requests: &[AbandonRequest],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        Ok(self.with(|l| l.change_all(owner, keys.iter().map(|k| (k.as_str(), Change::Abandon)))))
+        Ok(self.with(|l| {
+            l.change_all(
+                owner,
+                requests.iter().map(|r| {
+                    (
+                        r.key.as_str(),
+                        Change::Abandon {
+                            progress: r.progress.clone(),
+                        },
+                    )
+                }),
+            )
+        }))
     }
 }
 
@@ -346,6 +361,7 @@ mod tests {
                     key: "k".into(),
                     ttl: i64::MAX / 2000,
                     lease_until_ms: i64::MAX / 2,
+                    skew_ms: 0,
                 };
                 let r = store.acquire(&format!("o{i}"), 0, &[req], 1).await;
                 matches!(r[0], Ok(Acquired::Taken { .. }))
@@ -367,6 +383,7 @@ mod tests {
                 // The first 2000 expire at 10 s, the rest at 1000 s.
                 ttl: if i < 2000 { 10 } else { 1000 },
                 lease_until_ms: 0,
+                skew_ms: 0,
             })
             .collect();
         store.acquire("o", 0, &reqs, 1).await;
@@ -384,6 +401,7 @@ mod tests {
             key: "new".into(),
             ttl: 1000,
             lease_until_ms: 0,
+            skew_ms: 0,
         }];
         store.acquire("o", 20_000, &more, 1).await;
         let len = store.with(|l| l.records.len());

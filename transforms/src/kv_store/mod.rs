@@ -23,8 +23,8 @@ use sluice_engine::{Build, ConfigError, Value};
 #[cfg(any(test, feature = "test-support"))]
 pub use lock::contract;
 pub use lock::{
-    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, LockTicket, Prior,
-    RenewRequest, Settled, StoreError, lock_store, sqlite,
+    AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore,
+    LockTicket, Prior, Progress, RenewRequest, Settled, StoreError, lock_store, sqlite,
 };
 
 /// A kv store config `{type, settings}` in `field` taken apart: its type name, its settings

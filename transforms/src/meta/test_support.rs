@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
 use sluice_engine::ack::{AckStatus, AckTracker};
+
+use crate::kv_store::LockTicket;
+use crate::kv_store::lock::ticket::tickets;
 use sluice_engine::{
     Build, Condition, ConfigError, InPlace, MapTransform, Message, Registry, StatefulTransform,
     StatelessTransform, TransformError, async_trait,
@@ -194,10 +197,14 @@ struct SendSettings {
 }
 
 /// A send: passes data on, keeps a copy until ctrl, then "delivers" (notes `sent:<data>`).
-/// A failed flush marks what it held failed and keeps it queued, like the real sends.
+/// A failed flush marks what it held failed and keeps it queued, like the real sends. Under
+/// a lock it does what the real sends do (`send::batcher`), with its name as its progress
+/// id: numbers each locked message's copies, skips a copy an earlier attempt delivered
+/// (notes `skipped:<data>`), records the copies it delivers, and does not send a copy whose
+/// lease lapsed (notes `refused:<data>` and fails it).
 struct Send {
     s: SendSettings,
-    held: Mutex<Vec<Message>>,
+    held: Mutex<Vec<(Message, Vec<(Arc<LockTicket>, u32)>)>>,
     failures: AtomicU32,
 }
 
@@ -215,9 +222,24 @@ impl Send {
 impl StatefulTransform for Send {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if !msg.is_ctrl() {
+            let copies: Vec<(Arc<LockTicket>, u32)> = tickets(msg.acks())
+                .map(|t| {
+                    let c = t.next_copy(&self.s.name);
+                    (t, c)
+                })
+                .collect();
+            if !copies.is_empty()
+                && copies
+                    .iter()
+                    .all(|(t, c)| t.delivered_before(&self.s.name, *c))
+            {
+                note(&self.s.name, format!("skipped:{}", text(&msg)));
+                out.push(msg);
+                return Ok(());
+            }
             let full = {
                 let mut held = self.held.lock().unwrap();
-                held.push(msg.clone());
+                held.push((msg.clone(), copies));
                 self.s.flush_at.is_some_and(|n| held.len() >= n)
             };
             out.push(msg);
@@ -229,7 +251,7 @@ impl StatefulTransform for Send {
         }
         let batch = std::mem::take(&mut *self.held.lock().unwrap());
         if self.failures.fetch_add(1, Ordering::SeqCst) < self.s.fail_flushes {
-            for m in &batch {
+            for (m, _) in &batch {
                 if self.s.uncertain {
                     for t in m.acks() {
                         t.mark_uncertain();
@@ -240,9 +262,18 @@ impl StatefulTransform for Send {
             *self.held.lock().unwrap() = batch;
             return Err(TransformError::failed("delivery failed"));
         }
-        for m in batch {
+        let now = std::time::Instant::now();
+        for (m, copies) in batch {
+            if let Some(why) = copies.iter().find_map(|(t, _)| t.check_lease(now).err()) {
+                note(&self.s.name, format!("refused:{}", text(&m)));
+                m.fail_acks(&why);
+                continue;
+            }
             for t in m.acks() {
                 t.mark_accepted();
+            }
+            for (t, c) in &copies {
+                t.record_delivery(&self.s.name, *c);
             }
             note(&self.s.name, format!("sent:{}", text(&m)));
         }
@@ -250,7 +281,7 @@ impl StatefulTransform for Send {
         Ok(())
     }
     async fn abort(&self, reason: &str) {
-        for m in std::mem::take(&mut *self.held.lock().unwrap()) {
+        for (m, _) in std::mem::take(&mut *self.held.lock().unwrap()) {
             m.fail_acks(reason);
             note(&self.s.name, format!("aborted:{}", text(&m)));
         }

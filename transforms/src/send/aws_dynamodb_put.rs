@@ -68,8 +68,8 @@ use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender
 use crate::aws::AwsTarget;
 use crate::aws::dynamodb_attributes::attribute_value_of_json;
 use crate::aws::parse_dynamodb_table;
-use crate::kv_store::LockTicket;
 use crate::kv_store::aws_dynamodb::Cancel;
+use crate::kv_store::{LockTicket, Progress};
 
 /// Most items in one `BatchWriteItem` call.
 pub(crate) const MAX_BATCH_ITEMS: usize = 25;
@@ -311,11 +311,17 @@ impl DynamoDbPut {
         &self,
         client: &Client,
         schema: &[String],
-        items: Vec<(usize, Item, Vec<Arc<LockTicket>>)>,
+        items: Vec<(
+            usize,
+            Item,
+            Vec<Arc<LockTicket>>,
+            Vec<(Arc<LockTicket>, u32)>,
+        )>,
+        send: &str,
         bad: &mut Failed,
     ) {
         let mut groups: Vec<Group> = Vec::new();
-        for (i, item, locks) in items {
+        for (i, item, locks, copies) in items {
             if locks.is_empty() {
                 bad.add(
                     vec![i],
@@ -353,6 +359,9 @@ impl DynamoDbPut {
             }
             g.bytes += item_bytes(&item);
             g.puts.push((i, pk, item));
+            for (t, copy) in copies {
+                g.delivers.push((t.key.clone(), copy));
+            }
             for l in locks {
                 if !g.locks.iter().any(|h| h.key == l.key) {
                     g.locks.push(l);
@@ -379,7 +388,9 @@ impl DynamoDbPut {
         for wave in waves {
             let calls: Vec<_> = wave
                 .iter()
-                .map(|tx| self.transact_one(client, tx.iter().map(|&g| &ok_groups[g]).collect()))
+                .map(|tx| {
+                    self.transact_one(client, tx.iter().map(|&g| &ok_groups[g]).collect(), send)
+                })
                 .collect();
             // In the order of the wave's transactions, one result per group of each.
             let results: Vec<Vec<GroupResult>> = stream::iter(calls)
@@ -399,7 +410,12 @@ impl DynamoDbPut {
     /// One transaction of whole groups, sent again without the groups whose lock was taken
     /// over or whose write was refused, and after a backoff when a conflict or throttling
     /// cancelled it. One result per group.
-    async fn transact_one(&self, client: &Client, groups: Vec<&Group>) -> Vec<GroupResult> {
+    async fn transact_one(
+        &self,
+        client: &Client,
+        groups: Vec<&Group>,
+        send: &str,
+    ) -> Vec<GroupResult> {
         let mut results: Vec<Option<GroupResult>> = groups.iter().map(|_| None).collect();
         let mut left: Vec<usize> = (0..groups.len()).collect();
         let mut attempt = 0;
@@ -426,7 +442,7 @@ impl DynamoDbPut {
                 }
                 for l in &g.locks {
                     let store = l.store.dynamodb().expect("checked when grouped");
-                    match store.co_commit_write(l) {
+                    match store.co_progress_write(l, &g.progress_of(&l.key, send)) {
                         Ok(w) => {
                             writes.push(w);
                             owners.push((gi, Some(l)));
@@ -452,9 +468,6 @@ impl DynamoDbPut {
             let err = match sent {
                 Ok(_) => {
                     for &gi in &left {
-                        for l in &groups[gi].locks {
-                            l.mark_committed();
-                        }
                         results[gi] = Some(Ok(()));
                     }
                     break;
@@ -579,10 +592,23 @@ struct Group {
     /// Indexes of items a later item with the same primary key replaced.
     replaced: Vec<usize>,
     locks: Vec<Arc<LockTicket>>,
+    /// Which copy of each locked message (by lock key) the group's items are at this send.
+    delivers: Vec<(String, u32)>,
     bytes: usize,
 }
 
 impl Group {
+    /// What writing the group delivers of the message locked on `key`, for `send`.
+    fn progress_of(&self, key: &str, send: &str) -> Progress {
+        let mut p = Progress::new();
+        for (k, copy) in &self.delivers {
+            if k == key {
+                p.insert(send, *copy);
+            }
+        }
+        p
+    }
+
     fn writes(&self) -> usize {
         self.puts.len() + self.locks.len()
     }
@@ -703,14 +729,16 @@ impl Destination for DynamoDbPut {
             }
             return bad.into_result();
         }
-        let items: Vec<(usize, Item, Vec<Arc<LockTicket>>)> = items
+        let items: Vec<_> = items
             .into_iter()
             .map(|(i, it)| {
                 let locks = batch.locks.of(i).map(<[_]>::to_vec).unwrap_or_default();
-                (i, it, locks)
+                let copies = batch.copies.get(i).cloned().unwrap_or_default();
+                (i, it, locks, copies)
             })
             .collect();
-        self.transact(client, schema, items, &mut bad).await;
+        self.transact(client, schema, items, &batch.send, &mut bad)
+            .await;
         bad.into_result()
     }
 }

@@ -22,6 +22,18 @@
 //! transforms the item↔message mapping is lost, so such a batch succeeds or fails as a whole.
 //! [`Transform::abort`] drops everything held and marks those tokens failed.
 //!
+//! Under `meta_kv_store_lock` (a message carrying lock tickets, inside the lock or after
+//! it), a send does three things more, so that a message is delivered once at every send
+//! however its attempts go (see `crate::kv_store::lock::ticket`): it numbers the copies of
+//! each message it holds, per lock, and does not hold a copy an earlier attempt recorded as
+//! delivered by this send (the copy passes on as delivered); it records each copy it
+//! delivers in the message's ticket, which the lock keeps with the key when another send
+//! of the message fails; and right before a destination call it checks each item's lease,
+//! failing (certainly, unsent) the items whose key may have been taken over. A send is
+//! known across processes by its progress id: a hash of where it is in the config, its
+//! type and its settings, so the same config run again finds its own records, and a
+//! changed send starts afresh (it sends again rather than skip what it never sent).
+//!
 //! A data message whose data the destination cannot take at all (over its item size limit,
 //! or against a rule of its own, [`Destination::check`]: SQS takes only XML characters,
 //! EventBridge only JSON objects) is refused with an error naming the rule when it arrives,
@@ -49,6 +61,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use bytes::Bytes;
+use sha2::{Digest, Sha256};
 use sluice_engine::ack::AckSet;
 use sluice_engine::batch::{Batch, BatchBuffer, BatchLimits};
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
@@ -69,6 +82,11 @@ pub(crate) struct Outgoing {
     pub items: Vec<Bytes>,
     /// The `meta_kv_store_lock` locks guarding the items (see [`ItemLocks`]).
     pub locks: ItemLocks,
+    /// The send's progress id (see the module documentation).
+    pub send: Arc<str>,
+    /// Per item, which copy of each locked message it is at this send (empty with
+    /// auxiliary transforms, or when no item went through a lock).
+    pub copies: Vec<Vec<(Arc<LockTicket>, u32)>>,
 }
 
 /// The locks guarding a batch's items: the lock tickets among their messages' tokens
@@ -131,11 +149,13 @@ impl Outgoing {
 }
 
 /// A message as a send holds it until the destination accepts it: its data and its
-/// acknowledgement tokens (the metadata and any parsed form are not needed to send it).
+/// acknowledgement tokens (the metadata and any parsed form are not needed to send it), and,
+/// per lock it carries, which copy of the locked message it is at this send.
 #[derive(Debug)]
 struct Held {
     data: Bytes,
     acks: AckSet,
+    copies: Vec<(Arc<LockTicket>, u32)>,
 }
 
 impl Held {
@@ -263,6 +283,8 @@ struct State {
 /// [`Destination`].
 pub(crate) struct Sender<D> {
     dest: D,
+    /// What identifies this send in a lock's progress (see the module documentation).
+    progress_id: Arc<str>,
     batch_key: Option<Key>,
     aux: Option<Pipeline>,
     item_size: usize,
@@ -285,13 +307,16 @@ impl<D: Destination> Sender<D> {
             Some(list) => Some(b.pipeline("auxiliary_transforms", &list)?),
         };
         let limits = BatchLimits::from(options.batch).capped(caps.count, caps.size);
-        Ok(Sender::from_parts(
-            dest,
-            limits,
-            caps.item_size,
-            batch_key,
-            aux,
-        ))
+        Ok(
+            Sender::from_parts(dest, limits, caps.item_size, batch_key, aux)
+                .with_progress_id(progress_id(b)),
+        )
+    }
+
+    /// The same send, known in locks' progress as `id`.
+    pub(crate) fn with_progress_id(mut self, id: String) -> Self {
+        self.progress_id = id.into();
+        self
     }
 
     /// A send from parts already built (limits already capped).
@@ -304,6 +329,7 @@ impl<D: Destination> Sender<D> {
     ) -> Self {
         Sender {
             dest,
+            progress_id: Arc::from("send"),
             batch_key,
             aux,
             item_size,
@@ -395,6 +421,10 @@ impl<D: Destination> Sender<D> {
     /// Sends one batch. Returns the undelivered part on failure; what is dropped here was
     /// delivered, so its tokens resolve.
     async fn deliver(&self, batch: Batch<Held>) -> Result<(), (Batch<Held>, TransformError)> {
+        let batch = refuse_lapsed(batch);
+        if batch.items.is_empty() {
+            return Ok(());
+        }
         if let Some(aux) = &self.aux {
             let mut msgs: Vec<Message> = batch
                 .items
@@ -424,10 +454,12 @@ impl<D: Destination> Sender<D> {
                 key: batch.key.clone(),
                 items,
                 locks: ItemLocks::of_held(&batch.items, false),
+                send: self.progress_id.clone(),
+                copies: Vec::new(),
             };
             return match self.dest.send(&out).await {
                 Ok(()) => {
-                    mark_accepted(&batch.items);
+                    self.mark_accepted(&batch.items);
                     Ok(())
                 }
                 Err(e) => {
@@ -438,14 +470,21 @@ impl<D: Destination> Sender<D> {
                 }
             };
         }
+        let locks = ItemLocks::of_held(&batch.items, true);
+        let copies = match locks {
+            ItemLocks::None => Vec::new(),
+            _ => batch.items.iter().map(|m| m.copies.clone()).collect(),
+        };
         let out = Outgoing {
             key: batch.key.clone(),
             items: batch.items.iter().map(|m| m.data.clone()).collect(),
-            locks: ItemLocks::of_held(&batch.items, true),
+            locks,
+            send: self.progress_id.clone(),
+            copies,
         };
         match self.dest.send(&out).await {
             Ok(()) => {
-                mark_accepted(&batch.items);
+                self.mark_accepted(&batch.items);
                 Ok(())
             }
             Err(SendError {
@@ -466,7 +505,7 @@ impl<D: Destination> Sender<D> {
                     .zip(failed)
                     .filter_map(|(m, f)| {
                         if !f {
-                            mark_accepted(std::slice::from_ref(&m));
+                            self.mark_accepted(std::slice::from_ref(&m));
                         }
                         f.then(|| {
                             size += m.data.len();
@@ -530,12 +569,70 @@ impl LineSink for SendLines {
     }
 }
 
-/// Marks the messages' tokens as accepted by the destination.
-fn mark_accepted(msgs: &[Held]) {
-    for m in msgs {
-        for t in &m.acks {
-            t.mark_accepted();
+impl<D> Sender<D> {
+    /// Marks the messages' tokens as accepted by the destination, and records the copies'
+    /// delivery in their locks' tickets.
+    fn mark_accepted(&self, msgs: &[Held]) {
+        for m in msgs {
+            for t in &m.acks {
+                t.mark_accepted();
+            }
+            for (ticket, copy) in &m.copies {
+                ticket.record_delivery(&self.progress_id, *copy);
+            }
         }
+    }
+
+    /// Numbers `held`'s copy for each lock it carries; `true` when every one of them says
+    /// an earlier attempt delivered that copy here, so it is not held again.
+    fn number_copies(&self, held: &mut Held) -> bool {
+        for t in tickets(&held.acks) {
+            let copy = t.next_copy(&self.progress_id);
+            held.copies.push((t, copy));
+        }
+        !held.copies.is_empty()
+            && held
+                .copies
+                .iter()
+                .all(|(t, c)| t.delivered_before(&self.progress_id, *c))
+    }
+}
+
+/// The progress id of the send built by `b` (see the module documentation): 12 hex digits
+/// of the SHA-256 of its place in the config, its type and its settings.
+fn progress_id(b: &Build<'_>) -> String {
+    let mut h = Sha256::new();
+    for part in [b.location(), b.type_name(), &b.raw_settings().to_string()] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(&h.finalize()[..6])
+}
+
+/// `batch` without the items whose lock may not send now (taken over, or a lease too close
+/// to its end: `LockTicket::check_lease`), which fail, certainly: they were not sent.
+fn refuse_lapsed(batch: Batch<Held>) -> Batch<Held> {
+    let now = Instant::now();
+    let lapsed = |m: &Held| m.copies.iter().find_map(|(t, _)| t.check_lease(now).err());
+    if batch.items.iter().all(|m| m.copies.is_empty()) {
+        return batch;
+    }
+    let Batch { key, items, .. } = batch;
+    let mut size = 0;
+    let mut kept = Vec::with_capacity(items.len());
+    for m in items {
+        match lapsed(&m) {
+            Some(why) => m.fail_acks(&format!("data was not sent: {why}")),
+            None => {
+                size += m.data.len();
+                kept.push(m);
+            }
+        }
+    }
+    Batch {
+        key,
+        items: kept,
+        size,
     }
 }
 
@@ -571,21 +668,34 @@ impl<D: Destination> Sender<D> {
             self.check_item(&data)?;
         }
         let size = data.len();
-        let held = Held {
+        let mut held = Held {
             data,
             acks: msg.acks().clone(),
+            copies: Vec::new(),
         };
         // Earlier failures first: if they still fail, this message is refused (not held).
         if !self.lock().queue.is_empty() {
             clock.drained();
             self.drain().await?;
         }
+        if self.number_copies(&mut held) {
+            // An earlier attempt at the message delivered this copy here.
+            tracing::debug!(send = %self.progress_id, "a copy an earlier attempt delivered is not sent again");
+            return Ok(());
+        }
         let closed = {
             let mut st = self.lock();
-            let ready = st
-                .buffer
-                .push_opening_at(&key, held, size, || clock.now())
-                .map_err(|e| TransformError::failed(e.to_string()))?;
+            let copies: Vec<(Arc<LockTicket>, u32)> = held.copies.clone();
+            let ready = match st.buffer.push_opening_at(&key, held, size, || clock.now()) {
+                Ok(ready) => ready,
+                Err(e) => {
+                    drop(st);
+                    for (t, _) in &copies {
+                        t.unhold_copy(&self.progress_id);
+                    }
+                    return Err(TransformError::failed(e.to_string()));
+                }
+            };
             let closed = !ready.is_empty();
             if closed {
                 st.queue.extend(ready);

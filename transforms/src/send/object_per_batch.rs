@@ -13,11 +13,16 @@
 //! lost) the name is derived from what the batch holds, so a batch sent again after a crash
 //! (the same messages, so the same keys) replaces its object instead of adding one:
 //!
-//! - the `uuid` part is a hash of the batch's lock keys in order: the first 16 bytes of the
-//!   SHA-256 of the keys (each preceded by its length, so no two lists of keys give the same
-//!   bytes), shown as a UUID of version 8 (RFC 9562's custom version: 122 of the hash's bits
-//!   kept, the version and variant bits set), so names keep the shape Substation's random
-//!   UUIDs give them and whatever reads them by pattern keeps working;
+//! - the `uuid` part is a hash of the batch's lock keys in order, each with the first
+//!   attempt at its message (`LockTicket::origin_ms`, which every takeover and retry of the
+//!   message inherits, and a key taken afresh after its TTL or a release does not): the
+//!   first 16 bytes of the SHA-256 of the keys and instants (each key preceded by its
+//!   length, so no two lists give the same bytes), shown as a UUID of version 8 (RFC 9562's
+//!   custom version: 122 of the hash's bits kept, the version and variant bits set), so
+//!   names keep the shape Substation's random UUIDs give them and whatever reads them by
+//!   pattern keeps working. A batch sent again keeps its name; a message with the same key
+//!   processed again later ("once per key per window", after `ttl_offset`) gets a new one
+//!   and never replaces the earlier object;
 //! - the `time_format` part formats the earliest first attempt of the batch's messages
 //!   (`LockTicket::origin_ms`: when the first attempt at the message took its key, which a
 //!   takeover inherits) instead of now, so a retry on another day lands in the same place.
@@ -118,6 +123,7 @@ impl Identity {
         for t in &tickets {
             h.update((t.key.len() as u64).to_le_bytes());
             h.update(t.key.as_bytes());
+            h.update(t.origin_ms().to_le_bytes());
         }
         let mut b = [0u8; 16];
         b.copy_from_slice(&h.finalize()[..16]);
@@ -281,9 +287,11 @@ mod tests {
             key.into(),
             0,
             taken_ms,
-            prior,
+            prior.map(|since| (since, Default::default())),
             Arc::new(MemoryStore::new(NonZeroUsize::new(1).unwrap())),
             "me".into(),
+            std::time::Instant::now(),
+            None,
         ))
     }
 
@@ -293,6 +301,7 @@ mod tests {
             key: String::new(),
             items: locks.iter().map(|_| Bytes::from_static(b"x")).collect(),
             locks: ItemLocks::PerItem(locks.iter().map(|l| l.iter().cloned().collect()).collect()),
+            ..Default::default()
         }
     }
 
@@ -323,12 +332,20 @@ mod tests {
         let uuid = uuid::Uuid::parse_str(id).unwrap();
         assert_eq!(uuid.get_version_num(), 8, "{id}");
         assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{id}");
-        // The same keys, taken again later by someone else: the same name.
+        // The same keys, taken again later by someone else (who inherits when each first
+        // attempt began): the same name.
         let again = name(&[
             Some(lock("a", t1 + 5, Some(t0))),
-            Some(lock("b", t1 + 5, Some(t0))),
+            Some(lock("b", t1 + 5, Some(t1))),
         ]);
         assert_eq!(again, first);
+        // The same keys taken afresh (their TTL passed: a new event with the same key): a
+        // new name, which never replaces the earlier object.
+        let later = name(&[
+            Some(lock("a", t1 + 3_600_000, None)),
+            Some(lock("b", t1 + 3_600_000, None)),
+        ]);
+        assert_ne!(later, first);
         // Other keys, or the same in another order: another name.
         let other = name(&[Some(lock("a", t1, Some(t0))), Some(lock("c", t1, Some(t0)))]);
         let swapped = name(&[Some(lock("b", t1, Some(t0))), Some(lock("a", t1, Some(t0)))]);
@@ -349,13 +366,48 @@ mod tests {
         // With auxiliary transforms: the batch's locks.
         let aux = |keys: &[&str]| {
             o.name(&Outgoing {
-                locks: ItemLocks::Batch(keys.iter().map(|k| lock(k, t1, Some(t0))).collect()),
+                locks: ItemLocks::Batch(
+                    keys.iter()
+                        .map(|&k| lock(k, t1, (k == "a").then_some(t0)))
+                        .collect(),
+                ),
                 ..keyed("")
             })
             .unwrap()
         };
         assert_eq!(aux(&["a", "b"]), first, "the same keys, the same name");
         assert_ne!(aux(&[]), aux(&[]), "no lock: random");
+    }
+
+    /// Alerts "once per key per hour" into objects named by the key alone (no time part):
+    /// the second hour's alert for a host must not replace the first hour's object.
+    #[test]
+    fn a_recurring_key_after_its_ttl_never_takes_an_earlier_objects_name() {
+        let o = ObjectPerBatch {
+            file_path: FilePath {
+                prefix: "alerts".into(),
+                uuid: true,
+                ..FilePath::default()
+            },
+            ..ObjectPerBatch::default()
+        };
+        let t0 = 1_704_164_645_000;
+        let hour = 3_600_000;
+        let first = o.name(&locked(&[Some(lock("host-1", t0, None))])).unwrap();
+        let crashed_and_taken_over = o
+            .name(&locked(&[Some(lock("host-1", t0 + 70_000, Some(t0)))]))
+            .unwrap();
+        let next_hour = o
+            .name(&locked(&[Some(lock("host-1", t0 + hour + 1, None))]))
+            .unwrap();
+        assert_eq!(
+            crashed_and_taken_over, first,
+            "a re-sent batch keeps its name"
+        );
+        assert_ne!(
+            next_hour, first,
+            "a new window's message gets its own object"
+        );
     }
 
     #[test]

@@ -143,7 +143,8 @@ async fn a_cancelled_transaction_answers_held_keys_and_takes_over_the_rest() {
         Acquired::Taken {
             prior: Some(Prior {
                 owner: "them".into(),
-                since_ms: NOW_MS - 9_000
+                since_ms: NOW_MS - 9_000,
+                progress: Default::default(),
             })
         }
     );
@@ -172,7 +173,8 @@ async fn our_own_pending_lock_is_taken_alone_and_reported_as_a_retake() {
         &Acquired::Taken {
             prior: Some(Prior {
                 owner: "me".into(),
-                since_ms: NOW_MS
+                since_ms: NOW_MS,
+                progress: Default::default(),
             })
         }
     );

@@ -25,8 +25,8 @@ use futures::stream::{self, StreamExt};
 use sluice_lock_protocol::pending_ttl;
 
 use super::super::lock::{
-    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, Prior,
-    RenewRequest, Settled, StoreError,
+    AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore,
+    Prior, RenewRequest, Settled, StoreError,
 };
 use super::{AcquireMode, COMMITTED, DynamoDbStore, PENDING, number};
 
@@ -37,8 +37,10 @@ const TRANSACTION_MAX: usize = 100;
 pub(super) const STORE_ATTEMPTS: u32 = 8;
 
 /// The acquisition condition: `sluice_lock_protocol::LockRecord::takeable_by`.
+/// `:takeover_ms` is now less the tolerated clock skew: a lease blocks until its end plus
+/// the skew.
 pub(super) const ACQUIRE_CONDITION: &str = "attribute_not_exists(#pk) \
-     OR (#status = :pending AND (#lease < :now_ms OR #owner = :me)) \
+     OR (#status = :pending AND (#lease < :takeover_ms OR #owner = :me)) \
      OR ((attribute_not_exists(#status) OR #status <> :pending) AND #ttl <= :now_s)";
 
 /// The part of [`ACQUIRE_CONDITION`] a transaction takes keys under: nobody holds the key
@@ -49,8 +51,8 @@ pub(super) const ACQUIRE_CONDITION: &str = "attribute_not_exists(#pk) \
 pub(super) const ACQUIRE_FRESH_CONDITION: &str = "attribute_not_exists(#pk) \
      OR ((attribute_not_exists(#status) OR #status <> :pending) AND #ttl <= :now_s)";
 
-/// The acquisition's write: a pending record; `since` is kept from a pending record it
-/// replaces (commits remove it, releases delete the item).
+/// The acquisition's write: a pending record; `since` and `progress` are kept from a
+/// pending record it replaces (commits remove them, releases delete the item).
 pub(super) const ACQUIRE_UPDATE: &str = "SET #owner = :me, #status = :pending, #lease = :lease, \
      #ttl = :ttl, #since = if_not_exists(#since, :now_ms) REMOVE #note";
 
@@ -63,7 +65,7 @@ enum Op<'a> {
     Commit(&'a CommitRequest),
     Renew(&'a RenewRequest),
     Release(&'a str),
-    Abandon(&'a str),
+    Abandon(&'a AbandonRequest),
 }
 
 impl Op<'_> {
@@ -71,7 +73,8 @@ impl Op<'_> {
         match self {
             Op::Commit(r) => &r.key,
             Op::Renew(r) => &r.key,
-            Op::Release(k) | Op::Abandon(k) => k,
+            Op::Release(k) => k,
+            Op::Abandon(r) => &r.key,
         }
     }
 
@@ -274,7 +277,7 @@ impl DynamoDbStore {
                             {
                                 out[i] = Some(Ok(Acquired::FRESH));
                             }
-                            Some(rec) if !rec.takeable_by(owner, now_ms) => {
+                            Some(rec) if !rec.takeable_by(owner, now_ms, r.skew_ms) => {
                                 self.log_held(r, Some(&rec));
                                 out[i] = Some(Ok(Acquired::Held(Some(rec))));
                             }
@@ -356,6 +359,7 @@ impl DynamoDbStore {
             prior: Some(Prior {
                 owner: old.owner,
                 since_ms: old.since_ms.unwrap_or(0),
+                progress: old.progress,
             }),
         }
     }
@@ -408,12 +412,15 @@ impl DynamoDbStore {
             Op::Commit(c) => {
                 let mut u = update(match c.note {
                     Some(_) => {
-                        "SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since"
+                        "SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since, #progress"
                     }
-                    None => "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since",
+                    None => {
+                        "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since, #progress"
+                    }
                 })
                 .expression_attribute_names("#ttl", &a.ttl)
                 .expression_attribute_names("#since", &a.since)
+                .expression_attribute_names("#progress", &a.progress)
                 .expression_attribute_values(":committed", AttributeValue::S(COMMITTED.into()))
                 .expression_attribute_values(":ttl", number(c.ttl));
                 if let Some(note) = &c.note {
@@ -430,8 +437,14 @@ impl DynamoDbStore {
                 .expression_attribute_values(":ttl", number(pending_ttl(r.ttl, r.lease_until_ms)))
                 .build()
                 .map(|u| TransactWriteItem::builder().update(u).build()),
-            Op::Abandon(_) => update("SET #lease = :ended")
+            Op::Abandon(r) if r.progress.is_empty() => update("SET #lease = :ended")
                 .expression_attribute_values(":ended", number(0))
+                .build()
+                .map(|u| TransactWriteItem::builder().update(u).build()),
+            Op::Abandon(r) => update("SET #lease = :ended ADD #progress :progress")
+                .expression_attribute_names("#progress", &a.progress)
+                .expression_attribute_values(":ended", number(0))
+                .expression_attribute_values(":progress", AttributeValue::Ss(r.progress.entries()))
                 .build()
                 .map(|u| TransactWriteItem::builder().update(u).build()),
             Op::Release(_) => Delete::builder()
@@ -597,6 +610,10 @@ fn acquire_values(owner: &str, now_ms: i64, r: &AcquireRequest) -> HashMap<Strin
         (":ttl", number(pending_ttl(r.ttl, r.lease_until_ms))),
         (":now_s", number(now_ms.div_euclid(1000))),
         (":now_ms", number(now_ms)),
+        (
+            ":takeover_ms",
+            number(now_ms.saturating_sub(r.skew_ms.max(0))),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -808,10 +825,10 @@ impl LockStore for DynamoDbStore {
     async fn abandon(
         &self,
         owner: &str,
-        keys: &[String],
+        requests: &[AbandonRequest],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        let ops = keys.iter().map(|k| Op::Abandon(k)).collect();
+        let ops = requests.iter().map(Op::Abandon).collect();
         self.change(owner, ops, concurrency).await
     }
 

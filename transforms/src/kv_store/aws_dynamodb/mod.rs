@@ -89,7 +89,7 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Value};
@@ -97,7 +97,7 @@ use tokio::sync::OnceCell;
 
 pub use lock::Cancel;
 
-use super::{KvPlace, LockRecord, LockStatus, LockTicket, StoreError};
+use super::{KvPlace, LockRecord, LockStatus, LockTicket, Progress, StoreError};
 use crate::aws::{AwsSettings, AwsTarget, check_role, non_empty, parse_dynamodb_table};
 
 /// The sort key's value when a sort key is configured (Substation's constant).
@@ -131,6 +131,7 @@ struct AttributeSettings {
     lease_until: Option<String>,
     since: Option<String>,
     note: Option<String>,
+    progress: Option<String>,
 }
 
 /// The attribute names of a lock item.
@@ -145,6 +146,7 @@ pub(super) struct Attributes {
     pub(super) lease_until: String,
     pub(super) since: String,
     pub(super) note: String,
+    pub(super) progress: String,
 }
 
 /// How the store takes locks: the trade between DynamoDB calls and write units.
@@ -204,6 +206,7 @@ impl Table {
             lease_until: non_empty(a.lease_until).unwrap_or_else(|| "lock_lease_until".into()),
             since: non_empty(a.since).unwrap_or_else(|| "lock_since".into()),
             note: non_empty(a.note).unwrap_or_else(|| "lock_note".into()),
+            progress: non_empty(a.progress).unwrap_or_else(|| "lock_progress".into()),
         };
         // Two roles in one attribute would overwrite each other.
         let named = [
@@ -216,6 +219,7 @@ impl Table {
             ("lease_until", Some(&attributes.lease_until)),
             ("since", Some(&attributes.since)),
             ("note", Some(&attributes.note)),
+            ("progress", Some(&attributes.progress)),
         ];
         for (i, (field, name)) in named.iter().enumerate() {
             let Some(name) = name else { continue };
@@ -331,29 +335,52 @@ impl DynamoDbStore {
         self.table.region.as_deref()
     }
 
-    /// The transaction write that commits the lock of `ticket` together with other writes
-    /// (`send_aws_dynamodb_put`'s transactional mode): conditional on the owner only, so
-    /// that committing a key twice (a message whose items took two transactions) is
-    /// harmless, while a lock another owner took over cancels the transaction.
-    pub fn co_commit_write(&self, ticket: &LockTicket) -> Result<TransactWriteItem, StoreError> {
+    /// The transaction write that records, with other writes, that a send delivered
+    /// `progress` of the message guarded by `ticket` (`send_aws_dynamodb_put`'s
+    /// transactional mode): added to the lock's progress, conditional on the owner's
+    /// pending lock, so that a lock another owner took over cancels the transaction. The
+    /// lock is committed later, when every send of the message delivered it; a crash in
+    /// between leaves the progress for the next taker, who then skips this send.
+    pub fn co_progress_write(
+        &self,
+        ticket: &LockTicket,
+        progress: &Progress,
+    ) -> Result<TransactWriteItem, StoreError> {
         let a = &self.table.attributes;
+        let what = || format!("recording progress of key {:?}", ticket.key);
+        if progress.is_empty() {
+            // Nothing to record (DynamoDB takes no empty set): the owner's lock is still
+            // checked, so that a takeover cancels the transaction.
+            return ConditionCheck::builder()
+                .table_name(&self.table.name)
+                .set_key(Some(self.key(&ticket.key)))
+                .condition_expression("#owner = :me AND #status = :pending")
+                .expression_attribute_names("#owner", &a.owner)
+                .expression_attribute_names("#status", &a.status)
+                .expression_attribute_values(":me", AttributeValue::S(ticket.owner.to_string()))
+                .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .build()
+                .map(|c| TransactWriteItem::builder().condition_check(c).build())
+                .map_err(|e| self.fail(&what(), e));
+        }
         Update::builder()
             .table_name(&self.table.name)
             .set_key(Some(self.key(&ticket.key)))
-            .update_expression("SET #status = :committed, #ttl = :ttl REMOVE #lease, #since")
-            .condition_expression("#owner = :me")
+            .update_expression("ADD #progress :progress")
+            .condition_expression("#owner = :me AND #status = :pending")
             .expression_attribute_names("#owner", &a.owner)
             .expression_attribute_names("#status", &a.status)
-            .expression_attribute_names("#ttl", &a.ttl)
-            .expression_attribute_names("#lease", &a.lease_until)
-            .expression_attribute_names("#since", &a.since)
+            .expression_attribute_names("#progress", &a.progress)
             .expression_attribute_values(":me", AttributeValue::S(ticket.owner.to_string()))
-            .expression_attribute_values(":committed", AttributeValue::S(COMMITTED.into()))
-            .expression_attribute_values(":ttl", number(ticket.ttl))
+            .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
+            .expression_attribute_values(":progress", AttributeValue::Ss(progress.entries()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map(|u| TransactWriteItem::builder().update(u).build())
-            .map_err(|e| self.fail(&format!("committing key {:?}", ticket.key), e))
+            .map_err(|e| self.fail(&what(), e))
     }
 
     /// Reads the holder of a lock out of the item a cancelled transaction returned.
@@ -426,11 +453,20 @@ impl DynamoDbStore {
             },
             _ => LockStatus::Committed,
         };
+        // A string set as this store writes it; a list of strings is read too.
+        let progress = match item.get(&a.progress) {
+            Some(AttributeValue::Ss(entries)) => Progress::from_entries(entries),
+            Some(AttributeValue::L(list)) => {
+                Progress::from_entries(list.iter().filter_map(|v| v.as_s().ok()))
+            }
+            _ => Progress::default(),
+        };
         LockRecord {
             owner: text(&a.owner).unwrap_or_default(),
             status,
             ttl: number(&a.ttl).unwrap_or(i64::MAX),
             since_ms: number(&a.since),
+            progress,
         }
     }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use super::lock::{ACQUIRE_CONDITION, ACQUIRE_UPDATE, STORE_ATTEMPTS, backoff};
 use super::*;
 use crate::kv_store::{
-    AcquireRequest, Acquired, CommitRequest, LockStore, Prior, RenewRequest, Settled,
+    AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockStore, Prior, RenewRequest,
+    Settled,
 };
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::operation::transact_write_items::{
@@ -68,6 +69,7 @@ pub(super) fn req(key: &str) -> AcquireRequest {
         key: key.into(),
         ttl: NOW_MS / 1000 + 600,
         lease_until_ms: NOW_MS + 60_000,
+        skew_ms: 0,
     }
 }
 
@@ -200,7 +202,8 @@ async fn the_record_an_acquisition_replaced_says_whether_it_was_a_takeover() {
         &Acquired::Taken {
             prior: Some(Prior {
                 owner: "them".into(),
-                since_ms: NOW_MS - 9_000
+                since_ms: NOW_MS - 9_000,
+                progress: Default::default(),
             })
         }
     );
@@ -236,6 +239,7 @@ async fn a_failed_condition_on_acquire_returns_the_holders_record() {
             },
             ttl: 1_800_000_600,
             since_ms: None,
+            progress: Default::default(),
         }))
     );
     let got = store.acquire("me", NOW_MS, &[req("k1")], 1).await;
@@ -288,7 +292,8 @@ async fn our_own_earlier_attempt_is_fresh_unless_it_took_over_and_our_own_earlie
         Acquired::Taken {
             prior: Some(Prior {
                 owner: "me".into(),
-                since_ms: NOW_MS - 9_000
+                since_ms: NOW_MS - 9_000,
+                progress: Default::default(),
             })
         }
     );
@@ -306,7 +311,8 @@ async fn our_own_earlier_attempt_is_fresh_unless_it_took_over_and_our_own_earlie
         &Acquired::Taken {
             prior: Some(Prior {
                 owner: "me".into(),
-                since_ms: NOW_MS
+                since_ms: NOW_MS,
+                progress: Default::default(),
             })
         }
     );
@@ -325,6 +331,7 @@ async fn substations_own_locks_count_as_committed() {
             status: LockStatus::Committed,
             ttl: 1_800_000_600,
             since_ms: None,
+            progress: Default::default(),
         }
     );
     // No TTL, no lease: never expires, as in the conditions.
@@ -333,7 +340,7 @@ async fn substations_own_locks_count_as_committed() {
     item.remove("lock_lease_until");
     let r = store.decode(&item);
     assert_eq!(r.ttl, i64::MAX);
-    assert!(r.blocks(NOW_MS));
+    assert!(r.blocks(NOW_MS, 0));
 }
 
 #[tokio::test]
@@ -403,7 +410,7 @@ async fn commit_is_one_transaction_per_hundred_keys() {
             (items.len() == 100 || items.len() == 30)
                 && items.iter().all(|i| i.update().is_some())
                 && u.update_expression()
-                    == "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since"
+                    == "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since, #progress"
                 && u.condition_expression() == Some("#owner = :me AND #status = :pending")
                 && u.expression_attribute_values().unwrap().get(":me") == Some(&s("me"))
                 && u.return_values_on_condition_check_failure()
@@ -459,7 +466,7 @@ async fn committing_what_we_committed_already_succeeds_and_notes_are_kept() {
         .match_requests(|r| {
             let u = r.transact_items()[0].update().unwrap();
             u.update_expression()
-                == "SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since"
+                == "SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since, #progress"
                 && u.expression_attribute_values().unwrap().get(":note") == Some(&s("shard-1/42"))
         })
         .then_error(|| {
@@ -511,7 +518,17 @@ async fn renewals_move_the_lease_and_abandonments_end_it() {
         .unwrap();
     assert_eq!(got, vec![Settled::Ok]);
     assert_eq!(
-        store.abandon("me", &keys(1), 4).await.unwrap(),
+        store
+            .abandon(
+                "me",
+                &[AbandonRequest {
+                    key: "k0".into(),
+                    progress: Default::default(),
+                }],
+                4
+            )
+            .await
+            .unwrap(),
         vec![Settled::Ok]
     );
 }
@@ -708,6 +725,7 @@ fn settings_name_the_table_by_arn_or_by_name() {
             lease_until: "lock_lease_until".into(),
             since: "lock_since".into(),
             note: "lock_note".into(),
+            progress: "lock_progress".into(),
         }
     );
     let s = DynamoDbStore::from_settings(&value(

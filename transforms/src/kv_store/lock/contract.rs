@@ -5,8 +5,8 @@
 //! what "held", "expired", "taken over" and "not ours" mean.
 
 use super::{
-    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, Prior,
-    RenewRequest, Settled, StoreError,
+    AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore,
+    Prior, Progress, RenewRequest, Settled, StoreError,
 };
 
 fn req(key: &str, ttl: i64, lease_until_ms: i64) -> AcquireRequest {
@@ -14,6 +14,7 @@ fn req(key: &str, ttl: i64, lease_until_ms: i64) -> AcquireRequest {
         key: key.to_string(),
         ttl,
         lease_until_ms,
+        skew_ms: 0,
     }
 }
 
@@ -23,6 +24,15 @@ fn commits(keys: &[String], ttl: i64) -> Vec<CommitRequest> {
             key: k.clone(),
             ttl,
             note: None,
+        })
+        .collect()
+}
+
+fn abandons(keys: &[String], progress: &[&str]) -> Vec<AbandonRequest> {
+    keys.iter()
+        .map(|k| AbandonRequest {
+            key: k.clone(),
+            progress: Progress::from_entries(progress),
         })
         .collect()
 }
@@ -57,7 +67,7 @@ impl Op {
     async fn run(self, store: &dyn LockStore, owner: &str, keys: &[String]) -> Vec<Settled> {
         let r = match self {
             Op::Release => store.release(owner, keys, 4).await,
-            Op::Abandon => store.abandon(owner, keys, 4).await,
+            Op::Abandon => store.abandon(owner, &abandons(keys, &[]), 4).await,
         };
         r.expect("store call failed")
     }
@@ -133,7 +143,8 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         prior(&again),
         Some(Prior {
             owner: a.into(),
-            since_ms: now_ms
+            since_ms: now_ms,
+            progress: Default::default(),
         })
     );
 
@@ -249,7 +260,8 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         prior(&took),
         Some(Prior {
             owner: a.into(),
-            since_ms: now_ms
+            since_ms: now_ms,
+            progress: Default::default(),
         })
     );
     let late = store
@@ -300,7 +312,7 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         .await);
     assert_eq!(
         store
-            .abandon(a, std::slice::from_ref(&unsure), 4)
+            .abandon(a, &abandons(std::slice::from_ref(&unsure), &[]), 4)
             .await
             .unwrap(),
         vec![Settled::Ok]
@@ -317,9 +329,108 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         prior(&took),
         Some(Prior {
             owner: a.into(),
-            since_ms: now_ms
+            since_ms: now_ms,
+            progress: Default::default(),
         })
     );
+
+    // Abandoning with progress keeps what the attempt delivered for the next taker, who
+    // adds its own when it abandons in turn; the progress is merged, never replaced, and a
+    // commit clears it.
+    let partly = k("partly");
+    one(store
+        .acquire(a, now_ms, &[req(&partly, now_s + 600, now_ms + 60_000)], 1)
+        .await);
+    assert_eq!(
+        store
+            .abandon(
+                a,
+                &abandons(std::slice::from_ref(&partly), &["s1:0", "s2:0-2"]),
+                4
+            )
+            .await
+            .unwrap(),
+        vec![Settled::Ok]
+    );
+    let took = prior(&one(store
+        .acquire(
+            b,
+            now_ms + 20,
+            &[req(&partly, now_s + 600, now_ms + 60_000)],
+            1,
+        )
+        .await))
+    .expect("a prior holder");
+    assert_eq!(
+        (took.owner.as_str(), took.since_ms, took.progress.entries()),
+        (a, now_ms, vec!["s1:0".to_string(), "s2:0-2".to_string()])
+    );
+    assert_eq!(
+        store
+            .abandon(
+                b,
+                &abandons(std::slice::from_ref(&partly), &["s2:3", "s3:0"]),
+                4
+            )
+            .await
+            .unwrap(),
+        vec![Settled::Ok]
+    );
+    let took = prior(&one(store
+        .acquire(
+            a,
+            now_ms + 30,
+            &[req(&partly, now_s + 600, now_ms + 60_000)],
+            1,
+        )
+        .await))
+    .expect("a prior holder");
+    assert_eq!(
+        took.progress,
+        Progress::from_entries(["s1:0", "s2:0-3", "s3:0"]),
+        "merged"
+    );
+    assert_eq!(
+        store
+            .commit(a, &commits(std::slice::from_ref(&partly), now_s + 600), 4)
+            .await
+            .unwrap(),
+        vec![Settled::Ok]
+    );
+    let r = holder(&one(store
+        .acquire(
+            b,
+            now_ms + 40,
+            &[req(&partly, now_s + 600, now_ms + 60_000)],
+            1,
+        )
+        .await));
+    assert_eq!(
+        (r.status, r.progress.is_empty()),
+        (LockStatus::Committed, true)
+    );
+
+    // Clocks: a lease blocks until its end plus the tolerated skew of the taker's request.
+    let skewed = k("skewed");
+    one(store
+        .acquire(a, now_ms, &[req(&skewed, now_s + 600, now_ms + 1_000)], 1)
+        .await);
+    let skew = |at: i64| AcquireRequest {
+        skew_ms: 5_000,
+        ..req(&skewed, now_s + 600, at + 60_000)
+    };
+    for at in [now_ms + 2_000, now_ms + 6_000] {
+        assert!(
+            matches!(
+                one(store.acquire(b, at, &[skew(at)], 1).await),
+                Acquired::Held(Some(_))
+            ),
+            "{} ms after the lease ended, within the 5 s skew",
+            at - now_ms - 1_000
+        );
+    }
+    let at = now_ms + 6_001;
+    assert!(prior(&one(store.acquire(b, at, &[skew(at)], 1).await)).is_some());
 
     // Batched commit and release: per-key results in order, one foreign key among them
     // does not stop the others (more keys than one DynamoDB transaction holds).
@@ -447,7 +558,8 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
                 prior(&r),
                 Some(Prior {
                     owner: b.into(),
-                    since_ms: now_ms
+                    since_ms: now_ms,
+                    progress: Default::default(),
                 }),
                 "lapsed: {r:?}"
             ),
@@ -455,7 +567,8 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
                 prior(&r),
                 Some(Prior {
                     owner: a.into(),
-                    since_ms: now_ms
+                    since_ms: now_ms,
+                    progress: Default::default(),
                 }),
                 "own: {r:?}"
             ),

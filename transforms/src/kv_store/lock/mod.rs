@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use sluice_engine::{Build, ConfigError, Value, async_trait};
 pub use sluice_lock_protocol::{
-    AcquireRequest, Acquired, Change, LockRecord, LockStatus, Prior, Settled,
+    AcquireRequest, Acquired, Change, LockRecord, LockStatus, Prior, Progress, Settled,
 };
 
 #[cfg(feature = "aws")]
@@ -55,6 +55,16 @@ pub struct RenewRequest {
     pub ttl: i64,
     /// Epoch milliseconds: the new end of the lease.
     pub lease_until_ms: i64,
+}
+
+/// One key to abandon: its message may have been delivered, or was delivered by some sends
+/// and not others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AbandonRequest {
+    /// The lock key.
+    pub key: String,
+    /// What this attempt delivered, added to the record's progress for the next taker.
+    pub progress: Progress,
 }
 
 /// Where locks are kept. Every method takes the owner (unique per lock instance and
@@ -99,12 +109,13 @@ pub trait LockStore: Send + Sync + 'static {
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError>;
 
-    /// Ends the leases of `owner`'s pending locks and leaves them pending: their messages
-    /// may have been delivered, and whoever takes them next is told so.
+    /// Ends the leases of `owner`'s pending locks and leaves them pending, with what each
+    /// attempt delivered added to their progress: their messages may have been delivered,
+    /// or were delivered by some sends, and whoever takes them next is told so.
     async fn abandon(
         &self,
         owner: &str,
-        keys: &[String],
+        requests: &[AbandonRequest],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError>;
 

@@ -28,8 +28,8 @@ use sluice_lock_protocol::{self as protocol, Change};
 
 use super::super::KvPlace;
 use super::{
-    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore, RenewRequest,
-    Settled, StoreError,
+    AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore,
+    Progress, RenewRequest, Settled, StoreError,
 };
 
 /// The database file when `file` is not set (relative to the working directory).
@@ -58,24 +58,29 @@ CREATE TABLE IF NOT EXISTS sluice_locks (
     lease_until_ms INTEGER NOT NULL,
     ttl INTEGER NOT NULL,
     since_ms INTEGER,
-    note TEXT
+    note TEXT,
+    progress TEXT
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sluice_locks_by_ttl ON sluice_locks (ttl);
 ";
 
 /// Columns added after the first release; a file made before gets them at open.
-const ADDED_COLUMNS: [(&str, &str); 2] = [("since_ms", "INTEGER"), ("note", "TEXT")];
+const ADDED_COLUMNS: [(&str, &str); 3] = [
+    ("since_ms", "INTEGER"),
+    ("note", "TEXT"),
+    ("progress", "TEXT"),
+];
 
-const SELECT: &str =
-    "SELECT owner, committed, lease_until_ms, ttl, since_ms FROM sluice_locks WHERE key = ?1";
+const SELECT: &str = "SELECT owner, committed, lease_until_ms, ttl, since_ms, progress \
+     FROM sluice_locks WHERE key = ?1";
 
 const UPSERT: &str = "
-INSERT INTO sluice_locks (key, owner, committed, lease_until_ms, ttl, since_ms, note)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+INSERT INTO sluice_locks (key, owner, committed, lease_until_ms, ttl, since_ms, note, progress)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 ON CONFLICT (key) DO UPDATE SET
     owner = excluded.owner, committed = excluded.committed,
     lease_until_ms = excluded.lease_until_ms, ttl = excluded.ttl,
-    since_ms = excluded.since_ms, note = excluded.note";
+    since_ms = excluded.since_ms, note = excluded.note, progress = excluded.progress";
 
 const DELETE: &str = "DELETE FROM sluice_locks WHERE key = ?1";
 
@@ -241,6 +246,10 @@ fn read_record(
                 },
                 ttl: row.get(3)?,
                 since_ms: row.get(4)?,
+                progress: row
+                    .get::<_, Option<String>>(5)?
+                    .map(|p| Progress::from_entries(p.lines()))
+                    .unwrap_or_default(),
             })
         })
         .optional()
@@ -256,8 +265,9 @@ fn write_record(
         LockStatus::Committed => (1, 0),
         LockStatus::Pending { lease_until_ms } => (0, lease_until_ms),
     };
+    let progress = (!r.progress.is_empty()).then(|| r.progress.entries().join("\n"));
     upsert.execute(params![
-        key, r.owner, committed, lease, r.ttl, r.since_ms, note
+        key, r.owner, committed, lease, r.ttl, r.since_ms, note, progress
     ])?;
     Ok(())
 }
@@ -357,12 +367,17 @@ impl LockStore for SqliteStore {
     async fn abandon(
         &self,
         owner: &str,
-        keys: &[String],
+        requests: &[AbandonRequest],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        let changes = keys
+        let changes = requests
             .iter()
-            .map(|k| (k.clone(), Change::Abandon, None))
+            .map(|r| {
+                let c = Change::Abandon {
+                    progress: r.progress.clone(),
+                };
+                (r.key.clone(), c, None)
+            })
             .collect();
         self.change(owner, changes).await
     }
@@ -404,6 +419,7 @@ mod tests {
             key: "k".into(),
             ttl: 2_000_000_000,
             lease_until_ms: 1_700_000_060_000,
+            skew_ms: 0,
         };
         {
             let a = SqliteStore::open(path.clone()).unwrap();
@@ -452,6 +468,7 @@ mod tests {
                 key: k.to_string(),
                 ttl: 2_000_000_000,
                 lease_until_ms: 1_700_000_060_000,
+                skew_ms: 0,
             })
             .collect();
         let got = store.acquire("new", 1_700_000_000_000, &reqs, 1).await;
@@ -462,7 +479,8 @@ mod tests {
             &Acquired::Taken {
                 prior: Some(sluice_lock_protocol::Prior {
                     owner: "old".into(),
-                    since_ms: 0
+                    since_ms: 0,
+                    progress: Default::default(),
                 })
             }
         );
@@ -485,6 +503,7 @@ mod tests {
                 key: format!("k{i}"),
                 ttl: 100 + i,
                 lease_until_ms: 0,
+                skew_ms: 0,
             })
             .collect();
         store.acquire("a", 0, &reqs, 1).await;

@@ -25,7 +25,8 @@ use sluice_engine::async_trait;
 use super::super::KvPlace;
 use super::sqlite::SqliteStore;
 use super::{
-    AcquireRequest, Acquired, CommitRequest, LockStore, RenewRequest, Settled, StoreError,
+    AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockStore, RenewRequest, Settled,
+    StoreError,
 };
 
 fn clock_ms() -> i64 {
@@ -203,6 +204,7 @@ impl LockStore for FaultySqliteStore {
                 key: r.key.clone(),
                 ttl: r.ttl,
                 lease_until_ms: later + 3_600_000,
+                skew_ms: 0,
             })
             .collect();
         for r in self
@@ -251,10 +253,10 @@ impl LockStore for FaultySqliteStore {
     async fn abandon(
         &self,
         owner: &str,
-        keys: &[String],
+        requests: &[AbandonRequest],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        self.settle("abandon", self.inner.abandon(owner, keys, concurrency))
+        self.settle("abandon", self.inner.abandon(owner, requests, concurrency))
             .await
     }
 }

@@ -26,7 +26,7 @@ use sluice_engine::{Message, TransformError};
 use super::keeper::Known;
 use super::{Duplicates, MetaKvStoreLock, Pending, STORE_RETRY_FOR, keys};
 use crate::kv_store::{
-    AcquireRequest, Acquired, LockRecord, LockStatus, LockTicket, RenewRequest, Settled,
+    AcquireRequest, Acquired, LockRecord, LockStatus, LockTicket, Prior, RenewRequest, Settled,
 };
 
 /// How many renewals in a row may come back with half the lease gone before the keys are
@@ -166,7 +166,11 @@ impl MetaKvStoreLock {
             });
         }
         if !retake.is_empty() {
-            self.keeper.forget_for_retake(&retake).await;
+            let history = self.keeper.forget_for_retake(&retake).await;
+            self.retaken
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(history);
         }
         let mut blocked = Vec::new();
         let mut rest = items.into_iter().peekable();
@@ -186,6 +190,7 @@ impl MetaKvStoreLock {
                     key: it.key.clone(),
                     ttl: it.ttl,
                     lease_until_ms: 0,
+                    skew_ms: 0,
                 })
                 .collect();
             let outcomes = match self.acquire_piece(&reqs).await {
@@ -319,10 +324,12 @@ impl MetaKvStoreLock {
         while !ask.is_empty() {
             let now = self.now_ms();
             let (lease, lease_until_ms) = self.lease_now(now);
+            let skew_ms = self.skew.as_millis() as i64;
             let batch: Vec<AcquireRequest> = ask
                 .iter()
                 .map(|&i| AcquireRequest {
                     lease_until_ms,
+                    skew_ms,
                     ..reqs[i].clone()
                 })
                 .collect();
@@ -338,14 +345,7 @@ impl MetaKvStoreLock {
                 let r = &reqs[i];
                 outcomes[i] = match result {
                     Ok(Acquired::Taken { prior }) => Some(Outcome::Taken {
-                        ticket: Arc::new(LockTicket::new(
-                            r.key.clone(),
-                            r.ttl,
-                            now,
-                            prior.map(|p| p.since_ms),
-                            self.store.clone(),
-                            self.owner.clone(),
-                        )),
+                        ticket: Arc::new(self.ticket(r, now, prior, call_start, lease)),
                         lease_start: call_start,
                         lease,
                     }),
@@ -388,6 +388,46 @@ impl MetaKvStoreLock {
             .collect())
     }
 
+    /// The ticket of a key taken at `now_ms` by a call made at `call_start`: its history
+    /// is the store's prior record's, together with what this process's own last attempt
+    /// left (a key retaken after a failure whose abandonment may not have reached the
+    /// store).
+    fn ticket(
+        &self,
+        r: &AcquireRequest,
+        now_ms: i64,
+        prior: Option<Prior>,
+        call_start: Instant,
+        lease: Option<Duration>,
+    ) -> LockTicket {
+        let retaken = self
+            .retaken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&r.key);
+        let history = match (prior, retaken) {
+            (None, None) => None,
+            (Some(p), None) => Some((p.since_ms, p.progress)),
+            (None, Some(t)) => Some((t.origin_ms, t.progress)),
+            (Some(p), Some(t)) => {
+                let mut progress = p.progress;
+                progress.merge(&t.progress);
+                Some((p.since_ms.min(t.origin_ms), progress))
+            }
+        };
+        LockTicket::new(
+            r.key.clone(),
+            r.ttl,
+            now_ms,
+            history,
+            self.store.clone(),
+            self.owner.clone(),
+            call_start,
+            lease,
+        )
+        .with_key_of(self.key_of.clone())
+    }
+
     /// What a held key means for its message (`None`: not held any more, ask again).
     fn held(&self, rec: Option<LockRecord>, now: i64) -> Option<Outcome> {
         let Some(rec) = rec else {
@@ -395,7 +435,7 @@ impl MetaKvStoreLock {
         };
         match rec.status {
             LockStatus::Committed => Some(Outcome::Duplicate(Some(rec))),
-            LockStatus::Pending { .. } if !rec.blocks(now) => None,
+            LockStatus::Pending { .. } if !rec.blocks(now, self.skew.as_millis() as i64) => None,
             LockStatus::Pending { .. } if self.pending == Pending::Skip => {
                 Some(Outcome::Duplicate(Some(rec)))
             }
@@ -464,13 +504,14 @@ impl MetaKvStoreLock {
                         match r {
                             Settled::Ok => {
                                 if let Some(Outcome::Taken {
+                                    ticket,
                                     lease_start,
                                     lease: l,
-                                    ..
                                 }) = &mut outcomes[i]
                                 {
                                     *lease_start = call_start;
                                     *l = lease;
+                                    ticket.renewed(call_start, lease);
                                 }
                             }
                             // Taken over meanwhile: held by its new owner.
@@ -563,6 +604,7 @@ impl MetaKvStoreLock {
                     key: w.item.key.clone(),
                     ttl: w.item.ttl,
                     lease_until_ms: 0,
+                    skew_ms: 0,
                 })
                 .collect();
             let outcomes = match self.acquire_piece(&reqs).await {

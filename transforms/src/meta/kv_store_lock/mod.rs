@@ -48,6 +48,7 @@ pub(crate) mod keys;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
@@ -57,11 +58,12 @@ use sluice_engine::context::Clock;
 use sluice_engine::settings::GoDuration;
 use sluice_engine::telemetry::Telemetry;
 use sluice_engine::{
-    Build, ConfigError, Key, Message, Pipeline, StatefulTransform, TransformError, Value,
-    async_trait,
+    Build, ConfigError, Key, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
+    Value, async_trait,
 };
 
 use super::required_pipeline;
+use crate::kv_store::lock::ticket::KeyOf;
 use crate::kv_store::{self, LockStore};
 use keeper::Keeper;
 pub(crate) use keeper::LockCounts;
@@ -75,6 +77,9 @@ pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_PENDING_WAIT: Duration = Duration::from_secs(10);
 /// Lock-store calls in flight at once.
 pub(crate) const DEFAULT_CONCURRENCY: usize = 32;
+/// The largest difference tolerated between the clocks of two processes sharing a lock
+/// table, when `clock_skew` is not set.
+pub(crate) const DEFAULT_CLOCK_SKEW: Duration = Duration::from_secs(10);
 /// How long acquisitions that the store fails are tried again before the batch fails.
 pub(crate) const STORE_RETRY_FOR: Duration = Duration::from_secs(30);
 
@@ -134,6 +139,9 @@ pub(crate) struct Settings {
     pub pending: Pending,
     /// The longest wait for another owner's pending lock.
     pub pending_wait: Option<GoDuration>,
+    /// The largest difference tolerated between the clocks of the processes sharing the
+    /// lock store.
+    pub clock_skew: Option<GoDuration>,
 }
 
 /// The `meta_kv_store_lock` transform.
@@ -152,6 +160,14 @@ pub(crate) struct MetaKvStoreLock {
     lease: Option<Duration>,
     pending: Pending,
     pending_wait: Duration,
+    /// The tolerated clock skew: another owner's lease blocks until its end plus this.
+    skew: Duration,
+    /// The key a record's data carries (when the key is read from the data), for the sends
+    /// that recognise a message's records by it.
+    key_of: Option<KeyOf>,
+    /// The history of keys this process is taking again after a failure, which the store
+    /// may not have been told yet (see [`keeper::Keeper::forget_for_retake`]).
+    retaken: std::sync::Mutex<HashMap<String, keeper::Retaken>>,
     /// How many keys one acquisition call takes: adapted so that a call fits the lease.
     piece: AtomicUsize,
     /// Messages whose key is pending elsewhere, asked for again on the lock's timer.
@@ -227,6 +243,24 @@ impl MetaKvStoreLock {
                 ),
             ));
         }
+        // Unset: the default, or a quarter of a lease shorter than four times that.
+        let skew = s
+            .clock_skew
+            .map_or(DEFAULT_CLOCK_SKEW.min(checked_lease / 4), |d| d.0);
+        if skew >= checked_lease {
+            return Err(b.field_error(
+                "clock_skew",
+                format!(
+                    "{skew:?} is not shorter than the lease ({checked_lease:?}): a lease would block for a skew it cannot outlast; lower clock_skew (the hosts' clocks should be synchronised, e.g. by NTP) or raise lease"
+                ),
+            ));
+        }
+        let key_of = source_key.clone().map(|k| {
+            let prefix = s.prefix.clone();
+            Arc::new(move |data: &[u8]| {
+                keys::key_of(&prefix, Some(&k), &Message::new(data.to_vec())).ok()
+            }) as KeyOf
+        });
         let id = b.id().clone();
         let owner: Arc<str> = new_owner().into();
         let counts = Arc::new(LockCounts::default());
@@ -252,6 +286,9 @@ impl MetaKvStoreLock {
             lease,
             pending: s.pending,
             pending_wait: s.pending_wait.map_or(DEFAULT_PENDING_WAIT, |d| d.0),
+            skew,
+            key_of,
+            retaken: std::sync::Mutex::new(HashMap::new()),
             piece: AtomicUsize::new(concurrency * 4),
             waiting: std::sync::Mutex::new(Vec::new()),
             keeper,
@@ -411,8 +448,9 @@ impl StatefulTransform for MetaKvStoreLock {
         self.keeper.pump(true).await;
     }
 
-    async fn settle(&self, until: Instant) {
-        self.inner.settle(until).await;
-        self.keeper.settle(until, self.lease_len()).await;
+    async fn settle(&self, until: Instant) -> SettleReport {
+        let mut report = self.inner.settle(until).await;
+        report.extend(self.keeper.settle(until, self.lease_len()).await);
+        report
     }
 }

@@ -368,9 +368,11 @@ fn ticket(key: &str, prior: Option<i64>) -> Arc<LockTicket> {
         key.into(),
         2_000_000_000,
         now_ms() - 1000,
-        prior,
+        prior.map(|since| (since, Default::default())),
         Arc::new(MemoryStore::new(NonZeroUsize::new(8).unwrap())),
         "me".into(),
+        std::time::Instant::now(),
+        None,
     ))
 }
 

@@ -449,9 +449,11 @@ async fn a_locked_batch_sent_again_replaces_its_object() {
                         k.to_string(),
                         0,
                         taken_ms,
-                        Some(1_704_164_645_000),
+                        Some((1_704_164_645_000, Default::default())),
                         store.clone(),
                         "me".into(),
+                        std::time::Instant::now(),
+                        None,
                     ))]
                 })
                 .collect(),

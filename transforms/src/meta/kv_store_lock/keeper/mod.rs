@@ -11,13 +11,23 @@
 //! window between a sink's acceptance and the commit is then about one store round trip,
 //! whatever the input's rhythm.
 //!
+//! A message is settled by every copy of it, at every send: its key is committed only when
+//! every copy was delivered (or deliberately dropped), inside the lock and after it. When
+//! some copy failed, the key is released only if nothing was delivered anywhere and no
+//! earlier attempt left history; otherwise it is abandoned with what the sends recorded as
+//! delivered (the ticket's progress), so that the redelivery skips those copies and sends
+//! the rest: one send of two, five records of six, a send inside the lock and not the one
+//! after it.
+//!
 //! The work is done in two lanes, settlements (commits, releases, abandonments) and
 //! renewals, which the keeper's own task drives when woken (a tokio task on the runtime the
 //! lock runs on, started and restarted as needed), and which [`Keeper::pump`] runs both of
 //! when the lock calls it at its checkpoint and when the adapter settles the pipeline
 //! ([`Keeper::settle`]), so nothing depends on the task having run. Each lane is serialised.
-//! A store call that fails leaves its keys queued; they are tried again, with backoff, by
-//! later pumps: a commit after delivery never fails a batch by itself.
+//! A store call that fails leaves its keys queued; they are tried again by later pumps, all
+//! of a kind together after one backoff of that kind's calls (not one per key, which split
+//! an outage's retries into a call per key): a commit after delivery never fails a batch by
+//! itself.
 //!
 //! Leases ([`renew`]): a key whose lease is a third gone while its message is still on its
 //! way, or while its commit has not gone through, is renewed (conditional on the owner, as
@@ -33,12 +43,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use sluice_engine::Message;
 use sluice_engine::ack::{AckSet, AckStatus, AckTag, AckToken, AckTracker, AckWatch};
 use sluice_engine::context::Clock;
+use sluice_engine::{Message, SettleReport};
 use tokio::sync::Notify;
 
-use crate::kv_store::{CommitRequest, LockStatus, LockStore, LockTicket, Settled, StoreError};
+use crate::kv_store::{
+    AbandonRequest, CommitRequest, LockStatus, LockStore, LockTicket, Progress, Settled, StoreError,
+};
 
 mod renew;
 
@@ -87,10 +99,22 @@ enum Owed {
     Lease,
     /// Delivered: commit.
     Commit,
-    /// Certainly not delivered: release.
+    /// Certainly not delivered anywhere: release.
     Release,
-    /// Possibly delivered: abandon.
+    /// Possibly delivered, or delivered by some sends and not others: abandon, with the
+    /// progress.
     Abandon,
+}
+
+impl Owed {
+    /// The lane's index among the settlements' backoffs.
+    fn lane(self) -> usize {
+        match self {
+            Owed::Commit => 0,
+            Owed::Release => 1,
+            Owed::Abandon | Owed::Lease => 2,
+        }
+    }
 }
 
 /// A message's two trackers: `inner` follows the copies inside the lock's inner list (the
@@ -103,28 +127,36 @@ struct Trackers {
 }
 
 impl Trackers {
-    /// What the key is owed once both are done: committed when every copy was delivered,
-    /// or when the sends inside the lock delivered it and only copies after it failed (its
-    /// effect happened; sending it again would duplicate it); otherwise released, or
-    /// abandoned when a failed send may have applied it. `None` while a copy is on its way.
-    fn owed(&self) -> Option<Owed> {
+    /// What the key is owed once both are done (`None` while a copy is on its way):
+    /// committed only when every copy, inside the lock and after it, was delivered;
+    /// otherwise released when nothing was delivered anywhere, nothing may have been, and
+    /// no earlier attempt left history, else abandoned with the progress (see the module
+    /// documentation).
+    fn owed(&self, ticket: &LockTicket) -> Option<Owed> {
         if !(self.inner.is_done() && self.outer.is_done()) {
             return None;
         }
-        let failed = |t: &AckTracker| {
-            if t.uncertain() {
-                Owed::Abandon
-            } else {
-                Owed::Release
-            }
-        };
-        Some(match (self.inner.status(), self.outer.status()) {
-            (AckStatus::Failed, _) => failed(&self.inner),
-            (_, AckStatus::Failed) if self.inner.accepted() => Owed::Commit,
-            (_, AckStatus::Failed) => failed(&self.outer),
-            _ => Owed::Commit,
+        let failed = [&self.inner, &self.outer]
+            .iter()
+            .any(|t| t.status() == AckStatus::Failed);
+        if !failed {
+            return Some(Owed::Commit);
+        }
+        Some(if keeps_history(ticket, &[&self.inner, &self.outer]) {
+            Owed::Abandon
+        } else {
+            Owed::Release
         })
     }
+}
+
+/// Whether a failed message's key must stay for its next taker (abandoned, not released):
+/// some copy was delivered or may have been, or an earlier attempt left history.
+fn keeps_history(ticket: &LockTicket, trackers: &[&AckTracker]) -> bool {
+    ticket.prior_since_ms.is_some()
+        || !ticket.prior_progress.is_empty()
+        || ticket.delivered_some()
+        || trackers.iter().any(|t| t.uncertain() || t.accepted())
 }
 
 struct Entry {
@@ -136,10 +168,6 @@ struct Entry {
     /// invocation and is not renewed).
     lease_start: Instant,
     lease: Option<Duration>,
-    /// The commit, release or abandonment owed, after failed calls.
-    settle_retry: Retry,
-    /// The lease's renewal, after failed calls.
-    renew_retry: Retry,
     /// Another owner took the key over (already reported).
     lost: bool,
     /// The acknowledgement tokens of later copies of the message (the same key again
@@ -148,7 +176,7 @@ struct Entry {
     followers: Vec<AckSet>,
 }
 
-/// Backoff after failed store calls for one key: not before `at`, after `failures` in a row.
+/// Backoff after failed store calls of one kind: not before `at`, after `failures` in a row.
 #[derive(Debug, Default, Clone, Copy)]
 struct Retry {
     at: Option<Instant>,
@@ -201,6 +229,11 @@ impl AckWatch for Resolved {
 
 struct Shared {
     lock_id: Arc<str>,
+    /// The backoff of each kind of settlement call (commits, releases, abandonments), after
+    /// failed calls: every key owed that kind waits for it, and goes in the next call.
+    settle_retry: Mutex<[Retry; 3]>,
+    /// The backoff of renewal calls, after failed ones.
+    renew_retry: Mutex<Retry>,
     store: Arc<dyn LockStore>,
     owner: Arc<str>,
     concurrency: usize,
@@ -226,6 +259,16 @@ impl Drop for Keeper {
             t.abort();
         }
     }
+}
+
+/// The history a key retaken by its owner keeps from its last attempt (see
+/// [`Keeper::forget_for_retake`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Retaken {
+    /// When the first attempt at the message began (epoch ms).
+    pub origin_ms: i64,
+    /// What the attempts delivered.
+    pub progress: Progress,
 }
 
 /// What the lock knows of a key before asking the store.
@@ -255,6 +298,8 @@ impl Keeper {
         Keeper {
             shared: Arc::new(Shared {
                 lock_id,
+                settle_retry: Mutex::new([Retry::default(); 3]),
+                renew_retry: Mutex::new(Retry::default()),
                 store,
                 owner,
                 concurrency,
@@ -290,17 +335,30 @@ impl Keeper {
 
     /// Stops giving back `keys` (about to be taken again): waits for the settlement lane's
     /// work in progress, so that no release of them is in flight when the store is asked.
-    pub(crate) async fn forget_for_retake(&self, keys: &[String]) {
+    /// Returns, per key, the history its last attempt leaves (when it began, and what it
+    /// delivered), which the store may not have been told yet: the retake inherits it.
+    pub(crate) async fn forget_for_retake(&self, keys: &[String]) -> HashMap<String, Retaken> {
         let _lane = self.shared.settling.lock().await;
         let mut entries = self.entries();
+        let mut history = HashMap::new();
         for k in keys {
-            if entries
+            let retaken = entries
                 .get(k)
-                .is_some_and(|e| matches!(e.owed, Owed::Release | Owed::Abandon))
-            {
-                entries.remove(k);
+                .is_some_and(|e| matches!(e.owed, Owed::Release | Owed::Abandon));
+            let Some(e) = retaken.then(|| entries.remove(k)).flatten() else {
+                continue;
+            };
+            if e.owed == Owed::Abandon {
+                history.insert(
+                    k.clone(),
+                    Retaken {
+                        origin_ms: e.ticket.origin_ms(),
+                        progress: e.ticket.progress(),
+                    },
+                );
             }
         }
+        history
     }
 
     /// Starts tracking a key taken for a message: the token to attach to the message
@@ -327,8 +385,6 @@ impl Keeper {
                 owed: Owed::Lease,
                 lease_start,
                 lease,
-                settle_retry: Retry::default(),
-                renew_retry: Retry::default(),
                 lost: false,
                 followers: Vec::new(),
             },
@@ -352,7 +408,7 @@ impl Keeper {
     /// released, or abandoned when an earlier attempt may have delivered the message (its
     /// history must stay for the next taker).
     pub(crate) fn give_back(&self, ticket: Arc<LockTicket>) {
-        let owed = if ticket.prior_since_ms.is_some() {
+        let owed = if keeps_history(&ticket, &[]) {
             Owed::Abandon
         } else {
             Owed::Release
@@ -365,8 +421,6 @@ impl Keeper {
                 owed,
                 lease_start: Instant::now(),
                 lease: None,
-                settle_retry: Retry::default(),
-                renew_retry: Retry::default(),
                 lost: false,
                 followers: Vec::new(),
             },
@@ -452,25 +506,29 @@ impl Keeper {
     }
 
     /// Pumps until nothing but messages still on their way is owed, or until `until`
-    /// (bounded by one lease, or [`SETTLE_AT_LEAST`] if longer); what is left is logged
-    /// and stays owed.
-    pub(crate) async fn settle(&self, until: Instant, lease: Duration) {
+    /// (bounded by one lease, or [`SETTLE_AT_LEAST`] if longer); what is left stays owed and
+    /// is reported: how many keys, and what a run over the same input will do with them.
+    pub(crate) async fn settle(&self, until: Instant, lease: Duration) -> SettleReport {
         let until = until.min(Instant::now() + lease.max(SETTLE_AT_LEAST));
         loop {
             self.shared.pump(true).await;
             let (left, soonest) = self.shared.owed_beyond_leases();
-            if left == 0 {
-                return;
+            if left.total() == 0 {
+                return SettleReport::default();
             }
             let now = Instant::now();
             if now >= until {
+                let line =
+                    left.describe(&self.shared.lock_id, &self.shared.store.describe(), lease);
                 tracing::error!(
                     lock = %self.shared.lock_id,
-                    keys = left,
+                    keys = left.total(),
                     store = %self.shared.store.describe(),
-                    "could not settle every lock before the end: the store keeps failing. Delivered messages' locks stay pending until their lease ends (a redelivery of them then is processed again); failed ones block until then"
+                    "{line}"
                 );
-                return;
+                return SettleReport {
+                    unsettled: vec![line],
+                };
             }
             let wait = soonest.map_or(RETRY_MIN, |t| t.saturating_duration_since(now));
             tokio::time::sleep(
@@ -482,32 +540,88 @@ impl Keeper {
     }
 }
 
+/// The keys a lock could not settle in time, by what they are owed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Left {
+    /// Delivered, not committed.
+    pub commits: usize,
+    /// Failed, not given back.
+    pub releases: usize,
+    /// Possibly or partly delivered, not left for the next attempt.
+    pub abandons: usize,
+}
+
+impl Left {
+    fn total(&self) -> usize {
+        self.commits + self.releases + self.abandons
+    }
+
+    /// What is left and what a run over the same input does about it.
+    fn describe(&self, lock: &str, store: &str, lease: Duration) -> String {
+        let mut parts = Vec::new();
+        if self.commits > 0 {
+            parts.push(format!(
+                "{} delivered message(s) whose keys could not be committed (a run over the same input within the {lease:?} lease waits for them and fails those lines; after it, it takes the keys over and sends only what a send cannot find or was not recorded as delivered)",
+                self.commits
+            ));
+        }
+        if self.releases > 0 {
+            parts.push(format!(
+                "{} failed message(s) whose keys could not be given back (a run within the lease waits for them; after it, they are processed again)",
+                self.releases
+            ));
+        }
+        if self.abandons > 0 {
+            parts.push(format!(
+                "{} message(s) possibly or partly delivered whose keys could not be handed on (after the lease a run takes them over and skips what was delivered)",
+                self.abandons
+            ));
+        }
+        format!(
+            "transform {lock}: {} lock key(s) left pending in {store}: the store kept failing: {}",
+            self.total(),
+            parts.join("; ")
+        )
+    }
+}
+
 impl Shared {
     fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Keys owed a commit, release or abandonment, and the soonest retry among them.
-    fn owed_beyond_leases(&self) -> (usize, Option<Instant>) {
+    fn owed_beyond_leases(&self) -> (Left, Option<Instant>) {
         let entries = self.entries();
-        let mut n = 0;
+        let mut n = Left::default();
         let mut soonest: Option<Instant> = None;
-        for e in entries.values().filter(|e| e.owed != Owed::Lease) {
-            n += 1;
-            if let Some(t) = e.settle_retry.at {
+        let retries = *self.settle_retry.lock().unwrap_or_else(|p| p.into_inner());
+        for e in entries.values() {
+            match e.owed {
+                Owed::Lease => continue,
+                Owed::Commit => n.commits += 1,
+                Owed::Release => n.releases += 1,
+                Owed::Abandon => n.abandons += 1,
+            }
+            if let Some(t) = retries[e.owed.lane()].at {
                 soonest = Some(soonest.map_or(t, |s| s.min(t)));
             }
         }
         (n, soonest)
     }
 
-    /// When a failed commit, release or abandonment is to be tried again next.
+    /// When a failed commit, release or abandonment call is to be tried again next (only
+    /// when keys of its kind are owed).
     fn next_settlement_retry(&self) -> Option<Instant> {
+        let retries = *self.settle_retry.lock().unwrap_or_else(|p| p.into_inner());
         let entries = self.entries();
-        entries
-            .values()
-            .filter(|e| e.owed != Owed::Lease)
-            .filter_map(|e| e.settle_retry.at)
+        let mut owed = [false; 3];
+        for e in entries.values().filter(|e| e.owed != Owed::Lease) {
+            owed[e.owed.lane()] = true;
+        }
+        (0..3)
+            .filter(|&i| owed[i])
+            .filter_map(|i| retries[i].at)
             .min()
     }
 
@@ -544,20 +658,12 @@ impl Shared {
                 {
                     last_tokens.push(t);
                 }
-                let Some(mut owed) = tr.owed() else { continue };
-                // A key taken with history keeps it for the next taker, whatever this
-                // attempt did (it may have missed an earlier attempt's delivery).
-                if owed == Owed::Release && e.ticket.prior_since_ms.is_some() {
-                    owed = Owed::Abandon;
-                }
+                let Some(owed) = tr.owed(&e.ticket) else {
+                    continue;
+                };
                 e.owed = owed;
                 if !e.followers.is_empty() {
                     decided.push((owed, std::mem::take(&mut e.followers)));
-                }
-                // A DynamoDB send committed it with its items: done.
-                if owed == Owed::Commit && e.ticket.is_committed() {
-                    entries.remove(&key);
-                    self.counts.committed.fetch_add(1, Ordering::Relaxed);
                 }
             }
             drop(entries);
@@ -579,13 +685,14 @@ impl Shared {
         let _lane = self.settling.lock().await;
         self.take_resolved();
         let now = Instant::now();
+        let retries = *self.settle_retry.lock().unwrap_or_else(|p| p.into_inner());
         let mut commits = Vec::new();
         let mut releases = Vec::new();
         let mut abandons = Vec::new();
         {
             let entries = self.entries();
             for (key, e) in entries.iter() {
-                if !force && e.settle_retry.waiting(now) {
+                if e.owed == Owed::Lease || (!force && retries[e.owed.lane()].waiting(now)) {
                     continue;
                 }
                 match e.owed {
@@ -595,7 +702,10 @@ impl Shared {
                         note: e.ticket.note(),
                     }),
                     Owed::Release => releases.push(key.clone()),
-                    Owed::Abandon => abandons.push(key.clone()),
+                    Owed::Abandon => abandons.push(AbandonRequest {
+                        key: key.clone(),
+                        progress: e.ticket.progress(),
+                    }),
                     Owed::Lease => {}
                 }
             }
@@ -624,7 +734,7 @@ impl Shared {
         let now = Instant::now();
         let commit_keys: Vec<&String> = commits.iter().map(|r| &r.key).collect();
         let release_keys: Vec<&String> = releases.iter().collect();
-        let abandon_keys: Vec<&String> = abandons.iter().collect();
+        let abandon_keys: Vec<&String> = abandons.iter().map(|r| &r.key).collect();
         let mut entries = self.entries();
         self.apply(&mut entries, Owed::Commit, &commit_keys, committed, now);
         self.apply(&mut entries, Owed::Release, &release_keys, released, now);
@@ -656,14 +766,15 @@ impl Shared {
             Owed::Lease => "lease renewal",
         };
         let outcomes = match result {
-            Ok(o) => o,
+            Ok(o) => {
+                self.settle_retry.lock().unwrap_or_else(|p| p.into_inner())[kind.lane()] =
+                    Retry::default();
+                o
+            }
             Err(e) => {
-                let mut attempts = 0;
-                for k in keys {
-                    if let Some(en) = entries.get_mut(*k) {
-                        attempts = attempts.max(en.settle_retry.failed(now));
-                    }
-                }
+                let attempts = self.settle_retry.lock().unwrap_or_else(|p| p.into_inner())
+                    [kind.lane()]
+                .failed(now);
                 tracing::warn!(
                     lock = %self.lock_id,
                     keys = keys.len(),

@@ -20,28 +20,48 @@ use super::{Entry, Owed, Resolved, Retry, Shared, TAKEN_OVER, sleep_until};
 
 impl Entry {
     /// When this key's lease is to be renewed next (`None`: it is not renewed): a third of
-    /// the way through it, or when a failed renewal's backoff ends.
+    /// the way through it.
     fn renewal_due(&self) -> Option<Instant> {
         let lease = self.lease?;
         if self.lost || !matches!(self.owed, Owed::Lease | Owed::Commit) {
             return None;
         }
-        Some(self.renew_retry.at.unwrap_or(self.lease_start + lease / 3))
+        Some(self.lease_start + lease / 3)
     }
 }
 
 impl Shared {
-    /// When the renewal lane has work next.
+    /// When the renewal lane has work next: the first renewal due, or, after a failed
+    /// call, the end of its backoff when that is later.
     pub(super) fn next_renewal(&self) -> Option<Instant> {
-        self.entries().values().filter_map(Entry::renewal_due).min()
+        let retry = self
+            .renew_retry
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .at;
+        let due = self
+            .entries()
+            .values()
+            .filter_map(Entry::renewal_due)
+            .min()?;
+        Some(retry.map_or(due, |r| r.max(due)))
     }
 
-    /// Renews the leases due now (with `force`, also those whose failed renewal is still
-    /// backing off), in one call.
+    /// Renews the leases due now, in one call (unless a failed call's backoff still runs,
+    /// and not `force`).
     pub(super) async fn renew_due(&self, force: bool) {
         let _lane = self.renewing.lock().await;
         self.take_resolved();
         let started = Instant::now();
+        if !force
+            && self
+                .renew_retry
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .waiting(started)
+        {
+            return;
+        }
         let now_ms = self.clock.now_ms();
         let mut requests = Vec::new();
         let mut tickets = Vec::new();
@@ -50,11 +70,6 @@ impl Shared {
             for (key, e) in entries.iter() {
                 let (Some(due), Some(lease)) = (e.renewal_due(), e.lease) else {
                     continue;
-                };
-                let due = if force {
-                    e.lease_start + lease / 3
-                } else {
-                    due
                 };
                 if due > started {
                     continue;
@@ -96,7 +111,6 @@ impl Shared {
             Err(e) => (Vec::new(), Some(e)),
         };
         let mut failed = 0;
-        let mut attempts = 0;
         for (i, (r, ticket)) in requests.iter().zip(tickets).enumerate() {
             let Some(en) = entries
                 .get_mut(&r.key)
@@ -106,37 +120,38 @@ impl Shared {
             };
             match outcomes.get(i) {
                 // The store failed, or did not answer for this key: tried again later.
-                None => {
-                    failed += 1;
-                    attempts = attempts.max(en.renew_retry.failed(now));
-                }
+                None => failed += 1,
                 Some(Settled::Ok) => {
                     en.lease_start = started;
-                    en.renew_retry = Retry::default();
+                    en.ticket.renewed(started, en.lease);
                     self.counts.renewed.fetch_add(1, Ordering::Relaxed);
                 }
-                // Committed by this owner meanwhile (by its commit, or by a DynamoDB send
-                // with its items): nothing to keep alive.
+                // Committed by this owner meanwhile (its commit landed): nothing to keep
+                // alive.
                 Some(Settled::NotOwner(Some(rec)))
                     if *rec.owner == *self.owner && rec.status == LockStatus::Committed =>
                 {
                     en.lease_start = started;
-                    en.renew_retry = Retry::default();
                 }
                 Some(Settled::NotOwner(rec)) => {
                     en.lost = true;
-                    en.renew_retry = Retry::default();
+                    en.ticket.mark_lost();
                     self.counts.lost.fetch_add(1, Ordering::Relaxed);
                     let delivered = en.owed == Owed::Commit;
                     tracing::warn!(
                         lock = %self.lock_id, key = %r.key, holder = ?rec.as_ref().map(|r| &r.owner),
                         "{TAKEN_OVER}: the message {} (the store was unreachable for a whole lease; lengthen `lease`)",
-                        if delivered { "may have been processed twice" } else { "may be processed twice" }
+                        if delivered { "may have been processed twice" } else { "is not sent here any more: the other owner processes it" }
                     );
                 }
             }
         }
-        if failed > 0 {
+        let mut retry = self.renew_retry.lock().unwrap_or_else(|p| p.into_inner());
+        if failed == 0 {
+            *retry = Retry::default();
+        } else {
+            let attempts = retry.failed(now);
+            drop(retry);
             let error = error.map_or_else(
                 || "the store did not answer for every key".to_string(),
                 |e| e.to_string(),

@@ -15,6 +15,7 @@ async fn never_free_for_another_owner(f: &Fixture, keys: &[&str], checks: usize)
                 key: hash(k),
                 ttl: now / 1000 + 60,
                 lease_until_ms: now + 1000,
+                skew_ms: 0,
             })
             .collect();
         let got = f.other().acquire("them", now, &requests, 1).await;
@@ -159,6 +160,7 @@ fn an_uncertain_failure_leaves_the_key_for_the_next_attempt_to_check() {
             key: hash("u"),
             ttl: now / 1000 + 60,
             lease_until_ms: now + 1000,
+            skew_ms: 0,
         }],
         1,
     ));
