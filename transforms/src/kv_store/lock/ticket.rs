@@ -60,6 +60,8 @@ pub struct LockTicket {
     pub owner: Arc<str>,
     /// The key a record's data carries, when that can be told.
     key_of: Option<KeyOf>,
+    /// The tolerated skew between the clocks of the processes that took the key (ms).
+    skew_ms: i64,
     maybe_delivered: AtomicBool,
     /// Another owner took the key over (a renewal found it so).
     lost: AtomicBool,
@@ -114,6 +116,7 @@ impl LockTicket {
             store,
             owner,
             key_of: None,
+            skew_ms: 0,
             maybe_delivered: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             note: Mutex::new(None),
@@ -123,6 +126,12 @@ impl LockTicket {
                 length: lease,
             }),
         }
+    }
+
+    /// The same ticket, for a lock that tolerates `skew` between its processes' clocks.
+    pub fn with_skew(mut self, skew: Duration) -> LockTicket {
+        self.skew_ms = skew.as_millis() as i64;
+        self
     }
 
     /// The same ticket, with `key_of` to tell its records apart (see [`LockTicket::proves`]).
@@ -146,14 +155,17 @@ impl LockTicket {
     }
 
     /// Since when (epoch ms) an earlier attempt may have delivered the message, if one may
-    /// have: the earlier owner's first attempt ([`LockTicket::prior_since_ms`]), else, after
-    /// an uncertain failure under this lock, when this owner took the key.
+    /// have: the earlier owner's first attempt ([`LockTicket::prior_since_ms`]), less the
+    /// tolerated clock skew (that owner's clock may have run ahead), else, after an
+    /// uncertain failure under this lock, when this owner took the key.
     pub fn read_back_since(&self) -> Option<i64> {
-        self.prior_since_ms.or_else(|| {
-            self.maybe_delivered
-                .load(Ordering::Acquire)
-                .then_some(self.taken_ms)
-        })
+        self.prior_since_ms
+            .map(|since| since.saturating_sub(self.skew_ms))
+            .or_else(|| {
+                self.maybe_delivered
+                    .load(Ordering::Acquire)
+                    .then_some(self.taken_ms)
+            })
     }
 
     /// Whether `record` (a record's data, as a send wrote it) provably belongs to this

@@ -426,6 +426,7 @@ impl MetaKvStoreLock {
             lease,
         )
         .with_key_of(self.key_of.clone())
+        .with_skew(self.skew)
     }
 
     /// What a held key means for its message (`None`: not held any more, ask again).

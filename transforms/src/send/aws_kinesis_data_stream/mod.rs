@@ -41,42 +41,52 @@
 //!
 //! ## Exactly once into Kinesis
 //!
-//! Inside `meta_kv_store_lock`, every message reaches the stream exactly once, across
-//! crashes and ambiguous answers. Before a batch is sent, the items whose lock says an
-//! earlier attempt may have delivered them (the key was pending when taken: a crashed
-//! owner's lease ended, or an earlier attempt failed uncertainly; or a send under this lock
-//! failed uncertainly: `LockTicket::read_back_since`) are looked for in the stream from
-//! that attempt's start, less a margin for clock skew. One found is not sent again: it
-//! counts as delivered and its lock notes where it is. The others are sent. Every item put
-//! notes its landing place (`shardId/sequenceNumber`) on its lock, which the commit stores
-//! (not with auxiliary transforms, which lose the mapping from items to messages; those
-//! batches are looked for whole when any of their locks asks).
-//! A read-back that fails leaves the items undelivered and uncertain (the lock keeps their
-//! keys for the next attempt to check again).
+//! Inside `meta_kv_store_lock` (or after it), every message reaches the stream exactly once,
+//! across crashes and ambiguous answers, when its records carry its lock key (the lock's
+//! `object.source_key` reads the same key from the record's data). Before a batch is sent,
+//! the items whose lock says an earlier attempt may have delivered them (the key was
+//! pending when taken: a crashed owner's lease ended, or an earlier attempt failed partly
+//! or uncertainly; or a send under this lock failed uncertainly:
+//! `LockTicket::read_back_since`) are looked for in the stream from that attempt's start,
+//! less the lock's tolerated clock skew and a margin of the read-back's own. One found is not
+//! sent again: it counts as delivered and its lock notes where it is. The others are sent.
+//! Copies an earlier attempt recorded as delivered (the lock's progress) are not even looked
+//! for: the batcher skips them. Every item put notes its landing place
+//! (`shardId/sequenceNumber`) on its lock, which the commit stores (not with auxiliary
+//! transforms, which lose the mapping from items to messages; those batches are looked for
+//! whole when any of their locks asks). A read-back that fails leaves the items undelivered
+//! and uncertain (the lock keeps their keys for the next attempt to check again).
 //!
+//! - **A record found must provably be this message's** (`LockTicket::proves`): it carries
+//!   the message's lock key, so no other message (another key) can have made the same bytes.
+//!   A record that does not (a status or heartbeat event, a mapping that drops the event id,
+//!   a lock on the data's hash, items without a lock) is never taken for delivered on the
+//!   strength of what the stream holds: it is sent again, a duplicate if the earlier attempt
+//!   had landed, never a loss. The same holds after an ambiguous `PutRecords` answer.
 //! - **What it relies on**: a deterministic pipeline inside the lock, so that the same
 //!   message makes the same record: a record is recognised by its data and partition key
 //!   (by its data alone over every shard when keys are random, since a record sent again
 //!   gets a new random key). KPL aggregates are unpacked and matched per user record, so
-//!   they need not be aggregated alike. Identical items are counted: two need two records.
+//!   they need not be aggregated alike. Identical items of one message are counted: two
+//!   need two records. The key field must not be rewritten after the lock.
 //! - **What it costs**: nothing on a clean run; reads only when an outcome is uncertain or
 //!   a key was taken over: `ListShards`, then `GetRecords` over the shards that can hold
-//!   the records, from the first attempt's start (5 s earlier for clock skew) until caught
-//!   up. `GetRecords` allows 5 calls per second per shard, shared with every consumer of
-//!   the stream; the read-back paces itself and backs off when throttled.
+//!   the records, from the first attempt's start (less the skew) until caught up.
+//!   `GetRecords` allows 5 calls per second per shard, shared with every consumer of the
+//!   stream; the read-back paces itself and backs off when throttled.
 //! - **What it does not cover**: a record trimmed by the stream's retention before the
 //!   read-back (it is sent again); a transform before the send, inside the lock, that is
 //!   not deterministic (time, random values, lookups that change: the record differs and
-//!   is sent again); two different messages that make identical records (same data and
-//!   key) within the window (one is taken for the other); a request the service applies
-//!   after the read-back (a read waits [`readback::ReadBack::settle`] after an ambiguous
-//!   answer, and the items stay uncertain if the call finally fails).
-//! - **Not an intent record**: issue 14 suggested recording each send's intent (stream,
-//!   partition key, time) in the lock store before the call. We record no extra write per
-//!   message: the lock record already keeps when the first attempt at the message took its
-//!   key (`since`, inherited by every takeover), which is where a read-back starts, and
-//!   the stream and partition keys come from the same configuration on the retry. So a
-//!   clean run still costs 1 acquire and at most 1/25 commit per message.
+//!   is sent again); records that cannot be told apart (above: sent again after a crash);
+//!   a request the service applies after the read-back (a read waits
+//!   [`readback::ReadBack::settle`] after an ambiguous answer, and the items stay uncertain
+//!   if the call finally fails).
+//! - **Not an intent record**: recording each send's intent in the lock store before the
+//!   call would cost a store write per message. The lock record keeps when the first
+//!   attempt at the message took its key (`since`, inherited by every takeover), which is
+//!   where a read-back starts, and what earlier attempts delivered (`progress`), and the
+//!   stream and partition keys come from the same configuration on the retry. So a clean
+//!   run still costs 1 acquire and at most 1/25 commit per message.
 
 mod aggregate;
 mod put;
@@ -306,25 +316,51 @@ impl Kinesis {
         records
     }
 
-    /// The items an earlier attempt may have delivered (their locks say so) and since
-    /// when (epoch ms), if any.
-    fn earlier_attempts(&self, batch: &Outgoing) -> Option<(i64, Vec<usize>)> {
+    /// The items an earlier attempt may have delivered (their locks say so) and that can
+    /// be told apart from other messages' records (`provable`), and since when (epoch ms),
+    /// if any.
+    fn earlier_attempts(&self, batch: &Outgoing, provable: &[bool]) -> Option<(i64, Vec<usize>)> {
         let since = |ts: &[Arc<LockTicket>]| ts.iter().filter_map(|t| t.read_back_since()).min();
         match &batch.locks {
             ItemLocks::None => None,
             ItemLocks::PerItem(per) => {
                 let (mut first, mut items) = (None::<i64>, Vec::new());
                 for (i, ts) in per.iter().enumerate() {
-                    if let Some(s) = since(ts) {
+                    if let Some(s) = since(ts).filter(|_| provable[i]) {
                         first = Some(first.map_or(s, |f| f.min(s)));
                         items.push(i);
                     }
                 }
                 first.map(|f| (f, items))
             }
-            // The mapping from messages to items is lost: every item is looked for.
-            ItemLocks::Batch(all) => since(all).map(|s| (s, (0..batch.items.len()).collect())),
+            // The mapping from messages to items is lost: every provable item is looked for.
+            ItemLocks::Batch(all) => {
+                let items: Vec<usize> = (0..batch.items.len()).filter(|&i| provable[i]).collect();
+                since(all)
+                    .filter(|_| !items.is_empty())
+                    .map(|s| (s, items))
+            }
         }
+    }
+
+    /// Per item, whether a record of it found in the stream provably is this message's, not
+    /// another's with the same bytes: it carries its lock key (`LockTicket::proves`; with
+    /// auxiliary transforms, the key of one of the batch's locks). A record that cannot be
+    /// told apart is never taken for delivered on the strength of what the stream holds.
+    fn provable(batch: &Outgoing) -> Vec<bool> {
+        let proves = |t: &Arc<LockTicket>, data: &[u8]| t.proves(data) == Some(true);
+        batch
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, data)| match &batch.locks {
+                ItemLocks::None => false,
+                ItemLocks::PerItem(per) => {
+                    per[i].iter().all(|t| proves(t, data)) && !per[i].is_empty()
+                }
+                ItemLocks::Batch(all) => all.iter().any(|t| proves(t, data)),
+            })
+            .collect()
     }
 
     /// Notes on each item's locks where it landed (when items map to messages).
@@ -365,9 +401,10 @@ impl Destination for Kinesis {
             .map(|i| self.key_of(&batch.key, i))
             .collect();
         let mut landed: Vec<Option<Landing>> = vec![None; batch.items.len()];
+        let provable = Self::provable(batch);
         // What an earlier attempt may have put is looked for first, and not sent again
         // when found.
-        if let Some((since, check)) = self.earlier_attempts(batch) {
+        if let Some((since, check)) = self.earlier_attempts(batch, &provable) {
             let sought: Vec<Sought> = check
                 .iter()
                 .map(|&i| Sought {
@@ -404,9 +441,19 @@ impl Destination for Kinesis {
             .filter(|&i| landed[i].is_none())
             .collect();
         let records = self.records_of(&keys, &batch.items, &unsent);
+        let provable_records: Vec<bool> = records
+            .iter()
+            .map(|r| r.items.iter().all(|&i| provable[i]))
+            .collect();
         let mut result = Ok(());
         for range in calls(&records) {
-            let (put, failure) = self.put(client, &records[range.clone()]).await;
+            let (put, failure) = self
+                .put(
+                    client,
+                    &records[range.clone()],
+                    &provable_records[range.clone()],
+                )
+                .await;
             for (r, l) in records[range.clone()].iter().zip(put) {
                 if let Some(l) = l {
                     for &i in &r.items {

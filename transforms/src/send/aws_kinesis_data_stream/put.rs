@@ -56,11 +56,15 @@ enum Answer {
 
 impl Kinesis {
     /// Puts `records` (one call's worth): where each landed (`None`: not put), and why
-    /// not all were.
+    /// not all were. After an answer that leaves the outcome open, only the records that
+    /// can be told apart from other messages' (`provable`: each carries its message's lock
+    /// key) are looked for in the stream; the others are sent again as they are (a
+    /// duplicate if the first attempt had landed, never a loss).
     pub(super) async fn put(
         &self,
         client: &Client,
         records: &[Record],
+        provable: &[bool],
     ) -> (Vec<Option<Landing>>, Option<CallFailure>) {
         let retry = self.aws.retry();
         let first_ms = now_ms();
@@ -118,7 +122,13 @@ impl Kinesis {
                 open = true;
                 tracing::debug!(stream = %self.aws.name(), records = pending.len(), attempt, error = %text, "PutRecords: outcome unknown, reading the stream back");
                 tokio::time::sleep(self.readback.settle).await;
-                let sought: Vec<Sought> = pending
+                let (check, blind): (Vec<usize>, Vec<usize>) = pending
+                    .iter()
+                    .partition(|&&i| provable.get(i).copied().unwrap_or(false));
+                if !blind.is_empty() {
+                    tracing::debug!(stream = %self.aws.name(), records = blind.len(), "PutRecords: outcome unknown for records that carry no lock key; they are sent again");
+                }
+                let sought: Vec<Sought> = check
                     .iter()
                     .map(|&i| Sought {
                         key: Some(records[i].key.clone()),
@@ -136,13 +146,14 @@ impl Kinesis {
                 .await
                 {
                     Ok(found) => {
-                        let mut still = Vec::new();
-                        for (&i, l) in pending.iter().zip(found) {
+                        let mut still = blind;
+                        for (&i, l) in check.iter().zip(found) {
                             match l {
                                 Some(l) => landed[i] = Some(l),
                                 None => still.push(i),
                             }
                         }
+                        still.sort_unstable();
                         pending = still;
                         why = format!("{text} (after {attempt} attempts)");
                     }

@@ -40,8 +40,9 @@ use crate::send::aws_records::RetryPolicy;
 pub(crate) struct ReadBack {
     /// How much earlier than the instant asked for reading starts: the clock of the
     /// machine that noted the instant may be ahead of Kinesis's (arrival times). Larger
-    /// margins read more and widen the window in which another message's identical record
-    /// could be taken for this one; a clock ahead by more sends a record again.
+    /// margins read more; a clock ahead by more sends a record again. (Only records that
+    /// carry their message's lock key are sought, so a wider window never lets another
+    /// message's record pass for this one.)
     pub skew: Duration,
     /// How long to wait after an ambiguous answer before reading: a request the client
     /// gave up on may still be being applied.

@@ -362,18 +362,24 @@ fn by_user() -> PartitionKeys {
 }
 
 /// A lock ticket on `key`, taken a second ago; `prior`: since when an earlier owner may
-/// have delivered it.
+/// have delivered it. The key a record carries is its data (as a lock on the whole of a
+/// message's data would read it), so a record proves its message when its data is the key.
 fn ticket(key: &str, prior: Option<i64>) -> Arc<LockTicket> {
-    Arc::new(LockTicket::new(
-        key.into(),
-        2_000_000_000,
-        now_ms() - 1000,
-        prior.map(|since| (since, Default::default())),
-        Arc::new(MemoryStore::new(NonZeroUsize::new(8).unwrap())),
-        "me".into(),
-        std::time::Instant::now(),
-        None,
-    ))
+    Arc::new(
+        LockTicket::new(
+            key.into(),
+            2_000_000_000,
+            now_ms() - 1000,
+            prior.map(|since| (since, Default::default())),
+            Arc::new(MemoryStore::new(NonZeroUsize::new(8).unwrap())),
+            "me".into(),
+            std::time::Instant::now(),
+            None,
+        )
+        .with_key_of(Some(Arc::new(|d: &[u8]| {
+            Some(String::from_utf8_lossy(d).into_owned())
+        }))),
+    )
 }
 
 /// `items`, item `i` under the tickets `locks[i]`.
@@ -393,7 +399,10 @@ async fn an_ambiguous_answer_resends_only_what_the_stream_lacks() {
     let fake: Shared = Arc::new(Mutex::new(Fake::new(1)));
     fake.lock().unwrap().plan = [Put::ApplyThen500(2)].into();
     let k = send_to(&fake, PartitionKeys::Random, false);
-    let t: Vec<_> = (0..4).map(|i| ticket(&format!("k{i}"), None)).collect();
+    let t: Vec<_> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|d| ticket(d, None))
+        .collect();
     let b = locked(
         &["a", "b", "c", "d"],
         &t.iter().map(|t| vec![t.clone()]).collect::<Vec<_>>(),
@@ -412,6 +421,28 @@ async fn an_ambiguous_answer_resends_only_what_the_stream_lacks() {
     let seqs: Vec<&str> = f.shards[0].records.iter().map(|r| r.2.as_str()).collect();
     for (n, seq) in notes.iter().zip(seqs) {
         assert_eq!(*n, format!("shardId-000000000000/{seq}"));
+    }
+}
+
+/// Records that cannot be told apart from other messages' (no lock, or a lock whose key they
+/// do not carry): after an ambiguous answer they are sent again as they are, so that one
+/// that did not land is never lost for another message's identical record in the stream.
+#[tokio::test]
+async fn an_ambiguous_answer_resends_what_cannot_be_told_apart() {
+    for locks in [None, Some(["k0", "k1", "k2"])] {
+        let fake: Shared = Arc::new(Mutex::new(Fake::new(1)));
+        fake.lock().unwrap().plan = [Put::ApplyThen500(2)].into();
+        let k = send_to(&fake, PartitionKeys::Random, false);
+        let items = ["a", "b", "c"];
+        let b = match locks {
+            None => batch("", &items),
+            Some(keys) => locked(&items, &keys.map(|key| vec![ticket(key, None)])),
+        };
+        k.send(&b).await.unwrap();
+        let f = fake.lock().unwrap();
+        assert!(f.lists.is_empty(), "nothing read back: {locks:?}");
+        assert_eq!(datas(&f.puts[1]), items, "all sent again: {locks:?}");
+        assert_eq!(f.datas(), ["a", "a", "b", "b", "c"], "{locks:?}");
     }
 }
 
@@ -439,7 +470,13 @@ async fn a_failed_read_back_leaves_the_records_uncertain() {
         f.refuse_lists = 1;
     }
     let k = send_to(&fake, PartitionKeys::Random, false);
-    let e = k.send(&batch("", &["a", "b"])).await.unwrap_err();
+    let e = k
+        .send(&locked(
+            &["a", "b"],
+            &[vec![ticket("a", None)], vec![ticket("b", None)]],
+        ))
+        .await
+        .unwrap_err();
     assert!(e.uncertain, "the first record may be in the stream");
     assert_eq!(e.undelivered, Undelivered::Items(vec![0, 1]));
     let text = e.error.to_string();
@@ -466,7 +503,7 @@ async fn a_taken_over_record_already_in_the_stream_is_not_sent_again() {
         .unwrap()
         .store("x", x.as_bytes(), t0 + 500, true);
     let k = send_to(&fake, by_user(), false);
-    let (tx, ty) = (ticket("kx", Some(t0)), ticket("ky", None));
+    let (tx, ty) = (ticket(x, Some(t0)), ticket(y, None));
     k.send(&locked(&[x, y], &[vec![tx.clone()], vec![ty.clone()]]))
         .await
         .unwrap();
@@ -502,7 +539,7 @@ async fn aggregated_records_are_matched_per_user_record() {
     let agg = crate::kpl::aggregate(&[("x", br#"{"u":"x","n":0}"#), ("x", x1.as_bytes())]);
     let landed = fake.lock().unwrap().store("x", &agg, t0 + 1, false);
     let k = send_to(&fake, by_user(), true);
-    let (t1, t2) = (ticket("k1", Some(t0)), ticket("k2", Some(t0)));
+    let (t1, t2) = (ticket(x1, Some(t0)), ticket(x2, Some(t0)));
     k.send(&locked(&[x1, x2], &[vec![t1.clone()], vec![t2.clone()]]))
         .await
         .unwrap();
@@ -515,16 +552,43 @@ async fn aggregated_records_are_matched_per_user_record() {
 
 #[tokio::test]
 async fn identical_items_need_as_many_records() {
+    // Two copies of one message (the same lock): one found, one sent.
     let t0 = now_ms() - 10_000;
     let x = r#"{"u":"x"}"#;
     let fake: Shared = Arc::new(Mutex::new(Fake::new(1)));
     fake.lock().unwrap().store("x", x.as_bytes(), t0 + 1, false);
     let k = send_to(&fake, by_user(), false);
-    let locks = [vec![ticket("k1", Some(t0))], vec![ticket("k2", Some(t0))]];
-    k.send(&locked(&[x, x], &locks)).await.unwrap();
+    let t = ticket(x, Some(t0));
+    k.send(&locked(&[x, x], &[vec![t.clone()], vec![t]]))
+        .await
+        .unwrap();
     let f = fake.lock().unwrap();
     assert_eq!(datas(&f.puts[0]), [x], "one found, one sent");
     assert_eq!(f.datas(), [x, x]);
+}
+
+/// The issue's finding 4: a message taken over after a crash, whose record is byte for byte
+/// another message's (a status event, a mapping that dropped the event id), was taken for
+/// delivered on the strength of the other's record, and never sent. A record that does not
+/// carry its message's lock key is not looked for: it is sent.
+#[tokio::test]
+async fn another_messages_identical_record_is_never_taken_for_this_ones() {
+    let t0 = now_ms() - 10_000;
+    let status = r#"{"u":"h1","status":"ok"}"#;
+    let fake: Shared = Arc::new(Mutex::new(Fake::new(1)));
+    // Another message (lock key "evt-1") put the same bytes after this one's first attempt.
+    fake.lock()
+        .unwrap()
+        .store("h1", status.as_bytes(), t0 + 1, false);
+    let k = send_to(&fake, by_user(), false);
+    let t = ticket("evt-2", Some(t0));
+    k.send(&locked(&[status], &[vec![t.clone()]]))
+        .await
+        .unwrap();
+    let f = fake.lock().unwrap();
+    assert!(f.iterators.is_empty(), "not read back: it could not be told apart");
+    assert_eq!(datas(&f.puts[0]), [status], "sent");
+    assert_eq!(f.datas(), [status, status], "one per message");
 }
 
 #[tokio::test]
@@ -541,7 +605,7 @@ async fn random_keys_are_matched_by_data_over_every_shard_of_every_page() {
         f.store("other", b"n", t0 + 2, false);
     }
     let k = send_to(&fake, PartitionKeys::Random, false);
-    let locks = [vec![ticket("k1", Some(t0))], vec![ticket("k2", Some(t0))]];
+    let locks = [vec![ticket("m", Some(t0))], vec![ticket("q", Some(t0))]];
     k.send(&locked(&["m", "q"], &locks)).await.unwrap();
     let f = fake.lock().unwrap();
     assert_eq!(datas(&f.puts[0]), ["q"]);
@@ -581,7 +645,7 @@ async fn throttled_reads_back_off_and_go_on() {
         f.throttle_reads = 2;
     }
     let k = send_once_to(&fake, PartitionKeys::Random);
-    let t = ticket("k", Some(t0));
+    let t = ticket("r4", Some(t0));
     k.send(&locked(&["r4"], &[vec![t.clone()]])).await.unwrap();
     let f = fake.lock().unwrap();
     assert!(f.puts.is_empty(), "found after 5 pages");
@@ -611,7 +675,7 @@ async fn an_uncertain_failure_is_checked_before_the_send_tries_again() {
         None,
         None,
     );
-    let t = ticket("k", None);
+    let t = ticket("a", None);
     let tag: AckTag = t.clone();
     let (tracker, token) = AckTracker::watched(Some(tag), None);
     let mut m = Message::new(b"a".to_vec());
@@ -692,7 +756,7 @@ fn send_to_endpoint(endpoint: &str) -> Kinesis {
 async fn a_call_lost_after_sending_is_not_sent_again_blindly() {
     let (url, seen, task) = dropping_endpoint().await;
     let e = send_to_endpoint(&url)
-        .send(&batch("", &["a"]))
+        .send(&locked(&["a"], &[vec![ticket("a", None)]]))
         .await
         .unwrap_err();
     task.abort();
