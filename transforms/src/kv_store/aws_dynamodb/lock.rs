@@ -25,8 +25,8 @@ use futures::stream::{self, StreamExt};
 use sluice_lock_protocol::pending_ttl;
 
 use super::super::lock::{
-    AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore,
-    Prior, RenewRequest, Settled, StoreError,
+    AbandonRequest, AcquireRequest, Acquired, ClockOffset, CommitRequest, LockRecord, LockStatus,
+    LockStore, Prior, RenewRequest, Settled, StoreError,
 };
 use super::{AcquireMode, COMMITTED, DynamoDbStore, PENDING, number};
 
@@ -834,5 +834,24 @@ impl LockStore for DynamoDbStore {
 
     fn dynamodb(&self) -> Option<&DynamoDbStore> {
         Some(self)
+    }
+
+    fn clock_offset(&self) -> Option<ClockOffset> {
+        self.clock.offset()
+    }
+
+    /// `DescribeTable`, whatever it answers (an access denied included): every answer
+    /// carries the time.
+    async fn measure_clock(&self) {
+        if self.clock.offset().is_some() {
+            return;
+        }
+        if let Ok(client) = self.client().await {
+            let _ = client
+                .describe_table()
+                .table_name(&self.table.name)
+                .send()
+                .await;
+        }
     }
 }

@@ -78,6 +78,7 @@
 
 #[cfg(test)]
 mod acquire_tests;
+mod clock;
 mod item;
 mod lock;
 #[cfg(test)]
@@ -258,6 +259,8 @@ pub struct DynamoDbStore {
     pub(super) table: Table,
     target: AwsTarget,
     client: OnceCell<Client>,
+    /// This host's clock against the table's, from the answers' `Date` headers.
+    clock: Arc<clock::StoreClock>,
 }
 
 impl std::fmt::Debug for DynamoDbStore {
@@ -302,6 +305,7 @@ impl DynamoDbStore {
             table,
             target,
             client: OnceCell::new(),
+            clock: Arc::default(),
         }
     }
 
@@ -398,7 +402,8 @@ impl DynamoDbStore {
                         "no AWS region: give the table's ARN in aws.arn or set AWS_REGION",
                     ));
                 }
-                let mut b = aws_sdk_dynamodb::config::Builder::from(&conf);
+                let mut b = aws_sdk_dynamodb::config::Builder::from(&conf)
+                    .interceptor(clock::ClockWatch(self.clock.clone()));
                 if let Some(url) = &self.target.endpoint_url {
                     // Explicit, so that it wins over AWS_ENDPOINT_URL_DYNAMODB.
                     b = b.endpoint_url(url);

@@ -67,6 +67,16 @@ pub struct AbandonRequest {
     pub progress: Progress,
 }
 
+/// How far this host's clock is from a lock store's, as measured (ms, this host's less the
+/// store's): somewhere between `lo_ms` and `hi_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockOffset {
+    /// The least the offset can be.
+    pub lo_ms: i64,
+    /// The most it can be.
+    pub hi_ms: i64,
+}
+
 /// Where locks are kept. Every method takes the owner (unique per lock instance and
 /// process) and answers one result per key, in order; an `Err` of a whole call means the
 /// store failed after its retries and nothing can be assumed about what it applied.
@@ -119,8 +129,18 @@ pub trait LockStore: Send + Sync + 'static {
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError>;
 
+    /// How far this host's clock is from the store's, when the store tells its time
+    /// (DynamoDB's answers do) and an answer was seen.
+    fn clock_offset(&self) -> Option<ClockOffset> {
+        None
+    }
+
+    /// Makes sure [`LockStore::clock_offset`] has a measurement, with a call that changes
+    /// nothing if none was made yet (a store that tells no time does nothing).
+    async fn measure_clock(&self) {}
+
     /// The DynamoDB table behind this store, when it is one: a DynamoDB send can then
-    /// commit a lock in the same transaction as its items.
+    /// record its deliveries in the same transaction as its items.
     #[cfg(feature = "aws")]
     fn dynamodb(&self) -> Option<&aws_dynamodb::DynamoDbStore> {
         None

@@ -322,6 +322,7 @@ impl MetaKvStoreLock {
         let started = Instant::now();
         let mut failures = 0u32;
         while !ask.is_empty() {
+            self.check_clock().await?;
             let now = self.now_ms();
             let (lease, lease_until_ms) = self.lease_now(now);
             let skew_ms = self.skew.as_millis() as i64;
@@ -427,6 +428,47 @@ impl MetaKvStoreLock {
         )
         .with_key_of(self.key_of.clone())
         .with_skew(self.skew)
+    }
+
+    /// Refuses to take keys while this host's clock is not provably within half the
+    /// tolerated skew of the store's (two such hosts differ by at most the skew): a clock
+    /// ahead by more would take over live owners' keys, one behind would keep its own past
+    /// their end. Warns once when the clock is more than a quarter of the skew off.
+    async fn check_clock(&self) -> Result<(), TransformError> {
+        self.store.measure_clock().await;
+        let Some(off) = self.store.clock_offset() else {
+            return Ok(());
+        };
+        let half = self.skew.as_millis() as i64 / 2;
+        let secs = |ms: i64| ms as f64 / 1000.0;
+        if off.lo_ms > half || off.hi_ms < -half {
+            let (how, by) = if off.lo_ms > half {
+                ("ahead of", off.lo_ms)
+            } else {
+                ("behind", -off.hi_ms)
+            };
+            return Err(TransformError::failed(format!(
+                "this host's clock is at least {:.1} s {how} {}'s (its answers' Date headers), more than half the {:?} clock_skew the lock tolerates between processes: taking keys now could take over live owners' locks, or keep ours past their end; synchronise the clock (NTP), or raise clock_skew",
+                secs(by),
+                self.store.describe(),
+                self.skew
+            )));
+        }
+        if off.hi_ms > half || off.lo_ms < -half {
+            return Err(TransformError::failed(format!(
+                "this host's clock is between {:.1} s and {:.1} s off {}'s, which may be more than half the {:?} clock_skew the lock tolerates: not taking keys until it is measured closer (synchronise the clock, or raise clock_skew)",
+                secs(off.lo_ms),
+                secs(off.hi_ms),
+                self.store.describe(),
+                self.skew
+            )));
+        }
+        let mid = (off.lo_ms + off.hi_ms) / 2;
+        if mid.abs() > half / 2 && !self.clock_warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(lock = %self.id, offset_ms = mid, store = %self.store.describe(),
+                "this host's clock is about {:.1} s off the lock store's; the lock refuses to take keys past {:.1} s (half its clock_skew)", secs(mid), secs(half));
+        }
+        Ok(())
     }
 
     /// What a held key means for its message (`None`: not held any more, ask again).

@@ -162,6 +162,8 @@ pub(crate) struct MetaKvStoreLock {
     pending_wait: Duration,
     /// The tolerated clock skew: another owner's lease blocks until its end plus this.
     skew: Duration,
+    /// Whether this host's clock was reported off already.
+    clock_warned: std::sync::atomic::AtomicBool,
     /// The key a record's data carries (when the key is read from the data), for the sends
     /// that recognise a message's records by it.
     key_of: Option<KeyOf>,
@@ -287,6 +289,7 @@ impl MetaKvStoreLock {
             pending: s.pending,
             pending_wait: s.pending_wait.map_or(DEFAULT_PENDING_WAIT, |d| d.0),
             skew,
+            clock_warned: std::sync::atomic::AtomicBool::new(false),
             key_of,
             retaken: std::sync::Mutex::new(HashMap::new()),
             piece: AtomicUsize::new(concurrency * 4),

@@ -336,9 +336,7 @@ impl Kinesis {
             // The mapping from messages to items is lost: every provable item is looked for.
             ItemLocks::Batch(all) => {
                 let items: Vec<usize> = (0..batch.items.len()).filter(|&i| provable[i]).collect();
-                since(all)
-                    .filter(|_| !items.is_empty())
-                    .map(|s| (s, items))
+                since(all).filter(|_| !items.is_empty()).map(|s| (s, items))
             }
         }
     }

@@ -586,7 +586,10 @@ async fn another_messages_identical_record_is_never_taken_for_this_ones() {
         .await
         .unwrap();
     let f = fake.lock().unwrap();
-    assert!(f.iterators.is_empty(), "not read back: it could not be told apart");
+    assert!(
+        f.iterators.is_empty(),
+        "not read back: it could not be told apart"
+    );
     assert_eq!(datas(&f.puts[0]), [status], "sent");
     assert_eq!(f.datas(), [status, status], "one per message");
 }
