@@ -8,7 +8,11 @@
 //! adapter runs each invocation inside [`with_deadline`]; elsewhere there is none.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long before the invocation's end the work stops waiting (retries, backoffs, another
+/// owner's lock): the time left is for flushing, settling the lock's keys and answering.
+pub const WORK_MARGIN: Duration = Duration::from_millis(1500);
 
 tokio::task_local! {
     static DEADLINE: Instant;
@@ -24,6 +28,18 @@ pub fn deadline() -> Option<Instant> {
     DEADLINE.try_with(|d| *d).ok()
 }
 
+/// When the work of the invocation in progress must stop waiting ([`WORK_MARGIN`] before
+/// its end), if this task runs inside one.
+pub fn stop_waiting_at() -> Option<Instant> {
+    deadline().map(|d| d.checked_sub(WORK_MARGIN).unwrap_or(d))
+}
+
+/// Whether waiting `wait` from now would take the work of the invocation in progress past
+/// [`stop_waiting_at`] (never outside an invocation).
+pub fn would_overrun(wait: Duration) -> bool {
+    stop_waiting_at().is_some_and(|at| Instant::now() + wait > at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -36,5 +52,14 @@ mod tests {
         let seen = with_deadline(d, async { deadline() }).await;
         assert_eq!(seen, Some(d));
         assert_eq!(deadline(), None);
+        assert!(!would_overrun(Duration::from_secs(3600)), "no invocation");
+        let (short, long) = with_deadline(d, async {
+            (
+                would_overrun(Duration::from_millis(100)),
+                would_overrun(Duration::from_secs(2)),
+            )
+        })
+        .await;
+        assert!(!short && long, "1.5 s are kept for the answer");
     }
 }

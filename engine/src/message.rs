@@ -259,6 +259,9 @@ struct Contents {
     data: Body,
     meta: Body,
     ctrl: bool,
+    /// A ctrl that marks a boundary within the input, not its end (see
+    /// [`Message::checkpoint`]).
+    boundary: bool,
     acks: AckSet,
 }
 
@@ -293,9 +296,29 @@ impl Message {
         }
     }
 
+    /// A ctrl message that marks a boundary within the input rather than its end
+    /// (`utility_control`, a transform's own flush of what it wraps): stateful transforms
+    /// flush on it as on any ctrl, but what waits on something outside the process (the
+    /// lock's messages whose keys another process holds) may go on waiting past it.
+    pub fn checkpoint() -> Self {
+        Message {
+            inner: Box::new(Contents {
+                ctrl: true,
+                boundary: true,
+                ..Default::default()
+            }),
+        }
+    }
+
     /// Whether this is a ctrl message.
     pub fn is_ctrl(&self) -> bool {
         self.inner.ctrl
+    }
+
+    /// Whether this is a ctrl message that ends the input (an adapter's: the end of a
+    /// file or of an invocation), after which nothing may be left waiting.
+    pub fn ends_input(&self) -> bool {
+        self.inner.ctrl && !self.inner.boundary
     }
 
     /// The data bytes (serialised from JSON the first time if needed). Empty for ctrl.
@@ -381,6 +404,7 @@ impl Message {
                 data,
                 meta: self.inner.meta.clone(),
                 ctrl: false,
+                boundary: false,
                 acks: self.inner.acks.clone(),
             }),
         }

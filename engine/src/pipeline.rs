@@ -197,7 +197,24 @@ impl Pipeline {
         {
             self.lines = Some(Arc::new(LineWriter::new(id.clone(), sink)));
         }
+        self.outputs_unreported();
         self
+    }
+
+    /// Tells the last stateful transform that what it passes on goes nowhere that reports
+    /// on it ([`StatefulTransform::outputs_unreported`]): for a caller that drops what comes
+    /// out (`sluice run`, a Lambda handler that answers with which records failed), and for
+    /// a wrapper whose own outputs go nowhere. The stateless transforms after it keep no
+    /// message that a source waits for.
+    pub fn outputs_unreported(&self) {
+        if let Some(Stage::Stateful(_, t)) = self
+            .stages
+            .iter()
+            .rev()
+            .find(|s| matches!(s, Stage::Stateful(..)))
+        {
+            t.outputs_unreported();
+        }
     }
 
     /// The same pipeline, noting the context its transforms were built in (the registry

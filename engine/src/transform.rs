@@ -156,6 +156,16 @@ pub trait StatefulTransform: Send + Sync + 'static {
     async fn settle(&self, _until: Instant) -> SettleReport {
         SettleReport::default()
     }
+
+    /// Told once, before any message, that what this transform passes on goes nowhere
+    /// that reports on it: the pipeline's caller drops what comes out, and no stateful
+    /// transform follows ([`crate::Pipeline::outputs_unreported`]). A message is then
+    /// resolved by what this transform keeps of it alone: a send may drop the
+    /// acknowledgement tokens of the copies it passes on, so that a message is acknowledged
+    /// as soon as its destination accepted it, not when the batch it came in is through
+    /// (the lock then commits its key within a store round trip of the acceptance). A
+    /// wrapper tells the transforms it wraps.
+    fn outputs_unreported(&self) {}
 }
 
 /// What [`StatefulTransform::settle`] could not finish in time: one line per transform that

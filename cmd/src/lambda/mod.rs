@@ -22,6 +22,7 @@
 //! One handler runs no pipeline: `AWS_KINESIS_AUTOSCALE` ([`autoscale`]) resizes Kinesis
 //! streams when their CloudWatch alarms fire, and needs no `SLUICE_CONFIG`.
 
+mod answers;
 mod api;
 pub mod autoscale;
 mod dynamodb;
@@ -236,6 +237,11 @@ fn pieces(msgs: impl Iterator<Item = Message>, bytes: usize) -> Vec<Vec<Message>
 impl Function {
     /// A function over `pipeline`.
     pub fn new(pipeline: Pipeline, opts: Options) -> Function {
+        // Stream and queue handlers answer with which records failed, not with what came
+        // out: a record is resolved by its sends alone, as soon as they delivered it.
+        if !answers::answers_with_output(opts.kind) {
+            pipeline.outputs_unreported();
+        }
         Function {
             pipeline,
             opts,
@@ -649,6 +655,7 @@ pub fn load(location: &str, mut opts: Options) -> anyhow::Result<(Function, usiz
     let built = registry
         .build_pipeline(cfg.transforms(), "transforms")
         .with_context(|| location.to_string())?;
+    answers::check_locks(opts.kind, cfg.transforms()).map_err(|e| anyhow!("{location}: {e}"))?;
     for w in &built.warnings {
         tracing::warn!(config = location, "{w}");
     }

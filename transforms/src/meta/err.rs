@@ -151,6 +151,10 @@ impl StatefulTransform for MetaErr {
     async fn settle(&self, until: Instant) -> SettleReport {
         self.inner.settle(until).await
     }
+
+    fn outputs_unreported(&self) {
+        self.inner.outputs_unreported();
+    }
 }
 
 impl MetaErr {

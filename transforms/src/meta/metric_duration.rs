@@ -155,6 +155,10 @@ impl StatefulTransform for MetaMetricDuration {
     async fn settle(&self, until: Instant) -> SettleReport {
         self.inner.settle(until).await
     }
+
+    fn outputs_unreported(&self) {
+        self.inner.outputs_unreported();
+    }
 }
 
 #[cfg(test)]

@@ -185,6 +185,10 @@ impl StatefulTransform for MetaRetry {
     async fn settle(&self, until: Instant) -> SettleReport {
         self.inner.settle(until).await
     }
+
+    fn outputs_unreported(&self) {
+        self.inner.outputs_unreported();
+    }
 }
 
 impl MetaRetry {

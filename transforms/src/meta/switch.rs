@@ -259,6 +259,12 @@ impl StatefulTransform for MetaSwitch {
         }
         report
     }
+
+    fn outputs_unreported(&self) {
+        for case in &self.cases {
+            case.pipeline.outputs_unreported();
+        }
+    }
 }
 
 #[cfg(test)]

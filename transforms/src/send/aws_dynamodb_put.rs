@@ -538,8 +538,15 @@ impl DynamoDbPut {
                 }
                 break;
             }
-            if transient {
-                tokio::time::sleep(self.aws.retry().delay(attempt)).await;
+            if transient && !self.aws.retry().wait(attempt).await {
+                let text = format!(
+                    "TransactWriteItems cancelled ({}) and not tried again: the invocation ends",
+                    err.code().unwrap_or("?")
+                );
+                for &gi in &left {
+                    results[gi] = Some(Err((self.fail(&text), false)));
+                }
+                break;
             }
         }
         results

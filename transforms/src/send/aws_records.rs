@@ -55,6 +55,19 @@ impl RetryPolicy {
             .min(self.max);
         ceiling.mul_f64(fastrand::f64())
     }
+
+    /// Waits before retry number `retry`; `false` (at once) when that wait would take an
+    /// invocation's work past the time it keeps for its answer
+    /// (`sluice_engine::invocation::WORK_MARGIN`): the caller gives up and reports what
+    /// is left, so the function answers before its deadline.
+    pub(crate) async fn wait(&self, retry: u32) -> bool {
+        let pause = self.delay(retry);
+        if sluice_engine::invocation::would_overrun(pause) {
+            return false;
+        }
+        tokio::time::sleep(pause).await;
+        true
+    }
 }
 
 /// Error codes of the failed records of a call, counted, with the first message of each
@@ -189,10 +202,12 @@ where
     } = stream;
     let mut pending: Vec<usize> = (0..count).collect();
     let mut failures = Failures::default();
+    let mut made = 0;
     for attempt in 1..=retry.attempts {
-        if attempt > 1 {
-            tokio::time::sleep(retry.delay(attempt - 1)).await;
+        if attempt > 1 && !retry.wait(attempt - 1).await {
+            break;
         }
+        made = attempt;
         let results = match call(&pending).await {
             Ok(results) => results,
             Err(e) => {
@@ -235,9 +250,13 @@ where
     Err(PutFailure::certain(
         pending.clone(),
         TransformError::failed(format!(
-            "{kind} {name}: {} of {count} {records} not accepted after {} {operation} attempts: {failures}",
+            "{kind} {name}: {} of {count} {records} not accepted after {made} {operation} attempts{}: {failures}",
             pending.len(),
-            retry.attempts
+            if made < retry.attempts {
+                " (no time left before the invocation's deadline for more)"
+            } else {
+                ""
+            }
         )),
     ))
 }

@@ -290,6 +290,9 @@ pub(crate) struct Sender<D> {
     item_size: usize,
     state: Mutex<State>,
     gate: tokio::sync::Mutex<()>,
+    /// What it passes on goes nowhere that reports on it
+    /// ([`StatefulTransform::outputs_unreported`]): the copies passed on drop their tokens.
+    unreported: std::sync::atomic::AtomicBool,
 }
 
 impl<D: Destination> Sender<D> {
@@ -340,6 +343,7 @@ impl<D: Destination> Sender<D> {
                 epoch: 0,
             }),
             gate: tokio::sync::Mutex::new(()),
+            unreported: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -715,6 +719,17 @@ impl<D: Destination> Sender<D> {
     }
 }
 
+impl<D: Destination> Sender<D> {
+    /// `m` as it goes on: without its tokens when what the send passes on goes nowhere
+    /// that reports on it (the copy the send holds resolves the message).
+    fn passed_on(&self, mut m: Message) -> Message {
+        if self.unreported.load(std::sync::atomic::Ordering::Relaxed) && !m.is_ctrl() {
+            drop(m.take_acks());
+        }
+        m
+    }
+}
+
 /// The time a batch opens at, read once for the messages a send takes at once and again
 /// after each delivery (which may take a while).
 struct Clock(Option<Instant>);
@@ -734,7 +749,7 @@ impl<D: Destination> StatefulTransform for Sender<D> {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let _gate = self.gate.lock().await;
         self.accept(&msg, &mut Clock(None)).await?;
-        out.push(msg);
+        out.push(self.passed_on(msg));
         Ok(())
     }
 
@@ -757,9 +772,14 @@ impl<D: Destination> StatefulTransform for Sender<D> {
                 }
                 return Err(e);
             }
-            out.push(m);
+            out.push(self.passed_on(m));
         }
         Ok(())
+    }
+
+    fn outputs_unreported(&self) {
+        self.unreported
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Items are the data's bytes; only a `batch_key` into the data reads it by path (one

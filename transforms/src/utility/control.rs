@@ -91,7 +91,7 @@ impl StatefulTransform for UtilityControl {
             full
         };
         if boundary {
-            out.push(Message::ctrl());
+            out.push(Message::checkpoint());
         }
         out.push(msg);
         Ok(())
@@ -111,7 +111,7 @@ impl StatefulTransform for UtilityControl {
             due
         };
         if due {
-            out.push(Message::ctrl());
+            out.push(Message::checkpoint());
         }
         Ok(())
     }

@@ -368,7 +368,10 @@ impl MetaKvStoreLock {
             ask = again;
             if let Some(e) = first_error {
                 failures += 1;
-                if started.elapsed() >= STORE_RETRY_FOR {
+                let pause = retry_pause(failures);
+                if started.elapsed() >= STORE_RETRY_FOR
+                    || sluice_engine::invocation::would_overrun(pause)
+                {
                     self.give_back_taken_all(&mut outcomes);
                     return Err(TransformError::failed(format!(
                         "taking {} lock(s) in {} failed for {:?} ({failures} attempts): {e}",
@@ -379,7 +382,7 @@ impl MetaKvStoreLock {
                 }
                 tracing::warn!(lock = %self.id, keys = ask.len(), attempts = failures, error = %e,
                     "taking locks failed; trying again");
-                tokio::time::sleep(retry_pause(failures)).await;
+                tokio::time::sleep(pause).await;
             }
         }
         self.refresh_stale(reqs, &mut outcomes).await?;
@@ -706,12 +709,18 @@ impl MetaKvStoreLock {
             let now = Instant::now();
             let mut waiting = self.waiting();
             for mut w in again {
-                if now >= w.since + self.pending_wait {
+                let give_up = self.give_up_waiting(&w);
+                if now >= give_up {
                     let why = format!(
-                        "its lock key is pending under {} (lease until {} ms since the epoch) after waiting {:?}: another process is processing that message, or crashed while doing so; the source should redeliver it later (or set `pending: \"skip\"`)",
+                        "its lock key is pending under {} (lease until {} ms since the epoch) after waiting {:?}{}: another process is processing that message, or crashed while doing so; the source should redeliver it later (or set `pending: \"skip\"`)",
                         w.holder.owner,
                         w.holder.lease_until_ms().unwrap_or(0),
-                        self.pending_wait
+                        now.saturating_duration_since(w.since),
+                        if give_up < w.since + self.pending_wait {
+                            " (all the invocation had left)"
+                        } else {
+                            ""
+                        }
                     );
                     let reason = format!("transform {}: {why}", self.id);
                     for f in &w.item.followers {
@@ -722,13 +731,20 @@ impl MetaKvStoreLock {
                 }
                 w.backoff = (w.backoff * 2).min(MAX_RETRY);
                 let pause = w.backoff.mul_f64(0.5 + fastrand::f64());
-                w.next_try = (now + pause).min(w.since + self.pending_wait);
+                w.next_try = (now + pause).min(give_up);
                 waiting.push(w);
             }
             if !until_done {
                 return Ok(());
             }
         }
+    }
+
+    /// When a waiting message stops waiting: after `pending_wait`, or, inside an invocation,
+    /// when its work must stop waiting to answer in time, if that is sooner.
+    fn give_up_waiting(&self, w: &Waiting) -> Instant {
+        let after = w.since + self.pending_wait;
+        sluice_engine::invocation::stop_waiting_at().map_or(after, |stop| after.min(stop))
     }
 
     /// Gives back the keys taken for messages that never ran (the run failed first).
@@ -775,7 +791,8 @@ impl MetaKvStoreLock {
             return Ok(());
         }
         let mut flushed = Vec::new();
-        self.flush_inner(Message::ctrl(), &mut flushed).await?;
+        self.flush_inner(Message::checkpoint(), &mut flushed)
+            .await?;
         out.extend(flushed.into_iter().filter(|m| !m.is_ctrl()));
         Ok(())
     }

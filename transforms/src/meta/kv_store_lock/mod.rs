@@ -164,6 +164,9 @@ pub(crate) struct MetaKvStoreLock {
     skew: Duration,
     /// Whether this host's clock was reported off already.
     clock_warned: std::sync::atomic::AtomicBool,
+    /// What leaves the lock goes nowhere that reports on it
+    /// (`StatefulTransform::outputs_unreported`): no token follows it out.
+    unreported: std::sync::atomic::AtomicBool,
     /// The key a record's data carries (when the key is read from the data), for the sends
     /// that recognise a message's records by it.
     key_of: Option<KeyOf>,
@@ -290,6 +293,7 @@ impl MetaKvStoreLock {
             pending_wait: s.pending_wait.map_or(DEFAULT_PENDING_WAIT, |d| d.0),
             skew,
             clock_warned: std::sync::atomic::AtomicBool::new(false),
+            unreported: std::sync::atomic::AtomicBool::new(false),
             key_of,
             retaken: std::sync::Mutex::new(HashMap::new()),
             piece: AtomicUsize::new(concurrency * 4),
@@ -333,15 +337,17 @@ impl MetaKvStoreLock {
         })
     }
 
-    /// The checkpoint: settle the messages still waiting for keys pending elsewhere (up to
-    /// `pending_wait`), flush the inner list with `ctrl`, then settle the keys whose
-    /// messages resolved. What the store fails to take stays owed (see [`keeper`]).
+    /// The checkpoint: at the end of the input, settle the messages still waiting for keys
+    /// pending elsewhere (up to `pending_wait`, and in an invocation until it must answer);
+    /// at a boundary within it (`utility_control`), only those due now, the others waiting
+    /// on; then flush the inner list with `ctrl`, and settle the keys whose messages
+    /// resolved. What the store fails to take stays owed (see [`keeper`]).
     async fn checkpoint(
         &self,
         ctrl: Message,
         out: &mut Vec<Message>,
     ) -> Result<(), TransformError> {
-        self.retry_waiting(out, true).await?;
+        self.retry_waiting(out, ctrl.ends_input()).await?;
         self.flush_inner(ctrl, out).await
     }
 
@@ -361,11 +367,17 @@ impl MetaKvStoreLock {
     }
 
     /// Passes what the inner list emitted on, each message now carrying the tokens that
-    /// follow it after the lock (see [`keeper`]).
+    /// follow it after the lock (see [`keeper`]), or none when what leaves the lock goes
+    /// nowhere that reports on it.
     fn pass_out(&self, outs: Vec<Message>, out: &mut Vec<Message>) {
         out.reserve(outs.len());
+        let unreported = self.unreported.load(std::sync::atomic::Ordering::Relaxed);
         for mut m in outs {
-            self.keeper.pass_out(&mut m);
+            if unreported {
+                drop(m.take_acks());
+            } else {
+                self.keeper.pass_out(&mut m);
+            }
             out.push(m);
         }
     }
@@ -449,6 +461,12 @@ impl StatefulTransform for MetaKvStoreLock {
         self.fail_waiting(reason);
         self.inner.abort(reason).await;
         self.keeper.pump(true).await;
+    }
+
+    fn outputs_unreported(&self) {
+        self.unreported
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.inner.outputs_unreported();
     }
 
     async fn settle(&self, until: Instant) -> SettleReport {

@@ -77,8 +77,8 @@ impl Kinesis {
             TransformError::failed(format!("{} {}: {text}", self.aws.kind(), self.aws.name()))
         };
         for attempt in 1..=retry.attempts {
-            if attempt > 1 {
-                tokio::time::sleep(retry.delay(attempt - 1)).await;
+            if attempt > 1 && !retry.wait(attempt - 1).await {
+                break;
             }
             let text = match self.put_once(client, records, &pending).await {
                 Answer::Results(results) if results.len() == pending.len() => {
