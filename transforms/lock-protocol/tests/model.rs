@@ -300,7 +300,9 @@ impl Action {
     }
 }
 
-/// The model: its bounds and variant, and the memory of the completion check.
+/// The model: its bounds and variant, and the memory of the completion check (shared by
+/// clones: a state that completes does so in every run of the same model).
+#[derive(Clone)]
 struct Lock {
     units: Vec<Unit>,
     records: usize,
@@ -1176,19 +1178,30 @@ fn report(checker: &impl Checker<Lock>, label: &str, elapsed: Duration) {
     );
 }
 
-/// Runs a broken variant until `property` fails and returns the counterexample: each
-/// state with the action taken from it.
+/// Runs a broken variant until `property` fails and returns a shortest counterexample:
+/// each state with the action taken from it. (stateright's search keeps the last violation
+/// it met, not the first, so the depth is raised one step at a time.)
 fn counterexample(model: Lock, property: &'static str, label: &str) -> Vec<(State, Action)> {
     let t = Instant::now();
-    let checker = model
-        .checker()
-        .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
-        .spawn_bfs()
-        .join();
+    let mut depth = 2;
+    let (checker, path) = loop {
+        let checker = model
+            .clone()
+            .checker()
+            .target_max_depth(depth)
+            .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
+            .spawn_bfs()
+            .join();
+        if let Some(path) = checker.discovery(property) {
+            break (checker, path);
+        }
+        // The whole space was explored below the bound.
+        if checker.max_depth() < depth - 1 {
+            panic!("{label}: \"{property}\" was not violated");
+        }
+        depth += 1;
+    };
     report(&checker, label, t.elapsed());
-    let path = checker
-        .discovery(property)
-        .unwrap_or_else(|| panic!("{label}: \"{property}\" was not violated"));
     eprintln!("{label}: counterexample: {:?}", path.clone().into_actions());
     eprintln!("{label}: last state: {:?}", path.last_state());
     path.into_vec()
@@ -1300,3 +1313,242 @@ fn explore() {
         eprintln!("LAST {:?}", path.last_state());
     }
 }
+
+/// The slot `p` has for `r` in `s`.
+fn slot(s: &State, p: usize, r: usize) -> Slot {
+    s.procs[p].slots[r]
+}
+
+/// Bug (i), the old commit rule: the send inside the lock delivered, the one after it
+/// failed, and the key is committed anyway: the redelivery finds it committed, drops it as
+/// a duplicate and acknowledges it, and the plain sink never gets the record.
+#[test]
+fn finds_a_commit_after_a_partial_failure_losing_a_record() {
+    let variant = Variant {
+        commit_after_partial_failure: true,
+        ..Variant::default()
+    };
+    let model = Lock::new(READABLE_PLAIN, 1, 1, variant);
+    let m = Lock::new(READABLE_PLAIN, 1, 1, variant);
+    let steps = counterexample(model, "no record lost for good", "(i) readable+plain");
+    // The culprit: a commit owed for a message missing from a sink (whether it lands, or
+    // a redelivery meets it queued and is dropped as a duplicate).
+    assert!(steps.iter().any(|(s, _)| (0..m.processes)
+        .any(|p| slot(s, p, 0) == Slot::Owes(Owed::Commit) && !m.delivered_all(s, 0))));
+}
+
+/// Bug (ii): a message delivered to one send and failed at another is released, and its
+/// progress with it: the next attempt takes the key fresh and sends to the first send
+/// again.
+#[test]
+fn finds_a_release_after_a_partial_delivery_duplicating() {
+    let variant = Variant {
+        release_after_partial_delivery: true,
+        ..Variant::default()
+    };
+    for sends in [READABLE_PLAIN, PLAIN_TWO_COPIES] {
+        let model = Lock::new(sends, 1, 1, variant);
+        let m = Lock::new(sends, 1, 1, variant);
+        let label = format!("(ii) {sends:?}");
+        let steps = counterexample(model, "no unexplained duplicate", &label);
+        // The culprit: a release owed for a message that reached a sink (never, in the
+        // design: a key taken fresh whose attempt delivered nothing had no earlier
+        // delivery either). Whether it lands or a redelivery cancels it and retakes the
+        // key, the progress is gone.
+        assert!(steps.iter().any(|(s, _)| (0..m.processes).any(|p| {
+            slot(s, p, 0) == Slot::Owes(Owed::Release)
+                && (0..m.n()).any(|u| m.copies(s, 0, u) > 0)
+        })));
+    }
+}
+
+/// Bug (iii): no pre-send check: an owner whose renewals failed sends although, by its own
+/// clock, its lease has lapsed, after the other host took the key over and sent.
+#[test]
+fn finds_a_send_without_the_presend_check_duplicating() {
+    let variant = Variant {
+        no_presend_check: true,
+        ..Variant::default()
+    };
+    let steps = counterexample(
+        Lock::new(READABLE, 1, 1, variant),
+        "no unexplained duplicate",
+        "(iii) readable",
+    );
+    // The culprit: a send prepared although the owner's own clock said its lease lapsed.
+    assert!(steps.iter().any(|(s, a)| match *a {
+        Action::Check { p, r } => matches!(slot(s, p, r), Slot::Working(w) if !w.lease_ok),
+        _ => false,
+    }));
+}
+
+/// Bug (iv): takers compare leases without the skew margin while the clocks differ: the
+/// host whose clock runs ahead takes over a lease its owner still sees live with margin,
+/// and both send.
+#[test]
+fn finds_an_unbounded_skew_duplicating() {
+    let variant = Variant {
+        no_skew_margin: true,
+        ..Variant::default()
+    };
+    let m = Lock::new(READABLE, 1, 1, variant);
+    let steps = counterexample(
+        Lock::new(READABLE, 1, 1, variant),
+        "no unexplained duplicate",
+        "(iv) readable",
+    );
+    // The culprit: a takeover of a lease its owner's clock sees live with margin.
+    assert!(steps.iter().any(|(s, a)| match *a {
+        Action::Acquire { p, r, lost: false } => s.store[r].as_ref().is_some_and(|rec| {
+            rec.owner != m.me(s, p)
+                && is_pending(rec)
+                && rec.lease_until_ms().unwrap() - m.clock(host_of(&rec.owner)) > MARGIN
+        }),
+        _ => false,
+    }));
+}
+
+/// A redelivered copy that cancels its process's queued abandonment and retakes the key
+/// drops the progress that abandonment carried: the retake sends the delivered copy again.
+#[test]
+fn finds_a_retake_dropping_progress_duplicating() {
+    let variant = Variant {
+        retake_drops_progress: true,
+        ..Variant::default()
+    };
+    let steps = counterexample(
+        Lock::new(PLAIN_TWO_COPIES, 1, 1, variant),
+        "no unexplained duplicate",
+        "retake drops progress, plain x2",
+    );
+    assert!(steps.iter().any(|(s, a)| match *a {
+        Action::Deliver { p, r } => matches!(slot(s, p, r), Slot::Owes(Owed::Abandon(m)) if m != 0),
+        _ => false,
+    }));
+}
+
+/// The design's assumption is needed: without it, a readable sink gets a second copy (the
+/// owner's lease runs out after its pre-send check, a taker reads back, finds nothing and
+/// sends, then the first send lands).
+#[test]
+fn finds_a_lease_lapsing_mid_send_duplicating() {
+    let variant = Variant {
+        lease_may_lapse_mid_send: true,
+        ..Variant::default()
+    };
+    let steps = counterexample(
+        Lock::new(READABLE, 1, 1, variant),
+        "no unexplained duplicate",
+        "lapse mid-send, readable",
+    );
+    assert!(steps.iter().any(|(s, a)| match *a {
+        Action::LeaseLapses { r } => s
+            .procs
+            .iter()
+            .any(|p| matches!(p.slots[r], Slot::Working(w) if w.checked)),
+        _ => false,
+    }));
+}
+
+/// ... and the transactional sink does not need it: its write is conditional on the
+/// owner, so a late send after a takeover writes nothing.
+#[test]
+fn transactional_sink_without_the_lease_assumption() {
+    let variant = Variant {
+        lease_may_lapse_mid_send: true,
+        ..Variant::default()
+    };
+    check(
+        Lock::new(TRANSACTIONAL, 1, 4, variant),
+        "transactional without the lease assumption, 1 record, 4 faults",
+    )
+    .assert_properties();
+}
+
+/// Bug (a): a pending lock whose TTL passed is taken over although its lease is live: two
+/// owners send the same record.
+#[test]
+fn finds_a_pending_lock_freed_by_its_ttl() {
+    let variant = Variant {
+        ttl_frees_pending: true,
+        ..Variant::default()
+    };
+    let m = Lock::new(READABLE, 1, 1, variant);
+    let steps = counterexample(
+        Lock::new(READABLE, 1, 1, variant),
+        "no unexplained duplicate",
+        "(a) readable",
+    );
+    // The culprit: an acquisition that took another owner's lock with a live lease.
+    assert!(steps.iter().any(|(s, a)| match *a {
+        Action::Acquire { p, r, lost: false } => s.store[r].as_ref().is_some_and(|rec| {
+            rec.blocks(m.clock(p), SKEW) && rec.owner != m.me(s, p)
+        }),
+        _ => false,
+    }));
+}
+
+/// Bug (b): acquisition is not re-entrant and a failed release is dropped: the owner meets
+/// its own forgotten pending lock, calls the record a duplicate and acknowledges it unsent.
+#[test]
+fn finds_a_non_reentrant_acquire_losing_a_record() {
+    let variant = Variant {
+        not_reentrant: true,
+        ..Variant::default()
+    };
+    for sends in [READABLE, TRANSACTIONAL, PLAIN] {
+        let m = Lock::new(sends, 1, 2, variant);
+        let model = Lock::new(sends, 1, 2, variant);
+        let steps = counterexample(model, "no record lost for good", &format!("(b) {sends:?}"));
+        // The culprit: an acquisition over the owner's own pending lock.
+        assert!(steps.iter().any(|(s, a)| match *a {
+            Action::Acquire { p, r, lost: false } => s.store[r]
+                .as_ref()
+                .is_some_and(|rec| is_pending(rec) && rec.owner == m.me(s, p)),
+            _ => false,
+        }));
+    }
+}
+
+/// Bug (c): the lock commits at its checkpoint, before the send after it: when that send
+/// fails, the redelivery finds the key committed and drops the record.
+#[test]
+fn finds_a_commit_before_the_send_losing_a_record() {
+    let variant = Variant {
+        commit_before_send: true,
+        ..Variant::default()
+    };
+    let steps = counterexample(
+        Lock::new(PLAIN, 1, 1, variant),
+        "no record lost for good",
+        "(c) plain",
+    );
+    assert!(steps.iter().any(|(_, a)| matches!(
+        a,
+        Action::Send {
+            outcome: SendOutcome::FailBefore | SendOutcome::Timeout { .. },
+            ..
+        }
+    )));
+}
+
+/// The in-memory rule as first described: a copy arriving while the same process has the
+/// record in flight is acknowledged at once as a duplicate. When the first copy then
+/// fails, the source has been told the record is done: lost.
+#[test]
+fn finds_an_in_flight_duplicate_acknowledged_too_early() {
+    let variant = Variant {
+        ack_inflight_duplicate: true,
+        ..Variant::default()
+    };
+    for sends in [READABLE, TRANSACTIONAL, PLAIN] {
+        let model = Lock::new(sends, 1, 1, variant);
+        let label = format!("in-flight ack, {sends:?}");
+        let steps = counterexample(model, "no record lost for good", &label);
+        assert!(steps.iter().any(|(s, a)| match *a {
+            Action::Deliver { p, r } => in_flight(s.procs[p].slots[r]),
+            _ => false,
+        }));
+    }
+}
+
