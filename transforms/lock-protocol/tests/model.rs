@@ -1217,14 +1217,17 @@ const PLAIN: &[(Sink, u32)] = &[(Sink::Plain, 1)];
 const READABLE_PLAIN: &[(Sink, u32)] = &[(Sink::Readable, 1), (Sink::Plain, 1)];
 /// A transactional send inside the lock and a plain one after it.
 const TRANSACTIONAL_PLAIN: &[(Sink, u32)] = &[(Sink::Transactional, 1), (Sink::Plain, 1)];
+/// A readable send inside the lock, then a transactional one and a plain one after it.
+const READABLE_TRANSACTIONAL_PLAIN: &[(Sink, u32)] =
+    &[(Sink::Readable, 1), (Sink::Transactional, 1), (Sink::Plain, 1)];
 /// One plain send that gets two copies of the message (a fan-out).
 const PLAIN_TWO_COPIES: &[(Sink, u32)] = &[(Sink::Plain, 2)];
 
 #[test]
 fn readable_then_plain() {
     check(
-        Lock::new(READABLE_PLAIN, 1, 3, Variant::default()),
-        "readable+plain, 1 record, 3 faults",
+        Lock::new(READABLE_PLAIN, 1, 4, Variant::default()),
+        "readable+plain, 1 record, 4 faults",
     )
     .assert_properties();
 }
@@ -1232,14 +1235,19 @@ fn readable_then_plain() {
 #[test]
 fn transactional_then_plain() {
     check(
-        Lock::new(TRANSACTIONAL_PLAIN, 1, 3, Variant::default()),
-        "transactional+plain, 1 record, 3 faults",
+        Lock::new(TRANSACTIONAL_PLAIN, 1, 4, Variant::default()),
+        "transactional+plain, 1 record, 4 faults",
     )
     .assert_properties();
 }
 
 #[test]
-fn plain_with_two_copies() {
+fn three_kinds_and_two_copies() {
+    check(
+        Lock::new(READABLE_TRANSACTIONAL_PLAIN, 1, 3, Variant::default()),
+        "readable+transactional+plain, 1 record, 3 faults",
+    )
+    .assert_properties();
     check(
         Lock::new(PLAIN_TWO_COPIES, 1, 3, Variant::default()),
         "plain x2, 1 record, 3 faults",
@@ -1260,6 +1268,16 @@ fn single_sends() {
         )
         .assert_properties();
     }
+}
+
+/// Two keys: a crash hits both records' attempts, and one budget pays for both.
+#[test]
+fn two_records() {
+    check(
+        Lock::new(READABLE, 2, 2, Variant::default()),
+        "readable, 2 records, 2 faults",
+    )
+    .assert_properties();
 }
 
 /// By hand, to explore other bounds or variants: `M_SENDS` (`+`-separated sends, each
@@ -1392,20 +1410,30 @@ fn finds_an_unbounded_skew_duplicating() {
         ..Variant::default()
     };
     let m = Lock::new(READABLE, 1, 1, variant);
-    let steps = counterexample(
-        Lock::new(READABLE, 1, 1, variant),
-        "no unexplained duplicate",
-        "(iv) readable",
-    );
-    // The culprit: a takeover of a lease its owner's clock sees live with margin.
-    assert!(steps.iter().any(|(s, a)| match *a {
+    let steps = counterexample(m.clone(), "no unexplained duplicate", "(iv) readable");
+    assert!(takes_over_a_live_lease(&m, &steps));
+}
+
+/// The same with the margin kept but the clocks 3 s apart, beyond the 2 s tolerated: the
+/// tolerance must cover the real skew.
+#[test]
+fn finds_a_skew_beyond_the_tolerance_duplicating() {
+    let mut m = Lock::new(READABLE, 1, 1, Variant::default());
+    m.clocks = vec![2, -1];
+    let steps = counterexample(m.clone(), "no unexplained duplicate", "skew 3 s, readable");
+    assert!(takes_over_a_live_lease(&m, &steps));
+}
+
+/// Whether a step takes over a lease that its owner's clock sees live with margin.
+fn takes_over_a_live_lease(m: &Lock, steps: &[(State, Action)]) -> bool {
+    steps.iter().any(|(s, a)| match *a {
         Action::Acquire { p, r, lost: false } => s.store[r].as_ref().is_some_and(|rec| {
             rec.owner != m.me(s, p)
                 && is_pending(rec)
                 && rec.lease_until_ms().unwrap() - m.clock(host_of(&rec.owner)) > MARGIN
         }),
         _ => false,
-    }));
+    })
 }
 
 /// A redelivered copy that cancels its process's queued abandonment and retakes the key
