@@ -826,6 +826,19 @@ impl Lock {
                 })
             }),
         ];
+        v.push(Property::<Self>::sometimes(
+            "a lapsed owner's key taken over under it",
+            |m, s| {
+                (0..m.processes).any(|p| {
+                    (0..m.records).any(|r| {
+                        matches!(s.procs[p].slots[r], Slot::Working(w) if !w.lease_ok)
+                            && s.store[r]
+                                .as_ref()
+                                .is_some_and(|rec| !rec.pending_for(&m.me(s, p)))
+                    })
+                })
+            },
+        ));
         if self.n() > 1 {
             v.push(Property::<Self>::sometimes(
                 "a taker skips inherited progress and completes the rest",
@@ -913,9 +926,12 @@ impl Model for Lock {
                         if w.lease_ok || self.variant.no_presend_check {
                             candidates.push(Action::Check { p, r });
                         }
-                        if !w.lease_ok {
-                            candidates.push(Action::Renew { p, r });
-                        }
+                        // Renewals run in the background while the key is held; the
+                        // pre-send check waits for one when the lease lapsed by the
+                        // owner's clock. One that finds the key taken over stops the
+                        // attempt. (While the lease is live, a renewal rewrites the same
+                        // end: the same state, unless the key was taken over.)
+                        candidates.push(Action::Renew { p, r });
                     }
                     Slot::Owes(owed) => {
                         candidates.push(Action::Settle {
