@@ -32,8 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sluice_lock_protocol::{
-    AcquireRequest, Acquired, Change, LockRecord, LockStatus, Progress, Settled, acquire,
-    change,
+    AcquireRequest, Acquired, Change, LockRecord, LockStatus, Progress, Settled, acquire, change,
 };
 use stateright::{Checker, HasDiscoveries, Model, Property};
 
@@ -1234,8 +1233,11 @@ const READABLE_PLAIN: &[(Sink, u32)] = &[(Sink::Readable, 1), (Sink::Plain, 1)];
 /// A transactional send inside the lock and a plain one after it.
 const TRANSACTIONAL_PLAIN: &[(Sink, u32)] = &[(Sink::Transactional, 1), (Sink::Plain, 1)];
 /// A readable send inside the lock, then a transactional one and a plain one after it.
-const READABLE_TRANSACTIONAL_PLAIN: &[(Sink, u32)] =
-    &[(Sink::Readable, 1), (Sink::Transactional, 1), (Sink::Plain, 1)];
+const READABLE_TRANSACTIONAL_PLAIN: &[(Sink, u32)] = &[
+    (Sink::Readable, 1),
+    (Sink::Transactional, 1),
+    (Sink::Plain, 1),
+];
 /// One plain send that gets two copies of the message (a fan-out).
 const PLAIN_TWO_COPIES: &[(Sink, u32)] = &[(Sink::Plain, 2)];
 
@@ -1367,8 +1369,10 @@ fn finds_a_commit_after_a_partial_failure_losing_a_record() {
     let steps = counterexample(model, "no record lost for good", "(i) readable+plain");
     // The culprit: a commit owed for a message missing from a sink (whether it lands, or
     // a redelivery meets it queued and is dropped as a duplicate).
-    assert!(steps.iter().any(|(s, _)| (0..m.processes)
-        .any(|p| slot(s, p, 0) == Slot::Owes(Owed::Commit) && !m.delivered_all(s, 0))));
+    assert!(steps.iter().any(|(s, _)| {
+        (0..m.processes)
+            .any(|p| slot(s, p, 0) == Slot::Owes(Owed::Commit) && !m.delivered_all(s, 0))
+    }));
 }
 
 /// Bug (ii): a message delivered to one send and failed at another is released, and its
@@ -1390,8 +1394,7 @@ fn finds_a_release_after_a_partial_delivery_duplicating() {
         // delivery either). Whether it lands or a redelivery cancels it and retakes the
         // key, the progress is gone.
         assert!(steps.iter().any(|(s, _)| (0..m.processes).any(|p| {
-            slot(s, p, 0) == Slot::Owes(Owed::Release)
-                && (0..m.n()).any(|u| m.copies(s, 0, u) > 0)
+            slot(s, p, 0) == Slot::Owes(Owed::Release) && (0..m.n()).any(|u| m.copies(s, 0, u) > 0)
         })));
     }
 }
@@ -1485,12 +1488,14 @@ fn finds_a_lease_lapsing_mid_send_duplicating() {
         "no unexplained duplicate",
         "lapse mid-send, readable",
     );
-    assert!(steps.iter().any(|(s, a)| match *a {
-        Action::LeaseLapses { r } => s
-            .procs
-            .iter()
-            .any(|p| matches!(p.slots[r], Slot::Working(w) if w.checked)),
-        _ => false,
+    assert!(steps.iter().any(|(s, a)| {
+        match *a {
+            Action::LeaseLapses { r } => s
+                .procs
+                .iter()
+                .any(|p| matches!(p.slots[r], Slot::Working(w) if w.checked)),
+            _ => false,
+        }
     }));
 }
 
@@ -1524,11 +1529,13 @@ fn finds_a_pending_lock_freed_by_its_ttl() {
         "(a) readable",
     );
     // The culprit: an acquisition that took another owner's lock with a live lease.
-    assert!(steps.iter().any(|(s, a)| match *a {
-        Action::Acquire { p, r, lost: false } => s.store[r].as_ref().is_some_and(|rec| {
-            rec.blocks(m.clock(p), SKEW) && rec.owner != m.me(s, p)
-        }),
-        _ => false,
+    assert!(steps.iter().any(|(s, a)| {
+        match *a {
+            Action::Acquire { p, r, lost: false } => s.store[r]
+                .as_ref()
+                .is_some_and(|rec| rec.blocks(m.clock(p), SKEW) && rec.owner != m.me(s, p)),
+            _ => false,
+        }
     }));
 }
 
@@ -1545,11 +1552,13 @@ fn finds_a_non_reentrant_acquire_losing_a_record() {
         let model = Lock::new(sends, 1, 2, variant);
         let steps = counterexample(model, "no record lost for good", &format!("(b) {sends:?}"));
         // The culprit: an acquisition over the owner's own pending lock.
-        assert!(steps.iter().any(|(s, a)| match *a {
-            Action::Acquire { p, r, lost: false } => s.store[r]
-                .as_ref()
-                .is_some_and(|rec| is_pending(rec) && rec.owner == m.me(s, p)),
-            _ => false,
+        assert!(steps.iter().any(|(s, a)| {
+            match *a {
+                Action::Acquire { p, r, lost: false } => s.store[r]
+                    .as_ref()
+                    .is_some_and(|rec| is_pending(rec) && rec.owner == m.me(s, p)),
+                _ => false,
+            }
         }));
     }
 }
@@ -1595,4 +1604,3 @@ fn finds_an_in_flight_duplicate_acknowledged_too_early() {
         }));
     }
 }
-
