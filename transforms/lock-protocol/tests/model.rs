@@ -14,7 +14,7 @@
 //! - 2 processes on 2 hosts, host 1's clock 1 s ahead and host 2's 1 s behind (the
 //!   tolerated skew, 2 s, covers the difference exactly);
 //! - per configuration of sends, one record (its own lock key) with a budget of faults;
-//!   single-send configurations also with 2 records;
+//!   one run with 2 records (a readable send);
 //! - every kind of fault enabled in every run, drawn from the one budget;
 //! - no depth bound: the space is finite and is explored to the end.
 //!
@@ -171,7 +171,8 @@ struct Work {
     /// Readable units not in `done` must be read back before anything is sent (`prior`).
     read: bool,
     /// The pre-send check passed for unit `next`; its send comes next. The design's
-    /// assumption is that no taker may take the key from here until the send was applied.
+    /// assumption is that the lease does not end (by the owner's clock) from here until the
+    /// send was applied.
     checked: bool,
     /// The next unit to attempt (units in `done` are skipped).
     next: u8,
@@ -533,21 +534,15 @@ impl Lock {
                         // answer was lost, a key it gave up or is retaking): it does not
                         // renew it either.
                         Slot::Idle | Slot::Acquiring => 0,
-                        // The design's assumption: between the pre-send check and the send
-                        // being applied, less than the margin passes, so no taker may take
-                        // the key.
+                        // The design's assumption: between the pre-send check (more than
+                        // the margin left) and the send being applied, less than the
+                        // margin passes, so by the owner's clock the lease has not ended
+                        // when the send lands (and, with the skew within the tolerance, no
+                        // taker may take the key).
                         Slot::Working(w)
                             if w.checked
                                 && !self.variant.lease_may_lapse_mid_send
-                                && self.takeable_from(
-                                    &LockRecord {
-                                        status: LockStatus::Pending {
-                                            lease_until_ms: next,
-                                        },
-                                        ..rec.clone()
-                                    },
-                                    1 - p,
-                                ) =>
+                                && next < self.clock(p) =>
                         {
                             return None;
                         }
@@ -729,7 +724,7 @@ impl Lock {
             }
             // Read back: not found means a certain failure.
             (Sink::Readable | Sink::Plain, SendOutcome::Timeout { read_fails }) => {
-                (false, false, !(readable && !read_fails))
+                (false, false, !readable || read_fails)
             }
             (Sink::Transactional, _) => {
                 // The items and the unit's progress in one transaction conditional on the
