@@ -19,6 +19,7 @@ use crate::error::TransformError;
 use crate::input::InputBatch;
 use crate::message::Message;
 use crate::pipeline::{LEADS_IN_FLIGHT, Lead, Pipeline};
+use crate::transform::SettleReport;
 
 /// Counts of one run.
 #[derive(Debug, Clone, Default)]
@@ -164,10 +165,22 @@ pub async fn drive<B: Into<InputBatch>>(
 /// waiting on it stops, also after an error).
 pub async fn drive_bounded<B: Into<InputBatch>>(
     pipeline: &Pipeline,
-    mut input: mpsc::Receiver<B>,
+    input: mpsc::Receiver<B>,
     read_ahead: Option<&ReadAhead>,
     on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
+    drive_settled(pipeline, input, read_ahead, on_output).await.0
+}
+
+/// [`drive_bounded`], which also says what the pipeline could not settle at the end
+/// ([`Pipeline::settle`]: a lock store that kept failing leaves keys pending), whatever the
+/// run's outcome.
+pub async fn drive_settled<B: Into<InputBatch>>(
+    pipeline: &Pipeline,
+    mut input: mpsc::Receiver<B>,
+    read_ahead: Option<&ReadAhead>,
+    on_output: impl FnMut(Vec<Message>),
+) -> (Result<RunStats, TransformError>, SettleReport) {
     let mut leads = VecDeque::new();
     let r = drive_inner(pipeline, &mut input, read_ahead, &mut leads, on_output).await;
     if let Err(e) = &r {
@@ -190,8 +203,8 @@ pub async fn drive_bounded<B: Into<InputBatch>>(
     if let Some(ra) = read_ahead {
         ra.close();
     }
-    pipeline.settle(Instant::now() + SETTLE_WAIT).await;
-    r
+    let report = pipeline.settle(Instant::now() + SETTLE_WAIT).await;
+    (r, report)
 }
 
 /// A batch in the pipeline's lead ([`Pipeline::start_lead`]), with the bytes it holds in

@@ -22,7 +22,7 @@ use crate::context::Context;
 use crate::error::TransformError;
 use crate::input::InputBatch;
 use crate::message::{Message, OutputSlab};
-use crate::transform::{InPlace, Kind, StatefulTransform, Transform};
+use crate::transform::{InPlace, Kind, SettleReport, StatefulTransform, Transform};
 
 mod copy_run;
 mod lines;
@@ -395,12 +395,14 @@ impl Pipeline {
 
     /// Lets every stateful transform finish what it owes for messages that left it (see
     /// [`StatefulTransform::settle`]), waiting at most until `until`.
-    pub async fn settle(&self, until: Instant) {
+    pub async fn settle(&self, until: Instant) -> SettleReport {
+        let mut report = SettleReport::default();
         for s in &self.stages {
             if let Stage::Stateful(_, t) = s {
-                t.settle(until).await;
+                report.extend(t.settle(until).await);
             }
         }
+        report
     }
 
     /// The earliest deadline of any batch held by a stateful transform.

@@ -151,9 +151,32 @@ pub trait StatefulTransform: Send + Sync + 'static {
     ///
     /// Input adapters call it (through [`crate::Pipeline::settle`]) after the ctrl that ends
     /// their input went through the whole pipeline and its outputs were dropped, before
-    /// they report to the source. It never fails: what it could not finish it logs, and the
-    /// transform keeps trying on later calls.
-    async fn settle(&self, _until: Instant) {}
+    /// they report to the source. It never fails: what it could not finish by `until` it
+    /// reports ([`SettleReport`]), and the transform keeps trying on later calls.
+    async fn settle(&self, _until: Instant) -> SettleReport {
+        SettleReport::default()
+    }
+}
+
+/// What [`StatefulTransform::settle`] could not finish in time: one line per transform that
+/// still owes something, saying how much and what a run over the same input will do about
+/// it. Empty when everything was settled.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SettleReport {
+    /// One line per transform that could not settle what it owes.
+    pub unsettled: Vec<String>,
+}
+
+impl SettleReport {
+    /// Whether everything was settled.
+    pub fn is_settled(&self) -> bool {
+        self.unsettled.is_empty()
+    }
+
+    /// Adds what `other` could not settle.
+    pub fn extend(&mut self, other: SettleReport) {
+        self.unsettled.extend(other.unsettled);
+    }
 }
 
 /// A stream that takes whole lines (see [`StatefulTransform::line_sink`]).
@@ -324,9 +347,10 @@ impl Transform {
     }
 
     /// See [`StatefulTransform::settle`]; nothing for the other kinds.
-    pub async fn settle(&self, until: Instant) {
-        if let Transform::Stateful(t) = self {
-            t.settle(until).await;
+    pub async fn settle(&self, until: Instant) -> SettleReport {
+        match self {
+            Transform::Stateful(t) => t.settle(until).await,
+            _ => SettleReport::default(),
         }
     }
 }

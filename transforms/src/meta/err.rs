@@ -33,7 +33,7 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, Pipeline, StatefulTransform, TransformError, Value,
+    Build, ConfigError, Kind, Message, Pipeline, SettleReport, StatefulTransform, TransformError, Value,
     async_trait,
 };
 
@@ -148,8 +148,8 @@ impl StatefulTransform for MetaErr {
         self.inner.abort(reason).await;
     }
 
-    async fn settle(&self, until: Instant) {
-        self.inner.settle(until).await;
+    async fn settle(&self, until: Instant) -> SettleReport {
+        self.inner.settle(until).await
     }
 }
 

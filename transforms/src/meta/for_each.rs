@@ -19,7 +19,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Body, Build, ConfigError, Key, Kind, Message, Pipeline, StatefulTransform, TransformError,
+    Body, Build, ConfigError, Key, Kind, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
     Value, async_trait, value,
 };
 
@@ -140,8 +140,8 @@ impl StatefulTransform for MetaForEach {
         self.inner.abort(reason).await;
     }
 
-    async fn settle(&self, until: Instant) {
-        self.inner.settle(until).await;
+    async fn settle(&self, until: Instant) -> SettleReport {
+        self.inner.settle(until).await
     }
 }
 

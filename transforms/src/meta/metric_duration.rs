@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Message, Pipeline, StatefulTransform, TransformError, Value, async_trait,
+    Build, ConfigError, Message, Pipeline, SettleReport, StatefulTransform, TransformError, Value, async_trait,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};
@@ -151,8 +151,8 @@ impl StatefulTransform for MetaMetricDuration {
         self.inner.abort(reason).await;
     }
 
-    async fn settle(&self, until: Instant) {
-        self.inner.settle(until).await;
+    async fn settle(&self, until: Instant) -> SettleReport {
+        self.inner.settle(until).await
     }
 }
 

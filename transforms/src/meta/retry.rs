@@ -31,7 +31,7 @@ use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
-    Build, Condition, ConfigError, Kind, Message, Pipeline, StatefulTransform, TransformError,
+    Build, Condition, ConfigError, Kind, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
     Value, async_trait,
 };
 
@@ -182,8 +182,8 @@ impl StatefulTransform for MetaRetry {
         self.inner.abort(reason).await;
     }
 
-    async fn settle(&self, until: Instant) {
-        self.inner.settle(until).await;
+    async fn settle(&self, until: Instant) -> SettleReport {
+        self.inner.settle(until).await
     }
 }
 

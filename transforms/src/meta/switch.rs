@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use sluice_engine::{
     Build, Condition, ConfigError, InPlace, Kind, MapTransform, Message, Pipeline,
-    StatefulTransform, Transform, TransformError, Value, async_trait,
+    SettleReport, StatefulTransform, Transform, TransformError, Value, async_trait,
 };
 
 use super::{optional_condition, push_with_one_ctrl, required_pipeline};
@@ -252,10 +252,12 @@ impl StatefulTransform for MetaSwitch {
         }
     }
 
-    async fn settle(&self, until: Instant) {
+    async fn settle(&self, until: Instant) -> SettleReport {
+        let mut report = SettleReport::default();
         for case in &self.cases {
-            case.pipeline.settle(until).await;
+            report.extend(case.pipeline.settle(until).await);
         }
+        report
     }
 }
 

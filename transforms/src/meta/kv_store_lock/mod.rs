@@ -57,7 +57,8 @@ use sluice_engine::context::Clock;
 use sluice_engine::settings::GoDuration;
 use sluice_engine::telemetry::Telemetry;
 use sluice_engine::{
-    Build, ConfigError, Key, Message, Pipeline, StatefulTransform, TransformError, Value,
+    Build, ConfigError, Key, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
+    Value,
     async_trait,
 };
 
@@ -411,8 +412,9 @@ impl StatefulTransform for MetaKvStoreLock {
         self.keeper.pump(true).await;
     }
 
-    async fn settle(&self, until: Instant) {
-        self.inner.settle(until).await;
-        self.keeper.settle(until, self.lease_len()).await;
+    async fn settle(&self, until: Instant) -> SettleReport {
+        let mut report = self.inner.settle(until).await;
+        report.extend(self.keeper.settle(until, self.lease_len()).await);
+        report
     }
 }

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use sluice_engine::Message;
+use sluice_engine::{Message, SettleReport};
 use sluice_engine::ack::{AckSet, AckStatus, AckTag, AckToken, AckTracker, AckWatch};
 use sluice_engine::context::Clock;
 use tokio::sync::Notify;
@@ -452,25 +452,28 @@ impl Keeper {
     }
 
     /// Pumps until nothing but messages still on their way is owed, or until `until`
-    /// (bounded by one lease, or [`SETTLE_AT_LEAST`] if longer); what is left is logged
-    /// and stays owed.
-    pub(crate) async fn settle(&self, until: Instant, lease: Duration) {
+    /// (bounded by one lease, or [`SETTLE_AT_LEAST`] if longer); what is left stays owed and
+    /// is reported: how many keys, and what a run over the same input will do with them.
+    pub(crate) async fn settle(&self, until: Instant, lease: Duration) -> SettleReport {
         let until = until.min(Instant::now() + lease.max(SETTLE_AT_LEAST));
         loop {
             self.shared.pump(true).await;
             let (left, soonest) = self.shared.owed_beyond_leases();
-            if left == 0 {
-                return;
+            if left.total() == 0 {
+                return SettleReport::default();
             }
             let now = Instant::now();
             if now >= until {
+                let line = left.describe(&self.shared.lock_id, &self.shared.store.describe(), lease);
                 tracing::error!(
                     lock = %self.shared.lock_id,
-                    keys = left,
+                    keys = left.total(),
                     store = %self.shared.store.describe(),
-                    "could not settle every lock before the end: the store keeps failing. Delivered messages' locks stay pending until their lease ends (a redelivery of them then is processed again); failed ones block until then"
+                    "{line}"
                 );
-                return;
+                return SettleReport {
+                    unsettled: vec![line],
+                };
             }
             let wait = soonest.map_or(RETRY_MIN, |t| t.saturating_duration_since(now));
             tokio::time::sleep(
@@ -482,18 +485,68 @@ impl Keeper {
     }
 }
 
+/// The keys a lock could not settle in time, by what they are owed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Left {
+    /// Delivered, not committed.
+    pub commits: usize,
+    /// Failed, not given back.
+    pub releases: usize,
+    /// Possibly or partly delivered, not left for the next attempt.
+    pub abandons: usize,
+}
+
+impl Left {
+    fn total(&self) -> usize {
+        self.commits + self.releases + self.abandons
+    }
+
+    /// What is left and what a run over the same input does about it.
+    fn describe(&self, lock: &str, store: &str, lease: Duration) -> String {
+        let mut parts = Vec::new();
+        if self.commits > 0 {
+            parts.push(format!(
+                "{} delivered message(s) whose keys could not be committed (a run over the same input within the {lease:?} lease waits for them and fails those lines; after it, it takes the keys over and sends only what a send cannot find or was not recorded as delivered)",
+                self.commits
+            ));
+        }
+        if self.releases > 0 {
+            parts.push(format!(
+                "{} failed message(s) whose keys could not be given back (a run within the lease waits for them; after it, they are processed again)",
+                self.releases
+            ));
+        }
+        if self.abandons > 0 {
+            parts.push(format!(
+                "{} message(s) possibly or partly delivered whose keys could not be handed on (after the lease a run takes them over and skips what was delivered)",
+                self.abandons
+            ));
+        }
+        format!(
+            "transform {lock}: {} lock key(s) left pending in {store}: the store kept failing: {}",
+            self.total(),
+            parts.join("; ")
+        )
+    }
+}
+
 impl Shared {
     fn entries(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Keys owed a commit, release or abandonment, and the soonest retry among them.
-    fn owed_beyond_leases(&self) -> (usize, Option<Instant>) {
+    fn owed_beyond_leases(&self) -> (Left, Option<Instant>) {
         let entries = self.entries();
-        let mut n = 0;
+        let mut n = Left::default();
         let mut soonest: Option<Instant> = None;
-        for e in entries.values().filter(|e| e.owed != Owed::Lease) {
-            n += 1;
+        for e in entries.values() {
+            match e.owed {
+                Owed::Lease => continue,
+                Owed::Commit => n.commits += 1,
+                Owed::Release => n.releases += 1,
+                Owed::Abandon => n.abandons += 1,
+            }
             if let Some(t) = e.settle_retry.at {
                 soonest = Some(soonest.map_or(t, |s| s.min(t)));
             }
