@@ -33,8 +33,8 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, Pipeline, SettleReport, StatefulTransform, TransformError, Value,
-    async_trait,
+    Build, ConfigError, Kind, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
+    Value, async_trait,
 };
 
 use super::{detach, error_patterns, matches_any, push_with_one_ctrl, reattach, required_pipeline};

@@ -19,8 +19,8 @@ use std::time::Instant;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Body, Build, ConfigError, Key, Kind, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
-    Value, async_trait, value,
+    Body, Build, ConfigError, Key, Kind, Message, Pipeline, SettleReport, StatefulTransform,
+    TransformError, Value, async_trait, value,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};

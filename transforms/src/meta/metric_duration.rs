@@ -24,7 +24,8 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Message, Pipeline, SettleReport, StatefulTransform, TransformError, Value, async_trait,
+    Build, ConfigError, Message, Pipeline, SettleReport, StatefulTransform, TransformError, Value,
+    async_trait,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};

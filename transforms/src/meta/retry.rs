@@ -31,8 +31,8 @@ use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
-    Build, Condition, ConfigError, Kind, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
-    Value, async_trait,
+    Build, Condition, ConfigError, Kind, Message, Pipeline, SettleReport, StatefulTransform,
+    TransformError, Value, async_trait,
 };
 
 use super::{

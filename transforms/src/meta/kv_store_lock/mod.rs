@@ -58,8 +58,7 @@ use sluice_engine::settings::GoDuration;
 use sluice_engine::telemetry::Telemetry;
 use sluice_engine::{
     Build, ConfigError, Key, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
-    Value,
-    async_trait,
+    Value, async_trait,
 };
 
 use super::required_pipeline;

@@ -33,9 +33,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use sluice_engine::{Message, SettleReport};
 use sluice_engine::ack::{AckSet, AckStatus, AckTag, AckToken, AckTracker, AckWatch};
 use sluice_engine::context::Clock;
+use sluice_engine::{Message, SettleReport};
 use tokio::sync::Notify;
 
 use crate::kv_store::{CommitRequest, LockStatus, LockStore, LockTicket, Settled, StoreError};
@@ -464,7 +464,8 @@ impl Keeper {
             }
             let now = Instant::now();
             if now >= until {
-                let line = left.describe(&self.shared.lock_id, &self.shared.store.describe(), lease);
+                let line =
+                    left.describe(&self.shared.lock_id, &self.shared.store.describe(), lease);
                 tracing::error!(
                     lock = %self.shared.lock_id,
                     keys = left.total(),
