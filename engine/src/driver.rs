@@ -7,6 +7,11 @@
 //! Read-ahead can be bounded in bytes ([`ReadAhead`]): the reader counts the bytes of what it
 //! reads and waits while the bound is reached; the driver gives a batch's bytes back once
 //! the pipeline has applied it.
+//!
+//! Stopping early (a signal) is the adapter's: it tells its reader to stop
+//! ([`ReadAhead::stop_reading`] wakes one waiting on the bound), and the driver, which knows
+//! no signals, finishes what was read as at the end of input, with the final settle cut
+//! short to the adapter's deadline ([`SettleDeadline`]).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -50,6 +55,7 @@ pub struct ReadAhead {
     limit: usize,
     held: AtomicUsize,
     closed: AtomicBool,
+    stopping: AtomicBool,
     lock: Mutex<()>,
     freed: Condvar,
 }
@@ -61,6 +67,7 @@ impl ReadAhead {
             limit: limit.max(1),
             held: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
             lock: Mutex::new(()),
             freed: Condvar::new(),
         }
@@ -83,7 +90,9 @@ impl ReadAhead {
     }
 
     /// Blocks the calling (reader) thread while the limit is reached. `false` once the
-    /// bound was closed: the driver stopped, and nothing more should be read.
+    /// bound was closed: the driver stopped, and nothing more should be read. It returns
+    /// `true` at once when the reader was told to stop ([`ReadAhead::is_stopping`]), which
+    /// the reader looks at next.
     ///
     /// Whatever the reader counted must have been handed to the driver before it waits, or
     /// nothing would ever be released.
@@ -91,7 +100,7 @@ impl ReadAhead {
         if self.closed.load(Ordering::Acquire) {
             return false;
         }
-        if self.held() < self.limit {
+        if self.held() < self.limit || self.is_stopping() {
             return true;
         }
         let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -99,11 +108,24 @@ impl ReadAhead {
             if self.closed.load(Ordering::Acquire) {
                 return false;
             }
-            if self.held() < self.limit {
+            if self.held() < self.limit || self.is_stopping() {
                 return true;
             }
             guard = self.freed.wait(guard).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Tells the reader to stop reading (a stop asked for by a signal): it hands on what it
+    /// has read and reads no more, and the driver finishes that as at the end of input. A
+    /// reader waiting on the bound wakes.
+    pub fn stop_reading(&self) {
+        self.stopping.store(true, Ordering::Release);
+        self.notify();
+    }
+
+    /// Whether the reader was told to stop ([`ReadAhead::stop_reading`]).
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
     }
 
     /// Counts `bytes` more as read.
@@ -132,6 +154,29 @@ impl ReadAhead {
         // Taking the lock orders this wake-up after a waiter's check of `held`.
         drop(self.lock.lock().unwrap_or_else(|p| p.into_inner()));
         self.freed.notify_all();
+    }
+}
+
+/// The latest the driver's final settle may run ([`drive_settled_within`]): [`SETTLE_WAIT`]
+/// after it starts, or earlier once an adapter brings it forward (a stop's grace period
+/// ends then). Read when the settle starts: one already running keeps its own.
+#[derive(Debug, Default)]
+pub struct SettleDeadline(Mutex<Option<Instant>>);
+
+impl SettleDeadline {
+    /// Settles by `at` at the latest (an earlier deadline already set stays).
+    pub fn bring_forward(&self, at: Instant) {
+        let mut d = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *d = Some(d.map_or(at, |d| d.min(at)));
+    }
+
+    /// The deadline of a settle starting at `now`.
+    pub fn from(&self, now: Instant) -> Instant {
+        let wait = now + SETTLE_WAIT;
+        match *self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(d) => d.min(wait),
+            None => wait,
+        }
     }
 }
 
@@ -169,7 +214,9 @@ pub async fn drive_bounded<B: Into<InputBatch>>(
     read_ahead: Option<&ReadAhead>,
     on_output: impl FnMut(Vec<Message>),
 ) -> Result<RunStats, TransformError> {
-    drive_settled(pipeline, input, read_ahead, on_output).await.0
+    drive_settled(pipeline, input, read_ahead, on_output)
+        .await
+        .0
 }
 
 /// [`drive_bounded`], which also says what the pipeline could not settle at the end
@@ -177,8 +224,27 @@ pub async fn drive_bounded<B: Into<InputBatch>>(
 /// run's outcome.
 pub async fn drive_settled<B: Into<InputBatch>>(
     pipeline: &Pipeline,
+    input: mpsc::Receiver<B>,
+    read_ahead: Option<&ReadAhead>,
+    on_output: impl FnMut(Vec<Message>),
+) -> (Result<RunStats, TransformError>, SettleReport) {
+    drive_settled_within(
+        pipeline,
+        input,
+        read_ahead,
+        &SettleDeadline::default(),
+        on_output,
+    )
+    .await
+}
+
+/// [`drive_settled`], whose final settle ends by `settle_by` (which an adapter that is
+/// stopping brings forward while this runs).
+pub async fn drive_settled_within<B: Into<InputBatch>>(
+    pipeline: &Pipeline,
     mut input: mpsc::Receiver<B>,
     read_ahead: Option<&ReadAhead>,
+    settle_by: &SettleDeadline,
     on_output: impl FnMut(Vec<Message>),
 ) -> (Result<RunStats, TransformError>, SettleReport) {
     let mut leads = VecDeque::new();
@@ -203,7 +269,7 @@ pub async fn drive_settled<B: Into<InputBatch>>(
     if let Some(ra) = read_ahead {
         ra.close();
     }
-    let report = pipeline.settle(Instant::now() + SETTLE_WAIT).await;
+    let report = pipeline.settle(settle_by.from(Instant::now())).await;
     (r, report)
 }
 
@@ -691,6 +757,68 @@ mod tests {
         assert_eq!(t_first.status(), AckStatus::Delivered);
         assert_eq!(t_bad.status(), AckStatus::Failed);
         assert_eq!(t_never.status(), AckStatus::Failed);
+    }
+
+    #[test]
+    fn a_reader_waiting_on_a_full_bound_wakes_when_told_to_stop_reading() {
+        let ra = Arc::new(ReadAhead::new(10));
+        ra.add(10);
+        let r = ra.clone();
+        let waiter = std::thread::spawn(move || (r.wait(), r.is_stopping()));
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "waits while full");
+        ra.stop_reading();
+        assert_eq!(waiter.join().unwrap(), (true, true), "goes on, to stop");
+        assert!(ra.wait(), "never waits again");
+        ra.close();
+        assert!(!ra.wait(), "closed still wins");
+    }
+
+    /// Says it could not settle, and when it was told to be done by.
+    #[derive(Default)]
+    struct Owes(std::sync::Mutex<Vec<Instant>>);
+    #[async_trait]
+    impl crate::transform::StatefulTransform for Owes {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            out.push(m);
+            Ok(())
+        }
+
+        async fn settle(&self, until: Instant) -> SettleReport {
+            self.0.lock().unwrap().push(until);
+            SettleReport {
+                unsettled: vec!["3 keys left pending".into()],
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_final_settle_ends_by_a_deadline_brought_forward_and_says_what_is_left() {
+        let owes = Arc::new(Owes::default());
+        let p = Pipeline::new(vec![(Arc::from("owes"), Transform::Stateful(owes.clone()))]);
+        let start = Instant::now();
+        let (r, report) = drive_settled(&p, queued(vec![batch(0, 2)]).await, None, |_| {}).await;
+        assert_eq!(r.unwrap().messages_out, 2);
+        assert_eq!(report.unsettled, ["3 keys left pending"]);
+        assert!(
+            owes.0.lock().unwrap()[0] >= start + SETTLE_WAIT,
+            "the default wait"
+        );
+
+        let by = SettleDeadline::default();
+        let soon = Instant::now() + Duration::from_millis(300);
+        by.bring_forward(soon + Duration::from_secs(1));
+        by.bring_forward(soon);
+        by.bring_forward(soon + Duration::from_secs(2));
+        let rx = queued(vec![batch(0, 2)]).await;
+        let (r, report) = drive_settled_within(&p, rx, None, &by, |_| {}).await;
+        assert!(r.is_ok());
+        assert!(!report.is_settled());
+        assert_eq!(owes.0.lock().unwrap()[1], soon, "the earliest deadline");
     }
 
     #[test]
