@@ -9,6 +9,7 @@ mod commands;
 mod files;
 mod input;
 mod output;
+mod stop;
 use sluice_cmd::remote;
 
 use std::io::IsTerminal;
@@ -40,6 +41,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a pipeline over stdin or files, one message per line; one ctrl message at the end.
+    /// SIGINT or SIGTERM stops reading and finishes what was read within --grace.
     Run(commands::run::Args),
     /// Run the `tests` of configs and report like `go test`; non-zero exit if any fails.
     Test(commands::test::Args),

@@ -4,9 +4,9 @@
 //! lines and in bytes, through a bounded channel; what is read and not yet through the
 //! pipeline is bounded in bytes too ([`ReadAhead`]), so memory stays flat however long the
 //! input and its lines are. Lines are not copied here: a batch carries the part of the
-//! read buffer they lie in, and each is copied into an allocation of its own size on the
-//! worker that makes its message ([`BufferedLines`]), so this thread's work per line is
-//! finding its end.
+//! read buffer they lie in ([`buffer`]), and each is copied into an allocation of its own
+//! size on the worker that makes its message ([`BufferedLines`]), so this thread's work per
+//! line is finding its end.
 //! Compressed input (gzip, bzip2, Zstandard, framed Snappy) is detected by its magic bytes
 //! and decompressed (`sluice_cmd::compression`); a truncated stream is an error naming the
 //! file and the format. A line longer than the limit is an error naming the file and line.
@@ -16,12 +16,17 @@
 //! a message without a lock key, or everything unfinished when the run failed) is named at
 //! the end, by file and line, instead of disappearing. The tokens of a batch's lines share
 //! one [`sluice_engine::ack::AckGroup`]: one allocation per batch, not a tracker per line.
+//!
+//! A stop ([`StopReading`], on a signal) ends reading between two lines: the lines read so
+//! far are handed on, and the report says where reading stopped (the first line not read).
 
 mod buffer;
 mod report;
+mod stop;
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -32,6 +37,7 @@ use tokio::sync::mpsc;
 use buffer::{BLOCK, Line, ReadBuffer};
 use report::SourceWatch;
 pub use report::{LineReport, Undelivered};
+pub use stop::StopReading;
 
 /// Where lines come from.
 #[derive(Debug, Clone)]
@@ -48,6 +54,17 @@ impl Source {
             Source::Stdin => "<stdin>".to_string(),
             Source::File(p) => p.display().to_string(),
         }
+    }
+
+    /// Opens it, read so that `stop` interrupts a wait for input.
+    fn open(&self, stop: &Arc<StopReading>) -> io::Result<Box<dyn Read + Send>> {
+        let file = match self {
+            // A descriptor of its own, read without std's buffer (whose contents poll(2)
+            // could not see).
+            Source::Stdin => File::from(io::stdin().as_fd().try_clone_to_owned()?),
+            Source::File(p) => File::open(p)?,
+        };
+        stop.reader(file)
     }
 }
 
@@ -86,33 +103,42 @@ pub enum InputError {
     },
 }
 
-/// Reads every source in order and sends batches of messages until done or the receiver
-/// goes away. Runs on a blocking thread. What is read counts against `read_ahead` until the
-/// driver releases it ([`sluice_engine::driver::drive_bounded`]).
+/// Reads every source in order and sends batches of messages until done, the receiver
+/// goes away, or `stop` is requested. Runs on a blocking thread. What is read counts
+/// against `read_ahead` (`stop`'s bound) until the driver releases it
+/// ([`sluice_engine::driver::drive_bounded`]). `report` learns where reading is.
 pub fn read_all(
     sources: &[Source],
     opts: ReadOptions,
     report: &Arc<LineReport>,
     read_ahead: &ReadAhead,
+    stop: &Arc<StopReading>,
     tx: &mpsc::Sender<InputBatch>,
 ) -> Result<(), InputError> {
     for (source_index, src) in sources.iter().enumerate() {
         let name = src.name();
         let lines = Lines::new(&name, source_index, report, opts.batch_messages);
+        report.reading(&lines.watch.source);
+        if stop.is_requested() {
+            return Ok(());
+        }
         let io_err = |error: io::Error| InputError::Io {
             source_name: name.clone(),
             error,
         };
-        let raw: Box<dyn Read> = match src {
-            Source::Stdin => Box::new(io::stdin().lock()),
-            Source::File(p) => Box::new(File::open(p).map_err(io_err)?),
-        };
+        let raw = src.open(stop).map_err(io_err)?;
         let reader = BufReader::with_capacity(64 * 1024, raw);
-        let (_, stream) = sluice_cmd::compression::decompressing(reader).map_err(io_err)?;
-        if !split_lines(stream, &lines, opts, read_ahead, tx)? {
+        let stream = match sluice_cmd::compression::decompressing(reader) {
+            Ok((_, stream)) => stream,
+            Err(_) if stop.is_requested() => return Ok(()),
+            Err(e) => return Err(io_err(e)),
+        };
+        let read = ReadBuffer::new(stream, BLOCK);
+        if !split_buffered(read, &lines, opts, read_ahead, Some(stop), tx)? {
             return Ok(());
         }
     }
+    report.read_to_the_end();
     Ok(())
 }
 
@@ -147,36 +173,28 @@ impl Lines {
 }
 
 /// Splits a stream into lines and hands them on in batches; `false` when the receiver
-/// went away or the driver stopped.
+/// went away, the driver stopped, or reading was stopped.
 ///
 /// A batch is handed on when it holds `batch_messages` lines, or before a line would take
 /// it past `batch_bytes` (a longer line goes alone), and whenever `read_ahead` is full, so
-/// that the driver can release what it counts; then the reader waits on it.
-fn split_lines(
-    r: impl Read,
-    lines: &Lines,
-    opts: ReadOptions,
-    read_ahead: &ReadAhead,
-    tx: &mpsc::Sender<InputBatch>,
-) -> Result<bool, InputError> {
-    split_buffered(ReadBuffer::new(r, BLOCK), lines, opts, read_ahead, tx)
-}
-
-/// [`split_lines`] from `reader`.
+/// that the driver can release what it counts; then the reader waits on it. A stop hands
+/// on the lines read so far.
 fn split_buffered(
     mut reader: ReadBuffer<impl Read>,
     lines: &Lines,
     opts: ReadOptions,
     read_ahead: &ReadAhead,
+    stop: Option<&StopReading>,
     tx: &mpsc::Sender<InputBatch>,
 ) -> Result<bool, InputError> {
     let name = lines.watch.source.clone();
     let name = &*name;
+    let stopping = || stop.is_some_and(StopReading::is_requested);
     let mut batch = lines.batch(1);
     let mut line_no: u64 = 0;
     // Read at most the limit plus a CRLF, so a huge line is never held whole.
     let bound = opts.max_line_bytes.saturating_add(2);
-    loop {
+    let stopped = loop {
         if read_ahead.is_full()
             && !batch.is_empty()
             && !send(tx, &mut batch, &mut reader, lines, None)
@@ -187,18 +205,24 @@ fn split_buffered(
             abandon(&mut batch, &mut reader, lines);
             return Ok(false);
         }
-        let Some(Line {
+        if stopping() {
+            break true;
+        }
+        let Line {
             mut text,
             read,
             ended,
-        }) = reader
-            .next_line(bound, &mut batch)
-            .map_err(|error| InputError::Io {
-                source_name: name.to_string(),
-                error,
-            })?
-        else {
-            break;
+        } = match reader.next_line(bound, &mut batch) {
+            Ok(Some(line)) => line,
+            Ok(None) => break false,
+            // A stopped read (or a decompressor's error about it) ends reading here.
+            Err(_) if stopping() => break true,
+            Err(error) => {
+                return Err(InputError::Io {
+                    source_name: name.to_string(),
+                    error,
+                });
+            }
         };
         line_no += 1;
         sluice_cmd::memory::message_read(read);
@@ -223,11 +247,11 @@ fn split_buffered(
         {
             return Ok(false);
         }
+    };
+    if !batch.is_empty() && !send(tx, &mut batch, &mut reader, lines, None) {
+        return Ok(false);
     }
-    if !batch.is_empty() {
-        return Ok(send(tx, &mut batch, &mut reader, lines, None));
-    }
-    Ok(true)
+    Ok(!stopped)
 }
 
 /// Hands on `batch`, its lines' part of the read buffer up to `at` (else to where the
@@ -239,6 +263,10 @@ fn send(
     lines: &Lines,
     at: Option<usize>,
 ) -> bool {
+    let first = batch.next_line() - batch.len() as u64;
+    // Told before it is sent: the pipeline may finish its lines at once.
+    let watch = &lines.watch;
+    watch.report.handing_on(watch, first, batch.next_line());
     match tx.blocking_send(take_read(batch, reader, lines, at)) {
         Ok(()) => true,
         Err(mpsc::error::SendError(unsent)) => {
@@ -256,6 +284,11 @@ const STOPPED: &str = "not processed: the pipeline stopped at an error";
 /// are named as not delivered with the lines it had taken.
 fn abandon(batch: &mut BufferedLines, reader: &mut ReadBuffer<impl Read>, lines: &Lines) {
     if !batch.is_empty() {
+        let first = batch.next_line() - batch.len() as u64;
+        lines
+            .watch
+            .report
+            .handing_on(&lines.watch, first, batch.next_line());
         take_read(batch, reader, lines, None).fail(STOPPED);
     }
 }
@@ -271,5 +304,6 @@ fn take_read(
     reader.seal(batch, at.unwrap_or(reader.next));
     std::mem::replace(batch, lines.batch(batch.next_line())).into()
 }
+
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,18 @@
-//! The reader: lines and batches, read-ahead, failures named by their place.
+//! The reader: lines and batches, read-ahead, stops, failures named by their place.
 
 use super::*;
 use std::io::Write;
+
+/// [`split_buffered`] over `r` with read buffers of [`BLOCK`] bytes, never stopped.
+fn split_lines(
+    r: impl Read,
+    lines: &Lines,
+    opts: ReadOptions,
+    read_ahead: &ReadAhead,
+    tx: &mpsc::Sender<InputBatch>,
+) -> Result<bool, InputError> {
+    split_buffered(ReadBuffer::new(r, BLOCK), lines, opts, read_ahead, None, tx)
+}
 
 fn unbounded() -> ReadAhead {
     ReadAhead::new(usize::MAX)
@@ -19,7 +30,7 @@ fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
 fn collect_in(data: &[u8], opts: ReadOptions, block: usize) -> Result<Vec<String>, InputError> {
     let (tx, mut rx) = mpsc::channel(1024);
     let reader = ReadBuffer::new(data, block);
-    split_buffered(reader, &lines("test"), opts, &unbounded(), &tx)?;
+    split_buffered(reader, &lines("test"), opts, &unbounded(), None, &tx)?;
     drop(tx);
     let mut out = Vec::new();
     while let Ok(b) = rx.try_recv() {
@@ -159,7 +170,7 @@ fn short_and_interrupted_reads_give_the_same_lines() {
                 max_line_bytes: 100,
             };
             let reader = ReadBuffer::new(source, block);
-            assert!(split_buffered(reader, &lines("test"), opts, &unbounded(), &tx).unwrap());
+            assert!(split_buffered(reader, &lines("test"), opts, &unbounded(), None, &tx).unwrap());
             drop(tx);
             let mut got = Vec::new();
             while let Ok(b) = rx.try_recv() {
@@ -256,7 +267,14 @@ fn lines_read_after_the_pipeline_stopped_are_named_not_delivered() {
     let bound = unbounded();
     let (tx, _rx) = mpsc::channel(16);
     let reader = ReadBuffer::new(ClosesBound(b"a\nb\n", &bound), BLOCK);
-    let read = split_buffered(reader, &Lines::new("in", 0, &report, 2), OPTS, &bound, &tx);
+    let read = split_buffered(
+        reader,
+        &Lines::new("in", 0, &report, 2),
+        OPTS,
+        &bound,
+        None,
+        &tx,
+    );
     assert!(!read.unwrap(), "stops");
     assert_eq!(
         named(&report),
@@ -334,7 +352,9 @@ fn gzip_files_are_detected_and_truncation_reported() {
     std::fs::write(&bad, &gz[..gz.len() - 6]).unwrap();
     let (tx, mut rx) = mpsc::channel(16);
     let report = Arc::default();
-    read_all(&[Source::File(good)], OPTS, &report, &unbounded(), &tx).unwrap();
+    let bound = Arc::new(unbounded());
+    let stop = StopReading::new(bound.clone()).unwrap();
+    read_all(&[Source::File(good)], OPTS, &report, &bound, &stop, &tx).unwrap();
     let b = rx.try_recv().unwrap().into_messages();
     assert_eq!(
         b.iter().map(|m| &m.data()[..]).collect::<Vec<_>>(),
@@ -344,10 +364,96 @@ fn gzip_files_are_detected_and_truncation_reported() {
         &[Source::File(bad.clone())],
         OPTS,
         &report,
-        &unbounded(),
+        &bound,
+        &stop,
         &tx,
     )
     .unwrap_err();
     assert!(e.to_string().contains("bad.gz"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Gives its chunks one read at a time; asks the stop before giving the chunk at `stop_at`,
+/// and fails every read after the last chunk as a stopped read does.
+struct StopsPartWay<'a> {
+    chunks: Vec<&'a [u8]>,
+    stop_at: usize,
+    stop: Arc<StopReading>,
+}
+
+impl Read for StopsPartWay<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.stop_at == 0 {
+            self.stop.request();
+        }
+        self.stop_at = self.stop_at.wrapping_sub(1);
+        if self.chunks.is_empty() {
+            return Err(io::Error::other("reading stopped"));
+        }
+        let c = self.chunks.remove(0);
+        buf[..c.len()].copy_from_slice(c);
+        Ok(c.len())
+    }
+}
+
+/// The lines of every batch received, in order.
+fn received(rx: &mut mpsc::Receiver<InputBatch>) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    while let Ok(b) = rx.try_recv() {
+        out.push(
+            b.into_messages()
+                .iter()
+                .map(|m| String::from_utf8_lossy(m.data()).into_owned())
+                .collect(),
+        );
+    }
+    out
+}
+
+#[test]
+fn a_stop_hands_on_every_line_read_and_says_where_reading_stopped() {
+    let report = Arc::new(LineReport::default());
+    let bound = Arc::new(unbounded());
+    let stop = StopReading::new(bound.clone()).unwrap();
+    let lines = Lines::new("in", 0, &report, 2);
+    report.reading(&lines.watch.source);
+    // "a", "b" and "c" are read whole before the stop; "d" is cut (no newline yet).
+    let source = StopsPartWay {
+        chunks: vec![b"a\nb\n", b"c\nd"],
+        stop_at: 1,
+        stop: stop.clone(),
+    };
+    let (tx, mut rx) = mpsc::channel(16);
+    let opts = ReadOptions {
+        batch_messages: 2,
+        ..OPTS
+    };
+    let reader = ReadBuffer::new(source, BLOCK);
+    let more = split_buffered(reader, &lines, opts, &bound, Some(&stop), &tx).unwrap();
+    assert!(!more, "no more sources are read");
+    assert_eq!(received(&mut rx), [vec!["a", "b"], vec!["c"]]);
+    assert_eq!(report.read(), 3);
+    assert_eq!(report.next_unread(), Some(("in".into(), 4)));
+
+    // A stop asked before a source is opened reads none of it.
+    let report = Arc::new(LineReport::default());
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::write(&a, "1\n2\n").unwrap();
+    std::fs::write(&b, "3\n").unwrap();
+    let sources = [Source::File(a.clone()), Source::File(b)];
+    read_all(&sources, OPTS, &report, &bound, &stop, &tx).unwrap();
+    assert!(received(&mut rx).is_empty());
+    assert_eq!(report.read(), 0);
+    assert_eq!(
+        report.next_unread(),
+        Some((a.display().to_string().into(), 1))
+    );
+
+    // Without a stop, every source is read to its end.
+    let bound = Arc::new(unbounded());
+    let stop = StopReading::new(bound.clone()).unwrap();
+    read_all(&sources, OPTS, &report, &bound, &stop, &tx).unwrap();
+    assert_eq!(received(&mut rx), [vec!["1", "2"], vec!["3"]]);
+    assert_eq!((report.read(), report.next_unread()), (3, None));
 }
