@@ -52,7 +52,7 @@ enum Command {
     /// Format Jsonnet configs in place as jsonnetfmt does (--check: only report).
     Fmt(commands::fmt::Args),
     /// Read a live Kinesis stream (every shard, reshards followed): print its records or run
-    /// them through a config. Ctrl-C drains and flushes.
+    /// them through a config. Ctrl-C (or SIGTERM) finishes what was read within --grace.
     Tap(commands::tap::Args),
     /// A local web playground: edit a config and input, run it, see each transform's
     /// output, run its tests, format it, share it as a URL.
