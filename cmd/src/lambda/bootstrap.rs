@@ -126,6 +126,10 @@ pub fn main() -> ExitCode {
     else {
         return ExitCode::FAILURE;
     };
+    let function = Arc::new(function);
+    // During the init: an extension registers before the runtime loop starts.
+    #[cfg(feature = "aws")]
+    runtime.block_on(super::shutdown::settle_on_sigterm(function.clone()));
     tracing::info!(
         config = %config,
         handler = function.opts.kind.name(),
@@ -134,7 +138,6 @@ pub fn main() -> ExitCode {
         "init done"
     );
     let _ = EVENT_KIND.set(function.opts.kind);
-    let function = Arc::new(function);
     serve(&runtime, move |event| {
         let f = function.clone();
         async move { f.handle_event(event).await }

@@ -32,6 +32,7 @@ mod firehose;
 pub(crate) mod kinesis;
 pub mod kpl;
 mod s3;
+mod shutdown;
 mod sns;
 mod sqs;
 pub mod telemetry;
@@ -40,6 +41,7 @@ pub use bootstrap::{handler_from_env, load, main, options_from_env};
 pub use error::HandlerError;
 pub use event::Event;
 pub(crate) use event::{base64_or_reason, message, parse_event};
+pub use shutdown::SHUTDOWN_SETTLE;
 
 /// Entry points for the fuzz targets (`fuzz/`): the S3 notification parsers, which the
 /// handlers reach only after a notification names an object to read, and the autoscaler's
