@@ -301,3 +301,19 @@ fn a_lock_store_that_cannot_commit_at_the_end_fails_the_run_naming_the_pending_k
     );
     assert_eq!(sqlite_counts(&d.path().join("locks.sqlite")), (3, 0));
 }
+
+#[test]
+fn a_pipeline_error_ends_the_run_while_its_input_stays_open() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub'); { transforms: [sub.tf.util.err({ id: 'reject', message: 'no' })] }",
+    );
+    // The input stays open and idle after its line: the reader waits for more.
+    let mut run = Running::start(&d, &["-c", "cfg.jsonnet", "--batch-messages", "1"], "a\n");
+    assert_eq!(run.exit(Duration::from_secs(20)), Some(1));
+    assert_eq!(
+        d.read("err"),
+        "error: running cfg.jsonnet: transform reject: no\n"
+    );
+}

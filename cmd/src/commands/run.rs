@@ -178,6 +178,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     match ended {
         Ended::Finished((result, settled)) => {
+            // After a pipeline error the reader may still wait for input (an idle pipe):
+            // it stops now, naming what it had read as not processed.
+            stop_reading.request();
             let read = reader
                 .join()
                 .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
@@ -187,7 +190,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let read = reader
                 .join()
                 .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
-            run.stopped(signal, Some((result, read)), Some(&settled), None)?;
+            if let Err(e) = run.stopped(signal, Some((result, read)), Some(&settled), None) {
+                eprintln!("error: {e:#}");
+            }
             Ok(ExitCode::from(signal.status() as u8))
         }
         Ended::OutOfTime(signal, settled) => {
