@@ -317,3 +317,45 @@ fn a_pipeline_error_ends_the_run_while_its_input_stays_open() {
         "error: running cfg.jsonnet: transform reject: no\n"
     );
 }
+
+#[test]
+fn a_stop_with_a_failing_lock_store_ends_within_its_grace_period_naming_the_pending_keys() {
+    let d = Dir::new();
+    d.write("cfg.jsonnet", locked("sub.tf.send.stdout()"));
+    let args = [
+        "-c",
+        "cfg.jsonnet",
+        "--batch-messages",
+        "1",
+        "--grace",
+        "2s",
+    ];
+    let mut run = Running::start(&d, &args, &lines(0..2));
+    wait_for_locks(&d, (2, 0));
+    // Every write fails from now on (as in the test above).
+    let db = rusqlite::Connection::open(d.path().join("locks.sqlite")).expect("opening");
+    db.execute_batch("ALTER TABLE sluice_locks RENAME TO away")
+        .expect("moving the table");
+    let stopped = Instant::now();
+    run.signal(libc::SIGTERM);
+    assert_eq!(run.exit(Duration::from_secs(20)), Some(143));
+    assert!(
+        stopped.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        stopped.elapsed()
+    );
+    db.execute_batch("ALTER TABLE away RENAME TO sluice_locks")
+        .expect("moving it back");
+    assert_eq!(d.read("out"), lines(0..2), "flushed");
+    let err = d.read("err");
+    assert!(
+        err.contains("2 lock key(s) left pending in"),
+        "the lock says what it could not settle: {err}"
+    );
+    assert_eq!(
+        last_line(&err),
+        "sluice: stopped by SIGTERM, and the grace period (2s) ran out before the pipeline finished: 2 lines read, 2 delivered; the first line not read: <stdin>:3",
+        "{err}"
+    );
+    assert_eq!(sqlite_counts(&d.path().join("locks.sqlite")), (2, 0));
+}

@@ -174,9 +174,12 @@ where
         _ = tokio::time::sleep_until(finish_by.into()) => {}
     }
     let reason = (on.reason)(signal);
+    // The settle ends a little before the grace period, to say what it could not do; a
+    // store call that hangs past the end is not waited for.
+    let settle_until = end - (reserve(grace) / 5).min(Duration::from_millis(200));
     let settled = tokio::time::timeout_at(end.into(), async {
         pipeline.abort(&reason).await;
-        pipeline.settle(end).await
+        pipeline.settle(settle_until).await
     })
     .await
     .ok();
