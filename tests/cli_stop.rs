@@ -210,7 +210,7 @@ fn a_second_signal_exits_at_once_leaving_the_keys_pending() {
     );
     assert_eq!(
         d.read("undelivered.txt"),
-        "<stdin>:1\tnot known to be delivered: still in the pipeline when a second signal (SIGTERM) ended the run at once\n"
+        "<stdin>:1\tstill in the pipeline when a second signal (SIGTERM) ended the run at once: it may have been delivered\n"
     );
     assert_eq!(sqlite_counts(&d.path().join("locks.sqlite")), (1, 0));
 }
@@ -250,8 +250,8 @@ fn a_grace_period_too_short_fails_what_is_held_and_names_what_is_on_its_way() {
     assert_eq!(d.read("out"), lines(1..3));
     assert_eq!(
         d.read("undelivered.txt"),
-        "<stdin>:3\tnot delivered: stopped by SIGTERM, and the grace period (1s) ran out first\n\
-         <stdin>:4\tnot known to be delivered: still in the pipeline when the grace period (1s) after SIGTERM ran out\n"
+        "<stdin>:3\tstopped by SIGTERM, and the grace period (1s) ran out first\n\
+         <stdin>:4\tstill in the pipeline when the grace period (1s) after SIGTERM ran out: it may have been delivered\n"
     );
     let err = d.read("err");
     assert_eq!(

@@ -162,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         reason: |signal: Signal| {
             format!(
-                "not delivered: stopped by {}, and the grace period ({}) ran out first",
+                "stopped by {}, and the grace period ({}) ran out first",
                 signal.name(),
                 stop::show(grace)
             )
@@ -199,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // The reader may wait on a pipeline that no longer takes anything, and the
             // driver may be in a call: neither is waited for (see `stop::exit_now`).
             let open = format!(
-                "not known to be delivered: still in the pipeline when the grace period ({}) after {} ran out",
+                "still in the pipeline when the grace period ({}) after {} ran out: it may have been delivered",
                 stop::show(grace),
                 signal.name()
             );
@@ -384,7 +384,7 @@ impl Run<'_> {
 /// pipeline is listed as not known to be delivered, and one line says so.
 fn exiting_at_once(signal: Signal, report: &LineReport, undelivered: Option<&Path>) {
     let why = format!(
-        "not known to be delivered: still in the pipeline when a second signal ({}) ended the run at once",
+        "still in the pipeline when a second signal ({}) ended the run at once: it may have been delivered",
         signal.name()
     );
     let lines = report.undelivered_or_open(&why);

@@ -164,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             },
             reason: |signal: Signal| {
                 format!(
-                    "not delivered: stopped by {}, and the grace period ({}) ran out first",
+                    "stopped by {}, and the grace period ({}) ran out first",
                     signal.name(),
                     stop::show(grace)
                 )
