@@ -179,7 +179,7 @@ fn wait(mut child: Child, what: &str) -> std::process::ExitStatus {
 }
 
 /// (pending, committed) lock counts in an sqlite store file ((0, 0) before it exists).
-fn sqlite_counts(db: &Path) -> (i64, i64) {
+pub(crate) fn sqlite_counts(db: &Path) -> (i64, i64) {
     let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
     let Ok(c) = rusqlite::Connection::open_with_flags(db, flags) else {
         return (0, 0);
