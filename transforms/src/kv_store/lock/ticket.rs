@@ -183,10 +183,12 @@ impl LockTicket {
     /// same copies in the same order.
     pub fn next_copy(&self, send: &str) -> u32 {
         let mut a = self.attempt();
-        let n = a.copies.entry(send.to_string()).or_insert(0);
-        let copy = *n;
-        *n += 1;
-        copy
+        if let Some(n) = a.copies.get_mut(send) {
+            *n += 1;
+            return *n - 1;
+        }
+        a.copies.insert(send.to_string(), 1);
+        0
     }
 
     /// Gives back the ordinal [`LockTicket::next_copy`] just gave: `send` did not hold that
