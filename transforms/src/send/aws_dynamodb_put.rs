@@ -69,6 +69,7 @@ use crate::aws::AwsTarget;
 use crate::aws::dynamodb_attributes::attribute_value_of_json;
 use crate::aws::parse_dynamodb_table;
 use crate::kv_store::aws_dynamodb::Cancel;
+use crate::kv_store::lock::ticket::Copies;
 use crate::kv_store::{LockTicket, Progress};
 
 /// Most items in one `BatchWriteItem` call.
@@ -311,12 +312,7 @@ impl DynamoDbPut {
         &self,
         client: &Client,
         schema: &[String],
-        items: Vec<(
-            usize,
-            Item,
-            Vec<Arc<LockTicket>>,
-            Vec<(Arc<LockTicket>, u32)>,
-        )>,
+        items: Vec<(usize, Item, Vec<Arc<LockTicket>>, Copies)>,
         send: &str,
         bad: &mut Failed,
     ) {

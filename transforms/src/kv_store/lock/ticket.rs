@@ -288,6 +288,10 @@ impl std::fmt::Debug for LockTicket {
     }
 }
 
+/// Which copy of each locked message an item held by a send is: per lock ticket, the copy's
+/// ordinal at that send ([`LockTicket::next_copy`]).
+pub type Copies = Vec<(Arc<LockTicket>, u32)>;
+
 /// The lock tickets among a message's tokens (one per lock it went through).
 pub fn tickets(acks: &AckSet) -> impl Iterator<Item = Arc<LockTicket>> + '_ {
     tags::<LockTicket>(acks)
