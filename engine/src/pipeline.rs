@@ -201,18 +201,28 @@ impl Pipeline {
         self
     }
 
-    /// Tells the last stateful transform that what it passes on goes nowhere that reports
-    /// on it ([`StatefulTransform::outputs_unreported`]): for a caller that drops what comes
-    /// out (`sluice run`, a Lambda handler that answers with which records failed), and for
-    /// a wrapper whose own outputs go nowhere. The stateless transforms after it keep no
-    /// message that a source waits for.
+    /// Tells the last stage, when it is a stateful transform (or is followed only by a
+    /// transform that drops everything, `utility_drop`), that what it passes on goes
+    /// nowhere that reports on it ([`StatefulTransform::outputs_unreported`]): for a caller
+    /// that drops what comes out (`sluice run`, a Lambda handler that answers with which
+    /// records failed), and for a wrapper whose own outputs go nowhere. A transform after it
+    /// that could fail a message, or act on it, keeps it reported.
     pub fn outputs_unreported(&self) {
-        if let Some(Stage::Stateful(_, t)) = self
+        let Some(last) = self
             .stages
             .iter()
-            .rev()
-            .find(|s| matches!(s, Stage::Stateful(..)))
-        {
+            .rposition(|s| matches!(s, Stage::Stateful(..)))
+        else {
+            return;
+        };
+        let ends_here = match self.stages.get(last + 1) {
+            None => true,
+            Some(Stage::Stateless { steps, .. }) => steps
+                .first()
+                .is_some_and(|s| matches!(&s.transform, Transform::Stateless(t) if t.discards())),
+            Some(Stage::Stateful(..)) => false,
+        };
+        if let (true, Stage::Stateful(_, t)) = (ends_here, &self.stages[last]) {
             t.outputs_unreported();
         }
     }

@@ -70,6 +70,12 @@ pub trait StatelessTransform: Send + Sync + 'static {
     fn shares_state(&self) -> bool {
         false
     }
+
+    /// Whether it drops every data message and does nothing else (`utility_drop`): a
+    /// message that reaches it is done, whatever follows.
+    fn discards(&self) -> bool {
+        false
+    }
 }
 
 /// A transform that keeps state across messages and sees them all, ctrl included, in order.
@@ -158,8 +164,9 @@ pub trait StatefulTransform: Send + Sync + 'static {
     }
 
     /// Told once, before any message, that what this transform passes on goes nowhere
-    /// that reports on it: the pipeline's caller drops what comes out, and no stateful
-    /// transform follows ([`crate::Pipeline::outputs_unreported`]). A message is then
+    /// that reports on it: the pipeline's caller drops what comes out, and nothing follows
+    /// it but a transform that drops everything
+    /// ([`crate::Pipeline::outputs_unreported`]). A message is then
     /// resolved by what this transform keeps of it alone: a send may drop the
     /// acknowledgement tokens of the copies it passes on, so that a message is acknowledged
     /// as soon as its destination accepted it, not when the batch it came in is through

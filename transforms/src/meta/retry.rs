@@ -21,13 +21,19 @@
 //! clear of the failed attempts (see [`super::detach`]), so a message that succeeds on a
 //! later attempt is reported delivered. Inside a *stateful* list a send that failed to
 //! deliver marks the tokens failed for good; a retry that then delivers them still leaves
-//! them failed, so a record-level source redelivers them: a duplicate, never a loss.
+//! them failed, so a record-level source redelivers them. Under `meta_kv_store_lock`, a
+//! retried message's copies are numbered from the start again
+//! (`LockTicket::start_over`), so a send meets a copy it delivered (or still holds) on an
+//! earlier try as the same copy and does not send it twice, and the redelivery skips what
+//! was delivered.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
+
+use crate::kv_store::lock::ticket::tickets;
 use serde::Deserialize;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
@@ -157,8 +163,19 @@ impl StatefulTransform for MetaRetry {
                 }
             }
         } else {
+            // A lock's message runs over the list again: its copies are numbered from the
+            // start again, so the sends meet what they delivered, or hold, as the same
+            // copies (see `LockTicket::start_over`).
+            let mut again = false;
             let outs = self
-                .with_retries(|| self.inner.apply(vec![msg.clone()]))
+                .with_retries(|| {
+                    if std::mem::replace(&mut again, true) {
+                        for t in tickets(msg.acks()) {
+                            t.start_over();
+                        }
+                    }
+                    self.inner.apply(vec![msg.clone()])
+                })
                 .await?;
             out.extend(outs);
             Ok(())

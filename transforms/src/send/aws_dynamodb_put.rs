@@ -68,7 +68,7 @@ use super::aws_records::{
     AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
     put_with_retries,
 };
-use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
+use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender, progress_id};
 use crate::aws::AwsTarget;
 use crate::aws::dynamodb_attributes::attribute_value_of_json;
 use crate::aws::parse_dynamodb_table;
@@ -823,7 +823,8 @@ impl Sender<DynamoDbPut> {
             MAX_ITEM_BYTES,
             batch_key,
             None,
-        ))
+        )
+        .with_progress_id(progress_id(b)))
     }
 }
 

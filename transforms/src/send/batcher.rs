@@ -86,8 +86,9 @@ pub(crate) struct Outgoing {
     // Read by the transactional DynamoDB send, which records its progress itself.
     #[cfg_attr(not(feature = "aws"), allow(dead_code))]
     pub send: Arc<str>,
-    /// Per item, which copy of each locked message it is at this send (empty with
-    /// auxiliary transforms, or when no item went through a lock).
+    /// Which copy of each locked message the batch holds at this send: per item, or with
+    /// auxiliary transforms (which lose the mapping to items) per message they were made
+    /// from; empty when no item went through a lock.
     #[cfg_attr(not(feature = "aws"), allow(dead_code))]
     pub copies: Vec<Copies>,
 }
@@ -159,6 +160,19 @@ struct Held {
     data: Bytes,
     acks: AckSet,
     copies: Copies,
+    /// The send holding it, and the copies it marked held there (let go of when the item
+    /// goes, delivered, failed or dropped: see [`LockTicket::hold`]).
+    holds: Option<(Arc<str>, Copies)>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some((send, holds)) = &self.holds {
+            for (t, c) in holds {
+                t.unhold(send, *c);
+            }
+        }
+    }
 }
 
 impl Held {
@@ -457,12 +471,17 @@ impl<D: Destination> Sender<D> {
             if items.is_empty() {
                 return Ok(());
             }
+            let locks = ItemLocks::of_held(&batch.items, false);
+            let copies = match locks {
+                ItemLocks::None => Vec::new(),
+                _ => batch.items.iter().map(|m| m.copies.clone()).collect(),
+            };
             let out = Outgoing {
                 key: batch.key.clone(),
                 items,
-                locks: ItemLocks::of_held(&batch.items, false),
+                locks,
                 send: self.progress_id.clone(),
-                copies: Vec::new(),
+                copies,
             };
             return match self.dest.send(&out).await {
                 Ok(()) => {
@@ -470,7 +489,17 @@ impl<D: Destination> Sender<D> {
                     Ok(())
                 }
                 Err(e) => {
-                    if e.uncertain {
+                    // Some outputs accepted and others not: which messages they came from
+                    // is lost, so each may have been delivered (its lock keeps its key for
+                    // the next attempt to check, instead of giving it back).
+                    let partial = match &e.undelivered {
+                        Undelivered::Items(idx) => {
+                            let failed = idx.iter().filter(|&&i| i < out.items.len()).count();
+                            failed > 0 && failed < out.items.len()
+                        }
+                        Undelivered::All => false,
+                    };
+                    if e.uncertain || partial {
                         mark_uncertain(&batch.items);
                     }
                     Err((batch, e.error))
@@ -590,24 +619,42 @@ impl<D> Sender<D> {
         }
     }
 
-    /// Numbers `held`'s copy for each lock it carries; `true` when every one of them says
-    /// an earlier attempt delivered that copy here, so it is not held again.
+    /// Numbers `held`'s copy for each lock it carries, and marks those copies held; `true`
+    /// when it is not to be held: every lock says that copy was delivered here already, or
+    /// is held here already (the same copy again, after `meta_retry` ran the list over it
+    /// again).
     fn number_copies(&self, held: &mut Held) -> bool {
         for t in tickets(&held.acks) {
             let copy = t.next_copy(&self.progress_id);
             held.copies.push((t, copy));
         }
-        !held.copies.is_empty()
-            && held
-                .copies
-                .iter()
-                .all(|(t, c)| t.delivered_before(&self.progress_id, *c))
+        if held.copies.is_empty() {
+            return false;
+        }
+        let send = &self.progress_id;
+        let done = |t: &Arc<LockTicket>, c: u32| t.delivered_before(send, c);
+        let mut holds = Vec::new();
+        let mut skip = true;
+        for (t, c) in &held.copies {
+            if done(t, *c) {
+                continue;
+            }
+            if t.hold(send, *c) {
+                holds.push((t.clone(), *c));
+                skip = false;
+            }
+        }
+        if skip {
+            return true;
+        }
+        held.holds = Some((send.clone(), holds));
+        false
     }
 }
 
 /// The progress id of the send built by `b` (see the module documentation): 12 hex digits
 /// of the SHA-256 of its place in the config, its type and its settings.
-fn progress_id(b: &Build<'_>) -> String {
+pub(crate) fn progress_id(b: &Build<'_>) -> String {
     let mut h = Sha256::new();
     for part in [b.location(), b.type_name(), &b.raw_settings().to_string()] {
         h.update(part.as_bytes());
@@ -679,6 +726,7 @@ impl<D: Destination> Sender<D> {
             data,
             acks: msg.acks().clone(),
             copies: Vec::new(),
+            holds: None,
         };
         // Earlier failures first: if they still fail, this message is refused (not held).
         if !self.lock().queue.is_empty() {

@@ -38,6 +38,8 @@
 //! (default `""`, so Substation's behaviour) is put between consecutive items, not after the
 //! last, like `aggregate_to_string`'s.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use chrono::{TimeZone, Utc};
 use serde::Deserialize;
@@ -45,6 +47,7 @@ use sha2::{Digest, Sha256};
 use sluice_engine::{Build, ConfigError, TransformError};
 
 use super::batcher::{ItemLocks, Outgoing};
+use crate::kv_store::LockTicket;
 use crate::time::layout::format_go;
 
 /// `file_path`: how object (file) names are made.
@@ -112,18 +115,37 @@ struct Identity {
 }
 
 impl Identity {
-    /// The identity of a batch under `locks`, when every item is under one.
-    fn of(locks: &ItemLocks) -> Option<Identity> {
+    /// The identity of `batch`, when every item is under a lock: its send, its batch key,
+    /// and each lock with which copy of its message the batch holds (several batches of one
+    /// send may hold copies of the same message: a message fanned out into records, split
+    /// by count, size, time or batch key).
+    fn of(batch: &Outgoing) -> Option<Identity> {
+        let locks = &batch.locks;
         let tickets = match locks {
             ItemLocks::PerItem(_) if locks.every_item_locked() => locks.all(),
             ItemLocks::Batch(all) if !all.is_empty() => all.clone(),
             _ => return None,
         };
         let mut h = Sha256::new();
-        for t in &tickets {
+        for part in [batch.send.as_bytes(), batch.key.as_bytes()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        let copies: Vec<(&Arc<LockTicket>, Option<u32>)> = if batch.copies.is_empty() {
+            tickets.iter().map(|t| (t, None)).collect()
+        } else {
+            batch
+                .copies
+                .iter()
+                .flatten()
+                .map(|(t, c)| (t, Some(*c)))
+                .collect()
+        };
+        for (t, copy) in copies {
             h.update((t.key.len() as u64).to_le_bytes());
             h.update(t.key.as_bytes());
             h.update(t.origin_ms().to_le_bytes());
+            h.update(copy.map_or(u64::MAX, u64::from).to_le_bytes());
         }
         let mut b = [0u8; 16];
         b.copy_from_slice(&h.finalize()[..16]);
@@ -185,9 +207,7 @@ impl ObjectPerBatch {
         } else {
             ""
         };
-        let path = self
-            .file_path
-            .make(prefix, Identity::of(&batch.locks).as_ref());
+        let path = self.file_path.make(prefix, Identity::of(batch).as_ref());
         if path.is_empty() || path.ends_with('/') {
             return Err(TransformError::failed(format!(
                 "file_path gives no file name for batch key {key:?}"
@@ -408,6 +428,41 @@ mod tests {
             next_hour, first,
             "a new window's message gets its own object"
         );
+    }
+
+    /// One message fanned out into several batches of one send (split by count, size, time
+    /// or batch key): each batch holds other copies of it, and gets its own object.
+    #[test]
+    fn batches_of_other_copies_of_one_message_get_other_names() {
+        let o = ObjectPerBatch {
+            file_path: FilePath {
+                prefix: "out".into(),
+                uuid: true,
+                ..FilePath::default()
+            },
+            ..ObjectPerBatch::default()
+        };
+        let t = lock("f-1", 1_704_164_645_000, None);
+        let batch = |key: &str, copy: u32| Outgoing {
+            key: key.into(),
+            copies: vec![vec![(t.clone(), copy)]],
+            send: "s1".into(),
+            ..locked(&[Some(t.clone())])
+        };
+        let first = o.name(&batch("", 0)).unwrap();
+        assert_eq!(
+            o.name(&batch("", 0)).unwrap(),
+            first,
+            "the same copy, again"
+        );
+        for other in [batch("", 1), batch("eu-west-1", 0)] {
+            assert_ne!(o.name(&other).unwrap(), first);
+        }
+        let other_send = Outgoing {
+            send: "s2".into(),
+            ..batch("", 0)
+        };
+        assert_ne!(o.name(&other_send).unwrap(), first, "another send");
     }
 
     #[test]

@@ -32,6 +32,10 @@ impl StatelessTransform for UtilityDrop {
         }
         Ok(())
     }
+
+    fn discards(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

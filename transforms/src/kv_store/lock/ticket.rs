@@ -77,6 +77,8 @@ struct Attempt {
     copies: HashMap<String, u32>,
     /// The copies delivered, per send.
     delivered: Progress,
+    /// The copies a send holds now, not delivered yet (send, copy).
+    held: Vec<(String, u32)>,
 }
 
 /// The lease as this process knows it, by its own monotonic clock.
@@ -199,10 +201,38 @@ impl LockTicket {
         }
     }
 
-    /// Whether an earlier attempt recorded copy `copy` as delivered by `send`: it is not
-    /// sent again.
+    /// Whether copy `copy` was delivered by `send` already, by an earlier attempt (the
+    /// progress it recorded) or by this one before it started over
+    /// ([`LockTicket::start_over`]): it is not sent again.
     pub fn delivered_before(&self, send: &str, copy: u32) -> bool {
-        self.prior_progress.contains(send, copy)
+        self.prior_progress.contains(send, copy) || self.attempt().delivered.contains(send, copy)
+    }
+
+    /// Marks copy `copy` held by `send` until it is delivered or dropped
+    /// ([`LockTicket::unhold`]); `false` when it is held there already (the same copy,
+    /// handed to the send again after the inner list started over).
+    pub fn hold(&self, send: &str, copy: u32) -> bool {
+        let mut a = self.attempt();
+        if a.held.iter().any(|(s, c)| s == send && *c == copy) {
+            return false;
+        }
+        a.held.push((send.to_string(), copy));
+        true
+    }
+
+    /// `send` no longer holds copy `copy` (delivered, failed or dropped).
+    pub fn unhold(&self, send: &str, copy: u32) {
+        let mut a = self.attempt();
+        if let Some(i) = a.held.iter().position(|(s, c)| s == send && *c == copy) {
+            a.held.swap_remove(i);
+        }
+    }
+
+    /// The inner list runs over the message again within this attempt (`meta_retry`): its
+    /// copies are numbered from the start again, so that each send meets the copies it
+    /// delivered, or holds, as the same copies, and does not send them twice.
+    pub fn start_over(&self) {
+        self.attempt().copies.clear();
     }
 
     /// Records that `send` delivered copy `copy` of this message.

@@ -476,11 +476,24 @@ impl MetaKvStoreLock {
         match rec.status {
             LockStatus::Committed => Some(Outcome::Duplicate(Some(rec))),
             LockStatus::Pending { .. } if !rec.blocks(now, self.skew.as_millis() as i64) => None,
+            LockStatus::Pending { .. } if self.held_by_another_lock_here(&rec.owner) => {
+                Some(Outcome::Fail(format!(
+                    "its lock key is pending under {}, another meta_kv_store_lock of this very process over the same kv store and prefix: two locks that share keys wait on each other; give each lock its own prefix (or table)",
+                    rec.owner
+                )))
+            }
             LockStatus::Pending { .. } if self.pending == Pending::Skip => {
                 Some(Outcome::Duplicate(Some(rec)))
             }
             LockStatus::Pending { .. } => Some(Outcome::Blocked(rec)),
         }
+    }
+
+    /// Whether `owner` is another lock instance of this process.
+    fn held_by_another_lock_here(&self, owner: &str) -> bool {
+        owner != &*self.owner
+            && super::owner_process(owner).is_some()
+            && super::owner_process(owner) == super::owner_process(&self.owner)
     }
 
     /// Renews the keys of `outcomes` whose lease is half gone, until none is (they run with

@@ -186,15 +186,31 @@ pub(crate) struct MetaKvStoreLock {
     clock: Arc<dyn Clock>,
 }
 
-/// A name for this process and lock instance, unique and readable in the store.
+/// A name for this process and lock instance, unique and readable in the store:
+/// `host/pid/PROCESS.LOCK`, where `PROCESS` is random per process (a pid is reused, by a
+/// restarted container for one) and `LOCK` random per lock instance.
 fn new_owner() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".to_string());
+    static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let process = PROCESS.get_or_init(|| {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "host".to_string());
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        format!("{host}/{}/{}", std::process::id(), &id[..8])
+    });
     let id = uuid::Uuid::new_v4().simple().to_string();
-    format!("{host}/{}/{}", std::process::id(), &id[..12])
+    format!("{process}.{}", &id[..6])
+}
+
+/// The process part of an owner name ([`new_owner`]): what two lock instances of one
+/// process share.
+fn owner_process(owner: &str) -> Option<&str> {
+    owner
+        .rsplit_once('.')
+        .map(|(p, _)| p)
+        .filter(|p| p.contains('/'))
 }
 
 impl MetaKvStoreLock {

@@ -568,7 +568,7 @@ impl Left {
         }
         if self.abandons > 0 {
             parts.push(format!(
-                "{} message(s) possibly or partly delivered whose keys could not be handed on (after the lease a run takes them over and skips what was delivered)",
+                "{} message(s) possibly or partly delivered whose keys could not be handed on with what was delivered (after the lease a run takes them over, reads back what a Kinesis send can find and sends the rest again: what this run delivered to some sends may reach them twice)",
                 self.abandons
             ));
         }

@@ -1,10 +1,12 @@
 //! The renewal lane: keeps the leases of the keys this process still answers for, apart
 //! from the commits, releases and abandonments, so that none of those holds a renewal up.
 //!
-//! Two kinds of key are renewed once a third of their lease is gone: a key whose message
-//! is still on its way (a send holds it), and a delivered key whose commit has not gone
-//! through (the commit failed and waits for its retry, or its call hangs until its attempt
-//! times out). Before this lane, a delivered key was never renewed, and every store call
+//! Three kinds of key are renewed once a third of their lease is gone: a key whose message
+//! is still on its way (a send holds it), a delivered key whose commit has not gone through
+//! (the commit failed and waits for its retry, or its call hangs until its attempt times
+//! out), and a key owed an abandonment that has not gone through: its progress (what some
+//! sends delivered) lives only here until it does, and a takeover before would send those
+//! copies again. Before this lane, a delivered key was never renewed, and every store call
 //! waited for the one before it: a commit outage, or one commit held for its 5 s attempt
 //! timeout, outlived a short lease, another worker took the delivered keys over, and a sink
 //! that cannot be read back got the messages twice.
@@ -23,7 +25,7 @@ impl Entry {
     /// the way through it.
     fn renewal_due(&self) -> Option<Instant> {
         let lease = self.lease?;
-        if self.lost || !matches!(self.owed, Owed::Lease | Owed::Commit) {
+        if self.lost || !matches!(self.owed, Owed::Lease | Owed::Commit | Owed::Abandon) {
             return None;
         }
         Some(self.lease_start + lease / 3)

@@ -239,3 +239,112 @@ fn a_retake_keeps_the_progress_of_the_abandonment_it_cancels() {
     assert_eq!(journal("f6m-first"), vec!["sent:a", "skipped:a"]);
     assert_eq!(journal("f6m-second"), vec!["aborted:a", "sent:a"]);
 }
+
+/// Issue 50's review, F1: `meta_retry` inside the lock, around a send and a step after it
+/// that failed once: the retry handed the send the message again, numbered as another copy,
+/// and it was sent twice. Now a retry numbers the copies from the start again, and the send
+/// meets the copy it delivered (or still holds) as the same one.
+#[test]
+fn a_retry_inside_the_lock_sends_each_copy_once() {
+    for (name, batch) in [("f1r-each", json!({"count": 1})), ("f1r-held", json!({}))] {
+        let f = Fixture::new();
+        let out = f._dir.path().join(name);
+        let inner = json!([{"type": "meta_retry", "settings": {
+        "retry": {"count": 2},
+        "error_messages": [".*"],
+        "transforms": [
+            {"type": "send_file", "settings": {
+                "file_path": {"prefix": out.to_str().unwrap(), "uuid": true},
+                "batch": batch}},
+            {"type": "fixture_fail", "settings": {"message": "enrichment down", "times": 1}},
+        ]}}]);
+        let p = pipeline(vec![("lock", f.lock(inner, json!({})))]);
+        let written = || -> Vec<String> {
+            std::fs::read_dir(&out)
+                .unwrap()
+                .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+                .collect()
+        };
+        apply_and_settle(&p, vec![msg("a"), ctrl()]).unwrap();
+        assert_eq!(written(), ["a"], "{name}: sent once");
+        // A retry inside a stateful list leaves the message failed for its source, which
+        // redelivers it: the send skips it.
+        let (a, t_a) = tracked("a");
+        apply_and_settle(&p, vec![a, ctrl()]).unwrap();
+        assert_status(&t_a, AckStatus::Delivered, name);
+        assert_eq!(written(), ["a"], "{name}: still once");
+        assert!(f.record(&hash("a")).unwrap().committed);
+    }
+}
+
+/// Issue 50's review, F2: a step after the lock that can fail (or act) keeps the message
+/// reported: only a send at the very end of a pipeline whose outputs go nowhere may drop the
+/// tokens it passes on. Before, the lock dropped them and committed the key although the
+/// step failed, and the redelivery was a duplicate.
+#[test]
+fn a_step_after_the_lock_that_fails_leaves_the_message_undelivered() {
+    let f = Fixture::new();
+    let lock = f.lock(send("f2-inner"), json!({}));
+    let fail =
+        built(json!({"type": "fixture_fail", "settings": {"message": "webhook down", "times": 1}}));
+    let p = pipeline(vec![("lock", lock), ("after", fail)]);
+    p.outputs_unreported();
+    let (a, t_a) = tracked("a");
+    assert!(apply_and_settle(&p, vec![a, ctrl()]).is_err());
+    assert_status(&t_a, AckStatus::Failed, "the step after the lock failed");
+    let r = f.record(&hash("a")).unwrap();
+    assert!(!r.committed, "kept for the redelivery: {r:?}");
+    let (a, t_a) = tracked("a");
+    apply_and_settle(&p, vec![a, ctrl()]).unwrap();
+    assert_status(&t_a, AckStatus::Delivered, "the redelivery");
+    assert_eq!(journal("f2-inner"), vec!["sent:a", "skipped:a"]);
+}
+
+/// Issue 50's review, F4: a key owed an abandonment (one send delivered, another failed)
+/// was not renewed while the abandonment kept failing, so another process took it over
+/// after the lease without the progress and sent the delivered copy again. Now such a key
+/// stays renewed until its abandonment lands.
+#[test]
+fn a_key_owed_an_abandonment_stays_ours_while_the_abandonment_fails() {
+    let f = Fixture::new();
+    let t = f.faulty(
+        json!({"fail": {"abandon": 1000}}),
+        json!([plain_send("f4-x"), send_failing("f4-y", 1)]),
+        json!({"lease": "300ms"}),
+    );
+    let p = pipeline(vec![("lock", t)]);
+    testing::block_on(async {
+        let e = p.apply(vec![msg("a"), ctrl()]).await.unwrap_err();
+        p.abort(&e.to_string()).await;
+        // Three leases later, with every abandonment failing.
+        tokio::time::sleep(Duration::from_millis(900)).await;
+    });
+    let now = now_ms();
+    let r = f.record(&hash("a")).unwrap();
+    assert!(
+        r.lease_until_ms > now,
+        "still renewed by its live owner: {r:?} at {now}"
+    );
+}
+
+/// Two locks of one process over the same store and prefix wait on each other's keys: the
+/// message fails at once, saying so, instead of after `pending_wait` with "another process".
+#[test]
+fn two_locks_of_one_process_sharing_keys_are_told_apart_from_another_process() {
+    let f = Fixture::new();
+    let first = f.lock(send("f-two-a"), json!({"pending_wait": "5s"}));
+    let second = f.lock(send("f-two-b"), json!({"pending_wait": "5s"}));
+    let inner = json!([]);
+    drop(inner);
+    let p = pipeline(vec![("one", first), ("two", second)]);
+    let (a, t_a) = tracked("a");
+    let started = Instant::now();
+    let _ = apply_and_settle(&p, vec![a, ctrl()]);
+    assert!(started.elapsed() < Duration::from_secs(4), "failed at once");
+    assert_status(&t_a, AckStatus::Failed, "held by the first lock");
+    let why = t_a.failure_reason().unwrap();
+    assert!(
+        why.contains("another meta_kv_store_lock of this very process") && why.contains("prefix"),
+        "{why}"
+    );
+}
