@@ -489,11 +489,9 @@ impl MetaKvStoreLock {
         }
     }
 
-    /// Whether `owner` is another lock instance of this process.
+    /// Whether `owner` is another lock instance alive in this process.
     fn held_by_another_lock_here(&self, owner: &str) -> bool {
-        owner != &*self.owner
-            && super::owner_process(owner).is_some()
-            && super::owner_process(owner) == super::owner_process(&self.owner)
+        owner != &*self.owner && super::alive_here(owner)
     }
 
     /// Renews the keys of `outcomes` whose lease is half gone, until none is (they run with

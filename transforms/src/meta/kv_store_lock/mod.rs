@@ -204,13 +204,29 @@ fn new_owner() -> String {
     format!("{process}.{}", &id[..6])
 }
 
-/// The process part of an owner name ([`new_owner`]): what two lock instances of one
-/// process share.
-fn owner_process(owner: &str) -> Option<&str> {
-    owner
-        .rsplit_once('.')
-        .map(|(p, _)| p)
-        .filter(|p| p.contains('/'))
+/// The owners of the lock instances alive in this process: a key held by one of them is
+/// not another process's (two locks sharing keys would wait on each other).
+fn live_owners() -> &'static std::sync::Mutex<std::collections::HashSet<Arc<str>>> {
+    static LIVE: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<Arc<str>>>> =
+        std::sync::OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+/// Whether `owner` is a lock instance alive in this process.
+fn alive_here(owner: &str) -> bool {
+    live_owners()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(owner)
+}
+
+impl Drop for MetaKvStoreLock {
+    fn drop(&mut self) {
+        live_owners()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.owner);
+    }
 }
 
 impl MetaKvStoreLock {
@@ -284,6 +300,10 @@ impl MetaKvStoreLock {
         });
         let id = b.id().clone();
         let owner: Arc<str> = new_owner().into();
+        live_owners()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(owner.clone());
         let counts = Arc::new(LockCounts::default());
         let keeper = Keeper::new(
             id.clone(),

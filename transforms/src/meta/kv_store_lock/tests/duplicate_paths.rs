@@ -268,7 +268,7 @@ fn a_crash_before_the_checkpoint_leaves_pending_locks_that_a_rerun_takes_over() 
     let p = pipeline(vec![("lock", crashed)]);
     let out = testing::block_on(p.apply(vec![msg("c1"), msg("c2")])).unwrap();
     std::mem::forget(out); // its tokens never resolve, as in a killed process
-    std::mem::forget(p);
+    drop(p); // and it settles nothing
     assert!(journal("lock-crash-1").is_empty(), "never delivered");
     assert!(f.records().iter().all(|r| !r.committed), "pending");
     // The rerun waits for the lease and processes both.
