@@ -6,6 +6,13 @@
 //! taken inside an invocation is protected exactly as long as its owner can still be
 //! working on it, and free for another owner's takeover as soon as it cannot. The Lambda
 //! adapter runs each invocation inside [`with_deadline`]; elsewhere there is none.
+//!
+//! The deadline bounds the invocation's work: waits and retries stop [`WORK_MARGIN`] before
+//! it ([`would_overrun`]), and so does every outgoing call ([`call_deadline`]: the HTTP
+//! transforms' client and every AWS client cut an attempt there), so that the function has
+//! the time to flush, settle its locks and answer. The settling itself ([`settling`]) may
+//! go on until [`ANSWER_MARGIN`] before the end. A task spawned to do part of the work
+//! carries the invocation along ([`carried`]).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -14,8 +21,13 @@ use std::time::{Duration, Instant};
 /// owner's lock): the time left is for flushing, settling the lock's keys and answering.
 pub const WORK_MARGIN: Duration = Duration::from_millis(1500);
 
+/// How long before the invocation's end everything it does must be done, the settling of
+/// its locks included: the time the runtime needs to carry the answer.
+pub const ANSWER_MARGIN: Duration = Duration::from_millis(500);
+
 tokio::task_local! {
     static DEADLINE: Instant;
+    static SETTLING: ();
 }
 
 /// Runs `f` with `deadline` as the invocation's end.
@@ -40,6 +52,44 @@ pub fn would_overrun(wait: Duration) -> bool {
     stop_waiting_at().is_some_and(|at| Instant::now() + wait > at)
 }
 
+/// Runs `f` as the settling of what the invocation's work left (the locks' commits and
+/// releases), whose calls may go on after the work had to stop: until [`ANSWER_MARGIN`]
+/// before the end ([`call_deadline`]).
+pub async fn settling<F: Future>(f: F) -> F::Output {
+    SETTLING.scope((), f).await
+}
+
+fn is_settling() -> bool {
+    SETTLING.try_with(|_| ()).is_ok()
+}
+
+/// When an outgoing call made now must have its answer, if this task runs inside an
+/// invocation: when the work must stop ([`stop_waiting_at`]), or, while [`settling`],
+/// [`ANSWER_MARGIN`] before the end. A call that would have no time left is better not made.
+pub fn call_deadline() -> Option<Instant> {
+    let d = deadline()?;
+    if is_settling() {
+        Some(d.checked_sub(ANSWER_MARGIN).unwrap_or(d))
+    } else {
+        stop_waiting_at()
+    }
+}
+
+/// `f` with the invocation this task runs in (its deadline, whether it is settling)
+/// carried along, for a task spawned to do part of the invocation's work: task-locals do
+/// not follow `tokio::spawn`.
+pub fn carried<F: Future>(f: F) -> impl Future<Output = F::Output> {
+    let d = deadline();
+    let settling = is_settling();
+    async move {
+        match (d, settling) {
+            (None, _) => f.await,
+            (Some(d), false) => DEADLINE.scope(d, f).await,
+            (Some(d), true) => DEADLINE.scope(d, SETTLING.scope((), f)).await,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +111,30 @@ mod tests {
         })
         .await;
         assert!(!short && long, "1.5 s are kept for the answer");
+    }
+
+    #[tokio::test]
+    async fn calls_end_when_the_work_stops_or_while_settling_before_the_answer() {
+        assert_eq!(call_deadline(), None);
+        let d = Instant::now() + Duration::from_secs(10);
+        let (work, settle, spawned) = with_deadline(d, async {
+            let work = call_deadline();
+            let settle = settling(async { call_deadline() }).await;
+            let spawned = settling(async {
+                tokio::spawn(carried(async { (deadline(), call_deadline()) }))
+                    .await
+                    .unwrap()
+            })
+            .await;
+            (work, settle, spawned)
+        })
+        .await;
+        assert_eq!(work, Some(d - WORK_MARGIN));
+        assert_eq!(settle, Some(d - ANSWER_MARGIN));
+        assert_eq!(spawned, (Some(d), Some(d - ANSWER_MARGIN)), "carried along");
+        let bare = tokio::spawn(carried(async { call_deadline() }))
+            .await
+            .unwrap();
+        assert_eq!(bare, None, "outside an invocation");
     }
 }
