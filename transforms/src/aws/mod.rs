@@ -20,7 +20,10 @@
 //! have been applied (`send::aws_kinesis_data_stream`). Timeouts bound a
 //! single attempt ([`ATTEMPT_TIMEOUT`]) and an operation with its retries
 //! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
-//! pipeline.
+//! pipeline. Inside a Lambda invocation an attempt also ends when the invocation's work
+//! must stop (`sluice_engine::invocation::call_deadline`), and is not made when no time is
+//! left, so that a stalled call never makes the function answer after its deadline: an
+//! attempt cut there may have been applied, one not made was not (`outcome`).
 //!
 //! Every AWS-backed transform takes the same `aws` settings ([`AwsSettings`]): the resource
 //! (an ARN, or a bare name) and an optional role ([`check_role`]); its SDK client is made on
@@ -46,6 +49,13 @@ use serde::Deserialize;
 use sluice_engine::TransformError;
 // The SDK's shared types; every service crate re-exports the same ones.
 use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
+use aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 
 mod error_text;
 pub mod lambda;
@@ -198,14 +208,87 @@ pub struct AwsTarget {
 }
 
 /// The HTTPS client (hyper + rustls with the `ring` provider); plain `http://` endpoints
-/// (local emulators) work through it too.
+/// (local emulators) work through it too. Inside a Lambda invocation its calls end in time
+/// ([`WithinInvocation`]).
 pub fn https_client() -> SharedHttpClient {
     use aws_smithy_http_client::tls;
-    aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
+    SharedHttpClient::new(WithinInvocation(
+        aws_smithy_http_client::Builder::new()
+            .tls_provider(tls::Provider::Rustls(
+                tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .build_https(),
+    ))
+}
+
+/// An HTTP client whose calls made inside a Lambda invocation end by
+/// `sluice_engine::invocation::call_deadline` (when the work must stop, or, while the
+/// locks settle, shortly before the answer is due). A call made with no time left is not
+/// made: a "user" error, which the SDK does not retry and [`outcome`] counts as never
+/// sent. A call cut short may have been applied: an error the SDK does not retry either
+/// (no time is left for a retry) and [`outcome`] counts as uncertain.
+#[derive(Debug)]
+struct WithinInvocation(SharedHttpClient);
+
+impl HttpClient for WithinInvocation {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(WithinInvocationConnector(
+            self.0.http_connector(settings, components),
         ))
-        .build_https()
+    }
+
+    fn connector_metadata(&self) -> Option<ConnectorMetadata> {
+        self.0.connector_metadata()
+    }
+}
+
+#[derive(Debug)]
+struct WithinInvocationConnector(SharedHttpConnector);
+
+/// Why a call inside an invocation was not made (`false`), or was cut short (`true`).
+#[derive(Debug)]
+struct OutOfTime(bool);
+
+impl std::fmt::Display for OutOfTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: the Lambda invocation's deadline is near (its work stops {:?} before it, so that the function answers in time)",
+            if self.0 {
+                "no answer in time"
+            } else {
+                "not sent"
+            },
+            sluice_engine::invocation::WORK_MARGIN
+        )
+    }
+}
+
+impl std::error::Error for OutOfTime {}
+
+impl HttpConnector for WithinInvocationConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        // Read here, in the task making the call (the invocation's deadline is task-local).
+        let Some(at) = sluice_engine::invocation::call_deadline() else {
+            return self.0.call(request);
+        };
+        if at <= std::time::Instant::now() {
+            return HttpConnectorFuture::ready(Err(ConnectorError::user(Box::new(OutOfTime(
+                false,
+            )))));
+        }
+        let call = self.0.call(request);
+        HttpConnectorFuture::new(async move {
+            match tokio::time::timeout_at(at.into(), call).await {
+                Ok(answer) => answer,
+                Err(_) => Err(ConnectorError::other(Box::new(OutOfTime(true)), None)),
+            }
+        })
+    }
 }
 
 /// The retry configuration every sluice AWS client uses (see the module documentation).
