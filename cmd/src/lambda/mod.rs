@@ -433,12 +433,26 @@ impl Function {
         // before the function answers: a frozen container commits nothing, and a record
         // reported delivered must not be taken over and processed again. This also settles
         // the copies of a message that arrived twice, which share its fate.
+        // Its calls may go on after the work had to stop, until the answer is due
+        // (`invocation::settling`); past that, what is left is left (a store call the
+        // lock's own task holds can hold its lane longer).
         let settle_by = sluice_engine::invocation::deadline()
             .map(|d| d.checked_sub(SETTLE_MARGIN).unwrap_or(d))
             .unwrap_or_else(|| Instant::now() + SETTLE_MARGIN);
+        let settle = sluice_engine::invocation::settling(self.pipeline.settle(settle_by));
+        let settled = match sluice_engine::invocation::deadline() {
+            Some(_) => tokio::time::timeout_at(settle_by.into(), settle)
+                .await
+                .unwrap_or_else(|_| sluice_engine::SettleReport {
+                    unsettled: vec![
+                        "settling the locks did not end before the answer was due: what they still owed stays pending until its lease ends (the invocation's deadline when no lease is set)".to_string(),
+                    ],
+                }),
+            None => settle.await,
+        };
         // What it could not settle stays owed, tried again at the next invocation and at the
         // shutdown; each line says what it means for the records.
-        for line in self.pipeline.settle(settle_by).await.unsettled {
+        for line in settled.unsettled {
             tracing::error!("{line}");
         }
         let deliveries: Vec<Delivery> = trackers
@@ -525,7 +539,7 @@ impl Function {
 
 /// How long before the invocation's deadline the lock's commits must be done, leaving the
 /// runtime time to answer.
-const SETTLE_MARGIN: Duration = Duration::from_millis(500);
+const SETTLE_MARGIN: Duration = sluice_engine::invocation::ANSWER_MARGIN;
 
 /// The invocation's deadline (epoch milliseconds, as the runtime API gives it) as an
 /// instant; `None` when the runtime gave none (0) or it is nonsense.
