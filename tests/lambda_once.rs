@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::common::runtime_api::{RuntimeApi, Sink};
+use crate::common::runtime_api::{KinesisStub, RuntimeApi, Sink};
 use crate::common::{Dir, dynamodb, moto};
 
 /// The bootstrap under test.
@@ -607,4 +607,71 @@ fn a_key_pending_elsewhere_fails_alone_before_a_short_deadline() {
             ("h:r3".into(), "committed".into()),
         ]
     );
+}
+
+/// Finding 13, what holds for the order of a partition key across a partial failure.
+/// Records a1 and a2 share partition key `p`, b1 has `q`; the sink (Kinesis `PutRecords`)
+/// refuses a1 (throttled) until the test lets it through.
+///
+/// - With the send's batching (one call for the three), a2 is accepted with the call and a1
+///   is not: the source resumes from a1, the lock skips b1 and a2 (delivered), and the
+///   sink holds a2 before a1. Order per partition key is not kept at the sink.
+/// - With `batch: { count: 1 }` the send makes one call per record, in order, and a call
+///   that fails stops the invocation's later records (they are failed, not sent): the
+///   source resumes from a1 and the sink holds a1, b1, a2. Order is kept, at one call per
+///   record.
+#[test]
+fn order_per_partition_key_across_a_partial_failure_is_what_the_docs_say() {
+    let ddb = dynamodb::endpoint();
+    let rt = crate::common::runtime();
+    // (the send's settings, the records failed in the first answer, the sink's order)
+    let cases: [(&str, &[&str], &[&str]); 2] = [
+        ("", &["1000"], &["b1", "a2", "a1"]),
+        (
+            "batch: { count: 1 },",
+            &["1000", "1001", "1002"],
+            &["a1", "b1", "a2"],
+        ),
+    ];
+    for (batch, failed, order) in cases {
+        let table = dynamodb::unique_table("once-order");
+        rt.block_on(dynamodb::create_lock_table(&ddb, &table, "PK", None, "ttl"));
+        let sink = KinesisStub::start(&[("\"a1\"", usize::MAX)]);
+        let d = Dir::new();
+        let send = format!(
+            "sub.tf.send.aws.kinesis_data_stream({{ aws: {{ arn: 'arn:aws:kinesis:us-east-1:123456789012:stream/out' }}, {batch} }})"
+        );
+        let cfg = config(&d, &lock(&table, "o", "", &send));
+        let mut env = dynamodb::process_env(&ddb);
+        env.push(("AWS_ENDPOINT_URL_KINESIS".into(), sink.endpoint()));
+        let api = RuntimeApi::start();
+        let mut f = Function::start(&api, &cfg, "AWS_KINESIS_DATA_STREAM", &env);
+        assert_eq!(f.init(Duration::from_secs(30)), None, "{}", f.logs());
+        let batch_records = kinesis_batch(&[("a1", "p"), ("b1", "q"), ("a2", "p")]);
+        let id = api.invoke(
+            &json!({ "Records": batch_records }),
+            Duration::from_secs(10),
+        );
+        let a = api
+            .wait_answer(&id, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("no answer: {}", f.logs()));
+        assert!(a.margin_ms() > 0, "{a:?}");
+        assert_eq!(failed_seqs(a.response()), failed, "{batch}: {}", f.logs());
+        // The source resumes from the lowest failure; the sink takes a1 now.
+        sink.stop_throttling();
+        let again = api.invoke(
+            &json!({ "Records": resume_from(&batch_records, a.response()) }),
+            Duration::from_secs(10),
+        );
+        let a = api
+            .wait_answer(&again, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("no answer: {}", f.logs()));
+        assert_eq!(
+            a.response(),
+            &json!({"batchItemFailures": []}),
+            "{}",
+            f.logs()
+        );
+        assert_eq!(ids(&sink.accepted()), order, "{batch}");
+    }
 }

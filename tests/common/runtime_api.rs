@@ -438,3 +438,111 @@ impl Drop for Sink {
         self.released.store(true, Ordering::Relaxed);
     }
 }
+
+/// A stub Kinesis endpoint that answers `PutRecords` (AWS JSON 1.1) by itself: each record
+/// is accepted (in the order of the call, with a growing sequence number) except the
+/// first `throttle` times a record holding one of the strings it was told to throttle is
+/// sent, which are answered `ProvisionedThroughputExceededException` in their entry, as
+/// Kinesis answers a record over its shard's limit. It records what it accepted.
+pub struct KinesisStub {
+    port: u16,
+    accepted: Accepted,
+    throttle: Arc<Mutex<Vec<(Vec<u8>, usize)>>>,
+}
+
+impl KinesisStub {
+    /// Starts it: records holding `throttle[i].0` are refused the first `throttle[i].1`
+    /// times they come.
+    pub fn start(throttle: &[(&str, usize)]) -> KinesisStub {
+        use base64::Engine;
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let port = listener.local_addr().unwrap().port();
+        let accepted: Accepted = Arc::default();
+        let left: Arc<Mutex<Vec<(Vec<u8>, usize)>>> = Arc::new(Mutex::new(
+            throttle
+                .iter()
+                .map(|(s, n)| (s.as_bytes().to_vec(), *n))
+                .collect(),
+        ));
+        let throttling = left.clone();
+        let seq = AtomicUsize::new(1);
+        let acc = accepted.clone();
+        serve(listener, move |req, _| {
+            let json = vec![(
+                "Content-Type".to_string(),
+                "application/x-amz-json-1.1".to_string(),
+            )];
+            let Ok(body) = serde_json::from_slice::<Value>(&req.body) else {
+                return Reply::Answer(
+                    400,
+                    json,
+                    br#"{"__type":"SerializationException"}"#.to_vec(),
+                );
+            };
+            let Some(records) = body["Records"].as_array() else {
+                return Reply::Answer(
+                    400,
+                    json,
+                    br#"{"__type":"UnknownOperationException","message":"only PutRecords"}"#
+                        .to_vec(),
+                );
+            };
+            let b64 = base64::engine::general_purpose::STANDARD;
+            let mut failed = 0;
+            let mut results = Vec::new();
+            for r in records {
+                let data = b64
+                    .decode(r["Data"].as_str().unwrap_or_default())
+                    .unwrap_or_default();
+                let refused = {
+                    let mut left = left.lock().unwrap();
+                    left.iter_mut()
+                        .find(|(s, n)| *n > 0 && data.windows(s.len()).any(|w| w == s.as_slice()))
+                        .map(|(_, n)| *n -= 1)
+                        .is_some()
+                };
+                if refused {
+                    failed += 1;
+                    results.push(serde_json::json!({
+                        "ErrorCode": "ProvisionedThroughputExceededException",
+                        "ErrorMessage": "Rate exceeded for shard shardId-000000000000",
+                    }));
+                } else {
+                    acc.lock().unwrap().push((data, Instant::now()));
+                    let n = seq.fetch_add(1, Ordering::Relaxed);
+                    results.push(serde_json::json!({
+                        "SequenceNumber": format!("{:056}", n),
+                        "ShardId": "shardId-000000000000",
+                    }));
+                }
+            }
+            let answer = serde_json::json!({"FailedRecordCount": failed, "Records": results});
+            Reply::Answer(200, json, answer.to_string().into_bytes())
+        });
+        KinesisStub {
+            port,
+            accepted,
+            throttle: throttling,
+        }
+    }
+
+    /// Accepts every record from now on.
+    pub fn stop_throttling(&self) {
+        self.throttle.lock().unwrap().clear();
+    }
+
+    /// Its endpoint (`AWS_ENDPOINT_URL_KINESIS`).
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The data of the records accepted so far, in the order they were accepted.
+    pub fn accepted(&self) -> Vec<Vec<u8>> {
+        self.accepted
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(b, _)| b.clone())
+            .collect()
+    }
+}
