@@ -675,3 +675,62 @@ fn order_per_partition_key_across_a_partial_failure_is_what_the_docs_say() {
         assert_eq!(ids(&sink.accepted()), order, "{batch}");
     }
 }
+
+/// Finding 14, what a retried batch sends again when the send is after the lock (Substation's
+/// consumer pattern without its filter): records a1, b1, c1, the sink refusing a1 at first.
+/// The source resumes from a1; b1 and c1, delivered, are duplicates by then. With
+/// `duplicates: 'continue'` (the default) they go on past the lock, unchanged, and the send
+/// after it sends them again (the function's init warns about that config); with
+/// `duplicates: 'drop'` each record reaches the sink once.
+#[test]
+fn a_retried_batch_sends_again_what_continues_past_the_lock_into_a_send() {
+    let ddb = dynamodb::endpoint();
+    let rt = crate::common::runtime();
+    let warning = "meta_kv_store_lock lets duplicates continue (duplicates: 'continue', the default) and transforms[1] (send_aws_kinesis_data_stream) after it sends them";
+    // (the lock's duplicates, what the sink holds in the end, whether the init warned)
+    let cases: [(&str, &[&str], bool); 2] = [
+        ("", &["b1", "c1", "a1", "b1", "c1"], true),
+        ("duplicates: 'drop',", &["b1", "c1", "a1"], false),
+    ];
+    for (duplicates, sunk, warned) in cases {
+        let table = dynamodb::unique_table("once-after");
+        rt.block_on(dynamodb::create_lock_table(&ddb, &table, "PK", None, "ttl"));
+        let sink = KinesisStub::start(&[("\"a1\"", usize::MAX)]);
+        let d = Dir::new();
+        let mark = "sub.tf.obj.insert({ obj: { trg: 'meta locked' }, value: true })";
+        let cfg = config(
+            &d,
+            &format!(
+                "{},\n    sub.tf.send.aws.kinesis_data_stream({{ aws: {{ arn: 'arn:aws:kinesis:us-east-1:123456789012:stream/out' }} }})",
+                lock(&table, "a", duplicates, mark)
+            ),
+        );
+        let mut env = dynamodb::process_env(&ddb);
+        env.push(("AWS_ENDPOINT_URL_KINESIS".into(), sink.endpoint()));
+        let api = RuntimeApi::start();
+        let mut f = Function::start(&api, &cfg, "AWS_KINESIS_DATA_STREAM", &env);
+        assert_eq!(f.init(Duration::from_secs(30)), None, "{}", f.logs());
+        assert_eq!(f.logs().contains(warning), warned, "{}", f.logs());
+        let records = kinesis_batch(&[("a1", "p1"), ("b1", "p2"), ("c1", "p3")]);
+        let id = api.invoke(&json!({ "Records": records }), Duration::from_secs(10));
+        let a = api
+            .wait_answer(&id, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("no answer: {}", f.logs()));
+        assert_eq!(failed_seqs(a.response()), ["1000"], "{}", f.logs());
+        sink.stop_throttling();
+        let again = api.invoke(
+            &json!({ "Records": resume_from(&records, a.response()) }),
+            Duration::from_secs(10),
+        );
+        let a = api
+            .wait_answer(&again, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("no answer: {}", f.logs()));
+        assert_eq!(
+            a.response(),
+            &json!({"batchItemFailures": []}),
+            "{}",
+            f.logs()
+        );
+        assert_eq!(ids(&sink.accepted()), sunk, "{duplicates}");
+    }
+}
