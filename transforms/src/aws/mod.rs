@@ -22,8 +22,9 @@
 //! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
 //! pipeline. Inside a Lambda invocation an attempt also ends when the invocation's work
 //! must stop (`sluice_engine::invocation::call_deadline`), and is not made when no time is
-//! left, so that a stalled call never makes the function answer after its deadline: an
-//! attempt cut there may have been applied, one not made was not (`outcome`).
+//! left, and the SDK's backoff between attempts ends there too, so that neither a stalled
+//! call nor a throttled one makes the function answer after its deadline: an attempt cut
+//! there may have been applied, one not made was not (`outcome`).
 //!
 //! Every AWS-backed transform takes the same `aws` settings ([`AwsSettings`]): the resource
 //! (an ARN, or a bare name) and an optional role ([`check_role`]); its SDK client is made on
@@ -48,7 +49,9 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use serde::Deserialize;
 use sluice_engine::TransformError;
 // The SDK's shared types; every service crate re-exports the same ones.
-use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
+use aws_sdk_dynamodb::config::{
+    AsyncSleep, Credentials, SharedCredentialsProvider, SharedHttpClient, Sleep,
+};
 use aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
@@ -249,6 +252,25 @@ impl HttpClient for WithinInvocation {
 #[derive(Debug)]
 struct WithinInvocationConnector(SharedHttpConnector);
 
+/// The SDK's sleeps (the backoff between a call's attempts, its timeouts), ended by
+/// `sluice_engine::invocation::call_deadline` inside a Lambda invocation: a retry's backoff
+/// (up to [`MAX_BACKOFF`]) never takes a call past the time the function keeps to answer;
+/// the attempt after it is then not made ([`WithinInvocation`]).
+#[derive(Debug)]
+struct SleepWithinInvocation;
+
+impl AsyncSleep for SleepWithinInvocation {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        // Read here, in the task making the call (the invocation's deadline is task-local).
+        let until = tokio::time::Instant::now() + duration;
+        let until = match sluice_engine::invocation::call_deadline() {
+            Some(at) => until.min(at.into()),
+            None => until,
+        };
+        Sleep::new(tokio::time::sleep_until(until))
+    }
+}
+
 /// Why a call inside an invocation was not made (`false`), or was cut short (`true`).
 #[derive(Debug)]
 struct OutOfTime(bool);
@@ -314,6 +336,7 @@ pub fn timeout_config() -> TimeoutConfig {
 pub async fn load(target: &AwsTarget) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .http_client(https_client())
+        .sleep_impl(SleepWithinInvocation)
         .retry_config(retry_config())
         .timeout_config(timeout_config());
     if let Some(region) = &target.region {
@@ -373,6 +396,28 @@ pub async fn lazy_client<'c, C>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn inside_an_invocation_the_sdks_sleeps_end_when_its_calls_must() {
+        use sluice_engine::invocation::{WORK_MARGIN, with_deadline};
+        use std::time::Instant;
+        let started = Instant::now();
+        let deadline = started + WORK_MARGIN + Duration::from_millis(100);
+        // The SDK asks for its sleep inside the task making the call.
+        with_deadline(deadline, async {
+            SleepWithinInvocation.sleep(Duration::from_secs(10)).await
+        })
+        .await;
+        let slept = started.elapsed();
+        assert!(
+            slept >= Duration::from_millis(90) && slept < Duration::from_secs(1),
+            "{slept:?}"
+        );
+        // Outside an invocation a sleep is what it was asked to be.
+        let started = Instant::now();
+        SleepWithinInvocation.sleep(Duration::from_millis(50)).await;
+        assert!(started.elapsed() >= Duration::from_millis(50));
+    }
 
     #[test]
     fn arns_parse_into_their_parts() {
