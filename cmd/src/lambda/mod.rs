@@ -542,15 +542,24 @@ impl Function {
 const SETTLE_MARGIN: Duration = sluice_engine::invocation::ANSWER_MARGIN;
 
 /// The invocation's deadline (epoch milliseconds, as the runtime API gives it) as an
-/// instant; `None` when the runtime gave none (0) or it is nonsense.
+/// instant; `None` when the runtime gave none (0) or it is nonsense: further than Lambda's
+/// 15 minutes, or long past (cargo-lambda's emulator sends its timeout, `600000`, where the
+/// deadline goes; a work bounded by a deadline in 1970 would make no call at all). A
+/// deadline a little past (a slow clock, a late event) is now.
 fn deadline_instant(deadline_ms: u64) -> Option<Instant> {
-    if deadline_ms == 0 {
-        return None;
-    }
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?
         .as_millis() as u64;
+    deadline_instant_at(deadline_ms, now_ms)
+}
+
+/// [`deadline_instant`] with the time now given (epoch milliseconds).
+fn deadline_instant_at(deadline_ms: u64, now_ms: u64) -> Option<Instant> {
+    const LONG_PAST: u64 = 60 * 60 * 1000;
+    if deadline_ms == 0 || deadline_ms.saturating_add(LONG_PAST) < now_ms {
+        return None;
+    }
     let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
     (left <= Duration::from_secs(15 * 60 + 60)).then(|| Instant::now() + left)
 }
@@ -568,6 +577,29 @@ mod tests {
     use super::*;
     use sluice_engine::{StatefulTransform, Transform, TransformError, async_trait};
     use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn a_deadline_is_an_epoch_instant_within_lambdas_fifteen_minutes() {
+        let now = 1_800_000_000_000u64;
+        let left = |d: u64| {
+            deadline_instant_at(d, now)
+                .map(|i| i.saturating_duration_since(Instant::now()).as_secs())
+        };
+        assert_eq!(
+            left(now + 3_000),
+            Some(2),
+            "3 s from now (less the test's time)"
+        );
+        assert_eq!(left(now + 900_000), Some(899));
+        assert_eq!(left(now - 2_000), Some(0), "a little past: now");
+        assert_eq!(left(0), None, "none given");
+        assert_eq!(
+            left(600_000),
+            None,
+            "cargo-lambda's timeout, not a deadline"
+        );
+        assert_eq!(left(now + 3_600_000), None, "beyond 15 minutes");
+    }
 
     #[test]
     fn an_event_is_cut_into_pieces_of_at_most_its_bytes_in_order() {
