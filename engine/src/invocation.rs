@@ -11,39 +11,77 @@
 //! it ([`would_overrun`]), and so does every outgoing call ([`call_deadline`]: the HTTP
 //! transforms' client and every AWS client cut an attempt there), so that the function has
 //! the time to flush, settle its locks and answer. The settling itself ([`settling`]) may
-//! go on until [`ANSWER_MARGIN`] before the end. A task spawned to do part of the work
+//! go on until [`ANSWER_MARGIN`] before the end. An invocation shorter than twice the work
+//! margin (Lambda's timeout can be 1 s) keeps half of its time for that instead, and a
+//! quarter for the answer, so that it still works. A task spawned to do part of the work
 //! carries the invocation along ([`carried`]).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 /// How long before the invocation's end the work stops waiting (retries, backoffs, another
-/// owner's lock): the time left is for flushing, settling the lock's keys and answering.
+/// owner's lock) and calling: the time left is for flushing, settling the lock's keys and
+/// answering. At most half the invocation.
 pub const WORK_MARGIN: Duration = Duration::from_millis(1500);
 
 /// How long before the invocation's end everything it does must be done, the settling of
-/// its locks included: the time the runtime needs to carry the answer.
+/// its locks included: the time the runtime needs to carry the answer. At most a quarter
+/// of the invocation.
 pub const ANSWER_MARGIN: Duration = Duration::from_millis(500);
 
+/// An invocation: when it started and when it ends.
+#[derive(Clone, Copy)]
+struct Window {
+    start: Instant,
+    end: Instant,
+}
+
+impl Window {
+    /// `margin` before the end, at most `1/part` of the invocation.
+    fn before_end(self, margin: Duration, part: u32) -> Instant {
+        let margin = margin.min(self.end.saturating_duration_since(self.start) / part);
+        self.end.checked_sub(margin).unwrap_or(self.end)
+    }
+}
+
 tokio::task_local! {
-    static DEADLINE: Instant;
+    static INVOCATION: Window;
     static SETTLING: ();
 }
 
-/// Runs `f` with `deadline` as the invocation's end.
+/// Runs `f` with `deadline` as the invocation's end (it starts now).
 pub async fn with_deadline<F: Future>(deadline: Instant, f: F) -> F::Output {
-    DEADLINE.scope(deadline, f).await
+    with_deadline_since(Instant::now(), deadline, f).await
+}
+
+/// Runs `f` as an invocation that started at `start` and ends at `deadline`.
+pub async fn with_deadline_since<F: Future>(start: Instant, deadline: Instant, f: F) -> F::Output {
+    let w = Window {
+        start,
+        end: deadline,
+    };
+    INVOCATION.scope(w, f).await
+}
+
+fn window() -> Option<Window> {
+    INVOCATION.try_with(|w| *w).ok()
 }
 
 /// The end of the invocation in progress in this task, if it runs inside one.
 pub fn deadline() -> Option<Instant> {
-    DEADLINE.try_with(|d| *d).ok()
+    window().map(|w| w.end)
 }
 
-/// When the work of the invocation in progress must stop waiting ([`WORK_MARGIN`] before
-/// its end), if this task runs inside one.
+/// When the work of the invocation in progress must stop waiting and calling
+/// ([`WORK_MARGIN`] before its end, at most half of it), if this task runs inside one.
 pub fn stop_waiting_at() -> Option<Instant> {
-    deadline().map(|d| d.checked_sub(WORK_MARGIN).unwrap_or(d))
+    window().map(|w| w.before_end(WORK_MARGIN, 2))
+}
+
+/// When everything the invocation in progress does must be done, so that its answer leaves
+/// in time ([`ANSWER_MARGIN`] before its end, at most a quarter of it).
+pub fn answer_by() -> Option<Instant> {
+    window().map(|w| w.before_end(ANSWER_MARGIN, 4))
 }
 
 /// Whether waiting `wait` from now would take the work of the invocation in progress past
@@ -64,12 +102,12 @@ fn is_settling() -> bool {
 }
 
 /// When an outgoing call made now must have its answer, if this task runs inside an
-/// invocation: when the work must stop ([`stop_waiting_at`]), or, while [`settling`],
-/// [`ANSWER_MARGIN`] before the end. A call that would have no time left is better not made.
+/// invocation: when the work must stop ([`stop_waiting_at`]), or, while [`settling`], when
+/// the answer must leave ([`answer_by`]). A call that would have no time left is better not
+/// made.
 pub fn call_deadline() -> Option<Instant> {
-    let d = deadline()?;
     if is_settling() {
-        Some(d.checked_sub(ANSWER_MARGIN).unwrap_or(d))
+        answer_by()
     } else {
         stop_waiting_at()
     }
@@ -79,13 +117,13 @@ pub fn call_deadline() -> Option<Instant> {
 /// carried along, for a task spawned to do part of the invocation's work: task-locals do
 /// not follow `tokio::spawn`.
 pub fn carried<F: Future>(f: F) -> impl Future<Output = F::Output> {
-    let d = deadline();
+    let w = window();
     let settling = is_settling();
     async move {
-        match (d, settling) {
+        match (w, settling) {
             (None, _) => f.await,
-            (Some(d), false) => DEADLINE.scope(d, f).await,
-            (Some(d), true) => DEADLINE.scope(d, SETTLING.scope((), f)).await,
+            (Some(w), false) => INVOCATION.scope(w, f).await,
+            (Some(w), true) => INVOCATION.scope(w, SETTLING.scope((), f)).await,
         }
     }
 }
@@ -136,5 +174,21 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(bare, None, "outside an invocation");
+    }
+
+    #[tokio::test]
+    async fn a_short_invocation_keeps_half_its_time_for_the_work_and_a_quarter_to_answer() {
+        let start = Instant::now();
+        let d = start + Duration::from_secs(1);
+        let (work, answer) =
+            with_deadline_since(start, d, async { (stop_waiting_at(), answer_by()) }).await;
+        assert_eq!(work, Some(start + Duration::from_millis(500)));
+        assert_eq!(answer, Some(start + Duration::from_millis(750)));
+        // Lambda's default 3 s: the margins as they are.
+        let d = start + Duration::from_secs(3);
+        let (work, answer) =
+            with_deadline_since(start, d, async { (stop_waiting_at(), answer_by()) }).await;
+        assert_eq!(work, Some(d - WORK_MARGIN));
+        assert_eq!(answer, Some(d - ANSWER_MARGIN));
     }
 }

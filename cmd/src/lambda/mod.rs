@@ -436,8 +436,7 @@ impl Function {
         // Its calls may go on after the work had to stop, until the answer is due
         // (`invocation::settling`); past that, what is left is left (a store call the
         // lock's own task holds can hold its lane longer).
-        let settle_by = sluice_engine::invocation::deadline()
-            .map(|d| d.checked_sub(SETTLE_MARGIN).unwrap_or(d))
+        let settle_by = sluice_engine::invocation::answer_by()
             .unwrap_or_else(|| Instant::now() + SETTLE_MARGIN);
         let settle = sluice_engine::invocation::settling(self.pipeline.settle(settle_by));
         let settled = match sluice_engine::invocation::deadline() {
@@ -537,8 +536,8 @@ impl Function {
     }
 }
 
-/// How long before the invocation's deadline the lock's commits must be done, leaving the
-/// runtime time to answer.
+/// How long the settling before the answer may take outside an invocation with a deadline
+/// (inside one: until `sluice_engine::invocation::answer_by`, 0.5 s before it).
 const SETTLE_MARGIN: Duration = sluice_engine::invocation::ANSWER_MARGIN;
 
 /// The invocation's deadline (epoch milliseconds, as the runtime API gives it) as an

@@ -368,8 +368,10 @@ mod tests {
 
     #[tokio::test]
     async fn inside_an_invocation_a_hung_call_is_cut_when_the_work_must_stop() {
-        use sluice_engine::invocation::{WORK_MARGIN, with_deadline};
+        use sluice_engine::invocation::{WORK_MARGIN, with_deadline_since};
         use std::time::Instant;
+        // An invocation that has run long enough for the whole margin to be kept.
+        let long_ago = Instant::now() - Duration::from_secs(60);
         // The SDK's own attempt timeout is far: the invocation's is what cuts the call.
         let slow = |url: &str| {
             let conf = aws_sdk_kinesis::Config::builder()
@@ -395,7 +397,7 @@ mod tests {
         let c = slow(&url);
         let started = Instant::now();
         let deadline = Instant::now() + WORK_MARGIN + Duration::from_millis(300);
-        let (at_end, watched, text) = with_deadline(deadline, call(&c)).await;
+        let (at_end, watched, text) = with_deadline_since(long_ago, deadline, call(&c)).await;
         assert!(started.elapsed() < Duration::from_secs(2), "{text}");
         assert!(at_end && watched, "cut after the request went out: {text}");
         assert!(
@@ -403,7 +405,8 @@ mod tests {
             "{text}"
         );
         // With no time left the call is not made, and that is certain.
-        let (at_end, watched, text) = with_deadline(Instant::now() + WORK_MARGIN, call(&c)).await;
+        let (at_end, watched, text) =
+            with_deadline_since(long_ago, Instant::now() + WORK_MARGIN, call(&c)).await;
         assert!(!at_end && !watched, "never sent: {text}");
         assert!(
             text.contains("not sent: the Lambda invocation's deadline is near"),

@@ -615,8 +615,10 @@ mod tests {
 
     #[tokio::test]
     async fn inside_an_invocation_attempts_end_when_the_work_must_stop() {
-        use sluice_engine::invocation::{WORK_MARGIN, with_deadline};
+        use sluice_engine::invocation::{WORK_MARGIN, with_deadline_since};
         use std::time::Instant;
+        // An invocation that has run long enough for the whole margin to be kept.
+        let long_ago = Instant::now() - Duration::from_secs(60);
         let slow = test_server::Server::start(|_| {
             test_server::Reply::ok("late").after(Duration::from_secs(5))
         });
@@ -624,7 +626,8 @@ mod tests {
         // 300 ms of work left: the attempt is cut there, and not retried.
         let deadline = Instant::now() + WORK_MARGIN + Duration::from_millis(300);
         let started = Instant::now();
-        let f = with_deadline(
+        let f = with_deadline_since(
+            long_ago,
             deadline,
             client.execute(post(&slow.url()), |s| s == 200, "t"),
         )
@@ -642,7 +645,8 @@ mod tests {
         );
         assert_eq!(slow.requests().len(), 1);
         // No time left: not sent at all.
-        let f = with_deadline(
+        let f = with_deadline_since(
+            long_ago,
             Instant::now() + WORK_MARGIN,
             client.execute(post(&slow.url()), |s| s == 200, "t"),
         )
