@@ -323,9 +323,7 @@ fn firehose_refuses_at_init_a_lock_that_would_answer_a_retried_record_otherwise(
         let v: Value = serde_json::from_str(line).expect("a JSON log line");
         let err = v["fields"]["error"].as_str().unwrap();
         assert!(
-            err.contains(&format!(
-                "transforms[0]: meta_kv_store_lock cannot guard what AWS_DATA_FIREHOSE answers: Firehose retries a call whose answer was lost"
-            )) && err.contains(why),
+            err.contains("transforms[0]: meta_kv_store_lock cannot guard what AWS_DATA_FIREHOSE answers: Firehose retries a call whose answer was lost") && err.contains(why),
             "{err}"
         );
         assert!(sink.accepted().is_empty());
@@ -476,7 +474,7 @@ fn kinesis_commits_what_the_sink_accepted_while_a_later_record_stalls_and_answer
 
     // The answer comes before the deadline, naming r3 and what is behind it.
     let answer = api.wait_answer(&id, timeout + Duration::from_secs(1));
-    if !answer.as_ref().is_some_and(|a| a.margin_ms() > 0) {
+    if answer.as_ref().is_none_or(|a| a.margin_ms() <= 0) {
         // Lambda kills an invocation at its deadline and the source sends the whole batch
         // again: show what that does.
         let late = answer.map(|a| -a.margin_ms());
@@ -769,6 +767,11 @@ fn a_one_second_invocation_still_does_its_work() {
         .wait_answer(&id, Duration::from_secs(10))
         .unwrap_or_else(|| panic!("no answer: {}", f.logs()));
     assert!(a.margin_ms() > 0, "{a:?}");
-    assert_eq!(a.response(), &json!({"batchItemFailures": []}), "{}", f.logs());
+    assert_eq!(
+        a.response(),
+        &json!({"batchItemFailures": []}),
+        "{}",
+        f.logs()
+    );
     assert_eq!(ids(&sink.accepted()), ["w", "s1", "s2", "s3"]);
 }
