@@ -142,6 +142,41 @@ fn vet_passes_the_examples() {
 }
 
 #[test]
+fn vet_warns_about_a_lock_whose_duplicates_continue_into_a_send_after_it() {
+    let d = Dir::new();
+    let config = |duplicates: &str| {
+        format!(
+            r#"local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.meta.kv_store.lock({{
+      kv_store: sub.kv_store.memory(),
+      object: {{ source_key: 'id' }},
+      {duplicates}
+      transforms: [sub.tf.obj.insert({{ obj: {{ trg: 'seen' }}, value: true }})],
+    }}),
+    sub.tf.send.stdout(),
+  ],
+}}
+"#
+        )
+    };
+    d.write("a_continue.jsonnet", config(""));
+    d.write("b_drop.jsonnet", config("duplicates: 'drop',"));
+    let out = d.sluice(&["vet", "."], "");
+    out.assert_code(0);
+    assert_eq!(
+        out.stdout_str(),
+        "ok\t./a_continue.jsonnet\nok\t./b_drop.jsonnet\n"
+    );
+    assert_eq!(
+        out.stderr,
+        "warning: ./a_continue.jsonnet: transforms[0]: meta_kv_store_lock lets duplicates continue (duplicates: 'continue', the default) and transforms[1] (send_stdout) after it sends them: a message whose key was processed already is sent there again (in Lambda, every delivered record after the lowest failure of a retried batch; in a rerun, every line). If that send must happen once per key, set duplicates: 'drop' or move the send inside the lock\n\
+         vet: 2 files, 0 with problems\n"
+    );
+}
+
+#[test]
 fn vet_names_the_place_of_each_problem() {
     let d = Dir::new();
     d.write("a_ok.jsonnet", OTHER);

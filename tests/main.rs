@@ -31,6 +31,7 @@ mod lambda_autoscale;
 mod lambda_e2e;
 mod lambda_errors;
 mod lambda_handlers;
+mod lambda_once;
 mod lambda_s3;
 mod lambda_template;
 mod library_registry;

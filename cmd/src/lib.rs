@@ -3,12 +3,15 @@
 //! `lambda` holds the Lambda handlers (one module per event source family) and the core
 //! that runs one invocation through the pipeline; `remote` reads configs at `s3://` and
 //! `https://` URLs, shared with the `sluice` CLI; `tap` reads live Kinesis streams for
-//! `sluice tap`; `memory` sets how the allocator gives memory back, for both binaries.
+//! `sluice tap`; `memory` sets how the allocator gives memory back, for both binaries;
+//! `lock_lint` warns about where a config's locks let duplicates reach a send (`sluice vet`
+//! and the Lambda function's init).
 
 pub mod compression;
 pub mod jsonnet_fmt;
 #[cfg(feature = "lambda")]
 pub mod lambda;
+pub mod lock_lint;
 pub mod memory;
 pub mod remote;
 #[cfg(feature = "aws")]

@@ -517,11 +517,12 @@ fn spawn_chunks(
         .into_iter()
         .map(|part| {
             let steps = steps.clone();
-            tokio::spawn(async move {
+            // An invocation's deadline bounds the calls its stateless steps make too.
+            tokio::spawn(crate::invocation::carried(async move {
                 let mut out = Vec::with_capacity(part.len());
                 let r = run_segment_into(&steps, to_bytes, part.into_messages(), &mut out).await;
                 (out, r)
-            })
+            }))
         })
         .collect()
 }

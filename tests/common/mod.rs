@@ -29,6 +29,7 @@ pub mod gcs;
 pub mod kinesalite;
 pub mod moto;
 pub mod objects;
+pub mod runtime_api;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

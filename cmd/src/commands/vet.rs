@@ -1,5 +1,7 @@
 //! `sluice vet`: compile configs and build every transform and test, reporting each problem
-//! with its place; non-zero exit on any problem (Substation's exits 0).
+//! with its place; non-zero exit on any problem (Substation's exits 0). Warnings (unknown
+//! settings, a lock whose duplicates continue into a send after it: `sluice_cmd::lock_lint`)
+//! are printed and do not fail it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -97,6 +99,10 @@ fn vet_file(
         },
     };
     build_each(cfg.transforms(), "transforms", &mut problems);
+    crate::output::warnings(
+        file,
+        &sluice_cmd::lock_lint::warnings(cfg.transforms(), "transforms"),
+    );
     if let Err(e) = cfg.concurrency() {
         problems.push(e.into());
     }

@@ -28,7 +28,8 @@ pub fn load(location: &str, mut opts: Options) -> anyhow::Result<(Function, usiz
         .with_context(|| location.to_string())?;
     super::answers::check_locks(opts.kind, cfg.transforms())
         .map_err(|e| anyhow!("{location}: {e}"))?;
-    for w in &built.warnings {
+    let locks = crate::lock_lint::warnings(cfg.transforms(), "transforms");
+    for w in built.warnings.iter().chain(&locks) {
         tracing::warn!(config = location, "{w}");
     }
     let cpus = std::thread::available_parallelism()

@@ -4,11 +4,22 @@
 //! (see [`super::kpl`]), or the record's data. Metadata, per record (Substation takes the
 //! stream ARN from the last record): `approximateArrivalTimestamp` (RFC 3339),
 //! `stream` (the event source ARN), `partitionKey` (the user record's), `sequenceNumber`
-//! (and `subSequenceNumber` for a user record of an aggregated one). Order is kept.
+//! (and `subSequenceNumber` for a user record of an aggregated one).
 //!
 //! A record is delivered when all its user records are; the response's
 //! `batchItemFailures` lists the others, lowest sequence number first (Lambda checkpoints
-//! at the lowest one and retries from there). A record that cannot be decoded (data that is
+//! at the lowest one and retries from there: every record after it comes again, the
+//! delivered ones included, which a lock skips when the send is inside it or duplicates are
+//! dropped).
+//!
+//! Order: the pipeline keeps the records' order, and each send delivers its batches in
+//! order and makes no later call after one failed. What is not kept is the order of a
+//! partition key across a partial failure of one call: a `PutRecords` (or any batch call)
+//! that accepts a later record of a key and refuses an earlier one (throttled) leaves the
+//! later one at the sink first, and the earlier one follows when it is sent again, by the
+//! send's retries or the source's. A send with `batch: { count: 1 }` (one call per record;
+//! a failure ends the invocation's work, the rest failed unsent) keeps it. docs/lambda.md,
+//! "Order per partition key"; `tests/lambda_once.rs` checks both. A record that cannot be decoded (data that is
 //! not base64, or not a string; a corrupt KPL aggregate) fails alone: it is logged once
 //! with its sequence number and listed in `batchItemFailures`, and the other records are
 //! processed. The invocation fails only when the event is not a Kinesis event at all.

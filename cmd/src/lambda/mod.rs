@@ -433,12 +433,25 @@ impl Function {
         // before the function answers: a frozen container commits nothing, and a record
         // reported delivered must not be taken over and processed again. This also settles
         // the copies of a message that arrived twice, which share its fate.
-        let settle_by = sluice_engine::invocation::deadline()
-            .map(|d| d.checked_sub(SETTLE_MARGIN).unwrap_or(d))
+        // Its calls may go on after the work had to stop, until the answer is due
+        // (`invocation::settling`); past that, what is left is left (a store call the
+        // lock's own task holds can hold its lane longer).
+        let settle_by = sluice_engine::invocation::answer_by()
             .unwrap_or_else(|| Instant::now() + SETTLE_MARGIN);
+        let settle = sluice_engine::invocation::settling(self.pipeline.settle(settle_by));
+        let settled = match sluice_engine::invocation::deadline() {
+            Some(_) => tokio::time::timeout_at(settle_by.into(), settle)
+                .await
+                .unwrap_or_else(|_| sluice_engine::SettleReport {
+                    unsettled: vec![
+                        "settling the locks did not end before the answer was due: what they still owed stays pending until its lease ends (the invocation's deadline when no lease is set)".to_string(),
+                    ],
+                }),
+            None => settle.await,
+        };
         // What it could not settle stays owed, tried again at the next invocation and at the
         // shutdown; each line says what it means for the records.
-        for line in self.pipeline.settle(settle_by).await.unsettled {
+        for line in settled.unsettled {
             tracing::error!("{line}");
         }
         let deliveries: Vec<Delivery> = trackers
@@ -523,20 +536,29 @@ impl Function {
     }
 }
 
-/// How long before the invocation's deadline the lock's commits must be done, leaving the
-/// runtime time to answer.
-const SETTLE_MARGIN: Duration = Duration::from_millis(500);
+/// How long the settling before the answer may take outside an invocation with a deadline
+/// (inside one: until `sluice_engine::invocation::answer_by`, 0.5 s before it).
+const SETTLE_MARGIN: Duration = sluice_engine::invocation::ANSWER_MARGIN;
 
 /// The invocation's deadline (epoch milliseconds, as the runtime API gives it) as an
-/// instant; `None` when the runtime gave none (0) or it is nonsense.
+/// instant; `None` when the runtime gave none (0) or it is nonsense: further than Lambda's
+/// 15 minutes, or long past (cargo-lambda's emulator sends its timeout, `600000`, where the
+/// deadline goes; a work bounded by a deadline in 1970 would make no call at all). A
+/// deadline a little past (a slow clock, a late event) is now.
 fn deadline_instant(deadline_ms: u64) -> Option<Instant> {
-    if deadline_ms == 0 {
-        return None;
-    }
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?
         .as_millis() as u64;
+    deadline_instant_at(deadline_ms, now_ms)
+}
+
+/// [`deadline_instant`] with the time now given (epoch milliseconds).
+fn deadline_instant_at(deadline_ms: u64, now_ms: u64) -> Option<Instant> {
+    const LONG_PAST: u64 = 60 * 60 * 1000;
+    if deadline_ms == 0 || deadline_ms.saturating_add(LONG_PAST) < now_ms {
+        return None;
+    }
     let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
     (left <= Duration::from_secs(15 * 60 + 60)).then(|| Instant::now() + left)
 }
@@ -554,6 +576,29 @@ mod tests {
     use super::*;
     use sluice_engine::{StatefulTransform, Transform, TransformError, async_trait};
     use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn a_deadline_is_an_epoch_instant_within_lambdas_fifteen_minutes() {
+        let now = 1_800_000_000_000u64;
+        let left = |d: u64| {
+            deadline_instant_at(d, now)
+                .map(|i| i.saturating_duration_since(Instant::now()).as_secs())
+        };
+        assert_eq!(
+            left(now + 3_000),
+            Some(2),
+            "3 s from now (less the test's time)"
+        );
+        assert_eq!(left(now + 900_000), Some(899));
+        assert_eq!(left(now - 2_000), Some(0), "a little past: now");
+        assert_eq!(left(0), None, "none given");
+        assert_eq!(
+            left(600_000),
+            None,
+            "cargo-lambda's timeout, not a deadline"
+        );
+        assert_eq!(left(now + 3_600_000), None, "beyond 15 minutes");
+    }
 
     #[test]
     fn an_event_is_cut_into_pieces_of_at_most_its_bytes_in_order() {

@@ -149,7 +149,7 @@ impl LineWriter {
             let steps = steps.clone();
             let writer = self.clone();
             let lead = lead.clone();
-            tokio::spawn(async move {
+            tokio::spawn(crate::invocation::carried(async move {
                 let mut lines = ChunkLines::with_capacity_for(writer.clone(), part.len());
                 let mut input = part.into_messages().into_iter();
                 let ran = std::panic::AssertUnwindSafe(run_segment(&steps, &mut input, &mut lines))
@@ -175,7 +175,7 @@ impl LineWriter {
                         lead,
                     },
                 );
-            });
+            }));
         }
         lead
     }

@@ -20,7 +20,11 @@
 //! have been applied (`send::aws_kinesis_data_stream`). Timeouts bound a
 //! single attempt ([`ATTEMPT_TIMEOUT`]) and an operation with its retries
 //! ([`OPERATION_TIMEOUT`]), so a stalled network fails a call instead of hanging the
-//! pipeline.
+//! pipeline. Inside a Lambda invocation an attempt also ends when the invocation's work
+//! must stop (`sluice_engine::invocation::call_deadline`), and is not made when no time is
+//! left, and the SDK's backoff between attempts ends there too, so that neither a stalled
+//! call nor a throttled one makes the function answer after its deadline: an attempt cut
+//! there may have been applied, one not made was not (`outcome`).
 //!
 //! Every AWS-backed transform takes the same `aws` settings ([`AwsSettings`]): the resource
 //! (an ARN, or a bare name) and an optional role ([`check_role`]); its SDK client is made on
@@ -45,7 +49,16 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use serde::Deserialize;
 use sluice_engine::TransformError;
 // The SDK's shared types; every service crate re-exports the same ones.
-use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider, SharedHttpClient};
+use aws_sdk_dynamodb::config::{
+    AsyncSleep, Credentials, SharedCredentialsProvider, SharedHttpClient, Sleep,
+};
+use aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 
 mod error_text;
 pub mod lambda;
@@ -198,14 +211,106 @@ pub struct AwsTarget {
 }
 
 /// The HTTPS client (hyper + rustls with the `ring` provider); plain `http://` endpoints
-/// (local emulators) work through it too.
+/// (local emulators) work through it too. Inside a Lambda invocation its calls end in time
+/// ([`WithinInvocation`]).
 pub fn https_client() -> SharedHttpClient {
     use aws_smithy_http_client::tls;
-    aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(
-            tls::rustls_provider::CryptoMode::Ring,
+    SharedHttpClient::new(WithinInvocation(
+        aws_smithy_http_client::Builder::new()
+            .tls_provider(tls::Provider::Rustls(
+                tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .build_https(),
+    ))
+}
+
+/// An HTTP client whose calls made inside a Lambda invocation end by
+/// `sluice_engine::invocation::call_deadline` (when the work must stop, or, while the
+/// locks settle, shortly before the answer is due). A call made with no time left is not
+/// made: a "user" error, which the SDK does not retry and [`outcome`] counts as never
+/// sent. A call cut short may have been applied: an error the SDK does not retry either
+/// (no time is left for a retry) and [`outcome`] counts as uncertain.
+#[derive(Debug)]
+struct WithinInvocation(SharedHttpClient);
+
+impl HttpClient for WithinInvocation {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(WithinInvocationConnector(
+            self.0.http_connector(settings, components),
         ))
-        .build_https()
+    }
+
+    fn connector_metadata(&self) -> Option<ConnectorMetadata> {
+        self.0.connector_metadata()
+    }
+}
+
+#[derive(Debug)]
+struct WithinInvocationConnector(SharedHttpConnector);
+
+/// The SDK's sleeps (the backoff between a call's attempts, its timeouts), ended by
+/// `sluice_engine::invocation::call_deadline` inside a Lambda invocation: a retry's backoff
+/// (up to [`MAX_BACKOFF`]) never takes a call past the time the function keeps to answer;
+/// the attempt after it is then not made ([`WithinInvocation`]).
+#[derive(Debug)]
+struct SleepWithinInvocation;
+
+impl AsyncSleep for SleepWithinInvocation {
+    fn sleep(&self, duration: Duration) -> Sleep {
+        // Read here, in the task making the call (the invocation's deadline is task-local).
+        let until = tokio::time::Instant::now() + duration;
+        let until = match sluice_engine::invocation::call_deadline() {
+            Some(at) => until.min(at.into()),
+            None => until,
+        };
+        Sleep::new(tokio::time::sleep_until(until))
+    }
+}
+
+/// Why a call inside an invocation was not made (`false`), or was cut short (`true`).
+#[derive(Debug)]
+struct OutOfTime(bool);
+
+impl std::fmt::Display for OutOfTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: the Lambda invocation's deadline is near (its work stops {:?} before it, so that the function answers in time)",
+            if self.0 {
+                "no answer in time"
+            } else {
+                "not sent"
+            },
+            sluice_engine::invocation::WORK_MARGIN
+        )
+    }
+}
+
+impl std::error::Error for OutOfTime {}
+
+impl HttpConnector for WithinInvocationConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        // Read here, in the task making the call (the invocation's deadline is task-local).
+        let Some(at) = sluice_engine::invocation::call_deadline() else {
+            return self.0.call(request);
+        };
+        if at <= std::time::Instant::now() {
+            return HttpConnectorFuture::ready(Err(ConnectorError::user(Box::new(OutOfTime(
+                false,
+            )))));
+        }
+        let call = self.0.call(request);
+        HttpConnectorFuture::new(async move {
+            match tokio::time::timeout_at(at.into(), call).await {
+                Ok(answer) => answer,
+                Err(_) => Err(ConnectorError::other(Box::new(OutOfTime(true)), None)),
+            }
+        })
+    }
 }
 
 /// The retry configuration every sluice AWS client uses (see the module documentation).
@@ -231,6 +336,7 @@ pub fn timeout_config() -> TimeoutConfig {
 pub async fn load(target: &AwsTarget) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
         .http_client(https_client())
+        .sleep_impl(SleepWithinInvocation)
         .retry_config(retry_config())
         .timeout_config(timeout_config());
     if let Some(region) = &target.region {
@@ -290,6 +396,30 @@ pub async fn lazy_client<'c, C>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn inside_an_invocation_the_sdks_sleeps_end_when_its_calls_must() {
+        use sluice_engine::invocation::{WORK_MARGIN, with_deadline_since};
+        use std::time::Instant;
+        // An invocation that has run long enough for the whole margin to be kept.
+        let long_ago = Instant::now() - Duration::from_secs(60);
+        let started = Instant::now();
+        let deadline = started + WORK_MARGIN + Duration::from_millis(100);
+        // The SDK asks for its sleep inside the task making the call.
+        with_deadline_since(long_ago, deadline, async {
+            SleepWithinInvocation.sleep(Duration::from_secs(10)).await
+        })
+        .await;
+        let slept = started.elapsed();
+        assert!(
+            slept >= Duration::from_millis(90) && slept < Duration::from_secs(1),
+            "{slept:?}"
+        );
+        // Outside an invocation a sleep is what it was asked to be.
+        let started = Instant::now();
+        SleepWithinInvocation.sleep(Duration::from_millis(50)).await;
+        assert!(started.elapsed() >= Duration::from_millis(50));
+    }
 
     #[test]
     fn arns_parse_into_their_parts() {

@@ -367,6 +367,55 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn inside_an_invocation_a_hung_call_is_cut_when_the_work_must_stop() {
+        use sluice_engine::invocation::{WORK_MARGIN, with_deadline_since};
+        use std::time::Instant;
+        // An invocation that has run long enough for the whole margin to be kept.
+        let long_ago = Instant::now() - Duration::from_secs(60);
+        // The SDK's own attempt timeout is far: the invocation's is what cuts the call.
+        let slow = |url: &str| {
+            let conf = aws_sdk_kinesis::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .region(Region::new("us-east-1"))
+                .credentials_provider(Credentials::new("a", "b", None, None, "test"))
+                .endpoint_url(url)
+                .http_client(crate::aws::https_client())
+                .retry_config(
+                    RetryConfig::standard()
+                        .with_max_attempts(3)
+                        .with_initial_backoff(Duration::from_millis(1)),
+                )
+                .timeout_config(
+                    TimeoutConfig::builder()
+                        .operation_attempt_timeout(Duration::from_secs(30))
+                        .build(),
+                )
+                .build();
+            Client::from_conf(conf)
+        };
+        let (url, task) = server("hang").await;
+        let c = slow(&url);
+        let started = Instant::now();
+        let deadline = Instant::now() + WORK_MARGIN + Duration::from_millis(300);
+        let (at_end, watched, text) = with_deadline_since(long_ago, deadline, call(&c)).await;
+        assert!(started.elapsed() < Duration::from_secs(2), "{text}");
+        assert!(at_end && watched, "cut after the request went out: {text}");
+        assert!(
+            text.contains("no answer in time: the Lambda invocation's deadline is near"),
+            "{text}"
+        );
+        // With no time left the call is not made, and that is certain.
+        let (at_end, watched, text) =
+            with_deadline_since(long_ago, Instant::now() + WORK_MARGIN, call(&c)).await;
+        assert!(!at_end && !watched, "never sent: {text}");
+        assert!(
+            text.contains("not sent: the Lambda invocation's deadline is near"),
+            "{text}"
+        );
+        task.abort();
+    }
+
+    #[tokio::test]
     async fn a_retried_call_keeps_an_ambiguous_first_attempt() {
         let throttled = r#"{"__type":"LimitExceededException","message":"slow down"}"#;
         // 500, then throttled for good: the final error alone says "certain".

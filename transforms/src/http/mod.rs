@@ -98,8 +98,9 @@ pub struct Failure {
     /// What went wrong (the status and the start of the body, or the transport error), with
     /// the number of attempts when there was more than one.
     pub text: String,
-    /// Whether the last attempt may have reached the server and been applied: a transport
-    /// error, a timeout or a 5xx answer (a 4xx, 429 or 3xx answer says it was not).
+    /// Whether some attempt may have reached the server and been applied: a transport
+    /// error, a timeout or a 5xx answer (a 4xx, 429 or 3xx answer says that attempt was
+    /// not, but not that an earlier one was not).
     pub uncertain: bool,
 }
 
@@ -272,14 +273,39 @@ impl Client {
         what: &str,
     ) -> Result<Response, Failure> {
         let mut attempt = 0u32;
+        // Whether an attempt so far may have been applied: a later attempt's clear "no"
+        // (a 429, a refused connection) does not undo an earlier timeout or 5xx.
+        let mut maybe_applied = false;
         loop {
             let Some(this) = req.try_clone() else {
                 return Err(Failure {
                     text: "the request cannot be repeated".to_string(),
-                    uncertain: false,
+                    uncertain: maybe_applied,
                 });
             };
-            let (retryable, uncertain, why, retry_after) = match self.attempt(this).await {
+            // Inside a Lambda invocation an attempt ends when the work must stop, so that
+            // the function answers in time; with no time left it is not made.
+            let limit = match sluice_engine::invocation::call_deadline() {
+                Some(at) => match at.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => {
+                        let tries = if attempt > 0 {
+                            format!(" after {attempt} attempts")
+                        } else {
+                            String::new()
+                        };
+                        return Err(Failure {
+                            text: format!(
+                                "not sent{tries}: the invocation's work had to stop {:?} before its deadline, to answer in time",
+                                sluice_engine::invocation::WORK_MARGIN
+                            ),
+                            uncertain: maybe_applied,
+                        });
+                    }
+                },
+                None => None,
+            };
+            let (retryable, uncertain, why, retry_after) = match self.attempt(this, limit).await {
                 Ok(r) if answer(r.status) => return Ok(r.into()),
                 Ok(r) if r.status == 429 || (r.status >= 500 && r.status != 501) => {
                     (true, r.status != 429, status_error(&r), r.retry_after)
@@ -293,35 +319,46 @@ impl Client {
                 Ok(r) => (false, r.status >= 500, status_error(&r), None),
                 Err(e) => (true, true, e, None),
             };
-            if !retryable || attempt >= self.retries {
-                let tries = if attempt > 0 {
-                    format!(" (after {} attempts)", attempt + 1)
-                } else {
-                    String::new()
-                };
-                return Err(Failure {
-                    text: format!("{why}{tries}"),
-                    uncertain,
-                });
-            }
+            maybe_applied |= uncertain;
             let wait = retry_after.unwrap_or_else(|| {
                 self.backoff
                     .saturating_mul(2u32.saturating_pow(attempt))
                     .min(MAX_BACKOFF)
             });
+            let wait = wait.min(MAX_BACKOFF);
+            // Inside an invocation, a wait that would take the work past the time kept to
+            // answer is not waited: the request fails now (the source redelivers it).
+            let out_of_time = sluice_engine::invocation::would_overrun(wait);
+            if !retryable || attempt >= self.retries || out_of_time {
+                let tries = if attempt > 0 {
+                    format!(" (after {} attempts)", attempt + 1)
+                } else {
+                    String::new()
+                };
+                let stopped = if retryable && attempt < self.retries {
+                    " (not retried: the invocation's deadline is near)"
+                } else {
+                    ""
+                };
+                return Err(Failure {
+                    text: format!("{why}{tries}{stopped}"),
+                    uncertain: maybe_applied,
+                });
+            }
             tracing::debug!(
                 request = what,
                 attempt = attempt + 1,
                 error = %secrets::redact(&why),
                 "HTTP request failed; retrying"
             );
-            tokio::time::sleep(wait.min(MAX_BACKOFF)).await;
+            tokio::time::sleep(wait).await;
             attempt += 1;
         }
     }
 
-    /// One attempt, bounded by the timeout.
-    async fn attempt(&self, req: HttpRequest) -> Result<Attempt, String> {
+    /// One attempt, bounded by the timeout, and by `limit` when that is shorter (what an
+    /// invocation has left for its work).
+    async fn attempt(&self, req: HttpRequest, limit: Option<Duration>) -> Result<Attempt, String> {
         let call = async {
             let resp = self
                 .connector()
@@ -342,13 +379,20 @@ impl Client {
                 retry_after,
             })
         };
-        tokio::time::timeout(self.timeout, call)
+        let cut = limit.filter(|l| *l < self.timeout);
+        tokio::time::timeout(cut.unwrap_or(self.timeout), call)
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
-                    "no complete answer within the timeout of {:?}",
-                    self.timeout
-                ))
+                Err(match cut {
+                    Some(_) => format!(
+                        "no complete answer before the invocation's work had to stop ({:?} before its deadline, to answer in time)",
+                        sluice_engine::invocation::WORK_MARGIN
+                    ),
+                    None => format!(
+                        "no complete answer within the timeout of {:?}",
+                        self.timeout
+                    ),
+                })
             })
     }
 }
@@ -563,6 +607,72 @@ mod tests {
             let v = body_value(body.as_bytes());
             assert_eq!(sluice_engine::value::to_json_text(&v), value, "{body:?}");
         }
+    }
+
+    fn post(url: &str) -> HttpRequest {
+        request("POST", url, &[], SdkBody::from("x")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn inside_an_invocation_attempts_end_when_the_work_must_stop() {
+        use sluice_engine::invocation::{WORK_MARGIN, with_deadline_since};
+        use std::time::Instant;
+        // An invocation that has run long enough for the whole margin to be kept.
+        let long_ago = Instant::now() - Duration::from_secs(60);
+        let slow = test_server::Server::start(|_| {
+            test_server::Reply::ok("late").after(Duration::from_secs(5))
+        });
+        let client = Client::new(Duration::from_secs(10), 4, Duration::from_millis(1));
+        // 300 ms of work left: the attempt is cut there, and not retried.
+        let deadline = Instant::now() + WORK_MARGIN + Duration::from_millis(300);
+        let started = Instant::now();
+        let f = with_deadline_since(
+            long_ago,
+            deadline,
+            client.execute(post(&slow.url()), |s| s == 200, "t"),
+        )
+        .await
+        .unwrap_err();
+        assert!(started.elapsed() < Duration::from_millis(1500), "{f:?}");
+        assert!(f.uncertain, "the request went out: {f:?}");
+        assert!(
+            f.text
+                .starts_with("no complete answer before the invocation's work had to stop")
+                && f.text
+                    .ends_with("(not retried: the invocation's deadline is near)"),
+            "{}",
+            f.text
+        );
+        assert_eq!(slow.requests().len(), 1);
+        // No time left: not sent at all.
+        let f = with_deadline_since(
+            long_ago,
+            Instant::now() + WORK_MARGIN,
+            client.execute(post(&slow.url()), |s| s == 200, "t"),
+        )
+        .await
+        .unwrap_err();
+        assert!(!f.uncertain, "{f:?}");
+        assert!(f.text.starts_with("not sent: "), "{}", f.text);
+        assert_eq!(slow.requests().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_earlier_attempt_that_may_have_been_applied_keeps_the_failure_uncertain() {
+        let n = std::sync::atomic::AtomicUsize::new(0);
+        let server = test_server::Server::start(move |_| {
+            match n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => test_server::Reply::status(503, "busy"),
+                _ => test_server::Reply::status(429, "slow down"),
+            }
+        });
+        let client = Client::new(Duration::from_secs(5), 1, Duration::from_millis(1));
+        let f = client
+            .execute(post(&server.url()), |s| s == 200, "t")
+            .await
+            .unwrap_err();
+        assert_eq!(f.text, "HTTP 429: slow down (after 2 attempts)");
+        assert!(f.uncertain, "the 503 may have been applied");
     }
 }
 
