@@ -358,14 +358,17 @@ impl RuntimeApi {
     }
 }
 
-/// What the [`Sink`] accepted: each body, with when.
+/// What the [`Sink`] accepted (or holds): each body, with when.
 pub type Accepted = Arc<Mutex<Vec<(Vec<u8>, Instant)>>>;
+
+/// Bodies a [`KinesisStub`] refuses, each with how many more times.
+type Throttled = Arc<Mutex<Vec<(Vec<u8>, usize)>>>;
 
 /// A stub HTTP endpoint for `send_http_post` (see the module documentation).
 pub struct Sink {
     port: u16,
     accepted: Accepted,
-    stalled: Arc<Mutex<Vec<(Vec<u8>, Instant)>>>,
+    stalled: Accepted,
     released: Arc<AtomicBool>,
 }
 
@@ -376,7 +379,7 @@ impl Sink {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let port = listener.local_addr().unwrap().port();
         let accepted: Accepted = Arc::default();
-        let stalled: Arc<Mutex<Vec<(Vec<u8>, Instant)>>> = Arc::default();
+        let stalled: Accepted = Arc::default();
         let released = Arc::new(AtomicBool::new(false));
         let stall: Mutex<Vec<Vec<u8>>> =
             Mutex::new(stall.iter().map(|s| s.as_bytes().to_vec()).collect());
@@ -447,7 +450,7 @@ impl Drop for Sink {
 pub struct KinesisStub {
     port: u16,
     accepted: Accepted,
-    throttle: Arc<Mutex<Vec<(Vec<u8>, usize)>>>,
+    throttle: Throttled,
 }
 
 impl KinesisStub {
@@ -458,7 +461,7 @@ impl KinesisStub {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
         let port = listener.local_addr().unwrap().port();
         let accepted: Accepted = Arc::default();
-        let left: Arc<Mutex<Vec<(Vec<u8>, usize)>>> = Arc::new(Mutex::new(
+        let left: Throttled = Arc::new(Mutex::new(
             throttle
                 .iter()
                 .map(|(s, n)| (s.as_bytes().to_vec(), *n))
