@@ -40,8 +40,8 @@ pub use message::{Body, Key, Message};
 pub use pipeline::Pipeline;
 pub use registry::{Build, Registry};
 pub use transform::{
-    Condition, InPlace, Kind, LineSink, MapTransform, SettleReport, StatefulTransform,
-    StatelessTransform, Transform,
+    Condition, InPlace, Kind, LineSink, MapTransform, OutputsReach, SettleReport,
+    StatefulTransform, StatelessTransform, Transform,
 };
 
 pub use async_trait::async_trait;

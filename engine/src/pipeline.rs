@@ -22,7 +22,7 @@ use crate::context::Context;
 use crate::error::TransformError;
 use crate::input::InputBatch;
 use crate::message::{Message, OutputSlab};
-use crate::transform::{InPlace, Kind, SettleReport, StatefulTransform, Transform};
+use crate::transform::{InPlace, Kind, OutputsReach, SettleReport, StatefulTransform, Transform};
 
 mod copy_run;
 mod lines;
@@ -197,17 +197,26 @@ impl Pipeline {
         {
             self.lines = Some(Arc::new(LineWriter::new(id.clone(), sink)));
         }
-        self.outputs_unreported();
+        self.outputs_reach(OutputsReach::Nowhere);
         self
     }
 
-    /// Tells the last stage, when it is a stateful transform (or is followed only by a
-    /// transform that drops everything, `utility_drop`), that what it passes on goes
-    /// nowhere that reports on it ([`StatefulTransform::outputs_unreported`]): for a caller
-    /// that drops what comes out (`sluice run`, a Lambda handler that answers with which
-    /// records failed), and for a wrapper whose own outputs go nowhere. A transform after it
-    /// that could fail a message, or act on it, keeps it reported.
-    pub fn outputs_unreported(&self) {
+    /// Tells its stateful transforms where what comes out of the pipeline ends up
+    /// ([`StatefulTransform::outputs_reach`]). [`OutputsReach::Nowhere`] (a caller that drops
+    /// what comes out: `sluice run`, a Lambda handler that answers with which records
+    /// failed, a wrapper whose own outputs go nowhere) reaches the last stage only, when it
+    /// is a stateful transform or is followed only by a transform that drops everything
+    /// (`utility_drop`): a transform after it that could fail a message, or act on it, keeps
+    /// it reported. [`OutputsReach::Answer`] reaches every stateful transform.
+    pub fn outputs_reach(&self, reach: OutputsReach) {
+        if reach == OutputsReach::Answer {
+            for s in &self.stages {
+                if let Stage::Stateful(_, t) = s {
+                    t.outputs_reach(reach);
+                }
+            }
+            return;
+        }
         let Some(last) = self
             .stages
             .iter()
@@ -223,7 +232,7 @@ impl Pipeline {
             Some(Stage::Stateful(..)) => false,
         };
         if let (true, Stage::Stateful(_, t)) = (ends_here, &self.stages[last]) {
-            t.outputs_unreported();
+            t.outputs_reach(reach);
         }
     }
 

@@ -163,16 +163,28 @@ pub trait StatefulTransform: Send + Sync + 'static {
         SettleReport::default()
     }
 
-    /// Told once, before any message, that what this transform passes on goes nowhere
-    /// that reports on it: the pipeline's caller drops what comes out, and nothing follows
-    /// it but a transform that drops everything
-    /// ([`crate::Pipeline::outputs_unreported`]). A message is then
-    /// resolved by what this transform keeps of it alone: a send may drop the
-    /// acknowledgement tokens of the copies it passes on, so that a message is acknowledged
-    /// as soon as its destination accepted it, not when the batch it came in is through
-    /// (the lock then commits its key within a store round trip of the acceptance). A
-    /// wrapper tells the transforms it wraps.
-    fn outputs_unreported(&self) {}
+    /// Told once, before any message, where what this transform passes on ends up
+    /// ([`OutputsReach`]), when that lets it resolve messages sooner: a send whose outputs
+    /// go nowhere drops the tokens of the copies it passes on, so a message is acknowledged
+    /// as soon as its destination accepted it, not when the batch it came in is through (the
+    /// lock then commits its key within a store round trip of the acceptance). A wrapper
+    /// tells the transforms it wraps ([`crate::Pipeline::outputs_reach`]).
+    fn outputs_reach(&self, _reach: OutputsReach) {}
+}
+
+/// Where what a stateful transform passes on ends up, as far as acknowledgements go (see
+/// [`StatefulTransform::outputs_reach`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputsReach {
+    /// Nowhere that reports on it: the pipeline's caller drops what comes out, and nothing
+    /// follows the transform but one that drops everything. A message is resolved by what
+    /// the transform keeps of it alone.
+    Nowhere,
+    /// The answer to a call that its caller makes again, alike, when the answer is lost
+    /// (Firehose's transformation, API Gateway, an invoke): the messages' sources still
+    /// follow them to the answer, but a lock need not, since a retried call gets the same
+    /// answer from the transforms after it; it commits a key once its own sends delivered.
+    Answer,
 }
 
 /// What [`StatefulTransform::settle`] could not finish in time: one line per transform that

@@ -11,7 +11,10 @@
 //! lock decides what is sent once, and the answer is made by the transforms outside it,
 //! alike on every call. Any other lock is refused when the function starts, saying why;
 //! the answers are not kept with the keys (a Firehose record's answer can be 1 MB, more
-//! than a DynamoDB item holds).
+//! than a DynamoDB item holds). Since a retried call gets the same answer anyway, such a
+//! lock commits a key as soon as its own sends delivered the message, without waiting for
+//! the answer (`OutputsReach::Answer`): a crash before the answer leaves nothing pending
+//! that was delivered.
 
 use serde_json::Value;
 

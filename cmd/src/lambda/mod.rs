@@ -61,8 +61,8 @@ use std::time::{Duration, Instant};
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 use sluice_engine::Message;
-use sluice_engine::Pipeline;
 use sluice_engine::ack::{AckStatus, AckTracker};
+use sluice_engine::{OutputsReach, Pipeline};
 use tracing::Instrument;
 
 /// The event sources, by Substation's names.
@@ -243,9 +243,13 @@ impl Function {
     pub fn new(pipeline: Pipeline, opts: Options) -> Function {
         // Stream and queue handlers answer with which records failed, not with what came
         // out: a record is resolved by its sends alone, as soon as they delivered it.
-        if !answers::answers_with_output(opts.kind) {
-            pipeline.outputs_unreported();
-        }
+        // The others answer with what came out: a lock among them commits a key once its
+        // own sends delivered, since a retried call gets the same answer (answers.rs).
+        pipeline.outputs_reach(if answers::answers_with_output(opts.kind) {
+            OutputsReach::Answer
+        } else {
+            OutputsReach::Nowhere
+        });
         Function {
             pipeline,
             opts,

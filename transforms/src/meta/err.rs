@@ -33,8 +33,8 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
-    Value, async_trait,
+    Build, ConfigError, Kind, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
+    TransformError, Value, async_trait,
 };
 
 use super::{detach, error_patterns, matches_any, push_with_one_ctrl, reattach, required_pipeline};
@@ -152,8 +152,8 @@ impl StatefulTransform for MetaErr {
         self.inner.settle(until).await
     }
 
-    fn outputs_unreported(&self) {
-        self.inner.outputs_unreported();
+    fn outputs_reach(&self, reach: OutputsReach) {
+        self.inner.outputs_reach(reach);
     }
 }
 

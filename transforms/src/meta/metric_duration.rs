@@ -24,8 +24,8 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Message, Pipeline, SettleReport, StatefulTransform, TransformError, Value,
-    async_trait,
+    Build, ConfigError, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
+    TransformError, Value, async_trait,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};
@@ -156,8 +156,8 @@ impl StatefulTransform for MetaMetricDuration {
         self.inner.settle(until).await
     }
 
-    fn outputs_unreported(&self) {
-        self.inner.outputs_unreported();
+    fn outputs_reach(&self, reach: OutputsReach) {
+        self.inner.outputs_reach(reach);
     }
 }
 

@@ -37,8 +37,8 @@ use crate::kv_store::lock::ticket::tickets;
 use serde::Deserialize;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
-    Build, Condition, ConfigError, Kind, Message, Pipeline, SettleReport, StatefulTransform,
-    TransformError, Value, async_trait,
+    Build, Condition, ConfigError, Kind, Message, OutputsReach, Pipeline, SettleReport,
+    StatefulTransform, TransformError, Value, async_trait,
 };
 
 use super::{
@@ -203,8 +203,8 @@ impl StatefulTransform for MetaRetry {
         self.inner.settle(until).await
     }
 
-    fn outputs_unreported(&self) {
-        self.inner.outputs_unreported();
+    fn outputs_reach(&self, reach: OutputsReach) {
+        self.inner.outputs_reach(reach);
     }
 }
 

@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, Condition, ConfigError, InPlace, Kind, MapTransform, Message, Pipeline, SettleReport,
-    StatefulTransform, Transform, TransformError, Value, async_trait,
+    Build, Condition, ConfigError, InPlace, Kind, MapTransform, Message, OutputsReach, Pipeline,
+    SettleReport, StatefulTransform, Transform, TransformError, Value, async_trait,
 };
 
 use super::{optional_condition, push_with_one_ctrl, required_pipeline};
@@ -260,9 +260,9 @@ impl StatefulTransform for MetaSwitch {
         report
     }
 
-    fn outputs_unreported(&self) {
+    fn outputs_reach(&self, reach: OutputsReach) {
         for case in &self.cases {
-            case.pipeline.outputs_unreported();
+            case.pipeline.outputs_reach(reach);
         }
     }
 }

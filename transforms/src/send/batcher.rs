@@ -66,8 +66,8 @@ use sluice_engine::ack::AckSet;
 use sluice_engine::batch::{Batch, BatchBuffer, BatchLimits};
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{
-    Build, ConfigError, Key, LineSink, Message, Pipeline, StatefulTransform, TransformError, Value,
-    async_trait, value,
+    Build, ConfigError, Key, LineSink, Message, OutputsReach, Pipeline, StatefulTransform,
+    TransformError, Value, async_trait, value,
 };
 
 use crate::kv_store::LockTicket;
@@ -307,8 +307,8 @@ pub(crate) struct Sender<D> {
     item_size: usize,
     state: Mutex<State>,
     gate: tokio::sync::Mutex<()>,
-    /// What it passes on goes nowhere that reports on it
-    /// ([`StatefulTransform::outputs_unreported`]): the copies passed on drop their tokens.
+    /// What it passes on goes nowhere that reports on it ([`OutputsReach::Nowhere`]): the
+    /// copies passed on drop their tokens.
     unreported: std::sync::atomic::AtomicBool,
 }
 
@@ -828,9 +828,11 @@ impl<D: Destination> StatefulTransform for Sender<D> {
         Ok(())
     }
 
-    fn outputs_unreported(&self) {
-        self.unreported
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+    fn outputs_reach(&self, reach: OutputsReach) {
+        if reach == OutputsReach::Nowhere {
+            self.unreported
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// Items are the data's bytes; only a `batch_key` into the data reads it by path (one

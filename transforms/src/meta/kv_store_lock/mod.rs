@@ -58,8 +58,8 @@ use sluice_engine::context::Clock;
 use sluice_engine::settings::GoDuration;
 use sluice_engine::telemetry::Telemetry;
 use sluice_engine::{
-    Build, ConfigError, Key, Message, Pipeline, SettleReport, StatefulTransform, TransformError,
-    Value, async_trait,
+    Build, ConfigError, Key, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
+    TransformError, Value, async_trait,
 };
 
 use super::required_pipeline;
@@ -164,9 +164,10 @@ pub(crate) struct MetaKvStoreLock {
     skew: Duration,
     /// Whether this host's clock was reported off already.
     clock_warned: std::sync::atomic::AtomicBool,
-    /// What leaves the lock goes nowhere that reports on it
-    /// (`StatefulTransform::outputs_unreported`): no token follows it out.
-    unreported: std::sync::atomic::AtomicBool,
+    /// Where what leaves the lock ends up (`StatefulTransform::outputs_reach`): 0 unknown
+    /// (its tokens follow it), 1 nowhere (no token follows it out), 2 an answer (this lock's
+    /// tokens do not follow it: a retried call gets the same answer).
+    reach: std::sync::atomic::AtomicU8,
     /// The key a record's data carries (when the key is read from the data), for the sends
     /// that recognise a message's records by it.
     key_of: Option<KeyOf>,
@@ -329,7 +330,7 @@ impl MetaKvStoreLock {
             pending_wait: s.pending_wait.map_or(DEFAULT_PENDING_WAIT, |d| d.0),
             skew,
             clock_warned: std::sync::atomic::AtomicBool::new(false),
-            unreported: std::sync::atomic::AtomicBool::new(false),
+            reach: std::sync::atomic::AtomicU8::new(0),
             key_of,
             retaken: std::sync::Mutex::new(HashMap::new()),
             piece: AtomicUsize::new(concurrency * 4),
@@ -403,16 +404,16 @@ impl MetaKvStoreLock {
     }
 
     /// Passes what the inner list emitted on, each message now carrying the tokens that
-    /// follow it after the lock (see [`keeper`]), or none when what leaves the lock goes
-    /// nowhere that reports on it.
+    /// follow it after the lock (see [`keeper`]); none when what leaves the lock goes
+    /// nowhere that reports on it, and none of this lock's when it makes an answer.
     fn pass_out(&self, outs: Vec<Message>, out: &mut Vec<Message>) {
         out.reserve(outs.len());
-        let unreported = self.unreported.load(std::sync::atomic::Ordering::Relaxed);
+        let reach = self.reach.load(std::sync::atomic::Ordering::Relaxed);
         for mut m in outs {
-            if unreported {
-                drop(m.take_acks());
-            } else {
-                self.keeper.pass_out(&mut m);
+            match reach {
+                1 => drop(m.take_acks()),
+                2 => self.keeper.pass_out(&mut m, false),
+                _ => self.keeper.pass_out(&mut m, true),
             }
             out.push(m);
         }
@@ -499,10 +500,14 @@ impl StatefulTransform for MetaKvStoreLock {
         self.keeper.pump(true).await;
     }
 
-    fn outputs_unreported(&self) {
-        self.unreported
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-        self.inner.outputs_unreported();
+    fn outputs_reach(&self, reach: OutputsReach) {
+        let code = match reach {
+            OutputsReach::Nowhere => 1,
+            OutputsReach::Answer => 2,
+        };
+        self.reach.store(code, std::sync::atomic::Ordering::Relaxed);
+        // What leaves the inner list leaves the lock: it goes where the lock's outputs go.
+        self.inner.outputs_reach(reach);
     }
 
     async fn settle(&self, until: Instant) -> SettleReport {

@@ -456,8 +456,9 @@ impl Keeper {
     }
 
     /// Swaps the inner-list tokens of this lock on `m` (one leaving the lock) for the
-    /// tokens that follow its copies after the lock.
-    pub(crate) fn pass_out(&self, m: &mut Message) {
+    /// tokens that follow its copies after the lock, or, without `follow`, takes them off:
+    /// the key then waits for the sends inside the lock only.
+    pub(crate) fn pass_out(&self, m: &mut Message, follow: bool) {
         if m.acks().is_empty() {
             return;
         }
@@ -474,7 +475,7 @@ impl Keeper {
             return;
         }
         let taken = m.take_acks_where(|t| outer_of(t).is_some());
-        for t in &taken {
+        for t in taken.iter().filter(|_| follow) {
             if let Some(o) = outer_of(t) {
                 m.add_ack(o);
             }

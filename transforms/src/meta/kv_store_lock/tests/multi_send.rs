@@ -288,7 +288,7 @@ fn a_step_after_the_lock_that_fails_leaves_the_message_undelivered() {
     let fail =
         built(json!({"type": "fixture_fail", "settings": {"message": "webhook down", "times": 1}}));
     let p = pipeline(vec![("lock", lock), ("after", fail)]);
-    p.outputs_unreported();
+    p.outputs_reach(sluice_engine::OutputsReach::Nowhere);
     let (a, t_a) = tracked("a");
     assert!(apply_and_settle(&p, vec![a, ctrl()]).is_err());
     assert_status(&t_a, AckStatus::Failed, "the step after the lock failed");
@@ -347,4 +347,32 @@ fn two_locks_of_one_process_sharing_keys_are_told_apart_from_another_process() {
         why.contains("another meta_kv_store_lock of this very process") && why.contains("prefix"),
         "{why}"
     );
+}
+
+/// Where the pipeline's outputs are a call's answer (Firehose, API Gateway, an invoke), a
+/// key is committed once the lock's own sends delivered, while its message is still on its
+/// way to the answer: a crash before the answer then leaves no delivered message pending
+/// (its retry is a duplicate, answered alike), where it used to wait for the answer.
+#[test]
+fn for_an_answer_a_key_is_committed_when_the_locks_own_sends_delivered() {
+    let f = Fixture::new();
+    let sink =
+        json!([{"type": "fixture_send", "settings": {"name": "answer-sink", "flush_at": 1}}]);
+    let p = pipeline(vec![("lock", f.lock(sink, json!({})))]);
+    p.outputs_reach(sluice_engine::OutputsReach::Answer);
+    let (a, t_a) = tracked("a");
+    let held = testing::block_on(async {
+        // The output, the answer's material, is kept; the source's token rides on it.
+        let out = p.apply(vec![a]).await.unwrap();
+        let start = Instant::now();
+        while !f.record(&hash("a")).is_some_and(|r| r.committed) {
+            assert!(start.elapsed() < Duration::from_secs(5), "not committed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        out
+    });
+    assert_eq!(datas(&held), ["a"]);
+    assert_status(&t_a, AckStatus::Pending, "the answer is still to be made");
+    drop(held);
+    assert_status(&t_a, AckStatus::Delivered, "answered");
 }
