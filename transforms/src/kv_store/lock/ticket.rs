@@ -62,6 +62,9 @@ pub struct LockTicket {
     key_of: Option<KeyOf>,
     /// The tolerated skew between the clocks of the processes that took the key (ms).
     skew_ms: i64,
+    /// Without an event time (`ttl_key`), how long a committed key deduplicates at least
+    /// after its commit (s): the lock's `ttl_offset`.
+    ttl_offset_s: Option<i64>,
     maybe_delivered: AtomicBool,
     /// Another owner took the key over (a renewal found it so).
     lost: AtomicBool,
@@ -119,6 +122,7 @@ impl LockTicket {
             owner,
             key_of: None,
             skew_ms: 0,
+            ttl_offset_s: None,
             maybe_delivered: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             note: Mutex::new(None),
@@ -127,6 +131,24 @@ impl LockTicket {
                 start: lease_start,
                 length: lease,
             }),
+        }
+    }
+
+    /// The same ticket, whose key deduplicates for at least `ttl_offset_s` seconds after
+    /// its commit (a lock without `ttl_key`).
+    pub fn with_ttl_offset(mut self, ttl_offset_s: Option<i64>) -> LockTicket {
+        self.ttl_offset_s = ttl_offset_s;
+        self
+    }
+
+    /// The TTL (epoch s) the key is committed with at `now_ms`: its own, or, without an
+    /// event time, at least `ttl_offset` after the commit, so that a message delivered long
+    /// after its key was taken (a stalled send, a lease renewed for long) is still
+    /// deduplicated for the whole offset.
+    pub fn commit_ttl(&self, now_ms: i64) -> i64 {
+        match self.ttl_offset_s {
+            Some(offset) => self.ttl.max(now_ms.div_euclid(1000) + offset),
+            None => self.ttl,
         }
     }
 

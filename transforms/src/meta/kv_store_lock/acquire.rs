@@ -326,11 +326,18 @@ impl MetaKvStoreLock {
             let now = self.now_ms();
             let (lease, lease_until_ms) = self.lease_now(now);
             let skew_ms = self.skew.as_millis() as i64;
+            // Without an event time, a key's TTL counts from when it is taken (a message may
+            // have waited for another owner's key since it arrived).
+            let ttl_of = |r: &AcquireRequest| match self.ttl_key {
+                None => r.ttl.max(now.div_euclid(1000) + self.ttl_offset),
+                Some(_) => r.ttl,
+            };
             let batch: Vec<AcquireRequest> = ask
                 .iter()
                 .map(|&i| AcquireRequest {
                     lease_until_ms,
                     skew_ms,
+                    ttl: ttl_of(&reqs[i]),
                     ..reqs[i].clone()
                 })
                 .collect();
@@ -342,8 +349,8 @@ impl MetaKvStoreLock {
             self.adapt_piece(batch.len(), call_start.elapsed());
             let mut again = Vec::new();
             let mut first_error = None;
-            for (&i, result) in ask.iter().zip(results) {
-                let r = &reqs[i];
+            for ((&i, result), sent) in ask.iter().zip(results).zip(&batch) {
+                let r = sent;
                 outcomes[i] = match result {
                     Ok(Acquired::Taken { prior }) => Some(Outcome::Taken {
                         ticket: Arc::new(self.ticket(r, now, prior, call_start, lease)),
@@ -431,6 +438,7 @@ impl MetaKvStoreLock {
         )
         .with_key_of(self.key_of.clone())
         .with_skew(self.skew)
+        .with_ttl_offset(self.ttl_key.is_none().then_some(self.ttl_offset))
     }
 
     /// Refuses to take keys while this host's clock is measured more than half the

@@ -681,6 +681,7 @@ impl Shared {
         let _lane = self.settling.lock().await;
         self.take_resolved();
         let now = Instant::now();
+        let now_ms = self.clock.now_ms();
         let retries = *self.settle_retry.lock().unwrap_or_else(|p| p.into_inner());
         let mut commits = Vec::new();
         let mut releases = Vec::new();
@@ -694,7 +695,7 @@ impl Shared {
                 match e.owed {
                     Owed::Commit => commits.push(CommitRequest {
                         key: key.clone(),
-                        ttl: e.ticket.ttl,
+                        ttl: e.ticket.commit_ttl(now_ms),
                         note: e.ticket.note(),
                     }),
                     Owed::Release => releases.push(key.clone()),

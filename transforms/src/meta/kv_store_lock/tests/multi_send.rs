@@ -376,3 +376,25 @@ fn for_an_answer_a_key_is_committed_when_the_locks_own_sends_delivered() {
     drop(held);
     assert_status(&t_a, AckStatus::Delivered, "answered");
 }
+
+/// The fault campaign's finding: a key's TTL counted from when its message arrived, so a
+/// message that waited for another owner's key was committed with its TTL already past,
+/// and a copy right behind it was processed again. Without `ttl_key`, the TTL now counts
+/// from when the key is taken, and a committed key deduplicates for `ttl_offset` at least.
+#[test]
+fn a_key_taken_after_a_wait_deduplicates_for_its_whole_ttl() {
+    let f = Fixture::new();
+    hold(&f.other(), "crashed", &hash("q"), 1_000);
+    let settings = json!({"lease": "1s", "ttl_offset": "1s", "pending_wait": "5s"});
+    let lock = f.lock(send("ttl-wait"), settings.clone());
+    testing::run(lock, &["q"]).unwrap();
+    assert_eq!(
+        journal("ttl-wait"),
+        vec!["sent:q"],
+        "taken over after the lease"
+    );
+    // Right after: within a second of the commit, a duplicate.
+    let lock = f.lock(send("ttl-wait"), settings);
+    testing::run(lock, &["q"]).unwrap();
+    assert_eq!(journal("ttl-wait"), vec!["sent:q"], "deduplicated");
+}
