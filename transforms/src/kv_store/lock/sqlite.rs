@@ -13,6 +13,11 @@
 //! deleted in the acquisition transaction; pending ones never are (a pending lock blocks
 //! until its lease ends, whatever its TTL).
 //!
+//! Beside the file the store keeps a reserve of 2 MiB (`FILE-reserve`): when the disk fills,
+//! a transaction that fails for it is tried again once after the reserve is deleted, so the
+//! commits of what was delivered still land (the run fails on what follows, as it must) and
+//! a rerun finds those messages done instead of sending them again.
+//!
 //! SQLite calls block, so they run on tokio's blocking pool; one connection per store,
 //! behind a mutex that is never held across network I/O. The file is opened at first use,
 //! so building a pipeline (`sluice vet`, `sluice build`) creates nothing.
@@ -112,9 +117,15 @@ impl SqliteStore {
     }
 
     /// Runs `f` in one immediate transaction on the blocking pool.
+    /// A full disk is met once with the reserve ([`reserve_path`]) when `settling` (what
+    /// changes keys already taken: commits, renewals, releases, abandonments; not new
+    /// acquisitions): it is deleted and the transaction tried again, so that the locks of
+    /// what was delivered can still be settled (a later call on the still-full disk fails,
+    /// as it must).
     async fn transaction<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<R> + Send + 'static,
+        settling: bool,
+        f: impl Fn(&rusqlite::Transaction<'_>) -> rusqlite::Result<R> + Send + 'static,
     ) -> Result<R, StoreError> {
         let conn = self.conn.clone();
         let at = self.path.clone();
@@ -124,13 +135,30 @@ impl SqliteStore {
                 *guard = Some(connect(&at)?);
             }
             let c = guard.as_mut().expect("connected above");
-            let run = || {
+            let mut run = || {
                 let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
                 let r = f(&tx)?;
                 tx.commit()?;
                 Ok::<R, rusqlite::Error>(r)
             };
-            run().map_err(|e| e.to_string())
+            match run() {
+                Err(e)
+                    if settling
+                        && e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) =>
+                {
+                    let reserve = reserve_path(&at);
+                    if std::fs::remove_file(&reserve).is_err() {
+                        return Err(e.to_string());
+                    }
+                    tracing::error!(
+                        file = %at.display(),
+                        "the lock store's disk is full: its reserve ({}) was given up to settle the locks; free space on that disk",
+                        reserve.display()
+                    );
+                    run().map_err(|e| e.to_string())
+                }
+                r => r.map_err(|e| e.to_string()),
+            }
         })
         .await;
         let fail = |e: String| StoreError(format!("sqlite {}: {e}", self.path.display()));
@@ -148,7 +176,7 @@ impl SqliteStore {
         changes: Vec<(String, Change, Option<String>)>,
     ) -> Result<Vec<Settled>, StoreError> {
         let owner = owner.to_string();
-        self.transaction(move |tx| {
+        self.transaction(true, move |tx| {
             let mut select = tx.prepare_cached(SELECT)?;
             let mut upsert = tx.prepare_cached(UPSERT)?;
             let mut delete = tx.prepare_cached(DELETE)?;
@@ -194,7 +222,10 @@ fn connect(path: &Path) -> Result<Connection, String> {
             .and_then(|()| conn.execute_batch(SCHEMA))
             .and_then(|()| add_columns(&conn));
         match setup {
-            Ok(()) => return Ok(conn),
+            Ok(()) => {
+                keep_reserve(path);
+                return Ok(conn);
+            }
             Err(e)
                 if matches!(
                     e.sqlite_error_code(),
@@ -205,6 +236,31 @@ fn connect(path: &Path) -> Result<Connection, String> {
             }
             Err(e) => return Err(fail(e)),
         }
+    }
+}
+
+/// The space kept beside the database for settling the locks when its disk fills
+/// ([`SqliteStore::transaction`]): the commits of what was delivered then still land, and a
+/// rerun finds those messages done instead of sending them again.
+const RESERVE_BYTES: usize = 2 << 20;
+
+/// The reserve file of the database at `path`: `FILE-reserve`.
+fn reserve_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-reserve");
+    PathBuf::from(name)
+}
+
+/// Writes the reserve when it is missing (best effort: on a disk already full it waits for
+/// the next open).
+fn keep_reserve(path: &Path) {
+    let reserve = reserve_path(path);
+    if reserve.exists() {
+        return;
+    }
+    let written = std::fs::write(&reserve, vec![0u8; RESERVE_BYTES]);
+    if written.is_err() {
+        let _ = std::fs::remove_file(&reserve);
     }
 }
 
@@ -289,7 +345,7 @@ impl LockStore for SqliteStore {
         let reqs = requests.to_vec();
         let now_s = now_ms.div_euclid(1000);
         let r = self
-            .transaction(move |tx| {
+            .transaction(false, move |tx| {
                 tx.execute(
                     "DELETE FROM sluice_locks WHERE committed = 1 AND ttl <= ?1",
                     params![now_s],
@@ -402,6 +458,23 @@ mod tests {
                 r.unwrap_or_else(|e| panic!("round {round}: {e}"));
             }
         }
+    }
+
+    #[test]
+    fn a_reserve_is_kept_beside_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locks.sqlite");
+        connect(&path).unwrap();
+        let reserve = dir.path().join("locks.sqlite-reserve");
+        assert_eq!(reserve_path(&path), reserve);
+        assert_eq!(
+            std::fs::metadata(&reserve).unwrap().len(),
+            RESERVE_BYTES as u64
+        );
+        // Given up (a full disk), it is written again at the next open.
+        std::fs::remove_file(&reserve).unwrap();
+        connect(&path).unwrap();
+        assert!(reserve.exists());
     }
 
     #[tokio::test]
