@@ -179,7 +179,7 @@ fn wait(mut child: Child, what: &str) -> std::process::ExitStatus {
 }
 
 /// (pending, committed) lock counts in an sqlite store file ((0, 0) before it exists).
-fn sqlite_counts(db: &Path) -> (i64, i64) {
+pub(crate) fn sqlite_counts(db: &Path) -> (i64, i64) {
     let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
     let Ok(c) = rusqlite::Connection::open_with_flags(db, flags) else {
         return (0, 0);
@@ -354,16 +354,20 @@ fn a_late_owner_never_commits_a_lock_another_process_took_over(store: Store) {
     assert_eq!(ids_of(b.stdout_str()), vec![5]);
     let b_owner = store.owner_of(&d, "test:#5");
     assert!(!b_owner.contains(&format!("/{a_pid}/")), "{b_owner}");
-    // A wakes up and finishes: its renewal and commit must not touch B's lock.
+    // A wakes up and finishes: it checks its lease before sending, so it does not send the
+    // message B processed (it fails the line, for its source to know), and its renewal and
+    // settlement must not touch B's lock.
     signal(a_pid, "-CONT");
     drop(a.stdin.take());
     let out = a.wait_with_output().expect("a finishes");
     let a_err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{a_err}");
-    assert!(
-        a_err.contains("taken over after its lease ran out"),
-        "A warns that the message may have been processed twice: {a_err}"
+    assert!(!out.status.success(), "{a_err}");
+    assert_eq!(
+        ids_of(&String::from_utf8_lossy(&out.stdout)),
+        Vec::<u32>::new(),
+        "A did not send it: {a_err}"
     );
+    assert!(a_err.contains("data was not sent"), "{a_err}");
     assert_eq!(store.owner_of(&d, "test:#5"), b_owner, "still B's");
     assert_eq!(store.counts(&d), (0, 1));
 }

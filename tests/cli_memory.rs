@@ -127,9 +127,16 @@ fn run(input: Input<'_>, args: &[&str], env: &[(&str, &str)]) -> Run {
     });
 
     // Wait for the exit without reaping (so the pid stays ours to kill on a timeout), then
-    // reap it with wait4 for its resource usage.
+    // reap it with wait4. Its peak is read from /proc (VmHWM, the high-water mark of its own
+    // memory since exec) while it runs: wait4's ru_maxrss also counts the memory of this test
+    // process at the spawn (Linux carries the parent's high-water mark across a vfork's
+    // exec), which other tests in the same binary may have grown past the child's own.
     let start = Instant::now();
+    let mut hwm_kib: u64 = 0;
     loop {
+        if let Some(kib) = vm_hwm_kib(pid) {
+            hwm_kib = hwm_kib.max(kib);
+        }
         // SAFETY: a zeroed siginfo_t is valid for waitid to fill.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         let r = unsafe {
@@ -148,7 +155,7 @@ fn run(input: Input<'_>, args: &[&str], env: &[(&str, &str)]) -> Run {
             let _ = child.kill();
             panic!("sluice run {args:?} did not finish within 300 s");
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
     let mut status = 0;
     // SAFETY: a zeroed rusage is valid for wait4 to fill.
@@ -164,12 +171,26 @@ fn run(input: Input<'_>, args: &[&str], env: &[(&str, &str)]) -> Run {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "sluice run {args:?} failed ({status:#x}):\n{stderr}"
     );
+    // Linux counts ru_maxrss in KiB; the high-water mark read while it ran is its own.
+    let own = if hwm_kib > 0 {
+        hwm_kib.min(usage.ru_maxrss as u64)
+    } else {
+        usage.ru_maxrss as u64
+    };
     Run {
-        // Linux counts ru_maxrss in KiB.
-        peak_mb: usage.ru_maxrss as f64 * 1024.0 / 1e6,
+        peak_mb: own as f64 * 1024.0 / 1e6,
         lines,
         greeted,
     }
+}
+
+/// The peak resident memory of process `pid` so far (KiB), while it runs.
+fn vm_hwm_kib(pid: libc::pid_t) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The floor: the peak RSS of the release binary over lines of 900 KB, with the

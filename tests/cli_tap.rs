@@ -1,7 +1,9 @@
 //! `sluice tap` as a process against Kinesis emulators: records printed as they arrive
 //! (KPL aggregates taken apart), a config run with the Lambda Kinesis handler's metadata,
 //! Ctrl-C (SIGINT) draining what was read and sending the one ctrl that flushes the
-//! config's batches, and errors in one line (moto); reshards followed, parents before
+//! config's batches (exit 130, with the records read and delivered and where each shard
+//! resumes), a grace period too short naming what was not delivered, and errors in one
+//! line (moto); reshards followed, parents before
 //! children, both those that happened before tap started and one while it runs
 //! (kinesalite, since moto keeps writing into a split shard).
 
@@ -178,8 +180,74 @@ fn tap_prints_records_as_they_arrive() {
         assert_eq!(tap.lines(1, Duration::from_secs(15)), [data]);
     }
     let (code, rest, stderr) = tap.interrupt();
-    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
     assert!(rest.is_empty(), "{rest:?}");
+    // One line: what was read and delivered, and where the shard resumes.
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with(
+            "sluice: stopped by SIGINT: 6 records read, 6 delivered; resume shardId-000000000000 after sequence "
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn tap_out_of_grace_names_what_was_not_delivered_and_where_each_shard_resumes() {
+    let endpoint = moto::endpoint();
+    let stream = unique_table("tapgrace");
+    let rt = runtime();
+    let seq = rt.block_on(async {
+        moto::create_stream(&endpoint, &stream, 1).await;
+        moto::kinesis(&endpoint)
+            .put_record()
+            .stream_name(&stream)
+            .partition_key("a")
+            .data(Blob::new(&b"slow"[..]))
+            .send()
+            .await
+            .expect("put_record")
+            .sequence_number()
+            .to_string()
+    });
+    let dir = Dir::new();
+    // Printed as it is read, then held up for a minute before its second send.
+    let config = dir.write(
+        "config.jsonnet",
+        "local sub = std.extVar('sub'); { transforms: [
+           sub.tf.send.stdout({ batch: { count: 1 } }),
+           sub.tf.util.delay({ duration: '1m' }),
+           sub.tf.send.stdout({ batch: { count: 1 } }),
+         ] }",
+    );
+    let mut tap = Tap::start(
+        &endpoint,
+        &[
+            "--stream",
+            &stream,
+            "--from",
+            "trim-horizon",
+            "--grace",
+            "1s",
+            "-c",
+            config.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(tap.lines(1, Duration::from_secs(30)), ["slow"]);
+    let stopped = Instant::now();
+    let (code, rest, stderr) = tap.interrupt();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stopped.elapsed() < Duration::from_secs(10));
+    assert!(rest.is_empty(), "{rest:?}");
+    assert_eq!(
+        stderr.lines().last().unwrap_or_default(),
+        format!(
+            "sluice: stopped by SIGINT, and the grace period (1s) ran out before the pipeline finished: \
+             1 records read, 0 delivered (1 not, first: not known to be delivered); \
+             resume shardId-000000000000 at sequence {seq}"
+        ),
+        "{stderr}"
+    );
 }
 
 /// Puts `data` with key `key` into a kinesalite stream.
@@ -284,7 +352,7 @@ fn tap_reads_parents_before_children_and_follows_a_reshard_while_it_runs() {
     want.sort();
     assert_eq!(later, want);
     let (code, rest, stderr) = tap.interrupt();
-    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
     assert!(rest.is_empty(), "{rest:?}");
 }
 
@@ -347,7 +415,7 @@ fn tap_runs_a_config_with_the_handlers_metadata_and_flushes_at_ctrl_c() {
     assert_eq!(third, json!({"n": 3, "pk": "k3", "stream": arn}));
     // Ctrl-C: the held array is flushed, once, and tap exits cleanly.
     let (code, rest, stderr) = tap.interrupt();
-    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
     let rest: Vec<Value> = rest
         .iter()
         .map(|l| serde_json::from_str(l).expect("JSON"))
@@ -377,7 +445,7 @@ fn tap_from_latest_skips_what_was_there_and_from_a_time_starts_there() {
     let mut tap = Tap::start(&endpoint, &["--stream", &stream, "--from", &at]);
     assert_eq!(tap.lines(2, Duration::from_secs(30)), ["new-1", "new-2"]);
     let (code, rest, stderr) = tap.interrupt();
-    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
     assert!(rest.is_empty(), "{rest:?}");
     // The same as seconds since the epoch.
     let secs = format!("{:.3}", from.timestamp_millis() as f64 / 1000.0);
@@ -405,7 +473,7 @@ fn tap_from_latest_skips_what_was_there_and_from_a_time_starts_there() {
         assert!(line.starts_with("live-") || line == "last", "{got:?}");
     }
     let (code, _, stderr) = tap.interrupt();
-    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(code, Some(130), "{stderr}");
 }
 
 #[test]

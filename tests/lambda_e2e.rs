@@ -389,3 +389,42 @@ fn a_bad_config_fails_the_init_with_a_log_line() {
         );
     }
 }
+
+#[test]
+fn at_shutdown_sigterm_settles_what_is_owed_and_the_function_exits_cleanly() {
+    let (_api, port) = runtime_api();
+    let d = Dir::new();
+    let cfg = d.write(
+        "config.jsonnet",
+        "local sub = std.extVar('sub'); { transforms: [sub.tf.send.stdout()] }",
+    );
+    let mut function = Proc(bootstrap(port, &cfg, "AWS_LAMBDA", &[]));
+    let mut out = BufReader::new(function.0.stdout.take().expect("stdout")).lines();
+    // "init done" comes once the shutdown extension is registered and SIGTERM is caught.
+    let mut lines = Vec::new();
+    for line in out.by_ref() {
+        let line = line.expect("a log line");
+        let done = line.contains("init done");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        !lines.iter().any(|l| l.contains("shutdown extension")),
+        "registered: {lines:?}"
+    );
+    let event = d.write("event.json", r#"{"a":1}"#);
+    invoke(port, &event, &mut function);
+    // What Lambda does when it shuts the environment down.
+    // SAFETY: kill(2) with our child's pid and a valid signal number.
+    unsafe { libc::kill(function.0.id() as i32, libc::SIGTERM) };
+    let status = function.0.wait().expect("the function exits");
+    assert_eq!(status.code(), Some(0), "{lines:?}");
+    let rest: Vec<String> = out.map_while(Result::ok).collect();
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("shutdown: nothing left to settle")),
+        "{rest:?}"
+    );
+}

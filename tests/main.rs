@@ -16,6 +16,7 @@ mod cli_metrics;
 mod cli_play;
 mod cli_remote_config;
 mod cli_run;
+mod cli_stop;
 mod cli_tap;
 mod cli_test;
 mod cli_vet_substation;

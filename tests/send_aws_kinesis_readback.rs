@@ -6,10 +6,11 @@
 //! sends nothing new; when it is not, the rerun sends it once. Either way the lock ends
 //! committed, noting where the record is (`shardId/sequenceNumber`).
 //!
-//! And without any lock, ambiguous answers: the fault proxy of `tests/faults/` between
-//! sluice and moto applies some `PutRecords` calls and answers 500 (`error_after`), refuses
-//! others before forwarding them; the send reads the stream back after each ambiguous
-//! answer and every record lands exactly once.
+//! And ambiguous answers: the fault proxy of `tests/faults/` between sluice and moto
+//! applies some `PutRecords` calls and answers 500 (`error_after`), refuses others before
+//! forwarding them. Under a lock whose key the records carry, the send reads the stream
+//! back after each ambiguous answer and every record lands exactly once; without a lock it
+//! cannot tell its records from others', sends them again, and loses none.
 
 use std::path::Path;
 
@@ -235,35 +236,19 @@ fn proxy(upstream: &str, faults: &str, dir: &Dir) -> (Proxy, String) {
     (Proxy(child), format!("http://{addr}"))
 }
 
-#[test]
-fn ambiguous_answers_put_each_record_once() {
-    let endpoint = moto::endpoint();
-    let stream = unique_table("sluice-readback-ambiguous");
-    runtime().block_on(moto::create_stream(&endpoint, &stream, 2));
+/// The records of a run over `total` lines through `cfg` (a Kinesis send into `stream`)
+/// behind the fault proxy, which applies some `PutRecords` calls and answers 500, refuses
+/// others before forwarding them, and throttles some: their `n`, sorted, and how many calls
+/// were ambiguous.
+fn run_behind_faults(endpoint: &str, stream: &str, cfg: &str, total: u64) -> (Vec<u64>, usize) {
     let d = Dir::new();
-    // Applied then 500, refused before forwarding, throttled: a fixed sequence (the seed),
-    // one call at a time.
+    // A fixed sequence (the seed), one call at a time.
     let (px, url) = proxy(
-        &endpoint,
+        endpoint,
         r#"{"sink": {"error_after": 0.3, "error_before": 0.1, "throttle": 0.1}, "seed": 14}"#,
         &d,
     );
-    d.write(
-        "cfg.jsonnet",
-        format!(
-            r#"
-local sub = std.extVar('sub');
-{{
-  transforms: [
-    sub.tf.send.aws.kinesis_data_stream({{ aws: {{ arn: '{}' }}, batch: {{ count: 20 }} }}),
-    sub.tf.util.drop(),
-  ],
-}}
-"#,
-            moto::stream_arn(&stream)
-        ),
-    );
-    let total = 300;
+    d.write("cfg.jsonnet", cfg);
     let input: String = (0..total).map(|i| format!("{{\"n\":{i}}}\n")).collect();
     let out = d.sluice_env(
         &["run", "-c", "cfg.jsonnet"],
@@ -281,7 +266,7 @@ local sub = std.extVar('sub');
         ambiguous >= 3,
         "the run met ambiguous answers: {ambiguous}\n{log}"
     );
-    let mut seen: Vec<u64> = records(&endpoint, &stream)
+    let mut seen: Vec<u64> = records(endpoint, stream)
         .iter()
         .map(|r| {
             let v: serde_json::Value = serde_json::from_str(&r.2).unwrap();
@@ -289,9 +274,72 @@ local sub = std.extVar('sub');
         })
         .collect();
     seen.sort_unstable();
+    (seen, ambiguous)
+}
+
+/// Under a lock whose key the records carry, an ambiguous answer is resolved by reading the
+/// stream back: each record lands exactly once.
+#[test]
+fn ambiguous_answers_put_each_locked_record_once() {
+    let endpoint = moto::endpoint();
+    let stream = unique_table("sluice-readback-ambiguous");
+    runtime().block_on(moto::create_stream(&endpoint, &stream, 2));
+    let cfg = format!(
+        r#"
+local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.meta.kv_store.lock({{
+      kv_store: sub.kv_store.sqlite({{ file: 'state/locks.sqlite' }}),
+      prefix: 'test',
+      object: {{ source_key: 'n' }},
+      transforms: [
+        sub.tf.send.aws.kinesis_data_stream({{ aws: {{ arn: '{}' }}, batch: {{ count: 20 }} }}),
+      ],
+    }}),
+    sub.tf.util.drop(),
+  ],
+}}
+"#,
+        moto::stream_arn(&stream)
+    );
+    let total = 300;
+    let (seen, _) = run_behind_faults(&endpoint, &stream, &cfg, total);
     assert_eq!(
         seen,
         (0..total).collect::<Vec<u64>>(),
         "each record exactly once"
+    );
+}
+
+/// Without a lock nothing tells one message's record from another's identical one, so an
+/// ambiguous answer's records are sent again rather than looked for: none is lost, and a
+/// record is twice in the stream only when an ambiguous call had applied it.
+#[test]
+fn without_a_lock_ambiguous_answers_lose_nothing() {
+    let endpoint = moto::endpoint();
+    let stream = unique_table("sluice-readback-unlocked");
+    runtime().block_on(moto::create_stream(&endpoint, &stream, 2));
+    let cfg = format!(
+        r#"
+local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.send.aws.kinesis_data_stream({{ aws: {{ arn: '{}' }}, batch: {{ count: 20 }} }}),
+    sub.tf.util.drop(),
+  ],
+}}
+"#,
+        moto::stream_arn(&stream)
+    );
+    let total = 300;
+    let (seen, ambiguous) = run_behind_faults(&endpoint, &stream, &cfg, total);
+    let mut distinct = seen.clone();
+    distinct.dedup();
+    assert_eq!(distinct, (0..total).collect::<Vec<u64>>(), "none lost");
+    let extra = seen.len() - distinct.len();
+    assert!(
+        extra <= ambiguous * 20,
+        "{extra} extra copies from {ambiguous} ambiguous calls of 20 records"
     );
 }

@@ -9,6 +9,7 @@ mod commands;
 mod files;
 mod input;
 mod output;
+mod stop;
 use sluice_cmd::remote;
 
 use std::io::IsTerminal;
@@ -40,6 +41,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a pipeline over stdin or files, one message per line; one ctrl message at the end.
+    /// SIGINT or SIGTERM stops reading and finishes what was read within --grace.
     Run(commands::run::Args),
     /// Run the `tests` of configs and report like `go test`; non-zero exit if any fails.
     Test(commands::test::Args),
@@ -50,7 +52,7 @@ enum Command {
     /// Format Jsonnet configs in place as jsonnetfmt does (--check: only report).
     Fmt(commands::fmt::Args),
     /// Read a live Kinesis stream (every shard, reshards followed): print its records or run
-    /// them through a config. Ctrl-C drains and flushes.
+    /// them through a config. Ctrl-C (or SIGTERM) finishes what was read within --grace.
     Tap(commands::tap::Args),
     /// A local web playground: edit a config and input, run it, see each transform's
     /// output, run its tests, format it, share it as a URL.

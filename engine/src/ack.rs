@@ -182,6 +182,13 @@ pub trait FailureWatch: Send + Sync {
     /// failed (a message failed twice, or two of its copies, is told twice), from whatever
     /// thread failed it: an implementation must only record the fact.
     fn failed(&self, place: u64, reason: &str);
+
+    /// Every copy of the messages at the `count` places from `first` is gone (each was
+    /// delivered, dropped or failed, and its failures told): told once per group made with
+    /// [`AckGroup::spanning`], from whatever thread dropped its last token. An input that
+    /// must name what is still on its way when it gives up (a stop whose grace period ran
+    /// out) hears here what no longer is.
+    fn finished(&self, _first: u64, _count: u64) {}
 }
 
 /// A watch that records each failure it is told, in order (tests).
@@ -207,6 +214,9 @@ impl FailureWatch for FailuresSeen {
 #[repr(align(64))]
 pub struct AckGroup {
     first: u64,
+    /// How many places it covers, told to the watch when its last token is gone (0: not
+    /// told).
+    span: u32,
     watch: Arc<dyn FailureWatch>,
 }
 
@@ -221,7 +231,14 @@ impl std::fmt::Debug for AckGroup {
 impl AckGroup {
     /// A group whose places start at `first`, telling `watch` of failures.
     pub fn new(first: u64, watch: Arc<dyn FailureWatch>) -> Arc<AckGroup> {
-        Arc::new(AckGroup { first, watch })
+        AckGroup::spanning(first, 0, watch)
+    }
+
+    /// A group of the `span` places from `first`, telling `watch` of failures and, once
+    /// its last token is gone, that they are finished ([`FailureWatch::finished`]; not
+    /// told when `span` is 0).
+    pub fn spanning(first: u64, span: u32, watch: Arc<dyn FailureWatch>) -> Arc<AckGroup> {
+        Arc::new(AckGroup { first, span, watch })
     }
 
     /// The token of the message at `place`; `None` when `place` is before the group's
@@ -234,6 +251,15 @@ impl AckGroup {
     /// The token of the message `offset` places after the group's first.
     pub fn token_at(self: &Arc<Self>, offset: u32) -> AckToken {
         AckToken(Reporter::Group(self.clone(), offset))
+    }
+}
+
+impl Drop for AckGroup {
+    fn drop(&mut self) {
+        // Every token holds the group: the last one is gone.
+        if self.span > 0 {
+            self.watch.finished(self.first, u64::from(self.span));
+        }
     }
 }
 
@@ -482,6 +508,31 @@ mod tests {
         drop(group);
         last.fail("after its maker let go");
         assert_eq!(seen.0.lock().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn a_spanning_group_tells_once_that_its_places_are_finished_when_its_last_token_goes() {
+        #[derive(Default)]
+        struct Finished(Mutex<Vec<(u64, u64)>>);
+        impl FailureWatch for Finished {
+            fn failed(&self, _: u64, _: &str) {}
+            fn finished(&self, first: u64, count: u64) {
+                self.0.lock().unwrap().push((first, count));
+            }
+        }
+        let seen = Arc::new(Finished::default());
+        let group = AckGroup::spanning(10, 3, seen.clone());
+        let tokens: Vec<AckToken> = (0..3).map(|o| group.token_at(o)).collect();
+        drop(group);
+        let copy = tokens[1].clone();
+        tokens[2].fail("refused");
+        drop(tokens);
+        assert!(seen.0.lock().unwrap().is_empty(), "a copy is still held");
+        std::thread::spawn(move || drop(copy)).join().unwrap();
+        assert_eq!(*seen.0.lock().unwrap(), [(10, 3)]);
+        // A group made with `new` never tells.
+        drop(AckGroup::new(1, seen.clone()).token_at(0));
+        assert_eq!(seen.0.lock().unwrap().len(), 1);
     }
 
     #[test]

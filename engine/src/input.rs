@@ -196,20 +196,23 @@ impl BufferedLines {
 
     /// The lines' messages, each line copied into an allocation of its own size, with the
     /// token of its number in one group for the batch (a group per 2^32 - 1 lines, the
-    /// places one group tells apart).
+    /// places one group tells apart), which tells the watch when the batch's lines are
+    /// finished ([`FailureWatch::finished`]).
     pub fn into_messages(self) -> Vec<Message> {
         const GROUP_SPAN: usize = u32::MAX as usize;
         let mut out = Vec::with_capacity(self.lines.len());
         let mut first = self.first;
-        for span in self.lines.chunks(GROUP_SPAN) {
-            let group = AckGroup::new(first, self.watch.clone());
-            for (offset, at) in (0..=u32::MAX).zip(span) {
+        for lines in self.lines.chunks(GROUP_SPAN) {
+            // At most `GROUP_SPAN` lines: the span fits.
+            let span = u32::try_from(lines.len()).unwrap_or(u32::MAX);
+            let group = AckGroup::spanning(first, span, self.watch.clone());
+            for (offset, at) in (0..=u32::MAX).zip(lines) {
                 let text = &self.buffers[at.buffer][at.start..at.end];
                 let mut m = Message::new(text.to_vec());
                 m.add_ack(group.token_at(offset));
                 out.push(m);
             }
-            first += span.len() as u64;
+            first += lines.len() as u64;
         }
         out
     }

@@ -1,17 +1,24 @@
 //! `sluice run`: a pipeline over stdin or files.
+//!
+//! Lines are read on a thread of their own (`input`), driven through the pipeline by the
+//! engine's driver, and reported at the end: the lines not delivered, the locks that could
+//! not settle. SIGINT and SIGTERM stop it within `--grace` (`stop`).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::json;
-use sluice_engine::driver::ReadAhead;
+use sluice_engine::driver::{ReadAhead, RunStats, SettleDeadline};
+use sluice_engine::{SettleReport, TransformError};
 use tokio::sync::mpsc;
 
 use crate::files::parse_ext_str;
-use crate::input::{self, LineReport, ReadOptions, Source};
+use crate::input::{self, InputError, LineReport, ReadOptions, Source, StopReading};
+use crate::stop::{self, Ended, OnStop, Signal};
 
 /// Arguments of `sluice run`.
 #[derive(clap::Args)]
@@ -48,6 +55,16 @@ pub struct Args {
     /// are listed on standard error. Either way the exit status is non-zero when any was.
     #[arg(long, value_name = "FILE")]
     undelivered: Option<PathBuf>,
+    /// On SIGTERM or SIGINT: how long to finish what was read (the final flush, the
+    /// lock's commits) before giving up. Reading stops at the signal; the exit status is
+    /// then 143 (SIGTERM) or 130 (SIGINT), and standard error says how many lines were read
+    /// and delivered and the first line not read. What is still held when it runs out is
+    /// failed and listed as not delivered, and lock keys not settled by then stay pending
+    /// until their lease ends (the lock's `lease`, 1m by default), as after a crash. Keep it
+    /// under the time your supervisor waits before SIGKILL (Kubernetes, ECS: 30s). A second
+    /// signal exits at once.
+    #[arg(long, value_name = "DURATION", default_value = stop::DEFAULT_GRACE, value_parser = stop::parse_grace)]
+    grace: Duration,
     /// Input files, read in order (gzip is detected). Standard input when none.
     files: Vec<PathBuf>,
 }
@@ -66,11 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => {
             let default = json!([{"type": "send_stdout", "settings": {}}]);
-            let pipeline = super::build_pipeline(
-                &registry,
-                std::path::Path::new("<default config>"),
-                &default,
-            )?;
+            let pipeline =
+                super::build_pipeline(&registry, Path::new("<default config>"), &default)?;
             (pipeline, None, "<default config>".to_string())
         }
     };
@@ -80,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workers = args.workers.or(concurrency).unwrap_or(cores).max(1);
     // What comes out of the pipeline is dropped here, so a send to standard output at its
     // end may have its lines written by the workers that made them.
-    let pipeline = pipeline.with_workers(workers).discarding_outputs();
+    let pipeline = Arc::new(pipeline.with_workers(workers).discarding_outputs());
 
     let runtime = if workers == 1 {
         tokio::runtime::Builder::new_current_thread()
@@ -109,76 +123,290 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let read_ahead = Arc::new(ReadAhead::new(
         usize::try_from(args.read_ahead_bytes).unwrap_or(usize::MAX),
     ));
+    let stop_reading =
+        StopReading::new(read_ahead.clone()).context("making the pipe that stops the input")?;
     let report = Arc::new(LineReport::default());
-    let lines = report.clone();
-    let reading = read_ahead.clone();
-    let reader = std::thread::Builder::new()
-        .name("sluice-input".into())
-        .spawn(move || input::read_all(&sources, opts, &lines, &reading, &tx))?;
+    let reader = {
+        let (report, read_ahead, stop_reading) =
+            (report.clone(), read_ahead.clone(), stop_reading.clone());
+        std::thread::Builder::new()
+            .name("sluice-input".into())
+            .spawn(move || {
+                input::read_all(&sources, opts, &report, &read_ahead, &stop_reading, &tx)
+            })?
+    };
 
     // The driver runs as a task of the runtime, not on this thread: waiting for the
     // workers' chunks, it gives its thread to the next task instead of sleeping and being
     // woken from another core for every batch.
-    let driving = runtime.spawn(async move {
-        sluice_engine::driver::drive_bounded(&pipeline, rx, Some(&read_ahead), |_| {}).await
-    });
-    let result = runtime
-        .block_on(driving)
-        .map_err(|e| anyhow::anyhow!("the pipeline's driver stopped: {e}"))?;
-    let read_result = reader
-        .join()
-        .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
-    let undelivered = report.undelivered();
-    if let Some(path) = &args.undelivered {
-        write_undelivered(path, &undelivered)?;
-    }
-    let stats = result.with_context(|| format!("running {config_name}"))?;
-    read_result?;
-    if !undelivered.is_empty() {
-        if args.undelivered.is_none() {
-            for u in undelivered.iter().take(LISTED) {
-                eprintln!(
-                    "sluice: {}:{}: not delivered: {}",
-                    u.source, u.line, u.reason
-                );
-            }
-            if undelivered.len() > LISTED {
-                eprintln!(
-                    "sluice: ... and {} more (--undelivered FILE lists them all)",
-                    undelivered.len() - LISTED
-                );
-            }
+    let settle_by = Arc::new(SettleDeadline::default());
+    let driving = {
+        let (pipeline, settle_by) = (pipeline.clone(), settle_by.clone());
+        runtime.spawn(async move {
+            sluice_engine::driver::drive_settled_within(
+                &pipeline,
+                rx,
+                Some(&read_ahead),
+                &settle_by,
+                |_| {},
+            )
+            .await
+        })
+    };
+    let grace = args.grace;
+    let on_stop = OnStop {
+        stop_reading: |_| stop_reading.request(),
+        at_once: {
+            let (report, path) = (report.clone(), args.undelivered.clone());
+            move |signal: Signal| exiting_at_once(signal, &report, path.as_deref())
+        },
+        reason: |signal: Signal| {
+            format!(
+                "stopped by {}, and the grace period ({}) ran out first",
+                signal.name(),
+                stop::show(grace)
+            )
+        },
+    };
+    let ended = runtime.block_on(stop::drive_until_stopped(
+        &pipeline, driving, &settle_by, grace, on_stop,
+    ))?;
+    let run = Run {
+        args: &args,
+        config_name: &config_name,
+        report: &report,
+    };
+    match ended {
+        Ended::Finished((result, settled)) => {
+            // After a pipeline error the reader may still wait for input (an idle pipe):
+            // it stops now, naming what it had read as not processed.
+            stop_reading.request();
+            let read = reader
+                .join()
+                .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
+            run.finished(result, read, &settled)
         }
-        anyhow::bail!(
-            "{} of {} input lines were not delivered{}",
-            undelivered.len(),
-            stats.messages_in,
-            args.undelivered
-                .as_ref()
-                .map(|p| format!(" (listed in {})", p.display()))
-                .unwrap_or_default()
-        );
+        Ended::Stopped(signal, (result, settled)) => {
+            let read = reader
+                .join()
+                .map_err(|_| anyhow::anyhow!("the input thread panicked"))?;
+            if let Err(e) = run.stopped(signal, Some((result, read)), Some(&settled), None) {
+                eprintln!("error: {e:#}");
+            }
+            Ok(ExitCode::from(signal.status() as u8))
+        }
+        Ended::OutOfTime(signal, settled) => {
+            // The reader may wait on a pipeline that no longer takes anything, and the
+            // driver may be in a call: neither is waited for (see `stop::exit_now`).
+            let open = format!(
+                "still in the pipeline when the grace period ({}) after {} ran out: it may have been delivered",
+                stop::show(grace),
+                signal.name()
+            );
+            if let Err(e) = run.stopped(signal, None, settled.as_ref(), Some(&open)) {
+                eprintln!("error: {e:#}");
+            }
+            stop::exit_now(signal.status())
+        }
+    }
+}
+
+/// What the end of a run reports from.
+struct Run<'a> {
+    args: &'a Args,
+    config_name: &'a str,
+    report: &'a LineReport,
+}
+
+impl Run<'_> {
+    /// The input ended and the pipeline finished: the undelivered lines, the locks that
+    /// could not settle, the summary.
+    fn finished(
+        &self,
+        result: Result<RunStats, TransformError>,
+        read: Result<(), InputError>,
+        settled: &SettleReport,
+    ) -> anyhow::Result<ExitCode> {
+        let args = self.args;
+        let undelivered = self.report.undelivered();
+        if let Some(path) = &args.undelivered {
+            write_undelivered(path, &undelivered)?;
+        }
+        for line in &settled.unsettled {
+            eprintln!("sluice: {line}");
+        }
+        let stats = result.with_context(|| format!("running {}", self.config_name))?;
+        read?;
+        if !undelivered.is_empty() {
+            self.list(&undelivered);
+            anyhow::bail!(
+                "{} of {} input lines were not delivered{}",
+                undelivered.len(),
+                stats.messages_in,
+                self.listed_in()
+            );
+        }
+        if !settled.is_settled() {
+            anyhow::bail!(
+                "all {} input lines were delivered, but the lock store kept failing: not every lock key could be settled (above)",
+                stats.messages_in
+            );
+        }
+        if std::io::stderr().is_terminal() {
+            let secs = stats.elapsed.as_secs_f64();
+            eprintln!(
+                "sluice: {} in, {} out, {:.3} s, {:.0} messages/s",
+                stats.messages_in,
+                stats.messages_out,
+                secs,
+                if secs > 0.0 {
+                    stats.messages_in as f64 / secs
+                } else {
+                    0.0
+                }
+            );
+        }
+        Ok(ExitCode::SUCCESS)
     }
 
-    if std::io::stderr().is_terminal() {
-        let secs = stats.elapsed.as_secs_f64();
-        eprintln!(
-            "sluice: {} in, {} out, {:.3} s, {:.0} messages/s",
-            stats.messages_in,
-            stats.messages_out,
-            secs,
-            if secs > 0.0 {
-                stats.messages_in as f64 / secs
-            } else {
-                0.0
+    /// A signal stopped the run: what it says on standard error (the pipeline's and the
+    /// input's errors, the locks not settled, the undelivered lines) and in
+    /// `--undelivered`, ending with one line naming the signal, the lines read and
+    /// delivered, and the first line not read. `finished` is the driver's and the reader's
+    /// results when they finished within the grace period; `open` is why the lines still
+    /// in the pipeline (when they did not) were not delivered.
+    fn stopped(
+        &self,
+        signal: Signal,
+        finished: Option<(Result<RunStats, TransformError>, Result<(), InputError>)>,
+        settled: Option<&SettleReport>,
+        open: Option<&str>,
+    ) -> anyhow::Result<()> {
+        if let Some((result, read)) = finished {
+            if let Err(e) = result {
+                eprintln!("error: running {}: {e}", self.config_name);
             }
+            if let Err(e) = read {
+                eprintln!("error: {e}");
+            }
+        }
+        match settled {
+            Some(s) => {
+                for line in &s.unsettled {
+                    eprintln!("sluice: {line}");
+                }
+            }
+            None => eprintln!(
+                "sluice: settling the locks did not end within the grace period: keys not settled stay pending until their lease ends"
+            ),
+        }
+        let undelivered = match open {
+            Some(why) => self.report.undelivered_or_open(why),
+            None => self.report.undelivered(),
+        };
+        let written = match &self.args.undelivered {
+            Some(path) => write_undelivered(path, &undelivered),
+            None => Ok(()),
+        };
+        self.list(&undelivered);
+        let read = self.report.read();
+        let not = if undelivered.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} not{})",
+                undelivered.len(),
+                match &self.args.undelivered {
+                    Some(p) => format!(": listed in {}", p.display()),
+                    None => ", listed above".into(),
+                }
+            )
+        };
+        let out_of_time = if open.is_some() {
+            format!(
+                ", and the grace period ({}) ran out before the pipeline finished",
+                stop::show(self.args.grace)
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "sluice: stopped by {}{out_of_time}: {read} lines read, {} delivered{not}; {}",
+            signal.name(),
+            read.saturating_sub(undelivered.len() as u64),
+            self.where_reading_stopped()
         );
+        written
     }
-    Ok(ExitCode::SUCCESS)
+
+    /// The first line not read, or that all was.
+    fn where_reading_stopped(&self) -> String {
+        match self.report.next_unread() {
+            Some((source, line)) if self.args.files.len() > 1 => {
+                format!("the first line not read: {source}:{line} (and the files after it)")
+            }
+            Some((source, line)) => format!("the first line not read: {source}:{line}"),
+            None => "all input was read".into(),
+        }
+    }
+
+    /// Lists the first undelivered lines on standard error, unless `--undelivered` takes
+    /// them.
+    fn list(&self, undelivered: &[input::Undelivered]) {
+        if self.args.undelivered.is_some() {
+            return;
+        }
+        for u in undelivered.iter().take(LISTED) {
+            eprintln!(
+                "sluice: {}:{}: not delivered: {}",
+                u.source, u.line, u.reason
+            );
+        }
+        if undelivered.len() > LISTED {
+            eprintln!(
+                "sluice: ... and {} more (--undelivered FILE lists them all)",
+                undelivered.len() - LISTED
+            );
+        }
+    }
+
+    /// ` (listed in FILE)` with `--undelivered`.
+    fn listed_in(&self) -> String {
+        self.args
+            .undelivered
+            .as_ref()
+            .map(|p| format!(" (listed in {})", p.display()))
+            .unwrap_or_default()
+    }
+}
+
+/// A second signal: the process exits at once (a crash on purpose). What is still in the
+/// pipeline is listed as not known to be delivered, and one line says so.
+fn exiting_at_once(signal: Signal, report: &LineReport, undelivered: Option<&Path>) {
+    let why = format!(
+        "still in the pipeline when a second signal ({}) ended the run at once: it may have been delivered",
+        signal.name()
+    );
+    let lines = report.undelivered_or_open(&why);
+    let listed = match undelivered.map(|p| (p, write_undelivered(p, &lines))) {
+        Some((p, Ok(()))) => format!(" ({} listed in {})", lines.len(), p.display()),
+        Some((_, Err(e))) => format!(" ({e:#})"),
+        None => String::new(),
+    };
+    let next = match report.next_unread() {
+        Some((source, line)) => format!("the first line not read: {source}:{line}"),
+        None => "all input was read".into(),
+    };
+    eprintln!(
+        "sluice: {} again: exiting at once, as a crash would: {} lines read, {} not known to be delivered{listed}; lock keys not settled stay pending until their lease ends; {next}",
+        signal.name(),
+        report.read(),
+        lines.len(),
+    );
 }
 
 /// Writes `FILE:LINE<tab>reason` per undelivered line (an empty file when there is none).
-fn write_undelivered(path: &std::path::Path, lines: &[input::Undelivered]) -> anyhow::Result<()> {
+fn write_undelivered(path: &Path, lines: &[input::Undelivered]) -> anyhow::Result<()> {
     let mut text = String::new();
     for u in lines {
         let reason = u.reason.replace(['\n', '\r', '\t'], " ");

@@ -5,7 +5,9 @@
 //! Kinesis handler makes of them, so a config tried here behaves as it will when deployed.
 //! Without a config each record's data is printed as it arrives, one per line. The first
 //! Ctrl-C (or SIGTERM) stops reading, lets what was read through the pipeline and sends the
-//! one ctrl message that flushes every batch; a second one exits at once.
+//! one ctrl message that flushes every batch, within `--grace` (`crate::stop`), then exits
+//! with 130 (143) after one line saying how many records were read and delivered and where
+//! each shard would resume; a second one exits at once.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +47,13 @@ pub struct Args {
     /// the number of cores.
     #[arg(long)]
     workers: Option<usize>,
+    /// On Ctrl-C or SIGTERM: how long to finish what was read (the final flush, the lock's
+    /// commits) before giving up, as for `sluice run`. The exit status is then 130 (SIGINT)
+    /// or 143 (SIGTERM), after a line saying how many records were read and delivered and
+    /// where each shard would resume. Lock keys not settled by then stay pending until
+    /// their lease ends. A second signal exits at once.
+    #[arg(long, value_name = "DURATION", default_value = crate::stop::DEFAULT_GRACE, value_parser = crate::stop::parse_grace)]
+    grace: std::time::Duration,
 }
 
 /// Runs the command.
@@ -61,11 +70,16 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
 
+    use std::sync::Arc;
+
     use anyhow::Context as _;
     use serde_json::json;
-    use sluice_cmd::tap::{self, StartAt};
+    use sluice_cmd::tap::{self, Ledger, StartAt};
+    use sluice_engine::driver::SettleDeadline;
     use sluice_transforms::aws::{self, AwsTarget};
     use tokio::sync::mpsc;
+
+    use crate::stop::{self, Ended, OnStop, Signal};
 
     let start = StartAt::parse(&args.from).map_err(|e| anyhow::anyhow!("--from: {e}"))?;
     let registry = sluice_transforms::registry();
@@ -93,7 +107,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
 
+    let pipeline = std::sync::Arc::new(pipeline);
     let (name, region) = tap::stream_name_and_region(&args.stream)?;
+    let grace = args.grace;
     runtime.block_on(async {
         let sdk = aws::load(&AwsTarget {
             region,
@@ -115,49 +131,127 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         let (tx, rx) = mpsc::channel(4);
-        let tapping = tap::tap(client, stream, start, tx, stop_signal());
-        let driving = sluice_engine::driver::drive(&pipeline, rx, |_| {});
-        let (tapped, driven) = tokio::join!(tapping, driving);
-        let run = driven.with_context(|| format!("running {config_name}"));
-        let stats = tapped?;
-        run?;
-        if std::io::stderr().is_terminal() {
-            eprintln!(
-                "sluice: {} records, {} messages, {} shards read to their end",
-                stats.records, stats.messages, stats.shards_ended
-            );
+        let ledger = Arc::new(Ledger::default());
+        // Tap reads until the first signal (or until the driver stopped and nobody takes
+        // the records).
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stop_rx.await;
+        };
+        let tapping = tokio::spawn(tap::tap(client, stream, start, tx, shutdown, ledger.clone()));
+        let settle_by = Arc::new(SettleDeadline::default());
+        let driving = {
+            let (pipeline, settle_by) = (pipeline.clone(), settle_by.clone());
+            tokio::spawn(async move {
+                sluice_engine::driver::drive_settled_within(&pipeline, rx, None, &settle_by, |_| {})
+                    .await
+            })
+        };
+        let on_stop = OnStop {
+            stop_reading: move |_| {
+                let _ = stop_tx.send(());
+            },
+            at_once: {
+                let ledger = ledger.clone();
+                move |signal: Signal| {
+                    let s = ledger.summary();
+                    eprintln!(
+                        "sluice: {} again: exiting at once, as a crash would: {}; lock keys not settled stay pending until their lease ends",
+                        signal.name(),
+                        records(&s)
+                    );
+                }
+            },
+            reason: |signal: Signal| {
+                format!(
+                    "stopped by {}, and the grace period ({}) ran out first",
+                    signal.name(),
+                    stop::show(grace)
+                )
+            },
+        };
+        let ended = stop::drive_until_stopped(&pipeline, driving, &settle_by, grace, on_stop).await?;
+        match ended {
+            Ended::Finished((driven, settled)) => {
+                for line in &settled.unsettled {
+                    eprintln!("sluice: {line}");
+                }
+                let tapped = tapping
+                    .await
+                    .map_err(|e| anyhow::anyhow!("tap stopped: {e}"))?;
+                let run = driven.with_context(|| format!("running {config_name}"));
+                let stats = tapped?;
+                run?;
+                if std::io::stderr().is_terminal() {
+                    eprintln!(
+                        "sluice: {} records, {} messages, {} shards read to their end",
+                        stats.records, stats.messages, stats.shards_ended
+                    );
+                }
+                if stats.unreadable > 0 {
+                    anyhow::bail!(
+                        "{} records were not processed: they are corrupt KPL aggregates (logged above)",
+                        stats.unreadable
+                    );
+                }
+                if !settled.is_settled() {
+                    anyhow::bail!(
+                        "the lock store kept failing: not every lock key could be settled (above)"
+                    );
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Ended::Stopped(signal, (driven, settled)) => {
+                for line in &settled.unsettled {
+                    eprintln!("sluice: {line}");
+                }
+                if let Err(e) = driven {
+                    eprintln!("error: running {config_name}: {e}");
+                }
+                match tapping.await {
+                    Ok(Ok(stats)) if stats.unreadable > 0 => eprintln!(
+                        "sluice: {} records were not processed: they are corrupt KPL aggregates (logged above)",
+                        stats.unreadable
+                    ),
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => eprintln!("error: {e}"),
+                    Err(e) => eprintln!("error: tap stopped: {e}"),
+                }
+                eprintln!("sluice: stopped by {}: {}", signal.name(), records(&ledger.summary()));
+                Ok(ExitCode::from(signal.status() as u8))
+            }
+            Ended::OutOfTime(signal, settled) => {
+                match settled {
+                    Some(s) => s.unsettled.iter().for_each(|l| eprintln!("sluice: {l}")),
+                    None => eprintln!(
+                        "sluice: settling the locks did not end within the grace period: keys not settled stay pending until their lease ends"
+                    ),
+                }
+                eprintln!(
+                    "sluice: stopped by {}, and the grace period ({}) ran out before the pipeline finished: {}",
+                    signal.name(),
+                    stop::show(grace),
+                    records(&ledger.summary())
+                );
+                stop::exit_now(signal.status())
+            }
         }
-        if stats.unreadable > 0 {
-            anyhow::bail!(
-                "{} records were not processed: they are corrupt KPL aggregates (logged above)",
-                stats.unreadable
-            );
-        }
-        Ok(ExitCode::SUCCESS)
     })
 }
 
-/// Completes at the first Ctrl-C or SIGTERM; a second one ends the process at once.
+/// `N records read, M delivered (K not, first: why); resume SHARD at sequence S, ...`
 #[cfg(feature = "aws")]
-async fn stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        // No signal handling: run until the input ends.
-        return std::future::pending().await;
+fn records(s: &sluice_cmd::tap::Summary) -> String {
+    let not = match &s.first_reason {
+        Some(why) => format!(" ({} not, first: {why})", s.not_delivered()),
+        None => String::new(),
     };
-    tokio::select! {
-        _ = int.recv() => {}
-        _ = term.recv() => {}
-    }
-    tracing::info!("stopping: finishing what was read (Ctrl-C again to quit at once)");
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-        }
-        std::process::exit(130);
-    });
+    let resume = match s.resume_positions() {
+        r if r.is_empty() => String::new(),
+        r => format!("; resume {r}"),
+    };
+    format!(
+        "{} records read, {} delivered{not}{resume}",
+        s.read, s.delivered
+    )
 }

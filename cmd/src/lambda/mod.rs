@@ -25,17 +25,24 @@
 mod answers;
 mod api;
 pub mod autoscale;
+mod bootstrap;
 mod dynamodb;
 mod error;
+mod event;
 mod firehose;
 pub(crate) mod kinesis;
 pub mod kpl;
 mod s3;
+mod shutdown;
 mod sns;
 mod sqs;
 pub mod telemetry;
 
+pub use bootstrap::{handler_from_env, load, main, options_from_env};
 pub use error::HandlerError;
+pub use event::Event;
+pub(crate) use event::{base64_or_reason, message, parse_event};
+pub use shutdown::SHUTDOWN_SETTLE;
 
 /// Entry points for the fuzz targets (`fuzz/`): the S3 notification parsers, which the
 /// handlers reach only after a notification names an object to read, and the autoscaler's
@@ -49,11 +56,8 @@ pub mod fuzzing {
 }
 
 use std::collections::HashMap;
-use std::process::ExitCode;
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, anyhow};
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 use sluice_engine::Message;
@@ -432,7 +436,11 @@ impl Function {
         let settle_by = sluice_engine::invocation::deadline()
             .map(|d| d.checked_sub(SETTLE_MARGIN).unwrap_or(d))
             .unwrap_or_else(|| Instant::now() + SETTLE_MARGIN);
-        self.pipeline.settle(settle_by).await;
+        // What it could not settle stays owed, tried again at the next invocation and at the
+        // shutdown; each line says what it means for the records.
+        for line in self.pipeline.settle(settle_by).await.unsettled {
+            tracing::error!("{line}");
+        }
         let deliveries: Vec<Delivery> = trackers
             .iter()
             .map(|t| match t.status() {
@@ -533,272 +541,6 @@ fn deadline_instant(deadline_ms: u64) -> Option<Instant> {
     (left <= Duration::from_secs(15 * 60 + 60)).then(|| Instant::now() + left)
 }
 
-/// The handler the bootstrap's events are parsed for (set once, before the runtime loop).
-static EVENT_KIND: OnceLock<HandlerKind> = OnceLock::new();
-
-/// An invocation's event as the runtime API's body is parsed: a Kinesis event straight
-/// into its records (a batch can be many megabytes: parsing it into JSON values first
-/// would hold it twice over), every other event as JSON. Which one depends on the
-/// handler [`main`] runs; without one set (in-process callers and the autoscaler), JSON.
-///
-/// Reading it never fails: a body that is not the event is [`Event::Invalid`], answered by
-/// the handler as `InvalidEvent`. Had the deserializer failed, lambda_runtime would answer
-/// the invocation itself, with a Rust type name as `errorType`, a message ending in a
-/// newline and a Debug dump in the log.
-pub enum Event {
-    /// A Kinesis event.
-    Kinesis(kinesis::KinesisEvent),
-    /// Any other event.
-    Json(Value),
-    /// A body that is not the event (for JSON: not JSON at all); why.
-    Invalid(String),
-}
-
-impl Event {
-    /// Reads the event of handler `kind` (`None`: JSON) from `d`.
-    pub(crate) fn read<'de, D: serde::Deserializer<'de>>(kind: Option<HandlerKind>, d: D) -> Event {
-        use serde::Deserialize as _;
-        match kind {
-            Some(HandlerKind::KinesisDataStream) => kinesis::KinesisEvent::deserialize(d)
-                .map_or_else(|e| Event::Invalid(e.to_string()), Event::Kinesis),
-            _ => Value::deserialize(d).map_or_else(|e| Event::Invalid(e.to_string()), Event::Json),
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Event {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        // lambda_runtime reads the body with nothing after this (no check of trailing
-        // characters), so a failure part way through can be kept as the reason.
-        Ok(Event::read(EVENT_KIND.get().copied(), d))
-    }
-}
-
-/// Parses an event payload as `T`, with an error naming the handler.
-pub(crate) fn parse_event<T: serde::de::DeserializeOwned>(
-    kind: HandlerKind,
-    payload: Value,
-) -> Result<T, HandlerError> {
-    serde_json::from_value(payload).map_err(|e| HandlerError::invalid_event(kind, e))
-}
-
-/// Decodes a base64 string as it is read. What cannot be decoded is kept as the reason, so
-/// that one bad record does not make the whole event unreadable.
-pub(crate) fn base64_or_reason<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Result<Vec<u8>, String>, D::Error> {
-    struct Visitor;
-    type Decoded = Result<Vec<u8>, String>;
-    fn not_a_string<E>(what: &str) -> Result<Decoded, E> {
-        Ok(Err(format!("data is {what}, not a base64 string")))
-    }
-    impl<'de> serde::de::Visitor<'de> for Visitor {
-        type Value = Decoded;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("base64 data")
-        }
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Decoded, E> {
-            use base64::Engine;
-            Ok(base64::engine::general_purpose::STANDARD
-                .decode(v)
-                .map_err(|e| format!("data is not base64: {e}")))
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<Decoded, E> {
-            not_a_string("a boolean")
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Decoded, E> {
-            not_a_string("a number")
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Decoded, E> {
-            not_a_string("a number")
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Decoded, E> {
-            not_a_string("a number")
-        }
-        fn visit_unit<E>(self) -> Result<Decoded, E> {
-            not_a_string("null")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Decoded, A::Error> {
-            while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            not_a_string("an array")
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Decoded, A::Error> {
-            while a
-                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                .is_some()
-            {}
-            not_a_string("an object")
-        }
-    }
-    d.deserialize_any(Visitor)
-}
-
-/// A message with `data` and `metadata` (a JSON object).
-pub(crate) fn message(data: impl Into<bytes::Bytes>, metadata: &Value) -> Message {
-    let mut m = Message::new(data);
-    if !metadata.is_null() {
-        m.set_metadata(serde_json::to_vec(metadata).unwrap_or_default());
-    }
-    m
-}
-
-/// Loads the config at `location` (a path, `s3://` or `https://`) and builds the function.
-/// Must be called outside any tokio runtime (URL configs are fetched on one of their own).
-/// Returns the function and the number of workers it wants.
-pub fn load(location: &str, mut opts: Options) -> anyhow::Result<(Function, usize)> {
-    let cfg = if crate::remote::is_url(location) {
-        crate::remote::load(location, &[])?
-    } else {
-        sluice_config::load(std::path::Path::new(location), &[])?
-    };
-    let registry = sluice_transforms::registry();
-    let built = registry
-        .build_pipeline(cfg.transforms(), "transforms")
-        .with_context(|| location.to_string())?;
-    answers::check_locks(opts.kind, cfg.transforms()).map_err(|e| anyhow!("{location}: {e}"))?;
-    for w in &built.warnings {
-        tracing::warn!(config = location, "{w}");
-    }
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let workers = cfg.concurrency()?.unwrap_or(cpus).max(1);
-    if opts.function_name.is_empty() {
-        opts.function_name = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_default();
-    }
-    Ok((
-        Function::new(built.value.with_workers(workers), opts),
-        workers,
-    ))
-}
-
-/// The handler named by `SLUICE_LAMBDA_HANDLER` (or `SUBSTATION_LAMBDA_HANDLER`).
-pub fn handler_from_env() -> anyhow::Result<HandlerKind> {
-    let handler = std::env::var("SLUICE_LAMBDA_HANDLER")
-        .or_else(|_| std::env::var("SUBSTATION_LAMBDA_HANDLER"))
-        .map_err(|_| anyhow!("SLUICE_LAMBDA_HANDLER is not set"))?;
-    HandlerKind::parse(&handler).map_err(|e| anyhow!("SLUICE_LAMBDA_HANDLER: {e}"))
-}
-
-/// Reads the environment of a pipeline handler: `SLUICE_CONFIG`, the handler, the options.
-/// (`AWS_KINESIS_AUTOSCALE` reads its own: [`autoscale::main`].)
-pub fn options_from_env() -> anyhow::Result<(String, Options)> {
-    let config = std::env::var("SLUICE_CONFIG")
-        .or_else(|_| std::env::var("SUBSTATION_CONFIG"))
-        .map_err(|_| {
-            anyhow!("SLUICE_CONFIG is not set (a path, s3://bucket/key or https:// URL)")
-        })?;
-    let kind = handler_from_env()?;
-    let mut opts = Options::new(kind);
-    if let Ok(v) = std::env::var("SLUICE_REPORT_BATCH_ITEM_FAILURES") {
-        opts.report_batch_item_failures = match v.trim() {
-            "true" | "1" => true,
-            "false" | "0" | "" => false,
-            other => {
-                return Err(anyhow!(
-                    "SLUICE_REPORT_BATCH_ITEM_FAILURES: expected true or false, got {other:?}"
-                ));
-            }
-        };
-    }
-    if let Ok(v) = std::env::var("SLUICE_MAX_OBJECT_BYTES") {
-        opts.max_object_bytes = v.trim().parse().map_err(|_| {
-            anyhow!("SLUICE_MAX_OBJECT_BYTES: expected a number of bytes, got {v:?}")
-        })?;
-    }
-    if let Ok(v) = std::env::var("SLUICE_BATCH_BYTES") {
-        opts.feed_bytes = match v.trim().parse() {
-            Ok(n) if n > 0 => n,
-            _ => {
-                return Err(anyhow!(
-                    "SLUICE_BATCH_BYTES: expected a number of bytes above 0, got {v:?}"
-                ));
-            }
-        };
-    }
-    if std::env::var("SLUICE_METRICS").is_ok_and(|v| v == "off") {
-        opts.metrics = None;
-    }
-    Ok((config, opts))
-}
-
-/// The bootstrap: init (config, pipeline, runtime), then the runtime API loop; or, for
-/// `AWS_KINESIS_AUTOSCALE`, `autoscale::main` (in a build with the `aws` feature).
-pub fn main() -> ExitCode {
-    telemetry::init_logs();
-    let started = Instant::now();
-    if handler_from_env().ok() == Some(HandlerKind::KinesisAutoscale) {
-        #[cfg(feature = "aws")]
-        return autoscale::main(started);
-        #[cfg(not(feature = "aws"))]
-        {
-            tracing::error!(
-                error = "AWS_KINESIS_AUTOSCALE needs a build with the `aws` feature",
-                "init failed"
-            );
-            return ExitCode::FAILURE;
-        }
-    }
-    let init = options_from_env().and_then(|(config, opts)| {
-        let (f, workers) =
-            load(&config, opts).with_context(|| format!("SLUICE_CONFIG={config}"))?;
-        Ok((f, workers, config))
-    });
-    let (function, workers, config) = match init {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(error = %format!("{e:#}"), "init failed");
-            return ExitCode::FAILURE;
-        }
-    };
-    let Some(runtime) =
-        build_runtime(tokio::runtime::Builder::new_multi_thread().worker_threads(workers))
-    else {
-        return ExitCode::FAILURE;
-    };
-    tracing::info!(
-        config = %config,
-        handler = function.opts.kind.name(),
-        workers,
-        init_ms = started.elapsed().as_secs_f64() * 1e3,
-        "init done"
-    );
-    let _ = EVENT_KIND.set(function.opts.kind);
-    let function = Arc::new(function);
-    serve(&runtime, move |event| {
-        let f = function.clone();
-        async move { f.handle_event(event).await }
-    })
-}
-
-/// A tokio runtime from `builder`, or `None` after logging why the init failed.
-pub(crate) fn build_runtime(
-    builder: &mut tokio::runtime::Builder,
-) -> Option<tokio::runtime::Runtime> {
-    match builder.enable_all().build() {
-        Ok(r) => Some(r),
-        Err(e) => {
-            tracing::error!(error = %e, "init failed: no tokio runtime");
-            None
-        }
-    }
-}
-
-/// The runtime API loop, each invocation answered by `handler`, until the loop ends.
-pub(crate) fn serve<F, Fut>(runtime: &tokio::runtime::Runtime, handler: F) -> ExitCode
-where
-    F: Fn(LambdaEvent<Event>) -> Fut,
-    Fut: std::future::Future<Output = Result<Value, HandlerError>>,
-{
-    match runtime.block_on(lambda_runtime::run(lambda_runtime::service_fn(handler))) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!(error = %e, "the runtime loop ended");
-            ExitCode::FAILURE
-        }
-    }
-}
-
 /// Milliseconds since the epoch, now.
 pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -811,7 +553,7 @@ pub(crate) fn now_ms() -> i64 {
 mod tests {
     use super::*;
     use sluice_engine::{StatefulTransform, Transform, TransformError, async_trait};
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     #[test]
     fn an_event_is_cut_into_pieces_of_at_most_its_bytes_in_order() {

@@ -28,6 +28,9 @@
 //! (a tap waits rather than fails); an expired iterator is renewed after the last record
 //! read. The shards are listed again every [`LIST_EVERY`] and whenever a shard ends, which
 //! is how children are found.
+//!
+//! What became of each record handed on is kept shard by shard ([`Ledger`]), so that a tap
+//! that stops can say what was delivered and where each shard would resume.
 
 use sluice_transforms::aws::kinesis_throttled as throttled;
 use std::collections::{BTreeMap, HashMap};
@@ -45,6 +48,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::lambda::kinesis::{record_messages, rfc3339_millis};
+
+mod ledger;
+pub use ledger::{Ledger, Resume, Summary};
 
 /// The least time between two `GetRecords` calls on one shard (its 5 calls per second).
 pub const PACE: Duration = Duration::from_millis(200);
@@ -277,6 +283,7 @@ struct Shared {
     /// closed.
     closed: Mutex<HashMap<String, (String, String)>>,
     stats: Mutex<TapStats>,
+    ledger: Arc<Ledger>,
 }
 
 /// How a reader ended.
@@ -289,13 +296,15 @@ enum ReaderEnd {
 
 /// Reads every shard of `stream` from `start` and sends each batch of messages to `out`,
 /// until `shutdown` completes (then what is being read is finished and the readers stop) or
-/// `out` is closed. Returns what was read, or the error that stopped it.
+/// `out` is closed. Returns what was read, or the error that stopped it; `ledger` learns
+/// what became of each record handed on.
 pub async fn tap(
     client: Client,
     stream: StreamId,
     start: StartAt,
     out: mpsc::Sender<Vec<Message>>,
     shutdown: impl Future<Output = ()>,
+    ledger: Arc<Ledger>,
 ) -> Result<TapStats, TapError> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
@@ -305,6 +314,7 @@ pub async fn tap(
         stop: stop_rx,
         closed: Mutex::new(HashMap::new()),
         stats: Mutex::new(TapStats::default()),
+        ledger,
     });
     let mut shards = list_shards(&shared).await?;
     let mut states: HashMap<String, ShardState> = shards
@@ -516,7 +526,7 @@ async fn read_shard(shared: &Shared, shard: String, pos: Position) -> Result<Rea
         };
         troubles = 0;
         let records = page.records();
-        let mut batch: Vec<Message> = Vec::with_capacity(records.len());
+        let mut read: Vec<(&str, Vec<Message>)> = Vec::with_capacity(records.len());
         let mut unreadable = 0;
         for r in records {
             let arrival = r
@@ -531,7 +541,7 @@ async fn read_shard(shared: &Shared, shard: String, pos: Position) -> Result<Rea
                 r.partition_key().unwrap_or_default(),
                 r.sequence_number(),
             ) {
-                Ok(msgs) => batch.extend(msgs),
+                Ok(msgs) => read.push((r.sequence_number(), msgs)),
                 Err(e) => {
                     unreadable += 1;
                     tracing::error!(
@@ -543,6 +553,17 @@ async fn read_shard(shared: &Shared, shard: String, pos: Position) -> Result<Rea
                 }
             }
             last = Some(r.sequence_number().to_string());
+        }
+        // Each record's messages carry its token: the ledger learns what became of it.
+        let tokens = shared
+            .ledger
+            .hand_on(&shard, read.iter().map(|(seq, _)| *seq));
+        let mut batch: Vec<Message> = Vec::with_capacity(records.len());
+        for ((_, msgs), token) in read.into_iter().zip(tokens) {
+            for mut m in msgs {
+                m.add_ack(token.clone());
+                batch.push(m);
+            }
         }
         {
             let mut stats = shared.stats.lock().unwrap_or_else(|p| p.into_inner());

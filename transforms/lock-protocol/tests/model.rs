@@ -1,43 +1,29 @@
 //! Exhaustive model check of `meta_kv_store_lock`'s protocol (see `../MODEL.md`).
 //!
 //! A [`Lock`] model explores, breadth first and to exhaustion, every interleaving of a
-//! source, two processes and a lock store, with crashes, lost store answers, failed, lost
-//! and uncertain sink answers, lost acknowledgements, leases that run out and TTLs that
-//! pass, all drawn from one fault budget. Every change to a lock record goes through this
-//! crate's rules ([`acquire`], [`change`]; [`LockRecord::blocks`] through them); the model
-//! only decides what the processes and the environment do.
+//! source, two processes on two hosts whose clocks disagree, and a lock store, with crashes,
+//! lost store answers, failed, lost and uncertain sink answers, lost acknowledgements,
+//! leases that run out and TTLs that pass, all drawn from one fault budget. A message
+//! guarded by a lock goes to several sends (of different kinds, or several copies to one
+//! send); a message partly delivered is completed by a later attempt that skips what the
+//! lock's progress lists. Every change to a lock record goes through this crate's rules
+//! ([`acquire`], [`change`]; [`LockRecord::blocks`] / [`LockRecord::takeable_by`] through
+//! them); the model only decides what the processes and the environment do.
 //!
-//! BOUNDS:
-//! - 2 processes (owners `p1`, `p2`; a crash restarts one as `p1'`, `p1''`, ...);
-//! - per sink kind, two runs: 2 records (`r1`, `r2`, each its own lock key) with a budget
-//!   of 3 faults, and 1 record with a budget of 5 faults;
+//! BOUNDS (the runs below; see MODEL.md for the figures):
+//! - 2 processes on 2 hosts, host 1's clock 1 s ahead and host 2's 1 s behind (the
+//!   tolerated skew, 2 s, covers the difference exactly);
+//! - per configuration of sends, one record (its own lock key) with a budget of faults;
+//!   one run with 2 records (a readable send);
 //! - every kind of fault enabled in every run, drawn from the one budget;
-//! - no depth bound: the state space is finite (the budget bounds every fault; sink copies
-//!   are capped far above what a budget can produce) and is explored to the end; the
-//!   deepest paths are 19 to 30 steps.
+//! - no depth bound: the space is finite and is explored to the end.
 //!
-//! MEASURED (2-core machine, dev profile, no opt-level override, one checker thread per
-//! test; `CARGO_TARGET_DIR=/tmp/target-model cargo test -p sluice-lock-protocol --
-//! --nocapture --test-threads=1`, which prints these lines; unique states, depth, time):
-//!
-//! | run                                        | unique states | depth | time   |
-//! |--------------------------------------------|---------------|-------|--------|
-//! | readable, 2 records, 3 faults              | 358,136       | 26    | 12.5 s |
-//! | readable, 1 record, 5 faults               | 24,218        | 20    | 0.6 s  |
-//! | transactional, 2 records, 3 faults         | 153,088       | 22    | 5.8 s  |
-//! | transactional, 1 record, 5 faults          | 11,916        | 19    | 0.5 s  |
-//! | plain, 2 records, 3 faults                 | 618,136       | 30    | 19.9 s |
-//! | plain, 1 record, 5 faults                  | 41,691        | 28    | 0.9 s  |
-//! | transactional, no lease assumption, 2r, 3f | 211,080       | 22    | 8.2 s  |
-//! | the eight counterexample searches          | 218 to 1,533  | 9-14  | < 0.1 s each |
-//!
-//! The whole test binary: 49 s with one test thread; with the default two, 27 s on an
-//! idle machine and 47 s with another build holding one core.
-//!
-//! TIME is abstract: the clock stands at [`NOW`] and a lease or a TTL is live (in the
-//! future) or over (in the past). "Time passes beyond this lease / this TTL" is an event of
-//! the environment that moves that one value into the past; every store operation is then
-//! evaluated at [`NOW`] by the crate's rules.
+//! TIME is abstract. Every store operation is evaluated at a fixed instant, each host
+//! reading it by its own clock; a lock's lease is a concrete end written by its owner's
+//! clock, and "time passes" is an event that moves one lease's end into the past, to the
+//! next instant at which what some clock concludes about it changes: live (the owner's
+//! pre-send check passes), lapsing (over by the owner's clock, with its margin, but
+//! blocking every taker), takeable by the host whose clock runs ahead, takeable by both.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashSet};
@@ -46,16 +32,22 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sluice_lock_protocol::{
-    AcquireRequest, Acquired, Change, LockRecord, LockStatus, Settled, acquire, change,
+    AcquireRequest, Acquired, Change, LockRecord, LockStatus, Progress, Settled, acquire, change,
 };
 use stateright::{Checker, HasDiscoveries, Model, Property};
 
-/// The clock (epoch ms).
+/// The instant every store operation happens at, by a clock that is exactly right (epoch
+/// ms). A host reads it as `NOW + its offset`.
 const NOW: i64 = 1_800_000_000_000;
-/// A lease taken or renewed now ends here.
-const LEASE_UNTIL: i64 = NOW + 60_000;
-/// A lease whose time passed.
-const LEASE_OVER: i64 = NOW - 1;
+/// A clock offset unit (ms): each host's clock is `NOW + offset * CLOCK_UNIT`.
+const CLOCK_UNIT: i64 = 1_000;
+/// The tolerated skew between any two clocks (ms), which every acquisition carries.
+const SKEW: i64 = 2_000;
+/// How long a lease runs from its taking or renewal (ms, by the owner's clock).
+const LEASE: i64 = 60_000;
+/// The pre-send check: the owner sends only while its lease has more than this left by its
+/// own clock. The design's assumption is that one sink call takes less than this.
+const MARGIN: i64 = 500;
 /// The TTL (epoch s) every lock asks for: a day ahead.
 const TTL: i64 = NOW / 1000 + 24 * 3600;
 /// A TTL whose time passed.
@@ -64,19 +56,53 @@ const TTL_OVER: i64 = NOW / 1000 - 1;
 /// the state space finite whatever a broken variant does).
 const COPIES_CAP: u8 = 7;
 /// The longest fault-free continuation [`Lock::completes`] walks.
-const COMPLETION_STEPS: usize = 200;
+const COMPLETION_STEPS: usize = 300;
 
-/// The kind of sink inside the lock.
+/// The kind of a send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Sink {
     /// Kinesis with read-back: a taker told of an earlier pending owner reads the sink
     /// before sending, and a send's uncertain answer is resolved by reading back.
     Readable,
-    /// DynamoDB with `transactional: true`: the item write and the lock's commit are one
-    /// transaction, conditional on the lock being the owner's pending lock.
+    /// DynamoDB with `transactional: true`: the item write and `Change::Record` of its
+    /// progress are one transaction, conditional on the lock being the owner's pending
+    /// lock. The lock is committed later, by the normal commit.
     Transactional,
     /// Firehose: no read-back, no transaction.
     Plain,
+}
+
+/// One delivery a message needs: copy `copy` of the message at send `send` (each send has
+/// a stable progress id, `s{send}`). A process attempts a message's units in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Unit {
+    kind: Sink,
+    send: u8,
+    copy: u32,
+}
+
+impl Unit {
+    fn send_id(&self) -> String {
+        format!("s{}", self.send)
+    }
+}
+
+/// The sends a message guarded by one lock goes to: per send, its kind and how many copies
+/// of the message it gets (a fan-out into several records of one send). Send 0 is the one
+/// inside the lock; any further ones come after it.
+fn units(sends: &[(Sink, u32)]) -> Vec<Unit> {
+    let mut v = Vec::new();
+    for (i, &(kind, copies)) in sends.iter().enumerate() {
+        for copy in 0..copies {
+            v.push(Unit {
+                kind,
+                send: u8::try_from(i).unwrap(),
+                copy,
+            });
+        }
+    }
+    assert!(v.len() <= 8, "units are a u8 mask");
+    v
 }
 
 /// Historical or described behaviours the model can be switched to, to show that the
@@ -89,27 +115,72 @@ struct Variant {
     /// off, and the owner takes that for a duplicate), and a release that fails is
     /// dropped, not retried.
     not_reentrant: bool,
-    /// Bug (c): the lock commits at its checkpoint, before the send after it happened.
+    /// Bug (c): the lock commits at its checkpoint, before the last send (the one after
+    /// the lock) happened.
     commit_before_send: bool,
-    /// The in-memory rule as described: a copy that arrives while the same process has the
-    /// record in flight is acknowledged at once as a duplicate. The design checked here
-    /// lets such a copy follow the first copy's fate instead (acknowledged when that one
-    /// is delivered, redelivered when it fails).
+    /// The in-memory rule as first described: a copy that arrives while the same process
+    /// has the record in flight is acknowledged at once as a duplicate. The design lets
+    /// such a copy follow the first copy's fate instead.
     ack_inflight_duplicate: bool,
-    /// Drops the design's assumption (a lease is longer than one sink call): a live
-    /// owner's lease may also run out between its lease check and its send being applied.
+    /// Drops the design's assumption (one sink call takes less than the pre-send check's
+    /// margin): a live owner's lease may run out past every taker's limit between its
+    /// pre-send check and its send being applied.
     lease_may_lapse_mid_send: bool,
+    /// Bug (i), the old commit rule: the key is committed once the send inside the lock
+    /// (send 0) delivered, whatever became of the sends after it.
+    commit_after_partial_failure: bool,
+    /// Bug (ii): a failed message's key is released when nothing was uncertain and there
+    /// was no prior holder, even though some sends delivered (their progress is dropped).
+    release_after_partial_delivery: bool,
+    /// Bug (iii): no pre-send check: the owner sends whatever its own clock says of its
+    /// lease.
+    no_presend_check: bool,
+    /// Bug (iv): unbounded skew: takers compare leases without the skew margin
+    /// (`skew_ms: 0`) while the hosts' clocks differ.
+    no_skew_margin: bool,
+    /// A redelivered copy that finds its process owing an abandonment with progress
+    /// cancels it and retakes the key at once (what `Keeper::forget_for_retake` does with
+    /// a queued abandonment), so the progress it owed is never written. The design checked
+    /// here lets such a copy wait until the abandonment landed (it follows the failed
+    /// attempt's fate and is redelivered).
+    retake_drops_progress: bool,
 }
 
 /// What a process owes the store for a key once its message resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Owed {
-    /// Delivered: commit.
+    /// Every unit delivered: commit.
     Commit,
-    /// Certainly not delivered: release (delete).
+    /// Certainly not delivered anywhere, no prior holder: release (delete).
     Release,
-    /// Possibly delivered: abandon (end the lease, stay pending with `since`).
-    Abandon,
+    /// Some units delivered (the mask: this attempt's progress, inherited included), or
+    /// uncertain, or taken with a prior holder: abandon (end the lease, stay pending with
+    /// `since`, add the progress).
+    Abandon(u8),
+}
+
+/// A process's attempt at a message whose key it took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Work {
+    /// The key was pending before (under anyone, this owner included): an earlier attempt
+    /// may have delivered units that its progress does not list.
+    prior: bool,
+    /// What the owner's own clock says: its lease has more than the margin left. It sees
+    /// time, not a takeover.
+    lease_ok: bool,
+    /// Readable units not in `done` must be read back before anything is sent (`prior`).
+    read: bool,
+    /// The pre-send check passed for unit `next`; its send comes next. The design's
+    /// assumption is that the lease does not end (by the owner's clock) from here until the
+    /// send was applied.
+    checked: bool,
+    /// The next unit to attempt (units in `done` are skipped).
+    next: u8,
+    /// Units known delivered: inherited from the lock's progress, found by a read-back, or
+    /// delivered by this attempt.
+    done: u8,
+    /// Some unit's send had an uncertain answer.
+    uncertain: bool,
 }
 
 /// What a process knows of one record.
@@ -120,19 +191,14 @@ enum Slot {
     /// Received; an acquisition is due (first try, after an answer was lost, or while
     /// waiting for another owner's pending lock).
     Acquiring,
-    /// Taken. `prior`: it was pending before (under anyone, this owner included), so an
-    /// earlier attempt may have delivered it. `lease_ok`: what the owner knows from its own
-    /// clock: its lease has not run out (it cannot see a takeover, only time).
-    Taken { prior: bool, lease_ok: bool },
-    /// The lease was checked live with margin; the send comes next. The design's
-    /// assumption (a lease is longer than one sink call) is that the lease cannot run out
-    /// from here until the send was applied.
-    Checked,
+    /// Taken; its units are on their way.
+    Working(Work),
     /// Resolved; the store change is queued and retried until it lands.
     Owes(Owed),
 }
 
-/// One process: its incarnation (a crash restarts it as a new owner) and its memory.
+/// One process: its incarnation (a crash restarts it as a new owner on the same host, with
+/// the same clock) and its memory.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Proc {
     incarnation: u8,
@@ -144,9 +210,9 @@ struct Proc {
 struct State {
     /// The lock store: one record per key (record `i` is key `r{i+1}`).
     store: Vec<Option<LockRecord>>,
-    /// Copies of each record in the sink.
+    /// Copies in the sinks, per record and unit (`r * units + u`).
     sink: Vec<u8>,
-    /// Plain sink: the extra copies that a crash, an uncertain answer or a live owner's
+    /// Plain units: the extra copies that a crash, an uncertain answer or a live owner's
     /// lapsed lease in the record's path explains (each such event explains one).
     explained: Vec<u8>,
     /// Records the source was told were done (it redelivers the others).
@@ -192,13 +258,14 @@ enum Action {
     Acquire { p: usize, r: usize, lost: bool },
     /// `p`'s acquisitions kept failing: it gives the record up for now (not acknowledged).
     StoreOutage { p: usize, r: usize },
-    /// Readable sink: `p` looks for `r` before sending, since the lock was pending before.
+    /// Readable units, key taken with a prior holder: `p` looks for them before sending.
     ReadBack { p: usize, r: usize, fails: bool },
-    /// `p` renews its lease on `r` (conditional on the owner).
+    /// `p` renews its lease on `r` (conditional on the owner): its pre-send check failed.
     Renew { p: usize, r: usize },
-    /// `p` checks its lease on `r` before sending; re-acquires when it ran out.
+    /// `p`'s pre-send check for its next unit of `r`: its lease is live with margin.
     Check { p: usize, r: usize },
-    /// `p` sends `r` to the sink. `ack_lost`: delivered, but the source never gets the ack.
+    /// `p` sends its next unit of `r`. `ack_lost`: that completed the message, but the
+    /// source never gets the acknowledgement.
     Send {
         p: usize,
         r: usize,
@@ -209,8 +276,9 @@ enum Action {
     Settle { p: usize, r: usize, answer: Answer },
     /// `p` crashes and restarts as a new owner with an empty memory.
     Crash { p: usize },
-    /// Time passes beyond the lease of `r`'s pending lock (its owner did not renew it).
-    LeaseEnds { r: usize },
+    /// Time passes to the next instant at which some clock's view of `r`'s pending lease
+    /// changes (its owner did not renew it).
+    LeaseLapses { r: usize },
     /// Time passes beyond the TTL of `r`'s pending lock.
     TtlPasses { r: usize },
 }
@@ -225,19 +293,23 @@ impl Action {
             Action::Check { .. } => 3,
             Action::Renew { .. } => 4,
             Action::Acquire { .. } => 5,
-            Action::LeaseEnds { .. } => 6,
+            Action::LeaseLapses { .. } => 6,
             Action::Deliver { .. } => 7,
             Action::StoreOutage { .. } | Action::Crash { .. } | Action::TtlPasses { .. } => 8,
         }
     }
 }
 
-/// The model: its bounds and variant, and the memory of the completion check.
+/// The model: its bounds and variant, and the memory of the completion check (shared by
+/// clones: a state that completes does so in every run of the same model).
+#[derive(Clone)]
 struct Lock {
-    sink: Sink,
+    units: Vec<Unit>,
     records: usize,
     processes: usize,
     faults: u8,
+    /// Each host's clock offset, in [`CLOCK_UNIT`]s.
+    clocks: Vec<i64>,
     variant: Variant,
     /// Fingerprints of states known to complete without faults ([`Lock::completes`]).
     completes: Arc<Mutex<HashSet<u64>>>,
@@ -247,13 +319,9 @@ fn owner(p: usize, incarnation: u8) -> String {
     format!("p{}{}", p + 1, "'".repeat(usize::from(incarnation)))
 }
 
-fn request(r: usize) -> AcquireRequest {
-    AcquireRequest {
-        key: format!("r{}", r + 1),
-        ttl: TTL,
-        lease_until_ms: LEASE_UNTIL,
-        skew_ms: 0,
-    }
+/// The host an owner name runs on.
+fn host_of(name: &str) -> usize {
+    usize::from(name.as_bytes()[1] - b'1')
 }
 
 fn is_pending(rec: &LockRecord) -> bool {
@@ -261,7 +329,11 @@ fn is_pending(rec: &LockRecord) -> bool {
 }
 
 fn in_flight(slot: Slot) -> bool {
-    matches!(slot, Slot::Acquiring | Slot::Taken { .. } | Slot::Checked)
+    matches!(slot, Slot::Acquiring | Slot::Working(_))
+}
+
+fn bit(u: usize) -> u8 {
+    1 << u
 }
 
 fn fingerprint(s: &State) -> u64 {
@@ -271,19 +343,47 @@ fn fingerprint(s: &State) -> u64 {
 }
 
 impl Lock {
-    fn new(sink: Sink, records: usize, faults: u8, variant: Variant) -> Lock {
+    fn new(sends: &[(Sink, u32)], records: usize, faults: u8, variant: Variant) -> Lock {
         Lock {
-            sink,
+            units: units(sends),
             records,
             processes: 2,
             faults,
+            clocks: vec![1, -1],
             variant,
             completes: Arc::default(),
         }
     }
 
+    fn n(&self) -> usize {
+        self.units.len()
+    }
+
+    fn all(&self) -> u8 {
+        u8::try_from((1u16 << self.n()) - 1).unwrap()
+    }
+
     fn me(&self, s: &State, p: usize) -> String {
         owner(p, s.procs[p].incarnation)
+    }
+
+    /// Host `p`'s clock.
+    fn clock(&self, p: usize) -> i64 {
+        NOW + self.clocks[p] * CLOCK_UNIT
+    }
+
+    /// The skew takers tolerate.
+    fn skew(&self) -> i64 {
+        if self.variant.no_skew_margin { 0 } else { SKEW }
+    }
+
+    fn request(&self, p: usize, r: usize) -> AcquireRequest {
+        AcquireRequest {
+            key: format!("r{}", r + 1),
+            ttl: TTL,
+            lease_until_ms: self.clock(p) + LEASE,
+            skew_ms: self.skew(),
+        }
     }
 
     /// The live process whose current owner name is `name` (none: a crashed owner).
@@ -291,24 +391,107 @@ impl Lock {
         (0..self.processes).find(|&p| self.me(s, p) == name)
     }
 
+    /// Whether an owner on host `q` other than `rec`'s may take it now, by `q`'s clock.
+    fn takeable_from(&self, rec: &LockRecord, q: usize) -> bool {
+        rec.takeable_by("someone else", self.clock(q), self.skew())
+    }
+
+    /// The progress a mask of units is.
+    fn progress(&self, mask: u8) -> Progress {
+        let mut p = Progress::new();
+        for (u, unit) in self.units.iter().enumerate() {
+            if mask & bit(u) != 0 {
+                p.insert(&unit.send_id(), unit.copy);
+            }
+        }
+        p
+    }
+
+    /// The units a progress lists.
+    fn mask(&self, progress: &Progress) -> u8 {
+        (0..self.n())
+            .filter(|&u| progress.contains(&self.units[u].send_id(), self.units[u].copy))
+            .fold(0, |m, u| m | bit(u))
+    }
+
+    fn copies(&self, s: &State, r: usize, u: usize) -> u8 {
+        s.sink[r * self.n() + u]
+    }
+
+    fn delivered_all(&self, s: &State, r: usize) -> bool {
+        (0..self.n()).all(|u| self.copies(s, r, u) >= 1)
+    }
+
+    /// The units `p`'s memory says were delivered for `r`.
+    fn remembered(&self, slot: Slot) -> u8 {
+        match slot {
+            Slot::Working(w) => w.done,
+            Slot::Owes(Owed::Commit) => self.all(),
+            Slot::Owes(Owed::Abandon(m)) => m,
+            _ => 0,
+        }
+    }
+
+    /// Plain units that `p` delivered (as its memory says) while `r`'s lock is its pending
+    /// lock and its progress does not list them: if `p` stops now (a crash) or its lease
+    /// lapses to a takeover, the next attempt sends them again. Each explains one extra
+    /// copy.
+    fn explain_unrecorded(&self, s: &mut State, p: usize, r: usize) {
+        let me = self.me(s, p);
+        let Some(rec) = s.store[r].as_ref().filter(|rec| rec.pending_for(&me)) else {
+            return;
+        };
+        let unrecorded = self.remembered(s.procs[p].slots[r]) & !self.mask(&rec.progress);
+        for u in 0..self.n() {
+            if unrecorded & bit(u) != 0 && self.units[u].kind == Sink::Plain {
+                let e = &mut s.explained[r * self.n() + u];
+                *e = e.saturating_add(1);
+            }
+        }
+    }
+
     /// The store's acquisition: the crate's rule, or a historical one layered on it.
     fn store_acquire(
         &self,
         current: Option<&LockRecord>,
         who: &str,
+        p: usize,
         r: usize,
     ) -> Result<(LockRecord, Acquired), LockRecord> {
+        let now = self.clock(p);
         if let Some(rec) = current {
-            if self.variant.ttl_frees_pending && is_pending(rec) && rec.ttl * 1000 <= NOW {
+            if self.variant.ttl_frees_pending && is_pending(rec) && rec.ttl * 1000 <= now {
                 // (a): "absent, or TTL passed, or pending with its lease over".
-                return acquire(None, who, NOW, &request(r));
+                return acquire(None, who, now, &self.request(p, r));
             }
-            if self.variant.not_reentrant && rec.owner == who && rec.blocks(NOW, 0) {
+            if self.variant.not_reentrant && rec.owner == who && rec.blocks(now, self.skew()) {
                 // (b): the owner's own live pending lock holds it off like anyone's.
                 return Err(rec.clone());
             }
         }
-        acquire(current, who, NOW, &request(r))
+        acquire(current, who, now, &self.request(p, r))
+    }
+
+    /// The next lease end of `rec` when time passes: the latest instant before its current
+    /// end at which some clock's conclusion changes (the owner's pre-send check fails; a
+    /// host may take it over). `None` when every host may take it already.
+    fn next_lease(&self, rec: &LockRecord) -> Option<i64> {
+        let lease = rec.lease_until_ms()?;
+        let h = host_of(&rec.owner);
+        let own = self.clock(h);
+        let delta = lease - own;
+        // By the owner's clock: `LEASE` after a taking or renewal; `MARGIN`: the pre-send
+        // check fails from here. By host q's clock: a taker on q may take it (the crate's
+        // `blocks`) once the end is below this.
+        let mut candidates = vec![MARGIN];
+        for q in 0..self.processes {
+            candidates.push(self.clock(q) - own - self.skew() - 1);
+        }
+        candidates
+            .into_iter()
+            .filter(|&c| c < delta)
+            .max()
+            .map(|c| own + c)
     }
 
     /// The faults an action costs, or `None` when the environment may not do it here.
@@ -340,29 +523,45 @@ impl Lock {
                 };
                 o + u8::from(ack_lost)
             }
-            Action::LeaseEnds { r } => {
+            Action::LeaseLapses { r } => {
                 let rec = s.store[r].as_ref()?;
+                let next = self.next_lease(rec)?;
                 match self.live_holder(s, &rec.owner) {
                     // A crashed owner renews nothing: time alone ends its lease.
                     None => 0,
                     Some(p) => match s.procs[p].slots[r] {
                         // The owner does not know it holds the key (an acquisition whose
-                        // answer was lost, a key it gave up): it does not renew it either.
+                        // answer was lost, a key it gave up or is retaking): it does not
+                        // renew it either.
                         Slot::Idle | Slot::Acquiring => 0,
-                        // The design's assumption: not between the lease check and the
-                        // send being applied.
-                        Slot::Checked if !self.variant.lease_may_lapse_mid_send => return None,
+                        // The design's assumption: between the pre-send check (more than
+                        // the margin left) and the send being applied, less than the
+                        // margin passes, so by the owner's clock the lease has not ended
+                        // when the send lands (and, with the skew within the tolerance, no
+                        // taker may take the key).
+                        Slot::Working(w)
+                            if w.checked
+                                && !self.variant.lease_may_lapse_mid_send
+                                && next < self.clock(p) =>
+                        {
+                            return None;
+                        }
                         // A live owner's lease runs out only if its renewals (or its
-                        // settling call) failed for a whole lease: a fault.
-                        Slot::Taken { .. } | Slot::Checked | Slot::Owes(_) => 1,
+                        // settling call) failed for a whole lease: a fault, once; from
+                        // there on, time passing is free.
+                        Slot::Working(_) | Slot::Owes(_) => {
+                            let live = rec.lease_until_ms()? - self.clock(p) > MARGIN;
+                            u8::from(live)
+                        }
                     },
                 }
             }
         })
     }
 
-    /// The sends to explore: each outcome, and the delivered ones with a lost ack.
-    fn send_outcomes(&self) -> Vec<(SendOutcome, bool)> {
+    /// The sends to explore for a unit: each outcome, and the delivered ones with a lost
+    /// acknowledgement.
+    fn send_outcomes(&self, kind: Sink) -> Vec<(SendOutcome, bool)> {
         let mut v = vec![
             (SendOutcome::Ok, false),
             (SendOutcome::Ok, true),
@@ -370,7 +569,7 @@ impl Lock {
             (SendOutcome::FailAfter { read_fails: false }, false),
             (SendOutcome::Timeout { read_fails: false }, false),
         ];
-        if self.sink == Sink::Readable {
+        if kind == Sink::Readable {
             // The read-back resolves a lost answer: found means delivered (and acked).
             v.push((SendOutcome::FailAfter { read_fails: false }, true));
             v.push((SendOutcome::FailAfter { read_fails: true }, false));
@@ -379,15 +578,16 @@ impl Lock {
         v
     }
 
-    /// Whether the system is done: every record acknowledged and in the sink, nothing left
-    /// in any process, and every lock committed, except what [`Lock::leftover`] allows.
+    /// Whether the system is done: every record acknowledged and in every sink, nothing
+    /// left in any process, and every lock committed, except what [`Lock::leftover`]
+    /// allows.
     fn done(&self, s: &State) -> bool {
         s.procs
             .iter()
             .all(|p| p.slots.iter().all(|x| *x == Slot::Idle))
             && (0..self.records).all(|r| {
                 s.acked[r]
-                    && s.sink[r] >= 1
+                    && self.delivered_all(s, r)
                     && (s.store[r]
                         .as_ref()
                         .is_some_and(|rec| rec.status == LockStatus::Committed)
@@ -395,31 +595,23 @@ impl Lock {
             })
     }
 
-    /// A lock that nothing will commit although its record was delivered and acknowledged.
-    /// The acknowledgement does not wait for the commit (by design), and the source
-    /// redelivers nothing acknowledged, so:
-    /// - readable and plain sinks: a crash (or a lapsed lease) between the delivery and the
-    ///   commit leaves the lock pending, its lease over, until a later copy takes it over
-    ///   (and looks) or the store's TTL removes it;
-    /// - plain sink only: a concurrent copy's process took such a lock over, sent, and its
-    ///   send failed certainly: it released (deleted) the lock, and its `since` with it.
-    ///
-    /// The transactional sink allows neither: its commit is the delivery.
+    /// A lock that nothing will commit although its record was delivered and acknowledged:
+    /// still pending, its lease over for every host. The acknowledgement does not wait for
+    /// the commit (by design), and the source redelivers nothing acknowledged, so a crash
+    /// (or a lapsed lease) between the acknowledgement and the commit leaves it, until a
+    /// later copy takes it over (and skips or looks) or the store's TTL removes it.
     fn leftover(&self, s: &State, r: usize) -> bool {
-        let allowed = match &s.store[r] {
-            Some(rec) => is_pending(rec) && !rec.blocks(NOW, 0) && self.sink != Sink::Transactional,
-            None => self.sink == Sink::Plain,
-        };
-        allowed
-            && s.acked[r]
-            && s.sink[r] >= 1
+        s.store[r].as_ref().is_some_and(|rec| {
+            is_pending(rec) && (0..self.processes).all(|q| self.takeable_from(rec, q))
+        }) && s.acked[r]
+            && self.delivered_all(s, r)
             && (0..self.processes).all(|p| s.procs[p].slots[r] == Slot::Idle)
     }
 
-    /// Acknowledged, not in the sink, and no process has it on its way: the source will
-    /// not redeliver it and nobody will send it.
+    /// Acknowledged, missing from some sink, and no process has it on its way: the source
+    /// will not redeliver it and nobody will send it.
     fn lost_for_good(&self, s: &State, r: usize) -> bool {
-        s.acked[r] && s.sink[r] == 0 && s.procs.iter().all(|p| !in_flight(p.slots[r]))
+        s.acked[r] && !self.delivered_all(s, r) && s.procs.iter().all(|p| !in_flight(p.slots[r]))
     }
 
     /// From `s`, a fault-free continuation reaches a done state: nothing is stuck, no
@@ -465,73 +657,202 @@ impl Lock {
         ok
     }
 
-    /// `p` crashes: each queued commit of a delivered record whose lock is still its
-    /// pending lock explains one extra copy (after the lease, a taker sends again).
+    /// `p` crashes: the plain units it delivered and the store does not list explain one
+    /// extra copy each (the next taker sends them again).
     fn crash(&self, s: &mut State, p: usize) {
-        let me = self.me(s, p);
         for r in 0..self.records {
-            let delivered_uncommitted = s.procs[p].slots[r] == Slot::Owes(Owed::Commit)
-                && s.store[r].as_ref().is_some_and(|rec| rec.pending_for(&me));
-            if delivered_uncommitted {
-                s.explained[r] = s.explained[r].saturating_add(1);
-            }
+            self.explain_unrecorded(s, p, r);
         }
         s.procs[p].incarnation += 1;
         s.procs[p].slots.iter_mut().for_each(|x| *x = Slot::Idle);
     }
 
-    /// What a send does to the sink and the store, and what the process concludes:
-    /// `(applied, resolution)`, or `None` when the combination is not worth exploring.
+    /// The attempt `w` moves on: past the units known delivered, and when none is left to
+    /// attempt, it resolves (the message is acknowledged when every unit was delivered,
+    /// unless `ack_lost`). Returns `false` when `ack_lost` does not apply.
+    fn advance(&self, s: &mut State, p: usize, r: usize, mut w: Work, ack_lost: bool) -> bool {
+        while usize::from(w.next) < self.n() && w.done & bit(usize::from(w.next)) != 0 {
+            w.next += 1;
+        }
+        if w.read || usize::from(w.next) < self.n() {
+            s.procs[p].slots[r] = Slot::Working(w);
+            return !ack_lost;
+        }
+        let all = w.done == self.all();
+        let inside = self
+            .units
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.send == 0)
+            .all(|(u, _)| w.done & bit(u) != 0);
+        let owed = if all || (self.variant.commit_after_partial_failure && inside) {
+            Owed::Commit
+        } else if w.uncertain
+            || w.prior
+            || (w.done != 0 && !self.variant.release_after_partial_delivery)
+        {
+            Owed::Abandon(w.done)
+        } else {
+            Owed::Release
+        };
+        if all && !ack_lost {
+            s.acked[r] = true;
+        }
+        s.procs[p].slots[r] = Slot::Owes(owed);
+        all || !ack_lost
+    }
+
+    /// What a send of unit `u` does to the sink and the store: `(applied, delivered,
+    /// uncertain)`, or `None` when the combination is not worth exploring.
     fn send(
         &self,
         s: &mut State,
         p: usize,
         r: usize,
+        u: usize,
         outcome: SendOutcome,
-    ) -> Option<(bool, Owed)> {
-        let readable = self.sink == Sink::Readable;
-        Some(match (self.sink, outcome) {
-            (Sink::Readable | Sink::Plain, SendOutcome::Ok) => (true, Owed::Commit),
-            (Sink::Readable | Sink::Plain, SendOutcome::FailBefore) => (false, Owed::Release),
+    ) -> Option<(bool, bool, bool)> {
+        let kind = self.units[u].kind;
+        let readable = kind == Sink::Readable;
+        Some(match (kind, outcome) {
+            (Sink::Readable | Sink::Plain, SendOutcome::Ok) => (true, true, false),
+            (Sink::Readable | Sink::Plain, SendOutcome::FailBefore) => (false, false, false),
             // Read back: found means delivered; a failed read leaves it uncertain.
             (Sink::Readable | Sink::Plain, SendOutcome::FailAfter { read_fails }) => {
-                if readable && !read_fails {
-                    (true, Owed::Commit)
-                } else {
-                    (true, Owed::Abandon)
-                }
+                let found = readable && !read_fails;
+                (true, found, !found)
             }
             // Read back: not found means a certain failure.
             (Sink::Readable | Sink::Plain, SendOutcome::Timeout { read_fails }) => {
-                if readable && !read_fails {
-                    (false, Owed::Release)
-                } else {
-                    (false, Owed::Abandon)
-                }
+                (false, false, !readable || read_fails)
             }
             (Sink::Transactional, _) => {
-                // The items and the commit in one transaction conditional on the owner:
-                // the commit's rule decides whether it applies at all.
+                // The items and the unit's progress in one transaction conditional on the
+                // owner: the rule of `Record` decides whether it applies at all.
                 let me = self.me(s, p);
-                let (next, settled) =
-                    change(s.store[r].as_ref(), &me, &Change::Commit { ttl: TTL });
+                let record = Change::Record {
+                    progress: self.progress(bit(u)),
+                };
+                let (next, settled) = change(s.store[r].as_ref(), &me, &record);
                 if settled != Settled::Ok {
-                    // Cancelled (another owner took the key over): nothing written, and
-                    // the client is told so. Other outcomes: the same, for a fault.
-                    return (outcome == SendOutcome::Ok).then_some((false, Owed::Release));
+                    // Cancelled (another owner took the key over, or it is gone): nothing
+                    // written, and the client is told so. Other outcomes: the same, for a
+                    // fault.
+                    return (outcome == SendOutcome::Ok).then_some((false, false, false));
                 }
                 let applied = matches!(outcome, SendOutcome::Ok | SendOutcome::FailAfter { .. });
                 if applied {
                     s.store[r] = next;
                 }
                 match outcome {
-                    SendOutcome::Ok => (true, Owed::Commit),
-                    SendOutcome::FailBefore => (false, Owed::Release),
-                    SendOutcome::FailAfter { .. } => (true, Owed::Abandon),
-                    SendOutcome::Timeout { .. } => (false, Owed::Abandon),
+                    SendOutcome::Ok => (true, true, false),
+                    SendOutcome::FailBefore => (false, false, false),
+                    SendOutcome::FailAfter { .. } => (true, false, true),
+                    SendOutcome::Timeout { .. } => (false, false, true),
                 }
             }
         })
+    }
+
+    /// The properties ([`Model::properties`]).
+    fn checked_properties(&self) -> Vec<Property<Self>> {
+        let mut v = vec![
+            Property::<Self>::always("no loss", |m, s| {
+                (0..m.records).all(|r| !s.acked[r] || m.delivered_all(s, r))
+            }),
+            // Implied by "no loss". The broken variants are checked against this one, so
+            // that their counterexamples end in a real loss, not in an early ack that a
+            // copy still in flight would have made good.
+            Property::<Self>::always("no record lost for good", |m, s| {
+                (0..m.records).all(|r| !m.lost_for_good(s, r))
+            }),
+            Property::<Self>::always("no unexplained duplicate", |m, s| {
+                (0..m.records * m.n()).all(|i| match m.units[i % m.n()].kind {
+                    Sink::Readable | Sink::Transactional => s.sink[i] <= 1,
+                    Sink::Plain => s.sink[i] <= 1 + s.explained[i],
+                })
+            }),
+            Property::<Self>::always("commit implies delivered", |m, s| {
+                (0..m.records).all(|r| {
+                    s.store[r].as_ref().is_none_or(|rec| {
+                        rec.status != LockStatus::Committed || m.delivered_all(s, r)
+                    })
+                })
+            }),
+            // What a taker relies on when it skips what the progress lists.
+            Property::<Self>::always("recorded progress was delivered", |m, s| {
+                (0..m.records).all(|r| {
+                    s.store[r].as_ref().is_none_or(|rec| {
+                        let listed = m.mask(&rec.progress);
+                        (0..m.n()).all(|u| listed & bit(u) == 0 || m.copies(s, r, u) >= 1)
+                    })
+                })
+            }),
+            // What the read-back and the progress rely on: once a unit is in its sink, the
+            // key is never free again (a taker always learns of the earlier attempt, or
+            // finds it committed).
+            Property::<Self>::always("a delivered record keeps its lock", |m, s| {
+                (0..m.records)
+                    .all(|r| s.store[r].is_some() || (0..m.n()).all(|u| m.copies(s, r, u) == 0))
+            }),
+            Property::<Self>::always("completes without faults", |m, s| m.completes(s)),
+            // Examples, so that the check is not vacuous.
+            Property::<Self>::sometimes("all delivered and committed", |m, s| {
+                m.done(s)
+                    && s.store.iter().all(|rec| {
+                        rec.as_ref()
+                            .is_some_and(|rec| rec.status == LockStatus::Committed)
+                    })
+            }),
+            Property::<Self>::sometimes("committed by a restarted owner", |_, s| {
+                s.store
+                    .iter()
+                    .flatten()
+                    .any(|rec| rec.status == LockStatus::Committed && rec.owner.ends_with('\''))
+            }),
+            Property::<Self>::sometimes("done with a leftover pending lock", |m, s| {
+                m.done(s) && (0..m.records).any(|r| m.leftover(s, r))
+            }),
+            // `since` is the first owner's clock reading: here, the other host's.
+            Property::<Self>::sometimes("a pending lock taken over by the other host", |m, s| {
+                s.store.iter().flatten().any(|rec| {
+                    is_pending(rec) && rec.since_ms != Some(m.clock(host_of(&rec.owner)))
+                })
+            }),
+        ];
+        v.push(Property::<Self>::sometimes(
+            "a lapsed owner's key taken over under it",
+            |m, s| {
+                (0..m.processes).any(|p| {
+                    (0..m.records).any(|r| {
+                        matches!(s.procs[p].slots[r], Slot::Working(w) if !w.lease_ok)
+                            && s.store[r]
+                                .as_ref()
+                                .is_some_and(|rec| !rec.pending_for(&m.me(s, p)))
+                    })
+                })
+            },
+        ));
+        if self.n() > 1 {
+            v.push(Property::<Self>::sometimes(
+                "a taker skips inherited progress and completes the rest",
+                |m, s| {
+                    s.procs.iter().any(|p| {
+                        p.slots.iter().any(|x| {
+                            matches!(x, Slot::Working(w)
+                                if w.prior && w.done != 0 && w.done != m.all())
+                        })
+                    })
+                },
+            ));
+        }
+        if self.units.iter().any(|u| u.kind == Sink::Plain) {
+            v.push(Property::<Self>::sometimes(
+                "an explained duplicate",
+                |_, s| s.sink.iter().any(|&c| c >= 2),
+            ));
+        }
+        v
     }
 }
 
@@ -539,11 +860,15 @@ impl Model for Lock {
     type State = State;
     type Action = Action;
 
+    fn properties(&self) -> Vec<Property<Self>> {
+        self.checked_properties()
+    }
+
     fn init_states(&self) -> Vec<State> {
         vec![State {
             store: vec![None; self.records],
-            sink: vec![0; self.records],
-            explained: vec![0; self.records],
+            sink: vec![0; self.records * self.n()],
+            explained: vec![0; self.records * self.n()],
             acked: vec![false; self.records],
             procs: vec![
                 Proc {
@@ -561,7 +886,12 @@ impl Model for Lock {
         for p in 0..self.processes {
             for r in 0..self.records {
                 let slot = s.procs[p].slots[r];
-                if !s.acked[r] && (!in_flight(slot) || self.variant.ack_inflight_duplicate) {
+                let deliverable = match slot {
+                    Slot::Idle | Slot::Owes(Owed::Commit | Owed::Release) => true,
+                    Slot::Owes(Owed::Abandon(m)) => m == 0 || self.variant.retake_drops_progress,
+                    Slot::Acquiring | Slot::Working(_) => self.variant.ack_inflight_duplicate,
+                };
+                if !s.acked[r] && deliverable {
                     candidates.push(Action::Deliver { p, r });
                 }
                 match slot {
@@ -571,19 +901,13 @@ impl Model for Lock {
                         candidates.push(Action::Acquire { p, r, lost: true });
                         candidates.push(Action::StoreOutage { p, r });
                     }
-                    Slot::Taken { prior, lease_ok } => {
-                        if prior && self.sink == Sink::Readable {
-                            candidates.push(Action::ReadBack { p, r, fails: false });
-                            candidates.push(Action::ReadBack { p, r, fails: true });
-                        } else {
-                            candidates.push(Action::Check { p, r });
-                        }
-                        if !lease_ok {
-                            candidates.push(Action::Renew { p, r });
-                        }
+                    Slot::Working(w) if w.read => {
+                        candidates.push(Action::ReadBack { p, r, fails: false });
+                        candidates.push(Action::ReadBack { p, r, fails: true });
                     }
-                    Slot::Checked => {
-                        for (outcome, ack_lost) in self.send_outcomes() {
+                    Slot::Working(w) if w.checked => {
+                        let kind = self.units[usize::from(w.next)].kind;
+                        for (outcome, ack_lost) in self.send_outcomes(kind) {
                             candidates.push(Action::Send {
                                 p,
                                 r,
@@ -591,6 +915,17 @@ impl Model for Lock {
                                 ack_lost,
                             });
                         }
+                    }
+                    Slot::Working(w) => {
+                        if w.lease_ok || self.variant.no_presend_check {
+                            candidates.push(Action::Check { p, r });
+                        }
+                        // Renewals run in the background while the key is held; the
+                        // pre-send check waits for one when the lease lapsed by the
+                        // owner's clock. One that finds the key taken over stops the
+                        // attempt. (While the lease is live, a renewal rewrites the same
+                        // end: the same state, unless the key was taken over.)
+                        candidates.push(Action::Renew { p, r });
                     }
                     Slot::Owes(owed) => {
                         candidates.push(Action::Settle {
@@ -619,8 +954,8 @@ impl Model for Lock {
         }
         for r in 0..self.records {
             if let Some(rec) = &s.store[r] {
-                if is_pending(rec) && rec.blocks(NOW, 0) {
-                    candidates.push(Action::LeaseEnds { r });
+                if is_pending(rec) && self.next_lease(rec).is_some() {
+                    candidates.push(Action::LeaseLapses { r });
                 }
                 if is_pending(rec) && rec.ttl > TTL_OVER {
                     candidates.push(Action::TtlPasses { r });
@@ -641,26 +976,38 @@ impl Model for Lock {
             Action::Deliver { p, r } => match s.procs[p].slots[r] {
                 Slot::Idle => s.procs[p].slots[r] = Slot::Acquiring,
                 // Held for a message that failed, not yet given back: take it again (the
-                // store lets its owner) and stop giving it back.
-                Slot::Owes(Owed::Release | Owed::Abandon) => {
+                // store lets its owner) and stop giving it back. An abandonment with
+                // progress is only cancelled by the variant (see `retake_drops_progress`).
+                Slot::Owes(Owed::Release | Owed::Abandon(_)) => {
                     s.procs[p].slots[r] = Slot::Acquiring;
                 }
                 // Delivered here, commit queued (its ack was lost): a duplicate.
                 Slot::Owes(Owed::Commit) => s.acked[r] = true,
                 // In flight here: only the described rule gets here (acked at once).
-                Slot::Acquiring | Slot::Taken { .. } | Slot::Checked => s.acked[r] = true,
+                Slot::Acquiring | Slot::Working(_) => s.acked[r] = true,
             },
             Action::Acquire { p, r, lost } => {
                 let me = self.me(&s, p);
-                match self.store_acquire(s.store[r].as_ref(), &me, r) {
+                match self.store_acquire(s.store[r].as_ref(), &me, p, r) {
                     Ok((rec, Acquired::Taken { prior })) => {
                         s.store[r] = Some(rec);
                         // Lost: applied, but the process saw an error; it retries.
                         if !lost {
-                            s.procs[p].slots[r] = Slot::Taken {
+                            let done = prior.as_ref().map_or(0, |p| self.mask(&p.progress));
+                            let read = prior.is_some()
+                                && (0..self.n()).any(|u| {
+                                    self.units[u].kind == Sink::Readable && done & bit(u) == 0
+                                });
+                            let w = Work {
                                 prior: prior.is_some(),
                                 lease_ok: true,
+                                read,
+                                checked: false,
+                                next: 0,
+                                done,
+                                uncertain: false,
                             };
+                            self.advance(&mut s, p, r, w, false);
                         }
                     }
                     Ok((_, Acquired::Held(_))) => unreachable!("acquire returns Err when held"),
@@ -684,56 +1031,54 @@ impl Model for Lock {
             }
             Action::StoreOutage { p, r } => s.procs[p].slots[r] = Slot::Idle,
             Action::ReadBack { p, r, fails } => {
-                let Slot::Taken { lease_ok, .. } = s.procs[p].slots[r] else {
+                let Slot::Working(mut w) = s.procs[p].slots[r] else {
                     unreachable!()
                 };
-                s.procs[p].slots[r] = if fails {
+                if fails {
                     // Cannot tell: give it back as possibly delivered.
-                    Slot::Owes(Owed::Abandon)
-                } else if s.sink[r] > 0 {
-                    s.acked[r] = true;
-                    Slot::Owes(Owed::Commit)
+                    s.procs[p].slots[r] = Slot::Owes(Owed::Abandon(w.done));
                 } else {
-                    Slot::Taken {
-                        prior: false,
-                        lease_ok,
+                    for u in 0..self.n() {
+                        if self.units[u].kind == Sink::Readable && self.copies(&s, r, u) > 0 {
+                            w.done |= bit(u);
+                        }
                     }
-                };
+                    w.read = false;
+                    self.advance(&mut s, p, r, w, false);
+                }
             }
             Action::Renew { p, r } => {
                 let me = self.me(&s, p);
                 let renew = Change::Renew {
                     ttl: TTL,
-                    lease_until_ms: LEASE_UNTIL,
+                    lease_until_ms: self.clock(p) + LEASE,
                 };
                 let (next, settled) = change(s.store[r].as_ref(), &me, &renew);
-                if settled != Settled::Ok {
-                    return None; // Not its lock any more: nothing changes.
+                if settled == Settled::Ok {
+                    s.store[r] = next;
+                    let Slot::Working(w) = s.procs[p].slots[r] else {
+                        unreachable!()
+                    };
+                    s.procs[p].slots[r] = Slot::Working(Work {
+                        lease_ok: true,
+                        ..w
+                    });
+                } else {
+                    // The key was taken over: the process gives the message up (not
+                    // acked; the source redelivers it). It can no longer write anything.
+                    s.procs[p].slots[r] = Slot::Idle;
                 }
-                s.store[r] = next;
-                let Slot::Taken { prior, .. } = s.procs[p].slots[r] else {
-                    unreachable!()
-                };
-                s.procs[p].slots[r] = Slot::Taken {
-                    prior,
-                    lease_ok: true,
-                };
             }
             Action::Check { p, r } => {
-                let Slot::Taken { lease_ok, .. } = s.procs[p].slots[r] else {
+                let Slot::Working(w) = s.procs[p].slots[r] else {
                     unreachable!()
                 };
-                if lease_ok {
-                    s.procs[p].slots[r] = Slot::Checked;
-                    if self.variant.commit_before_send {
-                        // (c): the lock's checkpoint commits before the send after it.
-                        let me = self.me(&s, p);
-                        let commit = Change::Commit { ttl: TTL };
-                        s.store[r] = change(s.store[r].as_ref(), &me, &commit).0;
-                    }
-                } else {
-                    // Ran out (as far as its own clock says): take it again first.
-                    s.procs[p].slots[r] = Slot::Acquiring;
+                s.procs[p].slots[r] = Slot::Working(Work { checked: true, ..w });
+                if self.variant.commit_before_send && usize::from(w.next) == self.n() - 1 {
+                    // (c): the lock's checkpoint commits before the send after it.
+                    let me = self.me(&s, p);
+                    let commit = Change::Commit { ttl: TTL };
+                    s.store[r] = change(s.store[r].as_ref(), &me, &commit).0;
                 }
             }
             Action::Send {
@@ -742,26 +1087,28 @@ impl Model for Lock {
                 outcome,
                 ack_lost,
             } => {
-                let (applied, resolved) = self.send(&mut s, p, r, outcome)?;
-                let delivered = resolved == Owed::Commit;
-                if ack_lost && !delivered {
-                    return None;
-                }
+                let Slot::Working(mut w) = s.procs[p].slots[r] else {
+                    unreachable!()
+                };
+                let u = usize::from(w.next);
+                let (applied, delivered, uncertain) = self.send(&mut s, p, r, u, outcome)?;
+                let i = r * self.n() + u;
                 if applied {
-                    s.sink[r] = (s.sink[r] + 1).min(COPIES_CAP);
-                    if self.sink == Sink::Plain && !delivered {
-                        // An uncertain answer: the taker of the abandoned lock sends again.
-                        s.explained[r] = s.explained[r].saturating_add(1);
+                    s.sink[i] = (s.sink[i] + 1).min(COPIES_CAP);
+                    if self.units[u].kind == Sink::Plain && !delivered {
+                        // An uncertain answer: the next attempt sends it again.
+                        s.explained[i] = s.explained[i].saturating_add(1);
                     }
                 }
-                if delivered && !ack_lost {
-                    s.acked[r] = true;
+                if delivered {
+                    w.done |= bit(u);
                 }
-                s.procs[p].slots[r] = if delivered && self.sink == Sink::Transactional {
-                    Slot::Idle // Committed by the transaction itself.
-                } else {
-                    Slot::Owes(resolved)
-                };
+                w.uncertain |= uncertain;
+                w.checked = false;
+                w.next += 1;
+                if !self.advance(&mut s, p, r, w, ack_lost) {
+                    return None;
+                }
             }
             Action::Settle { p, r, answer } => {
                 let me = self.me(&s, p);
@@ -771,8 +1118,8 @@ impl Model for Lock {
                 let c = match owed {
                     Owed::Commit => Change::Commit { ttl: TTL },
                     Owed::Release => Change::Release,
-                    Owed::Abandon => Change::Abandon {
-                        progress: Default::default(),
+                    Owed::Abandon(m) => Change::Abandon {
+                        progress: self.progress(m),
                     },
                 };
                 let (next, settled) = change(s.store[r].as_ref(), &me, &c);
@@ -790,101 +1137,36 @@ impl Model for Lock {
                 }
             }
             Action::Crash { p } => self.crash(&mut s, p),
-            Action::LeaseEnds { r } => {
+            Action::LeaseLapses { r } => {
+                let rec = s.store[r].as_ref()?;
+                let next = self.next_lease(rec)?;
+                let name = rec.owner.clone();
+                let before = rec.clone();
                 let rec = s.store[r].as_mut()?;
                 rec.status = LockStatus::Pending {
-                    lease_until_ms: LEASE_OVER,
+                    lease_until_ms: next,
                 };
-                let name = rec.owner.clone();
+                let after = rec.clone();
                 if let Some(p) = self.live_holder(&s, &name) {
-                    match s.procs[p].slots[r] {
-                        Slot::Taken { prior, .. } => {
-                            s.procs[p].slots[r] = Slot::Taken {
-                                prior,
+                    if let Slot::Working(w) = s.procs[p].slots[r] {
+                        // The owner's own clock sees it: its pre-send check fails from now.
+                        if next - self.clock(p) <= MARGIN {
+                            s.procs[p].slots[r] = Slot::Working(Work {
                                 lease_ok: false,
-                            };
+                                ..w
+                            });
                         }
-                        Slot::Owes(Owed::Commit) if self.sink == Sink::Plain => {
-                            // Delivered, not committed, lease lapsed: a taker sends again.
-                            s.explained[r] = s.explained[r].saturating_add(1);
-                        }
-                        _ => {}
+                    }
+                    if !self.takeable_from(&before, 1 - p) && self.takeable_from(&after, 1 - p) {
+                        // The other host may take the key over now: what this live owner
+                        // delivered and the store does not list will be sent again.
+                        self.explain_unrecorded(&mut s, p, r);
                     }
                 }
             }
             Action::TtlPasses { r } => s.store[r].as_mut()?.ttl = TTL_OVER,
         }
         Some(s)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        let mut v = vec![
-            Property::<Self>::always("no loss", |m, s| {
-                (0..m.records).all(|r| !s.acked[r] || s.sink[r] >= 1)
-            }),
-            // Implied by "no loss". The broken variants are checked against this one, so
-            // that their counterexamples end in a real loss, not in an early ack that a
-            // copy still in flight would have made good.
-            Property::<Self>::always("no record lost for good", |m, s| {
-                (0..m.records).all(|r| !m.lost_for_good(s, r))
-            }),
-            Property::<Self>::always("no unexplained duplicate", |m, s| {
-                (0..m.records).all(|r| match m.sink {
-                    Sink::Readable | Sink::Transactional => s.sink[r] <= 1,
-                    Sink::Plain => s.sink[r] <= 1 + s.explained[r],
-                })
-            }),
-            Property::<Self>::always("commit implies delivered", |m, s| {
-                (0..m.records).all(|r| {
-                    s.store[r]
-                        .as_ref()
-                        .is_none_or(|rec| rec.status != LockStatus::Committed || s.sink[r] >= 1)
-                })
-            }),
-            Property::<Self>::always("completes without faults", |m, s| m.completes(s)),
-            // Examples, so that the check is not vacuous.
-            Property::<Self>::sometimes("all delivered and committed", |m, s| {
-                m.done(s)
-                    && s.store.iter().all(|rec| {
-                        rec.as_ref()
-                            .is_some_and(|rec| rec.status == LockStatus::Committed)
-                    })
-            }),
-            Property::<Self>::sometimes("committed by a restarted owner", |_, s| {
-                s.store
-                    .iter()
-                    .flatten()
-                    .any(|rec| rec.status == LockStatus::Committed && rec.owner.ends_with('\''))
-            }),
-        ];
-        if self.sink != Sink::Plain {
-            // What the read-back (or the transaction) relies on: once a copy is in the
-            // sink, its key is never free again (a taker always learns of the earlier
-            // attempt, or finds it committed).
-            v.push(Property::<Self>::always(
-                "a delivered record keeps its lock",
-                |m, s| (0..m.records).all(|r| s.sink[r] == 0 || s.store[r].is_some()),
-            ));
-        }
-        if self.sink != Sink::Transactional {
-            v.push(Property::<Self>::sometimes(
-                "done with a leftover pending lock",
-                |m, s| {
-                    m.done(s) && (0..m.records).any(|r| s.store[r].is_some() && m.leftover(s, r))
-                },
-            ));
-        }
-        if self.sink == Sink::Plain {
-            v.push(Property::<Self>::sometimes(
-                "an explained duplicate",
-                |_, s| s.sink.iter().any(|&c| c >= 2),
-            ));
-            v.push(Property::<Self>::sometimes(
-                "done with a delivered record's lock released",
-                |m, s| m.done(s) && s.store.iter().any(Option::is_none),
-            ));
-        }
-        v
     }
 }
 
@@ -906,19 +1188,30 @@ fn report(checker: &impl Checker<Lock>, label: &str, elapsed: Duration) {
     );
 }
 
-/// Runs a broken variant until `property` fails and returns the counterexample: each
-/// state with the action taken from it.
+/// Runs a broken variant until `property` fails and returns a shortest counterexample:
+/// each state with the action taken from it. (stateright's search keeps the last violation
+/// it met, not the first, so the depth is raised one step at a time.)
 fn counterexample(model: Lock, property: &'static str, label: &str) -> Vec<(State, Action)> {
     let t = Instant::now();
-    let checker = model
-        .checker()
-        .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
-        .spawn_bfs()
-        .join();
+    let mut depth = 2;
+    let (checker, path) = loop {
+        let checker = model
+            .clone()
+            .checker()
+            .target_max_depth(depth)
+            .finish_when(HasDiscoveries::AnyOf(BTreeSet::from([property])))
+            .spawn_bfs()
+            .join();
+        if let Some(path) = checker.discovery(property) {
+            break (checker, path);
+        }
+        // The whole space was explored below the bound.
+        if checker.max_depth() < depth - 1 {
+            panic!("{label}: \"{property}\" was not violated");
+        }
+        depth += 1;
+    };
     report(&checker, label, t.elapsed());
-    let path = checker
-        .discovery(property)
-        .unwrap_or_else(|| panic!("{label}: \"{property}\" was not violated"));
     eprintln!("{label}: counterexample: {:?}", path.clone().into_actions());
     eprintln!("{label}: last state: {:?}", path.last_state());
     path.into_vec()
@@ -927,51 +1220,258 @@ fn counterexample(model: Lock, property: &'static str, label: &str) -> Vec<(Stat
         .collect()
 }
 
+const READABLE: &[(Sink, u32)] = &[(Sink::Readable, 1)];
+const TRANSACTIONAL: &[(Sink, u32)] = &[(Sink::Transactional, 1)];
+const PLAIN: &[(Sink, u32)] = &[(Sink::Plain, 1)];
+/// A readable send inside the lock and a plain one after it.
+const READABLE_PLAIN: &[(Sink, u32)] = &[(Sink::Readable, 1), (Sink::Plain, 1)];
+/// A transactional send inside the lock and a plain one after it.
+const TRANSACTIONAL_PLAIN: &[(Sink, u32)] = &[(Sink::Transactional, 1), (Sink::Plain, 1)];
+/// A readable send inside the lock, then a transactional one and a plain one after it.
+const READABLE_TRANSACTIONAL_PLAIN: &[(Sink, u32)] = &[
+    (Sink::Readable, 1),
+    (Sink::Transactional, 1),
+    (Sink::Plain, 1),
+];
+/// One plain send that gets two copies of the message (a fan-out).
+const PLAIN_TWO_COPIES: &[(Sink, u32)] = &[(Sink::Plain, 2)];
+
 #[test]
-fn readable_sink() {
+fn readable_then_plain() {
     check(
-        Lock::new(Sink::Readable, 2, 3, Variant::default()),
-        "readable, 2 records, 3 faults",
-    )
-    .assert_properties();
-    check(
-        Lock::new(Sink::Readable, 1, 5, Variant::default()),
-        "readable, 1 record, 5 faults",
+        Lock::new(READABLE_PLAIN, 1, 4, Variant::default()),
+        "readable+plain, 1 record, 4 faults",
     )
     .assert_properties();
 }
 
 #[test]
-fn transactional_sink() {
+fn transactional_then_plain() {
     check(
-        Lock::new(Sink::Transactional, 2, 3, Variant::default()),
-        "transactional, 2 records, 3 faults",
-    )
-    .assert_properties();
-    check(
-        Lock::new(Sink::Transactional, 1, 5, Variant::default()),
-        "transactional, 1 record, 5 faults",
+        Lock::new(TRANSACTIONAL_PLAIN, 1, 4, Variant::default()),
+        "transactional+plain, 1 record, 4 faults",
     )
     .assert_properties();
 }
 
 #[test]
-fn plain_sink() {
+fn three_kinds_and_two_copies() {
     check(
-        Lock::new(Sink::Plain, 2, 3, Variant::default()),
-        "plain, 2 records, 3 faults",
+        Lock::new(READABLE_TRANSACTIONAL_PLAIN, 1, 3, Variant::default()),
+        "readable+transactional+plain, 1 record, 3 faults",
     )
     .assert_properties();
     check(
-        Lock::new(Sink::Plain, 1, 5, Variant::default()),
-        "plain, 1 record, 5 faults",
+        Lock::new(PLAIN_TWO_COPIES, 1, 3, Variant::default()),
+        "plain x2, 1 record, 3 faults",
     )
     .assert_properties();
 }
 
-/// The stated assumption is needed: without it, a readable sink gets a second copy (the
-/// owner's lease runs out after its check, a taker reads back, finds nothing and sends,
-/// then the first send lands).
+#[test]
+fn single_sends() {
+    for (sends, name) in [
+        (READABLE, "readable"),
+        (TRANSACTIONAL, "transactional"),
+        (PLAIN, "plain"),
+    ] {
+        check(
+            Lock::new(sends, 1, 4, Variant::default()),
+            &format!("{name}, 1 record, 4 faults"),
+        )
+        .assert_properties();
+    }
+}
+
+/// Two keys: a crash hits both records' attempts, and one budget pays for both.
+#[test]
+fn two_records() {
+    check(
+        Lock::new(READABLE, 2, 2, Variant::default()),
+        "readable, 2 records, 2 faults",
+    )
+    .assert_properties();
+}
+
+/// By hand, to explore other bounds or variants: `M_SENDS` (`+`-separated sends, each
+/// `readable`, `transactional` or `plain`, optionally `*copies`; default
+/// `readable+plain`), `M_RECORDS`, `M_FAULTS`, `M_CLOCKS` (the two hosts' offsets in
+/// seconds, e.g. `1,-1`; the tolerated skew stays 2 s) and `M_VARIANT` (`,`-separated
+/// names of [`Variant`]'s fields); prints every discovery (violations and examples) with
+/// its last state. E.g. `M_SENDS=readable*2+plain M_RECORDS=2 M_FAULTS=2 cargo test -p
+/// sluice-lock-protocol --test model explore -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn explore() {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let sends: Vec<(Sink, u32)> = env("M_SENDS", "readable+plain")
+        .split('+')
+        .map(|s| {
+            let (kind, copies) = s.split_once('*').unwrap_or((s, "1"));
+            let kind = match kind {
+                "readable" => Sink::Readable,
+                "transactional" => Sink::Transactional,
+                "plain" => Sink::Plain,
+                other => panic!("unknown send kind {other}"),
+            };
+            (kind, copies.parse().unwrap())
+        })
+        .collect();
+    let records: usize = env("M_RECORDS", "1").parse().unwrap();
+    let faults: u8 = env("M_FAULTS", "2").parse().unwrap();
+    let names = env("M_VARIANT", "");
+    let on = |name: &str| names.split(',').any(|n| n == name);
+    let variant = Variant {
+        ttl_frees_pending: on("ttl_frees_pending"),
+        not_reentrant: on("not_reentrant"),
+        commit_before_send: on("commit_before_send"),
+        ack_inflight_duplicate: on("ack_inflight_duplicate"),
+        lease_may_lapse_mid_send: on("lease_may_lapse_mid_send"),
+        commit_after_partial_failure: on("commit_after_partial_failure"),
+        release_after_partial_delivery: on("release_after_partial_delivery"),
+        no_presend_check: on("no_presend_check"),
+        no_skew_margin: on("no_skew_margin"),
+        retake_drops_progress: on("retake_drops_progress"),
+    };
+    let mut model = Lock::new(&sends, records, faults, variant);
+    model.clocks = env("M_CLOCKS", "1,-1")
+        .split(',')
+        .map(|c| c.trim().parse().unwrap())
+        .collect();
+    let c = check(model, "explore");
+    for (name, path) in c.discoveries() {
+        eprintln!("DISCOVERY {name}: {:?}", path.clone().into_actions());
+        eprintln!("LAST {:?}", path.last_state());
+    }
+}
+
+/// The slot `p` has for `r` in `s`.
+fn slot(s: &State, p: usize, r: usize) -> Slot {
+    s.procs[p].slots[r]
+}
+
+/// Bug (i), the old commit rule: the send inside the lock delivered, the one after it
+/// failed, and the key is committed anyway: the redelivery finds it committed, drops it as
+/// a duplicate and acknowledges it, and the plain sink never gets the record.
+#[test]
+fn finds_a_commit_after_a_partial_failure_losing_a_record() {
+    let variant = Variant {
+        commit_after_partial_failure: true,
+        ..Variant::default()
+    };
+    let model = Lock::new(READABLE_PLAIN, 1, 1, variant);
+    let m = Lock::new(READABLE_PLAIN, 1, 1, variant);
+    let steps = counterexample(model, "no record lost for good", "(i) readable+plain");
+    // The culprit: a commit owed for a message missing from a sink (whether it lands, or
+    // a redelivery meets it queued and is dropped as a duplicate).
+    assert!(steps.iter().any(|(s, _)| {
+        (0..m.processes)
+            .any(|p| slot(s, p, 0) == Slot::Owes(Owed::Commit) && !m.delivered_all(s, 0))
+    }));
+}
+
+/// Bug (ii): a message delivered to one send and failed at another is released, and its
+/// progress with it: the next attempt takes the key fresh and sends to the first send
+/// again.
+#[test]
+fn finds_a_release_after_a_partial_delivery_duplicating() {
+    let variant = Variant {
+        release_after_partial_delivery: true,
+        ..Variant::default()
+    };
+    for sends in [READABLE_PLAIN, PLAIN_TWO_COPIES] {
+        let model = Lock::new(sends, 1, 1, variant);
+        let m = Lock::new(sends, 1, 1, variant);
+        let label = format!("(ii) {sends:?}");
+        let steps = counterexample(model, "no unexplained duplicate", &label);
+        // The culprit: a release owed for a message that reached a sink (never, in the
+        // design: a key taken fresh whose attempt delivered nothing had no earlier
+        // delivery either). Whether it lands or a redelivery cancels it and retakes the
+        // key, the progress is gone.
+        assert!(steps.iter().any(|(s, _)| (0..m.processes).any(|p| {
+            slot(s, p, 0) == Slot::Owes(Owed::Release) && (0..m.n()).any(|u| m.copies(s, 0, u) > 0)
+        })));
+    }
+}
+
+/// Bug (iii): no pre-send check: an owner whose renewals failed sends although, by its own
+/// clock, its lease has lapsed, after the other host took the key over and sent.
+#[test]
+fn finds_a_send_without_the_presend_check_duplicating() {
+    let variant = Variant {
+        no_presend_check: true,
+        ..Variant::default()
+    };
+    let steps = counterexample(
+        Lock::new(READABLE, 1, 1, variant),
+        "no unexplained duplicate",
+        "(iii) readable",
+    );
+    // The culprit: a send prepared although the owner's own clock said its lease lapsed.
+    assert!(steps.iter().any(|(s, a)| match *a {
+        Action::Check { p, r } => matches!(slot(s, p, r), Slot::Working(w) if !w.lease_ok),
+        _ => false,
+    }));
+}
+
+/// Bug (iv): takers compare leases without the skew margin while the clocks differ: the
+/// host whose clock runs ahead takes over a lease its owner still sees live with margin,
+/// and both send.
+#[test]
+fn finds_an_unbounded_skew_duplicating() {
+    let variant = Variant {
+        no_skew_margin: true,
+        ..Variant::default()
+    };
+    let m = Lock::new(READABLE, 1, 1, variant);
+    let steps = counterexample(m.clone(), "no unexplained duplicate", "(iv) readable");
+    assert!(takes_over_a_live_lease(&m, &steps));
+}
+
+/// The same with the margin kept but the clocks 3 s apart, beyond the 2 s tolerated: the
+/// tolerance must cover the real skew.
+#[test]
+fn finds_a_skew_beyond_the_tolerance_duplicating() {
+    let mut m = Lock::new(READABLE, 1, 1, Variant::default());
+    m.clocks = vec![2, -1];
+    let steps = counterexample(m.clone(), "no unexplained duplicate", "skew 3 s, readable");
+    assert!(takes_over_a_live_lease(&m, &steps));
+}
+
+/// Whether a step takes over a lease that its owner's clock sees live with margin.
+fn takes_over_a_live_lease(m: &Lock, steps: &[(State, Action)]) -> bool {
+    steps.iter().any(|(s, a)| match *a {
+        Action::Acquire { p, r, lost: false } => s.store[r].as_ref().is_some_and(|rec| {
+            rec.owner != m.me(s, p)
+                && is_pending(rec)
+                && rec.lease_until_ms().unwrap() - m.clock(host_of(&rec.owner)) > MARGIN
+        }),
+        _ => false,
+    })
+}
+
+/// A redelivered copy that cancels its process's queued abandonment and retakes the key
+/// drops the progress that abandonment carried: the retake sends the delivered copy again.
+#[test]
+fn finds_a_retake_dropping_progress_duplicating() {
+    let variant = Variant {
+        retake_drops_progress: true,
+        ..Variant::default()
+    };
+    let steps = counterexample(
+        Lock::new(PLAIN_TWO_COPIES, 1, 1, variant),
+        "no unexplained duplicate",
+        "retake drops progress, plain x2",
+    );
+    assert!(steps.iter().any(|(s, a)| match *a {
+        Action::Deliver { p, r } => matches!(slot(s, p, r), Slot::Owes(Owed::Abandon(m)) if m != 0),
+        _ => false,
+    }));
+}
+
+/// The design's assumption is needed: without it, a readable sink gets a second copy (the
+/// owner's lease runs out after its pre-send check, a taker reads back, finds nothing and
+/// sends, then the first send lands).
 #[test]
 fn finds_a_lease_lapsing_mid_send_duplicating() {
     let variant = Variant {
@@ -979,13 +1479,18 @@ fn finds_a_lease_lapsing_mid_send_duplicating() {
         ..Variant::default()
     };
     let steps = counterexample(
-        Lock::new(Sink::Readable, 1, 1, variant),
+        Lock::new(READABLE, 1, 1, variant),
         "no unexplained duplicate",
         "lapse mid-send, readable",
     );
-    assert!(steps.iter().any(|(s, a)| match *a {
-        Action::LeaseEnds { r } => s.procs.iter().any(|p| p.slots[r] == Slot::Checked),
-        _ => false,
+    assert!(steps.iter().any(|(s, a)| {
+        match *a {
+            Action::LeaseLapses { r } => s
+                .procs
+                .iter()
+                .any(|p| matches!(p.slots[r], Slot::Working(w) if w.checked)),
+            _ => false,
+        }
     }));
 }
 
@@ -998,8 +1503,8 @@ fn transactional_sink_without_the_lease_assumption() {
         ..Variant::default()
     };
     check(
-        Lock::new(Sink::Transactional, 2, 3, variant),
-        "transactional without the lease assumption, 2 records, 3 faults",
+        Lock::new(TRANSACTIONAL, 1, 4, variant),
+        "transactional without the lease assumption, 1 record, 4 faults",
     )
     .assert_properties();
 }
@@ -1012,17 +1517,18 @@ fn finds_a_pending_lock_freed_by_its_ttl() {
         ttl_frees_pending: true,
         ..Variant::default()
     };
+    let m = Lock::new(READABLE, 1, 1, variant);
     let steps = counterexample(
-        Lock::new(Sink::Readable, 1, 1, variant),
+        Lock::new(READABLE, 1, 1, variant),
         "no unexplained duplicate",
         "(a) readable",
     );
     // The culprit: an acquisition that took another owner's lock with a live lease.
     assert!(steps.iter().any(|(s, a)| {
         match *a {
-            Action::Acquire { p, r, lost: false } => s.store[r].as_ref().is_some_and(|rec| {
-                rec.blocks(NOW, 0) && rec.owner != owner(p, s.procs[p].incarnation)
-            }),
+            Action::Acquire { p, r, lost: false } => s.store[r]
+                .as_ref()
+                .is_some_and(|rec| rec.blocks(m.clock(p), SKEW) && rec.owner != m.me(s, p)),
             _ => false,
         }
     }));
@@ -1036,15 +1542,18 @@ fn finds_a_non_reentrant_acquire_losing_a_record() {
         not_reentrant: true,
         ..Variant::default()
     };
-    for sink in [Sink::Readable, Sink::Transactional, Sink::Plain] {
-        let model = Lock::new(sink, 1, 2, variant);
-        let steps = counterexample(model, "no record lost for good", &format!("(b) {sink:?}"));
+    for sends in [READABLE, TRANSACTIONAL, PLAIN] {
+        let m = Lock::new(sends, 1, 2, variant);
+        let model = Lock::new(sends, 1, 2, variant);
+        let steps = counterexample(model, "no record lost for good", &format!("(b) {sends:?}"));
         // The culprit: an acquisition over the owner's own pending lock.
-        assert!(steps.iter().any(|(s, a)| match *a {
-            Action::Acquire { p, r, lost: false } => s.store[r].as_ref().is_some_and(|rec| {
-                is_pending(rec) && rec.owner == owner(p, s.procs[p].incarnation)
-            }),
-            _ => false,
+        assert!(steps.iter().any(|(s, a)| {
+            match *a {
+                Action::Acquire { p, r, lost: false } => s.store[r]
+                    .as_ref()
+                    .is_some_and(|rec| is_pending(rec) && rec.owner == m.me(s, p)),
+                _ => false,
+            }
         }));
     }
 }
@@ -1058,7 +1567,7 @@ fn finds_a_commit_before_the_send_losing_a_record() {
         ..Variant::default()
     };
     let steps = counterexample(
-        Lock::new(Sink::Plain, 1, 1, variant),
+        Lock::new(PLAIN, 1, 1, variant),
         "no record lost for good",
         "(c) plain",
     );
@@ -1071,52 +1580,22 @@ fn finds_a_commit_before_the_send_losing_a_record() {
     )));
 }
 
-/// The in-memory rule as described: a copy arriving while the same process has the record
-/// in flight is acknowledged at once as a duplicate. When the first copy then fails, the
-/// source has been told the record is done: lost.
+/// The in-memory rule as first described: a copy arriving while the same process has the
+/// record in flight is acknowledged at once as a duplicate. When the first copy then
+/// fails, the source has been told the record is done: lost.
 #[test]
 fn finds_an_in_flight_duplicate_acknowledged_too_early() {
     let variant = Variant {
         ack_inflight_duplicate: true,
         ..Variant::default()
     };
-    for sink in [Sink::Readable, Sink::Transactional, Sink::Plain] {
-        let model = Lock::new(sink, 1, 1, variant);
-        let label = format!("in-flight ack, {sink:?}");
+    for sends in [READABLE, TRANSACTIONAL, PLAIN] {
+        let model = Lock::new(sends, 1, 1, variant);
+        let label = format!("in-flight ack, {sends:?}");
         let steps = counterexample(model, "no record lost for good", &label);
         assert!(steps.iter().any(|(s, a)| match *a {
             Action::Deliver { p, r } => in_flight(s.procs[p].slots[r]),
             _ => false,
         }));
-    }
-}
-
-/// By hand, to explore other bounds or variants: `M_SINK=readable|transactional|plain`,
-/// `M_RECORDS`, `M_FAULTS`, and `M_A`..`M_E`=1 for the variants in [`Variant`]'s order;
-/// prints every discovery (violations and examples) with its last state. E.g.
-/// `M_SINK=plain M_RECORDS=2 M_FAULTS=2 cargo test -p sluice-lock-protocol --test model
-/// explore -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn explore() {
-    let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
-    let sink = match env("M_SINK", "readable").as_str() {
-        "readable" => Sink::Readable,
-        "transactional" => Sink::Transactional,
-        _ => Sink::Plain,
-    };
-    let records: usize = env("M_RECORDS", "1").parse().unwrap();
-    let faults: u8 = env("M_FAULTS", "1").parse().unwrap();
-    let variant = Variant {
-        ttl_frees_pending: env("M_A", "0") == "1",
-        not_reentrant: env("M_B", "0") == "1",
-        commit_before_send: env("M_C", "0") == "1",
-        ack_inflight_duplicate: env("M_D", "0") == "1",
-        lease_may_lapse_mid_send: env("M_E", "0") == "1",
-    };
-    let c = check(Lock::new(sink, records, faults, variant), "explore");
-    for (name, path) in c.discoveries() {
-        eprintln!("DISCOVERY {name}: {:?}", path.clone().into_actions());
-        eprintln!("LAST {:?}", path.last_state());
     }
 }

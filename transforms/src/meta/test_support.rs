@@ -194,6 +194,9 @@ struct SendSettings {
     uncertain: bool,
     /// Flush when this many messages are held, not only at ctrl.
     flush_at: Option<usize>,
+    /// With `fail_flushes`: only the held messages whose data contains this fail (the
+    /// others are delivered), as a destination with per-record results fails some records.
+    fail_matching: Option<String>,
 }
 
 /// A send: passes data on, keeps a copy until ctrl, then "delivers" (notes `sent:<data>`).
@@ -215,6 +218,26 @@ impl Send {
             held: Mutex::new(Vec::new()),
             failures: AtomicU32::new(0),
         })
+    }
+
+    /// "Delivers" `batch`: each message whose lease still allows it is noted `sent:`, its
+    /// tokens accepted and its copies recorded; the others are noted `refused:` and fail.
+    fn deliver(&self, batch: Vec<(Message, Vec<(Arc<LockTicket>, u32)>)>) {
+        let now = std::time::Instant::now();
+        for (m, copies) in batch {
+            if let Some(why) = copies.iter().find_map(|(t, _)| t.check_lease(now).err()) {
+                note(&self.s.name, format!("refused:{}", text(&m)));
+                m.fail_acks(&why);
+                continue;
+            }
+            for t in m.acks() {
+                t.mark_accepted();
+            }
+            for (t, c) in &copies {
+                t.record_delivery(&self.s.name, *c);
+            }
+            note(&self.s.name, format!("sent:{}", text(&m)));
+        }
     }
 }
 
@@ -249,8 +272,21 @@ impl StatefulTransform for Send {
             }
             return Ok(());
         }
-        let batch = std::mem::take(&mut *self.held.lock().unwrap());
-        if self.failures.fetch_add(1, Ordering::SeqCst) < self.s.fail_flushes {
+        let mut batch = std::mem::take(&mut *self.held.lock().unwrap());
+        let failing = self
+            .s
+            .fail_matching
+            .as_ref()
+            .is_none_or(|f| batch.iter().any(|(m, _)| text(m).contains(f.as_str())));
+        if failing && self.failures.fetch_add(1, Ordering::SeqCst) < self.s.fail_flushes {
+            // With `fail_matching`, what does not match is delivered now.
+            if let Some(f) = &self.s.fail_matching {
+                let (bad, good): (Vec<_>, Vec<_>) = batch
+                    .into_iter()
+                    .partition(|(m, _)| text(m).contains(f.as_str()));
+                self.deliver(good);
+                batch = bad;
+            }
             for (m, _) in &batch {
                 if self.s.uncertain {
                     for t in m.acks() {
@@ -262,21 +298,7 @@ impl StatefulTransform for Send {
             *self.held.lock().unwrap() = batch;
             return Err(TransformError::failed("delivery failed"));
         }
-        let now = std::time::Instant::now();
-        for (m, copies) in batch {
-            if let Some(why) = copies.iter().find_map(|(t, _)| t.check_lease(now).err()) {
-                note(&self.s.name, format!("refused:{}", text(&m)));
-                m.fail_acks(&why);
-                continue;
-            }
-            for t in m.acks() {
-                t.mark_accepted();
-            }
-            for (t, c) in &copies {
-                t.record_delivery(&self.s.name, *c);
-            }
-            note(&self.s.name, format!("sent:{}", text(&m)));
-        }
+        self.deliver(batch);
         out.push(msg);
         Ok(())
     }

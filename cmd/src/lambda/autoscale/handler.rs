@@ -16,7 +16,8 @@ use sluice_transforms::aws::{AwsTarget, describe_error};
 use tracing::Instrument;
 
 use super::*;
-use crate::lambda::{Event, HandlerError, HandlerKind, build_runtime, parse_event, serve};
+use crate::lambda::bootstrap::{build_runtime, serve};
+use crate::lambda::{Event, HandlerError, HandlerKind, parse_event};
 
 /// The alarms' period, in seconds.
 pub(crate) const PERIOD: i32 = 60;

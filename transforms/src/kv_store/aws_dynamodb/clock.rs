@@ -10,9 +10,10 @@
 //! (this host's clock less the service's) lies in `(sent - date - 1 s, received - date]`.
 //! Successive answers are intersected, which narrows the interval to a fraction of a
 //! second; an answer that does not meet the interval (this host's clock was stepped) starts
-//! a new one. The lock refuses to take keys while the interval is not within half the
-//! tolerated skew (two hosts each within half differ by at most the whole), so a host
-//! whose clock runs ahead never takes over a live owner's key.
+//! a new one. The lock refuses to take keys while the whole interval is past half the
+//! tolerated skew (two hosts each within half differ by at most the whole), so a host whose
+//! clock runs ahead by more than that, and the measurement's width, never takes over a live
+//! owner's key.
 
 use std::sync::{Arc, Mutex};
 

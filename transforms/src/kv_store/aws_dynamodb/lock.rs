@@ -106,7 +106,7 @@ impl DynamoDbStore {
                 .update_expression(ACQUIRE_UPDATE)
                 .condition_expression(ACQUIRE_CONDITION)
                 .set_expression_attribute_names(Some(self.acquire_names()))
-                .set_expression_attribute_values(Some(acquire_values(owner, now_ms, r)))
+                .set_expression_attribute_values(Some(acquire_values(owner, now_ms, r, true)))
                 .return_values(ReturnValue::AllOld)
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
@@ -171,7 +171,7 @@ impl DynamoDbStore {
             .update_expression(ACQUIRE_UPDATE)
             .condition_expression(ACQUIRE_FRESH_CONDITION)
             .set_expression_attribute_names(Some(self.acquire_names()))
-            .set_expression_attribute_values(Some(acquire_values(owner, now_ms, r)))
+            .set_expression_attribute_values(Some(acquire_values(owner, now_ms, r, false)))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map(|u| TransactWriteItem::builder().update(u).build())
@@ -601,8 +601,21 @@ impl DynamoDbStore {
     }
 }
 
-/// The values of an acquisition's condition and update, either condition.
-fn acquire_values(owner: &str, now_ms: i64, r: &AcquireRequest) -> HashMap<String, AttributeValue> {
+/// The values of an acquisition's condition and update: [`ACQUIRE_CONDITION`]'s with
+/// `takeover` (it alone compares leases), else [`ACQUIRE_FRESH_CONDITION`]'s (DynamoDB
+/// refuses a value no expression uses).
+fn acquire_values(
+    owner: &str,
+    now_ms: i64,
+    r: &AcquireRequest,
+    takeover: bool,
+) -> HashMap<String, AttributeValue> {
+    let takeover_ms = takeover.then(|| {
+        (
+            ":takeover_ms",
+            number(now_ms.saturating_sub(r.skew_ms.max(0))),
+        )
+    });
     [
         (":me", AttributeValue::S(owner.to_string())),
         (":pending", AttributeValue::S(PENDING.into())),
@@ -610,12 +623,9 @@ fn acquire_values(owner: &str, now_ms: i64, r: &AcquireRequest) -> HashMap<Strin
         (":ttl", number(pending_ttl(r.ttl, r.lease_until_ms))),
         (":now_s", number(now_ms.div_euclid(1000))),
         (":now_ms", number(now_ms)),
-        (
-            ":takeover_ms",
-            number(now_ms.saturating_sub(r.skew_ms.max(0))),
-        ),
     ]
     .into_iter()
+    .chain(takeover_ms)
     .map(|(k, v)| (k.to_string(), v))
     .collect()
 }

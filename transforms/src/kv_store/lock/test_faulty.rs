@@ -25,8 +25,8 @@ use sluice_engine::async_trait;
 use super::super::KvPlace;
 use super::sqlite::SqliteStore;
 use super::{
-    AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockStore, RenewRequest, Settled,
-    StoreError,
+    AbandonRequest, AcquireRequest, Acquired, ClockOffset, CommitRequest, LockStore, RenewRequest,
+    Settled, StoreError,
 };
 
 fn clock_ms() -> i64 {
@@ -51,6 +51,27 @@ struct Settings {
     outage_ms: HashMap<String, u64>,
     #[serde(default)]
     slow_ms: HashMap<String, u64>,
+    /// This host's clock against the store's, as the store would measure it (ms).
+    #[serde(default)]
+    clock_offset_ms: Option<i64>,
+}
+
+/// How many calls of each operation the stores over each file were asked (tests read it
+/// with [`calls`]).
+fn call_counts() -> &'static Mutex<HashMap<(String, String), u32>> {
+    static C: std::sync::OnceLock<Mutex<HashMap<(String, String), u32>>> =
+        std::sync::OnceLock::new();
+    C.get_or_init(Default::default)
+}
+
+/// How many `op` calls the faulty stores over `file` were asked so far.
+pub(crate) fn calls(file: &str, op: &str) -> u32 {
+    call_counts()
+        .lock()
+        .unwrap()
+        .get(&(file.to_string(), op.to_string()))
+        .copied()
+        .unwrap_or(0)
 }
 
 /// How a call of one operation goes.
@@ -61,6 +82,8 @@ enum Fault {
 }
 
 pub(crate) struct FaultySqliteStore {
+    file: String,
+    clock_offset_ms: Option<i64>,
     inner: SqliteStore,
     takeover_by: Option<String>,
     delay: Duration,
@@ -85,6 +108,8 @@ impl FaultySqliteStore {
             left.entry(op).or_default().1 = n;
         }
         Ok(FaultySqliteStore {
+            file: s.file.clone(),
+            clock_offset_ms: s.clock_offset_ms,
             inner: SqliteStore::open(PathBuf::from(&s.file)).map_err(|e| place.error("file", e))?,
             takeover_by: s.takeover_by,
             delay: Duration::from_millis(s.delay_ms),
@@ -112,6 +137,11 @@ impl FaultySqliteStore {
     }
 
     fn fault(&self, op: &str) -> Fault {
+        *call_counts()
+            .lock()
+            .unwrap()
+            .entry((self.file.clone(), op.to_string()))
+            .or_default() += 1;
         if self
             .outage
             .get(op)
@@ -158,6 +188,13 @@ impl FaultySqliteStore {
 impl LockStore for FaultySqliteStore {
     fn describe(&self) -> String {
         format!("faulty {}", self.inner.describe())
+    }
+
+    fn clock_offset(&self) -> Option<ClockOffset> {
+        self.clock_offset_ms.map(|ms| ClockOffset {
+            lo_ms: ms - 100,
+            hi_ms: ms + 100,
+        })
     }
 
     async fn acquire(

@@ -433,10 +433,12 @@ impl MetaKvStoreLock {
         .with_skew(self.skew)
     }
 
-    /// Refuses to take keys while this host's clock is not provably within half the
-    /// tolerated skew of the store's (two such hosts differ by at most the skew): a clock
-    /// ahead by more would take over live owners' keys, one behind would keep its own past
-    /// their end. Warns once when the clock is more than a quarter of the skew off.
+    /// Refuses to take keys while this host's clock is measured more than half the
+    /// tolerated skew off the store's (two hosts within half differ by at most the skew): a
+    /// clock ahead by more would take over live owners' keys, one behind would keep its own
+    /// past their end. The measurement is an interval (about a second wide at first,
+    /// narrowing with each answer); a host refused is one whose whole interval is past the
+    /// bound, and one surely more than a quarter of the skew off is warned about, once.
     async fn check_clock(&self) -> Result<(), TransformError> {
         self.store.measure_clock().await;
         let Some(off) = self.store.clock_offset() else {
@@ -457,19 +459,11 @@ impl MetaKvStoreLock {
                 self.skew
             )));
         }
-        if off.hi_ms > half || off.lo_ms < -half {
-            return Err(TransformError::failed(format!(
-                "this host's clock is between {:.1} s and {:.1} s off {}'s, which may be more than half the {:?} clock_skew the lock tolerates: not taking keys until it is measured closer (synchronise the clock, or raise clock_skew)",
-                secs(off.lo_ms),
-                secs(off.hi_ms),
-                self.store.describe(),
-                self.skew
-            )));
-        }
-        let mid = (off.lo_ms + off.hi_ms) / 2;
-        if mid.abs() > half / 2 && !self.clock_warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(lock = %self.id, offset_ms = mid, store = %self.store.describe(),
-                "this host's clock is about {:.1} s off the lock store's; the lock refuses to take keys past {:.1} s (half its clock_skew)", secs(mid), secs(half));
+        // At least this far off for certain (0 when the measurement allows no offset).
+        let surely = off.lo_ms.max(0).max(-off.hi_ms);
+        if surely > half / 2 && !self.clock_warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(lock = %self.id, store = %self.store.describe(),
+                "this host's clock is measured between {:.1} s and {:.1} s off the lock store's, more than a quarter of the {:?} clock_skew the lock tolerates; it refuses to take keys once the whole measurement is past half of it", secs(off.lo_ms), secs(off.hi_ms), self.skew);
         }
         Ok(())
     }

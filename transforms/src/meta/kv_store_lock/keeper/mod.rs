@@ -520,12 +520,6 @@ impl Keeper {
             if now >= until {
                 let line =
                     left.describe(&self.shared.lock_id, &self.shared.store.describe(), lease);
-                tracing::error!(
-                    lock = %self.shared.lock_id,
-                    keys = left.total(),
-                    store = %self.shared.store.describe(),
-                    "{line}"
-                );
                 return SettleReport {
                     unsettled: vec![line],
                 };
@@ -561,8 +555,9 @@ impl Left {
         let mut parts = Vec::new();
         if self.commits > 0 {
             parts.push(format!(
-                "{} delivered message(s) whose keys could not be committed (a run over the same input within the {lease:?} lease waits for them and fails those lines; after it, it takes the keys over and sends only what a send cannot find or was not recorded as delivered)",
-                self.commits
+                "{} delivered message(s) whose keys could not be committed (a run over the same input within the {} s lease waits for them and fails those lines; after it, it takes the keys over and sends only what a send cannot find or was not recorded as delivered)",
+                self.commits,
+                lease.as_secs_f64()
             ));
         }
         if self.releases > 0 {

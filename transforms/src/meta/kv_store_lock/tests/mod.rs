@@ -19,6 +19,7 @@ use crate::meta::test_support::{assert_status, datas, journal, registry, tracked
 
 mod duplicate_paths;
 mod loss_paths;
+mod multi_send;
 
 fn now_ms() -> i64 {
     SystemClock.now_ms()

@@ -7,10 +7,16 @@
 //! Read-ahead can be bounded in bytes ([`ReadAhead`]): the reader counts the bytes of what it
 //! reads and waits while the bound is reached; the driver gives a batch's bytes back once
 //! the pipeline has applied it.
+//!
+//! Stopping early (a signal) is the adapter's: it tells its reader to stop
+//! ([`ReadAhead::stop_reading`] wakes one waiting on the bound), and the driver, which knows
+//! no signals, finishes what was read as at the end of input, with the final settle cut
+//! short to the adapter's deadline ([`SettleDeadline`]).
+
+mod read_ahead;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -20,6 +26,8 @@ use crate::input::InputBatch;
 use crate::message::Message;
 use crate::pipeline::{LEADS_IN_FLIGHT, Lead, Pipeline};
 use crate::transform::SettleReport;
+
+pub use read_ahead::ReadAhead;
 
 /// Counts of one run.
 #[derive(Debug, Clone, Default)]
@@ -36,102 +44,26 @@ pub struct RunStats {
 /// they owe (the lock's commits; it bounds the wait by its lease too).
 pub const SETTLE_WAIT: Duration = Duration::from_secs(600);
 
-/// A bound on the bytes of input read and not yet through the pipeline, shared by a reader
-/// thread and [`drive_bounded`].
-///
-/// The reader calls [`ReadAhead::wait`] before it reads a message and [`ReadAhead::add`]
-/// with the message's data length once it has; the driver calls [`ReadAhead::release`] with
-/// the data lengths of a batch once the pipeline has applied it. So what is read ahead stays
-/// under the limit plus one message (a message larger than the limit is still read, alone).
-/// What stateful transforms keep after a batch (a send's open batch, an aggregate) is
-/// bounded by their own batch settings, not by this.
-#[derive(Debug)]
-pub struct ReadAhead {
-    limit: usize,
-    held: AtomicUsize,
-    closed: AtomicBool,
-    lock: Mutex<()>,
-    freed: Condvar,
-}
+/// The latest the driver's final settle may run ([`drive_settled_within`]): [`SETTLE_WAIT`]
+/// after it starts, or earlier once an adapter brings it forward (a stop's grace period
+/// ends then). Read when the settle starts: one already running keeps its own.
+#[derive(Debug, Default)]
+pub struct SettleDeadline(Mutex<Option<Instant>>);
 
-impl ReadAhead {
-    /// A bound of `limit` bytes (at least 1).
-    pub fn new(limit: usize) -> ReadAhead {
-        ReadAhead {
-            limit: limit.max(1),
-            held: AtomicUsize::new(0),
-            closed: AtomicBool::new(false),
-            lock: Mutex::new(()),
-            freed: Condvar::new(),
+impl SettleDeadline {
+    /// Settles by `at` at the latest (an earlier deadline already set stays).
+    pub fn bring_forward(&self, at: Instant) {
+        let mut d = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *d = Some(d.map_or(at, |d| d.min(at)));
+    }
+
+    /// The deadline of a settle starting at `now`.
+    pub fn from(&self, now: Instant) -> Instant {
+        let wait = now + SETTLE_WAIT;
+        match *self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(d) => d.min(wait),
+            None => wait,
         }
-    }
-
-    /// The limit in bytes.
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
-    /// The bytes read and not yet released.
-    pub fn held(&self) -> usize {
-        self.held.load(Ordering::Acquire)
-    }
-
-    /// Whether the limit is reached (a reader then hands on the batch it is building, whose
-    /// bytes count too, before it [waits](ReadAhead::wait)).
-    pub fn is_full(&self) -> bool {
-        self.held() >= self.limit
-    }
-
-    /// Blocks the calling (reader) thread while the limit is reached. `false` once the
-    /// bound was closed: the driver stopped, and nothing more should be read.
-    ///
-    /// Whatever the reader counted must have been handed to the driver before it waits, or
-    /// nothing would ever be released.
-    pub fn wait(&self) -> bool {
-        if self.closed.load(Ordering::Acquire) {
-            return false;
-        }
-        if self.held() < self.limit {
-            return true;
-        }
-        let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if self.closed.load(Ordering::Acquire) {
-                return false;
-            }
-            if self.held() < self.limit {
-                return true;
-            }
-            guard = self.freed.wait(guard).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-
-    /// Counts `bytes` more as read.
-    pub fn add(&self, bytes: usize) {
-        self.held.fetch_add(bytes, Ordering::AcqRel);
-    }
-
-    /// Gives `bytes` back (what [`ReadAhead::add`] counted) and wakes the reader.
-    pub fn release(&self, bytes: usize) {
-        // Saturating: a caller's miscount must not wrap into a bound that never frees.
-        let _ = self
-            .held
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| {
-                Some(h.saturating_sub(bytes))
-            });
-        self.notify();
-    }
-
-    /// Stops the reader: [`ReadAhead::wait`] returns `false` from now on.
-    pub fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        self.notify();
-    }
-
-    fn notify(&self) {
-        // Taking the lock orders this wake-up after a waiter's check of `held`.
-        drop(self.lock.lock().unwrap_or_else(|p| p.into_inner()));
-        self.freed.notify_all();
     }
 }
 
@@ -179,8 +111,27 @@ pub async fn drive_bounded<B: Into<InputBatch>>(
 /// run's outcome.
 pub async fn drive_settled<B: Into<InputBatch>>(
     pipeline: &Pipeline,
+    input: mpsc::Receiver<B>,
+    read_ahead: Option<&ReadAhead>,
+    on_output: impl FnMut(Vec<Message>),
+) -> (Result<RunStats, TransformError>, SettleReport) {
+    drive_settled_within(
+        pipeline,
+        input,
+        read_ahead,
+        &SettleDeadline::default(),
+        on_output,
+    )
+    .await
+}
+
+/// [`drive_settled`], whose final settle ends by `settle_by` (which an adapter that is
+/// stopping brings forward while this runs).
+pub async fn drive_settled_within<B: Into<InputBatch>>(
+    pipeline: &Pipeline,
     mut input: mpsc::Receiver<B>,
     read_ahead: Option<&ReadAhead>,
+    settle_by: &SettleDeadline,
     on_output: impl FnMut(Vec<Message>),
 ) -> (Result<RunStats, TransformError>, SettleReport) {
     let mut leads = VecDeque::new();
@@ -205,7 +156,7 @@ pub async fn drive_settled<B: Into<InputBatch>>(
     if let Some(ra) = read_ahead {
         ra.close();
     }
-    let report = pipeline.settle(Instant::now() + SETTLE_WAIT).await;
+    let report = pipeline.settle(settle_by.from(Instant::now())).await;
     (r, report)
 }
 
@@ -320,7 +271,7 @@ mod tests {
     use crate::transform::{StatelessTransform, Transform};
     use async_trait::async_trait;
     use std::sync::Arc;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     /// Records the most bytes the bound held while it ran; fails on data "bad".
     struct Watch {
@@ -695,26 +646,50 @@ mod tests {
         assert_eq!(t_never.status(), AckStatus::Failed);
     }
 
-    #[test]
-    fn a_waiting_reader_wakes_when_bytes_are_released_or_the_bound_closes() {
-        let ra = Arc::new(ReadAhead::new(10));
-        assert!(ra.wait());
-        ra.add(10);
-        assert!(ra.is_full());
-        let r = ra.clone();
-        let waiter = std::thread::spawn(move || r.wait());
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(!waiter.is_finished(), "waits while full");
-        ra.release(1);
-        assert!(waiter.join().unwrap());
-        ra.add(1);
-        let r = ra.clone();
-        let waiter = std::thread::spawn(move || r.wait());
-        std::thread::sleep(Duration::from_millis(50));
-        ra.close();
-        assert!(!waiter.join().unwrap());
-        // A miscount never wraps around.
-        ra.release(1000);
-        assert_eq!(ra.held(), 0);
+    /// Says it could not settle, and when it was told to be done by.
+    #[derive(Default)]
+    struct Owes(std::sync::Mutex<Vec<Instant>>);
+    #[async_trait]
+    impl crate::transform::StatefulTransform for Owes {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            out.push(m);
+            Ok(())
+        }
+
+        async fn settle(&self, until: Instant) -> SettleReport {
+            self.0.lock().unwrap().push(until);
+            SettleReport {
+                unsettled: vec!["3 keys left pending".into()],
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn the_final_settle_ends_by_a_deadline_brought_forward_and_says_what_is_left() {
+        let owes = Arc::new(Owes::default());
+        let p = Pipeline::new(vec![(Arc::from("owes"), Transform::Stateful(owes.clone()))]);
+        let start = Instant::now();
+        let (r, report) = drive_settled(&p, queued(vec![batch(0, 2)]).await, None, |_| {}).await;
+        assert_eq!(r.unwrap().messages_out, 2);
+        assert_eq!(report.unsettled, ["3 keys left pending"]);
+        assert!(
+            owes.0.lock().unwrap()[0] >= start + SETTLE_WAIT,
+            "the default wait"
+        );
+
+        let by = SettleDeadline::default();
+        let soon = Instant::now() + Duration::from_millis(300);
+        by.bring_forward(soon + Duration::from_secs(1));
+        by.bring_forward(soon);
+        by.bring_forward(soon + Duration::from_secs(2));
+        let rx = queued(vec![batch(0, 2)]).await;
+        let (r, report) = drive_settled_within(&p, rx, None, &by, |_| {}).await;
+        assert!(r.is_ok());
+        assert!(!report.is_settled());
+        assert_eq!(owes.0.lock().unwrap()[1], soon, "the earliest deadline");
     }
 }

@@ -1,0 +1,176 @@
+//! Stopping the reader thread part way (a signal): it hands on the lines it has read and
+//! reads no more.
+//!
+//! The reader looks at the stop between lines ([`ReadAhead::is_stopping`], which also wakes
+//! it when it waits on the read-ahead bound). A read of a pipe or a terminal can wait for
+//! ever (an idle producer), so such a source is read only once poll(2) says it has data or
+//! the stop's pipe says to stop; a regular file never waits, and is read directly.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use sluice_engine::driver::ReadAhead;
+
+/// Tells the reader thread to stop: the flag is the read-ahead bound's, and a pipe wakes
+/// a reader waiting for input.
+pub struct StopReading {
+    read_ahead: Arc<ReadAhead>,
+    wake_rx: OwnedFd,
+    wake_tx: OwnedFd,
+}
+
+impl StopReading {
+    /// A stop for the reader of `read_ahead`.
+    pub fn new(read_ahead: Arc<ReadAhead>) -> io::Result<Arc<StopReading>> {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into `fds`, which we then own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both are open descriptors that nothing else owns.
+        let (wake_rx, wake_tx) = unsafe {
+            use std::os::fd::FromRawFd;
+            (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+        };
+        Ok(Arc::new(StopReading {
+            read_ahead,
+            wake_rx,
+            wake_tx,
+        }))
+    }
+
+    /// Stops the reader (at once if it waits for input or on the bound).
+    pub fn request(&self) {
+        self.read_ahead.stop_reading();
+        // The pipe stays readable from now on; a full pipe is already readable.
+        // SAFETY: writes one byte from a live buffer to a descriptor we own.
+        let _ = unsafe { libc::write(self.wake_tx.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+    }
+
+    /// Whether the reader was told to stop.
+    pub fn is_requested(&self) -> bool {
+        self.read_ahead.is_stopping()
+    }
+
+    /// `file` read so that a stop interrupts a wait for its input: a pipe, terminal or
+    /// socket is read once poll(2) says it has something (or has ended); a regular file
+    /// directly.
+    pub fn reader(self: &Arc<Self>, file: File) -> io::Result<Box<dyn Read + Send>> {
+        if file.metadata()?.is_file() {
+            return Ok(Box::new(file));
+        }
+        Ok(Box::new(Interruptible {
+            file,
+            stop: self.clone(),
+        }))
+    }
+}
+
+/// A source read only when poll(2) says it has something, or fails once the stop is asked.
+struct Interruptible {
+    file: File,
+    stop: Arc<StopReading>,
+}
+
+impl Read for Interruptible {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.stop.is_requested() {
+                return Err(stopped());
+            }
+            let mut fds = [
+                libc::pollfd {
+                    fd: self.file.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.stop.wake_rx.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two valid pollfd entries, waiting without a timeout.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if fds[1].revents != 0 {
+                return Err(stopped());
+            }
+            if fds[0].revents != 0 {
+                // Data, its end (POLLHUP) or an error: the read says which (a descriptor
+                // someone made non-blocking may still have nothing: wait again).
+                match self.file.read(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    r => return r,
+                }
+            }
+        }
+    }
+}
+
+/// The error a read of a stopped source fails with (the reader sees the stop and ends
+/// without it).
+fn stopped() -> io::Error {
+    io::Error::other("reading stopped")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_read_waiting_on_an_idle_pipe_ends_when_told_to_stop() {
+        let (rx, mut tx) = std::io::pipe().unwrap();
+        let stop = StopReading::new(Arc::new(ReadAhead::new(1 << 20))).unwrap();
+        let mut reader = stop.reader(File::from(OwnedFd::from(rx))).unwrap();
+        tx.write_all(b"a\n").unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            reader.read(&mut buf).unwrap(),
+            2,
+            "data is read as it comes"
+        );
+        let s = stop.clone();
+        let waiting = std::thread::spawn(move || {
+            let started = Instant::now();
+            (reader.read(&mut buf), started.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!waiting.is_finished(), "waits for input");
+        s.request();
+        let (read, waited) = waiting.join().unwrap();
+        assert_eq!(read.unwrap_err().to_string(), "reading stopped");
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+        assert!(stop.is_requested());
+        drop(tx);
+    }
+
+    #[test]
+    fn a_regular_file_is_read_directly_and_an_ended_pipe_reads_its_end() {
+        let stop = StopReading::new(Arc::new(ReadAhead::new(1 << 20))).unwrap();
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(b"xyz").unwrap();
+        use std::io::Seek;
+        f.rewind().unwrap();
+        let mut s = String::new();
+        stop.reader(f).unwrap().read_to_string(&mut s).unwrap();
+        assert_eq!(s, "xyz");
+        let (rx, mut tx) = std::io::pipe().unwrap();
+        tx.write_all(b"end").unwrap();
+        drop(tx);
+        let mut s = String::new();
+        let mut r = stop.reader(File::from(OwnedFd::from(rx))).unwrap();
+        r.read_to_string(&mut s).unwrap();
+        assert_eq!(s, "end");
+    }
+}
