@@ -524,10 +524,14 @@ def skew_s(spec):
 
 
 def recurring_ttl_s(spec):
-    """The `recurring` pipeline's ttl_offset: the lease and 5 s (it may not be shorter than
-    the lease), so that a phase's re-presentations (seconds apart, one worker) fall within
-    its keys' TTL and the second phase waits little."""
-    return parse_seconds(spec["lease"]) + 5
+    """The `recurring` pipeline's ttl_offset: as short as a window's re-presentations allow.
+    The TTL counts from when the batch that commits a key began (keys.rs, ttl_of), and a
+    message may wait for another owner's key for up to the lease, the clock skew and
+    pending_wait before it runs: a shorter TTL may be past when the key is committed, and a
+    copy right behind it is processed again (a run found it: recurring/clock, ttl_offset
+    lease + 5 s, a message that waited 30 s for a crashed owner's key). Hence those and 5 s."""
+    return (parse_seconds(spec["lease"]) + skew_s(spec)
+            + parse_seconds(spec.get("pending_wait", "20s")) + 5)
 
 
 def config_text(what, transforms, spec):
