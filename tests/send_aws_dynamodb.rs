@@ -1,7 +1,8 @@
 //! `send_aws_dynamodb_put` through the real `sluice` binary against dynoxide: items written
 //! with `BatchWriteItem`, and the transactional mode inside `meta_kv_store_lock`, where each
-//! message's items and its lock's commit are one transaction. The sink table is scanned
-//! back and the lock table read, so every assertion is about what DynamoDB holds.
+//! message's items and the record of their delivery in its lock are one transaction (the
+//! lock is committed once every send of the message delivered it). The sink table is
+//! scanned back and the lock table read, so every assertion is about what DynamoDB holds.
 
 use std::collections::BTreeMap;
 
@@ -111,7 +112,7 @@ local sub = std.extVar('sub');
 }
 
 #[test]
-fn transactional_puts_commit_the_locks_with_the_items_and_redeliveries_are_dropped() {
+fn transactional_puts_write_each_item_once_and_redeliveries_are_dropped() {
     let endpoint = dynamodb::endpoint();
     let sink_table = dynamodb::unique_table("sluice-put-tx");
     let locks = dynamodb::unique_table("sluice-put-tx-locks");
@@ -128,7 +129,7 @@ fn transactional_puts_commit_the_locks_with_the_items_and_redeliveries_are_dropp
     );
     out.assert_clean_success();
     assert_eq!(sink(&endpoint, &sink_table).len(), 300);
-    // Every lock committed, by the transactions.
+    // Every lock committed, once its items were written.
     let lock_items = runtime().block_on(dynamodb::scan(&endpoint, &locks));
     assert_eq!(lock_items.len(), 300);
     assert!(
@@ -189,4 +190,92 @@ fn a_failed_transaction_releases_the_locks_so_a_redelivery_writes_the_items() {
     );
     out.assert_clean_success();
     assert_eq!(sink(&endpoint, &sink_table).len(), 50);
+}
+
+/// Issue 50, finding 2: a transactional put and another send in one lock. The other send
+/// failed, but the transaction had committed the key already: the redelivery was a
+/// duplicate and the other sink never got the message. Now the transaction records that the
+/// put delivered (the lock's progress); the redelivery skips the put (the items keep what
+/// the first run wrote) and delivers to the other sink.
+#[test]
+fn a_transactional_put_and_a_failed_send_beside_it_each_deliver_once() {
+    let endpoint = dynamodb::endpoint();
+    let sink_table = dynamodb::unique_table("sluice-put-both");
+    let locks = dynamodb::unique_table("sluice-put-both-locks");
+    tables(&endpoint, &sink_table, &locks);
+    let d = Dir::new();
+    let config = |run: u32| {
+        format!(
+            r#"
+local sub = std.extVar('sub');
+{{ transforms: [
+  sub.tf.meta.kv_store.lock({{
+    kv_store: sub.kv_store.aws.dynamodb({{
+      aws: {{ arn: '{locks}' }},
+      attributes: {{ partition_key: 'PK', ttl: 'ttl' }},
+    }}),
+    prefix: 'both',
+    object: {{ source_key: 'pk' }},
+    duplicates: 'drop',
+    transforms: [
+      sub.tf.obj.insert({{ obj: {{ trg: 'run' }}, value: {run} }}),
+      sub.tf.send.aws.dynamodb.put({{ aws: {{ arn: '{sink_table}' }}, transactional: true }}),
+      sub.tf.send.file({{ file_path: {{ prefix: 'out', uuid: true, suffix: '.jsonl' }}, separator: '\n' }}),
+    ],
+  }}),
+  sub.tf.util.drop(),
+] }}
+"#
+        )
+    };
+    // `out` is a file, not a directory: the file send fails, after the put delivered.
+    d.write("out", "in the way");
+    let input = lines(0..5);
+    let out = run(&d, &endpoint, config(1), &input);
+    out.assert_code(1);
+    let runs = || -> BTreeMap<String, String> {
+        runtime()
+            .block_on(dynamodb::scan(&endpoint, &sink_table))
+            .into_iter()
+            .map(|i| (i["pk"].clone(), i.get("run").cloned().unwrap_or_default()))
+            .collect()
+    };
+    assert_eq!(runs().len(), 5, "the put delivered");
+    let pending = runtime().block_on(dynamodb::scan(&endpoint, &locks));
+    assert_eq!(pending.len(), 5);
+    assert!(
+        pending
+            .iter()
+            .all(|i| i["lock_status"] == "pending" && i.contains_key("lock_progress")),
+        "kept with what was delivered: {pending:?}"
+    );
+    // The source redelivers once the file send can write.
+    std::fs::remove_file(d.path().join("out")).unwrap();
+    run(&d, &endpoint, config(2), &input).assert_clean_success();
+    assert!(
+        runs().values().all(|r| r == "1"),
+        "the items were not written again: {:?}",
+        runs()
+    );
+    let mut written: Vec<String> = Vec::new();
+    let mut dirs = vec![d.path().join("out")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                let text = std::fs::read_to_string(p).unwrap();
+                written.extend(text.lines().map(str::to_string));
+            }
+        }
+    }
+    written.sort();
+    assert_eq!(
+        written.len(),
+        5,
+        "each message once in the files: {written:?}"
+    );
+    let committed = runtime().block_on(dynamodb::scan(&endpoint, &locks));
+    assert!(committed.iter().all(|i| i["lock_status"] == "committed"));
 }

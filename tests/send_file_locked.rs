@@ -139,3 +139,48 @@ fn a_batch_written_again_after_a_crash_replaces_its_file() {
     .assert_clean_success();
     assert_eq!(files(&d.path().join("out")).len(), 2);
 }
+
+/// Issue 50, finding 3: "once per key per window" into objects named after their keys: an
+/// alert keyed on its host, deduplicated for the TTL, got the same name in the next window
+/// and replaced the earlier, legitimately written file. The name now holds each key's first
+/// attempt, which a key taken afresh after its TTL does not share.
+#[test]
+fn a_recurring_key_after_its_ttl_writes_a_new_file_beside_the_earlier_one() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        r#"
+local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.meta.kv_store.lock({
+      kv_store: sub.kv_store.sqlite({ file: 'state/locks.sqlite' }),
+      prefix: 'alert',
+      lease: '1s',
+      ttl_offset: '1s',
+      object: { source_key: 'host' },
+      duplicates: 'drop',
+      transforms: [sub.tf.send.file({ file_path: { prefix: 'alerts', uuid: true, suffix: '.json' } })],
+    }),
+    sub.tf.util.drop(),
+  ],
+}
+"#,
+    );
+    let first = "{\"host\":\"h1\",\"alert\":1}";
+    d.sluice(&["run", "-c", "cfg.jsonnet"], format!("{first}\n"))
+        .assert_clean_success();
+    // Within the TTL the same host is a duplicate; past it, the next window's alert.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let second = "{\"host\":\"h1\",\"alert\":2}";
+    d.sluice(&["run", "-c", "cfg.jsonnet"], format!("{second}\n"))
+        .assert_clean_success();
+    let written = files(&d.path().join("alerts"));
+    assert_eq!(written.len(), 2, "{written:?}");
+    let mut texts: Vec<String> = written
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
+    texts.sort();
+    assert_eq!(texts, [first, second]);
+}

@@ -96,8 +96,19 @@ impl Progress {
     }
 
     fn insert_range(&mut self, send: &str, lo: u32, hi: u32) {
-        let ranges = self.0.entry(send.to_string()).or_default();
-        ranges.push((lo.min(hi), lo.max(hi)));
+        let (lo, hi) = (lo.min(hi), lo.max(hi));
+        let ranges = match self.0.get_mut(send) {
+            Some(r) => r,
+            None => self.0.entry(send.to_string()).or_default(),
+        };
+        // The next copy after the last range (copies are delivered in order): no sort.
+        if let Some(last) = ranges.last_mut()
+            && lo == last.1.saturating_add(1)
+        {
+            last.1 = last.1.max(hi);
+            return;
+        }
+        ranges.push((lo, hi));
         ranges.sort_unstable();
         let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
         for &(lo, hi) in ranges.iter() {

@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::Deserialize;
 use sluice_engine::ack::{AckStatus, AckTracker};
 
-use crate::kv_store::LockTicket;
-use crate::kv_store::lock::ticket::tickets;
+use crate::kv_store::lock::ticket::{Copies, tickets};
 use sluice_engine::{
     Build, Condition, ConfigError, InPlace, MapTransform, Message, Registry, StatefulTransform,
     StatelessTransform, TransformError, async_trait,
@@ -207,7 +206,7 @@ struct SendSettings {
 /// lease lapsed (notes `refused:<data>` and fails it).
 struct Send {
     s: SendSettings,
-    held: Mutex<Vec<(Message, Vec<(Arc<LockTicket>, u32)>)>>,
+    held: Mutex<Vec<(Message, Copies)>>,
     failures: AtomicU32,
 }
 
@@ -222,7 +221,7 @@ impl Send {
 
     /// "Delivers" `batch`: each message whose lease still allows it is noted `sent:`, its
     /// tokens accepted and its copies recorded; the others are noted `refused:` and fail.
-    fn deliver(&self, batch: Vec<(Message, Vec<(Arc<LockTicket>, u32)>)>) {
+    fn deliver(&self, batch: Vec<(Message, Copies)>) {
         let now = std::time::Instant::now();
         for (m, copies) in batch {
             if let Some(why) = copies.iter().find_map(|(t, _)| t.check_lease(now).err()) {
@@ -245,7 +244,7 @@ impl Send {
 impl StatefulTransform for Send {
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if !msg.is_ctrl() {
-            let copies: Vec<(Arc<LockTicket>, u32)> = tickets(msg.acks())
+            let copies: Copies = tickets(msg.acks())
                 .map(|t| {
                     let c = t.next_copy(&self.s.name);
                     (t, c)

@@ -1,6 +1,6 @@
 //! `send_aws_dynamodb_put`: writes each item (a JSON object) to a DynamoDB table, with
 //! `BatchWriteItem`, or, in `transactional` mode inside `meta_kv_store_lock`, with
-//! `TransactWriteItems` that also commit the items' locks.
+//! `TransactWriteItems` that also record the delivery in the items' locks.
 //!
 //! Substation compatibility: the same type name and settings (`aws.arn`,
 //! `aws.assume_role_arn`, `batch`, `auxiliary_transforms`, `object.batch_key`). `aws.arn` is
@@ -26,18 +26,22 @@
 //! # Transactional mode (`transactional: true`, a sluice setting)
 //!
 //! Inside a `meta_kv_store_lock` whose `kv_store` is `aws_dynamodb`, each message's items
-//! and the commit of its lock go in one `TransactWriteItems`: either the items are written
-//! and the lock committed, or neither. A crash can then never leave an item written whose
-//! lock is still pending (which a redelivery would write again), nor a committed lock whose
-//! items were not written: the sink is exactly-once across crashes (DESIGN.md, "The lock",
-//! item 7). The send finds each item's lock in its message's lock ticket
-//! ([`crate::kv_store::lock::ticket`]) and marks it committed, so the lock skips
-//! them at its checkpoint. The commit is conditional on the lock's owner: if another
-//! process took the lock over (our lease ran out), the transaction is cancelled for that
-//! message, its items are not written and its acknowledgement fails.
+//! and the record of their delivery in its lock (`ADD` to the lock's progress, the copies
+//! of the message this send writes) go in one `TransactWriteItems`: either the items are
+//! written and the delivery recorded, or neither. A crash can then never leave an item
+//! written that the lock does not know of (a redelivery skips this send), nor a record of
+//! items that were not written: the sink is exactly-once across crashes (DESIGN.md, "The
+//! lock", item 7), and a failure at another send of the same message never makes this one
+//! write twice nor loses the message at the other. The lock is committed by the lock's
+//! keeper once every send delivered the message, not by the transaction (which, when it did,
+//! let another send's failure lose the message there). The send finds each item's lock in
+//! its message's lock ticket ([`crate::kv_store::lock::ticket`]); the update is conditional
+//! on the lock's owner: if another process took the lock over (our lease ran out), the
+//! transaction is cancelled for that message, its items are not written and its
+//! acknowledgement fails.
 //!
 //! A transaction holds whole messages (their items, de-duplicated by primary key, the last
-//! one winning, plus one commit per lock), at most 100 writes and 4 MB
+//! one winning, plus one update per lock), at most 100 writes and 4 MB
 //! (`aws-contracts.md`): a message with more than 99 items is an error. To keep a message's
 //! items in one transaction, batches in this mode close only at the lock's checkpoints and
 //! after `batch.duration`, never on `batch.count`/`batch.size`; transactions of a batch go
@@ -69,6 +73,7 @@ use crate::aws::AwsTarget;
 use crate::aws::dynamodb_attributes::attribute_value_of_json;
 use crate::aws::parse_dynamodb_table;
 use crate::kv_store::aws_dynamodb::Cancel;
+use crate::kv_store::lock::ticket::Copies;
 use crate::kv_store::{LockTicket, Progress};
 
 /// Most items in one `BatchWriteItem` call.
@@ -149,7 +154,8 @@ impl DynamoDbPut {
         }
     }
 
-    /// Writes in transactions that commit the items' locks (see the module documentation).
+    /// Writes in transactions that record the delivery in the items' locks (see the module
+    /// documentation).
     pub(crate) fn transactional(mut self, concurrency: usize) -> Self {
         self.transactional = true;
         self.concurrency = concurrency.max(1);
@@ -311,12 +317,7 @@ impl DynamoDbPut {
         &self,
         client: &Client,
         schema: &[String],
-        items: Vec<(
-            usize,
-            Item,
-            Vec<Arc<LockTicket>>,
-            Vec<(Arc<LockTicket>, u32)>,
-        )>,
+        items: Vec<(usize, Item, Vec<Arc<LockTicket>>, Copies)>,
         send: &str,
         bad: &mut Failed,
     ) {
@@ -374,7 +375,7 @@ impl DynamoDbPut {
                 bad.add(
                     g.indexes().collect(),
                     self.fail(format!(
-                        "transactional: one message's {} items and {} lock commit(s) ({} bytes) exceed a transaction's {MAX_TRANSACTION_WRITES} writes or {MAX_TRANSACTION_BYTES} bytes",
+                        "transactional: one message's {} items and {} lock update(s) ({} bytes) exceed a transaction's {MAX_TRANSACTION_WRITES} writes or {MAX_TRANSACTION_BYTES} bytes",
                         g.puts.len(),
                         g.locks.len(),
                         g.bytes

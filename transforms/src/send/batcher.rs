@@ -71,7 +71,7 @@ use sluice_engine::{
 };
 
 use crate::kv_store::LockTicket;
-use crate::kv_store::lock::ticket::tickets;
+use crate::kv_store::lock::ticket::{Copies, tickets};
 
 /// One closed batch, as a destination sees it.
 #[derive(Debug, Clone, Default)]
@@ -83,10 +83,13 @@ pub(crate) struct Outgoing {
     /// The `meta_kv_store_lock` locks guarding the items (see [`ItemLocks`]).
     pub locks: ItemLocks,
     /// The send's progress id (see the module documentation).
+    // Read by the transactional DynamoDB send, which records its progress itself.
+    #[cfg_attr(not(feature = "aws"), allow(dead_code))]
     pub send: Arc<str>,
     /// Per item, which copy of each locked message it is at this send (empty with
     /// auxiliary transforms, or when no item went through a lock).
-    pub copies: Vec<Vec<(Arc<LockTicket>, u32)>>,
+    #[cfg_attr(not(feature = "aws"), allow(dead_code))]
+    pub copies: Vec<Copies>,
 }
 
 /// The locks guarding a batch's items: the lock tickets among their messages' tokens
@@ -155,7 +158,7 @@ impl Outgoing {
 struct Held {
     data: Bytes,
     acks: AckSet,
-    copies: Vec<(Arc<LockTicket>, u32)>,
+    copies: Copies,
 }
 
 impl Held {
@@ -689,7 +692,7 @@ impl<D: Destination> Sender<D> {
         }
         let closed = {
             let mut st = self.lock();
-            let copies: Vec<(Arc<LockTicket>, u32)> = held.copies.clone();
+            let copies: Copies = held.copies.clone();
             let ready = match st.buffer.push_opening_at(&key, held, size, || clock.now()) {
                 Ok(ready) => ready,
                 Err(e) => {

@@ -183,10 +183,12 @@ impl LockTicket {
     /// same copies in the same order.
     pub fn next_copy(&self, send: &str) -> u32 {
         let mut a = self.attempt();
-        let n = a.copies.entry(send.to_string()).or_insert(0);
-        let copy = *n;
-        *n += 1;
-        copy
+        if let Some(n) = a.copies.get_mut(send) {
+            *n += 1;
+            return *n - 1;
+        }
+        a.copies.insert(send.to_string(), 1);
+        0
     }
 
     /// Gives back the ordinal [`LockTicket::next_copy`] just gave: `send` did not hold that
@@ -285,6 +287,10 @@ impl std::fmt::Debug for LockTicket {
             .finish_non_exhaustive()
     }
 }
+
+/// Which copy of each locked message an item held by a send is: per lock ticket, the copy's
+/// ordinal at that send ([`LockTicket::next_copy`]).
+pub type Copies = Vec<(Arc<LockTicket>, u32)>;
 
 /// The lock tickets among a message's tokens (one per lock it went through).
 pub fn tickets(acks: &AckSet) -> impl Iterator<Item = Arc<LockTicket>> + '_ {

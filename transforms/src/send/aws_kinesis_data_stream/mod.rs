@@ -319,14 +319,18 @@ impl Kinesis {
     /// The items an earlier attempt may have delivered (their locks say so) and that can
     /// be told apart from other messages' records (`provable`), and since when (epoch ms),
     /// if any.
-    fn earlier_attempts(&self, batch: &Outgoing, provable: &[bool]) -> Option<(i64, Vec<usize>)> {
+    fn earlier_attempts(
+        &self,
+        batch: &Outgoing,
+        provable: &(dyn Fn(usize) -> bool + Sync),
+    ) -> Option<(i64, Vec<usize>)> {
         let since = |ts: &[Arc<LockTicket>]| ts.iter().filter_map(|t| t.read_back_since()).min();
         match &batch.locks {
             ItemLocks::None => None,
             ItemLocks::PerItem(per) => {
                 let (mut first, mut items) = (None::<i64>, Vec::new());
                 for (i, ts) in per.iter().enumerate() {
-                    if let Some(s) = since(ts).filter(|_| provable[i]) {
+                    if let Some(s) = since(ts).filter(|_| provable(i)) {
                         first = Some(first.map_or(s, |f| f.min(s)));
                         items.push(i);
                     }
@@ -335,8 +339,9 @@ impl Kinesis {
             }
             // The mapping from messages to items is lost: every provable item is looked for.
             ItemLocks::Batch(all) => {
-                let items: Vec<usize> = (0..batch.items.len()).filter(|&i| provable[i]).collect();
-                since(all).filter(|_| !items.is_empty()).map(|s| (s, items))
+                let since = since(all)?;
+                let items: Vec<usize> = (0..batch.items.len()).filter(|&i| provable(i)).collect();
+                (!items.is_empty()).then_some((since, items))
             }
         }
     }
@@ -399,7 +404,10 @@ impl Destination for Kinesis {
             .map(|i| self.key_of(&batch.key, i))
             .collect();
         let mut landed: Vec<Option<Landing>> = vec![None; batch.items.len()];
-        let provable = Self::provable(batch);
+        // Which items can be told apart is worked out once, and only when a read-back needs
+        // it (it reads each record's key: a JSON parse per record).
+        let provable_items = std::sync::OnceLock::new();
+        let provable = |i: usize| provable_items.get_or_init(|| Self::provable(batch))[i];
         // What an earlier attempt may have put is looked for first, and not sent again
         // when found.
         if let Some((since, check)) = self.earlier_attempts(batch, &provable) {
@@ -439,19 +447,11 @@ impl Destination for Kinesis {
             .filter(|&i| landed[i].is_none())
             .collect();
         let records = self.records_of(&keys, &batch.items, &unsent);
-        let provable_records: Vec<bool> = records
-            .iter()
-            .map(|r| r.items.iter().all(|&i| provable[i]))
-            .collect();
         let mut result = Ok(());
         for range in calls(&records) {
-            let (put, failure) = self
-                .put(
-                    client,
-                    &records[range.clone()],
-                    &provable_records[range.clone()],
-                )
-                .await;
+            let in_call = &records[range.clone()];
+            let record_provable = |r: usize| in_call[r].items.iter().all(|&i| provable(i));
+            let (put, failure) = self.put(client, in_call, &record_provable).await;
             for (r, l) in records[range.clone()].iter().zip(put) {
                 if let Some(l) = l {
                     for &i in &r.items {

@@ -64,7 +64,7 @@ impl Kinesis {
         &self,
         client: &Client,
         records: &[Record],
-        provable: &[bool],
+        provable: &(dyn Fn(usize) -> bool + Sync),
     ) -> (Vec<Option<Landing>>, Option<CallFailure>) {
         let retry = self.aws.retry();
         let first_ms = now_ms();
@@ -122,9 +122,8 @@ impl Kinesis {
                 open = true;
                 tracing::debug!(stream = %self.aws.name(), records = pending.len(), attempt, error = %text, "PutRecords: outcome unknown, reading the stream back");
                 tokio::time::sleep(self.readback.settle).await;
-                let (check, blind): (Vec<usize>, Vec<usize>) = pending
-                    .iter()
-                    .partition(|&&i| provable.get(i).copied().unwrap_or(false));
+                let (check, blind): (Vec<usize>, Vec<usize>) =
+                    pending.iter().partition(|&&i| provable(i));
                 if !blind.is_empty() {
                     tracing::debug!(stream = %self.aws.name(), records = blind.len(), "PutRecords: outcome unknown for records that carry no lock key; they are sent again");
                 }

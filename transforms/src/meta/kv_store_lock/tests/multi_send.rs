@@ -212,3 +212,30 @@ fn commits_owed_during_an_outage_are_retried_together() {
     // One call per backoff, not one per key per backoff (over 100 before).
     assert!(commits <= 15, "{commits} commit calls for 30 keys");
 }
+
+/// The model check's finding 6: a copy of a message arriving while its key is owed an
+/// abandonment (its first attempt delivered to one send and failed at another) cancels the
+/// abandonment and takes the key again; the progress it carried must not be lost with it,
+/// even when the store never heard of it.
+#[test]
+fn a_retake_keeps_the_progress_of_the_abandonment_it_cancels() {
+    let f = Fixture::new();
+    let t = f.faulty(
+        json!({"fail": {"abandon": 1000}}),
+        json!([plain_send("f6m-first"), send_failing("f6m-second", 1)]),
+        json!({}),
+    );
+    let p = pipeline(vec![("lock", t)]);
+    let (a, t_a) = tracked("a");
+    let (again, t_again) = tracked("a");
+    testing::block_on(async {
+        let e = p.apply(vec![a, ctrl()]).await.unwrap_err();
+        p.abort(&e.to_string()).await;
+        // The abandonment keeps failing: the store knows nothing of what was delivered.
+        p.apply(vec![again, ctrl()]).await.unwrap();
+    });
+    assert_status(&t_a, AckStatus::Failed, "the first copy");
+    assert_status(&t_again, AckStatus::Delivered, "the retake");
+    assert_eq!(journal("f6m-first"), vec!["sent:a", "skipped:a"]);
+    assert_eq!(journal("f6m-second"), vec!["aborted:a", "sent:a"]);
+}
