@@ -460,8 +460,10 @@ def ddb_store(table):
 
 def batch_settings(spec):
     # Idle input: the sinks flush on their timer, so the lock's keeper must commit without a
-    # ctrl message (the path where a second worker used to send it again).
-    return " batch: { count: 1000, size: 1000000, duration: '1s' }," if spec.get("idle") else ""
+    # ctrl message (the path where a second worker used to send it again). The full disk
+    # too: its runs hold their input open while the disk fills.
+    return (" batch: { count: 1000, size: 1000000, duration: '1s' },"
+            if spec.get("idle") or spec.get("fulldisk") else "")
 
 
 def kinesis_send(stream, spec, key="user"):
@@ -869,6 +871,7 @@ class Context:
         self.inputs = {}
         self.disk = None          # the `fulldisk` mix's tmpfs (shapes.FullDisk)
         self.disk_episodes = 0
+        self.disk_met = 0
         self.hot_rate = 0.0       # share of runs on a "hot shard" (the proxy's `hot` fault)
         self.last_hot = set()     # (stage, worker, batch) whose last attempt was hot
 
@@ -913,18 +916,29 @@ class Context:
                 term = self.spec.get("term", 0.0)
                 sig = signal.SIGTERM if term and self.rng.random() < term else signal.SIGKILL
             disk_at = None
-            if self.disk is not None and stage.lock and not hold_open and (
+            if self.disk is not None and stage.lock and not hold_open and kill_at is None and (
                     self.rng.random() < SIZES[self.args.size].get("fulldisk", self.spec["fulldisk"])
-                    or (self.counter >= 2 and not self.disk_episodes)):
-                # At least one per cell: until a run met a full disk, every run from the
-                # second on gets one, early in its run (runs of every outcome count).
-                ran = [r["end"] - r["start"] for r in self.runs[-50:]]
-                disk_at = self.rng.uniform(0.002, 0.5 * statistics.median(ran) if ran else 0.1)
+                    or (self.counter >= 2 and not self.disk_met)):
+                # (At least one per cell: every run from the second on until one met the
+                # full disk: SQLite reuses its WAL's space, so a run may not need any.)
+                # Two kinds, in turn (finish()):
+                # the disk fills before the run takes its keys, or after it took the keys of
+                # the first half of its lines and before its sink wrote them (the commit
+                # then fails, the write does not: the lock file is alone on the tmpfs).
+                self.disk_episodes += 1
+                disk_at = self.rng.uniform(0.3, 0.8)
+                hold_open = True
         err = self.workdir / "stderr" / f"{run_id}.txt"
         undelivered = self.workdir / "undelivered" / f"{run_id}.txt"
         cmd = [self.args.sluice, "run", "-c", str(stage.config), "--ext-str", f"run={run_id}"]
         if self.args.undelivered:
             cmd += ["--undelivered", str(undelivered)]
+        disk_kind = None
+        if disk_at is not None:
+            disk_kind = ("before the keys", "after the keys")[self.disk_episodes % 2]
+            if disk_kind == "after the keys":
+                # The first half is handed to the pipeline as soon as it is read.
+                cmd += ["--batch-messages", str(max(1, (len(lines) - start) // 2))]
         env = dict(self.env, AWS_SDK_UA_APP_ID=run_id)
         if clock:
             env.update(shapes.faketime_env(clock))
@@ -935,9 +949,12 @@ class Context:
         stderr = open(err, "w")
         proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr,
                                 env=env, cwd=self.workdir)
+        rest = ""
         if hold_open:
-            proc.stdin.write("".join(lines[start:]).encode())
+            cut = len(lines) if disk_at is None else start + max(1, (len(lines) - start) // 2)
+            proc.stdin.write("".join(lines[start:cut]).encode())
             proc.stdin.flush()
+            rest = "".join(lines[cut:])
         else:
             stdin.close()
         stderr.close()
@@ -948,7 +965,9 @@ class Context:
                 "uids": [m.get("uid") for m in handed],
                 "kill_at": kill_at, "signal": sig.name if sig else None, "disk_at": disk_at,
                 "clock": clock, "hot": bool(hot), "start": time.time(),
-                "undelivered_path": undelivered, "err_path": err, "idle_holder": hold_open}
+                "undelivered_path": undelivered, "err_path": err,
+                "idle_holder": hold_open and disk_at is None, "rest": rest,
+                "disk_kind": disk_kind}
 
     def finish(self, h, stage):
         """Waits for a run (stopping it at its kill time: SIGKILL, or SIGTERM and then up to
@@ -957,14 +976,30 @@ class Context:
         proc = h.pop("proc")
         killed = stopped = hung = False
         deadline = time.time() + RUN_TIMEOUT
+        rest = h.pop("rest")
         if h["disk_at"] is not None:
+            # The first half of the lines is in (and, "after the keys", their keys taken,
+            # the sink holding them until its 1 s timer); the disk fills; "after the keys",
+            # the sink's timer writes a file (its commit fails); then the rest.
+            out = Path(self.res_out)
+            seen = set(out.rglob("*.jsonl")) if out.exists() else set()
             try:
                 proc.wait(timeout=h["disk_at"])
             except subprocess.TimeoutExpired:
                 h["disk_filled"] = self.disk.fill()
                 h["disk_full_at"] = time.time()
-                with self.lock:
-                    self.disk_episodes += 1
+                if h["disk_kind"] == "after the keys":
+                    end = time.time() + 3.0
+                    while proc.poll() is None and time.time() < end:
+                        if out.exists() and set(out.rglob("*.jsonl")) - seen:
+                            h["disk_written_at"] = time.time()
+                            break
+                        time.sleep(0.01)
+            try:
+                proc.stdin.write(rest.encode())
+                proc.stdin.close()
+            except (BrokenPipeError, ValueError):
+                pass
         try:
             if h["kill_at"] is not None and self.spec.get("kill_after_acquire"):
                 self.wait_for_acquisition(proc, h)
@@ -1011,6 +1046,11 @@ class Context:
             h["undelivered"] = undelivered_lines(path)
         if stopped:
             h["stop"] = stop_report(err)
+        if h.get("disk_full_at"):
+            text = err.read_text(errors="replace") if err.exists() else ""
+            h["disk_error"] = any(t in text for t in DISK_ERRORS)
+            with self.lock:
+                self.disk_met += h["disk_error"]
         with self.lock:
             self.runs.append(h)
             if h["outcome"] == "ok":
@@ -1043,6 +1083,8 @@ class Context:
 # cmd/src/commands/run.rs: "sluice: stopped by SIGTERM[, and the grace period (25s) ran out
 # before the pipeline finished]: N lines read, M delivered[ (K not: listed in FILE)]; the
 # first line not read: <stdin>:L" (or "; all input was read").
+# What a run logs when its lock file's disk is full (SQLite's errors).
+DISK_ERRORS = ("disk is full", "No space left", "disk I/O error")
 STOP_LINE = re.compile(r"stopped by (SIG\w+)(, and the grace period \([^)]*\) ran out[^:]*)?: "
                        r"(\d+) lines? read, (\d+) delivered(?: \((\d+) not[^)]*\))?; "
                        r"(?:the first line not read: (\S+?):(\d+)|all input was read)")
@@ -1203,10 +1245,12 @@ def waited_out(workdir, run_id):
 
 
 def left_pending(workdir, run_id):
-    """Whether this run ended with keys it could not commit ("could not settle every lock
-    before the end"): its delivered messages' locks stayed pending after it exited."""
+    """Whether this run ended with keys it could not settle ("N lock key(s) left pending in
+    STORE: the store kept failing", keeper/mod.rs; "could not settle every lock" in builds
+    before 2026-12): its messages' locks stayed pending after it exited."""
     path = workdir / "stderr" / f"{run_id}.txt"
-    return path.exists() and "could not settle every lock" in path.read_text(errors="replace")
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "lock key(s) left pending in" in text or "could not settle every lock" in text
 
 
 def lease_takeovers(workdir, run_id):
@@ -1442,6 +1486,24 @@ def analyse(ctx, res, emu, work, proxies, stages):
         sinks[0]["dropped"] = sorted(acknowledged - set(held))
     bad_keys = {f"{PREFIX}:{key_text(id_of[u])}" for u in bad if key_text(id_of[u])}
     pending = sorted(k for k, (st, _) in locks.items() if st != "committed" and k not in bad_keys)
+    # A full disk that outlasted a run's settling (the disk is freed only after the run
+    # exited) leaves the keys of what it delivered pending: the run said so and failed, and
+    # listed only what it did not deliver, which the source redelivers. Such a key is
+    # explained when its message is once at every sink.
+    disk_left = set()
+    if ctx.disk is not None:
+        met = {r["pid"] for r in ctx.runs if r.get("disk_full_at") and r["run"] in unsettled}
+        once = {u for u in valid if all(len(j["per_id"].get(u, [])) == 1 for j in sinks)}
+        once_keys = {f"{PREFIX}:{key_text(id_of[u])}" for u in once if key_text(id_of[u])}
+        for k in pending:
+            owner = locks[k][1] or ""
+            try:
+                pid = int(owner.split("/")[1])
+            except (IndexError, ValueError):
+                continue
+            if pid in met and k in once_keys:
+                disk_left.add(k)
+        pending = [k for k in pending if k not in disk_left]
 
     outcomes = Counter(r["outcome"] for r in ctx.runs)
     through_lock = sum(r["lines"] for r in lock_runs)
@@ -1532,7 +1594,7 @@ def analyse(ctx, res, emu, work, proxies, stages):
     disk_ok = []
     for r in disk_runs:
         text = (workdir / "stderr" / f"{r['run']}.txt").read_text(errors="replace")
-        r["disk_error"] = ("disk is full" in text or "No space left" in text)
+        r["disk_error"] = any(t in text for t in DISK_ERRORS)
         if r["outcome"] == "ok" and r["disk_error"]:
             disk_ok.append(r["run"])
 
@@ -1585,6 +1647,10 @@ def analyse(ctx, res, emu, work, proxies, stages):
         "takeovers": takeover_n, "cross_clock_takeovers": cross_clock,
         "disk_full": (f"{len(disk_runs)}/{sum(1 for r in disk_runs if r['outcome'] != 'ok')}"
                       if ctx.disk is not None else None),
+        "disk_left_pending": len(disk_left) if ctx.disk is not None else None,
+        "disk_kinds": ", ".join(f"{n} {k}" for k, n in sorted(Counter(
+            r["disk_kind"] for r in disk_runs if r["disk_error"]).items())),
+        "disk_met": sum(1 for r in disk_runs if r["disk_error"]),
         "hot_runs": sum(1 for r in ctx.runs if r.get("hot")) if ctx.hot_rate else None,
         "recurring": recurring_keys, "scaleout": work.get("scaleout"),
         "elapsed_s": round(ctx.elapsed, 1), "errors": list(ctx.errors),
@@ -1749,6 +1815,7 @@ def run_cell(args, emu, p, mix, seed, tag, workdir, size, n, spec, control, disk
     ctx = Context(args, p, mix, workdir, env, bad)
     ctx.batch = size["batch"]
     ctx.disk = disk
+    ctx.res_out = res["out"]
     if p == "fanout" and mix != "clean":
         ctx.hot_rate = 0.25
     workers = PIPELINE_WORKERS.get(p, spec["workers"])
@@ -1844,7 +1911,8 @@ def reached(r):
                        f"{r['cross_clock_takeovers']} keys taken over across clocks")
     if r.get("disk_full") is not None:
         full, failed = r["disk_full"].split("/")
-        out.append(f"disk full in {full} runs, {failed} failed")
+        out.append(f"disk filled in {full} runs, met by {r['disk_met']} ({r['disk_kinds']}), "
+                   f"{failed} failed, {r['disk_left_pending']} delivered keys left pending")
     if r.get("hot_runs") is not None:
         out.append(f"{r['hot_runs']} runs on a hot shard")
     if r.get("recurring"):
