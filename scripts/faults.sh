@@ -50,8 +50,10 @@ fi
 sluice="${SLUICE_BIN:-target/debug/sluice}"
 [[ -x "$sluice" ]] || { echo "faults.sh: $sluice is missing: cargo build --bin sluice" >&2; exit 1; }
 
-# The proxy's own tests first: a proxy that injected the wrong thing would void the counts.
+# The proxy's and the verdict's own tests first: a proxy that injected the wrong thing, or a
+# verdict that counted the wrong thing, would void the counts.
 "$python" tests/faults/test_proxy.py -q
+"$python" tests/faults/test_campaign.py -q
 
 exec "$python" tests/faults/campaign.py --size "$size" --sluice "$sluice" \
     --out "${FAULTS_OUT:-target/faults/$size}" "$@"
