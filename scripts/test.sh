@@ -64,10 +64,13 @@ step "unit and integration tests (cargo test)"
 # No test may reach for instance metadata: the AWS SDK is told so for every process.
 AWS_EC2_METADATA_DISABLED=true cargo test --workspace --locked
 
-# Whole pipelines (lock + Kinesis, Firehose, DynamoDB, files, a hop) under injected faults,
-# lock-store outages, SIGKILLs, two workers, in-process retries and idle input, on emulators
-# of its own; fails on any loss, any duplicate where the sink promises none, a message
-# without a key that was not dead-lettered, or a lock left pending.
+# Whole pipelines (lock + Kinesis, Firehose, DynamoDB, files, Cloud Storage, a hop, two sends
+# per message, a fan-out, recurring keys, identical records, four consumers over a
+# resharded stream) under injected faults, lock-store outages, SIGKILLs and SIGTERMs, two
+# workers, in-process retries, idle input, offset clocks (libfaketime, which faults.sh
+# installs) and a full disk under the SQLite lock file (a tmpfs: root), on emulators of its
+# own; fails on any loss, any duplicate where the sink promises none, a message without a
+# key that was not dead-lettered, or a lock left pending.
 step "exactly-once fault campaign (scripts/faults.sh small)"
 scripts/faults.sh small
 

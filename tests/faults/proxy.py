@@ -44,6 +44,12 @@ Faults *before* forwarding: the emulator never sees the request.
                     with probability `partial_fraction` (at least one); only the others are
                     forwarded, and the answer has a failed entry (ErrorCode, ErrorMessage) at
                     each failed record's position, with the failed count adjusted
+    hot             (sink calls with records, for callers whose `app/` name ends with
+                    `"hot": {"suffix": "-hot", "records": 0.3}`'s suffix: a process on a hot
+                    shard) each record whose (caller, id) draw is under `records` is throttled
+                    on every attempt, the others forwarded as for `partial`: the send's own
+                    retries cannot get those through, so a message whose records fan out is
+                    delivered in part
     outage          (a rate per caller, not per call) every call of the class from that
                     caller (the `app/NAME` of its user agent) gets HTTP 500: its sends fail
                     after all retries, the lock rolls back, the run exits non-zero
@@ -64,9 +70,12 @@ an ambiguous outcome no client can resolve by itself:
     error_after     the emulator's answer is replaced by HTTP 500
     timeout_after   the answer is held `hold_s` seconds and the connection closed
 
-LOG.jsonl gets one line per sink call forwarded or failed, per acquisition or read that got
-a fault, and per other lock-store call (commit, renew, abandon, release), with the message ids (sinks) or lock keys (commits) it
-carried, the fault (or null), whether the emulator applied it (`applied`: it answered 2xx;
+LOG.jsonl gets one line per sink call forwarded or failed, per read that got a fault, and
+per lock-store call (acquire, commit, renew, abandon, release), with the unit ids (sinks:
+a record's `uid`, `uid#part` for a fan-out's records, or `cid` for content that several
+messages share; see unit_id) or lock keys (lock calls) it carried; an acquisition also
+records what the store answered (the holders of the keys a cancelled transaction found
+held, the record a takeover replaced: a key's history), the fault (or null), whether the emulator applied it (`applied`: it answered 2xx;
 for partial faults `ids` lists only the forwarded records and `refused` the others; a
 TransactWriteItems retried with the ClientRequestToken of one already applied is a `replay`,
 answered with success and written nothing; an applied PutRecords also lists in `seqs` the
@@ -85,6 +94,7 @@ import socketserver
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
@@ -144,6 +154,21 @@ class State:
         if not rate or not app:
             return False
         return random.Random(f"{self.faults.get('seed')}/{cls}/{app}").random() < rate
+
+    def hot_records(self, cls, op, app, ids):
+        """A caller on a hot shard (`"hot": {"suffix": "-hot", "records": 0.3}`: its `app/`
+        name ends with the suffix): each of its records whose (caller, id) draw falls under
+        `records` is throttled on every attempt, so the send's own retries cannot get it
+        through and the message is delivered in part (its other records went). The fail
+        mask of a PutRecords / PutRecordBatch, or None."""
+        spec = self.faults.get("hot")
+        if (not spec or cls != "sink" or op not in ("PutRecords", "PutRecordBatch") or not app
+                or not app.endswith(spec.get("suffix", "-hot"))):
+            return None
+        rate = float(spec.get("records", 0.3))
+        seed = self.faults.get("seed")
+        fail = [zlib.crc32(f"{seed}/{app}/{i}".encode()) / 2**32 < rate for i in ids]
+        return fail if any(fail) else None
 
     def draw(self, cls):
         """The fault for one call of class `cls`, or None."""
@@ -207,24 +232,37 @@ def service_of(target):
     return "other"
 
 
+def unit_id(m):
+    """What the campaign counts a record by: its `uid` (the unique id of each message), else
+    its `id`, else its `cid` (a record whose content several messages share); a fan-out's
+    record (one of several made from one message) is `uid#part`. None when it has none."""
+    if not isinstance(m, dict):
+        return None
+    for k in ("uid", "id", "cid"):
+        if k in m:
+            u = str(m[k])
+            return f"{u}#{m['part']}" if "part" in m else u
+    return None
+
+
 def line_ids(body):
-    """The message ids of an uploaded object's JSON lines (a Cloud Storage upload)."""
+    """The unit ids of an uploaded object's JSON lines (a Cloud Storage upload)."""
     ids = []
     for line in body.decode("utf-8", "replace").splitlines():
         try:
-            m = json.loads(line)
-            ids.append(str(m["uid"] if "uid" in m else m["id"]))
-        except Exception:
-            pass
+            u = unit_id(json.loads(line))
+        except ValueError:
+            continue
+        if u is not None:
+            ids.append(u)
     return ids
 
 
 def record_id(blob_b64):
-    """The message id of a record whose data is a JSON message (base64 in the JSON
-    protocol): its `uid` (the campaign's unique id of each message), else its `id`."""
+    """The unit id (unit_id) of a record whose data is a JSON message (base64 in the JSON
+    protocol)."""
     try:
-        m = json.loads(base64.b64decode(blob_b64))
-        return str(m["uid"] if "uid" in m else m["id"])
+        return unit_id(json.loads(base64.b64decode(blob_b64)))
     except Exception:
         return None
 
@@ -366,15 +404,18 @@ class Handler(BaseHTTPRequestHandler):
         if cls == "other":
             return self._reply(*self._forward(body))
         st = self.state
+        op = target.split(".")[-1]
+        hot = st.hot_records(cls, op, app, ids)
         if st.in_window(cls):
             fault = "window"
         elif st.in_outage(cls, app):
             fault = "outage"
+        elif hot:
+            fault = "hot"
         else:
             fault = st.draw(cls)
-        op = target.split(".")[-1]
         entry = {"class": cls, "op": op, "app": app, "fault": fault}
-        quiet = cls in ("acquire", "read")  # many calls: counted, logged only when faulted
+        quiet = cls == "read"  # many calls: counted, logged only when faulted
         if not quiet or fault is not None:
             entry["ids" if cls == "sink" else "keys"] = ids
         if fault == "partial" and (cls != "sink" or op not in ("PutRecords", "PutRecordBatch")):
@@ -388,7 +429,14 @@ class Handler(BaseHTTPRequestHandler):
             st.record(entry)
             return self._hold_and_close()
         if fault == "partial":
-            return self._partial(service, op, parsed, ids, entry)
+            n = len(parsed.get("Records", []))
+            with st.lock:
+                fail = [st.rng.random() < st.partial_fraction for _ in range(n)]
+                if n and not any(fail):
+                    fail[st.rng.randrange(n)] = True
+            return self._partial(op, parsed, ids, entry, fail)
+        if fault == "hot":
+            return self._partial(op, parsed, ids, entry, hot)
         status, headers, data = self._forward(body)
         entry["applied"] = 200 <= status < 300
         entry["status"] = status
@@ -404,6 +452,8 @@ class Handler(BaseHTTPRequestHandler):
             entry["refused"] = refused_by_upstream(op, data, ids)
             if op == "PutRecords":
                 entry["seqs"] = sequence_numbers(data)
+        if cls == "acquire":
+            entry.update(acquire_answer(op, ids, status, data))
         if not quiet or fault is not None:
             st.record(entry)
         else:
@@ -414,12 +464,10 @@ class Handler(BaseHTTPRequestHandler):
             return self._hold_and_close()
         return self._reply(status, headers, data)
 
-    def _partial(self, service, op, parsed, ids, entry):
+    def _partial(self, op, parsed, ids, entry, fail):
+        """Answers a PutRecords / PutRecordBatch whose records at the true places of `fail`
+        fail (throttled), forwarding only the others."""
         records = parsed.get("Records", [])
-        n = len(records)
-        fail = [self.state.rng.random() < self.state.partial_fraction for _ in range(n)]
-        if n and not any(fail):
-            fail[self.state.rng.randrange(n)] = True
         keep = [r for r, f in zip(records, fail) if not f]
         entry["ids"] = [i for i, f in zip(ids, fail) if not f]
         entry["refused"] = [i for i, f in zip(ids, fail) if f]
@@ -465,6 +513,35 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_PUT = do_DELETE = do_HEAD = do_POST
+
+
+def acquire_answer(op, keys, status, data):
+    """What the store answered an acquisition, for the log (a key's history): the keys a
+    cancelled transaction found held (`held`, with the holder's owner and status), or the
+    record a takeover (UpdateItem, ALL_OLD) replaced (`old`)."""
+    try:
+        answer = json.loads(data) if data else {}
+    except ValueError:
+        return {}
+
+    def brief(item):
+        out = {}
+        for attr, name in (("lock_owner", "owner"), ("lock_status", "status"),
+                           ("lock_since", "since"), ("lock_lease_until", "lease"),
+                           ("lock_progress", "progress")):
+            v = (item or {}).get(attr)
+            if v:
+                out[name] = v.get("S", v.get("N", v.get("SS")))
+        return out
+
+    if op == "UpdateItem":
+        old = answer.get("Attributes") or answer.get("Item")
+        return {"old": brief(old)} if old else {}
+    reasons = answer.get("CancellationReasons")
+    if op == "TransactWriteItems" and reasons:
+        return {"held": {k: {"code": r.get("Code"), **brief(r.get("Item"))}
+                         for k, r in zip(keys, reasons) if r.get("Code") not in (None, "None")}}
+    return {}
 
 
 def sequence_numbers(data):

@@ -247,8 +247,9 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(windows[0][2], ["commit", "release"])
         faults = [(e["class"], e["fault"], e["app"]) for e in log if "class" in e]
         self.assertEqual(faults, [("commit", "window", "run1"), ("release", "window", "run1"),
+                                  ("acquire", None, "run1"),
                                   ("commit", "window", "run2"), ("release", "window", "run2"),
-                                  ("commit", None, "run7")])
+                                  ("acquire", None, "run2"), ("commit", None, "run7")])
 
     def test_renewals_and_abandonments_have_their_own_faults(self):
         self.start({"renew": {"error_before": 1.0}})
@@ -262,21 +263,42 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual(len(Upstream.received), 1)
         self.assertEqual(self.summary(), {"renew:error_before": 1, "abandon:None": 1})
 
-    def test_clean_acquisitions_are_counted_not_logged(self):
+    def test_acquisitions_are_logged_with_their_keys_and_reads_only_when_faulted(self):
         self.start({})
         for i in range(3):
             self.call("DynamoDB_20120810.UpdateItem", {"TableName": "t", "Key": {"PK": {"S": f"fi:{i}"}}})
-        self.assertEqual(self.summary(), {"acquire:None": 3})
-        self.assertEqual([e for e in self.log_lines() if "class" in e], [])
+        self.call("Kinesis_20131202.GetRecords", {"ShardIterator": "x"})
+        self.assertEqual(self.summary(), {"acquire:None": 3, "read:None": 1})
+        self.assertEqual([(e["class"], e["keys"]) for e in self.log_lines() if "class" in e],
+                         [("acquire", [f"fi:{i}"]) for i in range(3)])
 
-    def test_records_are_named_by_their_uid(self):
+    def test_records_are_named_by_their_unit(self):
         self.start({})
-        data = [{"uid": "u1", "id": 1}, {"uid": "u2", "id": "1"}, {"id": "x"}]
+        data = [{"uid": "u1", "id": 1}, {"uid": "u2", "id": "1"}, {"id": "x"},
+                {"uid": "u3", "id": "u3", "part": 2}, {"cid": "c7", "body": "same"}, {"x": 1}]
         recs = [{"Data": base64.b64encode(json.dumps(d).encode()).decode(), "PartitionKey": "k"}
                 for d in data]
         self.call("Kinesis_20131202.PutRecords", {"StreamName": "s", "Records": recs})
         [e] = self.entries()
-        self.assertEqual(e["ids"], ["u1", "u2", "x"])
+        self.assertEqual(e["ids"], ["u1", "u2", "x", "u3#2", "c7", None])
+
+    def test_a_hot_caller_has_the_same_records_throttled_on_every_attempt(self):
+        self.start({"hot": {"suffix": "-hot", "records": 0.5}})
+        body = {"StreamName": "s", "Records": records(20)}
+        answers = [self.call("Kinesis_20131202.PutRecords", body, app="r1a1-hot")[1]
+                   for _ in range(2)]
+        failed = [[i for i, r in enumerate(a["Records"]) if "ErrorCode" in r] for a in answers]
+        self.assertTrue(failed[0])
+        self.assertLess(len(failed[0]), 20)
+        self.assertEqual(failed[0], failed[1], "the same records on every attempt")
+        self.assertEqual(answers[0]["FailedRecordCount"], len(failed[0]))
+        # Another caller (not hot) gets every record through.
+        status, answer = self.call("Kinesis_20131202.PutRecords", body, app="r2a2")
+        self.assertEqual((status, answer["FailedRecordCount"]), (200, 0))
+        log = self.entries()
+        self.assertEqual([e["fault"] for e in log], ["hot", "hot", None])
+        self.assertEqual(log[0]["refused"], [f"m{i}" for i in failed[0]])
+        self.assertEqual(len(Upstream.received[0]["Records"]), 20 - len(failed[0]))
 
     def log_lines(self):
         self.proc.terminate()
