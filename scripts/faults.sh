@@ -20,7 +20,7 @@
 # that promises exactly-once got a duplicate, a message without a key was not
 # dead-lettered, or a lock was left pending. The clock mixes preload Debian's libfaketime
 # (installed here with apt-get when missing); the `fulldisk` mix mounts a tmpfs, which needs
-# root (it is skipped, saying so, otherwise).
+# root (without root its cells fail; FAULTS_WAIVE_FULLDISK=1 runs without them, saying so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +45,7 @@ if [[ -z "$have_faketime" ]]; then
     echo "faults.sh: installing libfaketime (apt-get install libfaketime)"
     $sudo apt-get install -y --no-install-recommends libfaketime >/dev/null \
         || { $sudo apt-get update >/dev/null && $sudo apt-get install -y --no-install-recommends libfaketime >/dev/null; } \
-        || echo "faults.sh: libfaketime could not be installed: the clock cells will be skipped" >&2
+        || echo "faults.sh: libfaketime could not be installed: the clock cells will fail" >&2
 fi
 sluice="${SLUICE_BIN:-target/debug/sluice}"
 [[ -x "$sluice" ]] || { echo "faults.sh: $sluice is missing: cargo build --bin sluice" >&2; exit 1; }

@@ -118,6 +118,17 @@ class ContentTest(unittest.TestCase):
         self.assertEqual(j["bad_delivered"], ["c9"])
 
 
+class DiskTest(unittest.TestCase):
+    def test_the_reserve_alone_may_end_well(self):
+        reserve = ("ERROR sluice_transforms::kv_store::lock::sqlite: the lock store's disk is "
+                   "full: its reserve (x.sqlite-reserve) was given up to settle the locks; "
+                   "free space on that disk file=x.sqlite")
+        self.assertEqual(c.disk_lines("INFO start\n" + reserve), (True, True))
+        failed = "ERROR line 3: cannot take the lock: database or disk is full"
+        self.assertEqual(c.disk_lines(reserve + "\n" + failed), (True, False))
+        self.assertEqual(c.disk_lines("INFO nothing"), (False, False))
+
+
 class WorkloadTest(unittest.TestCase):
     def test_shapes(self):
         phases, valid, id_of, bad, _, shape = c.workload(200, 20, 5, "t", True, "fanout")
