@@ -127,6 +127,9 @@ class DiskTest(unittest.TestCase):
         failed = "ERROR line 3: cannot take the lock: database or disk is full"
         self.assertEqual(c.disk_lines(reserve + "\n" + failed), (True, False))
         self.assertEqual(c.disk_lines("INFO nothing"), (False, False))
+        retried = ("WARN sluice_transforms::meta::kv_store_lock::acquire: taking locks failed; "
+                   "trying again keys=50 attempts=1 error=sqlite x: database or disk is full")
+        self.assertEqual(c.disk_lines(retried + "\n" + reserve), (True, True))
 
 
 class WorkloadTest(unittest.TestCase):
