@@ -276,14 +276,18 @@ fn asset(content_type: &'static str, text: String) -> Reply {
 
 /// The request body as `T`, at most [`MAX_BODY`] bytes.
 async fn body<T: serde::de::DeserializeOwned>(req: Request<Incoming>) -> Result<T, ApiError> {
-    let collected = tokio::time::timeout(BODY_TIME, Limited::new(req.into_body(), MAX_BODY).collect())
-        .await
-        .map_err(|_| {
-            ApiError(
-                StatusCode::REQUEST_TIMEOUT,
-                format!("the request's body took longer than {} s to arrive", BODY_TIME.as_secs()),
-            )
-        })?;
+    let collected =
+        tokio::time::timeout(BODY_TIME, Limited::new(req.into_body(), MAX_BODY).collect())
+            .await
+            .map_err(|_| {
+                ApiError(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request's body took longer than {} s to arrive",
+                        BODY_TIME.as_secs()
+                    ),
+                )
+            })?;
     let bytes = collected
         .map_err(|e| {
             if e.is::<http_body_util::LengthLimitError>() {
@@ -421,7 +425,13 @@ mod tests {
             network: true,
             env: false,
         });
-        assert!(b.contains("<code>--allow-files</code>, <code>--allow-network</code>"), "{b}");
-        assert!(b.contains("read and write your files, call the network as you"), "{b}");
+        assert!(
+            b.contains("<code>--allow-files</code>, <code>--allow-network</code>"),
+            "{b}"
+        );
+        assert!(
+            b.contains("read and write your files, call the network as you"),
+            "{b}"
+        );
     }
 }

@@ -115,9 +115,12 @@ async fn serve(args: Args) -> anyhow::Result<()> {
     };
     {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "sluice play: http://{addr}/?token={token} (Ctrl-C stops it)")
-            .and_then(|()| out.flush())
-            .context("writing to stdout")?;
+        writeln!(
+            out,
+            "sluice play: http://{addr}/?token={token} (Ctrl-C stops it)"
+        )
+        .and_then(|()| out.flush())
+        .context("writing to stdout")?;
     }
     if !trust.flags().is_empty() {
         eprintln!(

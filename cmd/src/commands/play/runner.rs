@@ -366,7 +366,15 @@ local sub = std.extVar('sub');
     #[test]
     fn run_records_each_step_and_captures_stdout() {
         let r = sluice_transforms::registry();
-        let report = run(&r, CONFIG, "{\"a\":\"b\"}\n{\"a\":\"c\"}\n", &[], Trust::default(), LIMIT).unwrap();
+        let report = run(
+            &r,
+            CONFIG,
+            "{\"a\":\"b\"}\n{\"a\":\"c\"}\n",
+            &[],
+            Trust::default(),
+            LIMIT,
+        )
+        .unwrap();
         let types: Vec<_> = report.steps.iter().map(|s| s.type_name.as_str()).collect();
         assert_eq!(types, ["string_to_upper", "object_insert", "send_stdout"]);
         assert_eq!(report.steps[0].messages[1].data, r#"{"a":"C"}"#);
@@ -381,7 +389,15 @@ local sub = std.extVar('sub');
     #[test]
     fn errors_carry_their_place() {
         let r = sluice_transforms::registry();
-        let e = run(&r, "{ transforms: [\n  error 'boom' ] }", "", &[], Trust::default(), LIMIT).unwrap_err();
+        let e = run(
+            &r,
+            "{ transforms: [\n  error 'boom' ] }",
+            "",
+            &[],
+            Trust::default(),
+            LIMIT,
+        )
+        .unwrap_err();
         assert!(format!("{e:#}").contains("config.jsonnet:2:3"), "{e:#}");
         let bad = r#"{ transforms: [{ type: 'string_to_upper', settings: { object: 1 } }] }"#;
         let e = run(&r, bad, "", &[], Trust::default(), LIMIT).unwrap_err();
@@ -409,7 +425,15 @@ local sub = std.extVar('sub');
     fn a_slow_run_is_stopped() {
         let r = sluice_transforms::registry();
         let slow = r#"{ transforms: [{ type: 'utility_delay', settings: { duration: '5s' } }] }"#;
-        let e = run(&r, slow, "x", &[], Trust::default(), Duration::from_millis(200)).unwrap_err();
+        let e = run(
+            &r,
+            slow,
+            "x",
+            &[],
+            Trust::default(),
+            Duration::from_millis(200),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("longer than"), "{e}");
     }
 

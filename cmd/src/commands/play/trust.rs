@@ -262,35 +262,64 @@ mod tests {
             files: true,
             network: true,
         };
-        let kv = |t: &str| json!({"transforms": [
-            {"type": "object_copy", "settings": {}},
-            {"type": "enrich_kv_store_item_get", "settings": {"kv_store": {"type": t, "settings": {"file": "/etc/shadow"}}}},
-        ]});
+        let kv = |t: &str| {
+            json!({"transforms": [
+                {"type": "object_copy", "settings": {}},
+                {"type": "enrich_kv_store_item_get", "settings": {"kv_store": {"type": t, "settings": {"file": "/etc/shadow"}}}},
+            ]})
+        };
         let cases: Vec<(Value, Trust, Option<&str>)> = vec![
-            (json!({"transforms": [{"type": "send_stdout", "settings": {}}]}), none, None),
+            (
+                json!({"transforms": [{"type": "send_stdout", "settings": {}}]}),
+                none,
+                None,
+            ),
             (
                 kv("csv_file"),
                 none,
-                Some("transforms[1] (enrich_kv_store_item_get): its settings.kv_store (csv_file) reads or writes files, which sluice play does not allow unless it is started with --allow-files"),
+                Some(
+                    "transforms[1] (enrich_kv_store_item_get): its settings.kv_store (csv_file) reads or writes files, which sluice play does not allow unless it is started with --allow-files",
+                ),
             ),
-            (kv("csv_file"), Trust { files: true, ..none }, None),
+            (
+                kv("csv_file"),
+                Trust {
+                    files: true,
+                    ..none
+                },
+                None,
+            ),
             (kv("memory"), none, None),
-            (kv("aws_dynamodb"), Trust { files: true, env: true, ..none }, Some("--allow-network")),
+            (
+                kv("aws_dynamodb"),
+                Trust {
+                    files: true,
+                    env: true,
+                    ..none
+                },
+                Some("--allow-network"),
+            ),
             (
                 json!({"transforms": [{"type": "utility_secret", "settings": {"secret": {"type": "environment_variable", "settings": {"id": "s", "name": "HOME"}}}}]}),
                 none,
-                Some("transforms[0] (utility_secret): its settings.secret (environment_variable) reads environment variables, which sluice play does not allow unless it is started with --allow-env"),
+                Some(
+                    "transforms[0] (utility_secret): its settings.secret (environment_variable) reads environment variables, which sluice play does not allow unless it is started with --allow-env",
+                ),
             ),
             (
                 json!({"transforms": [{"type": "send_http_post", "settings": {"url": "http://x"}}]}),
                 none,
-                Some("transforms[0]: the send_http_post transform calls the network, which sluice play does not allow unless it is started with --allow-network"),
+                Some(
+                    "transforms[0]: the send_http_post transform calls the network, which sluice play does not allow unless it is started with --allow-network",
+                ),
             ),
             // Nested lists and tests are checked too.
             (
                 json!({"transforms": [{"type": "meta_switch", "settings": {"cases": [{"transforms": [{"type": "send_file", "settings": {}}]}]}}]}),
                 none,
-                Some("transforms[0] (meta_switch): its settings.cases[0].transforms[0] (send_file) reads or writes files"),
+                Some(
+                    "transforms[0] (meta_switch): its settings.cases[0].transforms[0] (send_file) reads or writes files",
+                ),
             ),
             (
                 json!({"transforms": [], "tests": [{"transforms": [{"type": "send_aws_sqs", "settings": {}}]}]}),
