@@ -930,6 +930,10 @@ fn the_page_in_a_headless_browser() {
     let framed = &seen["framed"];
     assert_eq!(framed["hasRunButton"], false, "{framed}");
     assert_eq!(framed["runs"], 0, "{framed}");
+    assert!(
+        framed["console"].to_string().contains("frame-ancestors"),
+        "Chromium names the CSP that blocked the frame: {framed}"
+    );
     assert_eq!(
         share["config"], "{ transforms: [] }  // shared ✓\n",
         "{share}"
