@@ -261,7 +261,10 @@ mod tests {
         Guard::new(listen.parse().unwrap(), port, TOKEN.into())
     }
 
-    fn req(method: Method, uri: &str, headers: &[(&str, &str)]) -> (Method, Uri, HeaderMap) {
+    /// A request as the checks see it.
+    type Parts = (Method, Uri, HeaderMap);
+
+    fn req(method: Method, uri: &str, headers: &[(&str, &str)]) -> Parts {
         let mut map = HeaderMap::new();
         for (k, v) in headers {
             map.append(
@@ -310,30 +313,30 @@ mod tests {
         let host = ("host", "192.168.1.5:8080");
         let cookie = format!("other=1; sluice_play_8080={TOKEN}");
         let json = ("content-type", "application/json");
-        let unauthorized = Err(StatusCode::UNAUTHORIZED);
-        let forbidden = Err(StatusCode::FORBIDDEN);
-        let cases: Vec<((Method, Uri, HeaderMap), Result<Admit, StatusCode>)> = vec![
+        const UNAUTHORIZED: Result<Admit, StatusCode> = Err(StatusCode::UNAUTHORIZED);
+        const FORBIDDEN: Result<Admit, StatusCode> = Err(StatusCode::FORBIDDEN);
+        let cases: Vec<(Parts, Result<Admit, StatusCode>)> = vec![
             (
                 req(Method::GET, "/?token=abc123", &[host]),
                 Ok(Admit::SetCookie(format!(
                     "sluice_play_8080={TOKEN}; Path=/; HttpOnly; SameSite=Strict"
                 ))),
             ),
-            (req(Method::GET, "/?token=abc124", &[host]), forbidden),
-            (req(Method::GET, "/", &[host]), unauthorized),
+            (req(Method::GET, "/?token=abc124", &[host]), FORBIDDEN),
+            (req(Method::GET, "/", &[host]), UNAUTHORIZED),
             (
                 req(Method::GET, "/", &[host, ("cookie", &cookie)]),
                 Ok(Admit::Route),
             ),
             (req(Method::GET, "/play.js", &[host]), Ok(Admit::Route)),
-            (req(Method::POST, "/api/run", &[host, json]), unauthorized),
+            (req(Method::POST, "/api/run", &[host, json]), UNAUTHORIZED),
             (
                 req(
                     Method::POST,
                     "/api/run",
                     &[host, json, ("cookie", "sluice_play_8080=x")],
                 ),
-                unauthorized,
+                UNAUTHORIZED,
             ),
             // Another port's cookie is another server's.
             (
@@ -342,7 +345,7 @@ mod tests {
                     "/api/run",
                     &[host, json, ("cookie", "sluice_play_8081=abc123")],
                 ),
-                unauthorized,
+                UNAUTHORIZED,
             ),
             (
                 req(Method::POST, "/api/run", &[host, json, ("cookie", &cookie)]),
@@ -367,7 +370,7 @@ mod tests {
                     "/api/run",
                     &[("host", "evil.example:8080"), json, ("cookie", &cookie)],
                 ),
-                forbidden,
+                FORBIDDEN,
             ),
             (
                 req(
@@ -380,7 +383,7 @@ mod tests {
                         ("origin", "http://evil.example:8080"),
                     ],
                 ),
-                forbidden,
+                FORBIDDEN,
             ),
             (
                 req(
@@ -401,7 +404,7 @@ mod tests {
                     "/api/examples",
                     &[host, ("origin", "null"), ("cookie", &cookie)],
                 ),
-                forbidden,
+                FORBIDDEN,
             ),
         ];
         for ((m, u, h), want) in cases {
