@@ -16,22 +16,34 @@ use serde_json::{Value, json};
 
 use crate::common::workspace_root;
 
+// The defences of issue 51 (token, headers, rebinding, nesting, spinning runs, connection
+// limits, example links, the --allow-* flags), with this file's helpers.
+mod security;
+
 /// A running `sluice play`, stopped when dropped.
 struct Play {
     child: Child,
-    /// `http://127.0.0.1:PORT/`
+    /// `http://127.0.0.1:PORT/?token=...`, as it printed it.
     url: String,
     /// `127.0.0.1:PORT`
     addr: String,
+    /// The token in its URL.
+    token: String,
 }
 
 impl Play {
     /// Starts `sluice play --addr addr` in the workspace root (so it lists `examples/`) and
     /// reads the URL it prints.
     fn start(addr: &str) -> Play {
+        Play::start_in(&workspace_root(), addr, &[])
+    }
+
+    /// Starts `sluice play --addr addr flags...` in `dir`.
+    fn start_in(dir: &std::path::Path, addr: &str, flags: &[&str]) -> Play {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["play", "--addr", addr])
-            .current_dir(workspace_root())
+            .args(flags)
+            .current_dir(dir)
             .env_remove("SLUICE_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -47,11 +59,49 @@ impl Play {
             .find(|w| w.starts_with("http://"))
             .unwrap_or_else(|| panic!("no URL in sluice play's first line: {line:?}"))
             .to_string();
-        let addr = url
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_string();
-        Play { child, url, addr }
+        let (base, token) = url
+            .split_once("/?token=")
+            .unwrap_or_else(|| panic!("no token in sluice play's URL: {url:?}"));
+        let addr = base.trim_start_matches("http://").to_string();
+        let token = token.to_string();
+        Play {
+            child,
+            url,
+            addr,
+            token,
+        }
+    }
+
+    /// The cookie the page holds once opened with the token.
+    fn cookie(&self) -> String {
+        let port = self.addr.rsplit_once(':').unwrap().1;
+        format!("sluice_play_{port}={}", self.token)
+    }
+
+    /// A request with the token's cookie (as the page sends them).
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, String) {
+        let cookie = self.cookie();
+        let mut all = vec![("Cookie", cookie.as_str())];
+        all.extend_from_slice(headers);
+        request(&self.addr, method, path, &all, body)
+    }
+
+    /// POSTs JSON to the API with the token; the status and the reply as JSON.
+    fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let (status, text) = self.call(
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            body.to_string().as_bytes(),
+        );
+        let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text:?}"));
+        (status, json)
     }
 
     /// Stops it and returns what it wrote to standard error.
@@ -81,6 +131,18 @@ fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, String) {
+    let (status, _, body) = request_with_head(addr, method, path, headers, body);
+    (status, body)
+}
+
+/// [`request`], with the reply's head (status line and headers) too.
+fn request_with_head(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).expect("connecting to sluice play");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -107,24 +169,11 @@ fn request(
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("not an HTTP reply: {reply:?}"));
-    let body = reply
+    let (head, body) = reply
         .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
+        .map(|(h, b)| (h.to_string(), b.to_string()))
         .unwrap_or_default();
-    (status, body)
-}
-
-/// POSTs JSON to the API; the status and the reply as JSON.
-fn post(addr: &str, path: &str, body: &Value) -> (u16, Value) {
-    let (status, text) = request(
-        addr,
-        "POST",
-        path,
-        &[("Content-Type", "application/json")],
-        body.to_string().as_bytes(),
-    );
-    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}: {text:?}"));
-    (status, json)
+    (status, head, body)
 }
 
 const CONFIG: &str = r#"local sub = std.extVar('sub');
@@ -145,14 +194,12 @@ const CONFIG: &str = r#"local sub = std.extVar('sub');
 #[test]
 fn api_runs_tests_formats_and_lists_examples() {
     let play = Play::start("127.0.0.1:0");
-    let a = play.addr.as_str();
 
-    let (status, page) = request(a, "GET", "/", &[], b"");
+    let (status, page) = play.call("GET", "/", &[], b"");
     assert_eq!(status, 200);
     assert!(page.contains("<title>sluice play</title>"), "{page}");
 
-    let (status, r) = post(
-        a,
+    let (status, r) = play.post(
         "/api/run",
         &json!({"config": CONFIG, "input": "{\"a\":\"b\"}\n{\"a\":\"c\"}"}),
     );
@@ -169,8 +216,7 @@ fn api_runs_tests_formats_and_lists_examples() {
     assert_eq!(steps[1]["index"], 1);
 
     // Errors: 422 with the place, as the CLI prints it.
-    let (status, r) = post(
-        a,
+    let (status, r) = play.post(
         "/api/run",
         &json!({"config": "{ transforms: [\n  error 'boom' ] }"}),
     );
@@ -180,7 +226,7 @@ fn api_runs_tests_formats_and_lists_examples() {
         "{r}"
     );
     let bad = "{ transforms: [{ type: 'string_to_uper', settings: {} }] }";
-    let (status, r) = post(a, "/api/run", &json!({ "config": bad }));
+    let (status, r) = play.post("/api/run", &json!({ "config": bad }));
     assert_eq!(status, 422, "{r}");
     assert!(
         r["error"].as_str().unwrap().contains("transforms[0]"),
@@ -191,7 +237,7 @@ fn api_runs_tests_formats_and_lists_examples() {
         "{r}"
     );
 
-    let (status, r) = post(a, "/api/test", &json!({ "config": CONFIG }));
+    let (status, r) = play.post("/api/test", &json!({ "config": CONFIG }));
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["passed"], true, "{r}");
     assert!(
@@ -202,24 +248,24 @@ fn api_runs_tests_formats_and_lists_examples() {
         "{r}"
     );
     let failing = CONFIG.replace("value: 'B'", "value: 'Z'");
-    let (_, r) = post(a, "/api/test", &json!({ "config": failing }));
+    let (_, r) = play.post("/api/test", &json!({ "config": failing }));
     assert_eq!(r["passed"], false, "{r}");
     assert!(
         r["report"].as_str().unwrap().contains("--- FAIL: upper"),
         "{r}"
     );
 
-    let (status, r) = post(a, "/api/fmt", &json!({"config": "{a:1,\n    b:[ ]}"}));
+    let (status, r) = play.post("/api/fmt", &json!({"config": "{a:1,\n    b:[ ]}"}));
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["config"], "{\n  a: 1,\n  b: [],\n}\n");
-    let (status, r) = post(a, "/api/fmt", &json!({"config": "{a:"}));
+    let (status, r) = play.post("/api/fmt", &json!({"config": "{a:"}));
     assert_eq!(status, 422, "{r}");
     assert!(
         r["error"].as_str().unwrap().contains("config.jsonnet:1"),
         "{r}"
     );
 
-    let (status, text) = request(a, "GET", "/api/examples", &[], b"");
+    let (status, text) = play.call("GET", "/api/examples", &[], b"");
     assert_eq!(status, 200);
     let examples: Value = serde_json::from_str(&text).unwrap();
     let on_disk = walk_examples(&workspace_root().join("examples"));
@@ -272,8 +318,7 @@ fn api_guards_and_limits() {
     let body = json!({ "config": "{ transforms: [] }" }).to_string();
 
     // Not JSON: a cross-origin form post cannot send application/json without a preflight.
-    let (status, r) = request(
-        a,
+    let (status, r) = play.call(
         "POST",
         "/api/run",
         &[("Content-Type", "text/plain")],
@@ -281,8 +326,7 @@ fn api_guards_and_limits() {
     );
     assert_eq!(status, 415, "{r}");
     // Another page's origin.
-    let (status, r) = request(
-        a,
+    let (status, r) = play.call(
         "POST",
         "/api/run",
         &[
@@ -294,8 +338,7 @@ fn api_guards_and_limits() {
     assert_eq!(status, 403, "{r}");
     assert!(r.contains("evil.example"), "{r}");
     // A DNS-rebinding host name.
-    let (status, r) = request(
-        a,
+    let (status, r) = play.call(
         "GET",
         "/api/examples",
         &[("Host", "evil.example:8080")],
@@ -304,8 +347,7 @@ fn api_guards_and_limits() {
     assert_eq!(status, 403, "{r}");
     // The page's own origin is fine.
     let origin = format!("http://{a}");
-    let (status, r) = request(
-        a,
+    let (status, r) = play.call(
         "POST",
         "/api/run",
         &[("Content-Type", "application/json"), ("Origin", &origin)],
@@ -313,23 +355,23 @@ fn api_guards_and_limits() {
     );
     assert_eq!(status, 200, "{r}");
 
-    let (status, r) = request(a, "GET", "/nope", &[], b"");
+    let (status, r) = play.call("GET", "/nope", &[], b"");
     assert_eq!(status, 404, "{r}");
-    let (status, r) = request(a, "GET", "/api/run", &[], b"");
+    let (status, r) = play.call("GET", "/api/run", &[], b"");
     assert_eq!(status, 405, "{r}");
-    let (status, r) = post(a, "/api/run", &json!({"input": "x"}));
+    let (status, r) = play.post("/api/run", &json!({"input": "x"}));
     assert_eq!(status, 400, "{r}");
     assert!(r["error"].as_str().unwrap().contains("config"), "{r}");
 
     // Too big.
     let big = json!({ "config": "{ transforms: [] }", "input": "x".repeat(2 << 20) });
-    let (status, r) = post(a, "/api/run", &big);
+    let (status, r) = play.post("/api/run", &big);
     assert_eq!(status, 413, "{r}");
 
     // Too slow: stopped at the time limit (10 s) with 408.
     let slow = "{ transforms: [{ type: 'utility_delay', settings: { duration: '60s' } }] }";
     let started = std::time::Instant::now();
-    let (status, r) = post(a, "/api/run", &json!({ "config": slow, "input": "x" }));
+    let (status, r) = play.post("/api/run", &json!({ "config": slow, "input": "x" }));
     assert_eq!(status, 408, "{r}");
     assert!(r["error"].as_str().unwrap().contains("time limit"), "{r}");
     assert!(started.elapsed() < Duration::from_secs(20));
@@ -434,8 +476,38 @@ fn the_page_in_a_headless_browser() {
     assert_eq!(example["config"], hello.as_str());
     assert_eq!(example["input"], r#"{"a":"b"}"#);
 
+    // The token URL leads to the page at `/`, with the security headers.
+    let opened = &seen["opened"];
+    assert!(
+        !opened["url"].as_str().unwrap().contains("token"),
+        "{opened}"
+    );
+    assert_eq!(opened["headers"]["x-frame-options"], "DENY", "{opened}");
+    let csp = opened["headers"]["content-security-policy"]
+        .as_str()
+        .unwrap();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+
     let share = &seen["share"];
     assert!(share["url"].as_str().unwrap().contains("/#ey"), "{share}");
+    assert!(!share["url"].as_str().unwrap().contains("token"), "{share}");
+    // A shared config is shown, not run, until the user presses Run.
+    assert_eq!(share["runsBeforeClick"], 0, "{share}");
+    assert_eq!(share["stdoutBeforeClick"], "", "{share}");
+    assert!(
+        share["notice"].as_str().unwrap().contains("shared link"),
+        "{share}"
+    );
+    assert_eq!(share["runsAfterClick"], 1, "{share}");
+
+    // Framed by a page of another origin: the frame is empty and nothing runs.
+    let framed = &seen["framed"];
+    assert_eq!(framed["hasRunButton"], false, "{framed}");
+    assert_eq!(framed["runs"], 0, "{framed}");
+    assert!(
+        framed["console"].to_string().contains("frame-ancestors"),
+        "Chromium names the CSP that blocked the frame: {framed}"
+    );
     assert_eq!(
         share["config"], "{ transforms: [] }  // shared ✓\n",
         "{share}"

@@ -7,6 +7,10 @@
 //! 0.18 prints (tests/cli_fmt.rs checks it; the crate bundles 0.17's sources, whose one
 //! difference, the newlines after a file's trailing comments, is evened out here). The
 //! unsafe calls are here and nowhere else.
+//!
+//! The formatter recurses once per level of brackets on the caller's stack, so a text is
+//! first checked against sluice's nesting bound ([`sluice_config::nesting`]): 5,000 `[`
+//! would otherwise abort the process (and `sluice play` with it).
 
 use std::ffi::{CStr, CString};
 
@@ -19,10 +23,14 @@ pub enum FormatError {
     /// The text holds a NUL byte, which no Jsonnet file can.
     #[error("{0}: contains a NUL byte at offset {1}")]
     Nul(String, usize),
+    /// The text nests brackets deeper than the formatter's stack allows.
+    #[error("{0}:{1}")]
+    TooDeep(String, sluice_config::nesting::TooDeep),
 }
 
 /// `text` formatted as `jsonnetfmt` formats it; `name` is what errors call the file.
 pub fn format(name: &str, text: &str) -> Result<String, FormatError> {
+    sluice_config::nesting::check(text).map_err(|e| FormatError::TooDeep(name.into(), e))?;
     let c_name = CString::new(name).map_err(|e| FormatError::Nul(name.into(), e.nul_position()))?;
     let c_text = CString::new(text).map_err(|e| FormatError::Nul(name.into(), e.nul_position()))?;
     let mut error: libc::c_int = 0;
@@ -110,6 +118,12 @@ mod tests {
         assert_eq!(
             format("nul.jsonnet", "{a:\0}").unwrap_err(),
             FormatError::Nul("nul.jsonnet".into(), 3)
+        );
+        let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+        let e = format("deep.jsonnet", &deep).unwrap_err().to_string();
+        assert!(
+            e.starts_with("deep.jsonnet:1:501: brackets nested more than 500 deep"),
+            "{e}"
         );
     }
 }

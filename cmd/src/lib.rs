@@ -5,7 +5,8 @@
 //! `https://` URLs, shared with the `sluice` CLI; `tap` reads live Kinesis streams for
 //! `sluice tap`; `memory` sets how the allocator gives memory back, for both binaries;
 //! `lock_lint` warns about where a config's locks let duplicates reach a send (`sluice vet`
-//! and the Lambda function's init).
+//! and the Lambda function's init); `play_guard` decides which requests `sluice play`'s server
+//! takes (a library module so that the fuzz target reaches it).
 
 pub mod compression;
 pub mod jsonnet_fmt;
@@ -13,6 +14,7 @@ pub mod jsonnet_fmt;
 pub mod lambda;
 pub mod lock_lint;
 pub mod memory;
+pub mod play_guard;
 pub mod remote;
 #[cfg(feature = "aws")]
 pub mod tap;

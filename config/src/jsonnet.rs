@@ -29,6 +29,11 @@ use crate::library;
 /// The names under which `import` finds the embedded library.
 pub const LIBRARY_IMPORT_NAMES: [&str; 2] = ["sluice.libsonnet", "substation.libsonnet"];
 
+/// How deep Jsonnet evaluation may nest (jrsonnet's call-stack depth, set explicitly so the
+/// error can name it): jrsonnet's default, which keeps its recursion well inside an 8 MB
+/// thread stack.
+pub const MAX_STACK: usize = 200;
+
 /// The ext-code variable that holds the library: `std.extVar('sub')`.
 pub const LIBRARY_EXT_VAR: &str = "sub";
 
@@ -147,7 +152,20 @@ impl ImportResolver for Resolver {
         }
     }
 
+    /// Every source is read here before jrsonnet parses it, so the nesting bound
+    /// ([`crate::nesting`]) is checked here, for the config and each of its imports.
     fn load_file_contents(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
+        let bytes = self.read(resolved)?;
+        if let Err(e) = crate::nesting::check(&String::from_utf8_lossy(&bytes)) {
+            return Err(ErrorKind::RuntimeError(format!("{resolved}:{e}").into()).into());
+        }
+        Ok(bytes)
+    }
+}
+
+impl Resolver {
+    /// The bytes of `resolved`: the library, the config's own text, a fetched URL or a file.
+    fn read(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
         if let Some(v) = resolved.downcast_ref::<SourceVirtual>()
             && LIBRARY_IMPORT_NAMES.contains(&&*v.0)
         {
@@ -189,6 +207,15 @@ fn trace(err: &jrsonnet_evaluator::Error) -> String {
                 None => source.to_string(),
             };
             format!("{}{frames}", static_analysis_report(diagnostics, name))
+        }
+        // jrsonnet's message names a `--max-stack` option of its own command line, which
+        // sluice does not have.
+        ErrorKind::StackOverflow => {
+            let frames = full.strip_prefix(message.as_str()).unwrap_or("");
+            format!(
+                "evaluation nested deeper than {MAX_STACK} calls or values (sluice's limit for \
+                 Jsonnet, which no option raises): look for unbounded recursion{frames}"
+            )
         }
         _ => full,
     }
@@ -423,6 +450,7 @@ fn evaluate(
     // The state is made current for this thread while evaluating; a caller that is itself
     // inside a jrsonnet evaluation keeps its own.
     let _guard = state.try_enter();
+    let _depth = jrsonnet_evaluator::stack::limit_stack_depth(MAX_STACK);
 
     // `std.extVar('sub')` is the same value as `import 'sluice.libsonnet'` (evaluated once,
     // and its errors point into `sluice.libsonnet`).
@@ -439,6 +467,29 @@ fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Deep nesting and deep recursion are errors that name sluice's limit, not aborts,
+    /// and never the `--max-stack` option sluice does not have.
+    #[test]
+    fn depth_limits_are_errors() {
+        let nested = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
+        let recursive = "local f(n) = [f(n + 1)]; f(0)".to_string();
+        let lib_import = format!("local s = import 'sluice.libsonnet'; {nested}");
+        for (text, want) in [
+            (
+                &nested,
+                "cfg.jsonnet:1:501: brackets nested more than 500 deep",
+            ),
+            (&lib_import, "brackets nested more than 500 deep"),
+            (&recursive, "evaluation nested deeper than 200 calls"),
+        ] {
+            let e = evaluate_text_to_json_text("cfg.jsonnet", text, &[], None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+            assert!(!e.contains("--max-stack"), "{e}");
+        }
+    }
 
     #[test]
     fn the_one_place_a_field_is_indexed() {

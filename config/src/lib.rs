@@ -25,6 +25,7 @@ mod error;
 mod go_numbers;
 mod jsonnet;
 mod loaded;
+pub mod nesting;
 mod types;
 
 use std::path::Path;

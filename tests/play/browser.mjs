@@ -3,12 +3,13 @@
 // tests/cli_play.rs to assert on. It asserts nothing itself, so that a failure shows the
 // whole picture.
 //
-//   SLUICE_PLAY_URL=http://127.0.0.1:PORT/  the running server
+//   SLUICE_PLAY_URL=http://127.0.0.1:PORT/?token=...  the running server, as it printed it
 //   PLAYWRIGHT_CORE=.../node_modules/playwright-core   the driver (scripts/emulators.sh)
 //   CHROMIUM=/usr/bin/chromium              the browser (Debian's `chromium`)
 //   SLUICE_PLAY_SCREENSHOT=1                also save docs/images/play.png
 //                                           (SLUICE_PLAY_SCREENSHOT_PATH overrides where)
 
+import http from "node:http";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
@@ -50,8 +51,15 @@ try {
     await page.waitForFunction(() => !document.querySelector("#run").disabled);
   };
 
-  await page.goto(url);
+  // Every API call the browser makes, from any page or frame.
+  const apiRuns = [];
+  context.on("request", (r) => {
+    if (r.url().includes("/api/run")) apiRuns.push(r.frame() ? r.frame().url() : "");
+  });
+
+  const opened = await page.goto(url);
   await page.waitForSelector("body[data-ready=true]");
+  out.opened = { url: page.url(), headers: opened.headers() };
 
   // Run: type a config and input, read the output and the step view.
   await page.fill("#config", CONFIG);
@@ -93,14 +101,60 @@ try {
   await page.click("#share");
   const shared = page.url();
   const other = await context.newPage();
+  const runsBefore = apiRuns.length;
   await other.goto(shared);
   await other.waitForSelector("body[data-ready=true]");
+  // Nothing runs on its own: give it time to, then count.
+  await other.waitForTimeout(1000);
   out.share = {
     url: shared,
     config: await other.inputValue("#config"),
     input: await other.inputValue("#input"),
+    notice: await other.locator("#shared").innerText(),
+    runsBeforeClick: apiRuns.length - runsBefore,
+    stdoutBeforeClick: await other.locator("#stdout").textContent(),
   };
+  // The user's own click runs it.
+  await other.click("#run");
+  await other.waitForFunction(() => !document.querySelector("#run").disabled);
+  out.share.runsAfterClick = apiRuns.length - runsBefore;
   await other.close();
+
+  // A page of another origin framing the playground (clickjacking): the frame stays
+  // empty, and a click where the Run button would be runs nothing.
+  const base = new URL(url).origin;
+  const framer = http.createServer((req, res) => {
+    res.setHeader("content-type", "text/html");
+    res.end(
+      `<!doctype html><iframe id="f" src="${base}/#${shared.split("#")[1]}" ` +
+        `style="position:absolute;left:0;top:0;width:1200px;height:800px;opacity:0.01"></iframe>`,
+    );
+  });
+  await new Promise((ok) => framer.listen(0, "127.0.0.1", ok));
+  const attacker = await context.newPage();
+  const refused = [];
+  attacker.on("console", (m) => refused.push(m.text()));
+  const runsBeforeFrame = apiRuns.length;
+  // `localhost` is another origin than `127.0.0.1` (and another site).
+  await attacker.goto(`http://localhost:${framer.address().port}/`);
+  await attacker.waitForTimeout(1500);
+  const frame = attacker.frames().find((f) => f !== attacker.mainFrame());
+  let runButton = null;
+  try {
+    runButton = frame ? await frame.$("#run") : null;
+  } catch (e) {
+    runButton = null;
+  }
+  await attacker.mouse.click(40, 20);
+  await attacker.waitForTimeout(500);
+  out.framed = {
+    frameUrl: frame ? frame.url() : null,
+    hasRunButton: runButton !== null,
+    runs: apiRuns.length - runsBeforeFrame,
+    console: refused,
+  };
+  await attacker.close();
+  framer.close();
 
   // A bad config shows its error with the place.
   await page.fill("#config", "local sub = std.extVar('sub');\n{ transforms: [\n  error 'boom' ] }");

@@ -4,24 +4,27 @@
 //! | route               | body in             | body out                               |
 //! |---------------------|---------------------|----------------------------------------|
 //! | `GET /`             |                     | the page (`page.html`)                 |
+//! | `GET /play.js`      |                     | its script (`play.js`)                 |
+//! | `GET /play.css`     |                     | its styles (`play.css`)                |
 //! | `GET /api/examples` |                     | `[{name, config, input}]`              |
 //! | `POST /api/run`     | `{config, input}`   | [`runner::RunReport`]                  |
 //! | `POST /api/test`    | `{config}`          | [`runner::TestReport`]                 |
 //! | `POST /api/fmt`     | `{config}`          | `{config}` (formatted)                 |
 //!
 //! Errors are `{"error": "..."}` with a 4xx status for what the request got wrong (422: the
-//! config does not compile, build or run; 413: too big; 408: too slow) and 5xx for the
+//! config does not compile, build or run or needs an `--allow-*` flag; 413: too big; 408:
+//! too slow; 401/403: no token, a wrong token or a foreign Host or Origin) and 5xx for the
 //! server's own failures.
 //!
-//! Guards, because a server that runs configs runs code as the user: a POST must say
-//! `Content-Type: application/json` (a web page the user visits cannot send that to another
-//! origin without a CORS preflight, which this server never grants), an `Origin`, when
-//! sent, must be this server's own, and on a loopback address the `Host` must be a loopback
-//! name (a DNS-rebinding page arrives with its own host name). Nothing from a request ever
-//! becomes a process environment variable (Substation's playground sets them); ext-strs
-//! come only from the command line.
+//! Every request first passes [`sluice_cmd::play_guard`] (the token, the Host, the
+//! Origin, the content type), and every response carries its security headers (no
+//! framing, no inline script, no sniffing, no Referer). `GET /?token=…` with the right token
+//! is answered with a redirect to `/` that sets the token's cookie. Runs, tests and formats
+//! happen in worker processes ([`super::worker`]), two at a time, killed at the time limit;
+//! what a config may reach is decided by the `--allow-*` flags ([`super::trust`]), which
+//! the page shows in a banner. Nothing from a request ever becomes a process environment
+//! variable (Substation's playground sets them); ext-strs come only from the command line.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,33 +32,44 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HOST, ORIGIN};
+use hyper::header::{CONTENT_TYPE, LOCATION, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sluice_engine::Registry;
-use tokio::sync::{OnceCell, Semaphore};
+use sluice_cmd::play_guard::{Admit, Guard, SECURITY_HEADERS};
+use tokio::sync::{OnceCell, Semaphore, oneshot};
 
 use super::runner;
+use super::trust::Trust;
+use super::worker::{self, Job, Order};
 
-/// The page, with its script and styles.
+/// The page; `<!--TRUST-->` in it becomes the banner of the `--allow-*` flags.
 const PAGE: &str = include_str!("page.html");
+/// The page's script and styles, files of their own because the CSP allows nothing inline.
+const SCRIPT: &str = include_str!("play.js");
+const STYLES: &str = include_str!("play.css");
 /// The example offered when the server's directory has no `examples/`.
 const BUILT_IN_EXAMPLE: &str = include_str!("../../../../examples/demo/config.jsonnet");
 
 /// The largest request body accepted (config and input together).
 pub const MAX_BODY: usize = 1024 * 1024;
+/// How long a request's body may take to arrive once its headers have.
+const BODY_TIME: Duration = Duration::from_secs(30);
 /// How long one run, or one config's tests, may take.
 pub const TIME_LIMIT: Duration = Duration::from_secs(10);
-/// Runs at a time; more wait for a turn.
+/// How long past [`TIME_LIMIT`] a worker may take before it is killed (its own limit
+/// answers first when the pipeline is what is slow; compiling is not bounded from inside).
+const GRACE: Duration = Duration::from_secs(1);
+/// Workers at a time; more wait for a turn.
 const CONCURRENT_RUNS: usize = 2;
 
 /// What every request handler shares.
 pub struct Server {
-    registry: Registry,
+    guard: Guard,
     ext: Vec<(String, String)>,
-    addr: SocketAddr,
-    runs: Semaphore,
+    trust: Trust,
+    page: String,
+    runs: Arc<Semaphore>,
     examples: OnceCell<Arc<Vec<Example>>>,
 }
 
@@ -76,11 +90,6 @@ impl ApiError {
     fn bad(message: impl Into<String>) -> ApiError {
         ApiError(StatusCode::BAD_REQUEST, message.into())
     }
-
-    /// The config or the run failed: the message as the CLI prints it (`{:#}`).
-    fn config(e: anyhow::Error) -> ApiError {
-        ApiError(StatusCode::UNPROCESSABLE_ENTITY, format!("{e:#}"))
-    }
 }
 
 type Reply = Result<Response<Full<Bytes>>, ApiError>;
@@ -98,103 +107,76 @@ struct ConfigRequest {
 }
 
 impl Server {
-    pub fn new(ext: Vec<(String, String)>, addr: SocketAddr) -> Server {
+    pub fn new(ext: Vec<(String, String)>, trust: Trust, guard: Guard) -> Server {
         Server {
-            registry: sluice_transforms::registry(),
+            guard,
             ext,
-            addr,
-            runs: Semaphore::new(CONCURRENT_RUNS),
+            trust,
+            page: PAGE.replace("<!--TRUST-->", &banner(trust)),
+            runs: Arc::new(Semaphore::new(CONCURRENT_RUNS)),
             examples: OnceCell::new(),
         }
     }
 
-    /// Answers one request; never fails (errors become JSON replies).
+    /// Answers one request; never fails (errors become JSON replies). Every reply carries
+    /// [`SECURITY_HEADERS`].
     pub async fn handle(
         self: Arc<Self>,
         req: Request<Incoming>,
     ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
-        let reply = match self.guard(&req) {
-            Ok(()) => self.route(req).await,
-            Err(e) => Err(e),
+        let reply = match self.guard.check(req.method(), req.uri(), req.headers()) {
+            Ok(Admit::Route) => self.route(req).await,
+            Ok(Admit::SetCookie(cookie)) => Response::builder()
+                .status(StatusCode::SEE_OTHER)
+                .header(LOCATION, "/")
+                .header(SET_COOKIE, cookie)
+                .body(Full::new(Bytes::new()))
+                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+            Err(refused) => Err(ApiError(refused.status, refused.message)),
         };
-        Ok(reply.unwrap_or_else(|ApiError(status, message)| {
+        let mut resp = reply.unwrap_or_else(|ApiError(status, message)| {
             json_reply(status, &json!({ "error": message }))
-        }))
-    }
-
-    fn guard(&self, req: &Request<Incoming>) -> Result<(), ApiError> {
-        let forbidden = |m: String| ApiError(StatusCode::FORBIDDEN, m);
-        let host = req
-            .headers()
-            .get(HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or_default();
-        if self.addr.ip().is_loopback() && !is_loopback_host(host) {
-            return Err(forbidden(format!(
-                "Host {host:?} is not a loopback name; open the playground at http://{}/",
-                self.addr
-            )));
+        });
+        for (name, value) in SECURITY_HEADERS {
+            resp.headers_mut().insert(
+                hyper::header::HeaderName::from_static(name),
+                hyper::header::HeaderValue::from_static(value),
+            );
         }
-        if let Some(origin) = req.headers().get(ORIGIN) {
-            let origin = origin.to_str().unwrap_or_default();
-            if origin != format!("http://{host}") {
-                return Err(forbidden(format!(
-                    "requests from {origin:?} are not accepted; only the playground's own page \
-                     may call its API"
-                )));
-            }
-        }
-        if req.method() == Method::POST {
-            let json = req
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|c| c.to_str().ok())
-                .is_some_and(|c| c.starts_with("application/json"));
-            if !json {
-                return Err(ApiError(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "the API takes Content-Type: application/json".into(),
-                ));
-            }
-        }
-        Ok(())
+        Ok(resp)
     }
 
     async fn route(self: Arc<Self>, req: Request<Incoming>) -> Reply {
         let path = req.uri().path().to_string();
         match (req.method().clone(), path.as_str()) {
-            (Method::GET, "/") => Ok(Response::builder()
-                .header(CONTENT_TYPE, "text/html; charset=utf-8")
-                .body(Full::new(Bytes::from_static(PAGE.as_bytes())))
-                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?),
+            (Method::GET, "/") => asset("text/html; charset=utf-8", self.page.clone()),
+            (Method::GET, "/play.js") => asset("text/javascript; charset=utf-8", SCRIPT.into()),
+            (Method::GET, "/play.css") => asset("text/css; charset=utf-8", STYLES.into()),
             (Method::GET, "/api/examples") => {
                 let examples = self.examples().await?;
                 Ok(json_reply(StatusCode::OK, &*examples))
             }
             (Method::POST, "/api/run") => {
                 let r: RunRequest = body(req).await?;
-                let ext = self.ext.clone();
-                let report = self
-                    .blocking(move |registry| {
-                        runner::run(registry, &r.config, &r.input, &ext, TIME_LIMIT)
-                    })
-                    .await?;
-                Ok(json_reply(StatusCode::OK, &report))
+                self.in_worker(Job::Run {
+                    config: r.config,
+                    input: r.input,
+                })
+                .await
             }
             (Method::POST, "/api/test") => {
                 let r: ConfigRequest = body(req).await?;
-                let ext = self.ext.clone();
-                let report = self
-                    .blocking(move |registry| runner::test(registry, &r.config, &ext, TIME_LIMIT))
-                    .await?;
-                Ok(json_reply(StatusCode::OK, &report))
+                self.in_worker(Job::Test { config: r.config }).await
             }
             (Method::POST, "/api/fmt") => {
                 let r: ConfigRequest = body(req).await?;
-                let config = self.blocking(move |_| runner::format(&r.config)).await?;
-                Ok(json_reply(StatusCode::OK, &json!({ "config": config })))
+                self.in_worker(Job::Fmt { config: r.config }).await
             }
-            (_, "/" | "/api/examples" | "/api/run" | "/api/test" | "/api/fmt") => Err(ApiError(
+            (
+                _,
+                "/" | "/play.js" | "/play.css" | "/api/examples" | "/api/run" | "/api/test"
+                | "/api/fmt",
+            ) => Err(ApiError(
                 StatusCode::METHOD_NOT_ALLOWED,
                 format!("{} {path}: method not allowed", req.method()),
             )),
@@ -205,41 +187,40 @@ impl Server {
         }
     }
 
-    /// Runs `work` on a blocking thread, one of [`CONCURRENT_RUNS`] at a time, within
-    /// [`TIME_LIMIT`] (plus a second for the work's own limit to answer first). A run past the
-    /// limit is answered with 408; its thread is left to finish on its own (Jsonnet
-    /// evaluation cannot be interrupted), and its turn is given back.
-    async fn blocking<T: Send + 'static>(
-        self: &Arc<Self>,
-        work: impl FnOnce(&Registry) -> anyhow::Result<T> + Send + 'static,
-    ) -> Result<T, ApiError> {
-        let _turn = self
+    /// Does `job` in a worker process ([`worker`]), one of [`CONCURRENT_RUNS`] at a time.
+    /// The turn is held by a task of its own until the process has ended (answered, or
+    /// been killed at [`TIME_LIMIT`] + [`GRACE`]), so that a request that goes away does
+    /// not give back a turn whose work still runs; going away kills the process at once.
+    async fn in_worker(self: &Arc<Self>, job: Job) -> Reply {
+        let turn = self
             .runs
-            .acquire()
+            .clone()
+            .acquire_owned()
             .await
             .map_err(|e| ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
-        let me = self.clone();
-        let task = tokio::task::spawn_blocking(move || work(&me.registry));
-        match tokio::time::timeout(TIME_LIMIT + Duration::from_secs(1), task).await {
-            Err(_) => Err(ApiError(
-                StatusCode::REQUEST_TIMEOUT,
-                format!(
-                    "the run took longer than {} s and was abandoned (sluice play's time limit)",
-                    TIME_LIMIT.as_secs()
-                ),
-            )),
-            Ok(Err(join)) => Err(ApiError(
+        let order = Order {
+            job,
+            ext: self.ext.clone(),
+            trust: self.trust,
+            limit_ms: TIME_LIMIT.as_millis() as u64,
+        };
+        // Dropped with this future when the request goes away: the worker is then killed.
+        let (_cancel, cancelled) = oneshot::channel::<()>();
+        let answer = tokio::spawn(async move {
+            let answer = worker::run(&order, TIME_LIMIT + GRACE, cancelled).await;
+            drop(turn);
+            answer
+        })
+        .await
+        .map_err(|e| {
+            ApiError(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                format!("the run stopped unexpectedly: {join}"),
-            )),
-            Ok(Ok(result)) => result.map_err(|e| {
-                if e.is::<runner::TooSlow>() {
-                    ApiError(StatusCode::REQUEST_TIMEOUT, format!("{e:#}"))
-                } else {
-                    ApiError::config(e)
-                }
-            }),
-        }
+                format!("the run stopped unexpectedly: {e}"),
+            )
+        })?;
+        let status =
+            StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Ok(json_reply(status, &answer.body))
     }
 
     /// The examples, read once (the first time the page asks).
@@ -262,24 +243,52 @@ impl Server {
     }
 }
 
-/// Whether `host` (a `Host` header: name and port) names this machine's loopback.
-fn is_loopback_host(host: &str) -> bool {
-    let name = match host.rsplit_once(':') {
-        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-        _ => host,
-    };
-    let name = name.trim_start_matches('[').trim_end_matches(']');
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+/// The page's banner for the `--allow-*` flags given: empty when none.
+fn banner(trust: Trust) -> String {
+    let flags = trust.flags();
+    if flags.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = flags.iter().map(|f| format!("<code>{f}</code>")).collect();
+    format!(
+        "<div id=\"trust\" role=\"alert\">This playground was started with {}: a config run \
+         here can {}. Run only configs you have read.</div>",
+        list.join(", "),
+        [
+            (trust.env, "read your environment variables"),
+            (trust.files, "read and write your files"),
+            (trust.network, "call the network as you"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, what)| *what)
+        .collect::<Vec<_>>()
+        .join(", ")
+    )
+}
+
+fn asset(content_type: &'static str, text: String) -> Reply {
+    Response::builder()
+        .header(CONTENT_TYPE, content_type)
+        .body(Full::new(Bytes::from(text)))
+        .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 
 /// The request body as `T`, at most [`MAX_BODY`] bytes.
 async fn body<T: serde::de::DeserializeOwned>(req: Request<Incoming>) -> Result<T, ApiError> {
-    let bytes = Limited::new(req.into_body(), MAX_BODY)
-        .collect()
-        .await
+    let collected =
+        tokio::time::timeout(BODY_TIME, Limited::new(req.into_body(), MAX_BODY).collect())
+            .await
+            .map_err(|_| {
+                ApiError(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the request's body took longer than {} s to arrive",
+                        BODY_TIME.as_secs()
+                    ),
+                )
+            })?;
+    let bytes = collected
         .map_err(|e| {
             if e.is::<http_body_util::LengthLimitError>() {
                 ApiError(
@@ -312,10 +321,13 @@ fn json_reply(status: StatusCode, value: &impl Serialize) -> Response<Full<Bytes
 /// Every config under `dir/examples` (`.jsonnet`, in path order) with its sample input;
 /// the built-in demo alone when there is no such directory. An example that does not
 /// compile is listed with no input (the page shows its error when it is run).
+///
+/// Symbolic links are not followed (neither `examples` itself nor anything under it): a
+/// link in the examples would otherwise show the page any file the server can read.
 pub fn read_examples(dir: &Path, ext: &[(String, String)]) -> Vec<Example> {
     let root = dir.join("examples");
     let mut files = Vec::new();
-    if root.is_dir() {
+    if std::fs::symlink_metadata(&root).is_ok_and(|m| m.is_dir()) {
         walk(&root, &mut files);
     }
     files.sort();
@@ -352,14 +364,18 @@ fn example(name: String, config: String, ext: &[(String, String)]) -> Example {
     }
 }
 
+/// The `.jsonnet` files under `dir`, by the entries' own types (`DirEntry::file_type` does
+/// not follow links, so a link is neither a directory to enter nor a file to read).
 fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        if p.is_dir() {
+    for e in entries.filter_map(Result::ok) {
+        let Ok(kind) = e.file_type() else { continue };
+        let p = e.path();
+        if kind.is_dir() {
             walk(&p, out);
-        } else if p.extension().is_some_and(|e| e == "jsonnet") {
+        } else if kind.is_file() && p.extension().is_some_and(|x| x == "jsonnet") {
             out.push(p);
         }
     }
@@ -370,27 +386,52 @@ mod tests {
     use super::*;
 
     #[test]
-    fn loopback_hosts() {
-        for (host, want) in [
-            ("127.0.0.1:8080", true),
-            ("localhost:8080", true),
-            ("LOCALHOST", true),
-            ("[::1]:8080", true),
-            ("127.1.2.3", true),
-            ("evil.example:8080", false),
-            ("192.168.1.2:8080", false),
-            ("", false),
-        ] {
-            assert_eq!(is_loopback_host(host), want, "{host}");
-        }
-    }
-
-    #[test]
     fn examples_fall_back_to_the_built_in_demo() {
         let empty = tempfile::tempdir().unwrap();
         let list = read_examples(empty.path(), &[]);
         assert_eq!(list.len(), 1);
         assert_eq!(list[0].name, "examples/demo/config.jsonnet");
         assert!(list[0].input.contains("ConsoleLogin"), "{}", list[0].input);
+    }
+
+    #[test]
+    fn examples_do_not_follow_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret.jsonnet");
+        std::fs::write(&secret, "{ transforms: [], secret: 'hunter2' }").unwrap();
+        let ex = dir.path().join("examples");
+        std::fs::create_dir_all(ex.join("real")).unwrap();
+        std::fs::write(ex.join("real/config.jsonnet"), "{ transforms: [] }").unwrap();
+        std::os::unix::fs::symlink(&secret, ex.join("link.jsonnet")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), ex.join("up")).unwrap();
+        let names: Vec<String> = read_examples(dir.path(), &[])
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["examples/real/config.jsonnet"]);
+        // A linked examples directory is not read at all.
+        let other = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&ex, other.path().join("examples")).unwrap();
+        let list = read_examples(other.path(), &[]);
+        assert_eq!(list[0].name, "examples/demo/config.jsonnet");
+        assert_eq!(list.len(), 1);
+    }
+
+    #[test]
+    fn the_banner_names_the_flags() {
+        assert_eq!(banner(Trust::default()), "");
+        let b = banner(Trust {
+            files: true,
+            network: true,
+            env: false,
+        });
+        assert!(
+            b.contains("<code>--allow-files</code>, <code>--allow-network</code>"),
+            "{b}"
+        );
+        assert!(
+            b.contains("read and write your files, call the network as you"),
+            "{b}"
+        );
     }
 }

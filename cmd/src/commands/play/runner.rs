@@ -1,15 +1,16 @@
 //! What the playground does with a config: run it over input lines with a step view, run
 //! its `tests:`, format it, and find the sample input of an example.
 //!
-//! Everything here is synchronous and runs on a blocking thread of the server ([`super::api`]
-//! puts the time limit around it). Each run or test gets an engine [`Context`] of its own
+//! Everything here is synchronous and runs in a worker process of the server
+//! ([`super::worker`], which the server kills at the time limit). Each run or test gets an engine [`Context`] of its own
 //! whose output sink ([`Context::with_stdout`]) is a buffer of the run's, and whose state
 //! files (kv stores, locks) live in a temporary directory that goes away with the run, so
 //! runs never share a store and nothing lands on the server's standard output.
 //!
 //! A config is compiled from its text as `config.jsonnet` ([`sluice_config::load_text`]
 //! without a fetcher): it can import the sluice library and nothing else, and its ext-strs
-//! are the ones `sluice play` was started with.
+//! are the ones `sluice play` was started with. What it may reach beyond its messages
+//! (environment, files, network) is checked first ([`super::trust`]).
 //!
 //! **The step view is instrumentation, not a replay.** The transforms of `transforms` are
 //! built one by one in one context (as [`sluice_engine::Registry::build_pipeline_in`] builds
@@ -30,6 +31,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sluice_engine::{Context, Message, Pipeline, Registry};
 
+use super::trust::{self, Trust};
 use crate::commands::test::{Failure, judge};
 
 /// The name a config's text is compiled under: what Jsonnet errors and build errors show.
@@ -86,9 +88,16 @@ pub struct RunReport {
     pub warnings: Vec<String>,
 }
 
-/// Compiles `text` and checks its shape; errors carry the place (`config.jsonnet:3:5: ...`).
-fn load(text: &str, ext: &[(String, String)]) -> anyhow::Result<sluice_config::LoadedConfig> {
-    Ok(sluice_config::load_text(CONFIG_NAME, text, ext, None)?)
+/// Compiles `text`, checks its shape, and checks that it needs nothing `trust` withholds
+/// ([`super::trust`]); errors carry the place (`config.jsonnet:3:5: ...`).
+fn load(
+    text: &str,
+    ext: &[(String, String)],
+    trust: Trust,
+) -> anyhow::Result<sluice_config::LoadedConfig> {
+    let cfg = sluice_config::load_text(CONFIG_NAME, text, ext, None)?;
+    trust::check(&cfg.json, trust).with_context(|| CONFIG_NAME.to_string())?;
+    Ok(cfg)
 }
 
 /// A context for one run or test: state files in `state`, `send_stdout` into `sink`.
@@ -117,9 +126,10 @@ pub fn run(
     text: &str,
     input: &str,
     ext: &[(String, String)],
+    trust: Trust,
     limit: Duration,
 ) -> anyhow::Result<RunReport> {
-    let cfg = load(text, ext)?;
+    let cfg = load(text, ext, trust)?;
     let items = match cfg.transforms() {
         Value::Array(items) => items.clone(),
         _ => Vec::new(),
@@ -214,9 +224,10 @@ pub fn test(
     registry: &Registry,
     text: &str,
     ext: &[(String, String)],
+    trust: Trust,
     limit: Duration,
 ) -> anyhow::Result<TestReport> {
-    let cfg = load(text, ext)?;
+    let cfg = load(text, ext, trust)?;
     let tests = cfg.tests()?;
     let state = tempfile::tempdir().context("creating a state directory")?;
     registry
@@ -355,7 +366,15 @@ local sub = std.extVar('sub');
     #[test]
     fn run_records_each_step_and_captures_stdout() {
         let r = sluice_transforms::registry();
-        let report = run(&r, CONFIG, "{\"a\":\"b\"}\n{\"a\":\"c\"}\n", &[], LIMIT).unwrap();
+        let report = run(
+            &r,
+            CONFIG,
+            "{\"a\":\"b\"}\n{\"a\":\"c\"}\n",
+            &[],
+            Trust::default(),
+            LIMIT,
+        )
+        .unwrap();
         let types: Vec<_> = report.steps.iter().map(|s| s.type_name.as_str()).collect();
         assert_eq!(types, ["string_to_upper", "object_insert", "send_stdout"]);
         assert_eq!(report.steps[0].messages[1].data, r#"{"a":"C"}"#);
@@ -370,10 +389,18 @@ local sub = std.extVar('sub');
     #[test]
     fn errors_carry_their_place() {
         let r = sluice_transforms::registry();
-        let e = run(&r, "{ transforms: [\n  error 'boom' ] }", "", &[], LIMIT).unwrap_err();
+        let e = run(
+            &r,
+            "{ transforms: [\n  error 'boom' ] }",
+            "",
+            &[],
+            Trust::default(),
+            LIMIT,
+        )
+        .unwrap_err();
         assert!(format!("{e:#}").contains("config.jsonnet:2:3"), "{e:#}");
         let bad = r#"{ transforms: [{ type: 'string_to_upper', settings: { object: 1 } }] }"#;
-        let e = run(&r, bad, "", &[], LIMIT).unwrap_err();
+        let e = run(&r, bad, "", &[], Trust::default(), LIMIT).unwrap_err();
         let e = format!("{e:#}");
         assert!(e.contains("transforms[0] (string_to_upper)"), "{e}");
     }
@@ -381,11 +408,11 @@ local sub = std.extVar('sub');
     #[test]
     fn tests_pass_and_fail_as_sluice_test_judges() {
         let r = sluice_transforms::registry();
-        let report = test(&r, CONFIG, &[], LIMIT).unwrap();
+        let report = test(&r, CONFIG, &[], Trust::default(), LIMIT).unwrap();
         assert!(report.passed, "{}", report.report);
         assert!(report.report.contains("--- PASS: upper (1 outputs)"));
         let failing = CONFIG.replace("value: 'B'", "value: 'Z'");
-        let report = test(&r, &failing, &[], LIMIT).unwrap();
+        let report = test(&r, &failing, &[], Trust::default(), LIMIT).unwrap();
         assert!(!report.passed);
         assert!(
             report.report.contains("--- FAIL: upper"),
@@ -398,7 +425,15 @@ local sub = std.extVar('sub');
     fn a_slow_run_is_stopped() {
         let r = sluice_transforms::registry();
         let slow = r#"{ transforms: [{ type: 'utility_delay', settings: { duration: '5s' } }] }"#;
-        let e = run(&r, slow, "x", &[], Duration::from_millis(200)).unwrap_err();
+        let e = run(
+            &r,
+            slow,
+            "x",
+            &[],
+            Trust::default(),
+            Duration::from_millis(200),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("longer than"), "{e}");
     }
 

@@ -1,0 +1,345 @@
+//! What a config run by `sluice play` may reach beyond its own messages: off by default,
+//! each on only with a flag the user gives when starting it (the page shows which in a
+//! banner).
+//!
+//! Why: the playground runs configs that arrive over HTTP, typically pasted or opened from
+//! a shared link. Even with the token ([`sluice_cmd::play_guard`]), a config the user did
+//! not write could read their secrets or files and send them away. So, unless asked for:
+//!
+//! | flag              | what it allows                                                        |
+//! |-------------------|-----------------------------------------------------------------------|
+//! | `--allow-env`     | environment variables: `environment_variable` secrets (`${SECRET:…}`), jq's `env`/`$ENV`; without it the run's process has an empty environment |
+//! | `--allow-files`   | files: `send_file`, the `csv_file`, `json_file`, `text_file`, `mmdb` and `sqlite` kv stores |
+//! | `--allow-network` | the network: every AWS, GCP and HTTP send and enrichment, the `aws_dynamodb` kv store, `aws_secrets_manager` secrets |
+//!
+//! Three flags, not one `--trust`, so that trying an HTTP enrichment does not also hand the
+//! page your files and environment. The check reads the compiled config before anything is
+//! built: every object in it (the transforms, their kv stores and secrets, nested lists
+//! and the `tests:`) whose `type` names something that needs a flag is refused, with the
+//! transform and the flag named. A unit test below fails when a registered transform is in
+//! neither list, so a new transform type cannot slip past unclassified.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The powers the user gave `sluice play` on its command line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trust {
+    pub env: bool,
+    pub files: bool,
+    pub network: bool,
+}
+
+/// One of the powers, with the flag that gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Power {
+    Env,
+    Files,
+    Network,
+}
+
+impl Power {
+    fn flag(self) -> &'static str {
+        match self {
+            Power::Env => "--allow-env",
+            Power::Files => "--allow-files",
+            Power::Network => "--allow-network",
+        }
+    }
+
+    fn does(self) -> &'static str {
+        match self {
+            Power::Env => "reads environment variables",
+            Power::Files => "reads or writes files",
+            Power::Network => "calls the network",
+        }
+    }
+}
+
+impl Trust {
+    fn allows(self, p: Power) -> bool {
+        match p {
+            Power::Env => self.env,
+            Power::Files => self.files,
+            Power::Network => self.network,
+        }
+    }
+
+    /// The flags given, as the page's banner lists them (empty when none).
+    pub fn flags(self) -> Vec<&'static str> {
+        [Power::Env, Power::Files, Power::Network]
+            .into_iter()
+            .filter(|p| self.allows(*p))
+            .map(Power::flag)
+            .collect()
+    }
+}
+
+/// A config needs a power the user did not give.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{place}: {what} {}, which sluice play does not allow unless it is started with {}",
+    .power.does(),
+    .power.flag()
+)]
+pub struct NotAllowed {
+    place: String,
+    what: String,
+    power: Power,
+}
+
+/// What the type `name` (a transform's, a kv store's or a secret's) needs; `None` for what
+/// stays in the run's own memory (and for names sluice does not know, which the registry
+/// refuses).
+pub fn needs(name: &str) -> Option<Power> {
+    match name {
+        "send_stdout" => None,
+        "send_file" | "csv_file" | "json_file" | "text_file" | "mmdb" | "sqlite" => {
+            Some(Power::Files)
+        }
+        "environment_variable" => Some(Power::Env),
+        "aws_dynamodb" | "aws_secrets_manager" => Some(Power::Network),
+        n if n.starts_with("send_")
+            || n.starts_with("enrich_aws_")
+            || n.starts_with("enrich_gcp_")
+            || n.starts_with("enrich_http_")
+            || n.starts_with("enrich_dns_") =>
+        {
+            Some(Power::Network)
+        }
+        _ => None,
+    }
+}
+
+/// Checks the compiled config `json` against `trust`; the first thing it needs and may not
+/// have is the error.
+pub fn check(json: &Value, trust: Trust) -> Result<(), NotAllowed> {
+    walk(json, String::new(), None, trust)
+}
+
+/// `at` is the path of `v` in the config; `within` the outermost transform around it, as
+/// `transforms[2] (meta_switch)`, which the error names with the place relative to it.
+fn walk(v: &Value, at: String, within: Option<&str>, trust: Trust) -> Result<(), NotAllowed> {
+    match v {
+        Value::Object(map) => {
+            let mut here = None;
+            if let Some(Value::String(name)) = map.get("type") {
+                if let Some(power) = needs(name).filter(|p| !trust.allows(*p)) {
+                    return Err(match within {
+                        Some(t) => {
+                            let base = t.split(" (").next().unwrap_or(t);
+                            let rel = at.strip_prefix(&format!("{base}.")).unwrap_or(&at);
+                            NotAllowed {
+                                place: t.to_string(),
+                                what: format!("its {rel} ({name})"),
+                                power,
+                            }
+                        }
+                        None => NotAllowed {
+                            place: at,
+                            what: format!("the {name} transform"),
+                            power,
+                        },
+                    });
+                }
+                if within.is_none() {
+                    here = Some(format!("{at} ({name})"));
+                }
+            }
+            let within = here.as_deref().or(within);
+            for (k, child) in map {
+                let path = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                walk(child, path, within, trust)?;
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                walk(child, format!("{at}[{i}]"), within, trust)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every registered transform that needs no power, by name: a new type must be added
+    /// here or be matched by [`needs`], or this test fails.
+    const PURE: &[&str] = &[
+        "aggregate_from_array",
+        "aggregate_from_string",
+        "aggregate_to_array",
+        "aggregate_to_string",
+        "array_join",
+        "array_zip",
+        "enrich_kv_store_get",
+        "enrich_kv_store_item_get",
+        "enrich_kv_store_item_set",
+        "enrich_kv_store_set",
+        "enrich_kv_store_set_add",
+        "format_from_base64",
+        "format_from_gzip",
+        "format_from_parquet",
+        "format_from_pretty_print",
+        "format_from_zip",
+        "format_to_base64",
+        "format_to_gzip",
+        "hash_md5",
+        "hash_sha256",
+        "meta_err",
+        "meta_for_each",
+        "meta_kv_store_lock",
+        "meta_metric_duration",
+        "meta_retry",
+        "meta_switch",
+        "network_domain_registered_domain",
+        "network_domain_subdomain",
+        "network_domain_top_level_domain",
+        "number_math_addition",
+        "number_math_division",
+        "number_math_multiplication",
+        "number_math_subtraction",
+        "number_maximum",
+        "number_minimum",
+        "object_copy",
+        "object_delete",
+        "object_insert",
+        "object_jq",
+        "object_to_boolean",
+        "object_to_float",
+        "object_to_integer",
+        "object_to_string",
+        "object_to_unsigned_integer",
+        "send_stdout",
+        "string_append",
+        "string_capture",
+        "string_replace",
+        "string_split",
+        "string_to_lower",
+        "string_to_snake",
+        "string_to_upper",
+        "string_uuid",
+        "test_message",
+        "time_from_string",
+        "time_from_unix",
+        "time_from_unix_milli",
+        "time_now",
+        "time_to_string",
+        "time_to_unix",
+        "time_to_unix_milli",
+        "utility_control",
+        "utility_delay",
+        "utility_drop",
+        "utility_err",
+        "utility_metric_bytes",
+        "utility_metric_count",
+        "utility_metric_freshness",
+        "utility_secret",
+    ];
+
+    #[test]
+    fn every_transform_type_is_classified() {
+        let r = sluice_transforms::registry();
+        let unclassified: Vec<&str> = r
+            .transform_types()
+            .filter(|t| needs(t).is_none() && !PURE.contains(t))
+            .collect();
+        assert!(
+            unclassified.is_empty(),
+            "classify these in trust.rs (PURE, or needs()): {unclassified:?}"
+        );
+    }
+
+    #[test]
+    fn checks_table() {
+        let none = Trust::default();
+        let all = Trust {
+            env: true,
+            files: true,
+            network: true,
+        };
+        let kv = |t: &str| {
+            json!({"transforms": [
+                {"type": "object_copy", "settings": {}},
+                {"type": "enrich_kv_store_item_get", "settings": {"kv_store": {"type": t, "settings": {"file": "/etc/shadow"}}}},
+            ]})
+        };
+        let cases: Vec<(Value, Trust, Option<&str>)> = vec![
+            (
+                json!({"transforms": [{"type": "send_stdout", "settings": {}}]}),
+                none,
+                None,
+            ),
+            (
+                kv("csv_file"),
+                none,
+                Some(
+                    "transforms[1] (enrich_kv_store_item_get): its settings.kv_store (csv_file) reads or writes files, which sluice play does not allow unless it is started with --allow-files",
+                ),
+            ),
+            (
+                kv("csv_file"),
+                Trust {
+                    files: true,
+                    ..none
+                },
+                None,
+            ),
+            (kv("memory"), none, None),
+            (
+                kv("aws_dynamodb"),
+                Trust {
+                    files: true,
+                    env: true,
+                    ..none
+                },
+                Some("--allow-network"),
+            ),
+            (
+                json!({"transforms": [{"type": "utility_secret", "settings": {"secret": {"type": "environment_variable", "settings": {"id": "s", "name": "HOME"}}}}]}),
+                none,
+                Some(
+                    "transforms[0] (utility_secret): its settings.secret (environment_variable) reads environment variables, which sluice play does not allow unless it is started with --allow-env",
+                ),
+            ),
+            (
+                json!({"transforms": [{"type": "send_http_post", "settings": {"url": "http://x"}}]}),
+                none,
+                Some(
+                    "transforms[0]: the send_http_post transform calls the network, which sluice play does not allow unless it is started with --allow-network",
+                ),
+            ),
+            // Nested lists and tests are checked too.
+            (
+                json!({"transforms": [{"type": "meta_switch", "settings": {"cases": [{"transforms": [{"type": "send_file", "settings": {}}]}]}}]}),
+                none,
+                Some(
+                    "transforms[0] (meta_switch): its settings.cases[0].transforms[0] (send_file) reads or writes files",
+                ),
+            ),
+            (
+                json!({"transforms": [], "tests": [{"transforms": [{"type": "send_aws_sqs", "settings": {}}]}]}),
+                none,
+                Some("tests[0].transforms[0]: the send_aws_sqs transform calls the network"),
+            ),
+            (kv("csv_file"), all, None),
+        ];
+        for (config, trust, want) in cases {
+            let got = check(&config, trust).err().map(|e| e.to_string());
+            match (got.as_deref(), want) {
+                (None, None) => {}
+                (Some(g), Some(w)) => assert!(g.starts_with(w) || g.contains(w), "{g}\nwant {w}"),
+                (g, w) => panic!("{config}: got {g:?}, want {w:?}"),
+            }
+        }
+    }
+}
