@@ -787,9 +787,8 @@ mod tests {
             (
                 &format!("{long} tok/\"en-9876 more"),
                 false,
-                // Cut-first would show the secret's first 9 characters; the marker is cut
-                // instead.
-                format!("HTTP 401: {long} <redacte..."),
+                // Cut first, the secret's first 8 characters would show.
+                format!("HTTP 401: {long} <redacted>..."),
             ),
             (
                 "anything at all",

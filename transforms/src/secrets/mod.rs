@@ -179,13 +179,19 @@ pub(crate) fn redact(text: &str) -> String {
 /// shorter one is too likely to be ordinary text.
 const SHORTEST_PREFIX: usize = 3;
 
-/// `text` redacted ([`redact`]) and then cut to at most `max_chars` characters (on a
-/// character boundary, `...` appended when cut); a tail that is the start of a secret in
+/// `text` redacted ([`redact`]) and then cut after `max_chars` characters (on a character
+/// boundary; a `<redacted>` the cut falls in is kept whole; `...` appended when cut); a tail that is the start of a secret in
 /// one of its forms (at least [`SHORTEST_PREFIX`] characters, as a cut elsewhere may have
 /// left it) is dropped as well.
 pub(crate) fn redact_cut(text: &str, max_chars: usize) -> String {
     let mut out = redact(text);
-    let cut = out.char_indices().nth(max_chars).map(|(at, _)| at);
+    let cut = out.char_indices().nth(max_chars).map(|(at, _)| {
+        // A cut inside a `<redacted>` keeps the whole of it.
+        out.match_indices(REDACTED)
+            .map(|(start, m)| start + m.len())
+            .find(|&end| end - REDACTED.len() < at && at < end)
+            .unwrap_or(at)
+    });
     if let Some(at) = cut {
         out.truncate(at);
     }
