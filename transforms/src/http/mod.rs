@@ -271,6 +271,7 @@ impl Endpoint {
             || body.is_some_and(secrets::holds_secret);
         let body = body.map_or_else(SdkBody::empty, |b| SdkBody::from(b.to_vec()));
         let req = request(method, &url, &headers, body).map_err(fail)?;
+        let secret = secret || carries_credential(&req);
         let accept_client_errors = self.accept_client_errors;
         let answer = |status: u16| {
             (200..300).contains(&status)
@@ -308,20 +309,21 @@ impl Client {
     /// Sends `req` until it gets an answer whose status `answer` accepts, retrying
     /// transport errors, timeouts, 429 and 5xx but 501 as the module documentation says;
     /// any other status fails at once. `what` names the request in debug logs. A request
-    /// with an `Authorization`, `Proxy-Authorization` or `Cookie` header carries a secret
-    /// (see [`Client::execute_carrying`]).
+    /// with a header that usually holds a credential ([`carries_credential`]) carries a
+    /// secret (see [`Client::execute_carrying`]).
     pub async fn execute(
         &self,
         req: HttpRequest,
         answer: impl Fn(u16) -> bool,
         what: &str,
     ) -> Result<Response, Failure> {
-        self.execute_carrying(req, answer, what, false).await
+        let secret = carries_credential(&req);
+        self.execute_carrying(req, answer, what, secret).await
     }
 
     /// [`Client::execute`], told whether the request carries a secret (in its URL, headers
-    /// or body) besides what its headers show: the body of a failed answer to such a
-    /// request may echo the secret, so it is left out of the error.
+    /// or body): the body of a failed answer to such a request may echo the secret, so it
+    /// is left out of the error.
     pub async fn execute_carrying(
         &self,
         req: HttpRequest,
@@ -329,10 +331,6 @@ impl Client {
         what: &str,
         secret: bool,
     ) -> Result<Response, Failure> {
-        let secret = secret
-            || ["authorization", "proxy-authorization", "cookie"]
-                .iter()
-                .any(|h| req.headers().contains_key(*h));
         let mut attempt = 0u32;
         // Whether an attempt so far may have been applied: a later attempt's clear "no"
         // (a 429, a refused connection) does not undo an earlier timeout or 5xx.
@@ -497,6 +495,14 @@ impl From<Attempt> for Response {
             body: a.body,
         }
     }
+}
+
+/// Whether `req` has a header that usually holds a credential (`Authorization`,
+/// `Proxy-Authorization`, `Cookie`).
+pub fn carries_credential(req: &HttpRequest) -> bool {
+    ["authorization", "proxy-authorization", "cookie"]
+        .iter()
+        .any(|h| req.headers().contains_key(*h))
 }
 
 /// Whether `url` starts with `http://` or `https://` (any case).
