@@ -538,7 +538,7 @@ mod tests {
                 dir.path().join(format!("l.sqlite{suffix}"))
             };
             std::os::unix::fs::symlink(&victim, &at).unwrap();
-            let e = connect(&db).err().expect("refused");
+            let e = connect(&db).expect_err("refused");
             assert!(e.contains("is a symbolic link"), "{suffix}: {e}");
             assert!(e.contains(&at.display().to_string()), "{e}");
             std::fs::remove_file(&at).unwrap();
