@@ -15,11 +15,11 @@ fuzz_target!(|data: &[u8]| {
     let Some(path) = sluice_transforms::fuzzing::data_path(root, name) else {
         return;
     };
-    let root = root.trim_end_matches('/');
+    let trimmed = root.trim_end_matches('/');
     let rest = if root.is_empty() {
         path.as_str()
     } else {
-        path.strip_prefix(root)
+        path.strip_prefix(trimmed)
             .and_then(|r| r.strip_prefix('/'))
             .unwrap_or_else(|| panic!("{path:?} is not under {root:?}"))
     };

@@ -53,15 +53,14 @@ pub(crate) fn check(name: &str) -> Result<(), UnsafeName> {
 }
 
 /// `name` (from data, checked) under `root` (from the config): `root/name` without the
-/// trailing `/`s of either, or `name` alone when `root` is empty.
+/// trailing `/`s of either (`/name` under the root directory `/`), or `name` alone when
+/// `root` is empty.
 pub(crate) fn confine(root: &str, name: &str) -> Result<String, UnsafeName> {
     check(name)?;
     let name = name.trim_end_matches('/');
-    let root = root.trim_end_matches('/');
-    Ok(if root.is_empty() {
-        name.to_string()
-    } else {
-        format!("{root}/{name}")
+    Ok(match root.trim_end_matches('/') {
+        "" if root.is_empty() => name.to_string(),
+        trimmed => format!("{trimmed}/{name}"),
     })
 }
 
@@ -77,6 +76,7 @@ mod tests {
             ("out/", "a/b/", Ok("out/a/b")),
             ("", "a/b", Ok("a/b")),
             ("/var/out", "x.y..z", Ok("/var/out/x.y..z")),
+            ("/", "a", Ok("/a")),
             ("out", "..", Err(UnsafeName::Parent)),
             ("out", "../../escaped", Err(UnsafeName::Parent)),
             ("out", "a/../../b", Err(UnsafeName::Parent)),
