@@ -32,12 +32,39 @@ fn every_subcommand_has_help_naming_its_options() {
                 "--workers",
                 "--batch-messages",
                 "--max-line-bytes",
+                "--allow-remote-imports",
                 "[FILES]",
             ],
         ),
-        ("test", &["--shallow", "--ext-str", "--verbose", "[PATHS]"]),
-        ("build", &["--shallow", "--ext-str", "--stdout", "[PATHS]"]),
-        ("vet", &["--shallow", "--ext-str", "[PATHS]"]),
+        (
+            "test",
+            &[
+                "--shallow",
+                "--ext-str",
+                "--verbose",
+                "--allow-remote-imports",
+                "[PATHS]",
+            ],
+        ),
+        (
+            "build",
+            &[
+                "--shallow",
+                "--ext-str",
+                "--stdout",
+                "--allow-remote-imports",
+                "[PATHS]",
+            ],
+        ),
+        (
+            "vet",
+            &[
+                "--shallow",
+                "--ext-str",
+                "--allow-remote-imports",
+                "[PATHS]",
+            ],
+        ),
     ];
     for (cmd, options) in cases {
         for args in [vec![*cmd, "--help"], vec!["help", *cmd]] {

@@ -351,3 +351,61 @@ fn http_errors_name_the_url_and_the_cause() {
              hosts (localhost, 127.0.0.0/8, [::1]); use https\n",
         );
 }
+
+/// A config read from a URL imports only from under its own directory, at its own origin:
+/// another directory, port or scheme, `s3://`, `file://` and the cloud metadata service's
+/// link-local address are refused (never fetched), with an error naming the import and the
+/// flag; `--allow-remote-imports` lifts the rule.
+#[test]
+fn remote_imports_stay_under_the_configs_own_directory() {
+    const OUTSIDE: &str = r#"{ t: [std.extVar('sub').tf.send.stdout()] }"#;
+    let other = Server::start(HashMap::new());
+    let other_port = other.port;
+    let imports = [
+        "../outside.libsonnet".to_string(),
+        format!("http://127.0.0.1:{other_port}/cfg/lib.libsonnet"),
+        "s3://bucket/cfg/lib.libsonnet".to_string(),
+        "file:///etc/passwd".to_string(),
+        "http://169.254.169.254/latest/meta-data/iam/security-credentials/".to_string(),
+    ];
+    let d = Dir::new();
+    for (i, import) in imports.iter().enumerate() {
+        let path = format!("/cfg/c{i}.jsonnet");
+        let cfg = format!("local x = import '{import}';\n{{ transforms: x.t }}\n");
+        let mut routes = HashMap::new();
+        routes.insert(path.clone(), route(200, "", &cfg));
+        routes.insert("/outside.libsonnet".to_string(), route(200, "", OUTSIDE));
+        let s = Server::start(routes);
+        let out = d.sluice(&["run", "-c", &s.url(&path)], "x\n");
+        out.assert_code(1);
+        assert!(
+            out.stderr.contains("not imported"),
+            "{import}: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("--allow-remote-imports"),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(
+            s.asked(),
+            vec![path.clone()],
+            "{import}: only the config is fetched"
+        );
+        if i == 0 {
+            assert!(
+                out.stderr.contains(&s.url("/outside.libsonnet")),
+                "names the import: {}",
+                out.stderr
+            );
+            // Allowed by the flag: the import is fetched.
+            d.sluice(
+                &["run", "--allow-remote-imports", "-c", &s.url(&path)],
+                "x\n",
+            )
+            .assert_stdout("x\n");
+        }
+    }
+    assert!(other.asked().is_empty(), "the other origin is never asked");
+}

@@ -64,10 +64,13 @@ local sub = std.extVar('sub');
         .assert_stdout("{\"id\":\"7\",\"user\":{\"path\":\"/users/7\"}}\n{\"id\":\"8\",\"user\":{\"path\":\"/users/8\"}}\n");
 
     // The wrong token: the server rejects it and echoes it; the error names the URL as
-    // configured and hides the secret.
+    // configured and leaves out the body, which may echo the secret the request carried.
     let env = vec![("SLUICE_IT_TOKEN".to_string(), "env-tok-wrong".to_string())];
     let out = run(&cfg, "{\"id\":\"7\"}\n", &env);
-    assert_fails_with(&out, "HTTP 401: bad credentials: Bearer <redacted>");
+    assert_fails_with(
+        &out,
+        "HTTP 401 (body omitted: the request carried a secret)",
+    );
     assert!(!out.stderr.contains("env-tok-wrong"), "{}", out.stderr);
 
     // Unset: a config error naming the variable.
@@ -240,12 +243,83 @@ fn a_secret_never_shows_in_any_output_at_any_log_level() {
         );
     }
     // The outputs are not empty: at trace level the retries were logged, and the error
-    // and the report name the request with the secret hidden.
-    assert!(run.stderr.contains("<redacted>"), "{}", run.stderr);
+    // and the report name the request, leaving out the body that echoed the secret.
+    assert!(
+        run.stderr
+            .contains("HTTP 401 (body omitted: the request carried a secret)"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains(" TRACE "), "trace logs were written");
     assert!(
         test.stdout_str().contains("--- FAIL: leaks"),
         "{}",
         test.stdout_str()
     );
+}
+
+/// A secret loaded by `utility_secret` and echoed back by a server in another form than
+/// its own (JSON-escaped, percent-encoded with `%20` or `+`, base64 standard or URL-safe) is
+/// redacted from the error, and so is one that straddles the cut at 200 characters: the
+/// error shows none of its characters. (The request itself carries no secret, so the body
+/// is shown, redacted.)
+#[test]
+fn a_secret_echoed_in_any_encoding_or_cut_never_shows() {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    const SECRET: &str = "pa ss/\"w0rd+=é-42";
+    let json = serde_json::to_string(SECRET).unwrap();
+    let json = json[1..json.len() - 1].to_string();
+    let percent: String = SECRET
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect();
+    let plus = percent.replace("%20", "+");
+    let forms = [
+        ("json", json),
+        ("percent", percent),
+        ("plus", plus),
+        ("base64", STANDARD.encode(SECRET)),
+        ("base64url", URL_SAFE_NO_PAD.encode(SECRET)),
+        // The secret straddles the 200th character.
+        ("cut", format!("{}{SECRET}", "x".repeat(185))),
+    ];
+    for (name, echoed) in forms {
+        let body = format!("rejected: {echoed} (end)");
+        let server = Server::start(move |_| Reply::status(400, &body));
+        let cfg = format!(
+            r#"
+local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.util.secret({{ secret: sub.secrets.environment_variable({{ id: 'tok', name: 'SLUICE_IT_ECHO' }}) }}),
+    sub.tf.enrich.http.get({{ url: '{}/q/${{DATA}}', obj: {{ src: 'id', trg: 'user' }} }}),
+    sub.tf.send.stdout(),
+  ],
+}}
+"#,
+            server.url()
+        );
+        let env = vec![("SLUICE_IT_ECHO".to_string(), SECRET.to_string())];
+        let out = run(&cfg, "{\"id\":\"7\"}\n", &env);
+        assert_fails_with(&out, "HTTP 400: rejected: ");
+        assert!(out.stderr.contains("<redacted>"), "{name}: {}", out.stderr);
+        // No 6 characters of the secret in a row.
+        for (i, _) in SECRET.char_indices() {
+            let Some(piece) = SECRET.get(i..i + 6) else {
+                continue;
+            };
+            assert!(
+                !out.stderr.contains(piece),
+                "{name}: {piece:?} in {}",
+                out.stderr
+            );
+        }
+    }
 }

@@ -185,3 +185,46 @@ fn a_missing_bucket_fails_the_run_naming_bucket_key_and_code() {
         out.stderr
     );
 }
+
+/// A batch key from data never leaves `file_path.prefix` (docs/security.md): `..`
+/// components and a leading `/` are refused with an error naming the key and the setting,
+/// and no object is written outside the prefix.
+#[test]
+fn batch_keys_that_would_leave_the_prefix_are_refused() {
+    let (endpoint, bucket) = bucket();
+    for key in ["../../escaped", "/rooted", "a/../../b"] {
+        let input = vec![
+            r#"{"k":"tenant"}"#.to_string(),
+            format!(r#"{{"k":"{key}"}}"#),
+        ];
+        let out = run(
+            &endpoint,
+            &format!(
+                "{{ aws: {{ arn: '{bucket}' }}, obj: {{ btch: 'k' }}, use_batch_key_as_prefix: true,
+                   file_path: {{ prefix: 'logs', uuid: true, suffix: '.json' }} }}"
+            ),
+            &input,
+        );
+        assert_ne!(out.code, Some(0), "{key}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("batch key {key:?}")),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("use_batch_key_as_prefix"),
+            "{}",
+            out.stderr
+        );
+    }
+    let names: Vec<String> = moto::bucket_objects_full(&endpoint, &bucket)
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("logs/") && !n.contains("..")),
+        "{names:?}"
+    );
+}

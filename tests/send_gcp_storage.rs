@@ -264,3 +264,43 @@ fn a_batch_written_again_after_a_crash_replaces_its_object() {
         "fresh keys: another object"
     );
 }
+
+/// A batch key from data never leaves `file_path.prefix` (docs/security.md): `..`
+/// components and a leading `/` are refused with an error naming the key and the setting,
+/// and no object is written outside the prefix.
+#[test]
+fn batch_keys_that_would_leave_the_prefix_are_refused() {
+    let (endpoint, bucket) = bucket();
+    for key in ["../../escaped", "/rooted", "a/../../b"] {
+        let input = vec![
+            r#"{"k":"tenant"}"#.to_string(),
+            format!(r#"{{"k":"{key}"}}"#),
+        ];
+        let out = run(
+            &endpoint,
+            &format!(
+                "{{ gcp: {{ resource: '{bucket}' }}, obj: {{ btch: 'k' }}, use_batch_key_as_prefix: true,
+                   file_path: {{ prefix: 'logs', uuid: true, suffix: '.json' }} }}"
+            ),
+            &input,
+        );
+        assert_ne!(out.code, Some(0), "{key}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("batch key {key:?}")),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("use_batch_key_as_prefix"),
+            "{}",
+            out.stderr
+        );
+    }
+    let names: Vec<String> = gcs::list(&endpoint, &bucket);
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("logs/") && !n.contains("..")),
+        "{names:?}"
+    );
+}

@@ -22,8 +22,18 @@
 //! `s3://bucket/team/config.jsonnet` is `s3://bucket/team/lib.libsonnet`), and the library
 //! (`sluice.libsonnet`, `substation.libsonnet`, with any directories) is always the
 //! embedded one.
+//!
+//! A config read from a URL is someone else's code (docs/security.md), and its imports are
+//! fetched with the user's credentials: so it imports only from its own origin (scheme,
+//! host and port) and from under its own directory
+//! ([`sluice_transforms::fetch::import_within_origin`]), where a redirect may lead as
+//! well. Another bucket, `s3://` or `gs://` from an `https://` config, `file://`, a loopback
+//! or link-local host (the cloud metadata service) is refused with an error naming the
+//! import and [`ALLOW_IMPORTS_FLAG`], which (or [`ALLOW_IMPORTS_ENV`]`=1`, for the Lambda
+//! bootstrap) lifts the rule.
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
@@ -41,6 +51,37 @@ const LIMITS: fetch::Limits = fetch::Limits {
     timeout: FETCH_TIMEOUT,
     what: "a config",
 };
+
+/// The flag that lets a config read from a URL import from anywhere.
+pub const ALLOW_IMPORTS_FLAG: &str = "--allow-remote-imports";
+/// The environment variable that does what [`ALLOW_IMPORTS_FLAG`] does (set to `1`).
+pub const ALLOW_IMPORTS_ENV: &str = "SLUICE_ALLOW_REMOTE_IMPORTS";
+
+static ALLOW_IMPORTS: AtomicBool = AtomicBool::new(false);
+
+/// Sets whether configs read from URLs may import from anywhere (the command's
+/// [`ALLOW_IMPORTS_FLAG`]).
+pub fn allow_imports(allow: bool) {
+    ALLOW_IMPORTS.store(allow, Ordering::Relaxed);
+}
+
+/// Whether configs read from URLs may import from anywhere: the flag, or
+/// [`ALLOW_IMPORTS_ENV`] set to `1` or `true`.
+fn imports_allowed() -> bool {
+    ALLOW_IMPORTS.load(Ordering::Relaxed)
+        || std::env::var(ALLOW_IMPORTS_ENV)
+            .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+/// Why the config at `config` may not import `import` (see the module documentation).
+fn check_import(config: &str, import: &str) -> Result<(), String> {
+    fetch::import_within_origin(config, import).map_err(|why| {
+        format!(
+            "not imported: {why}; a config read from a URL imports only from under its own \
+             directory unless sluice runs with {ALLOW_IMPORTS_FLAG} (or {ALLOW_IMPORTS_ENV}=1)"
+        )
+    })
+}
 
 /// Whether `name` (a command-line argument) is a URL sluice reads configs from, rather
 /// than a local path.
@@ -88,7 +129,18 @@ fn read(url: &str) -> anyhow::Result<(String, String, sluice_config::Fetch)> {
         .map_err(|e| anyhow!("{url}: {e}"))?;
     let text =
         String::from_utf8(bytes).map_err(|_| anyhow!("{url}: the config is not UTF-8 text"))?;
-    let imports: sluice_config::Fetch = Box::new(move |u: &str| fetcher.fetch(u));
+    let origin = name.clone();
+    let allow = imports_allowed();
+    let imports: sluice_config::Fetch = Box::new(move |u: &str| {
+        if !allow {
+            check_import(&origin, u)?;
+        }
+        let (led_to, bytes) = fetcher.fetch_final(u)?;
+        if !allow && led_to != u {
+            check_import(&origin, &led_to)?;
+        }
+        Ok(bytes)
+    });
     Ok((name, text, imports))
 }
 

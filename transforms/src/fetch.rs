@@ -53,6 +53,46 @@ pub fn is_url(name: &str) -> bool {
         })
 }
 
+/// Why a config read from `config` (a URL, where its redirects led) may not import
+/// `import` (the URL its import resolved to), or `Ok` when it may: the import has the
+/// config's scheme, host and port, and its path lies under the config's directory (no
+/// `..` segment left after resolving). Anything else (another host, `s3://`, `gs://`,
+/// `file://`, a loopback or link-local address such as the cloud metadata service at
+/// 169.254.169.254) is someone else's to allow: the error names the import, and the caller
+/// says how to allow it.
+pub fn import_within_origin(config: &str, import: &str) -> Result<(), String> {
+    let (Ok(base), Ok(target)) = (url::Url::parse(config), url::Url::parse(import)) else {
+        return Err(format!("{import:?} is not a URL under {config:?}"));
+    };
+    let same_origin = base.scheme().eq_ignore_ascii_case(target.scheme())
+        && base.host_str() == target.host_str()
+        && base.port_or_known_default() == target.port_or_known_default()
+        && target.username().is_empty()
+        && target.password().is_none();
+    let dir = match base.path().rfind('/') {
+        Some(at) => &base.path()[..=at],
+        None => "/",
+    };
+    let path = target.path();
+    let climbs = path
+        .split('/')
+        .any(|seg| seg == ".." || seg.eq_ignore_ascii_case("%2e%2e") || seg.contains('\\'));
+    if same_origin && path.starts_with(dir) && !climbs {
+        return Ok(());
+    }
+    let origin = match base.port() {
+        Some(port) => format!(
+            "{}://{}:{port}",
+            base.scheme(),
+            base.host_str().unwrap_or("")
+        ),
+        None => format!("{}://{}", base.scheme(), base.host_str().unwrap_or("")),
+    };
+    Err(format!(
+        "{import} is outside the config's own origin and directory ({origin}{dir})"
+    ))
+}
+
 /// Reads URLs. Its HTTP client (and Cloud Storage client, with its token) is made on first
 /// use and reused.
 #[derive(Default)]
@@ -246,6 +286,57 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn imports_within_origin_table() {
+        let cfg = "https://configs.example.com/team/app/config.jsonnet";
+        // (import, allowed)
+        for (import, ok) in [
+            ("https://configs.example.com/team/app/lib.libsonnet", true),
+            (
+                "https://configs.example.com/team/app/sub/lib.libsonnet",
+                true,
+            ),
+            (
+                "https://configs.example.com:443/team/app/lib.libsonnet",
+                true,
+            ),
+            (
+                "https://configs.example.com/team/other/lib.libsonnet",
+                false,
+            ),
+            ("https://configs.example.com/team/app/../x.libsonnet", false),
+            ("https://configs.example.com/team/app/%2e%2e/x", false),
+            (
+                "https://configs.example.com:8443/team/app/lib.libsonnet",
+                false,
+            ),
+            ("http://configs.example.com/team/app/lib.libsonnet", false),
+            ("https://evil.example.com/team/app/lib.libsonnet", false),
+            (
+                "https://u:p@configs.example.com/team/app/lib.libsonnet",
+                false,
+            ),
+            ("s3://bucket/team/app/lib.libsonnet", false),
+            ("gs://bucket/team/app/lib.libsonnet", false),
+            ("file:///etc/passwd", false),
+            ("http://127.0.0.1/team/app/lib.libsonnet", false),
+            ("http://169.254.169.254/latest/meta-data/", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(import_within_origin(cfg, import).is_ok(), ok, "{import}");
+        }
+        assert!(import_within_origin("s3://b/team/c.jsonnet", "s3://b/team/l.libsonnet").is_ok());
+        assert!(import_within_origin("s3://b/team/c.jsonnet", "s3://other/team/l").is_err());
+        assert!(
+            import_within_origin("http://localhost:2772/a/c", "http://localhost:2772/a/l").is_ok()
+        );
+        let e = import_within_origin(cfg, "s3://bucket/x").unwrap_err();
+        assert_eq!(
+            e,
+            "s3://bucket/x is outside the config's own origin and directory (https://configs.example.com/team/app/)"
+        );
+    }
 
     #[test]
     fn urls_table() {

@@ -21,3 +21,9 @@ pub fn go_time_layout(layout: &str, value: &str) {
         }
     }
 }
+
+/// A name from message data under a root from the config (`send_file`'s and the object
+/// sends' `use_batch_key_as_prefix`): the path it gives, or `None` when it is refused.
+pub fn data_path(root: &str, name: &str) -> Option<String> {
+    crate::send::data_path::confine(root, name).ok()
+}

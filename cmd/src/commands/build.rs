@@ -22,6 +22,10 @@ pub struct Args {
     /// A Jsonnet external string, KEY=VALUE (repeatable).
     #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
     ext_str: Vec<(String, String)>,
+    /// Let a config read from a URL import from anywhere sluice can read (another host,
+    /// s3://, gs://, loopback): by default it imports only from under its own directory.
+    #[arg(long)]
+    allow_remote_imports: bool,
     /// Print the compiled JSON to stdout instead of writing `.json` files.
     #[arg(long)]
     stdout: bool,
@@ -32,6 +36,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    crate::remote::allow_imports(args.allow_remote_imports);
     let _ = args.recursive;
     let files: Vec<PathBuf> = config_files(&args.paths, args.shallow)?
         .into_iter()

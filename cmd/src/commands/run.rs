@@ -30,6 +30,10 @@ pub struct Args {
     /// A Jsonnet external string, KEY=VALUE (repeatable), read with std.extVar('KEY').
     #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
     ext_str: Vec<(String, String)>,
+    /// Let a config read from a URL import from anywhere sluice can read (another host,
+    /// s3://, gs://, loopback): by default it imports only from under its own directory.
+    #[arg(long)]
+    allow_remote_imports: bool,
     /// Worker threads for stateless transforms. Default: the config's `concurrency`, else
     /// the number of cores.
     #[arg(long)]
@@ -74,6 +78,7 @@ const LISTED: usize = 10;
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    crate::remote::allow_imports(args.allow_remote_imports);
     let registry = sluice_transforms::registry();
     let (pipeline, concurrency, config_name) = match &args.config {
         Some(path) => {

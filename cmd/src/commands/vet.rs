@@ -20,6 +20,10 @@ pub struct Args {
     /// A Jsonnet external string, KEY=VALUE (repeatable).
     #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
     ext_str: Vec<(String, String)>,
+    /// Let a config read from a URL import from anywhere sluice can read (another host,
+    /// s3://, gs://, loopback): by default it imports only from under its own directory.
+    #[arg(long)]
+    allow_remote_imports: bool,
     /// Files, directories, or config URLs (s3://BUCKET/KEY, https://...).
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
@@ -27,6 +31,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    crate::remote::allow_imports(args.allow_remote_imports);
     let _ = args.recursive;
     let registry = sluice_transforms::registry();
     let files = config_files(&args.paths, args.shallow)?;

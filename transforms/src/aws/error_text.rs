@@ -44,7 +44,9 @@ where
 {
     if let Some(code) = e.code() {
         let answer = match e.message() {
-            Some(m) if !m.is_empty() => format!("{code} ({m})"),
+            // A service's message may quote what the request carried (a secret from
+            // `utility_secret` put into an item, say): redacted like every error text.
+            Some(m) if !m.is_empty() => format!("{code} ({})", crate::secrets::redact(m)),
             _ => code.to_string(),
         };
         if THROTTLING.contains(&code) {

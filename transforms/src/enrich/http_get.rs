@@ -240,7 +240,8 @@ mod tests {
             json!({"url": format!("{base}/a"), "headers": {"Authorization": "Bearer ${SECRET:get-token}"}}),
         );
         assert_eq!(testing::run(ok, &["x"]).unwrap(), ["{}"]);
-        // The server echoes the header in its 403 body; the error shows it redacted.
+        // The server echoes the header in its 403 body; the request carried a secret (in its
+        // URL), so the error leaves the body out.
         let wrong = build(
             json!({"url": format!("{base}/a?k=${{SECRET:get-token}}"), "headers": [{"key": "Authorization", "value": "Bearer tok-9f8e7d-old"}]}),
         );
@@ -248,7 +249,7 @@ mod tests {
         assert!(!e.contains("tok-9f8e7d"), "{e}");
         assert!(
             e.ends_with(&format!(
-                "GET {base}/a?k=${{SECRET:get-token}}: HTTP 403: forbidden: Bearer <redacted>-old"
+                "GET {base}/a?k=${{SECRET:get-token}}: HTTP 403 (body omitted: the request carried a secret)"
             )),
             "{e}"
         );

@@ -234,10 +234,12 @@ impl Credentials {
                 resp.body
             }
         };
+        // The answer is not shown: a token answer that fails to parse may still hold the
+        // token, or echo the credentials the request carried.
         let answer: TokenAnswer = serde_json::from_slice(&answer).map_err(|e| {
             format!(
-                "the token endpoint's answer is not a token ({e}): {}",
-                String::from_utf8_lossy(&answer[..answer.len().min(200)])
+                "the token endpoint's answer ({} bytes, not shown: it may hold a credential) is not a token: {e}",
+                answer.len()
             )
         })?;
         let lifetime = Duration::from_secs(answer.expires_in.unwrap_or(JWT_LIFETIME));
@@ -260,7 +262,9 @@ impl Credentials {
         )?;
         let resp = self
             .client
-            .execute(req, |s| s == 200, url)
+            // The form carries a credential (a signed assertion, a refresh token and client
+            // secret): an error's body may echo it, so it is left out.
+            .execute_carrying(req, |s| s == 200, url, true)
             .await
             .map_err(|f| format!("POST {url}: {}", f.text))?;
         Ok(resp.body)

@@ -268,8 +268,11 @@ impl Storage {
             text: format!("{what}: {text}"),
             uncertain: false,
         })?;
+        // The request's bearer token is sluice's own, short-lived, and Cloud Storage's
+        // errors (JSON naming the reason, e.g. a missing permission) never echo it: they are
+        // shown, redacted and cut like any answer's, as the user needs the reason.
         self.client
-            .execute(req, answer, what)
+            .execute_carrying(req, answer, what, false)
             .await
             .map_err(|f| Failure {
                 text: format!("{what}: {}", f.text),

@@ -9,6 +9,15 @@
 //! is used at once; Substation fills headers once, when the transform is built) and
 //! `${DATA}` where the transform says.
 //!
+//! Data in URLs (docs/security.md): `${DATA}` stands only after `scheme://host/` (a config
+//! that puts it in the scheme or authority is refused) and is percent-encoded there, so
+//! data is one path segment or query value and never changes the scheme, host or port or
+//! adds segments. A `url` that is `${DATA}` alone (Substation's way to request whatever URL
+//! the data holds) keeps that meaning: the data must be an `http://` or `https://` URL, and
+//! such a transform cannot carry a secret in its headers, since data chooses the host.
+//! A failed answer's body is shown redacted and cut after redaction, and not at all when the
+//! request carried a secret ([`secrets::redact_cut`]).
+//!
 //! Retries follow Substation's client (hashicorp retryablehttp): a transport error, a
 //! timeout, 429 and every 5xx but 501 are retried, `retry.count` times (default
 //! [`DEFAULT_RETRIES`]), waiting `retry.delay` (default 1s) doubled per retry up to
@@ -164,6 +173,28 @@ impl Endpoint {
             ));
         }
         let headers = parse_headers(b, o.headers)?;
+        if url.uses_data() && url.data_in_authority() && !url.is_data_alone() {
+            return Err(b.field_error(
+                "url",
+                format!(
+                    "{:?}: ${{DATA}} may stand only after scheme://host/ (in the path, query or \
+                     fragment), where it is percent-encoded; before it, data would choose the \
+                     host (a URL wholly from data is \"${{DATA}}\" alone)",
+                    url.as_str()
+                ),
+            ));
+        }
+        if url.is_data_alone()
+            && let Some((name, _)) = headers
+                .iter()
+                .find(|(_, v)| v.secret_ids().next().is_some())
+        {
+            return Err(b.field_error(
+                &format!("headers.{name}"),
+                "the URL is ${DATA}: data chooses the host, so the request cannot carry a \
+                 secret (${SECRET:...}) to it",
+            ));
+        }
         let timeout = o.request.timeout.map(|d| d.0).unwrap_or(DEFAULT_TIMEOUT);
         if timeout.is_zero() {
             return Err(b.field_error("request.timeout", "must be more than 0"));
@@ -219,7 +250,12 @@ impl Endpoint {
                 self.url.as_str()
             )))
         };
-        let url = self.url.render(data).map_err(|e| fail(e.to_string()))?;
+        let url = self.url.render_url(data).map_err(|e| fail(e.to_string()))?;
+        if self.url.is_data_alone() && !is_http_url(&url) {
+            return Err(fail(
+                "the URL is ${DATA} and the data is no http:// or https:// URL".to_string(),
+            ));
+        }
         let mut headers = Vec::with_capacity(self.headers.len() + 1);
         for (name, value) in &self.headers {
             let v = value
@@ -227,15 +263,22 @@ impl Endpoint {
                 .map_err(|e| fail(format!("header {name}: {e}")))?;
             headers.push((name.as_str(), v));
         }
+        let secret = self.url.secret_ids().next().is_some()
+            || self
+                .headers
+                .iter()
+                .any(|(_, v)| v.secret_ids().next().is_some())
+            || body.is_some_and(secrets::holds_secret);
         let body = body.map_or_else(SdkBody::empty, |b| SdkBody::from(b.to_vec()));
         let req = request(method, &url, &headers, body).map_err(fail)?;
+        let secret = secret || carries_credential(&req);
         let accept_client_errors = self.accept_client_errors;
         let answer = |status: u16| {
             (200..300).contains(&status)
                 || (accept_client_errors && (400..500).contains(&status) && status != 429)
         };
         self.client
-            .execute(req, answer, self.url.as_str())
+            .execute_carrying(req, answer, self.url.as_str(), secret)
             .await
             .map_err(|f| fail(f.text))
     }
@@ -265,12 +308,28 @@ impl Client {
 
     /// Sends `req` until it gets an answer whose status `answer` accepts, retrying
     /// transport errors, timeouts, 429 and 5xx but 501 as the module documentation says;
-    /// any other status fails at once. `what` names the request in debug logs.
+    /// any other status fails at once. `what` names the request in debug logs. A request
+    /// with a header that usually holds a credential ([`carries_credential`]) carries a
+    /// secret (see [`Client::execute_carrying`]).
     pub async fn execute(
         &self,
         req: HttpRequest,
         answer: impl Fn(u16) -> bool,
         what: &str,
+    ) -> Result<Response, Failure> {
+        let secret = carries_credential(&req);
+        self.execute_carrying(req, answer, what, secret).await
+    }
+
+    /// [`Client::execute`], told whether the request carries a secret (in its URL, headers
+    /// or body): the body of a failed answer to such a request may echo the secret, so it
+    /// is left out of the error.
+    pub async fn execute_carrying(
+        &self,
+        req: HttpRequest,
+        answer: impl Fn(u16) -> bool,
+        what: &str,
+        secret: bool,
     ) -> Result<Response, Failure> {
         let mut attempt = 0u32;
         // Whether an attempt so far may have been applied: a later attempt's clear "no"
@@ -307,16 +366,19 @@ impl Client {
             };
             let (retryable, uncertain, why, retry_after) = match self.attempt(this, limit).await {
                 Ok(r) if answer(r.status) => return Ok(r.into()),
-                Ok(r) if r.status == 429 || (r.status >= 500 && r.status != 501) => {
-                    (true, r.status != 429, status_error(&r), r.retry_after)
-                }
+                Ok(r) if r.status == 429 || (r.status >= 500 && r.status != 501) => (
+                    true,
+                    r.status != 429,
+                    status_error(&r, secret),
+                    r.retry_after,
+                ),
                 Ok(r) if (300..400).contains(&r.status) => (
                     false,
                     false,
-                    format!("{} (redirects are not followed)", status_error(&r)),
+                    format!("{} (redirects are not followed)", status_error(&r, secret)),
                     None,
                 ),
-                Ok(r) => (false, r.status >= 500, status_error(&r), None),
+                Ok(r) => (false, r.status >= 500, status_error(&r, secret), None),
                 Err(e) => (true, true, e, None),
             };
             maybe_applied |= uncertain;
@@ -435,20 +497,44 @@ impl From<Attempt> for Response {
     }
 }
 
-/// `HTTP <status>: <start of the body>`.
-fn status_error(a: &Attempt) -> String {
+/// Whether `req` has a header that usually holds a credential (`Authorization`,
+/// `Proxy-Authorization`, `Cookie`).
+pub fn carries_credential(req: &HttpRequest) -> bool {
+    ["authorization", "proxy-authorization", "cookie"]
+        .iter()
+        .any(|h| req.headers().contains_key(*h))
+}
+
+/// Whether `url` starts with `http://` or `https://` (any case).
+fn is_http_url(url: &str) -> bool {
+    ["http://", "https://"].iter().any(|p| {
+        url.get(..p.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(p))
+    })
+}
+
+/// The most characters of an answer's body an error shows.
+const BODY_IN_ERRORS: usize = 200;
+
+/// `HTTP <status>: <start of the body>`, the body redacted before it is cut
+/// ([`secrets::redact_cut`]); without the body when the request carried a secret
+/// (`secret`), which the answer may echo in a form no redaction knows.
+fn status_error(a: &Attempt, secret: bool) -> String {
     let text = String::from_utf8_lossy(&a.body);
     let text = text.trim();
     if text.is_empty() {
         format!("HTTP {}", a.status)
-    } else if text.chars().count() > 200 {
+    } else if secret {
         format!(
-            "HTTP {}: {}...",
-            a.status,
-            text.chars().take(200).collect::<String>()
+            "HTTP {} (body omitted: the request carried a secret)",
+            a.status
         )
     } else {
-        format!("HTTP {}: {text}", a.status)
+        format!(
+            "HTTP {}: {}",
+            a.status,
+            secrets::redact_cut(text, BODY_IN_ERRORS)
+        )
     }
 }
 
@@ -673,6 +759,52 @@ mod tests {
             .unwrap_err();
         assert_eq!(f.text, "HTTP 429: slow down (after 2 attempts)");
         assert!(f.uncertain, "the 503 may have been applied");
+    }
+    /// What an error shows of a failed answer's body: redacted before it is cut, or nothing
+    /// when the request carried a secret.
+    #[test]
+    fn status_errors_table() {
+        secrets::store(
+            "status-error-key",
+            secrets::Secret::new("tok/\"en-9876"),
+            Duration::ZERO,
+        );
+        let attempt = |body: &str| Attempt {
+            status: 401,
+            headers: Headers::new(),
+            body: body.as_bytes().to_vec(),
+            retry_after: None,
+        };
+        let long = "y".repeat(190);
+        // (body, the request carried a secret, the error)
+        let cases = [
+            ("", false, "HTTP 401".to_string()),
+            ("nope", false, "HTTP 401: nope".into()),
+            (
+                r#"{"msg":"bad key tok/\"en-9876"}"#,
+                false,
+                r#"HTTP 401: {"msg":"bad key <redacted>"}"#.into(),
+            ),
+            (
+                "key=tok%2F%22en-9876",
+                false,
+                "HTTP 401: key=<redacted>".into(),
+            ),
+            (
+                &format!("{long} tok/\"en-9876 more"),
+                false,
+                // Cut first, the secret's first 8 characters would show.
+                format!("HTTP 401: {long} <redacted>..."),
+            ),
+            (
+                "anything at all",
+                true,
+                "HTTP 401 (body omitted: the request carried a secret)".into(),
+            ),
+        ];
+        for (body, secret, want) in cases {
+            assert_eq!(status_error(&attempt(body), secret), want, "{body}");
+        }
     }
 }
 

@@ -14,7 +14,12 @@
 //! - The cache has no capacity bound: its ids come from the config, not from data.
 //!
 //! Every error text that could carry a value (an HTTP client's error, say) goes through
-//! [`redact`], which replaces every cached value with `<redacted>`.
+//! [`redact`], which replaces every cached value with `<redacted>`: the value as is, and
+//! the forms a server may echo it back in (JSON-escaped, percent-encoded with `%20` or
+//! `+` for a space, base64 standard and URL-safe, padded or not), computed once when the
+//! value is stored. Text that is cut to a length (an answer's body in an error) goes
+//! through [`redact_cut`], which redacts *before* cutting and drops a tail that is the
+//! start of a secret, so a cut never leaves a secret's first characters.
 
 #[cfg(feature = "aws")]
 pub(crate) mod aws_secrets_manager;
@@ -66,8 +71,57 @@ impl fmt::Display for Secret {
 
 struct Entry {
     value: Secret,
+    /// The value and its encoded forms ([`forms`]), longest first.
+    forms: Vec<String>,
     /// `None`: never expires.
     expires: Option<Instant>,
+}
+
+/// The forms `value` may be echoed back in: as is, JSON-escaped, percent-encoded (`%20`
+/// and `+` for a space, upper- and lower-case hex), base64 (standard and URL-safe, with and
+/// without padding); each once, longest first (so a longer form is replaced before a
+/// shorter one inside it).
+fn forms(value: &str) -> Vec<String> {
+    use base64::Engine;
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    if value.is_empty() {
+        return Vec::new();
+    }
+    let json = serde_json::to_string(value).unwrap_or_default();
+    let json = json
+        .strip_prefix('"')
+        .and_then(|j| j.strip_suffix('"'))
+        .unwrap_or(value)
+        .to_string();
+    let percent = percent_encode(value);
+    let plus: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
+    let mut out = vec![
+        value.to_string(),
+        json.replace('/', "\\/"),
+        json,
+        percent.to_ascii_lowercase(),
+        percent,
+        plus,
+    ];
+    for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+        out.push(engine.encode(value));
+    }
+    out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    out.dedup();
+    out
+}
+
+/// `value` with every byte but RFC 3986's unreserved characters as `%XX`.
+pub(crate) fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 static CACHE: LazyLock<RwLock<HashMap<String, Entry>>> = LazyLock::new(Default::default);
@@ -80,10 +134,14 @@ fn cache_read() -> std::sync::RwLockReadGuard<'static, HashMap<String, Entry>> {
 /// the life of the process).
 pub(crate) fn store(id: &str, value: Secret, ttl: Duration) {
     let expires = (!ttl.is_zero()).then(|| Instant::now() + ttl);
-    CACHE
-        .write()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(id.to_string(), Entry { value, expires });
+    CACHE.write().unwrap_or_else(|p| p.into_inner()).insert(
+        id.to_string(),
+        Entry {
+            forms: forms(value.expose()),
+            value,
+            expires,
+        },
+    );
 }
 
 /// The value cached under `id`, fresh or not (a template uses the last value fetched; the
@@ -99,17 +157,76 @@ pub(crate) fn is_fresh(id: &str, now: Instant) -> bool {
         .is_some_and(|e| e.expires.is_none_or(|t| now < t))
 }
 
-/// `text` with every cached secret value replaced by [`REDACTED`].
+/// `text` with every cached secret value, in each of its forms (see the module
+/// documentation), replaced by [`REDACTED`].
 pub(crate) fn redact(text: &str) -> String {
     let cache = cache_read();
+    let mut forms: Vec<&str> = cache
+        .values()
+        .flat_map(|e| e.forms.iter().map(String::as_str))
+        .collect();
+    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
     let mut out = text.to_string();
-    for e in cache.values() {
-        let v = e.value.expose();
-        if !v.is_empty() && out.contains(v) {
-            out = out.replace(v, REDACTED);
+    for f in forms {
+        if out.contains(f) {
+            out = out.replace(f, REDACTED);
         }
     }
     out
+}
+
+/// The shortest start of a secret that [`redact_cut`] drops from the end of a text: a
+/// shorter one is too likely to be ordinary text.
+const SHORTEST_PREFIX: usize = 3;
+
+/// `text` redacted ([`redact`]) and then cut after `max_chars` characters (on a character
+/// boundary; a `<redacted>` the cut falls in is kept whole; `...` appended when cut); a tail that is the start of a secret in
+/// one of its forms (at least [`SHORTEST_PREFIX`] characters, as a cut elsewhere may have
+/// left it) is dropped as well.
+pub(crate) fn redact_cut(text: &str, max_chars: usize) -> String {
+    let mut out = redact(text);
+    let cut = out.char_indices().nth(max_chars).map(|(at, _)| {
+        // A cut inside a `<redacted>` keeps the whole of it.
+        out.match_indices(REDACTED)
+            .map(|(start, m)| start + m.len())
+            .find(|&end| end - REDACTED.len() < at && at < end)
+            .unwrap_or(at)
+    });
+    if let Some(at) = cut {
+        out.truncate(at);
+    }
+    let dropped = drop_secret_tail(&mut out);
+    if cut.is_some() || dropped {
+        out.push_str("...");
+    }
+    out
+}
+
+/// Drops the longest tail of `text` that is a proper start of a cached secret's form;
+/// whether it dropped one.
+fn drop_secret_tail(text: &mut String) -> bool {
+    let cache = cache_read();
+    let mut longest = 0;
+    for f in cache.values().flat_map(|e| e.forms.iter()) {
+        for (at, _) in f.char_indices().skip(SHORTEST_PREFIX) {
+            if at > longest && text.ends_with(&f[..at]) {
+                longest = at;
+            }
+        }
+    }
+    if longest > 0 {
+        text.truncate(text.len() - longest);
+    }
+    longest > 0
+}
+
+/// Whether `bytes` hold a cached secret's value (as is).
+pub(crate) fn holds_secret(bytes: &[u8]) -> bool {
+    let cache = cache_read();
+    cache.values().any(|e| {
+        let v = e.value.expose().as_bytes();
+        !v.is_empty() && bytes.windows(v.len()).any(|w| w == v)
+    })
 }
 
 /// An error from filling a template.
@@ -206,11 +323,50 @@ impl Template {
     /// by `data` (or nothing). The result may hold secrets: it is for the request only,
     /// never for a message or an error.
     pub fn render(&self, data: Option<&str>) -> Result<String, TemplateError> {
+        self.fill(data.unwrap_or(""))
+    }
+
+    /// Whether the whole text is `${DATA}`: a URL that data gives whole.
+    pub fn is_data_alone(&self) -> bool {
+        self.parts == [Part::Data]
+    }
+
+    /// [`Template::render`] for a URL: `data` is percent-encoded (every byte but RFC 3986's
+    /// unreserved characters), so it stays one path segment or query value and cannot
+    /// change the scheme, host or port or add segments; a template that is `${DATA}` alone
+    /// takes the data as the whole URL (see `crate::http`).
+    pub fn render_url(&self, data: Option<&str>) -> Result<String, TemplateError> {
+        let data = data.unwrap_or("");
+        if self.is_data_alone() {
+            return Ok(data.to_string());
+        }
+        self.fill(&percent_encode(data))
+    }
+
+    /// Where `${DATA}` first stands in the URL, when it is before the end of the authority
+    /// (`scheme://host:port/`): the text before it has no `://` followed by a `/`, `?` or
+    /// `#`. Data there would choose the host.
+    pub fn data_in_authority(&self) -> bool {
+        let mut before = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Data => {
+                    let after_scheme = before.find("://").map(|at| &before[at + 3..]);
+                    return !after_scheme.is_some_and(|a| a.contains(['/', '?', '#']));
+                }
+                Part::Text(t) => before.push_str(t),
+                Part::Secret(_) => before.push('s'),
+            }
+        }
+        false
+    }
+
+    fn fill(&self, data: &str) -> Result<String, TemplateError> {
         let mut out = String::with_capacity(self.source.len());
         for p in &self.parts {
             match p {
                 Part::Text(t) => out.push_str(t),
-                Part::Data => out.push_str(data.unwrap_or("")),
+                Part::Data => out.push_str(data),
                 Part::Secret(id) => {
                     let s = lookup(id).ok_or_else(|| TemplateError::NotLoaded(id.clone()))?;
                     out.push_str(s.expose());
@@ -416,6 +572,56 @@ mod tests {
             assert_eq!(tpl.render(data).unwrap(), want, "{t}");
             assert_eq!(tpl.as_str(), t);
         }
+        // Data in a URL: one encoded segment or value; never the authority.
+        // (template, data, rendered, data in the authority)
+        for (t, data, want, authority) in [
+            (
+                "https://h/ip/${DATA}",
+                "1.2.3.4",
+                "https://h/ip/1.2.3.4",
+                false,
+            ),
+            (
+                "https://h/ip/${DATA}",
+                "../../admin",
+                "https://h/ip/..%2F..%2Fadmin",
+                false,
+            ),
+            (
+                "https://h/?q=${DATA}",
+                "a&b=c#d",
+                "https://h/?q=a%26b%3Dc%23d",
+                false,
+            ),
+            (
+                "https://h/${DATA}",
+                "@evil.com:81/x",
+                "https://h/%40evil.com%3A81%2Fx",
+                false,
+            ),
+            ("https://${DATA}/x", "evil.com", "https://evil.com/x", true),
+            ("https://h:${DATA}/x", "81", "https://h:81/x", true),
+            (
+                "${DATA}/x",
+                "https://evil.com",
+                "https%3A%2F%2Fevil.com/x",
+                true,
+            ),
+            (
+                "${DATA}",
+                "https://any.where/x?y",
+                "https://any.where/x?y",
+                false,
+            ),
+        ] {
+            let tpl = Template::parse(t).unwrap();
+            assert_eq!(tpl.render_url(Some(data)).unwrap(), want, "{t} {data}");
+            assert_eq!(
+                tpl.data_in_authority() && !tpl.is_data_alone(),
+                authority,
+                "{t}"
+            );
+        }
         assert!(Template::parse("${DATA}").unwrap().uses_data());
         assert!(!Template::parse("${SECRET:a}").unwrap().uses_data());
         assert_eq!(
@@ -469,5 +675,66 @@ mod tests {
             redact("connect to https://u:value-a-123@h failed (value-b-456)"),
             "connect to https://u:<redacted>@h failed (<redacted>)"
         );
+    }
+    /// A secret echoed back in any of the forms a server may use is redacted.
+    #[test]
+    fn encoded_forms_are_redacted() {
+        let value = "p@ss w/rd\"+é&=k7";
+        store("forms-a", Secret::new(value), Duration::ZERO);
+        use base64::Engine;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let json = serde_json::to_string(value).unwrap();
+        let json = &json[1..json.len() - 1];
+        let plus: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
+        // (what the text holds, named)
+        let cases = [
+            ("as is", value.to_string()),
+            ("JSON-escaped", json.to_string()),
+            ("JSON-escaped with \\/", json.replace('/', "\\/")),
+            ("percent-encoded", percent_encode(value)),
+            (
+                "percent-encoded, lower-case",
+                percent_encode(value).to_ascii_lowercase(),
+            ),
+            ("form-encoded (+)", plus),
+            ("base64", STANDARD.encode(value)),
+            ("base64, URL-safe", URL_SAFE_NO_PAD.encode(value)),
+        ];
+        for (form, echoed) in cases {
+            assert!(percent_encode(value).contains("%20"));
+            let text = format!(r#"{{"error":"bad token {echoed}"}}"#);
+            let got = redact(&text);
+            assert_eq!(
+                got,
+                format!(r#"{{"error":"bad token {REDACTED}"}}"#),
+                "{form}: {echoed}"
+            );
+        }
+    }
+
+    /// Redaction comes before the cut, and a cut never leaves a secret's first characters.
+    #[test]
+    fn redaction_comes_before_the_cut() {
+        store("cut-a", Secret::new("ZZsecretZZ-1234567"), Duration::ZERO);
+        // (text, most characters, what an error shows)
+        let cases = [
+            // The secret straddles the cut: cut first, its start would show.
+            (
+                format!("{}ZZsecretZZ-1234567 tail", "x".repeat(195)),
+                200,
+                format!("{}{REDACTED}...", "x".repeat(195)),
+            ),
+            // The text itself ends in the secret's start (cut by the server).
+            ("error: ZZsecr".to_string(), 200, "error: ...".into()),
+            // Two characters of it are too few to tell from ordinary text.
+            ("error: ZZ".to_string(), 200, "error: ZZ".into()),
+            ("short".into(), 200, "short".into()),
+            ("ééééé".into(), 3, "ééé...".into()),
+        ];
+        for (text, max, want) in cases {
+            assert_eq!(redact_cut(&text, max), want, "{text}");
+        }
+        assert!(holds_secret(b"..ZZsecretZZ-1234567.."));
+        assert!(!holds_secret(b"..ZZsecret.."));
     }
 }

@@ -402,6 +402,10 @@ impl S3 {
 
 #[async_trait]
 impl Destination for S3 {
+    fn check_key(&self, key: &str) -> Result<(), String> {
+        self.objects.check_key(key)
+    }
+
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
         let key = self.objects.name(batch)?;
         let body = self.objects.contents(&batch.items);

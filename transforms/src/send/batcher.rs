@@ -247,6 +247,14 @@ pub(crate) trait Destination: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Checks that a message's batch key can name where its batch goes (a key used as a
+    /// path's prefix must stay inside it: [`super::data_path`]); the error names the key and
+    /// the settings. Called when a message arrives: a failing message is refused alone,
+    /// never held.
+    fn check_key(&self, _key: &str) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The stream it writes a batch's items to, one line each, when it is one (standard
     /// output): see [`StatefulTransform::line_sink`].
     fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
@@ -717,6 +725,7 @@ impl<D: Destination> Sender<D> {
             return self.drain().await;
         }
         let key = self.key_of(msg);
+        self.dest.check_key(&key).map_err(TransformError::failed)?;
         let data = msg.data().clone();
         if self.aux.is_none() {
             self.check_item(&data)?;

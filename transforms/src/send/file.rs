@@ -12,15 +12,26 @@
 //!
 //! Unlike Substation, a batch is written to a temporary file in the target directory and
 //! renamed into place after it was synced, so a crash never leaves half a batch under the
-//! final name; without `uuid`, batches that fall in the same time bucket replace each other
-//! (as they overwrite each other in Substation), which the builder warns about.
+//! final name.
+//!
+//! What data may choose (docs/security.md): with `use_batch_key_as_prefix` the batch key
+//! names directories under `file_path.prefix`, never outside it ([`super::data_path`]).
+//! Below the prefix no symbolic link is followed: each directory is created one at a time
+//! and one that is a link fails the batch, the directory is checked to resolve inside the
+//! prefix, and the temporary file is created exclusively. Without `uuid` the data can name
+//! an existing file, so a file is never replaced unless this send wrote it (Substation
+//! truncates whatever is there): the batch fails with an error saying so. Batches of this
+//! send that fall in the same time bucket still replace each other, as in Substation, which
+//! the builder warns about.
 //!
 //! Inside `meta_kv_store_lock` a batch's file is named after its messages' lock keys and
 //! their first attempt ([`super::object_per_batch`]), so a batch written again after a
 //! crash (before its locks were committed) replaces its file, atomically, instead of
 //! adding a second one: exactly once into files, for batches re-formed alike.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
@@ -51,55 +62,200 @@ pub(crate) struct Settings {
 /// Local files as a destination.
 pub(crate) struct Files {
     objects: ObjectPerBatch,
+    /// The files this send wrote under names without a UUID (`file_path.uuid: false`), the
+    /// only existing files it may replace.
+    written: Mutex<HashSet<PathBuf>>,
 }
 
 impl Files {
     /// Files named and filled as `objects` says.
     pub(crate) fn new(objects: ObjectPerBatch) -> Self {
-        Files { objects }
+        Files {
+            objects,
+            written: Mutex::new(HashSet::new()),
+        }
+    }
+
+    fn written(&self) -> MutexGuard<'_, HashSet<PathBuf>> {
+        self.written.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 #[async_trait]
 impl Destination for Files {
+    fn check_key(&self, key: &str) -> Result<(), String> {
+        self.objects.check_key(key)
+    }
+
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
         let path = self.objects.name(batch)?;
         let data = self.objects.contents(&batch.items);
         let target = PathBuf::from(&path);
-        tokio::task::spawn_blocking(move || write_atomically(&target, &data))
+        let replace = if self.objects.unique() {
+            Replace::Always
+        } else if self.written().contains(&target) {
+            Replace::Written
+        } else {
+            Replace::Never
+        };
+        let root = self.objects.split_root(&path).map(|(root, _)| root);
+        let written = target.clone();
+        tokio::task::spawn_blocking(move || write_file(root.as_deref(), &target, &data, replace))
             .await
             .map_err(|e| TransformError::failed(format!("writing {path}: {e}")))?
-            .map_err(|e| TransformError::external(format!("writing {path}"), e))?;
+            .map_err(|e| match e {
+                WriteError::Io(e) => TransformError::external(format!("writing {path}"), e),
+                refused => TransformError::failed(format!("writing {path}: {refused}")),
+            })?;
+        if !self.objects.unique() {
+            self.written().insert(written);
+        }
         Ok(())
     }
 }
 
-/// Writes `data` to a temporary file next to `target`, syncs it and renames it into place.
-fn write_atomically(target: &Path, data: &[u8]) -> std::io::Result<()> {
+/// Whether a file may replace one that exists under its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replace {
+    /// Its name holds a UUID of this send's (data cannot choose it): a file there is an
+    /// earlier attempt at the same batch.
+    Always,
+    /// This send wrote the file there before (`uuid: false`).
+    Written,
+    /// Never: the file is not this send's.
+    Never,
+}
+
+/// Why a file was not written.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    /// The filesystem's error.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A component of the path below the configured prefix is a symbolic link.
+    #[error(
+        "{0} is a symbolic link; a path below file_path.prefix never follows one (it could lead outside the folder)"
+    )]
+    Symlink(String),
+    /// The directory resolved outside the prefix (a link swapped in meanwhile).
+    #[error("{dir} resolves to {real}, outside file_path.prefix {root}")]
+    Outside {
+        dir: String,
+        real: String,
+        root: String,
+    },
+    /// A file this send did not write exists under the name.
+    #[error(
+        "a file that this send did not write exists there, and file_path.uuid is false: it is never replaced (set file_path.uuid, or move the file)"
+    )]
+    Exists,
+}
+
+/// Writes `data` to `target`: the directories below `root` (the configured prefix, `""`
+/// for the working directory; `None` when the name is the config's alone) are created one
+/// by one, refusing any that is a symbolic link, and the directory is checked to resolve
+/// inside `root`; the data goes to a new temporary file beside the target (created
+/// exclusively, so never through a link), is synced, and is renamed into place, or linked
+/// there without replacing anything when `replace` is [`Replace::Never`].
+fn write_file(
+    root: Option<&str>,
+    target: &Path,
+    data: &[u8],
+    replace: Replace,
+) -> Result<(), WriteError> {
     use std::io::Write;
-    let dir = target.parent().filter(|d| !d.as_os_str().is_empty());
-    if let Some(dir) = dir {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o770);
-        builder.create(dir)?;
+    let dir = target
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match root {
+        Some(root) => create_dirs_below(root, dir)?,
+        None => {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o770);
+            builder.create(dir)?;
+        }
     }
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    if replace == Replace::Never && std::fs::symlink_metadata(target).is_ok() {
+        return Err(WriteError::Exists);
+    }
     let tmp = target.with_file_name(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(data)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, target)
+        if replace == Replace::Never {
+            // A hard link never replaces what is there (unlike a rename).
+            match std::fs::hard_link(&tmp, target) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(WriteError::Exists),
+                r => r.map_err(WriteError::Io),
+            }?;
+            std::fs::remove_file(&tmp).map_err(WriteError::Io)
+        } else {
+            std::fs::rename(&tmp, target).map_err(WriteError::Io)
+        }
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Creates `dir` and its missing parents below `root` (`""`: the working directory),
+/// mode 0770, refusing a component that is a symbolic link, then checks that `dir`
+/// resolves inside `root`. The root itself is the config's: it is created as needed and
+/// may be a link.
+fn create_dirs_below(root: &str, dir: &Path) -> Result<(), WriteError> {
+    let root_path = if root.is_empty() {
+        Path::new(".")
+    } else {
+        Path::new(root)
+    };
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o770);
+    builder.create(root_path)?;
+    let below = if root.is_empty() {
+        dir
+    } else {
+        dir.strip_prefix(root_path).unwrap_or(Path::new(""))
+    };
+    let mut at = root_path.to_path_buf();
+    builder.recursive(false);
+    for component in below.components() {
+        at.push(component);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(WriteError::Symlink(at.display().to_string()));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match builder.create(&at) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e.into()),
+                _ => {}
+            },
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let real_root = std::fs::canonicalize(root_path)?;
+    let real = std::fs::canonicalize(dir)?;
+    if !real.starts_with(&real_root) {
+        return Err(WriteError::Outside {
+            dir: dir.display().to_string(),
+            real: real.display().to_string(),
+            root: real_root.display().to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// The `send_file` transform.
@@ -224,22 +380,162 @@ mod tests {
     #[test]
     fn batch_key_as_prefix_and_aux_transforms() {
         let dir = TempDir::new();
-        let a = format!(r#"{{"k":"{}/a","n":1}}"#, dir.path());
-        let b = format!(r#"{{"k":"{}/b","n":2}}"#, dir.path());
-        let a2 = format!(r#"{{"k":"{}/a","n":3}}"#, dir.path());
+        let a = r#"{"k":"a","n":1}"#;
+        let b = r#"{"k":"b/c","n":2}"#;
+        let a2 = r#"{"k":"a","n":3}"#;
         run(
-            json!({"file_path": {"uuid": true}, "use_batch_key_as_prefix": true,
+            json!({"file_path": {"prefix": dir.path(), "uuid": true}, "use_batch_key_as_prefix": true,
                    "object": {"batch_key": "k"},
                    "auxiliary_transforms": [
                        {"type": "aggregate_to_string", "settings": {"separator": "\n"}}]}),
-            &[&a, &b, &a2],
+            &[a, b, a2],
         );
         let got = files(&dir.0);
         assert_eq!(got.len(), 2);
         assert!(got[0].0.starts_with("a/"), "{:?}", got);
         assert_eq!(got[0].1, format!("{a}\n{a2}"));
-        assert!(got[1].0.starts_with("b/"), "{:?}", got);
+        assert!(got[1].0.starts_with("b/c/"), "{:?}", got);
         assert_eq!(got[1].1, b);
+    }
+
+    /// Sends each of `inputs` (a batch key each) as its own message to a `send_file` under
+    /// `root/out` with `settings`, then a ctrl: the error of each message (`None`: taken)
+    /// and the ctrl's.
+    fn send_each(
+        settings: sluice_engine::Value,
+        inputs: &[&str],
+    ) -> (Vec<Option<String>>, Option<String>) {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "send_file", "settings": settings}),
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let each = inputs
+            .iter()
+            .map(|i| {
+                testing::block_on(t.transform(Message::new(i.as_bytes().to_vec()), &mut out))
+                    .err()
+                    .map(|e| e.to_string())
+            })
+            .collect();
+        let ctrl = testing::block_on(t.transform(Message::ctrl(), &mut out))
+            .err()
+            .map(|e| e.to_string());
+        (each, ctrl)
+    }
+
+    /// Batch keys from data that would lead outside `file_path.prefix`: each such message is
+    /// refused alone with an error naming its key and the setting; the others are written
+    /// under the prefix, and nothing outside it.
+    #[test]
+    fn batch_keys_stay_inside_the_prefix() {
+        let dir = TempDir::new();
+        let out = dir.0.join("out");
+        let settings = json!({"file_path": {"prefix": out.to_str().unwrap(), "uuid": true},
+                              "use_batch_key_as_prefix": true, "object": {"batch_key": "k"}});
+        let abs = dir.0.join("abs");
+        // (batch key, what the refusal says; None: written)
+        let cases = [
+            ("tenant-1".to_string(), None),
+            ("../../escaped".into(), Some("'..' component")),
+            ("../sibling".into(), Some("'..' component")),
+            ("a/../../x".into(), Some("'..' component")),
+            (abs.to_str().unwrap().to_string(), Some("absolute path")),
+            ("a//b".into(), Some("empty or '.' component")),
+            ("nul\0x".into(), Some("control character")),
+            ("..\\x".into(), Some("backslash")),
+            ("tenant-2/logs".into(), None),
+        ];
+        let inputs: Vec<String> = cases
+            .iter()
+            .map(|(k, _)| json!({"k": k}).to_string())
+            .collect();
+        let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let (each, ctrl) = send_each(settings, &refs);
+        assert_eq!(ctrl, None);
+        for ((key, want), got) in cases.iter().zip(&each) {
+            match (want, got) {
+                (None, None) => {}
+                (Some(why), Some(e)) => {
+                    assert!(e.contains(why), "{key:?}: {e}");
+                    assert!(e.contains("use_batch_key_as_prefix"), "{e}");
+                    assert!(e.contains(&format!("{key:?}")), "names the key: {e}");
+                }
+                _ => panic!("{key:?}: want {want:?}, got {got:?}"),
+            }
+        }
+        let written: Vec<String> = files(&dir.0).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(written.len(), 2, "{written:?}");
+        assert!(
+            written.iter().all(|n| n.starts_with("out/tenant-")),
+            "{written:?}"
+        );
+    }
+
+    /// A symbolic link below the prefix (to a directory outside it) is never followed: the
+    /// batch fails with an error naming the link, and nothing is written outside.
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_directory_below_the_prefix_is_refused() {
+        let dir = TempDir::new();
+        let out = dir.0.join("out");
+        let outside = dir.0.join("outside");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, out.join("link")).unwrap();
+        for (key, time_format) in [("link", ""), ("link/deeper", ""), ("ok", "link")] {
+            let (each, ctrl) = send_each(
+                json!({"file_path": {"prefix": out.to_str().unwrap(), "uuid": true, "time_format": time_format},
+                       "use_batch_key_as_prefix": key != "ok", "object": {"batch_key": "k"}}),
+                &[&json!({"k": key}).to_string()],
+            );
+            assert_eq!(each, vec![None]);
+            let e = ctrl.expect("the batch fails");
+            assert!(e.contains("is a symbolic link"), "{e}");
+            assert!(e.contains("link"), "{e}");
+        }
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    /// With `uuid: false` data can name an existing file: it is never replaced unless this
+    /// send wrote it.
+    #[test]
+    fn without_uuid_an_existing_file_is_never_replaced() {
+        let dir = TempDir::new();
+        let out = dir.0.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("victim"), "precious").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.0.join("target"), out.join("dangling")).unwrap();
+        let settings = json!({"file_path": {"prefix": out.to_str().unwrap(), "uuid": false},
+                              "use_batch_key_as_prefix": true, "object": {"batch_key": "k"}});
+        for key in ["victim", "dangling"] {
+            let (each, ctrl) = send_each(settings.clone(), &[&json!({"k": key}).to_string()]);
+            assert_eq!(each, vec![None]);
+            let e = ctrl.expect("refused");
+            assert!(e.contains("did not write"), "{e}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(out.join("victim")).unwrap(),
+            "precious"
+        );
+        assert!(!dir.0.join("target").exists());
+        // What this send wrote itself it replaces (Substation's batches in one time bucket).
+        let t = testing::build(
+            &registry(),
+            json!({"type": "send_file", "settings": settings}),
+        )
+        .unwrap();
+        let mut o = Vec::new();
+        for data in [r#"{"k":"mine","n":1}"#, r#"{"k":"mine","n":2}"#] {
+            testing::block_on(t.transform(Message::new(data.as_bytes().to_vec()), &mut o)).unwrap();
+            testing::block_on(t.transform(Message::ctrl(), &mut o)).unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(out.join("mine")).unwrap(),
+            r#"{"k":"mine","n":2}"#
+        );
     }
 
     #[test]

@@ -152,6 +152,10 @@ impl GcsBucket {
 
 #[async_trait]
 impl Destination for GcsBucket {
+    fn check_key(&self, key: &str) -> Result<(), String> {
+        self.objects.check_key(key)
+    }
+
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
         let name = self.objects.name(batch)?;
         if let Some(why) = object_name_error(&name) {

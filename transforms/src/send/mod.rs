@@ -24,6 +24,7 @@ pub(crate) mod aws_sns;
 #[cfg(feature = "aws")]
 pub(crate) mod aws_sqs;
 pub(crate) mod batcher;
+pub(crate) mod data_path;
 pub(crate) mod file;
 pub(crate) mod gcp_storage;
 pub(crate) mod http_post;

@@ -5,8 +5,13 @@
 //!
 //! Naming, as in Substation: `[prefix]/[time_format]/[uuid][suffix]`, the parts that are
 //! set joined by `/` with the suffix appended to the last one; `time_format` is a Go layout
-//! applied to the current UTC time; with `use_batch_key_as_prefix` a non-empty batch key
-//! replaces the prefix. A name that is empty or ends in `/` names no object and is an error.
+//! applied to the current UTC time. With `use_batch_key_as_prefix` a non-empty batch key
+//! goes under the prefix (`[prefix]/[key]/...`): it comes from message data, so it is
+//! confined there ([`super::data_path`]: no `..`, no leading `/`, no empty or `.`
+//! components, no backslash or control character), and a message whose key breaks that is
+//! refused alone when it arrives. Substation puts the key *instead of* the prefix, which
+//! lets data write anywhere; the two agree when no prefix is set (the library's default).
+//! A name that is empty or ends in `/` names no object and is an error.
 //!
 //! Under `meta_kv_store_lock` (every item of the batch carries a lock: without auxiliary
 //! transforms each item's own, with them the batch's messages' locks, since the mapping is
@@ -47,6 +52,7 @@ use sha2::{Digest, Sha256};
 use sluice_engine::{Build, ConfigError, TransformError};
 
 use super::batcher::{ItemLocks, Outgoing};
+use super::data_path;
 use crate::kv_store::LockTicket;
 use crate::time::layout::format_go;
 
@@ -73,16 +79,11 @@ impl FilePath {
             && self.suffix.is_empty()
     }
 
-    /// The path for a batch with `prefix` instead of the configured one (when it is not
-    /// empty), named after `identity` (its lock keys' hash and first attempt) when given,
+    /// The path for a batch under `prefix` (the configured one, or a batch key confined
+    /// under it), named after `identity` (its lock keys' hash and first attempt) when given,
     /// else written now under a random UUID.
     fn make(&self, prefix: &str, identity: Option<&Identity>) -> String {
         let mut parts: Vec<String> = Vec::with_capacity(3);
-        let prefix = if prefix.is_empty() {
-            &self.prefix
-        } else {
-            prefix
-        };
         if !prefix.is_empty() {
             parts.push(prefix.trim_end_matches('/').to_string());
         }
@@ -213,18 +214,66 @@ impl ObjectPerBatch {
     /// new (written now, a random UUID).
     pub(crate) fn name(&self, batch: &Outgoing) -> Result<String, TransformError> {
         let key = batch.key.as_str();
-        let prefix = if self.use_batch_key_as_prefix {
-            key
+        let prefix = if self.use_batch_key_as_prefix && !key.is_empty() {
+            data_path::confine(&self.file_path.prefix, key)
+                .map_err(|why| TransformError::failed(self.key_error(key, why)))?
         } else {
-            ""
+            self.file_path.prefix.clone()
         };
-        let path = self.file_path.make(prefix, Identity::of(batch).as_ref());
+        let path = self.file_path.make(&prefix, Identity::of(batch).as_ref());
         if path.is_empty() || path.ends_with('/') {
             return Err(TransformError::failed(format!(
                 "file_path gives no file name for batch key {key:?}"
             )));
         }
         Ok(path)
+    }
+
+    /// Checks a message's batch key before the message is held: with
+    /// `use_batch_key_as_prefix`, a key that cannot be a path under the prefix
+    /// ([`data_path::check`]) refuses the message alone, with an error naming the key and the
+    /// settings.
+    pub(crate) fn check_key(&self, key: &str) -> Result<(), String> {
+        if !self.use_batch_key_as_prefix || key.is_empty() {
+            return Ok(());
+        }
+        data_path::check(key).map_err(|why| self.key_error(key, why))
+    }
+
+    /// The error of a batch key refused as a path.
+    fn key_error(&self, key: &str, why: data_path::UnsafeName) -> String {
+        format!(
+            "batch key {key:?} (the message's object.batch_key) cannot be used as a path under \
+             file_path.prefix {:?} (use_batch_key_as_prefix): {why}; a key from data is kept \
+             inside the prefix",
+            self.file_path.prefix
+        )
+    }
+
+    /// The part of `name` (one of [`Self::name`]'s) that the config fixes, and the rest, below
+    /// it: the prefix as a directory, `""` for the working directory when there is none.
+    /// `None` when the name is the prefix and suffix alone (nothing below the prefix).
+    pub(crate) fn split_root<'a>(&self, name: &'a str) -> Option<(String, &'a str)> {
+        let prefix = &self.file_path.prefix;
+        let root = match prefix.trim_end_matches('/') {
+            "" if !prefix.is_empty() => "/",
+            r => r,
+        };
+        if root.is_empty() {
+            return Some((String::new(), name));
+        }
+        let rest = if root == "/" {
+            name.strip_prefix('/')
+        } else {
+            name.strip_prefix(root).and_then(|r| r.strip_prefix('/'))
+        }?;
+        Some((root.to_string(), rest))
+    }
+
+    /// Whether names carry a UUID part (random or of the batch's locks), which data cannot
+    /// choose.
+    pub(crate) fn unique(&self) -> bool {
+        self.file_path.uuid
     }
 
     /// The object's bytes: `items` joined by the separator.
@@ -528,7 +577,8 @@ mod tests {
                 "k",
                 format!("logs/{year}/U"),
             ),
-            (fp("logs", "", true, ""), true, "k", "k/U".into()),
+            // The key goes under the prefix (Substation replaces the prefix with it).
+            (fp("logs", "", true, ""), true, "k", "logs/k/U".into()),
             (fp("logs", "", true, ""), true, "", "logs/U".into()),
             (fp("", "", true, ".x"), true, "a/b/", "a/b/U.x".into()),
             (fp("", "", false, ".x"), false, "", ".x".into()),
@@ -544,6 +594,18 @@ mod tests {
             };
             let got = o.name(&keyed(key)).unwrap();
             assert_eq!(uuid.replace_all(&got, "U"), want, "{file_path:?} {key:?}");
+        }
+        // A key from data never leaves the prefix: refused, naming the key and the setting.
+        for key in ["../x", "/abs", "a/../../b", "a//b"] {
+            let o = ObjectPerBatch {
+                file_path: fp("logs", "", true, ""),
+                use_batch_key_as_prefix: true,
+                separator: Bytes::new(),
+            };
+            let e = o.name(&keyed(key)).unwrap_err().to_string();
+            assert!(e.contains(&format!("batch key {key:?}")), "{e}");
+            assert!(e.contains("use_batch_key_as_prefix"), "{e}");
+            assert_eq!(o.check_key(key).unwrap_err(), e);
         }
         // A name that ends in a directory names nothing.
         let o = ObjectPerBatch {

@@ -54,6 +54,10 @@ pub struct Args {
     /// A Jsonnet external string, KEY=VALUE (repeatable).
     #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
     ext_str: Vec<(String, String)>,
+    /// Let a config read from a URL import from anywhere sluice can read (another host,
+    /// s3://, gs://, loopback): by default it imports only from under its own directory.
+    #[arg(long)]
+    allow_remote_imports: bool,
     /// Print every test's name, result and captured output, not only failures'.
     #[arg(short, long)]
     verbose: bool,
@@ -76,6 +80,7 @@ struct StdoutError(std::io::Error);
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    crate::remote::allow_imports(args.allow_remote_imports);
     let _ = args.recursive;
     let registry = sluice_transforms::registry();
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -209,8 +209,10 @@ fn connect(path: &Path) -> Result<Connection, String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
+    create_private(path)?;
     let fail = |e: rusqlite::Error| format!("cannot open {}: {e}", path.display());
-    let conn = Connection::open(path).map_err(fail)?;
+    let flags = rusqlite::OpenFlags::default() | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = Connection::open_with_flags(path, flags).map_err(fail)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
     // Switching a new database to WAL answers SQLITE_BUSY at once, without the busy
     // handler, while another process is setting the same file up: try again.
@@ -239,6 +241,41 @@ fn connect(path: &Path) -> Result<Connection, String> {
     }
 }
 
+/// The files SQLite and the store keep beside the database at `path`.
+fn companions(path: &Path) -> [PathBuf; 4] {
+    ["-wal", "-shm", "-journal", "-reserve"].map(|suffix| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    })
+}
+
+/// Refuses a symbolic link at `path` or at one of its companions (a link there could make
+/// the store write, or truncate, another file), and creates the database file, when
+/// missing, readable and writable by its owner only (0600; SQLite gives its `-wal` and
+/// `-shm` files the database's mode). Lock keys come from message data, so the file is no
+/// one else's to read.
+fn create_private(path: &Path) -> Result<(), String> {
+    for p in std::iter::once(path.to_path_buf()).chain(companions(path)) {
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "cannot open {}: {} is a symbolic link, which the lock store never follows",
+                path.display(),
+                p.display()
+            ));
+        }
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!("cannot create {}: {e}", path.display())),
+    }
+}
+
 /// The space kept beside the database for settling the locks when its disk fills
 /// ([`SqliteStore::transaction`]): the commits of what was delivered then still land, and a
 /// rerun finds those messages done instead of sending them again.
@@ -254,11 +291,19 @@ fn reserve_path(path: &Path) -> PathBuf {
 /// Writes the reserve when it is missing (best effort: on a disk already full it waits for
 /// the next open).
 fn keep_reserve(path: &Path) {
+    use std::io::Write;
     let reserve = reserve_path(path);
-    if reserve.exists() {
+    if std::fs::symlink_metadata(&reserve).is_ok() {
         return;
     }
-    let written = std::fs::write(&reserve, vec![0u8; RESERVE_BYTES]);
+    // Created exclusively (never through a link someone put there), owner-only.
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options
+        .open(&reserve)
+        .and_then(|mut f| f.write_all(&vec![0u8; RESERVE_BYTES]));
     if written.is_err() {
         let _ = std::fs::remove_file(&reserve);
     }
@@ -458,6 +503,47 @@ mod tests {
                 r.unwrap_or_else(|e| panic!("round {round}: {e}"));
             }
         }
+    }
+
+    /// The database, its WAL files and its reserve are the owner's alone (0600), and a
+    /// symbolic link at any of their paths is refused, never followed.
+    #[cfg(unix)]
+    #[test]
+    fn files_are_private_and_symlinks_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locks.sqlite");
+        let conn = connect(&path).unwrap();
+        conn.execute_batch("SELECT 1").unwrap();
+        for name in [
+            "locks.sqlite",
+            "locks.sqlite-wal",
+            "locks.sqlite-shm",
+            "locks.sqlite-reserve",
+        ] {
+            let mode = std::fs::metadata(dir.path().join(name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{name}: {mode:o}");
+        }
+        drop(conn);
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        for suffix in ["", "-wal", "-reserve"] {
+            let db = dir.path().join("l.sqlite");
+            let at = if suffix.is_empty() {
+                db.clone()
+            } else {
+                dir.path().join(format!("l.sqlite{suffix}"))
+            };
+            std::os::unix::fs::symlink(&victim, &at).unwrap();
+            let e = connect(&db).expect_err("refused");
+            assert!(e.contains("is a symbolic link"), "{suffix}: {e}");
+            assert!(e.contains(&at.display().to_string()), "{e}");
+            std::fs::remove_file(&at).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     }
 
     #[test]

@@ -130,7 +130,7 @@ async fn a_batch_is_one_object_holding_every_item() {
             b"\n",
             "tenant-7",
             "{\"a\":1}\n{\"a\":2}\n{\"a\":3}",
-            "name=tenant-7%2F",
+            "name=p%2Ftenant-7%2F",
         ),
     ] {
         bucket(&server, separator)
