@@ -53,3 +53,41 @@ pub fn assert_batches_of_lines(
     got.sort_by_key(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].as_u64());
     assert_eq!(got, input, "every line once, intact");
 }
+
+/// Batch keys that would leave `file_path.prefix` if taken as they are.
+pub const ESCAPING_BATCH_KEYS: [&str; 3] = ["../../escaped", "/rooted", "a/../../b"];
+
+/// Runs `send` (a closure that runs the send's config with `use_batch_key_as_prefix` and
+/// `file_path.prefix: 'logs'` over the input lines, keyed by `k`) once per escaping key:
+/// each run fails naming the key and the setting; then every name `list` reads back stays
+/// under `logs/`.
+pub fn assert_escaping_batch_keys_refused(
+    mut send: impl FnMut(&[String]) -> crate::common::Output,
+    list: impl FnOnce() -> Vec<String>,
+) {
+    for key in ESCAPING_BATCH_KEYS {
+        let input = vec![
+            r#"{"k":"tenant"}"#.to_string(),
+            format!(r#"{{"k":"{key}"}}"#),
+        ];
+        let out = send(&input);
+        assert_ne!(out.code, Some(0), "{key}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!("batch key {key:?}")),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("use_batch_key_as_prefix"),
+            "{}",
+            out.stderr
+        );
+    }
+    let names = list();
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("logs/") && !n.contains("..")),
+        "{names:?}"
+    );
+}
