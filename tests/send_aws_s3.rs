@@ -208,3 +208,28 @@ fn batch_keys_that_would_leave_the_prefix_are_refused() {
         },
     );
 }
+
+/// The large fault run's `ddb_file`/`retry` cell, into S3: a batch's object written, the
+/// run killed before its commit, its messages redelivered split between two runs; each
+/// finds the object (`HeadObject`) and writes nothing again.
+#[test]
+fn a_redelivery_split_between_runs_writes_no_object_again() {
+    let (endpoint, bucket) = bucket();
+    let d = Dir::new();
+    let sink = format!(
+        "sub.tf.send.aws.s3({{ aws: {{ arn: 'arn:aws:s3:::{bucket}' }}, \
+         file_path: {{ prefix: 'out', uuid: true, suffix: '.jsonl' }}, separator: '\\n', \
+         batch: {{ count: 3 }} }})"
+    );
+    crate::common::objects::assert_a_split_redelivery_writes_nothing_again(
+        &d,
+        &sink,
+        &moto::process_env(&endpoint),
+        || {
+            moto::bucket_objects_full(&endpoint, &bucket)
+                .into_iter()
+                .map(|o| (o.key, o.body))
+                .collect()
+        },
+    );
+}

@@ -222,3 +222,21 @@ local sub = std.extVar('sub');
     assert_eq!(texts, ["{\"e\":1}", "{\"e\":2}", "{\"e\":3}"]);
     assert_eq!(committed(d.path()), 1);
 }
+
+/// The large fault run's `ddb_file`/`retry` cell: a batch's file written, the run killed
+/// before its commit, its messages redelivered split between two runs. Each finds the file
+/// the killed run recorded in its locks and writes nothing again.
+#[test]
+fn a_redelivery_split_between_runs_writes_no_file_again() {
+    let d = Dir::new();
+    let sink = "sub.tf.send.file({ file_path: { prefix: 'out', uuid: true, suffix: '.jsonl' }, \
+                separator: '\\n', batch: { count: 3 } })";
+    let out = d.path().join("out");
+    crate::common::objects::assert_a_split_redelivery_writes_nothing_again(&d, sink, &[], || {
+        files(&out)
+            .into_iter()
+            .filter(|f| !f.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .map(|f| (f.display().to_string(), std::fs::read(&f).unwrap()))
+            .collect()
+    });
+}

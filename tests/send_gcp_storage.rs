@@ -282,3 +282,27 @@ fn batch_keys_that_would_leave_the_prefix_are_refused() {
         || gcs::list(&endpoint, &bucket),
     );
 }
+
+/// The large fault run's `ddb_file`/`retry` cell, into Cloud Storage: a batch's object
+/// written, the run killed before its commit, its messages redelivered split between two
+/// runs; each finds the object (its metadata) and writes nothing again.
+#[test]
+fn a_redelivery_split_between_runs_writes_no_object_again() {
+    let (endpoint, bucket) = bucket();
+    let d = Dir::new();
+    let sink = format!(
+        "sub.tf.send.gcp.storage({{ gcp: {{ resource: 'projects/_/buckets/{bucket}' }}, \
+         file_path: {{ prefix: 'out', uuid: true, suffix: '.jsonl' }}, separator: '\\n', \
+         batch: {{ count: 3 }} }})"
+    );
+    let env = [(
+        "STORAGE_EMULATOR_HOST".to_string(),
+        endpoint.trim_start_matches("http://").to_string(),
+    )];
+    crate::common::objects::assert_a_split_redelivery_writes_nothing_again(&d, &sink, &env, || {
+        objects(&endpoint, &bucket)
+            .into_iter()
+            .map(|(name, body, _)| (name, body))
+            .collect()
+    });
+}

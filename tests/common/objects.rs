@@ -91,3 +91,96 @@ pub fn assert_escaping_batch_keys_refused(
         "{names:?}"
     );
 }
+
+/// A lock (sqlite, lease 1 s) around `sink` (a Jsonnet send, with `batch: { count: 3 }`
+/// among its settings), keyed on `id`, then, when `stall`, a step that holds every message
+/// for a minute, so the batch's object is written and its keys are never committed.
+fn locked_sink_config(sink: &str, stall: bool) -> String {
+    let after = if stall {
+        ", sub.tf.util.delay({ duration: '60s' })"
+    } else {
+        ""
+    };
+    format!(
+        r#"local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.meta.kv_store.lock({{
+      kv_store: sub.kv_store.sqlite({{ file: 'state/locks.sqlite' }}),
+      prefix: 'test', ttl_offset: '1h', lease: '1s', pending_wait: '20s',
+      object: {{ source_key: 'id' }}, duplicates: 'drop',
+      transforms: [{sink}{after}],
+    }}),
+    sub.tf.util.drop(),
+  ],
+}}
+"#
+    )
+}
+
+/// The large fault run's `ddb_file`/`retry` cell, through the real binary: a run writes the
+/// object of a batch of three messages and is killed (SIGKILL) before their keys are
+/// committed; the source then redelivers them split in two, to two runs, which each take
+/// over part of the crashed owner's keys. `objects` lists what the sink holds, as
+/// `(name, contents)`. Each part finds the object the crashed run recorded in its locks and
+/// writes nothing: one object holds each message, once.
+pub fn assert_a_split_redelivery_writes_nothing_again(
+    d: &super::Dir,
+    sink: &str,
+    env: &[(String, String)],
+    objects: impl Fn() -> Vec<(String, Vec<u8>)>,
+) {
+    use std::time::{Duration, Instant};
+    d.write("stall.jsonnet", locked_sink_config(sink, true));
+    d.write("cfg.jsonnet", locked_sink_config(sink, false));
+    let input = ["{\"id\":\"a\"}", "{\"id\":\"b\"}", "{\"id\":\"c\"}"];
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["run", "-c", "stall.jsonnet"])
+        .current_dir(d.path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env_remove("SLUICE_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(d.path().join("stall.err")).expect("stderr file"))
+        .spawn()
+        .expect("starting sluice");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(format!("{}\n", input.join("\n")).as_bytes())
+            .expect("feeding");
+    }
+    let start = Instant::now();
+    while objects().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the stalled run never wrote its object: {}",
+            std::fs::read_to_string(d.path().join("stall.err")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("killing the run");
+    child.wait().expect("reaping the run");
+    let first = objects();
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0].1, input.join("\n").into_bytes());
+    for part in [&input[..2], &input[2..]] {
+        d.sluice_env(
+            &["run", "-c", "cfg.jsonnet"],
+            format!("{}\n", part.join("\n")),
+            env,
+        )
+        .assert_clean_success();
+    }
+    assert_eq!(objects(), first, "nothing written again");
+    let c = rusqlite::Connection::open(d.path().join("state/locks.sqlite")).expect("the locks");
+    let committed: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sluice_locks WHERE committed = 1",
+            [],
+            |r| r.get(0),
+        )
+        .expect("counting");
+    assert_eq!(committed, 3, "every key committed");
+}

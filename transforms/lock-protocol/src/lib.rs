@@ -46,7 +46,7 @@
 //! owner, for its part, checks by its own monotonic clock that its lease is live before
 //! every send, so it never sends after the instant a takeover becomes possible.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether a lock is waiting for its message's delivery or done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,11 +66,22 @@ pub enum LockStatus {
 /// skips those copies and sends the rest, so a message partly delivered (one send of two,
 /// five records of six) is completed without sending anything twice.
 ///
-/// Stored as a set of entries (`send:first-last`, or `send:n` for one copy), which a store
-/// may merge as a set (DynamoDB's `ADD` to a string set): the entries' union is the
-/// progress, whichever order they were added in.
+/// It also keeps where copies were *placed*: the object a send that writes one object per
+/// batch (files, S3, Cloud Storage) recorded, before writing it, as holding a copy. The
+/// object's name is unique to its batch, so a later attempt that finds the object knows
+/// that copy delivered, whatever batch the later attempt forms (the earlier batch's
+/// messages may come back split among several processes).
+///
+/// Stored as a set of entries (`send:first-last`, or `send:n` for one copy, and
+/// `send:n>name` for a placement), which a store may merge as a set (DynamoDB's `ADD` to a
+/// string set): the entries' union is the progress, whichever order they were added in.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Progress(BTreeMap<String, Vec<(u32, u32)>>);
+pub struct Progress {
+    /// Per send, the ranges of copies delivered.
+    delivered: BTreeMap<String, Vec<(u32, u32)>>,
+    /// (send, copy, object name): where a copy was placed.
+    placed: BTreeSet<(String, u32, String)>,
+}
 
 impl Progress {
     /// No progress.
@@ -80,12 +91,17 @@ impl Progress {
 
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.delivered.is_empty() && self.placed.is_empty()
+    }
+
+    /// Whether nothing is recorded delivered (placements aside).
+    pub fn delivered_none(&self) -> bool {
+        self.delivered.is_empty()
     }
 
     /// Whether `send` delivered copy `copy`.
     pub fn contains(&self, send: &str, copy: u32) -> bool {
-        self.0
+        self.delivered
             .get(send)
             .is_some_and(|rs| rs.iter().any(|&(lo, hi)| lo <= copy && copy <= hi))
     }
@@ -97,9 +113,9 @@ impl Progress {
 
     fn insert_range(&mut self, send: &str, lo: u32, hi: u32) {
         let (lo, hi) = (lo.min(hi), lo.max(hi));
-        let ranges = match self.0.get_mut(send) {
+        let ranges = match self.delivered.get_mut(send) {
             Some(r) => r,
-            None => self.0.entry(send.to_string()).or_default(),
+            None => self.delivered.entry(send.to_string()).or_default(),
         };
         // The next copy after the last range (copies are delivered in order): no sort.
         if let Some(last) = ranges.last_mut()
@@ -120,33 +136,58 @@ impl Progress {
         *ranges = merged;
     }
 
+    /// Records that `send` placed copy `copy` in the object `name` (see the type's
+    /// documentation). A name with a line break or other control character is not kept
+    /// (stores that keep entries as lines could not tell it apart).
+    pub fn place(&mut self, send: &str, copy: u32, name: &str) {
+        if !name.is_empty() && !name.chars().any(char::is_control) {
+            self.placed
+                .insert((send.to_string(), copy, name.to_string()));
+        }
+    }
+
+    /// The objects `send` placed copy `copy` in.
+    pub fn placed(&self, send: &str, copy: u32) -> impl Iterator<Item = &str> {
+        self.placed
+            .iter()
+            .filter(move |(s, c, _)| s == send && *c == copy)
+            .map(|(_, _, name)| name.as_str())
+    }
+
+    /// Every placement: send and copy.
+    pub fn placements(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.placed.iter().map(|(s, c, _)| (s.as_str(), *c))
+    }
+
     /// Adds everything `other` records.
     pub fn merge(&mut self, other: &Progress) {
-        for (send, ranges) in &other.0 {
+        for (send, ranges) in &other.delivered {
             for &(lo, hi) in ranges {
                 self.insert_range(send, lo, hi);
             }
         }
+        self.placed.extend(other.placed.iter().cloned());
     }
 
-    /// The sends with something recorded.
+    /// The sends with something recorded delivered.
     pub fn sends(&self) -> impl Iterator<Item = &str> {
-        self.0.keys().map(String::as_str)
+        self.delivered.keys().map(String::as_str)
     }
 
-    /// How many copies are recorded, over every send.
+    /// How many copies are recorded delivered, over every send.
     pub fn copies(&self) -> u64 {
-        self.0
+        self.delivered
             .values()
             .flatten()
             .map(|&(lo, hi)| u64::from(hi - lo) + 1)
             .sum()
     }
 
-    /// The entries a store keeps (see the type's documentation), sorted.
+    /// The entries a store keeps (see the type's documentation): deliveries by send and
+    /// copy, then placements.
     pub fn entries(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for (send, ranges) in &self.0 {
+        for (send, ranges) in &self.delivered {
             for &(lo, hi) in ranges {
                 if lo == hi {
                     out.push(format!("{send}:{lo}"));
@@ -154,6 +195,9 @@ impl Progress {
                     out.push(format!("{send}:{lo}-{hi}"));
                 }
             }
+        }
+        for (send, copy, name) in &self.placed {
+            out.push(format!("{send}:{copy}>{name}"));
         }
         out
     }
@@ -163,6 +207,17 @@ impl Progress {
     pub fn from_entries<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> Progress {
         let mut p = Progress::default();
         for e in entries {
+            // A placement: the send and copy come before the first `>` (a send's id has
+            // none), the name, which may hold anything, after it.
+            if let Some((copy, name)) = e.as_ref().split_once('>') {
+                if let Some((send, n)) = copy.rsplit_once(':')
+                    && let Ok(n) = n.parse()
+                    && !send.is_empty()
+                {
+                    p.place(send, n, name);
+                }
+                continue;
+            }
             let Some((send, copies)) = e.as_ref().rsplit_once(':') else {
                 continue;
             };
@@ -603,6 +658,38 @@ mod tests {
         both.merge(&q);
         assert_eq!(both.entries(), vec!["a:0-5", "b:x:7"]);
         assert_eq!(both.sends().collect::<Vec<_>>(), vec!["a", "b:x"]);
+    }
+
+    #[test]
+    fn placements_round_trip_beside_deliveries_and_never_count_as_delivered() {
+        let mut p = Progress::new();
+        p.insert("a", 0);
+        p.place("a", 1, "out/2026/x:y>z.json");
+        p.place("a", 1, "out/other.json");
+        p.place("b", 0, "bad\nname"); // a line break could not be stored as a line
+        assert_eq!(
+            p.entries(),
+            vec!["a:0", "a:1>out/2026/x:y>z.json", "a:1>out/other.json"]
+        );
+        let back = Progress::from_entries(p.entries());
+        assert_eq!(back, p);
+        assert_eq!(
+            back.placed("a", 1).collect::<Vec<_>>(),
+            vec!["out/2026/x:y>z.json", "out/other.json"]
+        );
+        assert_eq!(back.placed("a", 0).count(), 0);
+        assert!(!back.contains("a", 1), "placed is not delivered");
+        assert_eq!(back.copies(), 1);
+        assert!(!back.delivered_none());
+        let mut only = Progress::new();
+        only.place("a", 0, "o");
+        assert!(!only.is_empty() && only.delivered_none());
+        // Malformed placements are ignored.
+        let junk = Progress::from_entries([">x", ":1>x", "a:q>x", "a>x"]);
+        assert!(junk.is_empty());
+        let mut merged = Progress::from_entries(["a:0"]);
+        merged.merge(&only);
+        assert_eq!(merged.entries(), vec!["a:0", "a:0>o"]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Cloud Storage's JSON API, as far as sluice needs it: writing an object
-//! (`send_gcp_storage`) and reading one (`gs://` URLs, [`crate::fetch`]).
+//! (`send_gcp_storage`), telling whether one exists (its check of what an earlier attempt
+//! wrote) and reading one (`gs://` URLs, [`crate::fetch`]).
 //!
 //! An object of at most [`CHUNK`] bytes goes in one media upload (`POST
 //! /upload/storage/v1/b/BUCKET/o?uploadType=media&name=NAME`, the content type in the
@@ -241,6 +242,29 @@ impl Storage {
             });
         }
         Ok(resp.body)
+    }
+
+    /// Whether object `name` of `bucket` exists (`GET /storage/v1/b/BUCKET/o/NAME`, its
+    /// metadata: `404` when it does not).
+    pub(crate) async fn exists(&self, bucket: &str, name: &str) -> Result<bool, Failure> {
+        let headers = self.authorization().await?;
+        let url = format!(
+            "{}/storage/v1/b/{}/o/{}",
+            self.endpoint,
+            path_segment(bucket),
+            path_segment(name)
+        );
+        let resp = self
+            .call(
+                "GET",
+                &url,
+                &headers,
+                SdkBody::empty(),
+                "get metadata",
+                |s| ok(s) || s == 404,
+            )
+            .await?;
+        Ok(resp.status != 404)
     }
 
     /// The `Authorization` (and quota project) headers, none for an emulator.

@@ -234,6 +234,27 @@ impl LockStore for MemoryStore {
             )
         }))
     }
+
+    async fn record(
+        &self,
+        owner: &str,
+        requests: &[AbandonRequest],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        Ok(self.with(|l| {
+            l.change_all(
+                owner,
+                requests.iter().map(|r| {
+                    (
+                        r.key.as_str(),
+                        Change::Record {
+                            progress: r.progress.clone(),
+                        },
+                    )
+                }),
+            )
+        }))
+    }
 }
 
 fn now_s() -> i64 {

@@ -406,8 +406,30 @@ impl Destination for S3 {
         self.objects.check_key(key)
     }
 
+    async fn holds_object(&self, name: &str) -> Result<bool, TransformError> {
+        let client = self.client().await?;
+        match client
+            .head_object()
+            .bucket(self.aws.name())
+            .key(name)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
+            Err(e) => Err(self.error(
+                name,
+                format_args!(
+                    "HeadObject failed, looking for the object an earlier attempt wrote (S3 answers 403 for a missing object to a role without s3:ListBucket on the bucket): {}",
+                    describe(&e)
+                ),
+            )),
+        }
+    }
+
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
         let key = self.objects.name(batch)?;
+        self.objects.place(batch, &key).await?;
         let body = self.objects.contents(&batch.items);
         let plan = plan_parts(body.len(), self.part_size).map_err(|m| self.error(&key, m))?;
         let client = self.client().await?;

@@ -255,6 +255,15 @@ pub(crate) trait Destination: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether the object `name` exists: an earlier attempt at some of a batch's messages
+    /// recorded in their locks that it placed copies there before writing it
+    /// (`ObjectPerBatch::place`), and an object that exists holds them, so they are not
+    /// sent again. Only the sends that write one object per batch place copies; the
+    /// others are never asked.
+    async fn holds_object(&self, _name: &str) -> Result<bool, TransformError> {
+        Ok(false)
+    }
+
     /// The stream it writes a batch's items to, one line each, when it is one (standard
     /// output): see [`StatefulTransform::line_sink`].
     fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
@@ -451,6 +460,7 @@ impl<D: Destination> Sender<D> {
     /// delivered, so its tokens resolve.
     async fn deliver(&self, batch: Batch<Held>) -> Result<(), (Batch<Held>, TransformError)> {
         let batch = refuse_lapsed(batch);
+        let batch = self.skip_placed(batch).await?;
         if batch.items.is_empty() {
             return Ok(());
         }
@@ -576,6 +586,78 @@ impl<D: Destination> Sender<D> {
                 Err((batch, e.error))
             }
         }
+    }
+}
+
+impl<D: Destination> Sender<D> {
+    /// `batch` without the messages an earlier attempt placed in an object that exists
+    /// ([`Destination::holds_object`]): every copy they hold here was delivered before (by
+    /// its progress, or in such an object). Those are accepted without being sent. Each
+    /// object is looked up once; a lookup that fails fails the batch, which nothing sent.
+    async fn skip_placed(
+        &self,
+        batch: Batch<Held>,
+    ) -> Result<Batch<Held>, (Batch<Held>, TransformError)> {
+        let send = &*self.progress_id;
+        let placed = |m: &Held| m.copies.iter().any(|(t, c)| !t.placed(send, *c).is_empty());
+        if !batch.items.iter().any(placed) {
+            return Ok(batch);
+        }
+        let mut exists: std::collections::HashMap<String, bool> = Default::default();
+        let mut found = vec![false; batch.items.len()];
+        for (i, m) in batch.items.iter().enumerate() {
+            if m.copies.is_empty() || !placed(m) {
+                continue;
+            }
+            let mut all = true;
+            for (t, c) in &m.copies {
+                if t.delivered_before(send, *c) {
+                    continue;
+                }
+                let mut here = false;
+                for name in t.placed(send, *c) {
+                    let known = match exists.get(&name) {
+                        Some(&known) => known,
+                        None => match self.dest.holds_object(&name).await {
+                            Ok(known) => {
+                                exists.insert(name.clone(), known);
+                                known
+                            }
+                            Err(e) => return Err((batch, e)),
+                        },
+                    };
+                    if known {
+                        here = true;
+                        break;
+                    }
+                }
+                if !here {
+                    all = false;
+                    break;
+                }
+            }
+            found[i] = all;
+        }
+        let Batch { key, items, .. } = batch;
+        let mut size = 0;
+        let mut kept = Vec::with_capacity(items.len());
+        for (m, found) in items.into_iter().zip(found) {
+            if found {
+                tracing::debug!(
+                    send,
+                    "a message an earlier attempt wrote in an object that exists is not written again"
+                );
+                self.mark_accepted(std::slice::from_ref(&m));
+            } else {
+                size += m.data.len();
+                kept.push(m);
+            }
+        }
+        Ok(Batch {
+            key,
+            items: kept,
+            size,
+        })
     }
 }
 

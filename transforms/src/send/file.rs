@@ -87,8 +87,20 @@ impl Destination for Files {
         self.objects.check_key(key)
     }
 
+    async fn holds_object(&self, name: &str) -> Result<bool, TransformError> {
+        match tokio::fs::symlink_metadata(name).await {
+            Ok(meta) => Ok(meta.is_file()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(TransformError::external(
+                format!("looking for {name}, written by an earlier attempt"),
+                e,
+            )),
+        }
+    }
+
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
         let path = self.objects.name(batch)?;
+        self.objects.place(batch, &path).await?;
         let data = self.objects.contents(&batch.items);
         let target = PathBuf::from(&path);
         let replace = if self.objects.unique() {

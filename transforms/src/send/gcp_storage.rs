@@ -156,11 +156,19 @@ impl Destination for GcsBucket {
         self.objects.check_key(key)
     }
 
+    async fn holds_object(&self, name: &str) -> Result<bool, TransformError> {
+        self.storage
+            .exists(&self.bucket, name)
+            .await
+            .map_err(|f| self.error(name, f.text))
+    }
+
     async fn send(&self, batch: &Outgoing) -> Result<(), SendError> {
         let name = self.objects.name(batch)?;
         if let Some(why) = object_name_error(&name) {
             return Err(self.error(&name, why).into());
         }
+        self.objects.place(batch, &name).await?;
         let body = self.objects.contents(&batch.items);
         let kind = content_type(&body);
         self.storage

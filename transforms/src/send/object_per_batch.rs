@@ -33,16 +33,21 @@
 //!   takeover inherits) instead of now, so a retry on another day lands in the same place.
 //!
 //! This makes a re-sent batch replace its object when it is re-formed alike: the same
-//! messages, in whatever order, which a source that redelivers the same records and batch
-//! limits by count or size give, but a `batch.duration` that closes it at a different point,
-//! or a crash between the commits of one batch's keys (only the uncommitted ones come
-//! back), does not: the smaller batch is a new object. A batch with an item outside every
-//! lock is named as without locks.
+//! messages, in whatever order. A redelivery that groups them otherwise (two processes each
+//! taking over part of a crashed owner's keys, a `batch.duration` that closes the batch at
+//! another point, a crash between the commits of one batch's keys) forms other batches,
+//! with other names. So before writing a locked batch's object its send records, in each
+//! lock, that the copy goes into that object ([`ObjectPerBatch::place`]: one store write per
+//! key, in one call per store), and a later attempt at any of those messages first looks
+//! for the objects its copy was placed in: a copy found in one is delivered, and is not
+//! written again (the batcher's check, through `Destination::holds_object`). A batch with an
+//! item outside every lock is named as without locks, and places nothing.
 //!
 //! Contents: Substation concatenates the items without a separator; sluice's `separator`
 //! (default `""`, so Substation's behaviour) is put between consecutive items, not after the
 //! last, like `aggregate_to_string`'s.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -51,9 +56,10 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use sluice_engine::{Build, ConfigError, TransformError};
 
-use super::batcher::{ItemLocks, Outgoing};
+use super::batcher::{ItemLocks, Outgoing, SendError};
 use super::data_path;
 use crate::kv_store::LockTicket;
+use crate::kv_store::lock::{LockStore, Progress, RecordRequest, Settled};
 use crate::time::layout::format_go;
 
 /// `file_path`: how object (file) names are made.
@@ -270,6 +276,29 @@ impl ObjectPerBatch {
         Some((root.to_string(), rest))
     }
 
+    /// Before `batch` is written as the object `name`: records in the lock of each copy the
+    /// batch holds that the copy goes there (`LockStore::record`, one call per lock store),
+    /// so that a later attempt at any of its messages, in whatever batch it comes back,
+    /// finds the object and does not write the copy again (the batcher's check of
+    /// placements: `Destination::holds_object`). Only for a batch named after its locks
+    /// (every item locked, `file_path.uuid` set): that name is the batch's alone.
+    ///
+    /// Nothing is written when this fails: a store failure, or a lock another process took
+    /// over (its ticket is marked lost, so the message is not sent under it), fails the
+    /// batch certainly.
+    pub(crate) async fn place(&self, batch: &Outgoing, name: &str) -> Result<(), SendError> {
+        if !self.unique() || Identity::of(batch).is_none() {
+            return Ok(());
+        }
+        place_copies(&batch.send, batch.copies.iter().flatten(), name)
+            .await
+            .map_err(|why| {
+                SendError::from(TransformError::failed(format!(
+                    "{name} was not written: {why}"
+                )))
+            })
+    }
+
     /// Whether names carry a UUID part (random or of the batch's locks), which data cannot
     /// choose.
     pub(crate) fn unique(&self) -> bool {
@@ -281,6 +310,74 @@ impl ObjectPerBatch {
         join(items, &self.separator)
     }
 }
+
+/// Records `send`'s placement of each of `copies` in `name` in their locks' stores, then in
+/// their tickets; the error says why not.
+async fn place_copies<'a>(
+    send: &str,
+    copies: impl Iterator<Item = &'a (Arc<LockTicket>, u32)>,
+    name: &str,
+) -> Result<(), String> {
+    // Per store and owner, per key: the ticket and what to record.
+    type Group = (
+        Arc<dyn LockStore>,
+        BTreeMap<String, (Arc<LockTicket>, Progress)>,
+    );
+    let mut groups: BTreeMap<(usize, Arc<str>), Group> = BTreeMap::new();
+    for (ticket, copy) in copies {
+        let id = Arc::as_ptr(&ticket.store).cast::<()>() as usize;
+        let (_, keys) = groups
+            .entry((id, ticket.owner.clone()))
+            .or_insert_with(|| (ticket.store.clone(), BTreeMap::new()));
+        let (_, progress) = keys
+            .entry(ticket.key.clone())
+            .or_insert_with(|| (ticket.clone(), Progress::new()));
+        progress.place(send, *copy, name);
+    }
+    for ((_, owner), (store, keys)) in groups {
+        let requests: Vec<RecordRequest> = keys
+            .iter()
+            .map(|(key, (_, progress))| RecordRequest {
+                key: key.clone(),
+                progress: progress.clone(),
+            })
+            .collect();
+        let settled = store
+            .record(&owner, &requests, PLACE_CONCURRENCY)
+            .await
+            .map_err(|e| {
+                format!(
+                    "recording where its messages go in {} failed: {e}",
+                    store.describe()
+                )
+            })?;
+        let mut lost = Vec::new();
+        for ((key, (ticket, progress)), outcome) in keys.iter().zip(settled) {
+            match outcome {
+                Settled::Ok => {
+                    for (send, copy) in progress.placements() {
+                        ticket.record_placement(send, copy, name);
+                    }
+                }
+                Settled::NotOwner(_) => {
+                    ticket.mark_lost();
+                    lost.push(key.as_str());
+                }
+            }
+        }
+        if let Some(first) = lost.first() {
+            return Err(format!(
+                "{} of its locks ({first:?}{}) were taken over by another process after their leases ran out",
+                lost.len(),
+                if lost.len() > 1 { ", ..." } else { "" }
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Lock store calls in flight while a batch's placements are recorded.
+const PLACE_CONCURRENCY: usize = 8;
 
 /// `items` with `separator` between consecutive ones; a single item is returned as is
 /// (no copy).

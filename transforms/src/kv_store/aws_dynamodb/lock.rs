@@ -66,6 +66,7 @@ enum Op<'a> {
     Renew(&'a RenewRequest),
     Release(&'a str),
     Abandon(&'a AbandonRequest),
+    Record(&'a AbandonRequest),
 }
 
 impl Op<'_> {
@@ -74,7 +75,7 @@ impl Op<'_> {
             Op::Commit(r) => &r.key,
             Op::Renew(r) => &r.key,
             Op::Release(k) => k,
-            Op::Abandon(r) => &r.key,
+            Op::Abandon(r) | Op::Record(r) => &r.key,
         }
     }
 
@@ -84,6 +85,7 @@ impl Op<'_> {
             Op::Renew(_) => "renewing",
             Op::Release(_) => "releasing",
             Op::Abandon(_) => "abandoning",
+            Op::Record(_) => "recording progress of",
         }
     }
 }
@@ -444,6 +446,11 @@ impl DynamoDbStore {
             Op::Abandon(r) => update("SET #lease = :ended ADD #progress :progress")
                 .expression_attribute_names("#progress", &a.progress)
                 .expression_attribute_values(":ended", number(0))
+                .expression_attribute_values(":progress", AttributeValue::Ss(r.progress.entries()))
+                .build()
+                .map(|u| TransactWriteItem::builder().update(u).build()),
+            Op::Record(r) => update("ADD #progress :progress")
+                .expression_attribute_names("#progress", &a.progress)
                 .expression_attribute_values(":progress", AttributeValue::Ss(r.progress.entries()))
                 .build()
                 .map(|u| TransactWriteItem::builder().update(u).build()),
@@ -840,6 +847,28 @@ impl LockStore for DynamoDbStore {
     ) -> Result<Vec<Settled>, StoreError> {
         let ops = requests.iter().map(Op::Abandon).collect();
         self.change(owner, ops, concurrency).await
+    }
+
+    async fn record(
+        &self,
+        owner: &str,
+        requests: &[AbandonRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        // A string set cannot be empty: a request that records nothing changes nothing.
+        let ops = requests
+            .iter()
+            .filter(|r| !r.progress.is_empty())
+            .map(Op::Record)
+            .collect::<Vec<_>>();
+        let mut settled = self.change(owner, ops, concurrency).await?.into_iter();
+        Ok(requests
+            .iter()
+            .map(|r| match r.progress.is_empty() {
+                true => Settled::Ok,
+                false => settled.next().unwrap_or(Settled::NotOwner(None)),
+            })
+            .collect())
     }
 
     fn dynamodb(&self) -> Option<&DynamoDbStore> {

@@ -61,6 +61,7 @@ fn prior(a: &Acquired) -> Option<Prior> {
 enum Op {
     Release,
     Abandon,
+    Record,
 }
 
 impl Op {
@@ -68,6 +69,7 @@ impl Op {
         let r = match self {
             Op::Release => store.release(owner, keys, 4).await,
             Op::Abandon => store.abandon(owner, &abandons(keys, &[]), 4).await,
+            Op::Record => store.record(owner, &abandons(keys, &["s9:0>x"]), 4).await,
         };
         r.expect("store call failed")
     }
@@ -164,7 +166,7 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         .await
         .unwrap();
     assert!(matches!(&not_ours[0], Settled::NotOwner(Some(r)) if r.owner == a));
-    for op in [Op::Release, Op::Abandon] {
+    for op in [Op::Release, Op::Abandon, Op::Record] {
         let not_ours = op.run(store, b, std::slice::from_ref(&first)).await;
         assert!(matches!(&not_ours[0], Settled::NotOwner(Some(r)) if r.owner == a));
     }
@@ -341,6 +343,30 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
     one(store
         .acquire(a, now_ms, &[req(&partly, now_s + 600, now_ms + 60_000)], 1)
         .await);
+    // Recording a placement keeps the lease (another owner cannot take the key) and adds
+    // to the progress like an abandonment, names with any character but a line break.
+    assert_eq!(
+        store
+            .record(
+                a,
+                &abandons(std::slice::from_ref(&partly), &["s2:3>out/a:b>c.json"]),
+                4
+            )
+            .await
+            .unwrap(),
+        vec![Settled::Ok]
+    );
+    assert!(matches!(
+        one(store
+            .acquire(
+                b,
+                now_ms + 10,
+                &[req(&partly, now_s + 600, now_ms + 60_000)],
+                1
+            )
+            .await),
+        Acquired::Held(_)
+    ));
     assert_eq!(
         store
             .abandon(
@@ -363,7 +389,15 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
     .expect("a prior holder");
     assert_eq!(
         (took.owner.as_str(), took.since_ms, took.progress.entries()),
-        (a, now_ms, vec!["s1:0".to_string(), "s2:0-2".to_string()])
+        (
+            a,
+            now_ms,
+            vec![
+                "s1:0".to_string(),
+                "s2:0-2".to_string(),
+                "s2:3>out/a:b>c.json".to_string()
+            ]
+        )
     );
     assert_eq!(
         store
@@ -387,7 +421,7 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
     .expect("a prior holder");
     assert_eq!(
         took.progress,
-        Progress::from_entries(["s1:0", "s2:0-3", "s3:0"]),
+        Progress::from_entries(["s1:0", "s2:0-3", "s3:0", "s2:3>out/a:b>c.json"]),
         "merged"
     );
     assert_eq!(

@@ -67,6 +67,10 @@ pub struct AbandonRequest {
     pub progress: Progress,
 }
 
+/// One key whose record's progress to add to while it stays held (its lease goes on): where
+/// a send is about to place a copy of its message (see [`Progress::place`]).
+pub type RecordRequest = AbandonRequest;
+
 /// How far this host's clock is from a lock store's, as measured (ms, this host's less the
 /// store's): somewhere between `lo_ms` and `hi_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +130,16 @@ pub trait LockStore: Send + Sync + 'static {
         &self,
         owner: &str,
         requests: &[AbandonRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError>;
+
+    /// Adds each request's progress to `owner`'s pending lock, whose lease goes on
+    /// (`sluice_lock_protocol::Change::Record`): a send records where it places a copy
+    /// before it writes it.
+    async fn record(
+        &self,
+        owner: &str,
+        requests: &[RecordRequest],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError>;
 

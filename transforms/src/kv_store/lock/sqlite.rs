@@ -482,6 +482,24 @@ impl LockStore for SqliteStore {
             .collect();
         self.change(owner, changes).await
     }
+
+    async fn record(
+        &self,
+        owner: &str,
+        requests: &[AbandonRequest],
+        _concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        let changes = requests
+            .iter()
+            .map(|r| {
+                let c = Change::Record {
+                    progress: r.progress.clone(),
+                };
+                (r.key.clone(), c, None)
+            })
+            .collect();
+        self.change(owner, changes).await
+    }
 }
 
 #[cfg(test)]

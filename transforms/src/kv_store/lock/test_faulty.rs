@@ -296,4 +296,14 @@ impl LockStore for FaultySqliteStore {
         self.settle("abandon", self.inner.abandon(owner, requests, concurrency))
             .await
     }
+
+    async fn record(
+        &self,
+        owner: &str,
+        requests: &[AbandonRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        self.settle("record", self.inner.record(owner, requests, concurrency))
+            .await
+    }
 }

@@ -18,7 +18,10 @@
 //! - `send_file`, `send_aws_s3` and `send_gcp_storage` name a batch's object after its
 //!   tickets' keys and first attempts ([`LockTicket::origin_ms`]), so a batch sent again
 //!   replaces its object instead of adding another, and a key taken afresh after its TTL
-//!   never takes an earlier object's name;
+//!   never takes an earlier object's name; before writing it they record in each lock that
+//!   the copy goes there ([`LockTicket::record_placement`]), and a later attempt that finds
+//!   an object its copy was placed in ([`LockTicket::placed`]) counts the copy delivered,
+//!   however the batch was re-formed;
 //! - `send_aws_dynamodb_put` (transactional) records its delivery in the lock record in the
 //!   same transaction as the message's items.
 //!
@@ -262,6 +265,31 @@ impl LockTicket {
         self.attempt().delivered.insert(send, copy);
     }
 
+    /// Records that `send` is about to place copy `copy` in the object `name` (recorded in
+    /// the lock's record first: [`LockStore::record`]).
+    pub fn record_placement(&self, send: &str, copy: u32, name: &str) {
+        self.attempt().delivered.place(send, copy, name);
+    }
+
+    /// The objects that `send` placed copy `copy` in, on an earlier attempt or on this one:
+    /// if one of them exists, the copy was delivered.
+    pub fn placed(&self, send: &str, copy: u32) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .prior_progress
+            .placed(send, copy)
+            .map(str::to_string)
+            .collect();
+        names.extend(
+            self.attempt()
+                .delivered
+                .placed(send, copy)
+                .map(str::to_string),
+        );
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// What is known delivered: the earlier attempts' progress and this attempt's.
     pub fn progress(&self) -> Progress {
         let mut p = self.prior_progress.clone();
@@ -271,7 +299,7 @@ impl LockTicket {
 
     /// Whether this attempt delivered anything.
     pub fn delivered_some(&self) -> bool {
-        !self.attempt().delivered.is_empty()
+        !self.attempt().delivered.delivered_none()
     }
 
     /// Records that the lease was renewed by a call made at `start`.

@@ -20,6 +20,7 @@ use crate::meta::test_support::{assert_status, datas, journal, registry, tracked
 mod duplicate_paths;
 mod loss_paths;
 mod multi_send;
+mod objects;
 
 fn now_ms() -> i64 {
     SystemClock.now_ms()
