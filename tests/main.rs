@@ -17,6 +17,7 @@ mod cli_play;
 mod cli_remote_config;
 mod cli_run;
 mod cli_stop;
+mod cli_streaming;
 mod cli_tap;
 mod cli_test;
 mod cli_vet_substation;

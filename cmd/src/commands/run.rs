@@ -59,6 +59,16 @@ pub struct Args {
     /// are listed on standard error. Either way the exit status is non-zero when any was.
     #[arg(long, value_name = "FILE")]
     undelivered: Option<PathBuf>,
+    /// Streaming: once the oldest line read from a pipe or terminal has waited this long
+    /// and no more input is ready, hand what was read to the pipeline and checkpoint (every
+    /// send writes what it holds, locks commit), as at the end of input. A line of
+    /// `tail -f app.log | sluice run` is out within about this time; a producer that never
+    /// pauses still fills whole batches; one that trickles gets a checkpoint about this
+    /// often (raise it for sends that should write large objects). `0s`: as soon as no
+    /// more is ready; `off`: only full batches and the end. Files and compressed streams
+    /// are read in whole batches. A duration: 500ms, 2s.
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_flush_idle)]
+    flush_idle: FlushIdle,
     /// On SIGTERM or SIGINT: how long to finish what was read (the final flush, the
     /// lock's commits) before giving up. Reading stops at the signal; the exit status is
     /// then 143 (SIGTERM) or 130 (SIGINT), and standard error says how many lines were read
@@ -71,6 +81,19 @@ pub struct Args {
     grace: Duration,
     /// Input files, read in order (gzip is detected). Standard input when none.
     files: Vec<PathBuf>,
+}
+
+/// `--flush-idle`: `None` for `off`.
+#[derive(Debug, Clone, Copy)]
+struct FlushIdle(Option<Duration>);
+
+fn parse_flush_idle(s: &str) -> Result<FlushIdle, String> {
+    if s == "off" {
+        return Ok(FlushIdle(None));
+    }
+    sluice_engine::settings::parse_go_duration(s.trim())
+        .map(|d| FlushIdle(Some(d)))
+        .map_err(|e| format!("{e} (or `off`)"))
 }
 
 /// How many undelivered lines are listed on standard error.
@@ -128,8 +151,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let read_ahead = Arc::new(ReadAhead::new(
         usize::try_from(args.read_ahead_bytes).unwrap_or(usize::MAX),
     ));
-    let stop_reading =
-        StopReading::new(read_ahead.clone()).context("making the pipe that stops the input")?;
+    let stop_reading = StopReading::new(read_ahead.clone(), args.flush_idle.0)
+        .context("making the pipe that stops the input")?;
     let report = Arc::new(LineReport::default());
     let reader = {
         let (report, read_ahead, stop_reading) =

@@ -19,6 +19,11 @@
 //!
 //! A stop ([`StopReading`], on a signal) ends reading between two lines: the lines read so
 //! far are handed on, and the report says where reading stopped (the first line not read).
+//!
+//! A pipe or terminal that pauses (`--flush-idle`, the `stop` module) has its batch handed
+//! on once the batch is that old and no more input is ready, followed by a ctrl: a
+//! checkpoint, at which sends write what they hold and locks commit. A line of
+//! `tail -f app.log | sluice run` is out within about that time.
 
 mod buffer;
 mod report;
@@ -30,6 +35,7 @@ use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use sluice_engine::Message;
 use sluice_engine::driver::ReadAhead;
 use sluice_engine::input::{BufferedLines, InputBatch};
 use tokio::sync::mpsc;
@@ -128,13 +134,16 @@ pub fn read_all(
         };
         let raw = src.open(stop).map_err(io_err)?;
         let reader = BufReader::with_capacity(64 * 1024, raw);
-        let stream = match sluice_cmd::compression::decompressing(reader) {
-            Ok((_, stream)) => stream,
+        let (codec, stream) = match sluice_cmd::compression::decompressing(reader) {
+            Ok(found) => found,
             Err(_) if stop.is_requested() => return Ok(()),
             Err(e) => return Err(io_err(e)),
         };
         let read = ReadBuffer::new(stream, BLOCK);
-        if !split_buffered(read, &lines, opts, read_ahead, Some(stop), tx)? {
+        // A decoder would not survive a read that ends early: a compressed stream is read
+        // in whole batches.
+        let flush_idle = codec.is_none();
+        if !split_buffered(read, &lines, opts, read_ahead, Some(stop), flush_idle, tx)? {
             return Ok(());
         }
     }
@@ -177,14 +186,16 @@ impl Lines {
 ///
 /// A batch is handed on when it holds `batch_messages` lines, or before a line would take
 /// it past `batch_bytes` (a longer line goes alone), and whenever `read_ahead` is full, so
-/// that the driver can release what it counts; then the reader waits on it. A stop hands
-/// on the lines read so far.
+/// that the driver can release what it counts; then the reader waits on it. With
+/// `flush_idle`, a batch is also handed on when input pauses (`--flush-idle`: the `stop`
+/// module's documentation). A stop hands on the lines read so far.
 fn split_buffered(
     mut reader: ReadBuffer<impl Read>,
     lines: &Lines,
     opts: ReadOptions,
     read_ahead: &ReadAhead,
     stop: Option<&StopReading>,
+    flush_idle: bool,
     tx: &mpsc::Sender<InputBatch>,
 ) -> Result<bool, InputError> {
     let name = lines.watch.source.clone();
@@ -208,6 +219,9 @@ fn split_buffered(
         if stopping() {
             break true;
         }
+        if let Some(stop) = stop {
+            stop.holding(flush_idle && !batch.is_empty());
+        }
         let Line {
             mut text,
             read,
@@ -217,6 +231,22 @@ fn split_buffered(
             Ok(None) => break false,
             // A stopped read (or a decompressor's error about it) ends reading here.
             Err(_) if stopping() => break true,
+            // Input paused while the batch was held: it goes on now, with a ctrl, so that
+            // every send writes what it holds and locks commit while the source is idle.
+            Err(e) if stop::is_idle(&e) => {
+                if !batch.is_empty() {
+                    if !send(tx, &mut batch, &mut reader, lines, None) {
+                        return Ok(false);
+                    }
+                    if tx
+                        .blocking_send(InputBatch::from(vec![Message::ctrl()]))
+                        .is_err()
+                    {
+                        return Ok(false);
+                    }
+                }
+                continue;
+            }
             Err(error) => {
                 return Err(InputError::Io {
                     source_name: name.to_string(),

@@ -5,11 +5,19 @@
 //! it when it waits on the read-ahead bound). A read of a pipe or a terminal can wait for
 //! ever (an idle producer), so such a source is read only once poll(2) says it has data or
 //! the stop's pipe says to stop; a regular file never waits, and is read directly.
+//!
+//! The same wait hands on a batch when input pauses (`--flush-idle`): while the reader holds
+//! lines ([`StopReading::holding`]), a wait for more input lasts at most until the batch is
+//! that old, and then fails with [`is_idle`]'s error, on which the reader hands the batch on
+//! and waits again. So `tail -f app.log | sluice run` writes a line within the flush time,
+//! while a producer that never pauses still fills whole batches.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use sluice_engine::driver::ReadAhead;
 
@@ -19,11 +27,23 @@ pub struct StopReading {
     read_ahead: Arc<ReadAhead>,
     wake_rx: OwnedFd,
     wake_tx: OwnedFd,
+    /// `--flush-idle`: how old a held batch may get while the reader waits for input
+    /// (`None`: it waits for a full batch or the end).
+    flush_idle: Option<Duration>,
+    /// What [`StopReading::holding`] was last told: since when (ms after `base`, plus one)
+    /// the reader holds lines it can hand on; 0 when it holds none.
+    holding_since: AtomicU64,
+    base: Instant,
 }
 
 impl StopReading {
-    /// A stop for the reader of `read_ahead`.
-    pub fn new(read_ahead: Arc<ReadAhead>) -> io::Result<Arc<StopReading>> {
+    /// A stop for the reader of `read_ahead`, handing on a held batch once it is
+    /// `flush_idle` old and the reader would wait for input (see the module
+    /// documentation; `None`: never).
+    pub fn new(
+        read_ahead: Arc<ReadAhead>,
+        flush_idle: Option<Duration>,
+    ) -> io::Result<Arc<StopReading>> {
         let mut fds = [0; 2];
         // SAFETY: pipe2 writes two descriptors into `fds`, which we then own.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
@@ -38,7 +58,41 @@ impl StopReading {
             read_ahead,
             wake_rx,
             wake_tx,
+            flush_idle,
+            holding_since: AtomicU64::new(0),
+            base: Instant::now(),
         }))
+    }
+
+    /// Tells whether the reader holds lines it could hand on now (a batch not empty, of a
+    /// source whose reads may fail with the idle error: not a compressed one, whose decoder
+    /// would not survive it), and so whether a wait for input may end early.
+    pub(super) fn holding(&self, holds: bool) {
+        if self.flush_idle.is_none() {
+            return;
+        }
+        let since = self.holding_since.load(Ordering::Relaxed);
+        if !holds {
+            if since != 0 {
+                self.holding_since.store(0, Ordering::Relaxed);
+            }
+        } else if since == 0 {
+            let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+            self.holding_since.store(ms + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// How long poll(2) may wait for input, in ms (-1: for ever).
+    fn wait_ms(&self) -> i32 {
+        let since = self.holding_since.load(Ordering::Relaxed);
+        match self.flush_idle {
+            Some(after) if since != 0 => {
+                let due = Duration::from_millis(since - 1) + after;
+                let left = due.saturating_sub(self.base.elapsed());
+                i32::try_from(left.as_millis()).unwrap_or(i32::MAX)
+            }
+            _ => -1,
+        }
     }
 
     /// Stops the reader (at once if it waits for input or on the bound).
@@ -92,14 +146,20 @@ impl Read for Interruptible {
                     revents: 0,
                 },
             ];
-            // SAFETY: two valid pollfd entries, waiting without a timeout.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            let wait = self.stop.wait_ms();
+            // SAFETY: two valid pollfd entries, waiting `wait` ms at most (-1: no limit).
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, wait) };
             if n < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(e);
+            }
+            if n == 0 {
+                // Nothing came while the reader held lines: it hands them on.
+                self.stop.holding(false);
+                return Err(io::Error::new(io::ErrorKind::WouldBlock, Idle));
             }
             if fds[1].revents != 0 {
                 return Err(stopped());
@@ -114,6 +174,24 @@ impl Read for Interruptible {
             }
         }
     }
+}
+
+/// What a read that waited `--flush-idle` for input fails with.
+#[derive(Debug)]
+struct Idle;
+
+impl std::fmt::Display for Idle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("no input for the flush time")
+    }
+}
+
+impl std::error::Error for Idle {}
+
+/// Whether `e` is a read's report that input paused while the reader held lines (see the
+/// module documentation): not a failure.
+pub(super) fn is_idle(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<Idle>())
 }
 
 /// The error a read of a stopped source fails with (the reader sees the stop and ends
@@ -131,7 +209,7 @@ mod tests {
     #[test]
     fn a_read_waiting_on_an_idle_pipe_ends_when_told_to_stop() {
         let (rx, mut tx) = std::io::pipe().unwrap();
-        let stop = StopReading::new(Arc::new(ReadAhead::new(1 << 20))).unwrap();
+        let stop = StopReading::new(Arc::new(ReadAhead::new(1 << 20)), None).unwrap();
         let mut reader = stop.reader(File::from(OwnedFd::from(rx))).unwrap();
         tx.write_all(b"a\n").unwrap();
         let mut buf = [0u8; 16];
@@ -157,7 +235,7 @@ mod tests {
 
     #[test]
     fn a_regular_file_is_read_directly_and_an_ended_pipe_reads_its_end() {
-        let stop = StopReading::new(Arc::new(ReadAhead::new(1 << 20))).unwrap();
+        let stop = StopReading::new(Arc::new(ReadAhead::new(1 << 20)), None).unwrap();
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(b"xyz").unwrap();
         use std::io::Seek;

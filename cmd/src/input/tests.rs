@@ -11,7 +11,15 @@ fn split_lines(
     read_ahead: &ReadAhead,
     tx: &mpsc::Sender<InputBatch>,
 ) -> Result<bool, InputError> {
-    split_buffered(ReadBuffer::new(r, BLOCK), lines, opts, read_ahead, None, tx)
+    split_buffered(
+        ReadBuffer::new(r, BLOCK),
+        lines,
+        opts,
+        read_ahead,
+        None,
+        false,
+        tx,
+    )
 }
 
 fn unbounded() -> ReadAhead {
@@ -30,7 +38,7 @@ fn collect(data: &[u8], opts: ReadOptions) -> Result<Vec<String>, InputError> {
 fn collect_in(data: &[u8], opts: ReadOptions, block: usize) -> Result<Vec<String>, InputError> {
     let (tx, mut rx) = mpsc::channel(1024);
     let reader = ReadBuffer::new(data, block);
-    split_buffered(reader, &lines("test"), opts, &unbounded(), None, &tx)?;
+    split_buffered(reader, &lines("test"), opts, &unbounded(), None, false, &tx)?;
     drop(tx);
     let mut out = Vec::new();
     while let Ok(b) = rx.try_recv() {
@@ -170,7 +178,10 @@ fn short_and_interrupted_reads_give_the_same_lines() {
                 max_line_bytes: 100,
             };
             let reader = ReadBuffer::new(source, block);
-            assert!(split_buffered(reader, &lines("test"), opts, &unbounded(), None, &tx).unwrap());
+            assert!(
+                split_buffered(reader, &lines("test"), opts, &unbounded(), None, false, &tx)
+                    .unwrap()
+            );
             drop(tx);
             let mut got = Vec::new();
             while let Ok(b) = rx.try_recv() {
@@ -273,6 +284,7 @@ fn lines_read_after_the_pipeline_stopped_are_named_not_delivered() {
         OPTS,
         &bound,
         None,
+        false,
         &tx,
     );
     assert!(!read.unwrap(), "stops");
@@ -353,7 +365,7 @@ fn gzip_files_are_detected_and_truncation_reported() {
     let (tx, mut rx) = mpsc::channel(16);
     let report = Arc::default();
     let bound = Arc::new(unbounded());
-    let stop = StopReading::new(bound.clone()).unwrap();
+    let stop = StopReading::new(bound.clone(), None).unwrap();
     read_all(&[Source::File(good)], OPTS, &report, &bound, &stop, &tx).unwrap();
     let b = rx.try_recv().unwrap().into_messages();
     assert_eq!(
@@ -414,7 +426,7 @@ fn received(rx: &mut mpsc::Receiver<InputBatch>) -> Vec<Vec<String>> {
 fn a_stop_hands_on_every_line_read_and_says_where_reading_stopped() {
     let report = Arc::new(LineReport::default());
     let bound = Arc::new(unbounded());
-    let stop = StopReading::new(bound.clone()).unwrap();
+    let stop = StopReading::new(bound.clone(), None).unwrap();
     let lines = Lines::new("in", 0, &report, 2);
     report.reading(&lines.watch.source);
     // "a", "b" and "c" are read whole before the stop; "d" is cut (no newline yet).
@@ -429,7 +441,7 @@ fn a_stop_hands_on_every_line_read_and_says_where_reading_stopped() {
         ..OPTS
     };
     let reader = ReadBuffer::new(source, BLOCK);
-    let more = split_buffered(reader, &lines, opts, &bound, Some(&stop), &tx).unwrap();
+    let more = split_buffered(reader, &lines, opts, &bound, Some(&stop), false, &tx).unwrap();
     assert!(!more, "no more sources are read");
     assert_eq!(received(&mut rx), [vec!["a", "b"], vec!["c"]]);
     assert_eq!(report.read(), 3);
@@ -452,7 +464,7 @@ fn a_stop_hands_on_every_line_read_and_says_where_reading_stopped() {
 
     // Without a stop, every source is read to its end.
     let bound = Arc::new(unbounded());
-    let stop = StopReading::new(bound.clone()).unwrap();
+    let stop = StopReading::new(bound.clone(), None).unwrap();
     read_all(&sources, OPTS, &report, &bound, &stop, &tx).unwrap();
     assert_eq!(received(&mut rx), [vec!["1", "2"], vec!["3"]]);
     assert_eq!((report.read(), report.next_unread()), (3, None));

@@ -1,0 +1,112 @@
+//! `sluice run` over a pipe that stays open (`tail -f app.log | sluice run`): what is read
+//! is out within `--flush-idle` once input pauses, through a send that batches (a
+//! checkpoint follows), while the pipe is still open; `--flush-idle off` waits for the end.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::common::Dir;
+
+/// A `sluice run` whose stdin stays open and whose stdout lines arrive on a channel.
+struct Streaming {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Streaming {
+    fn start(d: &Dir, args: &[&str]) -> Streaming {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .arg("run")
+            .args(args)
+            .current_dir(d.path())
+            .env_remove("SLUICE_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting sluice");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Streaming {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn write(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("open");
+        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line out, if it comes within `within`.
+    fn next(&self, within: Duration) -> Option<String> {
+        self.lines.recv_timeout(within).ok()
+    }
+
+    fn close(mut self) -> Vec<String> {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status:?}");
+        self.lines.iter().collect()
+    }
+}
+
+#[test]
+fn a_line_is_out_within_the_flush_time_while_the_pipe_stays_open() {
+    let d = Dir::new();
+    // Without a config (send_stdout, which batches by 1,000 lines or a minute).
+    let mut s = Streaming::start(&d, &[]);
+    for line in ["{\"a\":1}", "{\"b\":2}"] {
+        let sent = Instant::now();
+        s.write(line);
+        assert_eq!(s.next(Duration::from_secs(2)).as_deref(), Some(line));
+        assert!(sent.elapsed() < Duration::from_secs(2));
+    }
+    assert!(s.close().is_empty());
+}
+
+#[test]
+fn an_aggregate_is_flushed_at_the_pause_and_off_waits_for_the_end() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n\
+         { transforms: [sub.tf.aggregate.to.array({ object: { target_key: 'all' } }), sub.tf.send.stdout()] }\n",
+    );
+    let mut s = Streaming::start(&d, &["-c", "cfg.jsonnet", "--flush-idle", "300ms"]);
+    s.write("1\n2"); // one write: both lines are ready together
+    assert_eq!(
+        s.next(Duration::from_secs(2)).as_deref(),
+        Some("{\"all\":[1,2]}")
+    );
+    s.write("3");
+    assert_eq!(
+        s.next(Duration::from_secs(2)).as_deref(),
+        Some("{\"all\":[3]}")
+    );
+    assert!(s.close().is_empty());
+
+    let mut s = Streaming::start(&d, &["-c", "cfg.jsonnet", "--flush-idle", "off"]);
+    s.write("1");
+    assert_eq!(
+        s.next(Duration::from_millis(1500)),
+        None,
+        "held till the end"
+    );
+    s.write("2");
+    assert_eq!(s.close(), ["{\"all\":[1,2]}"]);
+}
