@@ -403,28 +403,32 @@ impl DynamoDbStore {
                 .condition_expression(OWNED)
                 .expression_attribute_names("#owner", &a.owner)
                 .expression_attribute_names("#status", &a.status)
-                .expression_attribute_names("#lease", &a.lease_until)
                 .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
                 .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 )
         };
+        // The lease, for the changes that name it (DynamoDB refuses a name left unused).
+        let lease = |u: aws_sdk_dynamodb::types::builders::UpdateBuilder| {
+            u.expression_attribute_names("#lease", &a.lease_until)
+        };
         let built = match op {
             Op::Commit(c) => {
-                let mut u = update(match c.note {
+                let u = update(match c.note {
                     Some(_) => {
                         "SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since, #progress"
                     }
                     None => {
                         "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since, #progress"
                     }
-                })
-                .expression_attribute_names("#ttl", &a.ttl)
-                .expression_attribute_names("#since", &a.since)
-                .expression_attribute_names("#progress", &a.progress)
-                .expression_attribute_values(":committed", AttributeValue::S(COMMITTED.into()))
-                .expression_attribute_values(":ttl", number(c.ttl));
+                });
+                let mut u = lease(u)
+                    .expression_attribute_names("#ttl", &a.ttl)
+                    .expression_attribute_names("#since", &a.since)
+                    .expression_attribute_names("#progress", &a.progress)
+                    .expression_attribute_values(":committed", AttributeValue::S(COMMITTED.into()))
+                    .expression_attribute_values(":ttl", number(c.ttl));
                 if let Some(note) = &c.note {
                     u = u
                         .expression_attribute_names("#note", &a.note)
@@ -433,17 +437,17 @@ impl DynamoDbStore {
                 u.build()
                     .map(|u| TransactWriteItem::builder().update(u).build())
             }
-            Op::Renew(r) => update("SET #lease = :lease, #ttl = :ttl")
+            Op::Renew(r) => lease(update("SET #lease = :lease, #ttl = :ttl"))
                 .expression_attribute_names("#ttl", &a.ttl)
                 .expression_attribute_values(":lease", number(r.lease_until_ms))
                 .expression_attribute_values(":ttl", number(pending_ttl(r.ttl, r.lease_until_ms)))
                 .build()
                 .map(|u| TransactWriteItem::builder().update(u).build()),
-            Op::Abandon(r) if r.progress.is_empty() => update("SET #lease = :ended")
+            Op::Abandon(r) if r.progress.is_empty() => lease(update("SET #lease = :ended"))
                 .expression_attribute_values(":ended", number(0))
                 .build()
                 .map(|u| TransactWriteItem::builder().update(u).build()),
-            Op::Abandon(r) => update("SET #lease = :ended ADD #progress :progress")
+            Op::Abandon(r) => lease(update("SET #lease = :ended ADD #progress :progress"))
                 .expression_attribute_names("#progress", &a.progress)
                 .expression_attribute_values(":ended", number(0))
                 .expression_attribute_values(":progress", AttributeValue::Ss(r.progress.entries()))
