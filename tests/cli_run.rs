@@ -390,8 +390,36 @@ local sub = std.extVar('sub');
     );
     let input: String = (0..100).map(|i| format!("{{\"n\":{i}}}\n")).collect();
     for workers in ["1", "4"] {
+        // Each line fails alone: the first ten are listed, then the count.
         let out = d.sluice(
             &["run", "--workers", workers, "--config", "err.jsonnet"],
+            input.clone(),
+        );
+        out.assert_code(1);
+        let listed: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(
+            listed.first().copied(),
+            Some("sluice: <stdin>:1: not delivered: transform reject: no user"),
+            "with --workers {workers}: {}",
+            out.stderr
+        );
+        assert_eq!(
+            listed.last().copied(),
+            Some("error: 100 of 100 input lines were not delivered"),
+            "with --workers {workers}: {}",
+            out.stderr
+        );
+        assert_eq!(out.stdout, b"", "nothing reaches the send");
+        // --fail-fast stops at the first, printed once.
+        let out = d.sluice(
+            &[
+                "run",
+                "--fail-fast",
+                "--workers",
+                workers,
+                "--config",
+                "err.jsonnet",
+            ],
             input.clone(),
         );
         out.assert_code(1);
@@ -422,6 +450,14 @@ local sub = std.extVar('sub');
 "#,
     );
     let out = d.sluice(&["run", "--config", "nest.jsonnet"], "{\"a\":\"x\"}\n");
+    out.assert_failure(
+        "sluice: <stdin>:1: not delivered: transform route: transform inner: bad a\n\
+         error: 1 of 1 input lines were not delivered\n",
+    );
+    let out = d.sluice(
+        &["run", "--fail-fast", "--config", "nest.jsonnet"],
+        "{\"a\":\"x\"}\n",
+    );
     out.assert_failure("error: running nest.jsonnet: transform route: transform inner: bad a\n");
 
     // Messages the error case does not match pass.
@@ -453,7 +489,7 @@ local sub = std.extVar('sub');
     );
     out.assert_stdout("not json\n{\"b\":\"X\",\"c\":\"x\"}\n[1,2\n");
 
-    // Writing a key into non-JSON data is an error naming the transform.
+    // Writing a key into non-JSON data fails the line, named with the transform.
     d.write(
         "write.jsonnet",
         r#"
@@ -463,7 +499,8 @@ local sub = std.extVar('sub');
     );
     let out = d.sluice(&["run", "--config", "write.jsonnet"], "not json\n");
     out.assert_failure(
-        "error: running write.jsonnet: transform ins: cannot set a key: the data is not JSON\n",
+        "sluice: <stdin>:1: not delivered: transform ins: cannot set a key: the data is not JSON\n\
+         error: 1 of 1 input lines were not delivered\n",
     );
 
     // Empty data is an empty object for writes.
@@ -620,4 +657,52 @@ local sub = std.extVar('sub');
     );
     out.assert_clean_success();
     assert_eq!(d.read("undelivered.txt"), "");
+}
+
+/// A line that a transform fails (here: not JSON, where a key is set) fails alone: the
+/// other 2,999 lines are written, the bad one is named by file and line with the error,
+/// and the exit status is non-zero with the count. `--fail-fast` stops at it, as
+/// Substation does.
+#[test]
+fn a_bad_line_fails_alone_and_is_named_by_file_and_line() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n\
+         { transforms: [sub.tf.object.insert({ object: { target_key: 'x' }, value: 1 }), sub.tf.send.stdout()] }\n",
+    );
+    let input: String = (1..=3000)
+        .map(|i| {
+            if i == 1500 {
+                "not json\n".to_string()
+            } else {
+                format!("{{\"n\":{i}}}\n")
+            }
+        })
+        .collect();
+    d.write("in.jsonl", &input);
+    let out = d.sluice(&["run", "-c", "cfg.jsonnet", "in.jsonl"], "");
+    out.assert_code(1);
+    let lines: Vec<&str> = out.stdout_str().lines().collect();
+    assert_eq!(lines.len(), 2999);
+    assert_eq!(lines[1498], "{\"n\":1499,\"x\":1}");
+    assert_eq!(lines[1499], "{\"n\":1501,\"x\":1}");
+    let err = &out.stderr;
+    assert!(
+        err.contains("in.jsonl:1500: not delivered:") && err.contains("the data is not JSON"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 of 3000 input lines were not delivered"),
+        "{err}"
+    );
+
+    let out = d.sluice(&["run", "--fail-fast", "-c", "cfg.jsonnet", "in.jsonl"], "");
+    out.assert_code(1);
+    assert!(out.stdout_str().lines().count() < 2999);
+    assert!(
+        out.stderr.contains("the data is not JSON"),
+        "{}",
+        out.stderr
+    );
 }

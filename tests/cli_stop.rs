@@ -309,8 +309,13 @@ fn a_pipeline_error_ends_the_run_while_its_input_stays_open() {
         "cfg.jsonnet",
         "local sub = std.extVar('sub'); { transforms: [sub.tf.util.err({ id: 'reject', message: 'no' })] }",
     );
-    // The input stays open and idle after its line: the reader waits for more.
-    let mut run = Running::start(&d, &["-c", "cfg.jsonnet", "--batch-messages", "1"], "a\n");
+    // The input stays open and idle after its line: the reader waits for more. (Without
+    // --fail-fast the line would fail alone and the run go on reading.)
+    let mut run = Running::start(
+        &d,
+        &["-c", "cfg.jsonnet", "--fail-fast", "--batch-messages", "1"],
+        "a\n",
+    );
     assert_eq!(run.exit(Duration::from_secs(20)), Some(1));
     assert_eq!(
         d.read("err"),

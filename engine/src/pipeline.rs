@@ -52,6 +52,10 @@ struct Step {
     /// Its errors already name the transform they come from (a fused run of copies names
     /// the copy that failed).
     attributes_errors: bool,
+    /// A message it fails (one that carries an acknowledgement, which reports it) fails
+    /// alone and the others go on ([`Pipeline::failing_messages_alone`]); otherwise its
+    /// error fails the batch.
+    fails_alone: bool,
 }
 
 impl Step {
@@ -60,6 +64,7 @@ impl Step {
             id,
             transform,
             attributes_errors: false,
+            fails_alone: false,
         }
     }
 
@@ -246,6 +251,27 @@ impl Pipeline {
     /// The context its transforms were built in: what they reported is in its telemetry.
     pub fn context(&self) -> &Arc<Context> {
         &self.ctx
+    }
+
+    /// The same pipeline, in which a message that a stateless transform fails, and that
+    /// carries an acknowledgement (so that its failure is reported: a line of `sluice run`,
+    /// a Lambda record), fails alone: its acknowledgements fail with the error, it goes no
+    /// further, and the other messages go on. A message without one, and an error of a
+    /// stateful transform (a send that gave up), still fail the batch. Meta transforms'
+    /// inner lists keep their own rule; an error that comes out of one fails the message
+    /// alone here.
+    pub fn failing_messages_alone(mut self) -> Pipeline {
+        for stage in &mut self.stages {
+            if let Stage::Stateless { steps, .. } = stage {
+                let Some(steps) = Arc::get_mut(steps) else {
+                    continue;
+                };
+                for step in steps.iter_mut() {
+                    step.fails_alone = true;
+                }
+            }
+        }
+        self
     }
 
     /// Runs stateless segments on up to `n` workers (tokio tasks) at once.
@@ -661,6 +687,10 @@ async fn run_segment(
                     let e = steps[i].attribute(e);
                     let reason = e.to_string();
                     msg.fail_acks(&reason);
+                    if steps[i].fails_alone && !msg.acks().is_empty() {
+                        kept = false;
+                        break;
+                    }
                     for m in rest {
                         m.fail_acks(&reason);
                     }
@@ -726,13 +756,15 @@ async fn run_steps(
             if let Err(e) = step.transform.transform(m, &mut b).await {
                 let e = step.attribute(e);
                 let reason = e.to_string();
+                let alone = step.fails_alone && acks.is_some();
                 if let Some(acks) = acks {
                     crate::ack::fail_all(&acks, &reason);
                 }
                 for m in pending.chain(b.drain(..)) {
                     m.fail_acks(&reason);
                 }
-                return Err(e);
+                // What the message had become fails with it; nothing of it goes on.
+                return if alone { Ok(()) } else { Err(e) };
             }
         }
         drop(pending);

@@ -59,6 +59,12 @@ pub struct Args {
     /// are listed on standard error. Either way the exit status is non-zero when any was.
     #[arg(long, value_name = "FILE")]
     undelivered: Option<PathBuf>,
+    /// Stop at the first line a transform fails (Substation's behaviour): the lines after
+    /// it are not processed. Without it, a line that fails (not JSON where a key is set, a
+    /// bad value) fails alone, is named at the end (`FILE:LINE: not delivered: why`) and
+    /// the others go on; the exit status is non-zero all the same.
+    #[arg(long)]
+    fail_fast: bool,
     /// Streaming: once the oldest line read from a pipe or terminal has waited this long
     /// and no more input is ready, hand what was read to the pipeline and checkpoint (every
     /// send writes what it holds, locks commit), as at the end of input. A line of
@@ -122,6 +128,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let workers = args.workers.or(concurrency).unwrap_or(cores).max(1);
     // What comes out of the pipeline is dropped here, so a send to standard output at its
     // end may have its lines written by the workers that made them.
+    // A line that a transform fails fails alone (named at the end), unless --fail-fast.
+    let pipeline = if args.fail_fast {
+        pipeline
+    } else {
+        pipeline.failing_messages_alone()
+    };
     let pipeline = Arc::new(pipeline.with_workers(workers).discarding_outputs());
 
     let runtime = if workers == 1 {

@@ -78,8 +78,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl LineReport {
     /// The undelivered lines so far, in input order, each once with the first reason it
-    /// was failed for (a line whose copies failed, or that failed twice, is told more than
-    /// once).
+    /// was failed for, or that reason as an outer layer named it (a line whose copies
+    /// failed, or that failed twice, is told more than once).
     pub fn undelivered(&self) -> Vec<Undelivered> {
         let mut v = lock(&self.failed).clone();
         sort_and_dedup(&mut v);
@@ -160,9 +160,24 @@ impl LineReport {
 }
 
 /// In input order, each line once with the first reason told (stable).
+/// Sorts by place and keeps one entry per line: its first reason, or the same failure as
+/// an outer layer named it later (a reason that ends with `: ` and the first: a meta
+/// transform's inner list fails the line, then the meta transform's step says which one
+/// it was).
 fn sort_and_dedup(v: &mut Vec<Undelivered>) {
     v.sort_by_key(|u| (u.source_index, u.line));
-    v.dedup_by_key(|u| (u.source_index, u.line));
+    v.dedup_by(|later, kept| {
+        if (later.source_index, later.line) != (kept.source_index, kept.line) {
+            return false;
+        }
+        if later.reason.len() > kept.reason.len()
+            && later.reason.ends_with(&kept.reason)
+            && later.reason[..later.reason.len() - kept.reason.len()].ends_with(": ")
+        {
+            kept.reason = std::mem::take(&mut later.reason);
+        }
+        true
+    });
 }
 
 #[cfg(test)]
@@ -225,5 +240,27 @@ mod tests {
         a.finished(1, 100);
         report.read_to_the_end();
         assert_eq!(report.next_unread(), None);
+    }
+
+    #[test]
+    fn a_line_keeps_its_first_reason_or_that_reason_as_an_outer_layer_named_it() {
+        let report = Arc::new(LineReport::default());
+        let a = watch(&report, "a", 0);
+        a.failed(1, "transform inner: bad");
+        a.failed(1, "transform route: transform inner: bad");
+        a.failed(2, "first");
+        a.failed(2, "something else");
+        a.failed(2, "xfirst");
+        assert_eq!(
+            places(&report.undelivered()),
+            [
+                (
+                    "a".into(),
+                    1,
+                    "transform route: transform inner: bad".into()
+                ),
+                ("a".into(), 2, "first".into()),
+            ]
+        );
     }
 }

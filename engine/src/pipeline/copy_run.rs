@@ -165,6 +165,7 @@ fn close(run: &mut Vec<(Step, Member)>, out: &mut Vec<Step>) {
         id,
         transform: Transform::map(CopyRun::of(members)),
         attributes_errors: true,
+        fails_alone: false,
     });
 }
 

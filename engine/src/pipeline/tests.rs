@@ -209,6 +209,56 @@ async fn errors_name_the_transform_and_fail_what_was_held() {
     assert_eq!(t_ok.status(), AckStatus::Failed);
 }
 
+/// `failing_messages_alone`: a message a stateless step fails (in place or async, after a
+/// fan-out too) fails alone when it carries an acknowledgement; the others go on. One
+/// without an acknowledgement still fails the batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_failed_by_a_step_fails_alone_when_it_is_reported() {
+    for (name, steps) in [
+        ("in place", vec![Transform::map(FastTag("+"))]),
+        (
+            "async",
+            vec![Transform::stateless(Twice), Transform::stateless(FailOn)],
+        ),
+    ] {
+        let pipe = p(steps).failing_messages_alone().with_workers(2);
+        let mut trackers = Vec::new();
+        let mut input = Vec::new();
+        for d in ["a", "bad", "c"] {
+            let (t, tok) = AckTracker::new();
+            let mut m = Message::new(d.as_bytes().to_vec());
+            m.add_ack(tok);
+            trackers.push(t);
+            input.push(m);
+        }
+        input.push(Message::ctrl());
+        let out = pipe.apply(input).await.unwrap();
+        let want: Vec<String> = match name {
+            "in place" => vec!["a+".into(), "c+".into()],
+            _ => vec!["a".into(), "a".into(), "c".into(), "c".into()],
+        };
+        assert_eq!(data(&out), want, "{name}");
+        assert_eq!(trackers[1].status(), AckStatus::Failed, "{name}");
+        assert!(
+            trackers[1]
+                .failure_reason()
+                .is_some_and(|r| r.contains("boom") && r.contains("t")),
+            "{name}: {:?}",
+            trackers[1].failure_reason()
+        );
+        drop(out);
+        for i in [0, 2] {
+            assert_eq!(trackers[i].status(), AckStatus::Delivered, "{name} {i}");
+        }
+        // Unreported, it fails the batch as before.
+        let err = pipe
+            .apply(vec![Message::new(&b"bad"[..]), Message::new(&b"c"[..])])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("boom"), "{name}: {err}");
+    }
+}
+
 /// A stateless transform that shares state (a kv store's, in real life).
 struct Shared;
 #[async_trait]
