@@ -706,3 +706,27 @@ fn a_bad_line_fails_alone_and_is_named_by_file_and_line() {
         out.stderr
     );
 }
+
+/// Without a config every line passes unchanged whatever its size (up to
+/// `--max-line-bytes`); with one, a send's batch size error names the setting to raise.
+#[test]
+fn a_10_mb_line_passes_without_a_config_and_a_send_names_its_batch_size() {
+    let d = Dir::new();
+    let line = format!("{{\"a\":\"{}\"}}", "x".repeat(10 << 20));
+    let out = d.sluice(&["run"], format!("{line}\n"));
+    out.assert_clean_success();
+    assert!(out.stdout == format!("{line}\n").into_bytes(), "unchanged");
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n{ transforms: [sub.tf.send.stdout()] }\n",
+    );
+    let out = d.sluice(&["run", "-c", "cfg.jsonnet"], format!("{line}\n"));
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains(
+            "exceeds the batch size limit of 1000000 bytes (the transform's batch.size: raise it"
+        ),
+        "{}",
+        out.stderr
+    );
+}

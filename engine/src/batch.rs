@@ -80,7 +80,7 @@ struct Open<T> {
 /// An item does not fit in an empty batch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "data could not be added to batch: an item of {item} bytes exceeds the batch size limit of {limit} bytes"
+    "data could not be added to batch: an item of {item} bytes exceeds the batch size limit of {limit} bytes (the transform's batch.size: raise it to take larger items)"
 )]
 pub struct TooLarge {
     /// The item's size.

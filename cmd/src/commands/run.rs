@@ -116,7 +116,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             (pipeline, cfg.concurrency()?, path.display().to_string())
         }
         None => {
-            let default = json!([{"type": "send_stdout", "settings": {}}]);
+            // Every line passes, however long (up to --max-line-bytes): the send's batch
+            // holds at least one.
+            let default = json!([{"type": "send_stdout", "settings": {
+                "batch": {"size": args.max_line_bytes.max(1)}
+            }}]);
             let pipeline =
                 super::build_pipeline(&registry, Path::new("<default config>"), &default)?;
             (pipeline, None, "<default config>".to_string())

@@ -456,7 +456,7 @@ mod tests {
             .collect();
         assert_eq!(
             errors[0],
-            "transform out: data could not be added to batch: an item of 26 bytes exceeds the batch size limit of 20 bytes"
+            "transform out: data could not be added to batch: an item of 26 bytes exceeds the batch size limit of 20 bytes (the transform's batch.size: raise it to take larger items)"
         );
         assert_eq!(errors[0], errors[1], "the same as the send's");
     }
