@@ -194,7 +194,7 @@ fn an_unknown_settings_key_is_a_warning_and_the_run_succeeds() {
     out.assert_code(0);
     assert_eq!(
         out.stderr,
-        "warning: typo.jsonnet: transforms[1]: unknown setting \"objcet\" is ignored (check its spelling against the reference for object_copy)\n"
+        "warning: typo.jsonnet: transforms[1]: unknown setting \"objcet\" is ignored (did you mean \"object\"?)\n"
     );
     assert_eq!(out.stdout_str(), "{\"a\":1}\n{\"a\":1,\"b\":1}\n");
 }

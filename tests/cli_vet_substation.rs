@@ -30,7 +30,7 @@ const PROBLEMS: &[(&str, &[&str])] = &[
     (
         "misspelled setting (a warning)",
         &[
-            "warning: ./bad/misspelled_setting.jsonnet: transforms[0]: unknown setting \"locaton\" is ignored (check its spelling against the reference for time_to_string)",
+            "warning: ./bad/misspelled_setting.jsonnet: transforms[0]: unknown setting \"locaton\" is ignored (did you mean \"location\"?)",
         ],
     ),
     (

@@ -202,6 +202,8 @@ pub struct Build<'a> {
     type_name: &'a str,
     id: Arc<str>,
     settings: Value,
+    /// The unknown keys [`Build::settings`] found, as dotted paths.
+    unknown: Mutex<Vec<String>>,
 }
 
 impl<'a> Build<'a> {
@@ -232,15 +234,37 @@ impl<'a> Build<'a> {
         &self.settings
     }
 
-    /// Decodes the settings into the transform's settings struct; unknown keys warn.
+    /// Decodes the settings into the transform's settings struct; unknown keys warn, with
+    /// the known names closest to a top-level one, and are kept so that an error about a
+    /// setting they resemble names them ([`Build::error`]).
     pub fn settings<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
         match crate::settings::decode::<T>(&self.settings) {
             Ok((v, unknown)) => {
-                for k in unknown {
-                    self.warn(format!(
-                        "unknown setting {k:?} is ignored (check its spelling against the reference for {})",
-                        self.type_name
-                    ));
+                let known = crate::settings::field_names::<T>();
+                for k in &unknown {
+                    let close = if k.contains('.') {
+                        Vec::new()
+                    } else {
+                        nearest(k, known.iter().copied())
+                    };
+                    let hint = match close.as_slice() {
+                        [] => format!(
+                            "check its spelling against the reference for {}",
+                            self.type_name
+                        ),
+                        names => format!(
+                            "did you mean {}?",
+                            names
+                                .iter()
+                                .map(|n| format!("{n:?}"))
+                                .collect::<Vec<_>>()
+                                .join(" or ")
+                        ),
+                    };
+                    self.warn(format!("unknown setting {k:?} is ignored ({hint})"));
+                }
+                if let Ok(mut u) = self.unknown.lock() {
+                    *u = unknown;
                 }
                 Ok(v)
             }
@@ -250,14 +274,33 @@ impl<'a> Build<'a> {
         }
     }
 
-    /// An error about `field` of this transform.
+    /// An error about `field` of this transform. When the settings hold an unknown key
+    /// that looks like `field` (`seperator` for a missing `separator`), the error names it.
     pub fn error(&self, field: Option<String>, message: impl Into<String>) -> ConfigError {
+        let mut message = message.into();
+        if let Some(f) = &field
+            && let Ok(unknown) = self.unknown.lock()
+        {
+            let name = f.rsplit('.').next().unwrap_or(f);
+            let parent = &f[..f.len() - name.len()];
+            if let Some(typo) = unknown.iter().find(|u| {
+                let (u_parent, u_name) = match u.rsplit_once('.') {
+                    Some((p, n)) => (&u[..p.len() + 1], n),
+                    None => ("", u.as_str()),
+                };
+                u_parent == parent && !nearest(u_name, std::iter::once(name)).is_empty()
+            }) {
+                message.push_str(&format!(
+                    " (the settings have {typo:?}, which is not a setting: did you mean {f:?}?)"
+                ));
+            }
+        }
         ConfigError {
             location: self.location.clone(),
             type_name: Some(self.type_name.to_string()),
             id: Some(self.id.to_string()),
             field,
-            message: message.into(),
+            message,
         }
     }
 
@@ -480,6 +523,7 @@ impl<'a> Builder<'a> {
             type_name,
             id: id.clone(),
             settings,
+            unknown: Mutex::default(),
         };
         Ok((id, ctor(&b)?))
     }
@@ -524,6 +568,7 @@ impl<'a> Builder<'a> {
             type_name,
             id,
             settings,
+            unknown: Mutex::default(),
         };
         ctor(&b)
     }
@@ -576,6 +621,76 @@ mod tests {
                 .starts_with("transforms[0] (object_cpy, id c1): unknown transform type"),
             "{err}"
         );
+    }
+
+    /// A transform whose settings are `{separator, batch}` and that needs `separator`.
+    fn needs_separator(b: &Build<'_>) -> Result<Transform, ConfigError> {
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Settings {
+            separator: Option<String>,
+            #[allow(dead_code)]
+            batch: Option<Value>,
+        }
+        let s: Settings = b.settings()?;
+        if s.separator.is_none() {
+            return Err(b.field_error("separator", "missing required option: separator"));
+        }
+        Err(b.field_error("separator", "built"))
+    }
+
+    #[test]
+    fn misspelt_settings_are_named_with_what_they_probably_meant() {
+        let mut r = Registry::new();
+        r.transform("joiner", needs_separator);
+        let built = |settings: Value| {
+            let ctx = Arc::default();
+            let b = Builder::new(&r, &ctx);
+            let made = b.one(
+                &serde_json::json!({"type": "joiner", "settings": settings}),
+                "t[0]",
+            );
+            let warnings: Vec<String> = b
+                .warnings
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|w| w.message.clone())
+                .collect();
+            (made.err().map(|e| e.to_string()), warnings)
+        };
+        let (err, warnings) = built(serde_json::json!({"seperator": ",", "btach": {}}));
+        let err = err.unwrap();
+        assert!(
+            err.contains("missing required option: separator (the settings have \"seperator\", which is not a setting: did you mean \"separator\"?)"),
+            "{err}"
+        );
+        assert_eq!(
+            warnings,
+            [
+                "unknown setting \"seperator\" is ignored (did you mean \"separator\"?)",
+                "unknown setting \"btach\" is ignored (did you mean \"batch\"?)",
+            ]
+        );
+        // Nothing like it: the reference.
+        let (_, warnings) = built(serde_json::json!({"separator": ",", "zzz": 1}));
+        assert_eq!(
+            warnings,
+            [
+                "unknown setting \"zzz\" is ignored (check its spelling against the reference for joiner)"
+            ]
+        );
+        assert_eq!(
+            crate::settings::field_names::<BatchSettingsProbe>(),
+            ["count", "size"]
+        );
+    }
+
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct BatchSettingsProbe {
+        count: u32,
+        size: u32,
     }
 
     #[test]

@@ -26,6 +26,59 @@ pub fn decode<T: DeserializeOwned>(settings: &Value) -> Result<(T, Vec<String>),
     }
 }
 
+/// The top-level setting names `T` takes (its struct's fields, as serde names them); empty
+/// for a type that is not a plain struct (a map, or a struct with flattened fields).
+pub fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    let mut names: &'static [&'static str] = &[];
+    let _ = T::deserialize(FieldNames(&mut names));
+    names
+}
+
+/// A deserializer that only notes the fields of the struct asked of it, then stops.
+struct FieldNames<'n>(&'n mut &'static [&'static str]);
+
+/// What stops [`FieldNames`].
+#[derive(Debug)]
+struct Noted;
+
+impl std::fmt::Display for Noted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("field names noted")
+    }
+}
+
+impl std::error::Error for Noted {}
+
+impl serde::de::Error for Noted {
+    fn custom<M: std::fmt::Display>(_: M) -> Self {
+        Noted
+    }
+}
+
+impl<'de> Deserializer<'de> for FieldNames<'_> {
+    type Error = Noted;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Noted> {
+        Err(Noted)
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Noted> {
+        *self.0 = fields;
+        Err(Noted)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
 /// Parses a Go duration string (`300ms`, `1.5h`, `2h45m`, `1us`, `0`).
 pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("invalid duration {s:?} (examples: \"500ms\", \"30s\", \"15m\", \"1h\")");
