@@ -241,6 +241,18 @@ impl<'a> Build<'a> {
         match crate::settings::decode::<T>(&self.settings) {
             Ok((v, unknown)) => {
                 let known = crate::settings::field_names::<T>();
+                // A key of `object` given beside it (`sub.tf.obj.copy({ src: 'a' })` for
+                // `{ obj: { src: 'a' } }`) would leave the transform doing nothing.
+                if known.contains(&"object")
+                    && let Some(k) = unknown.iter().find(|k| OBJECT_KEYS.contains(&k.as_str()))
+                {
+                    return Err(self.field_error(
+                        k,
+                        format!(
+                            "{k:?} belongs inside \"object\" (the library's obj: {{ {k}: ... }}); beside it, it is not a setting and the transform would read nothing"
+                        ),
+                    ));
+                }
                 for k in &unknown {
                     let close = if k.contains('.') {
                         Vec::new()
@@ -442,6 +454,16 @@ fn take_id(settings: &mut Value, type_name: &str) -> Arc<str> {
         _ => Arc::from(type_name),
     }
 }
+
+/// The keys of a transform's `object` setting, as Substation and the library name them.
+const OBJECT_KEYS: &[&str] = &[
+    "source_key",
+    "target_key",
+    "batch_key",
+    "src",
+    "trg",
+    "btch",
+];
 
 /// The known names closest to `name`, best first.
 pub fn nearest<'n>(name: &str, known: impl Iterator<Item = &'n str>) -> Vec<&'n str> {
@@ -683,6 +705,49 @@ mod tests {
         assert_eq!(
             crate::settings::field_names::<BatchSettingsProbe>(),
             ["count", "size"]
+        );
+    }
+
+    #[test]
+    fn a_key_of_object_given_beside_it_is_an_error() {
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Settings {
+            #[allow(dead_code)]
+            object: Option<Value>,
+        }
+        let mut r = Registry::new();
+        struct Keep;
+        impl MapTransform for Keep {
+            fn map(
+                &self,
+                _: &mut crate::message::Message,
+            ) -> Result<crate::transform::InPlace, crate::error::TransformError> {
+                Ok(crate::transform::InPlace::Keep)
+            }
+        }
+        r.transform("copier", |b| {
+            let _: Settings = b.settings()?;
+            Ok(Transform::map(Keep))
+        });
+        let err = r
+            .build_pipeline(
+                &serde_json::json!([{"type": "copier", "settings": {"src": "a", "trg": "b"}}]),
+                "transforms",
+            )
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("settings.src: \"src\" belongs inside \"object\""),
+            "{err}"
+        );
+        assert!(
+            r.build_pipeline(
+                &serde_json::json!([{"type": "copier", "settings": {"object": {"src": "a"}}}]),
+                "transforms",
+            )
+            .is_ok()
         );
     }
 
