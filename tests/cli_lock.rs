@@ -406,6 +406,45 @@ fn a_holder_on_idle_input_commits_what_it_delivered(store: Store) {
     );
 }
 
+/// A message that a transform inside the lock fails (here: id 2, refused by `utility_err`)
+/// fails alone: the others are processed and committed, its line is named, the run exits
+/// 1, and its key is given back, so a later run processes it.
+fn a_message_failed_inside_the_lock_fails_alone_and_its_key_is_given_back(store: Store) {
+    let d = Dir::new();
+    let refusing = |refuse: &str| {
+        config(
+            &store,
+            &format!(
+                "transforms: [sub.tf.meta.switch({{ cases: [{{ condition: sub.cnd.str.eq({{ obj: {{ src: 'id' }}, value: '{refuse}' }}), transforms: [sub.tf.util.err({{ message: 'id {refuse} refused' }})] }}] }}), sub.tf.obj.insert({{ obj: {{ trg: 'processed' }}, value: true }}), sub.tf.send.stdout()],"
+            ),
+        )
+        .replacen(
+            "transforms: [\n        sub.tf.obj.insert({ obj: { trg: 'processed' }, value: true }),\n        sub.tf.send.stdout(),\n      ],",
+            "",
+            1,
+        )
+    };
+    d.write("cfg.jsonnet", refusing("2"));
+    let run = |input: String| d.sluice_env(&["run", "-c", "cfg.jsonnet"], input, &store.env());
+    let first = run(lines(1..=3));
+    first.assert_code(1);
+    assert_eq!(ids_of(first.stdout_str()), vec![1, 3]);
+    assert!(
+        first.stderr.contains("<stdin>:2: not delivered:") && first.stderr.contains("id 2 refused"),
+        "{}",
+        first.stderr
+    );
+    assert_eq!(
+        store.counts(&d),
+        (0, 2),
+        "2 committed, id 2's key given back"
+    );
+    d.write("cfg.jsonnet", refusing("none"));
+    let second = run(lines(1..=3));
+    second.assert_clean_success();
+    assert_eq!(ids_of(second.stdout_str()), vec![2]);
+}
+
 /// One `#[test]` per scenario and store.
 macro_rules! on_both_stores {
     ($($scenario:ident),* $(,)?) => {
@@ -425,4 +464,5 @@ on_both_stores!(
     another_process_still_working_fails_only_its_message_loudly,
     a_late_owner_never_commits_a_lock_another_process_took_over,
     a_holder_on_idle_input_commits_what_it_delivered,
+    a_message_failed_inside_the_lock_fails_alone_and_its_key_is_given_back,
 );

@@ -66,6 +66,9 @@ pub struct Context {
     telemetry: Arc<Telemetry>,
     clock: Arc<dyn Clock>,
     stdout: Option<OutputSink>,
+    /// Inner lists that settle each message themselves (the lock's) fail a message alone
+    /// ([`crate::Pipeline::failing_messages_alone`]), as the top level does in `sluice run`.
+    messages_fail_alone: bool,
 }
 
 impl std::fmt::Debug for Context {
@@ -85,6 +88,7 @@ impl Default for Context {
             telemetry: Arc::default(),
             clock: Arc::new(SystemClock),
             stdout: None,
+            messages_fail_alone: false,
         }
     }
 }
@@ -114,6 +118,19 @@ impl Context {
     pub fn with_stdout(mut self, sink: OutputSink) -> Context {
         self.stdout = Some(sink);
         self
+    }
+
+    /// The same context, in which the inner lists that settle each message themselves (the
+    /// lock's) fail a message alone (before it is shared): for a caller whose own pipeline
+    /// does ([`crate::Pipeline::failing_messages_alone`]).
+    pub fn with_messages_failing_alone(mut self) -> Context {
+        self.messages_fail_alone = true;
+        self
+    }
+
+    /// Whether inner lists that settle each message themselves fail a message alone.
+    pub fn messages_fail_alone(&self) -> bool {
+        self.messages_fail_alone
     }
 
     /// The same context with `clock` (before it is shared).

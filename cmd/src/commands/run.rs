@@ -112,7 +112,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (pipeline, concurrency, config_name) = match &args.config {
         Some(path) => {
             let cfg = super::load(path, &args.ext_str)?;
-            let pipeline = super::build_pipeline(&registry, path, cfg.transforms())?;
+            let ctx = if args.fail_fast {
+                sluice_engine::Context::new()
+            } else {
+                Arc::new(sluice_engine::Context::default().with_messages_failing_alone())
+            };
+            let pipeline = super::build_pipeline_in(&ctx, &registry, path, cfg.transforms())?;
             (pipeline, cfg.concurrency()?, path.display().to_string())
         }
         None => {

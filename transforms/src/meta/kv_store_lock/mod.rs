@@ -235,6 +235,13 @@ impl MetaKvStoreLock {
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let inner = required_pipeline(b, "transforms", &s.transforms)?;
+        // Where the caller fails a message alone, so does the inner list: each message's
+        // key settles by its own outcome.
+        let inner = if b.context().messages_fail_alone() {
+            inner.failing_messages_alone()
+        } else {
+            inner
+        };
         if s.kv_store.is_null() {
             return Err(b.field_error(
                 "kv_store",
