@@ -32,7 +32,6 @@
 //! import and [`ALLOW_IMPORTS_FLAG`], which (or [`ALLOW_IMPORTS_ENV`]`=1`, for the Lambda
 //! bootstrap) lifts the rule.
 
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -123,7 +122,7 @@ impl Fetcher {
 /// The config at `url`: the URL it came from (where redirects led; its imports resolve
 /// against it and its errors name it), its text, and a fetcher for its imports.
 fn read(url: &str) -> anyhow::Result<(String, String, sluice_config::Fetch)> {
-    let fetcher = Rc::new(Fetcher::new()?);
+    let fetcher = Fetcher::new()?;
     let (name, bytes) = fetcher
         .fetch_final(url)
         .map_err(|e| anyhow!("{url}: {e}"))?;
