@@ -13,6 +13,8 @@
 //! [`Remote`] source, so error positions show that name, and its imports resolve relative to
 //! it as URLs and are read with the caller's [`Fetch`].
 
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -116,6 +118,10 @@ fn join_url(base: &str, path: &str) -> Option<String> {
 /// A config given as text (`main`) resolves its other imports against its name as a URL and
 /// reads them with `fetch`; without `fetch`, or when the name is not a URL, it can import
 /// only the library.
+///
+/// Every Jsonnet text it reads is checked against the depth bounds ([`crate::nesting`]);
+/// what only `importstr` or `importbin` read is data, never parsed, and not checked (see
+/// [`Kinds`]).
 #[derive(Acyclic)]
 struct Resolver {
     files: FileImportResolver,
@@ -123,6 +129,22 @@ struct Resolver {
     main: Option<(String, Vec<u8>)>,
     /// Reads the imports of the config given as text.
     fetch: Option<Fetch>,
+    /// What the texts read so far import, and how.
+    kinds: RefCell<Kinds>,
+}
+
+/// Which imports read Jsonnet and which read data. jrsonnet asks for the bytes of both the
+/// same way; the path literals of the texts read so far tell them apart: a path that follows
+/// only `importstr`/`importbin` (never `import`) is data. A file first read as data is
+/// checked when an `import` reaches it, since jrsonnet parses it from what it kept.
+#[derive(Default)]
+struct Kinds {
+    /// The path literals after `import`.
+    jsonnet: HashSet<String>,
+    /// The path literals after `importstr` or `importbin`.
+    data: HashSet<String>,
+    /// The files read as data, unchecked.
+    read_as_data: HashSet<SourcePath>,
 }
 
 fn library_name(path: &Path) -> Option<&'static str> {
@@ -136,6 +158,60 @@ fn library_path(name: &'static str) -> SourcePath {
 
 impl ImportResolver for Resolver {
     fn resolve_from(
+        &self,
+        from: &SourcePath,
+        path: &dyn AsPathLike,
+    ) -> jrsonnet_evaluator::Result<SourcePath> {
+        let resolved = self.resolve_path(from, path)?;
+        let literal = path.as_path().as_ref().to_string_lossy().into_owned();
+        let is_data = {
+            let kinds = self.kinds.borrow();
+            kinds.data.contains(&literal) && !kinds.jsonnet.contains(&literal)
+        };
+        if is_data {
+            self.kinds
+                .borrow_mut()
+                .read_as_data
+                .insert(resolved.clone());
+        } else if self.kinds.borrow().read_as_data.contains(&resolved) {
+            // Read as data before, now imported as Jsonnet: jrsonnet parses what it kept.
+            self.checked(&resolved, self.read(&resolved)?)?;
+        }
+        Ok(resolved)
+    }
+
+    /// Every source is read here before jrsonnet parses it, so the depth bounds
+    /// ([`crate::nesting`]) are checked here, for the config and each of its Jsonnet imports.
+    fn load_file_contents(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
+        let bytes = self.read(resolved)?;
+        if self.kinds.borrow().read_as_data.contains(resolved) {
+            return Ok(bytes);
+        }
+        self.checked(resolved, bytes)
+    }
+}
+
+impl Resolver {
+    /// `bytes`, the Jsonnet text of `resolved`, if it is within the depth bounds; what it
+    /// imports is noted in [`Resolver::kinds`].
+    fn checked(
+        &self,
+        resolved: &SourcePath,
+        bytes: Vec<u8>,
+    ) -> jrsonnet_evaluator::Result<Vec<u8>> {
+        match crate::nesting::check_and_list_imports(&String::from_utf8_lossy(&bytes)) {
+            Ok(imports) => {
+                let mut kinds = self.kinds.borrow_mut();
+                kinds.jsonnet.extend(imports.jsonnet);
+                kinds.data.extend(imports.data);
+                Ok(bytes)
+            }
+            Err(e) => Err(ErrorKind::RuntimeError(format!("{resolved}:{e}").into()).into()),
+        }
+    }
+
+    /// Where `path`, imported from `from`, is (see the type's documentation).
+    fn resolve_path(
         &self,
         from: &SourcePath,
         path: &dyn AsPathLike,
@@ -172,18 +248,6 @@ impl ImportResolver for Resolver {
         }
     }
 
-    /// Every source is read here before jrsonnet parses it, so the nesting bound
-    /// ([`crate::nesting`]) is checked here, for the config and each of its imports.
-    fn load_file_contents(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
-        let bytes = self.read(resolved)?;
-        if let Err(e) = crate::nesting::check(&String::from_utf8_lossy(&bytes)) {
-            return Err(ErrorKind::RuntimeError(format!("{resolved}:{e}").into()).into());
-        }
-        Ok(bytes)
-    }
-}
-
-impl Resolver {
     /// The bytes of `resolved`: the library, the config's own text, a fetched URL or a file.
     fn read(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
         if let Some(v) = resolved.downcast_ref::<SourceVirtual>()
@@ -397,6 +461,7 @@ pub(crate) fn evaluate_to_json_text(
             files: FileImportResolver::new(Vec::new()),
             main: None,
             fetch: None,
+            kinds: RefCell::default(),
         };
         evaluate(
             path,
@@ -421,6 +486,7 @@ pub(crate) fn evaluate_text_to_json_text(
             files: FileImportResolver::new(Vec::new()),
             main: Some((name.to_string(), text.as_bytes().to_vec())),
             fetch,
+            kinds: RefCell::default(),
         };
         let entry = SourcePath::new(Remote(name.to_string()));
         evaluate(
@@ -650,6 +716,7 @@ mod tests {
             files: FileImportResolver::new(Vec::new()),
             main: Some((name.to_string(), text.as_bytes().to_vec())),
             fetch: None,
+            kinds: RefCell::default(),
         };
         let entry = SourcePath::new(Remote(name.to_string()));
         evaluate(
@@ -659,6 +726,50 @@ mod tests {
             |_| Some(text.to_string()),
             |state| state.import_resolved(entry),
         )
+    }
+
+    /// What `importstr` and `importbin` read is data, never parsed: a word list with more
+    /// names than the depth bound is fine. The same file imported as Jsonnet is checked,
+    /// whichever import comes first.
+    #[test]
+    fn only_jsonnet_imports_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let words: String = (0..2000).map(|i| format!("host{i}.example\n")).collect();
+        std::fs::write(dir.path().join("words.txt"), &words).unwrap();
+        let deep = format!("1{}", "+1".repeat(20_000));
+        std::fs::write(dir.path().join("deep.libsonnet"), &deep).unwrap();
+        let cases = [
+            (
+                "local w = importstr 'words.txt'; local b = importbin 'words.txt'; \
+                 { n: std.length(w), m: std.length(b) }",
+                Ok(format!(r#"{{"m":{0},"n":{0}}}"#, words.len())),
+            ),
+            ("importstr 'deep.libsonnet'", Ok(format!("{deep:?}"))),
+            (
+                "import 'deep.libsonnet'",
+                Err("deep.libsonnet:1:1202: expression nested"),
+            ),
+            (
+                "local s = importstr 'deep.libsonnet'; local d = import 'deep.libsonnet'; [s, d]",
+                Err("deep.libsonnet:1:1202: expression nested"),
+            ),
+            (
+                "local s = importstr 'deep.libsonnet'; local d = import './deep.libsonnet'; \
+                 std.length(s) + d",
+                Err("deep.libsonnet:1:1202: expression nested"),
+            ),
+            ("import 'words.txt'", Err("words.txt:")),
+        ];
+        for (i, (text, want)) in cases.into_iter().enumerate() {
+            let config = dir.path().join(format!("c{i}.jsonnet"));
+            std::fs::write(&config, text).unwrap();
+            let got = evaluate_to_json_text(&config, &[]).map_err(|e| e.to_string());
+            match (&want, &got) {
+                (Ok(w), Ok(g)) if w == g => {}
+                (Err(w), Err(g)) if g.contains(w) => {}
+                _ => panic!("{text}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 
     #[test]

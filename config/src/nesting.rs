@@ -10,6 +10,8 @@
 //!   left-associative chain of N operators is a tree N deep), unary operators (`----1`),
 //!   `local …;`, `if … else`, `function (…)`, `assert …;` and `error` chains, calls
 //!   (`f(1)(1)…`) and object extensions (`o {} {}`). 20,000 terms (40 KB) aborted.
+//!   (`.field` and `[index]` chains, which jrsonnet keeps flat, are counted all the same:
+//!   600 of them is no real config either.)
 //!
 //! jrsonnet's own limit (its call depth, 200) counts only calls, not these levels. Both
 //! bounds are found in one linear pass over the text (outside strings and comments) that
@@ -130,13 +132,68 @@ pub fn check(text: &str) -> Result<(), TooDeep> {
 
 /// The expression depth of `text` as [`check`] counts it, or why it is too deep.
 pub fn depth(text: &str) -> Result<usize, TooDeep> {
+    scan(text, &mut Imports::default())
+}
+
+/// The paths a Jsonnet text imports (the string literal after each `import`, `importstr` and
+/// `importbin`), by how: what `import` reads is Jsonnet, parsed and so bounded; what
+/// `importstr` and `importbin` read is data, never parsed (a word list may well hold more
+/// than [`MAX_DEPTH`] names), which the caller need not check.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Imports {
+    /// After `import`.
+    pub jsonnet: Vec<String>,
+    /// After `importstr` or `importbin`.
+    pub data: Vec<String>,
+}
+
+/// [`check`], and the paths `text` imports.
+pub fn check_and_list_imports(text: &str) -> Result<Imports, TooDeep> {
+    let mut imports = Imports::default();
+    scan(text, &mut imports)?;
+    Ok(imports)
+}
+
+/// The value of the string literal `lit` (quotes included; `verbatim` for `@'…'`).
+fn literal(lit: &str, verbatim: bool) -> String {
+    let Some(q) = lit.chars().next() else {
+        return String::new();
+    };
+    let inner = lit
+        .get(1..lit.len().saturating_sub(1).max(1))
+        .unwrap_or_default();
+    if verbatim {
+        return inner.replace(&format!("{q}{q}"), &q.to_string());
+    }
+    let mut out = String::new();
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
+/// [`depth`], listing what `text` imports in `imports`.
+fn scan(text: &str, imports: &mut Imports) -> Result<usize, TooDeep> {
     let b = text.as_bytes();
     // `levels[0]` is the text outside any bracket; one more per open bracket.
     let mut levels = vec![Level::default()];
+    // After `import` (true) or `importstr`/`importbin` (false), until the next token.
+    let mut importing: Option<bool> = None;
     let mut i = 0;
     while i < b.len() {
         let at = i;
         let mut token = false;
+        let was_importing = importing.take();
         match b[i] {
             b'[' | b'{' | b'(' => {
                 if levels.len() > MAX_NESTING {
@@ -164,10 +221,21 @@ pub fn depth(text: &str) -> Result<usize, TooDeep> {
                 last(&mut levels).end_binds();
                 i += 1;
             }
-            b'#' => i = line_end(b, i),
-            b'/' if b.get(i + 1) == Some(&b'/') => i = line_end(b, i),
+            b'#' => {
+                i = line_end(b, i);
+                importing = was_importing;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = line_end(b, i);
+                importing = was_importing;
+            }
             b'/' if b.get(i + 1) == Some(&b'*') => {
                 i = find(b, i + 2, b"*/").map_or(b.len(), |e| e + 2);
+                importing = was_importing;
+            }
+            c if c.is_ascii_whitespace() => {
+                i += 1;
+                importing = was_importing;
             }
             b'|' if b[i..].starts_with(b"|||") => {
                 i = find(b, i + 3, b"|||").map_or(b.len(), |e| e + 3);
@@ -187,6 +255,10 @@ pub fn depth(text: &str) -> Result<usize, TooDeep> {
                     i += 1;
                 }
                 i += 1;
+                if let Some(jsonnet) = was_importing {
+                    let lit = literal(text.get(at + 1..i.min(b.len())).unwrap_or_default(), true);
+                    imports_push(imports, jsonnet, lit);
+                }
             }
             q @ (b'\'' | b'"') => {
                 i += 1;
@@ -194,6 +266,10 @@ pub fn depth(text: &str) -> Result<usize, TooDeep> {
                     i += if b[i] == b'\\' { 2 } else { 1 };
                 }
                 i += 1;
+                if let Some(jsonnet) = was_importing {
+                    let lit = literal(text.get(at..i.min(b.len())).unwrap_or_default(), false);
+                    imports_push(imports, jsonnet, lit);
+                }
             }
             // Operators, each character a level (`&&` is one node, counted as two).
             b'+' | b'-' | b'*' | b'/' | b'%' | b'<' | b'>' | b'=' | b'!' | b'&' | b'|' | b'^'
@@ -207,6 +283,11 @@ pub fn depth(text: &str) -> Result<usize, TooDeep> {
                     i += 1;
                 }
                 token = true;
+                importing = match &text[at..i] {
+                    "import" => Some(true),
+                    "importstr" | "importbin" => Some(false),
+                    _ => None,
+                };
             }
             // A number (its `.` and exponent with it): a leaf.
             c if c.is_ascii_digit() => {
@@ -239,6 +320,14 @@ pub fn depth(text: &str) -> Result<usize, TooDeep> {
         deepest = deepest.max(level.base + level.close());
     }
     Ok(deepest)
+}
+
+fn imports_push(imports: &mut Imports, jsonnet: bool, path: String) {
+    if jsonnet {
+        imports.jsonnet.push(path);
+    } else {
+        imports.data.push(path);
+    }
 }
 
 /// The level being read: `levels` is never empty.
@@ -456,6 +545,19 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn imports_are_listed_by_kind() {
+        let text = "local a = import 'lib/a.libsonnet';\n\
+                    local b = importstr \"words.txt\";\n\
+                    local c = importbin // a comment\n  @'bin''s.dat';\n\
+                    local d = import /* x */ \"esc\\\\aped.jsonnet\";\n\
+                    local e = 'import'; local f = 'x.txt';\n\
+                    { imports: import 'x' + 'y' }";
+        let got = check_and_list_imports(text).unwrap();
+        assert_eq!(got.jsonnet, ["lib/a.libsonnet", "esc\\aped.jsonnet", "x"]);
+        assert_eq!(got.data, ["words.txt", "bin's.dat"]);
     }
 
     #[test]
