@@ -44,9 +44,9 @@ pub const MAX_STACK: usize = 200;
 /// The stack of the thread that evaluates a config. The deepest evaluation the bounds allow
 /// ([`crate::nesting::MAX_DEPTH`] levels of expression in each of [`MAX_STACK`] calls, the
 /// worst being unary operators around a recursive call) fits in half of it in a debug build
-/// (`deepest_evaluation_fits_the_stack`; 42 MiB were too few there, 64 MiB enough) and in
-/// less in a release build. It is reserved, not used: the pages a config does not reach are
-/// never touched.
+/// (`deepest_evaluation_fits_the_stack`; 42 MiB were too few there, 64 MiB enough; release
+/// builds were not measured, their frames are usually smaller). It is reserved, not used:
+/// the pages a config does not reach are never touched.
 pub const STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// The stack used instead when the system refuses to reserve [`STACK_BYTES`] (a machine, or
