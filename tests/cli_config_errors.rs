@@ -290,3 +290,84 @@ fn an_empty_transforms_list_runs_and_outputs_nothing() {
     out.assert_clean_success();
     assert_eq!(out.stdout, b"");
 }
+
+/// Issue 51: a long chain without brackets (`1+1+…` with 20,000 terms, `&&`, unary
+/// operators, `local`s, `if`s, calls, string concatenations) is an error naming the file,
+/// the line and sluice's limit in every command that reads Jsonnet, never an abort
+/// (exit 134: jrsonnet and the formatter recurse once per level on the stack).
+#[test]
+fn long_chains_are_errors_not_aborts() {
+    let chains = [
+        ("plus", format!("1{}", "+1".repeat(20_000))),
+        ("and", format!("true{}", " && true".repeat(20_000))),
+        ("minus", format!("{}1", "-".repeat(20_000))),
+        ("not", format!("{}true", "!".repeat(20_000))),
+        ("strings", format!("'a'{}", " + 'a'".repeat(20_000))),
+        ("locals", format!("{}1", "local x = 1; ".repeat(10_000))),
+        (
+            "ifs",
+            format!("{}1", "if false then 1 else ".repeat(10_000)),
+        ),
+        (
+            "calls",
+            format!("local f(x) = f; f{} != null", "(1)".repeat(10_000)),
+        ),
+        ("functions", format!("{}1", "function(x) ".repeat(10_000))),
+        ("asserts", format!("{}1", "assert true; ".repeat(10_000))),
+    ];
+    let d = Dir::new();
+    for (name, chain) in &chains {
+        let file = format!("{name}.jsonnet");
+        d.write(&file, format!("{{\n  transforms: [],\n  x: {chain},\n}}\n"));
+        for args in [
+            vec!["run", "--config"],
+            vec!["vet"],
+            vec!["fmt"],
+            vec!["fmt", "--check"],
+            vec!["test"],
+            vec!["build"],
+        ] {
+            let mut all = args.clone();
+            all.push(&file);
+            let out = d.sluice(&all, "");
+            let text = format!("{}{}", out.stderr, out.stdout_str());
+            assert_eq!(out.code, Some(1), "sluice {all:?}: {text:.400}");
+            assert!(
+                text.contains(&format!("{name}.jsonnet:3:"))
+                    && text.contains("expression nested more than 600 deep"),
+                "sluice {all:?}: {text:.400}"
+            );
+            assert!(!text.contains("has overflowed its stack"), "{text:.400}");
+        }
+    }
+}
+
+/// The depth bound holds for each call: a recursive function whose body is as deep as
+/// the bound allows is stopped by jrsonnet's call depth (an error), not by the stack.
+#[test]
+fn deep_bodies_in_deep_recursion_are_errors_not_aborts() {
+    let d = Dir::new();
+    // Each just under the bound (600; the `local f(n) = …` around it counts a dozen).
+    let bodies = [
+        format!("f(n - 1){}", " + 1".repeat(570)),
+        format!("{}f(n - 1)", "local x = 1; ".repeat(190)),
+        format!("{}f(n - 1)", "if n < 0 then 1 else ".repeat(110)),
+        format!("{}f(n - 1)", "-".repeat(570)),
+    ];
+    for (i, body) in bodies.iter().enumerate() {
+        let file = format!("r{i}.jsonnet");
+        d.write(
+            &file,
+            format!(
+                "local f(n) = if n == 0 then 0 else {body};\n{{ transforms: [], x: f(100000) }}\n"
+            ),
+        );
+        let out = d.sluice(&["vet", &file], "");
+        let text = format!("{}{}", out.stderr, out.stdout_str());
+        assert_eq!(out.code, Some(1), "{file}: {text:.400}");
+        assert!(
+            text.contains("evaluation nested deeper than 200 calls"),
+            "{file}: {text:.400}"
+        );
+    }
+}

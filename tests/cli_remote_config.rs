@@ -203,8 +203,14 @@ type Routes = HashMap<String, (u16, String, Vec<u8>)>;
 
 impl Server {
     fn start(routes: Routes) -> Server {
+        Server::start_at(|_| routes)
+    }
+
+    /// A server whose routes may name its own port (`make` gets it).
+    fn start_at(make: impl FnOnce(u16) -> Routes) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
         let port = listener.local_addr().unwrap().port();
+        let routes = make(port);
         let asked = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (log, done) = (asked.clone(), stop.clone());
@@ -408,4 +414,95 @@ fn remote_imports_stay_under_the_configs_own_directory() {
         }
     }
     assert!(other.asked().is_empty(), "the other origin is never asked");
+}
+
+/// Issue 51: the files a config read from a URL makes sluice read (a kv store's `file`)
+/// follow the imports' rule: under the config's own directory, at its origin. Another
+/// directory, another origin and a local path are refused before anything is read, by
+/// `run`, `test` and `vet`, with an error naming the transform, the setting and the flag;
+/// `--allow-remote-imports` (or `SLUICE_ALLOW_REMOTE_IMPORTS=1`) lets them through.
+#[test]
+fn kv_store_files_of_a_remote_config_stay_under_its_own_directory() {
+    const CSV: &str = "id,name\nu1,ann\n";
+    let d = Dir::new();
+    let local = d.write("users.csv", CSV);
+    let local = local.to_str().unwrap().to_string();
+    let other = Server::start(HashMap::from([(
+        "/cfg/users.csv".to_string(),
+        route(200, "", CSV),
+    )]));
+    let config = |file: &str| {
+        format!(
+            "local sub = std.extVar('sub');\n\
+             {{ transforms: [sub.tf.enrich.kv_store.iget({{ obj: {{ src: 'id', trg: 'name' }},\n\
+               kv_store: sub.kv_store.csv_file({{ file: '{file}', column: 'id' }}) }}), sub.tf.send.stdout()] }}\n"
+        )
+    };
+    let want = "{\"id\":\"u1\",\"name\":{\"name\":\"ann\"}}\n";
+    // The file (`{port}` is the config's own server's), and whether it is refused without
+    // the flag.
+    let cases = [
+        ("http://127.0.0.1:{port}/cfg/users.csv".to_string(), false),
+        ("http://127.0.0.1:{port}/users.csv".to_string(), true),
+        (other.url("/cfg/users.csv"), true),
+        (local.clone(), true),
+        ("users.csv".to_string(), true),
+    ];
+    for (file, refused) in cases {
+        let mut named = String::new();
+        let s = Server::start_at(|port| {
+            named = file.replace("{port}", &port.to_string());
+            HashMap::from([
+                (
+                    "/cfg/c.jsonnet".to_string(),
+                    route(200, "", &config(&named)),
+                ),
+                ("/cfg/users.csv".to_string(), route(200, "", CSV)),
+                ("/users.csv".to_string(), route(200, "", CSV)),
+            ])
+        });
+        let file = named;
+        let url = s.url("/cfg/c.jsonnet");
+        if !refused {
+            d.sluice(&["run", "-c", &url], "{\"id\":\"u1\"}\n")
+                .assert_stdout(want);
+            continue;
+        }
+        for args in [vec!["run", "-c"], vec!["test"], vec!["vet"]] {
+            let mut all = args.clone();
+            all.push(&url);
+            let out = d.sluice(&all, "{\"id\":\"u1\"}\n");
+            let text = format!("{}{}", out.stderr, out.stdout_str());
+            assert_eq!(out.code, Some(1), "{file}: sluice {all:?}: {text}");
+            for part in [
+                "transforms[0] (enrich_kv_store_get)",
+                "settings.kv_store.settings.file (csv_file)",
+                &format!("{file:?} is not read"),
+                "--allow-remote-imports",
+                "SLUICE_ALLOW_REMOTE_IMPORTS=1",
+            ] {
+                assert!(
+                    text.contains(part),
+                    "{file}: sluice {all:?}: {part}: {text}"
+                );
+            }
+        }
+        assert_eq!(
+            s.asked(),
+            vec!["/cfg/c.jsonnet"; 3],
+            "{file}: only the config is read"
+        );
+        // The flag, or the variable, lets it through.
+        d.sluice(
+            &["run", "--allow-remote-imports", "-c", &url],
+            "{\"id\":\"u1\"}\n",
+        )
+        .assert_stdout(want);
+        d.sluice_env(
+            &["run", "-c", &url],
+            "{\"id\":\"u1\"}\n",
+            &[("SLUICE_ALLOW_REMOTE_IMPORTS".to_string(), "1".to_string())],
+        )
+        .assert_stdout(want);
+    }
 }

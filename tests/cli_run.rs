@@ -729,4 +729,26 @@ fn a_10_mb_line_passes_without_a_config_and_a_send_names_its_batch_size() {
         "{}",
         out.stderr
     );
+/// Issue 51: jq's `halt` and `halt_error` end jq's process; in `object_jq` they ended
+/// sluice's, with exit 0 and the message never written. Now they are that message's error.
+#[test]
+fn jq_halt_is_an_error_not_an_exit() {
+    let d = Dir::new();
+    for filter in ["halt", "halt_error", ".a | halt_error(3)"] {
+        d.write(
+            "jq.jsonnet",
+            format!(
+                "local sub = std.extVar('sub');\n\
+                 {{ transforms: [sub.tf.obj.jq({{ filter: '{filter}' }}), sub.tf.send.stdout()] }}\n"
+            ),
+        );
+        let out = d.sluice(&["run", "-c", "jq.jsonnet"], "{\"a\":\"bye\"}\n");
+        out.assert_code(1);
+        assert!(
+            out.stderr.contains("jq: the filter called halt (exit code"),
+            "{filter}: {}",
+            out.stderr
+        );
+        assert_eq!(out.stdout_str(), "", "{filter}");
+    }
 }

@@ -8,9 +8,11 @@
 //! difference, the newlines after a file's trailing comments, is evened out here). The
 //! unsafe calls are here and nowhere else.
 //!
-//! The formatter recurses once per level of brackets on the caller's stack, so a text is
-//! first checked against sluice's nesting bound ([`sluice_config::nesting`]): 5,000 `[`
-//! would otherwise abort the process (and `sluice play` with it).
+//! The formatter recurses once per level of the syntax tree, so a text is first checked
+//! against sluice's bounds ([`sluice_config::nesting`]): 5,000 `[` or `local x = 1;` would
+//! otherwise abort the process (and `sluice play` with it). It then runs on a thread of its
+//! own with a stack of [`STACK_BYTES`], whatever the caller's: the deepest text the bounds
+//! allow needs a fraction of it (`the_deepest_texts_format`).
 
 use std::ffi::{CStr, CString};
 
@@ -28,9 +30,32 @@ pub enum FormatError {
     TooDeep(String, sluice_config::nesting::TooDeep),
 }
 
+/// The stack of the thread the formatter runs on.
+pub const STACK_BYTES: usize = 32 * 1024 * 1024;
+
 /// `text` formatted as `jsonnetfmt` formats it; `name` is what errors call the file.
 pub fn format(name: &str, text: &str) -> Result<String, FormatError> {
     sluice_config::nesting::check(text).map_err(|e| FormatError::TooDeep(name.into(), e))?;
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name("jsonnetfmt".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || format_here(name, text));
+        match thread {
+            Ok(thread) => thread.join().unwrap_or_else(|_| {
+                Err(FormatError::Syntax(format!(
+                    "{name}: the formatter failed unexpectedly (see above)"
+                )))
+            }),
+            // No thread to be had (a system out of memory): the caller's stack, which holds
+            // what the bounds allow on any main thread.
+            Err(_) => format_here(name, text),
+        }
+    })
+}
+
+/// [`format`] on the calling thread, once the text was checked.
+fn format_here(name: &str, text: &str) -> Result<String, FormatError> {
     let c_name = CString::new(name).map_err(|e| FormatError::Nul(name.into(), e.nul_position()))?;
     let c_text = CString::new(text).map_err(|e| FormatError::Nul(name.into(), e.nul_position()))?;
     let mut error: libc::c_int = 0;
@@ -104,6 +129,54 @@ mod tests {
             assert_eq!(&got, want, "{input:?}");
             // Idempotent.
             assert_eq!(format("t.jsonnet", &got).unwrap(), got);
+        }
+    }
+
+    /// The deepest texts the bounds allow, of each construct that nests the syntax tree,
+    /// format (this runs on a test thread, whose stack is 2 MiB).
+    #[test]
+    fn the_deepest_texts_format() {
+        let max = sluice_config::nesting::MAX_DEPTH;
+        let units = [
+            "+1",
+            "-",
+            "!",
+            "local x = 1; ",
+            "if a then 1 else ",
+            "assert a; ",
+            "error ",
+            "function(x) ",
+            "(1)",
+            " {}",
+            ".a",
+            "[0]",
+            "[",
+        ];
+        for unit in units {
+            let text = |n: usize| {
+                let body = unit.repeat(n);
+                match unit {
+                    "+1" => format!("1{body}"),
+                    "(1)" | " {}" | ".a" | "[0]" => format!("o{body}"),
+                    "[" => format!("{body}{}", "]".repeat(n)),
+                    _ => format!("{body}1"),
+                }
+            };
+            let mut n = max;
+            while sluice_config::nesting::check(&text(n)).is_err() {
+                n -= 1;
+            }
+            assert!(
+                n * unit.len() >= max.min(sluice_config::nesting::MAX_NESTING),
+                "{unit}"
+            );
+            let got = format("deep.jsonnet", &text(n));
+            assert!(got.is_ok(), "{unit:?} x {n}: {got:?}");
+            // One more is an error naming the place, not an abort.
+            let e = format("deep.jsonnet", &text(n + 1))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("deep.jsonnet:1:"), "{e}");
         }
     }
 

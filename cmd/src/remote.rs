@@ -31,8 +31,14 @@
 //! or link-local host (the cloud metadata service) is refused with an error naming the
 //! import and [`ALLOW_IMPORTS_FLAG`], which (or [`ALLOW_IMPORTS_ENV`]`=1`, for the Lambda
 //! bootstrap) lifts the rule.
+//!
+//! The same rule holds for the files such a config makes sluice read when it runs: the
+//! `file` of the `csv_file`, `json_file`, `text_file` and `mmdb` kv stores
+//! ([`FILE_SETTINGS`]) must be a URL under the config's own directory, and a local path is
+//! refused (a config read from a URL reads no local file), unless the same flag is given.
+//! The compiled config is checked before anything is built ([`check_files`]), by `run`,
+//! `test`, `vet` and the Lambda bootstrap; `build` only prints it.
 
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -83,6 +89,119 @@ fn check_import(config: &str, import: &str) -> Result<(), String> {
     })
 }
 
+/// The settings that name a file sluice reads, as `(type, setting)`: an object of that
+/// `type` anywhere in a compiled config (a kv store inside a transform's settings, in
+/// `tests:` too) reads its `settings.<setting>` when the pipeline runs
+/// (`sluice_transforms::kv_store::item::file`).
+pub const FILE_SETTINGS: &[(&str, &str)] = &[
+    ("csv_file", "file"),
+    ("json_file", "file"),
+    ("text_file", "file"),
+    ("mmdb", "file"),
+];
+
+/// A file a config read from a URL may not make sluice read.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{config}: {place}: {setting} {file:?} is not read: {why}; a config read from a URL reads \
+     files only from under its own directory unless sluice runs with {ALLOW_IMPORTS_FLAG} (or \
+     {ALLOW_IMPORTS_ENV}=1)"
+)]
+pub struct FileRefused {
+    /// The config's URL.
+    config: String,
+    /// The outermost transform around the setting, as `transforms[2] (meta_switch)` (or a
+    /// test's, as `tests[0].transforms[1] (enrich_kv_store_item_get)`).
+    place: String,
+    /// The setting, from that transform, as `settings.kv_store.settings.file (csv_file)`.
+    setting: String,
+    /// Its value.
+    file: String,
+    /// Why it is refused.
+    why: String,
+}
+
+/// Checks every file setting ([`FILE_SETTINGS`]) of `json`, the config compiled from
+/// `config` (the URL it came from, where redirects led): a URL must lie under the config's
+/// own directory, at its origin ([`fetch::import_within_origin`]); a local path is refused.
+pub fn check_files(config: &str, json: &serde_json::Value) -> Result<(), FileRefused> {
+    fn walk(
+        config: &str,
+        v: &serde_json::Value,
+        at: &str,
+        within: Option<(&str, &str)>,
+    ) -> Result<(), FileRefused> {
+        use serde_json::Value;
+        match v {
+            Value::Object(map) => {
+                let ty = map.get("type").and_then(Value::as_str);
+                // The outermost object with a type is the transform errors name.
+                let here;
+                let within = match (within, ty) {
+                    (Some(w), _) => Some(w),
+                    (None, Some(t)) => {
+                        here = (at.to_string(), t.to_string());
+                        Some((here.0.as_str(), here.1.as_str()))
+                    }
+                    (None, None) => None,
+                };
+                if let Some(ty) = ty
+                    && let Some((_, setting)) = FILE_SETTINGS.iter().find(|(t, _)| *t == ty)
+                    && let Some(file) = map
+                        .get("settings")
+                        .and_then(|s| s.get(*setting))
+                        .and_then(Value::as_str)
+                    && !file.is_empty()
+                {
+                    let why = if fetch::is_url(file) {
+                        fetch::import_within_origin(config, file).err()
+                    } else {
+                        Some(
+                            "it is a local file, which a config read from a URL never reads".into(),
+                        )
+                    };
+                    if let Some(why) = why {
+                        let (place, outer) = within.unwrap_or((at, ty));
+                        let rel = at
+                            .strip_prefix(place)
+                            .map(|r| r.trim_start_matches('.'))
+                            .unwrap_or(at);
+                        let setting = if rel.is_empty() {
+                            format!("settings.{setting}")
+                        } else {
+                            format!("{rel}.settings.{setting} ({ty})")
+                        };
+                        return Err(FileRefused {
+                            config: config.to_string(),
+                            place: format!("{place} ({outer})"),
+                            setting,
+                            file: file.to_string(),
+                            why,
+                        });
+                    }
+                }
+                for (k, child) in map {
+                    let path = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    walk(config, child, &path, within)?;
+                }
+                Ok(())
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(config, child, &format!("{at}[{i}]"), within)?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+    walk(config, json, "", None)
+}
+
 /// Whether `name` (a command-line argument) is a URL sluice reads configs from, rather
 /// than a local path.
 pub fn is_url(name: &str) -> bool {
@@ -123,7 +242,7 @@ impl Fetcher {
 /// The config at `url`: the URL it came from (where redirects led; its imports resolve
 /// against it and its errors name it), its text, and a fetcher for its imports.
 fn read(url: &str) -> anyhow::Result<(String, String, sluice_config::Fetch)> {
-    let fetcher = Rc::new(Fetcher::new()?);
+    let fetcher = Fetcher::new()?;
     let (name, bytes) = fetcher
         .fetch_final(url)
         .map_err(|e| anyhow!("{url}: {e}"))?;
@@ -144,15 +263,23 @@ fn read(url: &str) -> anyhow::Result<(String, String, sluice_config::Fetch)> {
     Ok((name, text, imports))
 }
 
-/// Compiles the config at `url` (see [`sluice_config::compile_text`]).
+/// Compiles the config at `url` (see [`sluice_config::compile_text`]) and checks the files
+/// it reads ([`check_files`], unless [`ALLOW_IMPORTS_FLAG`] is given).
 pub fn compile(url: &str, ext: &[(String, String)]) -> anyhow::Result<serde_json::Value> {
+    compile_named(url, ext).map(|(_, json)| json)
+}
+
+/// [`compile`], with the URL the config came from.
+fn compile_named(
+    url: &str,
+    ext: &[(String, String)],
+) -> anyhow::Result<(String, serde_json::Value)> {
     let (name, text, imports) = read(url)?;
-    Ok(sluice_config::compile_text(
-        &name,
-        &text,
-        ext,
-        Some(imports),
-    )?)
+    let json = sluice_config::compile_text(&name, &text, ext, Some(imports))?;
+    if !imports_allowed() {
+        check_files(&name, &json)?;
+    }
+    Ok((name, json))
 }
 
 /// Compiles the config at `url` to JSON text, for `sluice build`.
@@ -171,15 +298,99 @@ pub fn compile_to_string(
     )?)
 }
 
-/// Loads the config at `url` (see [`sluice_config::load_text`]).
+/// Loads the config at `url` (see [`sluice_config::load_text`]), checking the files it
+/// reads as [`compile`] does.
 pub fn load(url: &str, ext: &[(String, String)]) -> anyhow::Result<sluice_config::LoadedConfig> {
-    let (name, text, imports) = read(url)?;
-    Ok(sluice_config::load_text(&name, &text, ext, Some(imports))?)
+    let (name, json) = compile_named(url, ext)?;
+    Ok(sluice_config::LoadedConfig::new(
+        json,
+        std::path::Path::new(&name),
+    )?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which kv store files a config at `https://h/cfg/c.jsonnet` may name, and what the
+    /// error says for the others.
+    #[test]
+    fn files_table() {
+        let config = "https://h/cfg/c.jsonnet";
+        let kv = |ty: &str, file: &str| {
+            serde_json::json!({"transforms": [
+                {"type": "send_stdout", "settings": {}},
+                {"type": "enrich_kv_store_item_get", "settings": {
+                    "kv_store": {"type": ty, "settings": {"file": file}}}},
+            ]})
+        };
+        let at = "transforms[1] (enrich_kv_store_item_get): \
+                  settings.kv_store.settings.file";
+        let cases: &[(serde_json::Value, Option<&str>)] = &[
+            (kv("csv_file", "https://h/cfg/users.csv"), None),
+            (kv("json_file", "https://h/cfg/sub/x.json"), None),
+            (
+                kv("csv_file", "https://h/other/users.csv"),
+                Some(&format!(
+                    "{config}: {at} (csv_file) \"https://h/other/users.csv\" is not read: \
+                     https://h/other/users.csv is outside the config's own origin and \
+                     directory (https://h/cfg/); a config read from a URL reads files only \
+                     from under its own directory unless sluice runs with \
+                     --allow-remote-imports (or SLUICE_ALLOW_REMOTE_IMPORTS=1)"
+                )),
+            ),
+            (
+                kv("text_file", "/etc/passwd"),
+                Some(&format!(
+                    "{config}: {at} (text_file) \"/etc/passwd\" is not read: it is a local \
+                     file, which a config read from a URL never reads; a config read"
+                )),
+            ),
+            (
+                kv("mmdb", "geo.mmdb"),
+                Some("\"geo.mmdb\" is not read: it is a local file"),
+            ),
+            (
+                kv("json_file", "s3://bucket/cfg/x.json"),
+                Some("is outside the config's own"),
+            ),
+            (
+                kv("csv_file", "http://127.0.0.1:9/cfg/x.csv"),
+                Some("is outside the config's own"),
+            ),
+            (
+                kv("csv_file", "http://169.254.169.254/latest/meta-data/"),
+                Some("is outside the config's own"),
+            ),
+            (
+                kv("csv_file", "https://h/cfg/../x.csv"),
+                Some("is outside the config's own"),
+            ),
+            // A kv store given on its own (in a test), and one of the sqlite lock (a file
+            // sluice writes, not one it reads: see docs/security.md).
+            (
+                serde_json::json!({"tests": [{"transforms": [{"type": "mmdb",
+                    "settings": {"file": "/x.mmdb"}}]}], "transforms": []}),
+                Some(
+                    "https://h/cfg/c.jsonnet: tests[0].transforms[0] (mmdb): settings.file \"/x.mmdb\" is not read",
+                ),
+            ),
+            (
+                serde_json::json!({"transforms": [{"type": "meta_kv_store_lock", "settings": {
+                    "kv_store": {"type": "sqlite", "settings": {"file": "locks.sqlite"}}}}]}),
+                None,
+            ),
+        ];
+        for (json, want) in cases {
+            let got = check_files(config, json).err().map(|e| e.to_string());
+            match (want, &got) {
+                (None, None) => {}
+                (Some(w), Some(g))
+                    if g.starts_with(w) || (!w.starts_with("https") && g.contains(w)) => {}
+                _ => panic!("{json}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 
     #[test]
     fn urls_table() {

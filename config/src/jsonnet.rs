@@ -1,13 +1,20 @@
 //! Jsonnet evaluation with jrsonnet.
 //!
-//! jrsonnet's `State` and `Val` are `!Send`: everything here runs on the calling thread and
-//! only `serde_json` values leave it.
+//! jrsonnet's `State` and `Val` are `!Send`: everything here runs on one thread, made for
+//! each evaluation with a stack of [`STACK_BYTES`], and only JSON text leaves it. Why a
+//! thread of its own: jrsonnet recurses once per level of the syntax tree and per call, on
+//! the caller's stack, which is 8 MiB on a main thread, 2 MiB on tokio's and Rust's other
+//! threads: a stack overflow aborts the process. The text's depth is bounded before it is
+//! parsed ([`crate::nesting`]), and this stack holds that depth times jrsonnet's call depth
+//! ([`MAX_STACK`]), as `deepest_evaluation_fits_the_stack` shows.
 //!
 //! A config is a local file (imports resolved relative to it on disk) or a text with a name,
 //! typically the URL it was fetched from (`s3://bucket/cfg.jsonnet`): jrsonnet knows it as a
 //! [`Remote`] source, so error positions show that name, and its imports resolve relative to
 //! it as URLs and are read with the caller's [`Fetch`].
 
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -30,16 +37,31 @@ use crate::library;
 pub const LIBRARY_IMPORT_NAMES: [&str; 2] = ["sluice.libsonnet", "substation.libsonnet"];
 
 /// How deep Jsonnet evaluation may nest (jrsonnet's call-stack depth, set explicitly so the
-/// error can name it): jrsonnet's default, which keeps its recursion well inside an 8 MB
-/// thread stack.
+/// error can name it): jrsonnet's default. Each call may hold an expression as deep as
+/// [`crate::nesting::MAX_DEPTH`]; [`STACK_BYTES`] holds both.
 pub const MAX_STACK: usize = 200;
+
+/// The stack of the thread that evaluates a config. The deepest evaluation the bounds allow
+/// ([`crate::nesting::MAX_DEPTH`] levels of expression in each of [`MAX_STACK`] calls, the
+/// worst being unary operators around a recursive call) fits in half of it in a debug build
+/// (`deepest_evaluation_fits_the_stack`; 42 MiB were too few there, 64 MiB enough; release
+/// builds were not measured, their frames are usually smaller). It is reserved, not used:
+/// the pages a config does not reach are never touched.
+pub const STACK_BYTES: usize = 256 * 1024 * 1024;
+
+/// The stack used instead when the system refuses to reserve [`STACK_BYTES`] (a machine, or
+/// a Lambda function, with less memory than that and no overcommit): it still holds a whole
+/// [`crate::nesting::MAX_DEPTH`]-deep expression many times over (a few MiB in a debug build),
+/// but not that depth in every one of [`MAX_STACK`] recursive calls.
+pub const FALLBACK_STACK_BYTES: usize = 32 * 1024 * 1024;
 
 /// The ext-code variable that holds the library: `std.extVar('sub')`.
 pub const LIBRARY_EXT_VAR: &str = "sub";
 
 /// Reads what a config given as text imports: the bytes at an absolute URL (the import
 /// resolved against the config's name), or why not.
-pub type Fetch = Box<dyn Fn(&str) -> Result<Vec<u8>, String>>;
+/// It is `Send`: the evaluation runs on a thread of its own.
+pub type Fetch = Box<dyn Fn(&str) -> Result<Vec<u8>, String> + Send>;
 
 /// A source that is not a local file, known by its name (a URL): the config given as text,
 /// and what it imports. Error positions show the name as it is.
@@ -96,6 +118,10 @@ fn join_url(base: &str, path: &str) -> Option<String> {
 /// A config given as text (`main`) resolves its other imports against its name as a URL and
 /// reads them with `fetch`; without `fetch`, or when the name is not a URL, it can import
 /// only the library.
+///
+/// Every Jsonnet text it reads is checked against the depth bounds ([`crate::nesting`]);
+/// what only `importstr` or `importbin` read is data, never parsed, and not checked (see
+/// [`Kinds`]).
 #[derive(Acyclic)]
 struct Resolver {
     files: FileImportResolver,
@@ -103,6 +129,22 @@ struct Resolver {
     main: Option<(String, Vec<u8>)>,
     /// Reads the imports of the config given as text.
     fetch: Option<Fetch>,
+    /// What the texts read so far import, and how.
+    kinds: RefCell<Kinds>,
+}
+
+/// Which imports read Jsonnet and which read data. jrsonnet asks for the bytes of both the
+/// same way; the path literals of the texts read so far tell them apart: a path that follows
+/// only `importstr`/`importbin` (never `import`) is data. A file first read as data is
+/// checked when an `import` reaches it, since jrsonnet parses it from what it kept.
+#[derive(Default)]
+struct Kinds {
+    /// The path literals after `import`.
+    jsonnet: HashSet<String>,
+    /// The path literals after `importstr` or `importbin`.
+    data: HashSet<String>,
+    /// The files read as data, unchecked.
+    read_as_data: HashSet<SourcePath>,
 }
 
 fn library_name(path: &Path) -> Option<&'static str> {
@@ -116,6 +158,60 @@ fn library_path(name: &'static str) -> SourcePath {
 
 impl ImportResolver for Resolver {
     fn resolve_from(
+        &self,
+        from: &SourcePath,
+        path: &dyn AsPathLike,
+    ) -> jrsonnet_evaluator::Result<SourcePath> {
+        let resolved = self.resolve_path(from, path)?;
+        let literal = path.as_path().as_ref().to_string_lossy().into_owned();
+        let is_data = {
+            let kinds = self.kinds.borrow();
+            kinds.data.contains(&literal) && !kinds.jsonnet.contains(&literal)
+        };
+        if is_data {
+            self.kinds
+                .borrow_mut()
+                .read_as_data
+                .insert(resolved.clone());
+        } else if self.kinds.borrow().read_as_data.contains(&resolved) {
+            // Read as data before, now imported as Jsonnet: jrsonnet parses what it kept.
+            self.checked(&resolved, self.read(&resolved)?)?;
+        }
+        Ok(resolved)
+    }
+
+    /// Every source is read here before jrsonnet parses it, so the depth bounds
+    /// ([`crate::nesting`]) are checked here, for the config and each of its Jsonnet imports.
+    fn load_file_contents(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
+        let bytes = self.read(resolved)?;
+        if self.kinds.borrow().read_as_data.contains(resolved) {
+            return Ok(bytes);
+        }
+        self.checked(resolved, bytes)
+    }
+}
+
+impl Resolver {
+    /// `bytes`, the Jsonnet text of `resolved`, if it is within the depth bounds; what it
+    /// imports is noted in [`Resolver::kinds`].
+    fn checked(
+        &self,
+        resolved: &SourcePath,
+        bytes: Vec<u8>,
+    ) -> jrsonnet_evaluator::Result<Vec<u8>> {
+        match crate::nesting::check_and_list_imports(&String::from_utf8_lossy(&bytes)) {
+            Ok(imports) => {
+                let mut kinds = self.kinds.borrow_mut();
+                kinds.jsonnet.extend(imports.jsonnet);
+                kinds.data.extend(imports.data);
+                Ok(bytes)
+            }
+            Err(e) => Err(ErrorKind::RuntimeError(format!("{resolved}:{e}").into()).into()),
+        }
+    }
+
+    /// Where `path`, imported from `from`, is (see the type's documentation).
+    fn resolve_path(
         &self,
         from: &SourcePath,
         path: &dyn AsPathLike,
@@ -152,18 +248,6 @@ impl ImportResolver for Resolver {
         }
     }
 
-    /// Every source is read here before jrsonnet parses it, so the nesting bound
-    /// ([`crate::nesting`]) is checked here, for the config and each of its imports.
-    fn load_file_contents(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
-        let bytes = self.read(resolved)?;
-        if let Err(e) = crate::nesting::check(&String::from_utf8_lossy(&bytes)) {
-            return Err(ErrorKind::RuntimeError(format!("{resolved}:{e}").into()).into());
-        }
-        Ok(bytes)
-    }
-}
-
-impl Resolver {
     /// The bytes of `resolved`: the library, the config's own text, a fetched URL or a file.
     fn read(&self, resolved: &SourcePath) -> jrsonnet_evaluator::Result<Vec<u8>> {
         if let Some(v) = resolved.downcast_ref::<SourceVirtual>()
@@ -372,18 +456,21 @@ pub(crate) fn evaluate_to_json_text(
         path: path.to_path_buf(),
         source,
     })?;
-    let resolver = Resolver {
-        files: FileImportResolver::new(Vec::new()),
-        main: None,
-        fetch: None,
-    };
-    evaluate(
-        path,
-        ext_strs,
-        resolver,
-        |p| std::fs::read_to_string(p).ok(),
-        |state| state.import(absolute.as_path()),
-    )
+    on_big_stack(path, move || {
+        let resolver = Resolver {
+            files: FileImportResolver::new(Vec::new()),
+            main: None,
+            fetch: None,
+            kinds: RefCell::default(),
+        };
+        evaluate(
+            path,
+            ext_strs,
+            resolver,
+            |p| std::fs::read_to_string(p).ok(),
+            |state| state.import(absolute.as_path()),
+        )
+    })
 }
 
 /// Evaluates Jsonnet `text` named `name` (its URL) to JSON text (minified); its imports are
@@ -394,19 +481,74 @@ pub(crate) fn evaluate_text_to_json_text(
     ext_strs: &[(String, String)],
     fetch: Option<Fetch>,
 ) -> Result<String, ConfigLoadError> {
-    let resolver = Resolver {
-        files: FileImportResolver::new(Vec::new()),
-        main: Some((name.to_string(), text.as_bytes().to_vec())),
-        fetch,
+    on_big_stack(Path::new(name), move || {
+        let resolver = Resolver {
+            files: FileImportResolver::new(Vec::new()),
+            main: Some((name.to_string(), text.as_bytes().to_vec())),
+            fetch,
+            kinds: RefCell::default(),
+        };
+        let entry = SourcePath::new(Remote(name.to_string()));
+        evaluate(
+            Path::new(name),
+            ext_strs,
+            resolver,
+            |_| Some(text.to_string()),
+            |state| state.import_resolved(entry),
+        )
+    })
+}
+
+/// Runs `work` (an evaluation of the config at `path`) on a thread with a stack of
+/// [`STACK_BYTES`], or of [`FALLBACK_STACK_BYTES`] when the system cannot reserve that, and
+/// waits for it (see the module documentation).
+fn on_big_stack(
+    path: &Path,
+    work: impl FnOnce() -> Result<String, ConfigLoadError> + Send,
+) -> Result<String, ConfigLoadError> {
+    on_stacks(&[STACK_BYTES, FALLBACK_STACK_BYTES], path, work)
+}
+
+/// Runs `work` on a thread with the first of the stack sizes `sizes` the system gives.
+fn on_stacks(
+    sizes: &[usize],
+    path: &Path,
+    work: impl FnOnce() -> Result<String, ConfigLoadError> + Send,
+) -> Result<String, ConfigLoadError> {
+    let failed = |why: String| ConfigLoadError::Jsonnet {
+        path: path.to_path_buf(),
+        trace: why,
     };
-    let entry = SourcePath::new(Remote(name.to_string()));
-    evaluate(
-        Path::new(name),
-        ext_strs,
-        resolver,
-        |_| Some(text.to_string()),
-        |state| state.import_resolved(entry),
-    )
+    // A failed spawn drops its closure: the work waits in a slot each attempt can take it from.
+    let slot = std::sync::Mutex::new(Some(work));
+    let run = || {
+        let work = slot.lock().ok().and_then(|mut w| w.take());
+        match work {
+            Some(work) => work(),
+            None => Err(failed("it was evaluated twice".into())),
+        }
+    };
+    std::thread::scope(|scope| {
+        let mut refused = None;
+        for &bytes in sizes {
+            let spawned = std::thread::Builder::new()
+                .name("jsonnet".into())
+                .stack_size(bytes)
+                .spawn_scoped(scope, run);
+            match spawned {
+                Ok(thread) => {
+                    return thread.join().map_err(|_| {
+                        failed("its evaluation failed unexpectedly (see above)".into())
+                    })?;
+                }
+                Err(e) => refused = Some(e),
+            }
+        }
+        Err(failed(match refused {
+            Some(e) => format!("cannot start the thread that evaluates it: {e}"),
+            None => "no stack to evaluate it on".into(),
+        }))
+    })
 }
 
 /// Evaluates what `entry` imports from a state with `resolver`, the library and
@@ -488,6 +630,145 @@ mod tests {
                 .to_string();
             assert!(e.contains(want), "{e}");
             assert!(!e.contains("--max-stack"), "{e}");
+        }
+    }
+
+    /// The deepest evaluations the bounds allow, of each construct that nests the syntax
+    /// tree: a body as deep as [`crate::nesting::MAX_DEPTH`] lets it be, alone and then in
+    /// every call of a recursion as deep as jrsonnet allows ([`MAX_STACK`]). Each runs on a
+    /// stack of `STACK_BYTES / MARGIN`: it ends in a value or jrsonnet's depth error, never
+    /// a stack overflow (which would abort this test process).
+    #[test]
+    fn deepest_evaluation_fits_the_stack() {
+        const MARGIN: usize = 2;
+        let max = crate::nesting::MAX_DEPTH;
+        let config = |body: &str, hole: &str| {
+            let body = body.replace("HOLE", hole);
+            format!("local f(n) = if n == 0 then 0 else {body};\n{{ x: f(1000000) }}")
+        };
+        // A body of `unit`s around `HOLE` (where the recursion goes), as deep as the bound
+        // allows.
+        let deep = |unit: &str, around: &str| {
+            let per = crate::nesting::depth(unit).unwrap_or(1).max(1);
+            let mut n = max / per;
+            loop {
+                let body = around.replace("UNITS", &unit.repeat(n));
+                match crate::nesting::depth(&config(&body, "f(n - 1)")) {
+                    Ok(d) => {
+                        assert!(d > max - 2 * per, "{unit}: {d}");
+                        return body;
+                    }
+                    Err(_) => n -= 1,
+                }
+            }
+        };
+        let bodies = [
+            ("+", deep("+1", "HOLE UNITS")),
+            ("unary -", deep("-", "UNITS HOLE")),
+            ("!", deep("!", "UNITS (HOLE == 0)")),
+            ("local", deep("local x = 1; ", "UNITS HOLE")),
+            ("if", deep("if n < 0 then 1 else ", "UNITS HOLE")),
+            ("assert", deep("assert true; ", "UNITS HOLE")),
+            ("extension", deep(" {}", "{ v: HOLE } UNITS")),
+            ("string", deep("+'a'", "std.toString(HOLE) UNITS")),
+        ];
+        for (name, body) in bodies {
+            for (recursion, want) in [
+                ("0", None),
+                ("f(n - 1)", Some("evaluation nested deeper than 200 calls")),
+            ] {
+                let text = config(&body, recursion);
+                assert!(crate::nesting::check(&text).is_ok(), "{name}");
+                let got = on_stacks(&[STACK_BYTES / MARGIN], Path::new("deep.jsonnet"), || {
+                    evaluate_text_to_json_text_here("deep.jsonnet", &text)
+                });
+                match (want, got) {
+                    (None, Ok(_)) => {}
+                    (Some(want), Err(e)) if e.to_string().contains(want) => {}
+                    (_, got) => panic!("{name} {recursion}: {got:?}"),
+                }
+            }
+        }
+    }
+
+    /// A stack the system cannot reserve (an exbibyte here; 256 MiB on a small Lambda
+    /// function) is no error: the evaluation runs on the next size.
+    #[test]
+    fn a_stack_the_system_refuses_falls_back() {
+        let got = on_stacks(
+            &[1 << 60, FALLBACK_STACK_BYTES],
+            Path::new("c.jsonnet"),
+            || evaluate_text_to_json_text_here("c.jsonnet", "{ a: 1 + 1 }"),
+        );
+        assert_eq!(got.unwrap(), r#"{"a":2}"#);
+        let e = on_stacks(&[1 << 60], Path::new("c.jsonnet"), || Ok(String::new()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("c.jsonnet: cannot start the thread that evaluates it: "),
+            "{e}"
+        );
+    }
+
+    /// [`evaluate_text_to_json_text`] on the calling thread.
+    fn evaluate_text_to_json_text_here(name: &str, text: &str) -> Result<String, ConfigLoadError> {
+        let resolver = Resolver {
+            files: FileImportResolver::new(Vec::new()),
+            main: Some((name.to_string(), text.as_bytes().to_vec())),
+            fetch: None,
+            kinds: RefCell::default(),
+        };
+        let entry = SourcePath::new(Remote(name.to_string()));
+        evaluate(
+            Path::new(name),
+            &[],
+            resolver,
+            |_| Some(text.to_string()),
+            |state| state.import_resolved(entry),
+        )
+    }
+
+    /// What `importstr` and `importbin` read is data, never parsed: a word list with more
+    /// names than the depth bound is fine. The same file imported as Jsonnet is checked,
+    /// whichever import comes first.
+    #[test]
+    fn only_jsonnet_imports_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let words: String = (0..2000).map(|i| format!("host{i}.example\n")).collect();
+        std::fs::write(dir.path().join("words.txt"), &words).unwrap();
+        let deep = format!("1{}", "+1".repeat(20_000));
+        std::fs::write(dir.path().join("deep.libsonnet"), &deep).unwrap();
+        let cases = [
+            (
+                "local w = importstr 'words.txt'; local b = importbin 'words.txt'; \
+                 { n: std.length(w), m: std.length(b) }",
+                Ok(format!(r#"{{"m":{0},"n":{0}}}"#, words.len())),
+            ),
+            ("importstr 'deep.libsonnet'", Ok(format!("{deep:?}"))),
+            (
+                "import 'deep.libsonnet'",
+                Err("deep.libsonnet:1:1202: expression nested"),
+            ),
+            (
+                "local s = importstr 'deep.libsonnet'; local d = import 'deep.libsonnet'; [s, d]",
+                Err("deep.libsonnet:1:1202: expression nested"),
+            ),
+            (
+                "local s = importstr 'deep.libsonnet'; local d = import './deep.libsonnet'; \
+                 std.length(s) + d",
+                Err("deep.libsonnet:1:1202: expression nested"),
+            ),
+            ("import 'words.txt'", Err("words.txt:")),
+        ];
+        for (i, (text, want)) in cases.into_iter().enumerate() {
+            let config = dir.path().join(format!("c{i}.jsonnet"));
+            std::fs::write(&config, text).unwrap();
+            let got = evaluate_to_json_text(&config, &[]).map_err(|e| e.to_string());
+            match (&want, &got) {
+                (Ok(w), Ok(g)) if w == g => {}
+                (Err(w), Err(g)) if g.contains(w) => {}
+                _ => panic!("{text}: got {got:?}, want {want:?}"),
+            }
         }
     }
 

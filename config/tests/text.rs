@@ -1,9 +1,8 @@
 //! Configs given as text under a name (a URL), as `sluice` loads `s3://` and `https://`
 //! configs: error positions show the name, relative imports resolve against it as a URL.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use sluice_config::{ConfigLoadError, Fetch, compile_text, compile_text_to_string, load_text};
@@ -11,15 +10,15 @@ use sluice_config::{ConfigLoadError, Fetch, compile_text, compile_text_to_string
 const URL: &str = "s3://configs/team/config.jsonnet";
 
 /// A fetcher over `files` (URL → text) that records what it was asked for.
-fn fetcher(files: &[(&str, &str)]) -> (Fetch, Rc<RefCell<Vec<String>>>) {
+fn fetcher(files: &[(&str, &str)]) -> (Fetch, Arc<Mutex<Vec<String>>>) {
     let files: HashMap<String, String> = files
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let asked = Rc::new(RefCell::new(Vec::new()));
+    let asked = Arc::new(Mutex::new(Vec::new()));
     let log = asked.clone();
     let fetch: Fetch = Box::new(move |url: &str| {
-        log.borrow_mut().push(url.to_string());
+        log.lock().unwrap().push(url.to_string());
         files
             .get(url)
             .map(|t| t.as_bytes().to_vec())
@@ -126,7 +125,7 @@ fn relative_imports_resolve_against_the_url() {
     assert_eq!(cfg.transforms()[0]["type"], "utility_drop");
     assert_eq!(cfg.transforms()[1]["type"], "send_stdout");
     assert_eq!(
-        *asked.borrow(),
+        *asked.lock().unwrap(),
         vec![
             "s3://configs/team/lib/steps.libsonnet",
             "s3://configs/team/shared.json"

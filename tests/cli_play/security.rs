@@ -149,6 +149,17 @@ fn deep_nesting_is_an_error_not_an_abort() {
             "{route}: {e}"
         );
     }
+    // A chain without brackets (20,000 terms) is bounded too.
+    let chain = format!("{{ transforms: [], x: 1{} }}", "+1".repeat(20_000));
+    for route in ["/api/run", "/api/test", "/api/fmt"] {
+        let (status, r) = play.post(route, &json!({ "config": chain, "input": "x" }));
+        assert_eq!(status, 422, "{route}: {r}");
+        let e = r["error"].as_str().unwrap();
+        assert!(
+            e.contains("config.jsonnet:1:") && e.contains("expression nested more than 600 deep"),
+            "{route}: {e}"
+        );
+    }
     let (status, _) = play.call("GET", "/api/examples", &[], b"");
     assert_eq!(status, 200, "the server still serves");
 

@@ -18,7 +18,7 @@
 //! `tobytes`, an object key that is not a string) is an error naming what it is.
 
 use jaq_core::load::{Arena, File, Loader, lex, parse};
-use jaq_core::{Ctx, Vars, compile, data, load, unwrap_valr};
+use jaq_core::{Ctx, Vars, compile, data, load};
 use jaq_json::{Num, Val};
 use serde::Deserialize;
 use sluice_engine::{
@@ -168,8 +168,19 @@ impl ObjectJq {
     pub(crate) fn run(&self, input: &Value) -> Result<Value, TransformError> {
         let ctx = Ctx::<data::JustLut<Val>>::new(&self.filter.lut, Vars::new([]));
         let mut results = Vec::new();
-        for r in self.filter.id.run((ctx, to_val(input))).map(unwrap_valr) {
-            let v = r.map_err(|e| TransformError::failed(format!("jq: {e}")))?;
+        for r in self.filter.id.run((ctx, to_val(input))) {
+            // Not jaq's `unwrap_valr`: on `halt` and `halt_error` it exits the process
+            // (sluice, or `sluice play`'s worker), where here it is that message's error.
+            let v = r.map_err(|e| match e.get_err() {
+                Ok(e) => TransformError::failed(format!("jq: {e}")),
+                Err(e) => TransformError::failed(match e.get_halt() {
+                    Ok(code) => format!(
+                        "jq: the filter called halt (exit code {code}), which stops this \
+                         message's filter, never sluice"
+                    ),
+                    Err(_) => "jq: the filter stopped without a value".to_string(),
+                }),
+            })?;
             if results.len() == MAX_RESULTS {
                 return Err(TransformError::failed(format!(
                     "jq: the filter produced more than {MAX_RESULTS} results"
@@ -407,6 +418,25 @@ mod tests {
                 "{(1): 2}",
                 "{}",
                 "object key that is not a string",
+            ),
+            // jaq's own runner exits the process on these.
+            (
+                "halt",
+                "halt",
+                "{}",
+                "jq: the filter called halt (exit code 0)",
+            ),
+            (
+                "halt_error",
+                "halt_error",
+                r#"{"a":1}"#,
+                "jq: the filter called halt (exit code 5)",
+            ),
+            (
+                "halt_error with a code",
+                ".a | halt_error(3)",
+                r#"{"a":"bye"}"#,
+                "(exit code 3)",
             ),
             (
                 "too many results",

@@ -54,8 +54,9 @@ pub struct Args {
     /// A Jsonnet external string, KEY=VALUE (repeatable).
     #[arg(long = "ext-str", value_name = "KEY=VALUE", value_parser = parse_ext_str)]
     ext_str: Vec<(String, String)>,
-    /// Let a config read from a URL import from anywhere sluice can read (another host,
-    /// s3://, gs://, loopback): by default it imports only from under its own directory.
+    /// Let a config read from a URL import, and read kv store files, from anywhere sluice
+    /// can read (another host, s3://, gs://, loopback, local files): by default it reads
+    /// only from under its own directory.
     #[arg(long)]
     allow_remote_imports: bool,
     /// Print every test's name, result and captured output, not only failures'.

@@ -271,9 +271,39 @@ fn create_private(path: &Path) -> Result<(), String> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     match options.open(path) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => tighten(path),
         Err(e) => Err(format!("cannot create {}: {e}", path.display())),
     }
+}
+
+/// Makes the existing database at `path`, and its companions, owner-only (0600) when the
+/// user owns them and others may read or write them (as files from before sluice created
+/// them 0600 are): its contents stay. Each is opened without following a link and changed
+/// through that descriptor. Files of other users are left as they are.
+#[cfg(unix)]
+fn tighten(path: &Path) -> Result<(), String> {
+    use rustix::fs::{FileType, Mode, OFlags, fchmod, fstat, open};
+    let me = rustix::process::geteuid().as_raw();
+    for p in std::iter::once(path.to_path_buf()).chain(companions(path)) {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let Ok(fd) = open(&p, flags, Mode::empty()) else {
+            continue;
+        };
+        let st = fstat(&fd).map_err(|e| format!("cannot open {}: {e}", p.display()))?;
+        if st.st_uid == me
+            && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+            && st.st_mode & 0o077 != 0
+        {
+            fchmod(&fd, Mode::from_bits_truncate(0o600))
+                .map_err(|e| format!("cannot make {} private (mode 0600): {e}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn tighten(_path: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 /// The space kept beside the database for settling the locks when its disk fills
@@ -562,6 +592,34 @@ mod tests {
             std::fs::remove_file(&at).unwrap();
         }
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    }
+
+    /// A lock file from before (0644, as sluice made them) and its WAL file become 0600
+    /// when opened; its locks stay.
+    #[cfg(unix)]
+    #[test]
+    fn an_existing_file_readable_by_others_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite");
+        let conn = connect(&path).unwrap();
+        conn.execute_batch("CREATE TABLE kept (x); INSERT INTO kept VALUES (1);")
+            .unwrap();
+        drop(conn);
+        let wal = dir.path().join("old.sqlite-wal");
+        std::fs::write(&wal, "").unwrap();
+        for p in [&path, &wal] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let conn = connect(&path).unwrap();
+        for p in [&path, &wal] {
+            let mode = std::fs::metadata(p).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{}: {mode:o}", p.display());
+        }
+        let kept: i64 = conn
+            .query_row("SELECT x FROM kept", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, 1);
     }
 
     #[test]
