@@ -729,6 +729,8 @@ fn a_10_mb_line_passes_without_a_config_and_a_send_names_its_batch_size() {
         "{}",
         out.stderr
     );
+}
+
 /// Issue 51: jq's `halt` and `halt_error` end jq's process; in `object_jq` they ended
 /// sluice's, with exit 0 and the message never written. Now they are that message's error.
 #[test]
