@@ -271,8 +271,33 @@ impl Resolver {
 }
 
 /// jrsonnet's message for `err` and its trace, one frame a line as
-/// `    file:line:col: description`.
+/// `    file:line:col: description`, a frame repeated on consecutive lines (a recursion)
+/// shown once with its count.
 fn trace(err: &jrsonnet_evaluator::Error) -> String {
+    collapse_repeats(&trace_lines(err))
+}
+
+/// `text` with each run of identical consecutive lines shown once, followed by
+/// ` (N times)` when it ran to more than one.
+fn collapse_repeats(text: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut lines = text.split('\n').peekable();
+    while let Some(line) = lines.next() {
+        let mut n = 1;
+        while lines.peek() == Some(&line) {
+            lines.next();
+            n += 1;
+        }
+        out.push(if n > 1 {
+            format!("{line} ({n} times)")
+        } else {
+            line.to_string()
+        });
+    }
+    out.join("\n")
+}
+
+fn trace_lines(err: &jrsonnet_evaluator::Error) -> String {
     let resolver = PathResolver::new_cwd_fallback();
     let message = err.error().to_string();
     let format = CompactFormat {
@@ -604,6 +629,20 @@ fn evaluate(
     let val = entry(&state).map_err(|e| jsonnet_error(&e))?;
     val.manifest(JsonFormat::minify())
         .map_err(|e| jsonnet_error(&e))
+}
+
+#[cfg(test)]
+mod collapse_tests {
+    #[test]
+    fn repeated_frames_are_shown_once_with_their_count() {
+        assert_eq!(
+            super::collapse_repeats(
+                "msg\n    a:1: f\n    a:1: f\n    a:1: f\n    b:2: g\n    a:1: f"
+            ),
+            "msg\n    a:1: f (3 times)\n    b:2: g\n    a:1: f"
+        );
+        assert_eq!(super::collapse_repeats("one"), "one");
+    }
 }
 
 #[cfg(test)]
