@@ -143,6 +143,7 @@ async fn a_missing_table_is_an_error_naming_it() {
         ttl: now / 1000 + 60,
         lease_until_ms: now + 1000,
         skew_ms: 0,
+        fresh_before_ms: None,
     };
     let got = store.acquire("me", now, &[req], 1).await;
     let err = got[0].as_ref().unwrap_err().to_string();

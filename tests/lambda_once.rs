@@ -556,6 +556,7 @@ fn a_key_pending_elsewhere_fails_alone_before_a_short_deadline() {
             ttl: now / 1000 + 3600,
             lease_until_ms: now + 60_000,
             skew_ms: 0,
+            fresh_before_ms: None,
         }],
         1,
     ));

@@ -65,6 +65,7 @@ fn crashed_owner(db: &Path, keys: &[&str], t0: i64) {
             ttl: now_ms() / 1000 + 3600,
             lease_until_ms: t0 + 1,
             skew_ms: 0,
+            fresh_before_ms: None,
         })
         .collect();
     let got = runtime().block_on(store.acquire("crashed-owner", t0, &requests, 4));

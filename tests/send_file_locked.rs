@@ -56,6 +56,7 @@ pub(crate) fn crashed_before_commit(dir: &Path, keys: &[&str]) {
             ttl,
             lease_until_ms: T0 + 1,
             skew_ms: 0,
+            fresh_before_ms: None,
         })
         .collect();
     for r in runtime().block_on(store.acquire("crashed-owner", T0, &requests, 4)) {

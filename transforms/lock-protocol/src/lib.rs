@@ -46,7 +46,7 @@
 //! owner, for its part, checks by its own monotonic clock that its lease is live before
 //! every send, so it never sends after the instant a takeover becomes possible.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Whether a lock is waiting for its message's delivery or done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -73,14 +73,14 @@ pub enum LockStatus {
 /// messages may come back split among several processes).
 ///
 /// Stored as a set of entries (`send:first-last`, or `send:n` for one copy, and
-/// `send:n>name` for a placement), which a store may merge as a set (DynamoDB's `ADD` to a
+/// `send:first-last>name` or `send:n>name` for placements), which a store may merge as a set (DynamoDB's `ADD` to a
 /// string set): the entries' union is the progress, whichever order they were added in.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Progress {
     /// Per send, the ranges of copies delivered.
     delivered: BTreeMap<String, Vec<(u32, u32)>>,
-    /// (send, copy, object name): where a copy was placed.
-    placed: BTreeSet<(String, u32, String)>,
+    /// Per (send, object name), the ranges of copies placed in that object.
+    placed: BTreeMap<(String, String), Vec<(u32, u32)>>,
 }
 
 impl Progress {
@@ -112,37 +112,27 @@ impl Progress {
     }
 
     fn insert_range(&mut self, send: &str, lo: u32, hi: u32) {
-        let (lo, hi) = (lo.min(hi), lo.max(hi));
         let ranges = match self.delivered.get_mut(send) {
             Some(r) => r,
             None => self.delivered.entry(send.to_string()).or_default(),
         };
-        // The next copy after the last range (copies are delivered in order): no sort.
-        if let Some(last) = ranges.last_mut()
-            && lo == last.1.saturating_add(1)
-        {
-            last.1 = last.1.max(hi);
-            return;
-        }
-        ranges.push((lo, hi));
-        ranges.sort_unstable();
-        let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
-        for &(lo, hi) in ranges.iter() {
-            match merged.last_mut() {
-                Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
-                _ => merged.push((lo, hi)),
-            }
-        }
-        *ranges = merged;
+        add_range(ranges, lo, hi);
     }
 
     /// Records that `send` placed copy `copy` in the object `name` (see the type's
     /// documentation). A name with a line break or other control character is not kept
     /// (stores that keep entries as lines could not tell it apart).
     pub fn place(&mut self, send: &str, copy: u32, name: &str) {
+        self.place_range(send, copy, copy, name);
+    }
+
+    fn place_range(&mut self, send: &str, lo: u32, hi: u32, name: &str) {
         if !name.is_empty() && !name.chars().any(char::is_control) {
-            self.placed
-                .insert((send.to_string(), copy, name.to_string()));
+            let ranges = self
+                .placed
+                .entry((send.to_string(), name.to_string()))
+                .or_default();
+            add_range(ranges, lo, hi);
         }
     }
 
@@ -150,13 +140,10 @@ impl Progress {
     pub fn placed(&self, send: &str, copy: u32) -> impl Iterator<Item = &str> {
         self.placed
             .iter()
-            .filter(move |(s, c, _)| s == send && *c == copy)
-            .map(|(_, _, name)| name.as_str())
-    }
-
-    /// Every placement: send and copy.
-    pub fn placements(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.placed.iter().map(|(s, c, _)| (s.as_str(), *c))
+            .filter(move |((s, _), ranges)| {
+                s == send && ranges.iter().any(|&(lo, hi)| lo <= copy && copy <= hi)
+            })
+            .map(|((_, name), _)| name.as_str())
     }
 
     /// Adds everything `other` records.
@@ -166,7 +153,11 @@ impl Progress {
                 self.insert_range(send, lo, hi);
             }
         }
-        self.placed.extend(other.placed.iter().cloned());
+        for ((send, name), ranges) in &other.placed {
+            for &(lo, hi) in ranges {
+                self.place_range(send, lo, hi, name);
+            }
+        }
     }
 
     /// The sends with something recorded delivered.
@@ -196,8 +187,14 @@ impl Progress {
                 }
             }
         }
-        for (send, copy, name) in &self.placed {
-            out.push(format!("{send}:{copy}>{name}"));
+        for ((send, name), ranges) in &self.placed {
+            for &(lo, hi) in ranges {
+                if lo == hi {
+                    out.push(format!("{send}:{lo}>{name}"));
+                } else {
+                    out.push(format!("{send}:{lo}-{hi}>{name}"));
+                }
+            }
         }
         out
     }
@@ -207,30 +204,49 @@ impl Progress {
     pub fn from_entries<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> Progress {
         let mut p = Progress::default();
         for e in entries {
-            // A placement: the send and copy come before the first `>` (a send's id has
+            // A placement: the send and copies come before the first `>` (a send's id has
             // none), the name, which may hold anything, after it.
-            if let Some((copy, name)) = e.as_ref().split_once('>') {
-                if let Some((send, n)) = copy.rsplit_once(':')
-                    && let Ok(n) = n.parse()
-                    && !send.is_empty()
-                {
-                    p.place(send, n, name);
-                }
-                continue;
-            }
-            let Some((send, copies)) = e.as_ref().rsplit_once(':') else {
+            let (head, name) = match e.as_ref().split_once('>') {
+                Some((head, name)) => (head, Some(name)),
+                None => (e.as_ref(), None),
+            };
+            let Some((send, copies)) = head.rsplit_once(':') else {
                 continue;
             };
             let range = match copies.split_once('-') {
                 Some((lo, hi)) => lo.parse().ok().zip(hi.parse().ok()),
                 None => copies.parse().ok().map(|n| (n, n)),
             };
-            if let (Some((lo, hi)), false) = (range, send.is_empty()) {
-                p.insert_range(send, lo, hi);
+            match (range, send.is_empty(), name) {
+                (Some((lo, hi)), false, Some(name)) => p.place_range(send, lo, hi, name),
+                (Some((lo, hi)), false, None) => p.insert_range(send, lo, hi),
+                _ => {}
             }
         }
         p
     }
+}
+
+/// Adds copies `lo..=hi` to sorted, disjoint `ranges`, merging neighbours.
+fn add_range(ranges: &mut Vec<(u32, u32)>, lo: u32, hi: u32) {
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    // The next copy after the last range (copies are delivered in order): no sort.
+    if let Some(last) = ranges.last_mut()
+        && lo == last.1.saturating_add(1)
+    {
+        last.1 = last.1.max(hi);
+        return;
+    }
+    ranges.push((lo, hi));
+    ranges.sort_unstable();
+    let mut merged: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for &(lo, hi) in ranges.iter() {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    *ranges = merged;
 }
 
 /// A lock as a store holds it.
@@ -273,6 +289,14 @@ impl LockRecord {
         }
     }
 
+    /// Whether it is another owner's pending lock whose chain of attempts began before
+    /// `fresh_before_ms` (see [`AcquireRequest::fresh_before_ms`]).
+    pub fn chain_over(&self, owner: &str, fresh_before_ms: Option<i64>) -> bool {
+        matches!(self.status, LockStatus::Pending { .. })
+            && self.owner != owner
+            && fresh_before_ms.is_some_and(|before| self.since_ms.unwrap_or(0) < before)
+    }
+
     /// Whether it is `owner`'s pending lock: what commit, renew, release and abandon need.
     pub fn pending_for(&self, owner: &str) -> bool {
         self.owner == owner && matches!(self.status, LockStatus::Pending { .. })
@@ -299,6 +323,12 @@ pub struct AcquireRequest {
     /// The tolerated skew between any two clocks (ms): another owner's pending lock blocks
     /// until its lease end plus this.
     pub skew_ms: i64,
+    /// Another owner's pending lock whose chain of attempts began (`since`) before this
+    /// instant (epoch ms) is over: its message's deduplication window (`ttl_offset`) has
+    /// passed, so the key is taken as new, without its history. A message with the same key
+    /// now is another one ("once per key per window"), which an earlier message's progress
+    /// must not mark delivered. `None`: a pending lock's history never ends.
+    pub fresh_before_ms: Option<i64>,
 }
 
 /// What taking a key found before it.
@@ -365,6 +395,7 @@ pub fn acquire(
         None => None,
         Some(r) if !r.takeable_by(owner, now_ms, req.skew_ms) => return Err(r.clone()),
         Some(r) => match r.status {
+            LockStatus::Pending { .. } if r.chain_over(owner, req.fresh_before_ms) => None,
             LockStatus::Pending { .. } => Some(Prior {
                 owner: r.owner.clone(),
                 since_ms: r.since_ms.unwrap_or(0),
@@ -492,6 +523,7 @@ mod tests {
             ttl: NOW / 1000 + 3600,
             lease_until_ms: NOW + lease,
             skew_ms: SKEW,
+            fresh_before_ms: None,
         }
     }
 
@@ -507,6 +539,34 @@ mod tests {
 
     fn progress(entries: &[&str]) -> Progress {
         Progress::from_entries(entries)
+    }
+
+    /// A pending lock whose chain began before `fresh_before_ms` (its message's window has
+    /// passed) is taken as new: no prior, no progress, a `since` of its own; a later chain
+    /// is a takeover as before, and a lease that is live still holds the key.
+    #[test]
+    fn a_pending_chain_older_than_the_window_is_taken_as_new() {
+        let mut old = pending("b", NOW - SKEW - 1, NOW / 1000 + 60);
+        old.progress = progress(&["s:0", "s:0>obj"]);
+        let window = |before: i64| AcquireRequest {
+            fresh_before_ms: Some(before),
+            ..req(60_000)
+        };
+        // `since` is NOW - 5 s.
+        let (rec, got) = acquire(Some(&old), "a", NOW, &window(NOW - 4_000)).unwrap();
+        assert_eq!(got, Acquired::Taken { prior: None });
+        assert_eq!((rec.since_ms, rec.progress.is_empty()), (Some(NOW), true));
+        let (rec, got) = acquire(Some(&old), "a", NOW, &window(NOW - 6_000)).unwrap();
+        assert!(matches!(got, Acquired::Taken { prior: Some(_) }));
+        assert_eq!(rec.since_ms, Some(NOW - 5_000));
+        assert!(!rec.progress.is_empty());
+        let live = pending("b", NOW + 1_000, NOW / 1000 + 60);
+        assert!(acquire(Some(&live), "a", NOW, &window(NOW)).is_err());
+        // Our own: a retake keeps its history.
+        let mut ours = old.clone();
+        ours.owner = "a".into();
+        let (_, got) = acquire(Some(&ours), "a", NOW, &window(NOW)).unwrap();
+        assert!(matches!(got, Acquired::Taken { prior: Some(_) }));
     }
 
     #[test]
@@ -687,6 +747,16 @@ mod tests {
         // Malformed placements are ignored.
         let junk = Progress::from_entries([">x", ":1>x", "a:q>x", "a>x"]);
         assert!(junk.is_empty());
+        // Copies placed together are kept as ranges: a message fanned out into thousands of
+        // records in one object is one entry, not thousands (DynamoDB's items end at 400 KB).
+        let mut many = Progress::new();
+        for copy in 0..8000 {
+            many.place("a", copy, if copy < 5000 { "o1" } else { "o2" });
+        }
+        assert_eq!(many.entries(), vec!["a:0-4999>o1", "a:5000-7999>o2"]);
+        assert_eq!(Progress::from_entries(many.entries()), many);
+        assert_eq!(many.placed("a", 4999).collect::<Vec<_>>(), vec!["o1"]);
+        assert_eq!(many.placed("a", 5000).collect::<Vec<_>>(), vec!["o2"]);
         let mut merged = Progress::from_entries(["a:0"]);
         merged.merge(&only);
         assert_eq!(merged.entries(), vec!["a:0", "a:0>o"]);
@@ -703,6 +773,7 @@ mod tests {
                 ttl: NOW / 1000 - 3600, // an event time long past
                 lease_until_ms: NOW + 60_000,
                 skew_ms: SKEW,
+                fresh_before_ms: None,
             },
         )
         .unwrap();

@@ -383,6 +383,7 @@ impl Lock {
             ttl: TTL,
             lease_until_ms: self.clock(p) + LEASE,
             skew_ms: self.skew(),
+            fresh_before_ms: None,
         }
     }
 

@@ -383,6 +383,7 @@ mod tests {
                     ttl: i64::MAX / 2000,
                     lease_until_ms: i64::MAX / 2,
                     skew_ms: 0,
+                    fresh_before_ms: None,
                 };
                 let r = store.acquire(&format!("o{i}"), 0, &[req], 1).await;
                 matches!(r[0], Ok(Acquired::Taken { .. }))
@@ -405,6 +406,7 @@ mod tests {
                 ttl: if i < 2000 { 10 } else { 1000 },
                 lease_until_ms: 0,
                 skew_ms: 0,
+                fresh_before_ms: None,
             })
             .collect();
         store.acquire("o", 0, &reqs, 1).await;
@@ -423,6 +425,7 @@ mod tests {
             ttl: 1000,
             lease_until_ms: 0,
             skew_ms: 0,
+            fresh_before_ms: None,
         }];
         store.acquire("o", 20_000, &more, 1).await;
         let len = store.with(|l| l.records.len());

@@ -354,11 +354,7 @@ async fn place_copies<'a>(
         let mut lost = Vec::new();
         for ((key, (ticket, progress)), outcome) in keys.iter().zip(settled) {
             match outcome {
-                Settled::Ok => {
-                    for (send, copy) in progress.placements() {
-                        ticket.record_placement(send, copy, name);
-                    }
-                }
+                Settled::Ok => ticket.record_placements(progress),
                 Settled::NotOwner(_) => {
                     ticket.mark_lost();
                     lost.push(key.as_str());

@@ -56,6 +56,10 @@ pub(super) const ACQUIRE_FRESH_CONDITION: &str = "attribute_not_exists(#pk) \
 pub(super) const ACQUIRE_UPDATE: &str = "SET #owner = :me, #status = :pending, #lease = :lease, \
      #ttl = :ttl, #since = if_not_exists(#since, :now_ms) REMOVE #note";
 
+/// Another owner's pending record whose chain began before `:fresh_before`
+/// (`LockRecord::chain_over`): taken as new, not over.
+const CHAIN_OVER: &str = "(#status = :pending AND #owner <> :me AND #since < :fresh_before)";
+
 /// What commit, renew, release and abandon require: the owner's pending record.
 const OWNED: &str = "#owner = :me AND #status = :pending";
 
@@ -99,6 +103,22 @@ impl DynamoDbStore {
         r: &AcquireRequest,
     ) -> Result<Acquired, StoreError> {
         let mut retries = Retries::default();
+        // A pending chain older than the window is not taken over with its history: that
+        // takes a write of its own (`acquire_over`).
+        let (condition, values) = match r.fresh_before_ms {
+            Some(before) => {
+                let mut values = acquire_values(owner, now_ms, r, true);
+                values.insert(":fresh_before".to_string(), number(before));
+                (
+                    format!("({ACQUIRE_CONDITION}) AND NOT {CHAIN_OVER}"),
+                    values,
+                )
+            }
+            None => (
+                ACQUIRE_CONDITION.to_string(),
+                acquire_values(owner, now_ms, r, true),
+            ),
+        };
         loop {
             let attempts = AttemptCounter::default();
             let sent = client
@@ -106,9 +126,9 @@ impl DynamoDbStore {
                 .table_name(&self.table.name)
                 .set_key(Some(self.key(&r.key)))
                 .update_expression(ACQUIRE_UPDATE)
-                .condition_expression(ACQUIRE_CONDITION)
+                .condition_expression(&condition)
                 .set_expression_attribute_names(Some(self.acquire_names()))
-                .set_expression_attribute_values(Some(acquire_values(owner, now_ms, r, true)))
+                .set_expression_attribute_values(Some(values.clone()))
                 .return_values(ReturnValue::AllOld)
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
@@ -128,6 +148,12 @@ impl DynamoDbStore {
                 err.as_service_error()
             {
                 let record = failed.item().map(|i| self.decode(i));
+                if let Some(rec) = &record
+                    && rec.chain_over(owner, r.fresh_before_ms)
+                    && rec.takeable_by(owner, now_ms, r.skew_ms)
+                {
+                    return self.acquire_over(client, owner, now_ms, r).await;
+                }
                 self.log_held(r, record.as_ref());
                 return Ok(Acquired::Held(record));
             }
@@ -139,6 +165,80 @@ impl DynamoDbStore {
             if !(conflict && retries.wait_before_next().await) {
                 return Err(self.sdk_fail(&format!("acquiring key {:?}", r.key), &err));
             }
+        }
+    }
+
+    /// Takes a key whose pending chain began before the request's `fresh_before_ms`, whose
+    /// lease is over, as new: its history is dropped (`sluice_lock_protocol::acquire`).
+    async fn acquire_over(
+        &self,
+        client: &Client,
+        owner: &str,
+        now_ms: i64,
+        r: &AcquireRequest,
+    ) -> Result<Acquired, StoreError> {
+        let a = &self.table.attributes;
+        let names: HashMap<String, String> = [
+            ("#ttl", &a.ttl),
+            ("#status", &a.status),
+            ("#lease", &a.lease_until),
+            ("#owner", &a.owner),
+            ("#since", &a.since),
+            ("#note", &a.note),
+            ("#progress", &a.progress),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+        let values: HashMap<String, AttributeValue> = [
+            (":me", AttributeValue::S(owner.to_string())),
+            (":pending", AttributeValue::S(PENDING.into())),
+            (":lease", number(r.lease_until_ms)),
+            (":ttl", number(pending_ttl(r.ttl, r.lease_until_ms))),
+            (":now_ms", number(now_ms)),
+            (
+                ":takeover_ms",
+                number(now_ms.saturating_sub(r.skew_ms.max(0))),
+            ),
+            (
+                ":fresh_before",
+                number(r.fresh_before_ms.unwrap_or(i64::MIN)),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let sent = client
+            .update_item()
+            .table_name(&self.table.name)
+            .set_key(Some(self.key(&r.key)))
+            .update_expression(
+                "SET #owner = :me, #status = :pending, #lease = :lease, #ttl = :ttl, \
+                 #since = :now_ms REMOVE #note, #progress",
+            )
+            .condition_expression(format!("{CHAIN_OVER} AND #lease < :takeover_ms"))
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match sent {
+            Ok(_) => {
+                tracing::debug!(
+                    table = %self.table.name,
+                    key = %r.key,
+                    "lock key of an earlier window taken as new"
+                );
+                Ok(Acquired::FRESH)
+            }
+            Err(err) => match err.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                    let record = failed.item().map(|i| self.decode(i));
+                    self.log_held(r, record.as_ref());
+                    Ok(Acquired::Held(record))
+                }
+                _ => Err(self.sdk_fail(&format!("acquiring key {:?}", r.key), &err)),
+            },
         }
     }
 

@@ -70,6 +70,7 @@ pub(super) fn req(key: &str) -> AcquireRequest {
         ttl: NOW_MS / 1000 + 600,
         lease_until_ms: NOW_MS + 60_000,
         skew_ms: 0,
+        fresh_before_ms: None,
     }
 }
 

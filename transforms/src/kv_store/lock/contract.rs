@@ -15,6 +15,7 @@ fn req(key: &str, ttl: i64, lease_until_ms: i64) -> AcquireRequest {
         ttl,
         lease_until_ms,
         skew_ms: 0,
+        fresh_before_ms: None,
     }
 }
 
@@ -444,6 +445,64 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         (LockStatus::Committed, true)
     );
 
+    // Windows: a pending chain that began before the taker's `fresh_before_ms` (its
+    // message's window passed) is taken as new, its history dropped; a younger one is taken
+    // over with it.
+    for (case, fresh_before, inherits) in [("young", now_ms - 1, true), ("old", now_ms + 1, false)]
+    {
+        let key = k(&format!("window-{case}"));
+        one(store
+            .acquire(a, now_ms, &[req(&key, now_s + 600, now_ms + 1_000)], 1)
+            .await);
+        assert_eq!(
+            store
+                .abandon(
+                    a,
+                    &abandons(std::slice::from_ref(&key), &["s:0", "s:0>o"]),
+                    4
+                )
+                .await
+                .unwrap(),
+            vec![Settled::Ok]
+        );
+        let later = now_ms + 5_000;
+        let took = one(store
+            .acquire(
+                b,
+                later,
+                &[AcquireRequest {
+                    fresh_before_ms: Some(fresh_before),
+                    ..req(&key, now_s + 600, later + 60_000)
+                }],
+                1,
+            )
+            .await);
+        match (inherits, prior(&took)) {
+            (true, Some(p)) => assert_eq!(
+                (p.since_ms, p.progress.entries()),
+                (now_ms, vec!["s:0".to_string(), "s:0>o".to_string()]),
+                "{case}"
+            ),
+            (false, None) => {}
+            (_, other) => panic!("{case}: {other:?}"),
+        }
+        // What the store now holds says the same to the next taker.
+        assert_eq!(
+            store
+                .abandon(b, &abandons(std::slice::from_ref(&key), &[]), 4)
+                .await
+                .unwrap(),
+            vec![Settled::Ok]
+        );
+        let next = prior(&one(store
+            .acquire(a, later + 10, &[req(&key, now_s + 600, later + 60_000)], 1)
+            .await))
+        .expect("a prior holder");
+        let want_since = if inherits { now_ms } else { later };
+        assert_eq!(next.since_ms, want_since, "{case}");
+        assert_eq!(next.progress.is_empty(), !inherits, "{case}");
+    }
+
     // Clocks: a lease blocks until its end plus the tolerated skew of the taker's request.
     let skewed = k("skewed");
     one(store
@@ -451,6 +510,7 @@ pub async fn check(store: &dyn LockStore, prefix: &str, now_ms: i64) {
         .await);
     let skew = |at: i64| AcquireRequest {
         skew_ms: 5_000,
+        fresh_before_ms: None,
         ..req(&skewed, now_s + 600, at + 60_000)
     };
     for at in [now_ms + 2_000, now_ms + 6_000] {

@@ -655,6 +655,7 @@ mod tests {
             ttl: 2_000_000_000,
             lease_until_ms: 1_700_000_060_000,
             skew_ms: 0,
+            fresh_before_ms: None,
         };
         {
             let a = SqliteStore::open(path.clone()).unwrap();
@@ -704,6 +705,7 @@ mod tests {
                 ttl: 2_000_000_000,
                 lease_until_ms: 1_700_000_060_000,
                 skew_ms: 0,
+                fresh_before_ms: None,
             })
             .collect();
         let got = store.acquire("new", 1_700_000_000_000, &reqs, 1).await;
@@ -739,6 +741,7 @@ mod tests {
                 ttl: 100 + i,
                 lease_until_ms: 0,
                 skew_ms: 0,
+                fresh_before_ms: None,
             })
             .collect();
         store.acquire("a", 0, &reqs, 1).await;

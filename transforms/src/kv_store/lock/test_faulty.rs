@@ -242,6 +242,7 @@ impl LockStore for FaultySqliteStore {
                 ttl: r.ttl,
                 lease_until_ms: later + 3_600_000,
                 skew_ms: 0,
+                fresh_before_ms: None,
             })
             .collect();
         for r in self

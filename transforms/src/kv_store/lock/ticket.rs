@@ -19,7 +19,7 @@
 //!   tickets' keys and first attempts ([`LockTicket::origin_ms`]), so a batch sent again
 //!   replaces its object instead of adding another, and a key taken afresh after its TTL
 //!   never takes an earlier object's name; before writing it they record in each lock that
-//!   the copy goes there ([`LockTicket::record_placement`]), and a later attempt that finds
+//!   the copy goes there ([`LockTicket::record_placements`]), and a later attempt that finds
 //!   an object its copy was placed in ([`LockTicket::placed`]) counts the copy delivered,
 //!   however the batch was re-formed;
 //! - `send_aws_dynamodb_put` (transactional) records its delivery in the lock record in the
@@ -265,10 +265,11 @@ impl LockTicket {
         self.attempt().delivered.insert(send, copy);
     }
 
-    /// Records that `send` is about to place copy `copy` in the object `name` (recorded in
-    /// the lock's record first: [`LockStore::record`]).
-    pub fn record_placement(&self, send: &str, copy: u32, name: &str) {
-        self.attempt().delivered.place(send, copy, name);
+    /// Records where sends are about to place copies of this message (`placed` holds
+    /// placements only: [`Progress::place`]), recorded in the lock's record first
+    /// ([`LockStore::record`]).
+    pub fn record_placements(&self, placed: &Progress) {
+        self.attempt().delivered.merge(placed);
     }
 
     /// The objects that `send` placed copy `copy` in, on an earlier attempt or on this one:

@@ -191,6 +191,7 @@ impl MetaKvStoreLock {
                     ttl: it.ttl,
                     lease_until_ms: 0,
                     skew_ms: 0,
+                    fresh_before_ms: None,
                 })
                 .collect();
             let outcomes = match self.acquire_piece(&reqs).await {
@@ -332,11 +333,18 @@ impl MetaKvStoreLock {
                 None => r.ttl.max(now.div_euclid(1000) + self.ttl_offset),
                 Some(_) => r.ttl,
             };
+            // Another owner's pending key whose first attempt is older than the window
+            // (`ttl_offset`) is a message of an earlier window: a message with that key now is
+            // a new one, which its history (what that message delivered, where it placed its
+            // copies) must not mark delivered.
+            let fresh_before_ms = (self.ttl_offset > 0)
+                .then(|| now.saturating_sub(self.ttl_offset.saturating_mul(1000)));
             let batch: Vec<AcquireRequest> = ask
                 .iter()
                 .map(|&i| AcquireRequest {
                     lease_until_ms,
                     skew_ms,
+                    fresh_before_ms,
                     ttl: ttl_of(&reqs[i]),
                     ..reqs[i].clone()
                 })
@@ -664,6 +672,7 @@ impl MetaKvStoreLock {
                     ttl: w.item.ttl,
                     lease_until_ms: 0,
                     skew_ms: 0,
+                    fresh_before_ms: None,
                 })
                 .collect();
             let outcomes = match self.acquire_piece(&reqs).await {

@@ -16,6 +16,7 @@ async fn never_free_for_another_owner(f: &Fixture, keys: &[&str], checks: usize)
                 ttl: now / 1000 + 60,
                 lease_until_ms: now + 1000,
                 skew_ms: 0,
+                fresh_before_ms: None,
             })
             .collect();
         let got = f.other().acquire("them", now, &requests, 1).await;
@@ -161,6 +162,7 @@ fn an_uncertain_failure_leaves_the_key_for_the_next_attempt_to_check() {
             ttl: now / 1000 + 60,
             lease_until_ms: now + 1000,
             skew_ms: 0,
+            fresh_before_ms: None,
         }],
         1,
     ));

@@ -161,6 +161,7 @@ fn hold(store: &SqliteStore, owner: &str, key: &str, lease_ms: i64) {
             ttl: now / 1000 + 3600,
             lease_until_ms: now + lease_ms,
             skew_ms: 0,
+            fresh_before_ms: None,
         }],
         1,
     ));
@@ -565,6 +566,7 @@ fn a_pending_lock_whose_ttl_passed_blocks_until_its_lease_ends() {
             ttl: now / 1000 - 10,
             lease_until_ms: now + 60_000,
             skew_ms: 0,
+            fresh_before_ms: None,
         }],
         1,
     ));
