@@ -22,7 +22,8 @@ local sub = std.extVar('sub');
     sub.tf.meta.kv_store.lock({
       kv_store: sub.kv_store.sqlite({ file: 'state/locks.sqlite' }),
       prefix: 'test',
-      ttl_offset: '1h',
+      // The fabricated crash is at T0 (2024): a window that still holds it.
+      ttl_offset: '87600h',
       object: { source_key: 'id' },
       duplicates: 'drop',
       transforms: [

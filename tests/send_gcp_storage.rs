@@ -222,7 +222,7 @@ fn a_batch_written_again_after_a_crash_replaces_its_object() {
   transforms: [
     sub.tf.meta.kv_store.lock({{
       kv_store: sub.kv_store.sqlite({{ file: 'state/locks.sqlite' }}),
-      prefix: 'test', ttl_offset: '1h', object: {{ source_key: 'id' }}, duplicates: 'drop',
+      prefix: 'test', ttl_offset: '87600h', object: {{ source_key: 'id' }}, duplicates: 'drop',
       transforms: [
         sub.tf.send.gcp.storage({{
           gcp: {{ resource: 'projects/_/buckets/{bucket}' }},
