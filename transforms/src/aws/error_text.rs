@@ -80,7 +80,13 @@ where
             } else if conn.is_io() {
                 format!("the endpoint cannot be reached: {}", error_chain(conn))
             } else {
-                format!("the request was not sent: {}", error_chain(conn))
+                // The connection broke before an answer was read ("connection closed before
+                // message completed"): the request may have reached the service and been
+                // applied, which a caller must not be told otherwise.
+                format!(
+                    "the connection broke before an answer came (the call may have been applied): {}",
+                    error_chain(conn)
+                )
             }
         }
         SdkError::TimeoutError(_) => "timed out: no answer within the call's time limit".into(),
@@ -209,6 +215,13 @@ mod tests {
             (
                 dispatch(ConnectorError::other(Box::new(imds), None)),
                 "AWS credentials could not be loaded: an error occurred while loading credentials: failed to load IMDS session token",
+            ),
+            (
+                dispatch(ConnectorError::other(
+                    "connection closed before message completed".into(),
+                    None,
+                )),
+                "the connection broke before an answer came (the call may have been applied): connection closed before message completed",
             ),
         ];
         for (e, want) in table {
