@@ -136,6 +136,11 @@ impl Progress {
         }
     }
 
+    /// Whether any placement is recorded.
+    pub fn has_placements(&self) -> bool {
+        !self.placed.is_empty()
+    }
+
     /// The objects `send` placed copy `copy` in.
     pub fn placed(&self, send: &str, copy: u32) -> impl Iterator<Item = &str> {
         self.placed

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use sluice_engine::json::Array;
 use sluice_engine::{ConfigError, Value, async_trait};
 
-use sluice_lock_protocol::{self as protocol, Change};
+use sluice_lock_protocol::{self as protocol, Change, Progress};
 
 use super::item::store::{ItemError, ItemStore};
 use super::{
@@ -137,6 +137,26 @@ impl Locks {
     }
 }
 
+impl MemoryStore {
+    /// The change `to` makes of each request's progress (an abandonment or a record), on
+    /// its key.
+    fn add_progress(
+        &self,
+        owner: &str,
+        requests: &[AbandonRequest],
+        to: fn(Progress) -> Change,
+    ) -> Vec<Settled> {
+        self.with(|l| {
+            l.change_all(
+                owner,
+                requests
+                    .iter()
+                    .map(|r| (r.key.as_str(), to(r.progress.clone()))),
+            )
+        })
+    }
+}
+
 #[async_trait]
 impl LockStore for MemoryStore {
     fn describe(&self) -> String {
@@ -220,19 +240,7 @@ impl LockStore for MemoryStore {
         requests: &[AbandonRequest],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        Ok(self.with(|l| {
-            l.change_all(
-                owner,
-                requests.iter().map(|r| {
-                    (
-                        r.key.as_str(),
-                        Change::Abandon {
-                            progress: r.progress.clone(),
-                        },
-                    )
-                }),
-            )
-        }))
+        Ok(self.add_progress(owner, requests, |progress| Change::Abandon { progress }))
     }
 
     async fn record(
@@ -241,19 +249,7 @@ impl LockStore for MemoryStore {
         requests: &[AbandonRequest],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        Ok(self.with(|l| {
-            l.change_all(
-                owner,
-                requests.iter().map(|r| {
-                    (
-                        r.key.as_str(),
-                        Change::Record {
-                            progress: r.progress.clone(),
-                        },
-                    )
-                }),
-            )
-        }))
+        Ok(self.add_progress(owner, requests, |progress| Change::Record { progress }))
     }
 }
 

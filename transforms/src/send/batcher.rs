@@ -599,10 +599,15 @@ impl<D: Destination> Sender<D> {
         batch: Batch<Held>,
     ) -> Result<Batch<Held>, (Batch<Held>, TransformError)> {
         let send = &*self.progress_id;
-        let placed = |m: &Held| m.copies.iter().any(|(t, c)| !t.placed(send, *c).is_empty());
-        if !batch.items.iter().any(placed) {
+        // The common case, no lock placed anything: no list is built.
+        if !batch
+            .items
+            .iter()
+            .any(|m| m.copies.iter().any(|(t, _)| t.has_placements()))
+        {
             return Ok(batch);
         }
+        let placed = |m: &Held| m.copies.iter().any(|(t, c)| !t.placed(send, *c).is_empty());
         let mut exists: std::collections::HashMap<String, bool> = Default::default();
         let mut found = vec![false; batch.items.len()];
         for (i, m) in batch.items.iter().enumerate() {

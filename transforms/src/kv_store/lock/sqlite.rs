@@ -403,6 +403,23 @@ fn write_record(
     Ok(())
 }
 
+impl SqliteStore {
+    /// The change `to` makes of each request's progress (an abandonment or a record), on
+    /// its key.
+    async fn add_progress(
+        &self,
+        owner: &str,
+        requests: &[AbandonRequest],
+        to: fn(Progress) -> Change,
+    ) -> Result<Vec<Settled>, StoreError> {
+        let changes = requests
+            .iter()
+            .map(|r| (r.key.clone(), to(r.progress.clone()), None))
+            .collect();
+        self.change(owner, changes).await
+    }
+}
+
 #[async_trait]
 impl LockStore for SqliteStore {
     fn describe(&self) -> String {
@@ -501,16 +518,8 @@ impl LockStore for SqliteStore {
         requests: &[AbandonRequest],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        let changes = requests
-            .iter()
-            .map(|r| {
-                let c = Change::Abandon {
-                    progress: r.progress.clone(),
-                };
-                (r.key.clone(), c, None)
-            })
-            .collect();
-        self.change(owner, changes).await
+        self.add_progress(owner, requests, |progress| Change::Abandon { progress })
+            .await
     }
 
     async fn record(
@@ -519,16 +528,8 @@ impl LockStore for SqliteStore {
         requests: &[AbandonRequest],
         _concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        let changes = requests
-            .iter()
-            .map(|r| {
-                let c = Change::Record {
-                    progress: r.progress.clone(),
-                };
-                (r.key.clone(), c, None)
-            })
-            .collect();
-        self.change(owner, changes).await
+        self.add_progress(owner, requests, |progress| Change::Record { progress })
+            .await
     }
 }
 

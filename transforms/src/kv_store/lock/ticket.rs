@@ -272,6 +272,12 @@ impl LockTicket {
         self.attempt().delivered.merge(placed);
     }
 
+    /// Whether an earlier attempt or this one placed a copy of this message anywhere (what
+    /// [`LockTicket::placed`] would find something in), without building the list.
+    pub fn has_placements(&self) -> bool {
+        self.prior_progress.has_placements() || self.attempt().delivered.has_placements()
+    }
+
     /// The objects that `send` placed copy `copy` in, on an earlier attempt or on this one:
     /// if one of them exists, the copy was delivered.
     pub fn placed(&self, send: &str, copy: u32) -> Vec<String> {
