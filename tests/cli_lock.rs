@@ -445,6 +445,92 @@ fn a_message_failed_inside_the_lock_fails_alone_and_its_key_is_given_back(store:
     assert_eq!(ids_of(second.stdout_str()), vec![2]);
 }
 
+/// A send inside the lock that gives up on a batch (here: one batch key's directory cannot
+/// be made) fails that batch's messages alone: the others are written and committed, its
+/// keys are given back, and once the path is fixed a rerun of the same input writes those
+/// and nothing else again.
+fn a_send_inside_the_lock_that_gives_up_fails_its_batch_alone(store: Store) {
+    let d = Dir::new();
+    let kv = store.kv_store();
+    d.write(
+        "cfg.jsonnet",
+        format!(
+            r#"
+local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.meta.kv_store.lock({{
+      kv_store: {kv},
+      prefix: 'test',
+      ttl_offset: '1h',
+      object: {{ source_key: 'id' }},
+      transforms: [
+        sub.tf.send.file({{
+          file_path: {{ prefix: 'out', uuid: true }},
+          use_batch_key_as_prefix: true,
+          separator: '\n',
+          object: {{ batch_key: 'g' }},
+          batch: {{ count: 5 }},
+        }}),
+      ],
+    }}),
+  ],
+}}
+"#
+        ),
+    );
+    std::fs::create_dir_all(d.path().join("out")).unwrap();
+    d.write("out/blocked", "not a directory");
+    let input: String = (1..=30)
+        .map(|i| {
+            let g = if i % 3 == 0 { "blocked" } else { "ok" };
+            format!("{{\"id\":{i},\"g\":\"{g}\"}}\n")
+        })
+        .collect();
+    fn walk(dir: &std::path::Path, ids: &mut Vec<u64>) {
+        for f in std::fs::read_dir(dir).into_iter().flatten() {
+            let path = f.unwrap().path();
+            if path.is_dir() {
+                walk(&path, ids);
+                continue;
+            }
+            for l in std::fs::read_to_string(&path).unwrap().lines() {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                ids.push(v["id"].as_u64().unwrap());
+            }
+        }
+    }
+    let ids_in = |dir: &str| -> Vec<u64> {
+        let mut ids = Vec::new();
+        walk(&d.path().join(dir), &mut ids);
+        ids.sort_unstable();
+        ids
+    };
+    let run = || d.sluice_env(&["run", "-c", "cfg.jsonnet"], input.clone(), &store.env());
+    let first = run();
+    first.assert_code(1);
+    assert!(
+        first
+            .stderr
+            .contains("10 of 30 input lines were not delivered")
+            && first.stderr.contains("<stdin>:3: not delivered:")
+            && first.stderr.contains("Not a directory"),
+        "{}",
+        first.stderr
+    );
+    let others: Vec<u64> = (1..=30).filter(|i| i % 3 != 0).collect();
+    assert_eq!(ids_in("out/ok"), others);
+    assert_eq!(store.counts(&d), (0, 20), "20 committed, 10 given back");
+
+    std::fs::remove_file(d.path().join("out/blocked")).unwrap();
+    let second = run();
+    second.assert_code(0);
+    assert_eq!(ids_in("out/ok"), others, "nothing written twice");
+    let failed: Vec<u64> = (1..=30).filter(|i| i % 3 == 0).collect();
+    assert_eq!(ids_in("out/blocked"), failed);
+    assert_eq!(store.counts(&d), (0, 30));
+}
+
 /// One `#[test]` per scenario and store.
 macro_rules! on_both_stores {
     ($($scenario:ident),* $(,)?) => {
@@ -465,4 +551,5 @@ on_both_stores!(
     a_late_owner_never_commits_a_lock_another_process_took_over,
     a_holder_on_idle_input_commits_what_it_delivered,
     a_message_failed_inside_the_lock_fails_alone_and_its_key_is_given_back,
+    a_send_inside_the_lock_that_gives_up_fails_its_batch_alone,
 );

@@ -754,3 +754,79 @@ fn jq_halt_is_an_error_not_an_exit() {
         assert_eq!(out.stdout_str(), "", "{filter}");
     }
 }
+
+/// A send that gives up on a batch fails that batch's lines alone: here the batches of one
+/// batch key cannot be written (a file stands where their directory goes), the other
+/// key's are, every failed line is named, and the run ends non-zero with the count.
+/// `--fail-fast` stops at the first failure.
+#[test]
+fn a_send_that_gives_up_fails_its_batch_alone() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "{ transforms: [{ type: 'send_file', settings: {\n\
+           file_path: { prefix: 'out', uuid: true, suffix: '.jsonl' },\n\
+           use_batch_key_as_prefix: true, separator: '\\n', object: { batch_key: 'k' }, batch: { count: 10 } } }] }\n",
+    );
+    std::fs::create_dir_all(d.path().join("out")).unwrap();
+    d.write("out/blocked", "not a directory");
+    let input: String = (1..=300)
+        .map(|i| {
+            let k = if i % 3 == 0 { "blocked" } else { "ok" };
+            format!("{{\"n\":{i},\"k\":\"{k}\"}}\n")
+        })
+        .collect();
+    d.write("in.jsonl", &input);
+    let out = d.sluice(
+        &[
+            "run",
+            "-c",
+            "cfg.jsonnet",
+            "--undelivered",
+            "u.txt",
+            "in.jsonl",
+        ],
+        "",
+    );
+    out.assert_code(1);
+    let mut written: Vec<u64> = Vec::new();
+    for f in std::fs::read_dir(d.path().join("out/ok")).unwrap() {
+        let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+        for line in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            written.push(v["n"].as_u64().unwrap());
+        }
+    }
+    written.sort_unstable();
+    let want: Vec<u64> = (1..=300).filter(|i| i % 3 != 0).collect();
+    assert_eq!(written, want, "every line of the other key is written once");
+    let err = &out.stderr;
+    assert!(
+        err.contains("100 of 300 input lines were not delivered"),
+        "{err}"
+    );
+    let undelivered = std::fs::read_to_string(d.path().join("u.txt")).unwrap();
+    assert!(
+        undelivered.starts_with("in.jsonl:3\ttransform send_file: writing out/blocked/")
+            && undelivered.contains("Not a directory"),
+        "{undelivered}"
+    );
+    let listed: Vec<String> = undelivered
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().to_string())
+        .collect();
+    let want: Vec<String> = (1..=300)
+        .filter(|i| i % 3 == 0)
+        .map(|i| format!("in.jsonl:{i}"))
+        .collect();
+    assert_eq!(listed, want, "the failed batches' lines, and no others");
+
+    std::fs::remove_dir_all(d.path().join("out/ok")).unwrap();
+    let out = d.sluice(&["run", "--fail-fast", "-c", "cfg.jsonnet", "in.jsonl"], "");
+    out.assert_code(1);
+    let left = std::fs::read_dir(d.path().join("out/ok")).map_or(0, |r| r.count());
+    assert!(
+        left < 20,
+        "--fail-fast stops at the first failure: {left} files"
+    );
+}

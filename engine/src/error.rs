@@ -86,6 +86,18 @@ impl TransformError {
         }
     }
 
+    /// Whether nothing after it can be delivered either: the output is gone (a broken
+    /// pipe: standard output closed by `head` or a dead reader). A run ends at it even
+    /// where messages fail alone ([`crate::Pipeline::fail_alone`]).
+    pub fn ends_run(&self) -> bool {
+        match self.root() {
+            TransformError::External { cause, .. } => cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe),
+            _ => false,
+        }
+    }
+
     /// The innermost error, without the transform layers.
     pub fn root(&self) -> &TransformError {
         match self {

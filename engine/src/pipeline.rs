@@ -16,6 +16,7 @@
 //! is ever reported as delivered.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::context::Context;
@@ -114,6 +115,9 @@ pub struct Pipeline {
     // Set by `discarding_outputs` when the stage after the lead only writes lines: the
     // lead's chunks then write them (`lines.rs`).
     lines: Option<Arc<LineWriter>>,
+    // Set by `fail_alone`: a stateful transform's error fails the messages it failed and
+    // the rest go on (see `give_up_on`).
+    stateful_fail_alone: AtomicBool,
     ctx: Arc<Context>,
 }
 
@@ -183,6 +187,7 @@ impl Pipeline {
             len,
             in_place,
             lines: None,
+            stateful_fail_alone: AtomicBool::new(false),
             ctx: Arc::default(),
         }
     }
@@ -253,14 +258,22 @@ impl Pipeline {
         &self.ctx
     }
 
+    /// The same pipeline, in which a message that fails fails alone
+    /// ([`Pipeline::with_steps_failing_alone`] and [`Pipeline::fail_alone`]): for a caller
+    /// that reports each message's outcome and retries nothing itself (`sluice run`).
+    pub fn failing_messages_alone(self) -> Pipeline {
+        let p = self.with_steps_failing_alone();
+        p.fail_alone();
+        p
+    }
+
     /// The same pipeline, in which a message that a stateless transform fails, and that
     /// carries an acknowledgement (so that its failure is reported: a line of `sluice run`,
     /// a Lambda record), fails alone: its acknowledgements fail with the error, it goes no
-    /// further, and the other messages go on. A message without one, and an error of a
-    /// stateful transform (a send that gave up), still fail the batch. Meta transforms'
-    /// inner lists keep their own rule; an error that comes out of one fails the message
-    /// alone here.
-    pub fn failing_messages_alone(mut self) -> Pipeline {
+    /// further, and the other messages go on. A message without one still fails the batch.
+    /// Meta transforms' inner lists keep their own rule; an error that comes out of one
+    /// fails the message alone here.
+    pub fn with_steps_failing_alone(mut self) -> Pipeline {
         for stage in &mut self.stages {
             if let Stage::Stateless { steps, .. } = stage {
                 let Some(steps) = Arc::get_mut(steps) else {
@@ -272,6 +285,28 @@ impl Pipeline {
             }
         }
         self
+    }
+
+    /// From now on nothing retries what the stateful transforms fail (call it before any
+    /// message): each is told ([`StatefulTransform::fails_alone`]; a send then fails a
+    /// batch it could not deliver at once, alone), and an error one returns all the same
+    /// (a lock store that failed, a send inside `meta_retry` that ran out of attempts)
+    /// fails the messages it failed and no others: the transform
+    /// [gives up](StatefulTransform::give_up) what it kept to retry, the messages that
+    /// passed it go on, and a ctrl it did not pass on still reaches the transforms after
+    /// it. A meta transform that retries nothing (the lock, `meta_switch`) passes it on to
+    /// its inner lists; `meta_retry` and `meta_err`, which act on errors, do not.
+    pub fn fail_alone(&self) {
+        self.stateful_fail_alone.store(true, Ordering::Relaxed);
+        for stage in &self.stages {
+            if let Stage::Stateful(_, t) = stage {
+                t.fails_alone();
+            }
+        }
+    }
+
+    fn stateful_fails_alone(&self) -> bool {
+        self.stateful_fail_alone.load(Ordering::Relaxed)
     }
 
     /// Runs stateless segments on up to `n` workers (tokio tasks) at once.
@@ -416,10 +451,22 @@ impl Pipeline {
                 Stage::Stateless { steps, to_bytes } => {
                     self.run_stateless(steps, *to_bytes, cur, &mut out).await
                 }
-                Stage::Stateful(id, t) => t
-                    .transform_batch(cur, &mut out)
-                    .await
-                    .map_err(|e| e.within(id)),
+                Stage::Stateful(id, t) => {
+                    let alone = self.stateful_fails_alone();
+                    let ctrls = if alone {
+                        cur.iter().filter(|m| m.is_ctrl()).count()
+                    } else {
+                        0
+                    };
+                    match t.transform_batch(cur, &mut out).await {
+                        Ok(()) => Ok(()),
+                        Err(e) if alone && !e.ends_run() => {
+                            give_up_on(t.as_ref(), e.within(id), &mut out, ctrls).await;
+                            Ok(())
+                        }
+                        Err(e) => Err(e.within(id)),
+                    }
+                }
             };
             if let Err(e) = result {
                 fail_messages(&out, &e);
@@ -451,6 +498,16 @@ impl Pipeline {
         for s in &self.stages {
             if let Stage::Stateful(_, t) = s {
                 t.abort(reason).await;
+            }
+        }
+    }
+
+    /// Passes [`StatefulTransform::give_up`] to every stateful transform (a meta transform
+    /// whose inner list failed gives up what that list kept to retry).
+    pub async fn give_up(&self, reason: &str) {
+        for s in &self.stages {
+            if let Stage::Stateful(_, t) = s {
+                t.give_up(reason).await;
             }
         }
     }
@@ -491,6 +548,10 @@ impl Pipeline {
                 && let Err(e) = t.expire(now, &mut carry).await
             {
                 let e = e.within(id);
+                if self.stateful_fails_alone() && !e.ends_run() {
+                    give_up_on(t.as_ref(), e, &mut carry, 0).await;
+                    continue;
+                }
                 fail_messages(&carry, &e);
                 return Err(e);
             }
@@ -601,6 +662,23 @@ async fn join_chunks(handles: Vec<Chunk>, out: &mut Vec<Message>) -> Result<(), 
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// After stateful transform `t` failed with `e` in a pipeline whose messages fail alone:
+/// `t` gives up what it kept to retry (those messages fail with `e`; the ones it refused
+/// were failed when it refused them), what it passed on (`out`) goes on, and so do the
+/// `ctrls` it took but did not pass on, so that the transforms after it still flush.
+async fn give_up_on(
+    t: &dyn StatefulTransform,
+    e: TransformError,
+    out: &mut Vec<Message>,
+    ctrls: usize,
+) {
+    let reason = e.to_string();
+    tracing::debug!(error = %reason, "the messages this failed are not delivered; the others go on");
+    t.give_up(&reason).await;
+    let passed = out.iter().filter(|m| m.is_ctrl()).count();
+    out.extend((passed..ctrls).map(|_| Message::ctrl()));
 }
 
 fn fail_messages(msgs: &[Message], e: &TransformError) {

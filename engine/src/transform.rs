@@ -151,6 +151,15 @@ pub trait StatefulTransform: Send + Sync + 'static {
     /// flush; `abort` is what drops them when nothing retries.
     async fn abort(&self, _reason: &str) {}
 
+    /// Drops what the transform keeps only to retry it (a send's undelivered items),
+    /// marking those messages failed, and keeps the rest (batches not yet tried).
+    ///
+    /// Called when an error of this transform has reached a pipeline whose messages fail
+    /// alone ([`crate::Pipeline::failing_messages_alone`]): nothing will retry what failed,
+    /// so the messages it failed are reported and the others go on. A wrapper passes it to
+    /// the transforms it wraps.
+    async fn give_up(&self, _reason: &str) {}
+
     /// Finishes what the transform owes for messages that already left it, waiting at most
     /// until `until`: `meta_kv_store_lock` commits the keys of messages delivered after it
     /// (a send later in the pipeline) and releases those of messages that failed there.
@@ -170,6 +179,14 @@ pub trait StatefulTransform: Send + Sync + 'static {
     /// lock then commits its key within a store round trip of the acceptance). A wrapper
     /// tells the transforms it wraps ([`crate::Pipeline::outputs_reach`]).
     fn outputs_reach(&self, _reach: OutputsReach) {}
+
+    /// Told once, before any message, by a pipeline whose messages fail alone
+    /// ([`crate::Pipeline::failing_messages_alone`]) and that nothing retries: what this
+    /// transform cannot finish for some messages (a send's batch that failed) it fails at
+    /// once, alone, and it goes on with the others instead of returning the error. A
+    /// transform that does not act on it has its errors handled by
+    /// [`StatefulTransform::give_up`].
+    fn fails_alone(&self) {}
 }
 
 /// Where what a stateful transform passes on ends up, as far as acknowledgements go (see

@@ -484,3 +484,128 @@ async fn a_lead_started_where_none_runs_ahead_leaves_the_whole_pipeline_to_the_r
     let want: Vec<String> = (0..300).map(|i| format!("{i}ab")).collect();
     assert_eq!(data(&out), want);
 }
+
+/// A send in miniature: holds each data message until a ctrl, then "delivers" them,
+/// failing when one of them is "bad" (kept to retry, as a send keeps a failed batch), and
+/// refusing what comes while the failure is kept. `give_up` fails what it kept.
+#[derive(Default)]
+struct FlakySink {
+    open: Mutex<Vec<Message>>,
+    failed: Mutex<Vec<Message>>,
+    gave_up: Mutex<Vec<String>>,
+}
+#[async_trait]
+impl StatefulTransform for FlakySink {
+    async fn transform(&self, m: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
+        if !self.failed.lock().unwrap().is_empty() {
+            m.fail_acks("still failing");
+            return Err(TransformError::failed("still failing"));
+        }
+        if !m.is_ctrl() {
+            self.open.lock().unwrap().push(m);
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut *self.open.lock().unwrap());
+        if batch.iter().any(|b| &b.data()[..] == b"bad") {
+            *self.failed.lock().unwrap() = batch;
+            return Err(TransformError::failed("sink down"));
+        }
+        out.extend(batch);
+        out.push(m);
+        Ok(())
+    }
+
+    async fn give_up(&self, reason: &str) {
+        self.gave_up.lock().unwrap().push(reason.to_string());
+        for m in std::mem::take(&mut *self.failed.lock().unwrap()) {
+            m.fail_acks(reason);
+        }
+    }
+}
+
+/// `failing_messages_alone`: a stateful transform's error fails the messages it failed
+/// (its batch, kept to retry, which it gives up) and no others; the ctrl it did not pass
+/// on still reaches the transforms after it, and later batches go through. Without it the
+/// error fails the batch.
+#[tokio::test]
+async fn a_stateful_error_fails_its_messages_alone_and_the_ctrl_goes_on() {
+    let sink = Arc::new(FlakySink::default());
+    let rec = Arc::new(Record::default());
+    let pipe = p(vec![
+        Transform::Stateful(sink.clone()),
+        Transform::Stateful(rec.clone()),
+    ])
+    .failing_messages_alone();
+    let mut trackers = Vec::new();
+    let mut batch = |data: &[&str]| {
+        let mut msgs = Vec::new();
+        for d in data {
+            let (t, tok) = AckTracker::new();
+            let mut m = Message::new(d.as_bytes().to_vec());
+            m.add_ack(tok);
+            trackers.push(t);
+            msgs.push(m);
+        }
+        msgs.push(Message::ctrl());
+        msgs
+    };
+    let first = batch(&["a", "bad"]);
+    let second = batch(&["c"]);
+    let out = pipe.apply(first).await.unwrap();
+    assert_eq!(data(&out), Vec::<String>::new());
+    assert!(out.last().is_some_and(Message::is_ctrl), "the ctrl goes on");
+    assert_eq!(*rec.0.lock().unwrap(), ["<ctrl>"]);
+    assert_eq!(sink.gave_up.lock().unwrap().len(), 1);
+    for t in &trackers[..2] {
+        assert_eq!(t.status(), AckStatus::Failed);
+        assert!(
+            t.failure_reason()
+                .is_some_and(|r| r.contains("transform t0") && r.contains("sink down")),
+            "{:?}",
+            t.failure_reason()
+        );
+    }
+    // The next batch goes through: nothing of the failure is kept.
+    let out = pipe.apply(second).await.unwrap();
+    assert_eq!(data(&out), ["c"]);
+    drop(out);
+    assert_eq!(trackers[2].status(), AckStatus::Delivered);
+
+    // Without it, the error fails the batch and nothing is given up.
+    let sink = Arc::new(FlakySink::default());
+    let pipe = p(vec![Transform::Stateful(sink.clone())]);
+    let err = pipe
+        .apply(vec![Message::new(&b"bad"[..]), Message::ctrl()])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("sink down"), "{err}");
+    assert!(sink.gave_up.lock().unwrap().is_empty());
+}
+
+/// Fails every call with a broken pipe (standard output closed).
+struct ClosedOutput;
+#[async_trait]
+impl StatefulTransform for ClosedOutput {
+    async fn transform(&self, m: Message, _out: &mut Vec<Message>) -> Result<(), TransformError> {
+        m.fail_acks("closed");
+        Err(TransformError::external(
+            "writing to standard output",
+            std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+        ))
+    }
+}
+
+/// A broken pipe ends the run even where messages fail alone: nothing after it could be
+/// written either.
+#[tokio::test]
+async fn a_closed_output_ends_the_run_even_where_messages_fail_alone() {
+    let pipe = p(vec![Transform::Stateful(Arc::new(ClosedOutput))]).failing_messages_alone();
+    let (t, tok) = AckTracker::new();
+    let mut m = Message::new(&b"a"[..]);
+    m.add_ack(tok);
+    let err = pipe.apply(vec![m, Message::ctrl()]).await.unwrap_err();
+    assert!(err.ends_run(), "{err}");
+    assert!(err.to_string().contains("broken pipe"), "{err}");
+    assert_eq!(t.status(), AckStatus::Failed);
+    assert!(!TransformError::failed("sink down").ends_run());
+}

@@ -148,6 +148,10 @@ impl StatefulTransform for MetaErr {
         self.inner.abort(reason).await;
     }
 
+    async fn give_up(&self, reason: &str) {
+        self.inner.give_up(reason).await;
+    }
+
     async fn settle(&self, until: Instant) -> SettleReport {
         self.inner.settle(until).await
     }

@@ -199,6 +199,10 @@ impl StatefulTransform for MetaRetry {
         self.inner.abort(reason).await;
     }
 
+    async fn give_up(&self, reason: &str) {
+        self.inner.give_up(reason).await;
+    }
+
     async fn settle(&self, until: Instant) -> SettleReport {
         self.inner.settle(until).await
     }

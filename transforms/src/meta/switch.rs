@@ -252,6 +252,18 @@ impl StatefulTransform for MetaSwitch {
         }
     }
 
+    async fn give_up(&self, reason: &str) {
+        for case in &self.cases {
+            case.pipeline.give_up(reason).await;
+        }
+    }
+
+    fn fails_alone(&self) {
+        for case in &self.cases {
+            case.pipeline.fail_alone();
+        }
+    }
+
     async fn settle(&self, until: Instant) -> SettleReport {
         let mut report = SettleReport::default();
         for case in &self.cases {

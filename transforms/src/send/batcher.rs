@@ -317,6 +317,8 @@ struct State {
 /// [`Destination`].
 pub(crate) struct Sender<D> {
     dest: D,
+    /// Its id in the pipeline, which names it in the errors it reports itself.
+    id: Arc<str>,
     /// What identifies this send in a lock's progress (see the module documentation).
     progress_id: Arc<str>,
     batch_key: Option<Key>,
@@ -327,6 +329,9 @@ pub(crate) struct Sender<D> {
     /// What it passes on goes nowhere that reports on it ([`OutputsReach::Nowhere`]): the
     /// copies passed on drop their tokens.
     unreported: std::sync::atomic::AtomicBool,
+    /// Nothing retries it ([`StatefulTransform::fails_alone`]): a batch that fails fails
+    /// its messages at once, and a message it refuses fails alone.
+    alone: std::sync::atomic::AtomicBool,
 }
 
 impl<D: Destination> Sender<D> {
@@ -344,10 +349,11 @@ impl<D: Destination> Sender<D> {
             Some(list) => Some(b.pipeline("auxiliary_transforms", &list)?),
         };
         let limits = BatchLimits::from(options.batch).capped(caps.count, caps.size);
-        Ok(
-            Sender::from_parts(dest, limits, caps.item_size, batch_key, aux)
-                .with_progress_id(progress_id(b)),
-        )
+        Ok(Sender {
+            id: b.id().clone(),
+            ..Sender::from_parts(dest, limits, caps.item_size, batch_key, aux)
+        }
+        .with_progress_id(progress_id(b)))
     }
 
     /// The same send, known in locks' progress as `id`.
@@ -366,6 +372,7 @@ impl<D: Destination> Sender<D> {
     ) -> Self {
         Sender {
             dest,
+            id: Arc::from("send"),
             progress_id: Arc::from("send"),
             batch_key,
             aux,
@@ -378,6 +385,7 @@ impl<D: Destination> Sender<D> {
             }),
             gate: tokio::sync::Mutex::new(()),
             unreported: std::sync::atomic::AtomicBool::new(false),
+            alone: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -401,6 +409,10 @@ impl<D: Destination> Sender<D> {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn fails_alone_now(&self) -> bool {
+        self.alone.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn key_of(&self, msg: &Message) -> String {
@@ -438,6 +450,15 @@ impl<D: Destination> Sender<D> {
                 }
             };
             if let Err((rest, e)) = self.deliver(batch).await {
+                if self.fails_alone_now() && !e.ends_run() {
+                    // Nothing retries it: its messages fail now, alone, and the queue goes on.
+                    let reason = e.within(&self.id).to_string();
+                    tracing::debug!(send = %self.progress_id, error = %reason, items = rest.items.len(), "a batch was not delivered; its messages fail, the others go on");
+                    for m in &rest.items {
+                        m.fail_acks(&reason);
+                    }
+                    continue;
+                }
                 let mut st = self.lock();
                 if st.epoch == epoch {
                     if !rest.items.is_empty() {
@@ -912,6 +933,11 @@ impl<D: Destination> StatefulTransform for Sender<D> {
         let mut rest = msgs.into_iter();
         while let Some(m) = rest.next() {
             if let Err(e) = self.accept(&m, &mut clock).await {
+                if self.fails_alone_now() && !m.acks().is_empty() && !e.ends_run() {
+                    // Refused alone (it is not held): the others go on.
+                    m.fail_acks(&e.within(&self.id).to_string());
+                    continue;
+                }
                 let reason = e.to_string();
                 m.fail_acks(&reason);
                 for r in rest {
@@ -922,6 +948,10 @@ impl<D: Destination> StatefulTransform for Sender<D> {
             out.push(self.passed_on(m));
         }
         Ok(())
+    }
+
+    fn fails_alone(&self) {
+        self.alone.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn outputs_reach(&self, reach: OutputsReach) {
@@ -969,6 +999,36 @@ impl<D: Destination> StatefulTransform for Sender<D> {
             st.queue.extend(expired);
         }
         self.drain().await
+    }
+
+    /// The batch that failed is dropped, its messages failed; the closed batches queued
+    /// behind it are tried once each (one that fails too is dropped the same way), and the
+    /// open ones stay (their messages were not tried yet).
+    async fn give_up(&self, reason: &str) {
+        let _gate = self.gate.lock().await;
+        let mut reason = reason.to_string();
+        loop {
+            let failed = {
+                let mut st = self.lock();
+                st.failed_at = None;
+                st.queue.pop_front()
+            };
+            let Some(failed) = failed else { break };
+            let unreported = failed.items.iter().filter(|m| m.acks.is_empty()).count();
+            for m in &failed.items {
+                m.fail_acks(&reason);
+            }
+            if unreported > 0 {
+                tracing::error!(send = %self.progress_id, items = unreported, error = %reason, "undelivered items that carry no acknowledgement are dropped");
+            }
+            match self.drain().await {
+                Ok(()) => break,
+                Err(e) => reason = e.to_string(),
+            }
+        }
+        if let Some(aux) = &self.aux {
+            aux.give_up(&reason).await;
+        }
     }
 
     async fn abort(&self, reason: &str) {

@@ -235,10 +235,11 @@ impl MetaKvStoreLock {
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         let inner = required_pipeline(b, "transforms", &s.transforms)?;
-        // Where the caller fails a message alone, so does the inner list: each message's
-        // key settles by its own outcome.
+        // Where the caller fails a message alone, so do the inner list's stateless steps:
+        // each message's key settles by its own outcome. Its sends fail alone once the lock
+        // is told that nothing retries it (`fails_alone`: not inside `meta_retry`).
         let inner = if b.context().messages_fail_alone() {
-            inner.failing_messages_alone()
+            inner.with_steps_failing_alone()
         } else {
             inner
         };
@@ -505,6 +506,12 @@ impl StatefulTransform for MetaKvStoreLock {
         self.fail_waiting(reason);
         self.inner.abort(reason).await;
         self.keeper.pump(true).await;
+    }
+
+    // (No `give_up`: an error of the lock has already discarded what its inner list held.)
+
+    fn fails_alone(&self) {
+        self.inner.fail_alone();
     }
 
     fn outputs_reach(&self, reach: OutputsReach) {

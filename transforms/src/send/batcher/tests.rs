@@ -426,6 +426,57 @@ fn abort_fails_what_is_held() {
     assert_eq!(t.status(), AckStatus::Failed);
 }
 
+/// `give_up` (a pipeline whose messages fail alone): the batch that failed is failed and
+/// dropped, the closed batches behind it are tried once each, the open ones stay.
+#[test]
+fn give_up_fails_the_failed_batch_and_tries_the_rest() {
+    // Batch keys: "x" and "y" close at the ctrl, in the order they opened; "x" fails.
+    let s = sender(limits(100, 100, 0), Some("k"));
+    let mut trackers = Vec::new();
+    let mut out = Vec::new();
+    for d in [r#"{"k":"x","n":1}"#, r#"{"k":"y","n":2}"#] {
+        let (t, m) = tracked(d);
+        trackers.push(t);
+        testing::block_on(s.transform(m, &mut out)).unwrap();
+    }
+    drop(out);
+    s.destination().answer(Answer::Fail);
+    let e = ctrl(&s).unwrap_err();
+    assert!(e.to_string().contains("destination down"), "{e}");
+    assert_eq!(s.undelivered(), 2, "both closed batches are queued");
+    testing::block_on(s.give_up("gave up: destination down"));
+    assert_eq!(trackers[0].status(), AckStatus::Failed);
+    assert_eq!(
+        trackers[0].failure_reason().as_deref(),
+        Some("gave up: destination down")
+    );
+    assert_eq!(
+        trackers[1].status(),
+        AckStatus::Delivered,
+        "tried once more"
+    );
+    assert_eq!(s.undelivered(), 0);
+    assert_eq!(s.deadline(), None, "no retry is due");
+
+    // Each closed batch behind it that fails too is dropped the same way; an open one
+    // stays and is sent later.
+    let s = sender(limits(1, 100, 0), None);
+    s.destination().answer(Answer::Fail);
+    let (ta, a) = tracked("a");
+    testing::block_on(s.transform(a, &mut Vec::new())).unwrap();
+    let s2 = sender(limits(100, 100, 0), None);
+    let (tb, b) = tracked("b");
+    testing::block_on(s2.transform(b, &mut Vec::new())).unwrap();
+    s2.destination().answer(Answer::Fail);
+    testing::block_on(s.give_up("gave up"));
+    testing::block_on(s2.give_up("gave up"));
+    assert_eq!(ta.status(), AckStatus::Failed);
+    assert_eq!(tb.status(), AckStatus::Pending, "an open batch is kept");
+    ctrl(&s2).unwrap_err();
+    testing::block_on(s2.give_up("gave up"));
+    assert_eq!(tb.status(), AckStatus::Failed);
+}
+
 #[test]
 fn partial_failures_keep_only_the_failed_items() {
     let s = sender(limits(100, 100, 0), None);
