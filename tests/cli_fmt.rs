@@ -109,7 +109,7 @@ fn fmt_prints_what_jsonnetfmt_prints_for_every_example_and_the_library() {
         cases.push((PathBuf::from(format!("SNIPPETS[{i}]")), "as-is", path, want));
     }
     // One run over the directory formats every file in place.
-    let out = dir.sluice(&["fmt", "."], "");
+    let out = dir.sluice(&["fmt", "-w", "."], "");
     let refused = cases.iter().filter(|c| c.3.is_none()).count();
     assert_eq!(
         out.code,
@@ -161,13 +161,25 @@ fn fmt_check_lists_what_is_not_formatted_and_changes_nothing() {
     assert_eq!(out.stdout_str(), "./sub/messy.libsonnet\n");
     assert!(
         out.stderr
-            .contains("1 of 2 files are not formatted (run sluice fmt to format them)"),
+            .contains("1 of 2 files are not formatted (run sluice fmt -w to format them)"),
         "{}",
         out.stderr
     );
     assert_eq!(dir.read("sub/messy.libsonnet"), messy);
 
+    // Without -w (as Substation): the formatted text on standard output, nothing changed.
     let out = dir.sluice(&["fmt", "sub/messy.libsonnet", "good.jsonnet"], "");
+    out.assert_clean_success();
+    assert_eq!(
+        out.stdout_str(),
+        "// keep me\n{ a: 1, b: [1, 2] }  // and me\n{ a: 1 }\n"
+    );
+    assert_eq!(dir.read("sub/messy.libsonnet"), messy);
+
+    let out = dir.sluice(
+        &["fmt", "-w", "-R", "sub/messy.libsonnet", "good.jsonnet"],
+        "",
+    );
     out.assert_clean_success();
     assert_eq!(out.stdout_str(), "sub/messy.libsonnet\n");
     assert_eq!(
@@ -184,7 +196,10 @@ fn fmt_names_a_file_that_is_not_jsonnet_and_formats_the_others() {
     dir.write("a.jsonnet", "{a:1}");
     dir.write("b.jsonnet", "{\n  a: ,\n}\n");
     dir.write("c.jsonnet", "[1,2]");
-    let out = dir.sluice(&["fmt", "a.jsonnet", "b.jsonnet", "c.jsonnet"], "");
+    let out = dir.sluice(
+        &["fmt", "--write", "a.jsonnet", "b.jsonnet", "c.jsonnet"],
+        "",
+    );
     out.assert_code(1);
     assert_eq!(out.stdout_str(), "a.jsonnet\nc.jsonnet\n");
     assert_eq!(

@@ -128,3 +128,75 @@ fn version_and_usage_errors() {
         assert_eq!(out.stdout, b"", "{args:?}");
     }
 }
+
+/// `sluice completions SHELL` prints a script the shell itself accepts: bash loads it and
+/// completes the subcommands and `run`'s options; zsh and fish get their own formats.
+#[test]
+fn completions_load_in_bash_and_complete_subcommands_and_options() {
+    let d = Dir::new();
+    let out = d.sluice(&["completions", "bash"], "");
+    out.assert_clean_success();
+    d.write("sluice.bash", out.stdout_str());
+    // Load it in a real bash and ask it for completions, as a terminal would.
+    let complete = |words: &str| -> String {
+        let script = format!(
+            "source ./sluice.bash; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             COMP_LINE=\"{words}\"; COMP_POINT=${{#COMP_LINE}}; _sluice sluice \"${{COMP_WORDS[-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\""
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .current_dir(d.path())
+            .output()
+            .expect("bash");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let subcommands = complete("sluice ''");
+    for cmd in [
+        "run",
+        "test",
+        "build",
+        "vet",
+        "fmt",
+        "tap",
+        "play",
+        "demo",
+        "completions",
+    ] {
+        assert!(
+            subcommands.lines().any(|l| l == cmd),
+            "{cmd}: {subcommands}"
+        );
+    }
+    let options = complete("sluice run --fa");
+    assert_eq!(options.trim(), "--fail-fast", "{options}");
+
+    let zsh = d.sluice(&["completions", "zsh"], "");
+    zsh.assert_clean_success();
+    assert!(
+        zsh.stdout_str().starts_with("#compdef sluice"),
+        "{}",
+        zsh.stdout_str()
+    );
+    let fish = d.sluice(&["completions", "fish"], "");
+    fish.assert_clean_success();
+    assert!(
+        fish.stdout_str().contains("complete -c sluice"),
+        "{}",
+        fish.stdout_str()
+    );
+
+    let bad = d.sluice(&["completions", "tcsh"], "");
+    assert_ne!(bad.code, Some(0));
+    assert!(
+        bad.stderr.contains("possible values: bash"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -15,7 +15,7 @@ use sluice_cmd::remote;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 // A pipeline allocates and frees many small objects per message (parsed JSON keys and
 // values); mimalloc does that several times cheaper than the system allocator. Blocks past
@@ -49,7 +49,8 @@ enum Command {
     Build(commands::build::Args),
     /// Compile configs and build every transform; report each problem with its place.
     Vet(commands::vet::Args),
-    /// Format Jsonnet configs in place as jsonnetfmt does (--check: only report).
+    /// Format Jsonnet configs as jsonnetfmt does: print them, or with -w rewrite them in
+    /// place (--check: only report what is not formatted).
     Fmt(commands::fmt::Args),
     /// Read a live Kinesis stream (every shard, reshards followed): print its records or run
     /// them through a config. Ctrl-C (or SIGTERM) finishes what was read within --grace.
@@ -60,6 +61,13 @@ enum Command {
     /// Run a built-in pipeline (CloudTrail to ECS) over a built-in event: no network, no
     /// files. Prints the config, the input and the output.
     Demo(commands::demo::Args),
+    /// Print a shell completion script: `source <(sluice completions bash)`, or save it
+    /// where your shell loads completions from (zsh: a `_sluice` file on `$fpath`; fish:
+    /// `~/.config/fish/completions/sluice.fish`).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -87,6 +95,10 @@ fn main() -> ExitCode {
         Command::Tap(a) => commands::tap::run(a),
         Command::Demo(a) => commands::demo::run(a),
         Command::Play(a) => commands::play::run(a),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "sluice", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -43,7 +43,23 @@ pub enum TransformError {
         /// The library error.
         cause: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// An error that looks systemic ([`FAILURES_IN_A_ROW_TO_STOP`] in a row where messages
+    /// fail alone): later messages would fail the same way, so the run stops at it.
+    #[error("{inner} ({why}: stopping)")]
+    Stopping {
+        /// The last error.
+        inner: Box<TransformError>,
+        /// What made it look systemic.
+        why: String,
+    },
 }
+
+/// How many times in a row a transform may fail messages alone (a send: batches of which
+/// nothing was delivered; any stateful transform: calls that returned an error) before the
+/// run stops as it does without `fails_alone`: a destination or store that is down would
+/// otherwise spend its whole retry budget on every batch, one after another, for the
+/// length of the input.
+pub const FAILURES_IN_A_ROW_TO_STOP: u32 = 3;
 
 impl TransformError {
     /// A failure with a message.
@@ -59,6 +75,14 @@ impl TransformError {
         TransformError::External {
             context: context.into(),
             cause: source.into(),
+        }
+    }
+
+    /// The same error, stopping the run: `why` says what made it look systemic.
+    pub fn stopping(self, why: impl Into<String>) -> Self {
+        TransformError::Stopping {
+            inner: Box::new(self),
+            why: why.into(),
         }
     }
 
@@ -87,10 +111,12 @@ impl TransformError {
     }
 
     /// Whether nothing after it can be delivered either: the output is gone (a broken
-    /// pipe: standard output closed by `head` or a dead reader). A run ends at it even
+    /// pipe: standard output closed by `head` or a dead reader), or failures in a row
+    /// made it [stop](TransformError::stopping). A run ends at it even
     /// where messages fail alone ([`crate::Pipeline::fail_alone`]).
     pub fn ends_run(&self) -> bool {
         match self.root() {
+            TransformError::Stopping { .. } => true,
             TransformError::External { cause, .. } => cause
                 .downcast_ref::<std::io::Error>()
                 .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe),

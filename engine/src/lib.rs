@@ -35,7 +35,7 @@ pub mod transform;
 pub mod value;
 
 pub use context::Context;
-pub use error::{ConfigError, ConfigWarning, TransformError};
+pub use error::{ConfigError, ConfigWarning, FAILURES_IN_A_ROW_TO_STOP, TransformError};
 pub use message::{Body, Key, Message};
 pub use pipeline::Pipeline;
 pub use registry::{Build, Registry};

@@ -16,11 +16,11 @@
 //! is ever reported as delivered.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Instant;
 
 use crate::context::Context;
-use crate::error::TransformError;
+use crate::error::{FAILURES_IN_A_ROW_TO_STOP, TransformError};
 use crate::input::InputBatch;
 use crate::message::{Message, OutputSlab};
 use crate::transform::{InPlace, Kind, OutputsReach, SettleReport, StatefulTransform, Transform};
@@ -118,6 +118,9 @@ pub struct Pipeline {
     // Set by `fail_alone`: a stateful transform's error fails the messages it failed and
     // the rest go on (see `give_up_on`).
     stateful_fail_alone: AtomicBool,
+    // Per stage, how many calls in a row returned an error that failed messages alone (see
+    // `FAILURES_IN_A_ROW_TO_STOP`).
+    failures_in_a_row: Box<[AtomicU32]>,
     ctx: Arc<Context>,
 }
 
@@ -180,8 +183,10 @@ impl Pipeline {
             [Stage::Stateless { steps, .. }] => steps.iter().all(Step::in_place),
             _ => false,
         };
+        let failures_in_a_row = stages.iter().map(|_| AtomicU32::new(0)).collect();
         Pipeline {
             stages,
+            failures_in_a_row,
             lead,
             workers: 1,
             len,
@@ -307,6 +312,43 @@ impl Pipeline {
 
     fn stateful_fails_alone(&self) -> bool {
         self.stateful_fail_alone.load(Ordering::Relaxed)
+    }
+
+    /// Stage `i` returned without an error.
+    fn succeeded(&self, i: usize) {
+        if let Some(n) = self.failures_in_a_row.get(i)
+            && n.load(Ordering::Relaxed) != 0
+        {
+            n.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Stage `i` (stateful transform `t`, `id`) returned `e`; `out` holds what it passed on,
+    /// `ctrls` the ctrls it took. Where messages fail alone, `t` gives up what failed and
+    /// the batch goes on ([`give_up_on`]), unless `e` ends the run or is the
+    /// [`FAILURES_IN_A_ROW_TO_STOP`]th error in a row; otherwise the error is returned.
+    async fn stateful_failed(
+        &self,
+        i: usize,
+        id: &Arc<str>,
+        t: &Arc<dyn StatefulTransform>,
+        e: TransformError,
+        out: &mut Vec<Message>,
+        ctrls: usize,
+    ) -> Result<(), TransformError> {
+        let e = e.within(id);
+        if !self.stateful_fails_alone() || e.ends_run() {
+            return Err(e);
+        }
+        let n = self
+            .failures_in_a_row
+            .get(i)
+            .map_or(1, |n| n.fetch_add(1, Ordering::Relaxed) + 1);
+        if n >= FAILURES_IN_A_ROW_TO_STOP {
+            return Err(e.stopping(format!("it failed {n} times in a row")));
+        }
+        give_up_on(t.as_ref(), e, out, ctrls).await;
+        Ok(())
     }
 
     /// Runs stateless segments on up to `n` workers (tokio tasks) at once.
@@ -442,7 +484,7 @@ impl Pipeline {
         msgs: Vec<Message>,
     ) -> Result<Vec<Message>, TransformError> {
         let mut cur = msgs;
-        for stage in &self.stages[from..to] {
+        for (i, stage) in self.stages.iter().enumerate().take(to).skip(from) {
             if cur.is_empty() {
                 break;
             }
@@ -459,12 +501,11 @@ impl Pipeline {
                         0
                     };
                     match t.transform_batch(cur, &mut out).await {
-                        Ok(()) => Ok(()),
-                        Err(e) if alone && !e.ends_run() => {
-                            give_up_on(t.as_ref(), e.within(id), &mut out, ctrls).await;
+                        Ok(()) => {
+                            self.succeeded(i);
                             Ok(())
                         }
-                        Err(e) => Err(e.within(id)),
+                        Err(e) => self.stateful_failed(i, id, t, e, &mut out, ctrls).await,
                     }
                 }
             };
@@ -545,15 +586,15 @@ impl Pipeline {
             }
             if let Stage::Stateful(id, t) = stage
                 && t.deadline().is_some_and(|d| d <= now)
-                && let Err(e) = t.expire(now, &mut carry).await
             {
-                let e = e.within(id);
-                if self.stateful_fails_alone() && !e.ends_run() {
-                    give_up_on(t.as_ref(), e, &mut carry, 0).await;
-                    continue;
+                let expired = match t.expire(now, &mut carry).await {
+                    Ok(()) => Ok(()),
+                    Err(e) => self.stateful_failed(i, id, t, e, &mut carry, 0).await,
+                };
+                if let Err(e) = expired {
+                    fail_messages(&carry, &e);
+                    return Err(e);
                 }
-                fail_messages(&carry, &e);
-                return Err(e);
             }
         }
         Ok(carry)

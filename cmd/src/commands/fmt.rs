@@ -1,12 +1,14 @@
-//! `sluice fmt`: formats Jsonnet configs in place, as `jsonnetfmt` does, or checks that
-//! they are formatted (`--check`, for CI).
+//! `sluice fmt`: formats Jsonnet configs as `jsonnetfmt` does, with Substation's command
+//! line: the formatted text goes to standard output, or with `-w` back into each file;
+//! `--check` (for CI) only says which files are not formatted.
 //!
-//! Files are `.jsonnet` and `.libsonnet`, named or found in directories (recursively). A
-//! file is rewritten only when formatting changes it, through a temporary file renamed
-//! over it, so an interrupted run never leaves half a file. Each file changed (or, with
-//! `--check`, that would change) is printed, one per line. A file that is not Jsonnet is
-//! reported with its place and the others are still formatted; the exit status is then
-//! non-zero, as it is with `--check` when any file would change.
+//! Files are `.jsonnet` and `.libsonnet`, named or found in directories (recursively:
+//! Substation's `-R` is accepted and changes nothing). With `-w` a file is rewritten only
+//! when formatting changes it, through a temporary file renamed over it, so an interrupted
+//! run never leaves half a file, and each file changed (with `--check`, each that would
+//! change) is printed, one per line. A file that is not Jsonnet is reported with its place
+//! and the others are still formatted; the exit status is then non-zero, as it is with
+//! `--check` when any file would change.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -18,9 +20,16 @@ use sluice_cmd::jsonnet_fmt;
 /// Arguments of `sluice fmt`.
 #[derive(clap::Args)]
 pub struct Args {
+    /// Write the formatted text back into each file that changes (and print its name)
+    /// instead of printing the text.
+    #[arg(short = 'w', long, conflicts_with = "check")]
+    write: bool,
     /// Change nothing: print the files that are not formatted and exit non-zero if any is.
     #[arg(long)]
     check: bool,
+    /// Accepted for Substation's command lines: directories are always walked recursively.
+    #[arg(short = 'R', long)]
+    recursive: bool,
     /// Files or directories (walked for .jsonnet and .libsonnet files).
     #[arg(default_value = ".")]
     paths: Vec<PathBuf>,
@@ -43,11 +52,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
+        if !args.write && !args.check {
+            out.write_all(formatted.as_bytes())?;
+            continue;
+        }
         if formatted == text {
             continue;
         }
         unformatted += 1;
-        if !args.check {
+        if args.write {
             write_atomically(file, &formatted)?;
         }
         writeln!(out, "{}", file.display())?;
@@ -61,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if args.check && unformatted > 0 {
         eprintln!(
-            "sluice fmt: {unformatted} of {} files are not formatted (run sluice fmt to format them)",
+            "sluice fmt: {unformatted} of {} files are not formatted (run sluice fmt -w to format them)",
             files.len()
         );
         return Ok(ExitCode::FAILURE);

@@ -609,3 +609,35 @@ async fn a_closed_output_ends_the_run_even_where_messages_fail_alone() {
     assert_eq!(t.status(), AckStatus::Failed);
     assert!(!TransformError::failed("sink down").ends_run());
 }
+
+/// Where messages fail alone, a stateful transform that keeps failing stops the run at its
+/// `FAILURES_IN_A_ROW_TO_STOP`th error in a row (a store or destination that is down would
+/// otherwise spend its retries on every batch); a call that succeeds starts the count again.
+#[tokio::test]
+async fn failures_in_a_row_stop_the_run_where_messages_fail_alone() {
+    let sink = Arc::new(FlakySink::default());
+    let pipe = p(vec![Transform::Stateful(sink.clone())]).failing_messages_alone();
+    let batch = |d: &str| {
+        let (_t, tok) = AckTracker::new();
+        let mut m = Message::new(d.as_bytes().to_vec());
+        m.add_ack(tok);
+        vec![m, Message::ctrl()]
+    };
+    for round in 0..3 {
+        for _ in 1..FAILURES_IN_A_ROW_TO_STOP {
+            pipe.apply(batch("bad")).await.unwrap();
+        }
+        if round < 2 {
+            // One that goes through starts the count again.
+            pipe.apply(batch("fine")).await.unwrap();
+        }
+    }
+    let err = pipe.apply(batch("bad")).await.unwrap_err();
+    assert!(err.ends_run(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "transform t0: sink down (it failed {FAILURES_IN_A_ROW_TO_STOP} times in a row: stopping)"
+        )
+    );
+}

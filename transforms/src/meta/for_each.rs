@@ -144,6 +144,10 @@ impl StatefulTransform for MetaForEach {
         self.inner.give_up(reason).await;
     }
 
+    fn fails_alone(&self) {
+        self.inner.fail_alone();
+    }
+
     async fn settle(&self, until: Instant) -> SettleReport {
         self.inner.settle(until).await
     }

@@ -156,6 +156,10 @@ impl StatefulTransform for MetaMetricDuration {
         self.inner.give_up(reason).await;
     }
 
+    fn fails_alone(&self) {
+        self.inner.fail_alone();
+    }
+
     async fn settle(&self, until: Instant) -> SettleReport {
         self.inner.settle(until).await
     }

@@ -29,6 +29,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use regex::Regex;
@@ -62,7 +63,11 @@ pub(crate) struct Settings {
 
 /// The `meta_retry` transform.
 pub(crate) struct MetaRetry {
+    id: Arc<str>,
     inner: Pipeline,
+    /// Nothing retries it in turn ([`StatefulTransform::fails_alone`]): a message whose
+    /// attempts ran out fails alone and the others are still tried.
+    alone: AtomicBool,
     condition: Option<Arc<dyn Condition>>,
     patterns: Vec<Regex>,
     attempts: u64,
@@ -74,6 +79,8 @@ impl MetaRetry {
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(MetaRetry {
+            id: b.id().clone(),
+            alone: AtomicBool::new(false),
             inner: required_pipeline(b, "transforms", &s.transforms)?,
             condition: optional_condition(b, "condition", s.condition.as_ref())?,
             patterns: error_patterns(b, &s.error_messages)?,
@@ -180,6 +187,42 @@ impl StatefulTransform for MetaRetry {
             out.extend(outs);
             Ok(())
         }
+    }
+
+    /// Message by message, as the default does. Where messages fail alone, a message whose
+    /// attempts ran out fails alone (what the inner list kept of it is given up) and the
+    /// others are still tried; the last such error is returned once all were, for the
+    /// pipeline to count. Elsewhere the first error fails the messages after it.
+    async fn transform_batch(
+        &self,
+        msgs: Vec<Message>,
+        out: &mut Vec<Message>,
+    ) -> Result<(), TransformError> {
+        let alone = self.alone.load(Ordering::Relaxed);
+        let mut last = None;
+        let mut rest = msgs.into_iter();
+        while let Some(m) = rest.next() {
+            let acks = m.acks().clone();
+            if let Err(e) = self.transform(m, out).await {
+                let reason = format!("transform {}: {e}", self.id);
+                sluice_engine::ack::fail_all(&acks, &reason);
+                if alone && !e.ends_run() {
+                    self.inner.give_up(&reason).await;
+                    last = Some(e);
+                    continue;
+                }
+                for r in rest {
+                    r.fail_acks(&reason);
+                }
+                return Err(e);
+            }
+        }
+        last.map_or(Ok(()), Err)
+    }
+
+    /// Not passed on: the inner list's errors are what it retries.
+    fn fails_alone(&self) {
+        self.alone.store(true, Ordering::Relaxed);
     }
 
     fn deadline(&self) -> Option<Instant> {

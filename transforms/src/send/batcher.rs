@@ -57,6 +57,7 @@
 //! on the driver's one thread for every message, so what it does per message bounds them all.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -66,8 +67,8 @@ use sluice_engine::ack::AckSet;
 use sluice_engine::batch::{Batch, BatchBuffer, BatchLimits};
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{
-    Build, ConfigError, Key, LineSink, Message, OutputsReach, Pipeline, StatefulTransform,
-    TransformError, Value, async_trait, value,
+    Build, ConfigError, FAILURES_IN_A_ROW_TO_STOP, Key, LineSink, Message, OutputsReach, Pipeline,
+    StatefulTransform, TransformError, Value, async_trait, value,
 };
 
 use crate::kv_store::LockTicket;
@@ -332,6 +333,8 @@ pub(crate) struct Sender<D> {
     /// Nothing retries it ([`StatefulTransform::fails_alone`]): a batch that fails fails
     /// its messages at once, and a message it refuses fails alone.
     alone: std::sync::atomic::AtomicBool,
+    /// Where it fails alone: batches in a row of which nothing was delivered.
+    failed_in_a_row: AtomicU32,
 }
 
 impl<D: Destination> Sender<D> {
@@ -386,6 +389,7 @@ impl<D: Destination> Sender<D> {
             gate: tokio::sync::Mutex::new(()),
             unreported: std::sync::atomic::AtomicBool::new(false),
             alone: std::sync::atomic::AtomicBool::new(false),
+            failed_in_a_row: AtomicU32::new(0),
         }
     }
 
@@ -449,31 +453,49 @@ impl<D: Destination> Sender<D> {
                     }
                 }
             };
-            if let Err((rest, e)) = self.deliver(batch).await {
-                if self.fails_alone_now() && !e.ends_run() {
-                    // Nothing retries it: its messages fail now, alone, and the queue goes on.
-                    let reason = e.within(&self.id).to_string();
-                    tracing::debug!(send = %self.progress_id, error = %reason, items = rest.items.len(), "a batch was not delivered; its messages fail, the others go on");
-                    for m in &rest.items {
-                        m.fail_acks(&reason);
-                    }
-                    continue;
+            let items = batch.items.len();
+            let Err((rest, e)) = self.deliver(batch).await else {
+                if self.fails_alone_now() {
+                    self.failed_in_a_row.store(0, Ordering::Relaxed);
                 }
-                let mut st = self.lock();
-                if st.epoch == epoch {
-                    if !rest.items.is_empty() {
-                        st.queue.push_front(rest);
-                        st.failed_at.get_or_insert_with(Instant::now);
-                    }
+                continue;
+            };
+            if self.fails_alone_now() && !e.ends_run() {
+                // Nothing retries it: its messages fail now, alone, and the queue goes on,
+                // unless batches of which nothing was delivered keep coming (a destination
+                // that is down): then the run stops.
+                let reason = format!("transform {}: {e}", self.id);
+                tracing::debug!(send = %self.progress_id, error = %reason, items = rest.items.len(), "a batch was not delivered; its messages fail, the others go on");
+                for m in &rest.items {
+                    m.fail_acks(&reason);
+                }
+                let n = if rest.items.len() >= items && items > 0 {
+                    self.failed_in_a_row.fetch_add(1, Ordering::Relaxed) + 1
                 } else {
-                    drop(st);
-                    let reason = e.to_string();
-                    for m in &rest.items {
-                        m.fail_acks(&reason);
-                    }
+                    self.failed_in_a_row.store(0, Ordering::Relaxed);
+                    0
+                };
+                if n >= FAILURES_IN_A_ROW_TO_STOP {
+                    return Err(
+                        e.stopping(format!("{n} batches in a row were not delivered at all"))
+                    );
                 }
-                return Err(e);
+                continue;
             }
+            let mut st = self.lock();
+            if st.epoch == epoch {
+                if !rest.items.is_empty() {
+                    st.queue.push_front(rest);
+                    st.failed_at.get_or_insert_with(Instant::now);
+                }
+            } else {
+                drop(st);
+                let reason = e.to_string();
+                for m in &rest.items {
+                    m.fail_acks(&reason);
+                }
+            }
+            return Err(e);
         }
     }
 
@@ -880,6 +902,10 @@ impl<D: Destination> Sender<D> {
         if closed {
             clock.drained();
             if let Err(e) = self.drain().await {
+                if self.fails_alone_now() {
+                    // Failing alone, only what ends the run comes out of a drain.
+                    return Err(e);
+                }
                 tracing::warn!(error = %e, "send failed; undelivered items are kept and retried");
             }
         }
@@ -938,7 +964,7 @@ impl<D: Destination> StatefulTransform for Sender<D> {
                     m.fail_acks(&e.within(&self.id).to_string());
                     continue;
                 }
-                let reason = e.to_string();
+                let reason = format!("transform {}: {e}", self.id);
                 m.fail_acks(&reason);
                 for r in rest {
                     r.fail_acks(&reason);

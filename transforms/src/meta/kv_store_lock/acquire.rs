@@ -197,7 +197,7 @@ impl MetaKvStoreLock {
             let outcomes = match self.acquire_piece(&reqs).await {
                 Ok(o) => o,
                 Err(e) => {
-                    let reason = e.to_string();
+                    let reason = format!("transform {}: {e}", self.id);
                     let later: Vec<Item> = rest.collect();
                     let waiting = blocked.iter().map(|(it, _)| it);
                     for it in chunk.iter().chain(&later).chain(waiting) {
@@ -228,7 +228,7 @@ impl MetaKvStoreLock {
             if let Err(e) = ran {
                 // What the inner list was given it failed itself; what was not yet placed,
                 // and the messages held back, must not count as delivered by being dropped.
-                let reason = e.to_string();
+                let reason = format!("transform {}: {e}", self.id);
                 let later: Vec<Item> = rest.collect();
                 let waiting = blocked.iter().map(|(it, _)| it);
                 for it in chunk.as_slice().iter().chain(&later).chain(waiting) {
@@ -242,7 +242,7 @@ impl MetaKvStoreLock {
             // Whoever holds them may be waiting for keys this process holds in its inner
             // list: deliver and commit those now.
             if let Err(e) = self.flush_and_settle(out).await {
-                let reason = e.to_string();
+                let reason = format!("transform {}: {e}", self.id);
                 for (it, _) in &blocked {
                     it.fail(&reason);
                 }
@@ -303,7 +303,7 @@ impl MetaKvStoreLock {
                 if self.duplicates == Duplicates::Continue {
                     // What ran before it comes out before it.
                     if let Err(e) = self.run_inner(std::mem::take(run), out).await {
-                        it.fail(&e.to_string());
+                        it.fail(&format!("transform {}: {e}", self.id));
                         return Err(e);
                     }
                     out.push(it.msg);
@@ -679,7 +679,7 @@ impl MetaKvStoreLock {
                 Ok(o) => o,
                 Err(e) => {
                     for w in &due {
-                        w.item.fail(&e.to_string());
+                        w.item.fail(&format!("transform {}: {e}", self.id));
                     }
                     return Err(e);
                 }
@@ -716,7 +716,7 @@ impl MetaKvStoreLock {
             };
             if let Err(e) = ran {
                 // As in `process`: what is still held back fails with the run.
-                let reason = e.to_string();
+                let reason = format!("transform {}: {e}", self.id);
                 let mut unplaced = Vec::new();
                 for (w, outcome) in due {
                     w.item.fail(&reason);

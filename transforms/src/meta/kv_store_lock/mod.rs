@@ -469,7 +469,7 @@ impl StatefulTransform for MetaKvStoreLock {
         match result {
             Ok(()) => Ok(()),
             Err(e) => {
-                let reason = e.to_string();
+                let reason = format!("transform {}: {e}", self.id);
                 for m in segment.iter().chain(rest.as_slice()) {
                     m.fail_acks(&reason);
                 }

@@ -477,6 +477,68 @@ fn give_up_fails_the_failed_batch_and_tries_the_rest() {
     assert_eq!(tb.status(), AckStatus::Failed);
 }
 
+/// Told that nothing retries it (`fails_alone`): a batch that fails fails its messages at
+/// once, alone, with the send named, and the send goes on; batches of which nothing was
+/// delivered, `FAILURES_IN_A_ROW_TO_STOP` in a row, stop the run. A partial failure (some
+/// items delivered) does not count.
+#[test]
+fn failing_alone_fails_a_batch_at_once_and_stops_after_failures_in_a_row() {
+    let s = Sender {
+        id: Arc::from("out"),
+        ..sender(limits(1, 100, 0), None)
+    };
+    s.fails_alone();
+    let mut trackers = Vec::new();
+    let mut send = |d: &str| {
+        let (t, m) = tracked(d);
+        trackers.push(t);
+        let mut out = Vec::new();
+        testing::block_on(s.transform_batch(vec![m], &mut out))
+    };
+    s.destination().answer(Answer::Fail);
+    send("a").unwrap();
+    assert_eq!(s.undelivered(), 0, "nothing kept to retry");
+    assert_eq!(s.deadline(), None);
+    send("b").unwrap();
+    s.destination().answer(Answer::Fail);
+    send("c").unwrap();
+    s.destination().answer(Answer::Fail);
+    send("d").unwrap();
+    send("e").unwrap();
+    for _ in 1..FAILURES_IN_A_ROW_TO_STOP {
+        s.destination().answer(Answer::Fail);
+        send("e").unwrap();
+    }
+    s.destination().answer(Answer::Fail);
+    let e = send("f").unwrap_err();
+    assert!(e.ends_run(), "{e}");
+    assert!(
+        e.to_string()
+            .contains("batches in a row were not delivered at all"),
+        "{e}"
+    );
+    let status: Vec<AckStatus> = trackers.iter().map(|t| t.status()).collect();
+    use AckStatus::{Delivered as D, Failed as F};
+    assert_eq!(status[..5], [F, D, F, F, D]);
+    assert!(status[5..].iter().all(|s| *s == F), "{status:?}");
+    assert_eq!(
+        trackers[0].failure_reason().as_deref(),
+        Some("transform out: destination down")
+    );
+
+    // Batches partly delivered never stop it.
+    let s = sender(limits(2, 100, 0), None);
+    s.fails_alone();
+    for _ in 0..FAILURES_IN_A_ROW_TO_STOP + 1 {
+        s.destination().answer(Answer::FailItems(vec![0]));
+        feed_batch(&s, &["x", "y"]).unwrap();
+    }
+    assert_eq!(
+        s.destination().items().len(),
+        FAILURES_IN_A_ROW_TO_STOP as usize + 1
+    );
+}
+
 #[test]
 fn partial_failures_keep_only_the_failed_items() {
     let s = sender(limits(100, 100, 0), None);
