@@ -830,3 +830,63 @@ fn a_send_that_gives_up_fails_its_batch_alone() {
         "--fail-fast stops at the first failure: {left} files"
     );
 }
+
+/// A destination that is down stops the run after 3 batches in a row of which nothing was
+/// delivered, as `--fail-fast` would at the first: every line is listed, and the error
+/// says why it stopped. Inside `meta_retry`, a message whose attempts ran out fails alone
+/// and the others are written.
+#[test]
+fn a_destination_that_is_down_stops_the_run_and_meta_retry_fails_alone() {
+    let d = Dir::new();
+    d.write(
+        "down.jsonnet",
+        "{ transforms: [{ type: 'send_file', settings: {\n\
+           file_path: { prefix: 'blocked', uuid: true }, batch: { count: 1 } } }] }\n",
+    );
+    d.write("blocked", "not a directory");
+    let input: String = (1..=20).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+    d.write("in.jsonl", &input);
+    let out = d.sluice(
+        &["run", "-c", "down.jsonnet", "--undelivered", "u.txt", "in.jsonl"],
+        "",
+    );
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .contains("3 batches in a row were not delivered at all: stopping"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(d.read("u.txt").lines().count(), 20, "{}", d.read("u.txt"));
+
+    d.write(
+        "retry.jsonnet",
+        "{ transforms: [{ type: 'meta_retry', settings: { retry: { count: 1, delay: '0s' }, error_messages: ['.*'],\n\
+           transforms: [{ type: 'send_file', settings: {\n\
+             file_path: { prefix: 'out', uuid: true }, use_batch_key_as_prefix: true, separator: '\\n',\n\
+             object: { batch_key: 'k' }, batch: { count: 1 } } }] } }] }\n",
+    );
+    std::fs::create_dir_all(d.path().join("out")).unwrap();
+    d.write("out/bad", "not a directory");
+    let input: String = (1..=20)
+        .map(|i| {
+            let k = if i == 7 { "bad" } else { "ok" };
+            format!("{{\"n\":{i},\"k\":\"{k}\"}}\n")
+        })
+        .collect();
+    d.write("keyed.jsonl", &input);
+    let out = d.sluice(
+        &["run", "-c", "retry.jsonnet", "--undelivered", "u2.txt", "keyed.jsonl"],
+        "",
+    );
+    out.assert_code(1);
+    let listed = d.read("u2.txt");
+    assert!(
+        listed.starts_with("keyed.jsonl:7\ttransform ")
+            && listed.contains("retry limit reached after 2 attempts"),
+        "{listed}"
+    );
+    assert!(listed.lines().count() <= 2, "line 7, and at most the one after it: {listed}");
+    let written = std::fs::read_dir(d.path().join("out/ok")).unwrap().count();
+    assert!(written >= 18, "{written} of 19 written");
+}
