@@ -371,3 +371,41 @@ fn deep_bodies_in_deep_recursion_are_errors_not_aborts() {
         );
     }
 }
+
+/// A config whose evaluation never ends is an error within `--eval-timeout` (default 60 s)
+/// for every command that evaluates it, naming the config and the flag.
+#[test]
+fn a_config_that_never_finishes_evaluating_is_an_error_within_the_limit() {
+    let d = Dir::new();
+    d.write(
+        "loop.jsonnet",
+        // Nested folds over lazy ranges: no recursion, no memory, no end.
+        "local r = std.range(1, 2000000000);\n\
+         { transforms: [], x: std.foldl(function(a, b) std.foldl(function(c, d) c + d, r, a), r, 0) }\n",
+    );
+    for args in [
+        vec!["run", "-c", "loop.jsonnet"],
+        vec!["test", "loop.jsonnet"],
+        vec!["vet", "loop.jsonnet"],
+        vec!["build", "loop.jsonnet"],
+    ] {
+        let mut args = args.clone();
+        args.extend(["--eval-timeout", "1s"]);
+        let started = std::time::Instant::now();
+        let out = d.sluice(&args, "");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+        assert_ne!(out.code, Some(0), "{args:?}");
+        assert!(
+            out.stderr.contains("loop.jsonnet")
+                && out.stderr.contains(
+                    "its evaluation did not finish within 1s (--eval-timeout raises the limit)"
+                ),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}

@@ -847,7 +847,14 @@ fn a_destination_that_is_down_stops_the_run_and_meta_retry_fails_alone() {
     let input: String = (1..=20).map(|i| format!("{{\"n\":{i}}}\n")).collect();
     d.write("in.jsonl", &input);
     let out = d.sluice(
-        &["run", "-c", "down.jsonnet", "--undelivered", "u.txt", "in.jsonl"],
+        &[
+            "run",
+            "-c",
+            "down.jsonnet",
+            "--undelivered",
+            "u.txt",
+            "in.jsonl",
+        ],
         "",
     );
     out.assert_code(1);
@@ -876,7 +883,14 @@ fn a_destination_that_is_down_stops_the_run_and_meta_retry_fails_alone() {
         .collect();
     d.write("keyed.jsonl", &input);
     let out = d.sluice(
-        &["run", "-c", "retry.jsonnet", "--undelivered", "u2.txt", "keyed.jsonl"],
+        &[
+            "run",
+            "-c",
+            "retry.jsonnet",
+            "--undelivered",
+            "u2.txt",
+            "keyed.jsonl",
+        ],
         "",
     );
     out.assert_code(1);
@@ -886,7 +900,10 @@ fn a_destination_that_is_down_stops_the_run_and_meta_retry_fails_alone() {
             && listed.contains("retry limit reached after 2 attempts"),
         "{listed}"
     );
-    assert!(listed.lines().count() <= 2, "line 7, and at most the one after it: {listed}");
+    assert!(
+        listed.lines().count() <= 2,
+        "line 7, and at most the one after it: {listed}"
+    );
     let written = std::fs::read_dir(d.path().join("out/ok")).unwrap().count();
     assert!(written >= 18, "{written} of 19 written");
 }

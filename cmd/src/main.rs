@@ -36,6 +36,10 @@ static GLOBAL: sluice_cmd::memory::Allocator = sluice_cmd::memory::Allocator::LA
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The longest one config's Jsonnet evaluation may take before it is an error (a
+    /// config that computes for ever).
+    #[arg(long, global = true, value_name = "DURATION", default_value = "60s", value_parser = stop::parse_grace)]
+    eval_timeout: std::time::Duration,
 }
 
 #[derive(Subcommand)]
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         // Colours only on a terminal: logs redirected to a file or a collector stay plain.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+    sluice_config::set_eval_limit(cli.eval_timeout);
     let result = match cli.command {
         Command::Run(a) => commands::run::run(a),
         Command::Test(a) => commands::test::run(a),

@@ -18,6 +18,10 @@ use std::collections::HashSet;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use jrsonnet_evaluator::{
     AsPathLike, FileImportResolver, ImportIo, ImportResolver, SourcePath, SourceVirtual, State,
@@ -481,7 +485,10 @@ pub(crate) fn evaluate_to_json_text(
         path: path.to_path_buf(),
         source,
     })?;
+    let path_owned = path.to_path_buf();
+    let ext_strs = ext_strs.to_vec();
     on_big_stack(path, move || {
+        let path = path_owned.as_path();
         let resolver = Resolver {
             files: FileImportResolver::new(Vec::new()),
             main: None,
@@ -490,7 +497,7 @@ pub(crate) fn evaluate_to_json_text(
         };
         evaluate(
             path,
-            ext_strs,
+            &ext_strs,
             resolver,
             |p| std::fs::read_to_string(p).ok(),
             |state| state.import(absolute.as_path()),
@@ -506,7 +513,9 @@ pub(crate) fn evaluate_text_to_json_text(
     ext_strs: &[(String, String)],
     fetch: Option<Fetch>,
 ) -> Result<String, ConfigLoadError> {
+    let (name_owned, text, ext_strs) = (name.to_string(), text.to_string(), ext_strs.to_vec());
     on_big_stack(Path::new(name), move || {
+        let name = name_owned.as_str();
         let resolver = Resolver {
             files: FileImportResolver::new(Vec::new()),
             main: Some((name.to_string(), text.as_bytes().to_vec())),
@@ -516,7 +525,7 @@ pub(crate) fn evaluate_text_to_json_text(
         let entry = SourcePath::new(Remote(name.to_string()));
         evaluate(
             Path::new(name),
-            ext_strs,
+            &ext_strs,
             resolver,
             |_| Some(text.to_string()),
             |state| state.import_resolved(entry),
@@ -526,54 +535,87 @@ pub(crate) fn evaluate_text_to_json_text(
 
 /// Runs `work` (an evaluation of the config at `path`) on a thread with a stack of
 /// [`STACK_BYTES`], or of [`FALLBACK_STACK_BYTES`] when the system cannot reserve that, and
-/// waits for it (see the module documentation).
+/// waits for it, at most the [evaluation limit](set_eval_limit) (see the module
+/// documentation).
 fn on_big_stack(
     path: &Path,
-    work: impl FnOnce() -> Result<String, ConfigLoadError> + Send,
+    work: impl FnOnce() -> Result<String, ConfigLoadError> + Send + 'static,
 ) -> Result<String, ConfigLoadError> {
-    on_stacks(&[STACK_BYTES, FALLBACK_STACK_BYTES], path, work)
+    on_stacks(
+        &[STACK_BYTES, FALLBACK_STACK_BYTES],
+        path,
+        eval_limit(),
+        work,
+    )
 }
 
-/// Runs `work` on a thread with the first of the stack sizes `sizes` the system gives.
+/// The default [evaluation limit](set_eval_limit). The slowest config in `examples/`
+/// evaluates in under a second on the project's 2-vCPU machines (most in tens of
+/// milliseconds): this leaves a large library or a slow disk ample room and still answers
+/// a config that never ends within a minute.
+pub const DEFAULT_EVAL_LIMIT: Duration = Duration::from_secs(60);
+
+static EVAL_LIMIT_MS: AtomicU64 = AtomicU64::new(DEFAULT_EVAL_LIMIT.as_millis() as u64);
+
+/// How long one evaluation may take before it is an error (`--eval-timeout`): the thread
+/// evaluating it is left behind (jrsonnet cannot be interrupted), so a command that meets it
+/// reports and exits.
+pub fn set_eval_limit(limit: Duration) {
+    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX).max(1);
+    EVAL_LIMIT_MS.store(ms, Ordering::Relaxed);
+}
+
+fn eval_limit() -> Duration {
+    Duration::from_millis(EVAL_LIMIT_MS.load(Ordering::Relaxed))
+}
+
+/// Runs `work` on a thread with the first of the stack sizes `sizes` the system gives, and
+/// waits for it at most `limit`.
 fn on_stacks(
     sizes: &[usize],
     path: &Path,
-    work: impl FnOnce() -> Result<String, ConfigLoadError> + Send,
+    limit: Duration,
+    work: impl FnOnce() -> Result<String, ConfigLoadError> + Send + 'static,
 ) -> Result<String, ConfigLoadError> {
     let failed = |why: String| ConfigLoadError::Jsonnet {
         path: path.to_path_buf(),
         trace: why,
     };
     // A failed spawn drops its closure: the work waits in a slot each attempt can take it from.
-    let slot = std::sync::Mutex::new(Some(work));
-    let run = || {
-        let work = slot.lock().ok().and_then(|mut w| w.take());
-        match work {
-            Some(work) => work(),
-            None => Err(failed("it was evaluated twice".into())),
-        }
-    };
-    std::thread::scope(|scope| {
-        let mut refused = None;
-        for &bytes in sizes {
-            let spawned = std::thread::Builder::new()
-                .name("jsonnet".into())
-                .stack_size(bytes)
-                .spawn_scoped(scope, run);
-            match spawned {
-                Ok(thread) => {
-                    return thread.join().map_err(|_| {
-                        failed("its evaluation failed unexpectedly (see above)".into())
-                    })?;
+    let slot = Arc::new(Mutex::new(Some(work)));
+    let mut refused = None;
+    for &bytes in sizes {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let slot = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("jsonnet".into())
+            .stack_size(bytes)
+            .spawn(move || {
+                let work = slot.lock().ok().and_then(|mut w| w.take());
+                if let Some(work) = work {
+                    let _ = tx.send(work());
                 }
-                Err(e) => refused = Some(e),
+            });
+        match spawned {
+            Ok(_) => {
+                return match rx.recv_timeout(limit) {
+                    Ok(result) => result,
+                    Err(RecvTimeoutError::Timeout) => Err(failed(format!(
+                        // Duration's own text: `60s`, `300ms`, `1.5s`.
+                        "its evaluation did not finish within {limit:?} (--eval-timeout raises the limit)"
+                    ))),
+                    Err(RecvTimeoutError::Disconnected) => Err(failed(
+                        "its evaluation failed unexpectedly (see above)".into(),
+                    )),
+                };
             }
+            Err(e) => refused = Some(e),
         }
-        Err(failed(match refused {
-            Some(e) => format!("cannot start the thread that evaluates it: {e}"),
-            None => "no stack to evaluate it on".into(),
-        }))
-    })
+    }
+    Err(failed(match refused {
+        Some(e) => format!("cannot start the thread that evaluates it: {e}"),
+        None => "no stack to evaluate it on".into(),
+    }))
 }
 
 /// Evaluates what `entry` imports from a state with `resolver`, the library and
@@ -718,9 +760,12 @@ mod tests {
             ] {
                 let text = config(&body, recursion);
                 assert!(crate::nesting::check(&text).is_ok(), "{name}");
-                let got = on_stacks(&[STACK_BYTES / MARGIN], Path::new("deep.jsonnet"), || {
-                    evaluate_text_to_json_text_here("deep.jsonnet", &text)
-                });
+                let got = on_stacks(
+                    &[STACK_BYTES / MARGIN],
+                    Path::new("deep.jsonnet"),
+                    DEFAULT_EVAL_LIMIT,
+                    move || evaluate_text_to_json_text_here("deep.jsonnet", &text),
+                );
                 match (want, got) {
                     (None, Ok(_)) => {}
                     (Some(want), Err(e)) if e.to_string().contains(want) => {}
@@ -737,15 +782,44 @@ mod tests {
         let got = on_stacks(
             &[1 << 60, FALLBACK_STACK_BYTES],
             Path::new("c.jsonnet"),
+            DEFAULT_EVAL_LIMIT,
             || evaluate_text_to_json_text_here("c.jsonnet", "{ a: 1 + 1 }"),
         );
         assert_eq!(got.unwrap(), r#"{"a":2}"#);
-        let e = on_stacks(&[1 << 60], Path::new("c.jsonnet"), || Ok(String::new()))
-            .unwrap_err()
-            .to_string();
+        let e = on_stacks(
+            &[1 << 60],
+            Path::new("c.jsonnet"),
+            DEFAULT_EVAL_LIMIT,
+            || Ok(String::new()),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("c.jsonnet: cannot start the thread that evaluates it: "),
             "{e}"
+        );
+    }
+
+    /// An evaluation past the limit is an error naming the limit and the flag that raises
+    /// it, given within the limit (the thread evaluating it is left behind).
+    #[test]
+    fn an_evaluation_past_the_limit_is_an_error() {
+        let text = "local r = std.range(1, 2000000000); \
+                    std.foldl(function(a, b) std.foldl(function(c, d) c + d, r, a), r, 0)"
+            .to_string();
+        let started = std::time::Instant::now();
+        let e = on_stacks(
+            &[STACK_BYTES],
+            Path::new("loop.jsonnet"),
+            Duration::from_millis(300),
+            move || evaluate_text_to_json_text_here("loop.jsonnet", &text),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            e,
+            "loop.jsonnet: its evaluation did not finish within 300ms (--eval-timeout raises the limit)"
         );
     }
 

@@ -33,7 +33,9 @@ use std::path::Path;
 use serde_json::Value;
 
 pub use error::ConfigLoadError;
-pub use jsonnet::{Fetch, LIBRARY_EXT_VAR, LIBRARY_IMPORT_NAMES};
+pub use jsonnet::{
+    DEFAULT_EVAL_LIMIT, Fetch, LIBRARY_EXT_VAR, LIBRARY_IMPORT_NAMES, set_eval_limit,
+};
 pub use loaded::{LoadedConfig, TestCase};
 pub use types::{
     LIBRARY_CONDITION_TYPES, LIBRARY_KV_STORE_TYPES, LIBRARY_SECRET_TYPES, LIBRARY_TRANSFORM_TYPES,
