@@ -506,3 +506,72 @@ fn kv_store_files_of_a_remote_config_stay_under_its_own_directory() {
         .assert_stdout(want);
     }
 }
+
+/// Inputs at URLs, as Substation's `read` takes them: objects in S3 (moto; one gzipped, as
+/// logs are) and Cloud Storage (the emulator) and a page over HTTP on loopback, read in
+/// order; a bad line is named by its URL and line; a missing object is an error naming its
+/// URL.
+#[test]
+fn run_reads_inputs_from_s3_cloud_storage_and_http() {
+    use flate2::{Compression, write::GzEncoder};
+    let s3 = moto::endpoint();
+    let bucket = unique_table("sluice-input");
+    moto::create_bucket(&s3, &bucket);
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all(b"{\"n\":1}\n{\"n\":2}\n").unwrap();
+    moto::put_object(&s3, &bucket, "logs/a.jsonl.gz", &gz.finish().unwrap());
+    let gs = gcs::endpoint();
+    gcs::create_bucket(&gs, &bucket);
+    gcs::put_object(&gs, &bucket, "logs/b.jsonl", b"{\"n\":3}\nnot json\n");
+    let server = Server::start(HashMap::from([(
+        "/c.jsonl".to_string(),
+        route(200, "", "{\"n\":5}\n"),
+    )]));
+    let mut env = moto::process_env(&s3);
+    env.push((
+        "STORAGE_EMULATOR_HOST".to_string(),
+        gs.trim_start_matches("http://").to_string(),
+    ));
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n\
+         { transforms: [sub.tf.obj.insert({ obj: { trg: 'seen' }, value: true }), sub.tf.send.stdout()] }\n",
+    );
+    let (a, b, c) = (
+        format!("s3://{bucket}/logs/a.jsonl.gz"),
+        format!("gs://{bucket}/logs/b.jsonl"),
+        server.url("/c.jsonl"),
+    );
+    let out = d.sluice_env(&["run", "-c", "cfg.jsonnet", &a, &b, &c], "", &env);
+    out.assert_code(1);
+    assert_eq!(
+        out.stdout_str(),
+        "{\"n\":1,\"seen\":true}\n{\"n\":2,\"seen\":true}\n{\"n\":3,\"seen\":true}\n{\"n\":5,\"seen\":true}\n"
+    );
+    assert!(
+        out.stderr
+            .contains(&format!("{b}:2: not delivered: transform "))
+            && out.stderr.contains("1 of 5 input lines were not delivered"),
+        "{}",
+        out.stderr
+    );
+
+    let missing = format!("s3://{bucket}/logs/none.jsonl");
+    let out = d.sluice_env(&["run", &missing], "", &env);
+    out.assert_code(1);
+    assert!(
+        out.stderr
+            .starts_with(&format!("error: {missing}: GetObject failed"))
+            && out.stderr.contains("NoSuchKey"),
+        "{}",
+        out.stderr
+    );
+    let out = d.sluice_env(&["run", &server.url("/gone.jsonl")], "", &env);
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("/gone.jsonl: HTTP 404"),
+        "{}",
+        out.stderr
+    );
+}

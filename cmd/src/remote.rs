@@ -237,7 +237,25 @@ impl Fetcher {
     pub fn fetch_final(&self, url: &str) -> Result<(String, Vec<u8>), String> {
         self.rt.block_on(self.inner.fetch(url, LIMITS))
     }
+
+    /// Streams what `url` names into `out` (an input of `sluice run`; see
+    /// [`fetch::Fetcher::download`]): how many bytes.
+    pub fn download(
+        &self,
+        url: &str,
+        out: &mut (impl std::io::Write + Send),
+    ) -> Result<u64, String> {
+        let mut sink = |chunk: &[u8]| {
+            out.write_all(chunk)
+                .map_err(|e| format!("writing the download: {e}"))
+        };
+        self.rt
+            .block_on(self.inner.download(url, DOWNLOAD_IDLE, &mut sink))
+    }
 }
+
+/// The longest a download may wait for its next bytes.
+const DOWNLOAD_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The config at `url`: the URL it came from (where redirects led; its imports resolve
 /// against it and its errors name it), its text, and a fetcher for its imports.

@@ -1,6 +1,7 @@
-//! Reading a whole file named by a URL: the one implementation behind configs at URLs
-//! (`sluice run -c s3://...`, the CLI's `remote` module) and the kv stores' files
-//! (`csv_file`, `json_file`, `text_file`, `mmdb` with `file: "https://..."`).
+//! Reading a file named by a URL: the one implementation behind configs at URLs
+//! (`sluice run -c s3://...`, the CLI's `remote` module), the kv stores' files
+//! (`csv_file`, `json_file`, `text_file`, `mmdb` with `file: "https://..."`) and the
+//! inputs of `sluice run s3://...`.
 //!
 //! - `s3://BUCKET/KEY`: `GetObject` with the AWS SDK's default chains (credentials,
 //!   `AWS_REGION`, `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`; [`crate::aws::s3`]).
@@ -15,8 +16,10 @@
 //!   AWS AppConfig Lambda extension on `localhost:2772`; anything else must use `https`, so
 //!   what is read cannot be altered on its way.
 //!
-//! Every fetch is bounded in time and size by the caller's [`Limits`]. Errors are texts
-//! that say why and leave naming the URL to the caller.
+//! Every fetch is bounded in time and size by the caller's [`Limits`]. A download
+//! ([`Fetcher::download`], an input of `sluice run`) is not: it streams into the caller's
+//! sink, and only a stall is an error. Errors are texts that say why and leave naming the
+//! URL to the caller.
 
 use std::net::IpAddr;
 use std::sync::OnceLock;
@@ -165,11 +168,64 @@ impl Fetcher {
     /// `GET url` (`https://`, or `http://` to loopback), following redirects: the final
     /// URL and the body.
     async fn get(&self, url: &str, limits: Limits) -> Result<(String, Vec<u8>), String> {
+        let (url, body) = self.get_body(url, &[]).await?;
+        Ok((url, read_limited(body, limits).await?))
+    }
+
+    /// Streams what `url` names into `sink` as it arrives, each chunk within `idle` of the
+    /// one before, and returns how many bytes it wrote: an input of `sluice run`, which
+    /// may be far larger than memory. The URL forms and their rules are [`Fetcher::fetch`]'s.
+    pub async fn download(
+        &self,
+        url: &str,
+        idle: Duration,
+        sink: &mut (dyn FnMut(&[u8]) -> Result<(), String> + Send),
+    ) -> Result<u64, String> {
+        let body = if url
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("s3://"))
+        {
+            #[cfg(feature = "aws")]
+            {
+                let (bucket, key) = crate::aws::s3::parse_url(url)?;
+                crate::aws::s3::get_object_body(&bucket, &key).await?.1
+            }
+            #[cfg(not(feature = "aws"))]
+            return Err(crate::without_aws::message("reading an s3:// URL"));
+        } else if url
+            .get(..5)
+            .is_some_and(|p| p.eq_ignore_ascii_case("gs://"))
+        {
+            let (bucket, name) = parse_gs_url(url)?;
+            let gcs = self.gcs.get_or_init(|| {
+                crate::gcp::storage::Storage::from_env(crate::gcp::credentials::process_env())
+            });
+            let (media, headers) = gcs
+                .media_request(&bucket, &name)
+                .await
+                .map_err(|f| f.text)?;
+            self.get_body(&media, &headers).await?.1
+        } else {
+            self.get_body(url, &[]).await?.1
+        };
+        read_into(body, idle, sink).await
+    }
+
+    /// `GET url` with `headers` (`https://`, or `http://` to loopback), following
+    /// redirects: the final URL and the body, not read yet.
+    async fn get_body(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+    ) -> Result<(String, ByteStream), String> {
         let mut url = check_http_url(url, None)?;
         for _ in 0..=MAX_REDIRECTS {
             let mut req = HttpRequest::get(url.as_str()).map_err(|e| format!("bad URL: {e}"))?;
             req.headers_mut()
                 .insert("user-agent", concat!("sluice/", env!("CARGO_PKG_VERSION")));
+            for (name, value) in headers {
+                req.headers_mut().insert(*name, value.clone());
+            }
             let resp = self
                 .http()
                 .call(req)
@@ -190,10 +246,29 @@ impl Fetcher {
             if !(200..300).contains(&status) {
                 return Err(format!("HTTP {status}"));
             }
-            let body = read_limited(ByteStream::new(resp.into_body()), limits).await?;
-            return Ok((url.to_string(), body));
+            return Ok((url.to_string(), ByteStream::new(resp.into_body())));
         }
         Err(format!("more than {MAX_REDIRECTS} redirects"))
+    }
+}
+
+/// Reads `body` into `sink`, each chunk within `idle` of the one before: how many bytes.
+async fn read_into(
+    mut body: ByteStream,
+    idle: Duration,
+    sink: &mut (dyn FnMut(&[u8]) -> Result<(), String> + Send),
+) -> Result<u64, String> {
+    let mut n = 0u64;
+    loop {
+        let next = tokio::time::timeout(idle, body.try_next())
+            .await
+            .map_err(|_| format!("no data for {idle:?}: the transfer stalled"))?
+            .map_err(|e| format!("reading the answer: {}", error_chain(&e)))?;
+        let Some(chunk) = next else {
+            return Ok(n);
+        };
+        sink(&chunk)?;
+        n += chunk.len() as u64;
     }
 }
 

@@ -86,7 +86,8 @@ pub struct Args {
     /// signal exits at once.
     #[arg(long, value_name = "DURATION", default_value = stop::DEFAULT_GRACE, value_parser = stop::parse_grace)]
     grace: Duration,
-    /// Input files, read in order (gzip is detected). Standard input when none.
+    /// Input files, read in order (compression is detected), or objects at URLs
+    /// (s3://BUCKET/KEY, gs://BUCKET/OBJECT, https://...). Standard input when none.
     files: Vec<PathBuf>,
 }
 
@@ -160,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let sources: Vec<Source> = if args.files.is_empty() {
         vec![Source::Stdin]
     } else {
-        args.files.iter().cloned().map(Source::File).collect()
+        args.files.iter().cloned().map(Source::of_arg).collect()
     };
     let opts = ReadOptions {
         batch_messages: args.batch_messages as usize,

@@ -1,4 +1,10 @@
-//! The local input adapter: reads stdin or files, one message per line.
+//! The local input adapter: reads stdin, files or objects at URLs, one message per line.
+//!
+//! An input at a URL (`s3://BUCKET/KEY`, `gs://BUCKET/OBJECT`, `https://...`, as Substation's
+//! `read` takes them) is downloaded, as it arrives, into an unnamed temporary file when
+//! reading reaches it, and read from there like a file: memory stays flat however large the
+//! object, the disk holds one object at a time, and a download that fails is an error
+//! naming the URL before any of its lines is read.
 //!
 //! Reading happens on its own thread and hands the pipeline batches of messages, bounded in
 //! lines and in bytes, through a bounded channel; what is read and not yet through the
@@ -52,13 +58,24 @@ pub enum Source {
     Stdin,
     /// A file.
     File(PathBuf),
+    /// An object at a URL (`s3://`, `gs://`, `https://`).
+    Url(String),
 }
 
 impl Source {
+    /// `arg` (a command-line argument) as a source: a URL sluice reads, else a file.
+    pub fn of_arg(arg: PathBuf) -> Source {
+        match arg.to_str() {
+            Some(url) if sluice_cmd::remote::is_url(url) => Source::Url(url.to_string()),
+            _ => Source::File(arg),
+        }
+    }
+
     fn name(&self) -> String {
         match self {
             Source::Stdin => "<stdin>".to_string(),
             Source::File(p) => p.display().to_string(),
+            Source::Url(u) => u.clone(),
         }
     }
 
@@ -69,9 +86,25 @@ impl Source {
             // could not see).
             Source::Stdin => File::from(io::stdin().as_fd().try_clone_to_owned()?),
             Source::File(p) => File::open(p)?,
+            Source::Url(url) => download(url)?,
         };
         stop.reader(file)
     }
+}
+
+/// `url` downloaded into an unnamed temporary file (see the module documentation), at its
+/// start.
+fn download(url: &str) -> io::Result<File> {
+    use std::io::{Seek as _, Write as _};
+    let fetcher =
+        sluice_cmd::remote::Fetcher::new().map_err(|e| io::Error::other(format!("{e:#}")))?;
+    let mut file = tempfile::tempfile()?;
+    let mut out = io::BufWriter::with_capacity(1 << 20, &mut file);
+    fetcher.download(url, &mut out).map_err(io::Error::other)?;
+    out.flush()?;
+    drop(out);
+    file.rewind()?;
+    Ok(file)
 }
 
 /// How input is cut into batches.

@@ -52,12 +52,12 @@ pub fn parse_url(url: &str) -> Result<(String, String), String> {
 /// environment), refusing one larger than `max_bytes` (`what` names what the object is, for
 /// that error: "a config"). The error names neither bucket nor key (the caller does) and
 /// says why: no region, S3's error code, the size.
-pub async fn get_object(
+/// `GetObject`'s answer: the object's length when S3 gives it, and its body, to be read as
+/// it arrives.
+pub async fn get_object_body(
     bucket: &str,
     key: &str,
-    max_bytes: usize,
-    what: &str,
-) -> Result<Vec<u8>, String> {
+) -> Result<(Option<u64>, aws_sdk_s3::primitives::ByteStream), String> {
     let conf = super::load(&AwsTarget::default()).await;
     if conf.region().is_none() {
         return Err("no AWS region: set AWS_REGION".into());
@@ -70,15 +70,25 @@ pub async fn get_object(
         .send()
         .await
         .map_err(|e| format!("GetObject failed: {}", super::describe_error(&e)))?;
+    let length = out.content_length().and_then(|n| u64::try_from(n).ok());
+    Ok((length, out.body))
+}
+
+pub async fn get_object(
+    bucket: &str,
+    key: &str,
+    max_bytes: usize,
+    what: &str,
+) -> Result<Vec<u8>, String> {
+    let (length, mut body) = get_object_body(bucket, key).await?;
     let too_big = |n: u64| {
         format!("the object has {n} bytes, more than the {max_bytes} bytes {what} may have")
     };
-    if let Some(n) = out.content_length().and_then(|n| u64::try_from(n).ok())
+    if let Some(n) = length
         && n > max_bytes as u64
     {
         return Err(too_big(n));
     }
-    let mut body = out.body;
     let mut data = Vec::new();
     while let Some(chunk) = body
         .try_next()

@@ -222,13 +222,7 @@ impl Storage {
         max_bytes: usize,
         what: &str,
     ) -> Result<Vec<u8>, Failure> {
-        let headers = self.authorization().await?;
-        let url = format!(
-            "{}/storage/v1/b/{}/o/{}?alt=media",
-            self.endpoint,
-            path_segment(bucket),
-            path_segment(name)
-        );
+        let (url, headers) = self.media_request(bucket, name).await?;
         let resp = self
             .call("GET", &url, &headers, SdkBody::empty(), "download", ok)
             .await?;
@@ -242,6 +236,23 @@ impl Storage {
             });
         }
         Ok(resp.body)
+    }
+
+    /// The URL and headers of a `GET` of object `name`'s bytes, for a caller that reads
+    /// them as they arrive (`sluice run gs://...`) rather than whole.
+    pub(crate) async fn media_request(
+        &self,
+        bucket: &str,
+        name: &str,
+    ) -> Result<(String, Vec<(&'static str, String)>), Failure> {
+        let headers = self.authorization().await?;
+        let url = format!(
+            "{}/storage/v1/b/{}/o/{}?alt=media",
+            self.endpoint,
+            path_segment(bucket),
+            path_segment(name)
+        );
+        Ok((url, headers))
     }
 
     /// Whether object `name` of `bucket` exists (`GET /storage/v1/b/BUCKET/o/NAME`, its
