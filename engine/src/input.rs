@@ -17,6 +17,12 @@ use bytes::Bytes;
 use crate::ack::{AckGroup, FailureWatch};
 use crate::message::Message;
 
+/// The bytes a batch counts for in a read-ahead bound (`driver::ReadAhead`): its
+/// messages' data lengths.
+fn batch_bytes(batch: &[Message]) -> usize {
+    batch.iter().map(|m| m.data().len()).sum()
+}
+
 /// A batch from an input adapter.
 pub enum InputBatch {
     /// Messages made by the adapter.
@@ -62,7 +68,7 @@ impl InputBatch {
     /// The bytes of its messages' data (what a reader counts in the read-ahead bound).
     pub fn data_bytes(&self) -> usize {
         match self {
-            InputBatch::Messages(m) => crate::driver::batch_bytes(m),
+            InputBatch::Messages(m) => batch_bytes(m),
             InputBatch::Lines(l) => l.bytes,
         }
     }

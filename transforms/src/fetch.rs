@@ -120,7 +120,7 @@ impl Fetcher {
             {
                 #[cfg(feature = "aws")]
                 {
-                    let (bucket, key) = crate::aws::s3::parse_url(url)?;
+                    let (bucket, key) = parse_s3_url(url)?;
                     let bytes =
                         crate::aws::s3::get_object(&bucket, &key, limits.max_bytes, limits.what)
                             .await?;
@@ -187,7 +187,7 @@ impl Fetcher {
         {
             #[cfg(feature = "aws")]
             {
-                let (bucket, key) = crate::aws::s3::parse_url(url)?;
+                let (bucket, key) = parse_s3_url(url)?;
                 crate::aws::s3::get_object_body(&bucket, &key).await?.1
             }
             #[cfg(not(feature = "aws"))]
@@ -270,6 +270,12 @@ async fn read_into(
         sink(&chunk)?;
         n += chunk.len() as u64;
     }
+}
+
+/// `s3://BUCKET/KEY` as (bucket, key); the message of an error says what is wrong (the
+/// caller names the URL).
+pub fn parse_s3_url(url: &str) -> Result<(String, String), String> {
+    bucket_and_key(url, "s3://", "KEY")
 }
 
 /// The bucket and object of a `gs://BUCKET/OBJECT` URL.
@@ -361,6 +367,21 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn s3_urls_table() {
+        assert_eq!(
+            parse_s3_url("s3://b/k.jsonnet"),
+            Ok(("b".into(), "k.jsonnet".into()))
+        );
+        assert_eq!(
+            parse_s3_url("s3://b/dir/k.json"),
+            Ok(("b".into(), "dir/k.json".into()))
+        );
+        for bad in ["s3://", "s3://b", "s3://b/", "s3:///k", "https://b/k"] {
+            assert!(parse_s3_url(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn imports_within_origin_table() {

@@ -67,10 +67,6 @@ impl SettleDeadline {
     }
 }
 
-/// The bytes a batch counts for in a [`ReadAhead`]: its messages' data lengths.
-pub fn batch_bytes(batch: &[Message]) -> usize {
-    batch.iter().map(|m| m.data().len()).sum()
-}
 
 /// Runs `pipeline` over the batches received from `input` until it closes, then sends a
 /// ctrl. `on_output` gets what comes out of the last transform (but for the data messages

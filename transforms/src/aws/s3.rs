@@ -42,11 +42,6 @@ pub fn client(conf: &SdkConfig, checksums: RequestChecksumCalculation) -> Client
     Client::from_conf(conf)
 }
 
-/// `s3://BUCKET/KEY` as (bucket, key); the message of an error says what is wrong (the
-/// caller names the URL).
-pub fn parse_url(url: &str) -> Result<(String, String), String> {
-    crate::fetch::bucket_and_key(url, "s3://", "KEY")
-}
 
 /// Reads object `key` of `bucket` with the default chains (no role, region from the
 /// environment), refusing one larger than `max_bytes` (`what` names what the object is, for
@@ -106,21 +101,6 @@ pub async fn get_object(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls_table() {
-        assert_eq!(
-            parse_url("s3://b/k.jsonnet"),
-            Ok(("b".into(), "k.jsonnet".into()))
-        );
-        assert_eq!(
-            parse_url("s3://b/dir/k.json"),
-            Ok(("b".into(), "dir/k.json".into()))
-        );
-        for bad in ["s3://", "s3://b", "s3://b/", "s3:///k", "https://b/k"] {
-            assert!(parse_url(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn timeouts_fit_object_transfers() {
