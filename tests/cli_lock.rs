@@ -232,6 +232,61 @@ fn two_processes_over_overlapping_input_process_each_key_once(store: Store) {
     assert_eq!(store.counts(&d), (0, 4500));
 }
 
+/// Substation's consumer pattern (a send inside the lock, the send that matters after it)
+/// over crossed, overlapping input in two processes: a key is committed only once the send
+/// after the lock delivered it, so at the end of input each process would wait
+/// `pending_wait` for keys the other commits only after its own wait, and fail them. The
+/// checkpoint before the last ctrl commits what each delivered first: both end at once,
+/// exit 0, and every id comes out once.
+fn two_consumers_with_the_send_after_the_lock_do_not_wait_on_each_other(store: Store) {
+    let d = Dir::new();
+    let kv = store.kv_store();
+    d.write(
+        "cfg.jsonnet",
+        format!(
+            r#"
+local sub = std.extVar('sub');
+{{
+  transforms: [
+    sub.tf.meta.kv_store.lock({{
+      kv_store: {kv},
+      prefix: 'test',
+      ttl_offset: '1h',
+      object: {{ source_key: 'id' }},
+      duplicates: 'drop',
+      transforms: [sub.tf.obj.insert({{ obj: {{ trg: 'processed' }}, value: true }})],
+    }}),
+    sub.tf.send.stdout(),
+  ],
+}}
+"#
+        ),
+    );
+    d.write("a.jsonl", lines(0..3000));
+    d.write("b.jsonl", lines((0..3000).rev()));
+    let started = std::time::Instant::now();
+    let a = spawn(&store, &d, "a.jsonl", "a.out", &["--batch-messages", "10"]);
+    let b = spawn(&store, &d, "b.jsonl", "b.out", &["--batch-messages", "10"]);
+    let (sa, sb) = (wait(a, "process a"), wait(b, "process b"));
+    assert!(sa.success(), "a: {}", d.read("a.out.err"));
+    assert!(sb.success(), "b: {}", d.read("b.out.err"));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(9),
+        "they waited on each other: {:?}",
+        started.elapsed()
+    );
+    let mut seen: HashMap<u32, u32> = HashMap::new();
+    for id in ids_of(&d.read("a.out"))
+        .into_iter()
+        .chain(ids_of(&d.read("b.out")))
+    {
+        *seen.entry(id).or_default() += 1;
+    }
+    assert!(seen.values().all(|n| *n == 1), "an id came out twice");
+    assert_eq!(seen.len(), 3000, "every id once");
+    assert_eq!(store.counts(&d), (0, 3000));
+}
+
 /// Starts a `sluice run` that reads one message at a time from a pipe kept open; its
 /// outputs are piped when `captured`, else discarded.
 fn spawn_holding(store: &Store, d: &Dir, input: String, captured: bool) -> Child {
@@ -552,4 +607,5 @@ on_both_stores!(
     a_holder_on_idle_input_commits_what_it_delivered,
     a_message_failed_inside_the_lock_fails_alone_and_its_key_is_given_back,
     a_send_inside_the_lock_that_gives_up_fails_its_batch_alone,
+    two_consumers_with_the_send_after_the_lock_do_not_wait_on_each_other,
 );

@@ -406,9 +406,14 @@ impl Function {
         }
         let flush_start = Instant::now();
         if error.is_none() || feed == Feed::PerRecord {
-            match self.pipeline.apply(vec![Message::ctrl()]).await {
-                Ok(out) => take(out),
-                Err(e) => error = Some(e.to_string()),
+            for ctrl in sluice_engine::driver::end_of_input(&self.pipeline) {
+                match self.pipeline.apply(vec![ctrl]).await {
+                    Ok(out) => take(out),
+                    Err(e) => {
+                        error = Some(e.to_string());
+                        break;
+                    }
+                }
             }
         }
         metrics.flush = flush_start.elapsed();

@@ -67,7 +67,6 @@ impl SettleDeadline {
     }
 }
 
-
 /// Runs `pipeline` over the batches received from `input` until it closes, then sends a
 /// ctrl. `on_output` gets what comes out of the last transform (but for the data messages
 /// a pipeline [discarding its outputs](Pipeline::discarding_outputs) wrote as lines
@@ -242,10 +241,27 @@ async fn drive_inner<B: Into<InputBatch>>(
         release(read_ahead, bytes);
         count_out(&mut stats, &mut on_output, out?);
     }
-    let out = pipeline.apply(vec![Message::ctrl()]).await?;
-    count_out(&mut stats, &mut on_output, out);
+    for ctrl in end_of_input(pipeline) {
+        let out = pipeline.apply(vec![ctrl]).await?;
+        count_out(&mut stats, &mut on_output, out);
+    }
     stats.elapsed = start.elapsed();
     Ok(stats)
+}
+
+/// The ctrl messages that end an input: the one ctrl, after a checkpoint when something
+/// is held on a timer. A lock's message whose key another process holds waits at the end
+/// of input until that key settles; what this process delivered after the lock (a send
+/// after it, Substation's consumer pattern) is committed only once that send flushes, so
+/// two processes over overlapping input would each wait on keys the other commits only
+/// after its own wait. The checkpoint flushes every send first (the lock lets such
+/// messages wait on past it), so what was delivered is committed before the final wait.
+pub fn end_of_input(pipeline: &Pipeline) -> Vec<Message> {
+    if pipeline.deadline().is_some() {
+        vec![Message::checkpoint(), Message::ctrl()]
+    } else {
+        vec![Message::ctrl()]
+    }
 }
 
 fn count_out(stats: &mut RunStats, on_output: &mut impl FnMut(Vec<Message>), out: Vec<Message>) {

@@ -42,7 +42,6 @@ pub fn client(conf: &SdkConfig, checksums: RequestChecksumCalculation) -> Client
     Client::from_conf(conf)
 }
 
-
 /// Reads object `key` of `bucket` with the default chains (no role, region from the
 /// environment), refusing one larger than `max_bytes` (`what` names what the object is, for
 /// that error: "a config"). The error names neither bucket nor key (the caller does) and

@@ -473,7 +473,9 @@ impl MetaKvStoreLock {
                 secs(by),
                 self.store.describe(),
                 self.skew
-            )));
+            ))
+            // Every key would meet it: the run stops here even where messages fail alone.
+            .stopping("every key would meet it"));
         }
         // At least this far off for certain (0 when the measurement allows no offset).
         let surely = off.lo_ms.max(0).max(-off.hi_ms);
