@@ -907,3 +907,19 @@ fn a_destination_that_is_down_stops_the_run_and_meta_retry_fails_alone() {
     let written = std::fs::read_dir(d.path().join("out/ok")).unwrap().count();
     assert!(written >= 18, "{written} of 19 written");
 }
+
+/// The end of input is one ctrl, as Substation sends it, when nothing waits on another
+/// process: a transform that acts on each ctrl (`test_message` inserts its message) acts
+/// once, a send's open batch notwithstanding.
+#[test]
+fn the_end_of_input_is_one_ctrl() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n\
+         { transforms: [sub.tf.test.message({ value: { x: 1 } }), sub.tf.send.stdout({ batch: { count: 100 } })] }\n",
+    );
+    let out = d.sluice(&["run", "-c", "cfg.jsonnet"], "{\"a\":1}\n");
+    out.assert_clean_success();
+    assert_eq!(out.stdout_str(), "{\"a\":1}\n{\"x\":1}\n");
+}

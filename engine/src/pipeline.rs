@@ -310,6 +310,14 @@ impl Pipeline {
         }
     }
 
+    /// Whether a stateful transform holds messages that wait on something outside the
+    /// process ([`StatefulTransform::waits_on_others`]).
+    pub fn waits_on_others(&self) -> bool {
+        self.stages
+            .iter()
+            .any(|s| matches!(s, Stage::Stateful(_, t) if t.waits_on_others()))
+    }
+
     fn stateful_fails_alone(&self) -> bool {
         self.stateful_fail_alone.load(Ordering::Relaxed)
     }

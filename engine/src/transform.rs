@@ -187,6 +187,14 @@ pub trait StatefulTransform: Send + Sync + 'static {
     /// transform that does not act on it has its errors handled by
     /// [`StatefulTransform::give_up`].
     fn fails_alone(&self) {}
+
+    /// Whether it holds messages that wait on something outside the process (the lock's,
+    /// whose keys another process holds), which the ctrl that ends the input waits for:
+    /// the driver then sends a checkpoint first ([`crate::driver::end_of_input`]). A
+    /// wrapper asks the transforms it wraps.
+    fn waits_on_others(&self) -> bool {
+        false
+    }
 }
 
 /// Where what a stateful transform passes on ends up, as far as acknowledgements go (see

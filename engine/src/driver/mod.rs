@@ -249,15 +249,17 @@ async fn drive_inner<B: Into<InputBatch>>(
     Ok(stats)
 }
 
-/// The ctrl messages that end an input: the one ctrl, after a checkpoint when something
-/// is held on a timer. A lock's message whose key another process holds waits at the end
-/// of input until that key settles; what this process delivered after the lock (a send
-/// after it, Substation's consumer pattern) is committed only once that send flushes, so
-/// two processes over overlapping input would each wait on keys the other commits only
-/// after its own wait. The checkpoint flushes every send first (the lock lets such
-/// messages wait on past it), so what was delivered is committed before the final wait.
+/// The ctrl messages that end an input: the one ctrl, after a checkpoint when messages
+/// wait on another process ([`Pipeline::waits_on_others`]). A lock's message whose key
+/// another process holds waits at the end of input until that key settles; what this
+/// process delivered after the lock (a send after it, Substation's consumer pattern) is
+/// committed only once that send flushes, so two processes over overlapping input would
+/// each wait on keys the other commits only after its own wait. The checkpoint flushes
+/// every send first (the lock lets such messages wait on past it), so what was delivered
+/// is committed before the final wait. Otherwise one ctrl, as Substation sends (a
+/// transform that acts on each ctrl, `test_message` or `utility_metric_count`, acts once).
 pub fn end_of_input(pipeline: &Pipeline) -> Vec<Message> {
-    if pipeline.deadline().is_some() {
+    if pipeline.waits_on_others() {
         vec![Message::checkpoint(), Message::ctrl()]
     } else {
         vec![Message::ctrl()]

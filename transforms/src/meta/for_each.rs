@@ -144,6 +144,10 @@ impl StatefulTransform for MetaForEach {
         self.inner.give_up(reason).await;
     }
 
+    fn waits_on_others(&self) -> bool {
+        self.inner.waits_on_others()
+    }
+
     fn fails_alone(&self) {
         self.inner.fail_alone();
     }

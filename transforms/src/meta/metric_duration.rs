@@ -156,6 +156,10 @@ impl StatefulTransform for MetaMetricDuration {
         self.inner.give_up(reason).await;
     }
 
+    fn waits_on_others(&self) -> bool {
+        self.inner.waits_on_others()
+    }
+
     fn fails_alone(&self) {
         self.inner.fail_alone();
     }

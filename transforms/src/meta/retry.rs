@@ -246,6 +246,10 @@ impl StatefulTransform for MetaRetry {
         self.inner.give_up(reason).await;
     }
 
+    fn waits_on_others(&self) -> bool {
+        self.inner.waits_on_others()
+    }
+
     async fn settle(&self, until: Instant) -> SettleReport {
         self.inner.settle(until).await
     }

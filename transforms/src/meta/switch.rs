@@ -264,6 +264,10 @@ impl StatefulTransform for MetaSwitch {
         }
     }
 
+    fn waits_on_others(&self) -> bool {
+        self.cases.iter().any(|c| c.pipeline.waits_on_others())
+    }
+
     async fn settle(&self, until: Instant) -> SettleReport {
         let mut report = SettleReport::default();
         for case in &self.cases {

@@ -514,6 +514,10 @@ impl StatefulTransform for MetaKvStoreLock {
         self.inner.fail_alone();
     }
 
+    fn waits_on_others(&self) -> bool {
+        self.waiting_due().is_some() || self.inner.waits_on_others()
+    }
+
     fn outputs_reach(&self, reach: OutputsReach) {
         let code = match reach {
             OutputsReach::Nowhere => 1,
