@@ -38,8 +38,9 @@
 //!   message is a duplicate; if it gives the key back or its lease ends, this process
 //!   takes it; if it is still pending at the end of the wait, that message alone fails
 //!   (the source redelivers it later). Before it waits, this process flushes its inner
-//!   list and commits what it delivered, so two processes with overlapping input never
-//!   wait on each other for long. `pending: "skip"` treats such a message as a duplicate at
+//!   list and commits what it delivered, and at the end of the input the driver sends a
+//!   boundary first (`driver::end_of_input`), which flushes the sends after the lock too:
+//!   two processes with overlapping input never wait on each other for long. `pending: "skip"` treats such a message as a duplicate at
 //!   once, as Substation does.
 
 mod acquire;
