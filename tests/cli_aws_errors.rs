@@ -31,7 +31,8 @@ fn no_debug_dump(stderr: &str) {
     ] {
         assert!(!stderr.contains(dump), "{dump:?} in {stderr}");
     }
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // The line that failed, named with the error, then the count.
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
 }
 
 #[test]
@@ -56,9 +57,11 @@ fn an_unreachable_endpoint_is_one_line_in_words() {
     out.assert_code(1);
     assert!(
         out.stderr.starts_with(
-            "error: running k.jsonnet: transform d3c4d388-5d93288f: kinesis stream x: \
+            "sluice: <stdin>:1: not delivered: transform d3c4d388-5d93288f: kinesis stream x: \
              PutRecords failed: the endpoint cannot be reached: "
-        ),
+        ) && out
+            .stderr
+            .ends_with("error: 1 of 1 input lines were not delivered\n"),
         "{}",
         out.stderr
     );
@@ -89,9 +92,10 @@ fn missing_credentials_are_said_once_without_the_chains_warnings() {
     out.assert_code(1);
     assert_eq!(
         out.stderr,
-        "error: running k.jsonnet: transform d3c4d388-5d93288f: kinesis stream x: \
+        "sluice: <stdin>:1: not delivered: transform d3c4d388-5d93288f: kinesis stream x: \
          PutRecords failed: no AWS credentials found (none in the environment, the profile, \
-         a web identity token, the container or instance metadata)\n"
+         a web identity token, the container or instance metadata)\n\
+         error: 1 of 1 input lines were not delivered\n"
     );
     no_debug_dump(&out.stderr);
 }

@@ -9,7 +9,7 @@ fn top_level_help_lists_every_subcommand() {
         let out = d.sluice(args, "");
         out.assert_clean_success();
         let text = out.stdout_str();
-        assert!(text.contains("Usage: sluice <COMMAND>"), "{text}");
+        assert!(text.contains("Usage: sluice [OPTIONS] <COMMAND>"), "{text}");
         for cmd in ["run", "test", "build", "vet"] {
             assert!(
                 text.lines()
@@ -99,7 +99,7 @@ fn version_and_usage_errors() {
     let out = d.sluice(&[], "");
     out.assert_code(2);
     assert!(
-        out.stderr.contains("Usage: sluice <COMMAND>"),
+        out.stderr.contains("Usage: sluice [OPTIONS] <COMMAND>"),
         "{}",
         out.stderr
     );
