@@ -50,10 +50,7 @@ pub struct Limits {
 pub fn is_url(name: &str) -> bool {
     ["s3://", "gs://", "https://", "http://"]
         .iter()
-        .any(|scheme| {
-            name.get(..scheme.len())
-                .is_some_and(|p| p.eq_ignore_ascii_case(scheme))
-        })
+        .any(|scheme| has_scheme(name, scheme))
 }
 
 /// Why a config read from `config` (a URL, where its redirects led) may not import
@@ -114,10 +111,7 @@ impl Fetcher {
     /// why not (the caller names the URL).
     pub async fn fetch(&self, url: &str, limits: Limits) -> Result<(String, Vec<u8>), String> {
         let work = async {
-            if url
-                .get(..5)
-                .is_some_and(|p| p.eq_ignore_ascii_case("s3://"))
-            {
+            if has_scheme(url, "s3://") {
                 #[cfg(feature = "aws")]
                 {
                     let (bucket, key) = parse_s3_url(url)?;
@@ -128,15 +122,10 @@ impl Fetcher {
                 }
                 #[cfg(not(feature = "aws"))]
                 Err(crate::without_aws::message("reading an s3:// URL"))
-            } else if url
-                .get(..5)
-                .is_some_and(|p| p.eq_ignore_ascii_case("gs://"))
-            {
+            } else if has_scheme(url, "gs://") {
                 let (bucket, name) = parse_gs_url(url)?;
-                let gcs = self.gcs.get_or_init(|| {
-                    crate::gcp::storage::Storage::from_env(crate::gcp::credentials::process_env())
-                });
-                let bytes = gcs
+                let bytes = self
+                    .gcs()
                     .download(&bucket, &name, limits.max_bytes, limits.what)
                     .await
                     .map_err(|f| f.text)?;
@@ -153,6 +142,13 @@ impl Fetcher {
                     limits.timeout.as_secs_f64()
                 ))
             })
+    }
+
+    /// Cloud Storage, from the process's environment (made at the first `gs://` URL).
+    fn gcs(&self) -> &crate::gcp::storage::Storage {
+        self.gcs.get_or_init(|| {
+            crate::gcp::storage::Storage::from_env(crate::gcp::credentials::process_env())
+        })
     }
 
     fn http(&self) -> &Connector {
@@ -181,10 +177,7 @@ impl Fetcher {
         idle: Duration,
         sink: &mut (dyn FnMut(&[u8]) -> Result<(), String> + Send),
     ) -> Result<u64, String> {
-        let body = if url
-            .get(..5)
-            .is_some_and(|p| p.eq_ignore_ascii_case("s3://"))
-        {
+        let body = if has_scheme(url, "s3://") {
             #[cfg(feature = "aws")]
             {
                 let (bucket, key) = parse_s3_url(url)?;
@@ -192,15 +185,10 @@ impl Fetcher {
             }
             #[cfg(not(feature = "aws"))]
             return Err(crate::without_aws::message("reading an s3:// URL"));
-        } else if url
-            .get(..5)
-            .is_some_and(|p| p.eq_ignore_ascii_case("gs://"))
-        {
+        } else if has_scheme(url, "gs://") {
             let (bucket, name) = parse_gs_url(url)?;
-            let gcs = self.gcs.get_or_init(|| {
-                crate::gcp::storage::Storage::from_env(crate::gcp::credentials::process_env())
-            });
-            let (media, headers) = gcs
+            let (media, headers) = self
+                .gcs()
                 .media_request(&bucket, &name)
                 .await
                 .map_err(|f| f.text)?;
@@ -270,6 +258,12 @@ async fn read_into(
         sink(&chunk)?;
         n += chunk.len() as u64;
     }
+}
+
+/// Whether `url` starts with `scheme` (`s3://`, `gs://`), in any case.
+fn has_scheme(url: &str, scheme: &str) -> bool {
+    url.get(..scheme.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(scheme))
 }
 
 /// `s3://BUCKET/KEY` as (bucket, key); the message of an error says what is wrong (the
