@@ -57,7 +57,7 @@ fn an_unreachable_endpoint_is_one_line_in_words() {
     out.assert_code(1);
     assert!(
         out.stderr.starts_with(
-            "sluice: <stdin>:1: not delivered: transform d3c4d388-5d93288f: kinesis stream x: \
+            "sluice: <stdin>:1: not delivered: transforms[0] (send_aws_kinesis_data_stream, id d3c4d388-5d93288f): kinesis stream x: \
              PutRecords failed: the endpoint cannot be reached: "
         ) && out
             .stderr
@@ -92,7 +92,7 @@ fn missing_credentials_are_said_once_without_the_chains_warnings() {
     out.assert_code(1);
     assert_eq!(
         out.stderr,
-        "sluice: <stdin>:1: not delivered: transform d3c4d388-5d93288f: kinesis stream x: \
+        "sluice: <stdin>:1: not delivered: transforms[0] (send_aws_kinesis_data_stream, id d3c4d388-5d93288f): kinesis stream x: \
          PutRecords failed: no AWS credentials found (none in the environment, the profile, \
          a web identity token, the container or instance metadata)\n\
          error: 1 of 1 input lines were not delivered\n"

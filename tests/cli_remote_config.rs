@@ -550,9 +550,9 @@ fn run_reads_inputs_from_s3_cloud_storage_and_http() {
         "{\"n\":1,\"seen\":true}\n{\"n\":2,\"seen\":true}\n{\"n\":3,\"seen\":true}\n{\"n\":5,\"seen\":true}\n"
     );
     assert!(
-        out.stderr
-            .contains(&format!("{b}:2: not delivered: transform "))
-            && out.stderr.contains("1 of 5 input lines were not delivered"),
+        out.stderr.contains(&format!(
+            "{b}:2: not delivered: transforms[0] (object_insert, id "
+        )) && out.stderr.contains("1 of 5 input lines were not delivered"),
         "{}",
         out.stderr
     );

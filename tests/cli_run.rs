@@ -399,7 +399,9 @@ local sub = std.extVar('sub');
         let listed: Vec<&str> = out.stderr.lines().collect();
         assert_eq!(
             listed.first().copied(),
-            Some("sluice: <stdin>:1: not delivered: transform reject: no user"),
+            Some(
+                "sluice: <stdin>:1: not delivered: transforms[0] (utility_err, id reject): no user"
+            ),
             "with --workers {workers}: {}",
             out.stderr
         );
@@ -424,15 +426,18 @@ local sub = std.extVar('sub');
         );
         out.assert_code(1);
         assert_eq!(
-            out.stderr, "error: running err.jsonnet: transform reject: no user\n",
+            out.stderr,
+            "error: running err.jsonnet: transforms[0] (utility_err, id reject): no user\n",
             "with --workers {workers}"
         );
         assert_eq!(out.stdout, b"", "nothing reaches the send");
     }
 }
 
+/// A transform inside another is named by its place in the config, which names the one
+/// around it, once (not `transform route: transform inner:`).
 #[test]
-fn a_nested_transform_error_names_each_layer_once() {
+fn a_nested_transform_error_is_named_by_its_place_in_the_config() {
     let d = Dir::new();
     d.write(
         "nest.jsonnet",
@@ -451,14 +456,14 @@ local sub = std.extVar('sub');
     );
     let out = d.sluice(&["run", "--config", "nest.jsonnet"], "{\"a\":\"x\"}\n");
     out.assert_failure(
-        "sluice: <stdin>:1: not delivered: transform route: transform inner: bad a\n\
+        "sluice: <stdin>:1: not delivered: transforms[0].settings.cases[0].transforms[0] (utility_err, id inner): bad a\n\
          error: 1 of 1 input lines were not delivered\n",
     );
     let out = d.sluice(
         &["run", "--fail-fast", "--config", "nest.jsonnet"],
         "{\"a\":\"x\"}\n",
     );
-    out.assert_failure("error: running nest.jsonnet: transform route: transform inner: bad a\n");
+    out.assert_failure("error: running nest.jsonnet: transforms[0].settings.cases[0].transforms[0] (utility_err, id inner): bad a\n");
 
     // Messages the error case does not match pass.
     let out = d.sluice(&["run", "--config", "nest.jsonnet"], "{\"a\":\"y\"}\n");
@@ -499,7 +504,7 @@ local sub = std.extVar('sub');
     );
     let out = d.sluice(&["run", "--config", "write.jsonnet"], "not json\n");
     out.assert_failure(
-        "sluice: <stdin>:1: not delivered: transform ins: cannot set a key: the data is not JSON\n\
+        "sluice: <stdin>:1: not delivered: transforms[0] (object_insert, id ins): cannot set a key: the data is not JSON\n\
          error: 1 of 1 input lines were not delivered\n",
     );
 
@@ -520,7 +525,7 @@ fn a_missing_input_file_is_an_error_naming_it() {
 fn a_closed_stdout_is_an_error_not_a_panic() {
     let d = Dir::new();
     let out = crate::common::run_with_closed_stdout(d.path(), &["run"], b"a\nb\n");
-    out.assert_failure("error: running <default config>: transform send_stdout: writing to standard output: Broken pipe (os error 32)\n");
+    out.assert_failure("error: running <default config>: transforms[0] (send_stdout): writing to standard output: Broken pipe (os error 32)\n");
 }
 
 /// With a transform before the send and two workers, the workers write the lines: a closed
@@ -545,7 +550,7 @@ fn a_closed_stdout_written_by_the_workers_fails_every_line_with_the_sends_error(
         "in.jsonl",
     ];
     let out = crate::common::run_with_closed_stdout(d.path(), &args, b"");
-    let error = "transform out: writing to standard output: Broken pipe (os error 32)";
+    let error = "transforms[1] (send_stdout, id out): writing to standard output: Broken pipe (os error 32)";
     out.assert_failure(&format!("error: running cfg.jsonnet: {error}\n"));
     // Every line read is named, from the first on (what a caller redelivers from): those
     // the pipeline had with the send's error, those the reader still held as not
@@ -642,7 +647,7 @@ local sub = std.extVar('sub');
         out.stderr
     );
     let listed = d.read("undelivered.txt");
-    assert!(listed.starts_with("in.jsonl:1\ttransform "), "{listed}");
+    assert!(listed.starts_with("in.jsonl:1\ttransforms["), "{listed}");
     assert_eq!(listed.lines().count(), 1);
     // Nothing undelivered: an empty file and success.
     let out = d.sluice(
@@ -807,7 +812,7 @@ fn a_send_that_gives_up_fails_its_batch_alone() {
     );
     let undelivered = std::fs::read_to_string(d.path().join("u.txt")).unwrap();
     assert!(
-        undelivered.starts_with("in.jsonl:3\ttransform send_file: writing out/blocked/")
+        undelivered.starts_with("in.jsonl:3\ttransforms[0] (send_file): writing out/blocked/")
             && undelivered.contains("Not a directory"),
         "{undelivered}"
     );
@@ -896,7 +901,7 @@ fn a_destination_that_is_down_stops_the_run_and_meta_retry_fails_alone() {
     out.assert_code(1);
     let listed = d.read("u2.txt");
     assert!(
-        listed.starts_with("keyed.jsonl:7\ttransform ")
+        listed.starts_with("keyed.jsonl:7\ttransforms[0] (meta_retry")
             && listed.contains("retry limit reached after 2 attempts"),
         "{listed}"
     );

@@ -319,7 +319,7 @@ fn a_pipeline_error_ends_the_run_while_its_input_stays_open() {
     assert_eq!(run.exit(Duration::from_secs(20)), Some(1));
     assert_eq!(
         d.read("err"),
-        "error: running cfg.jsonnet: transform reject: no\n"
+        "error: running cfg.jsonnet: transforms[0] (utility_err, id reject): no\n"
     );
 }
 

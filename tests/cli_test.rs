@@ -203,7 +203,7 @@ fn a_test_whose_pipeline_errors_fails_with_the_error() {
         report(out.stdout_str()),
         [
             "--- FAIL: rejects",
-            "    error: running the config's transforms: transform reject: no user",
+            "    error: running the config's transforms: transforms[0] (utility_err, id reject): no user",
             "FAIL\trterr.jsonnet\tTIME",
             "0 passed, 1 failed",
         ]

@@ -175,8 +175,8 @@ fn each_handler_failure_has_its_error_type() {
             &bad,
             sqs_message("bad"),
             "DeliveryFailed",
-            "1 of 1 records were not delivered (first: transform utility_err: bad record); the \
-             batch will be retried",
+            "1 of 1 records were not delivered (first: transforms[0].settings.cases[0].transforms[0] \
+             (utility_err): bad record); the batch will be retried",
         ),
         (
             HandlerKind::KinesisDataStream,
@@ -191,8 +191,8 @@ fn each_handler_failure_has_its_error_type() {
             &bad,
             sns_message("bad"),
             "DeliveryFailed",
-            "2 of 2 records were not delivered (first: transform t0: transform utility_err: \
-             bad record)",
+            "2 of 2 records were not delivered (first: transforms[0].settings.cases[0].transforms[0] \
+             (utility_err): bad record)",
         ),
         // An S3 notification through SQS that carries no S3 event fails its message alone.
         (
@@ -274,8 +274,9 @@ fn function_errors_reach_the_runtime_api_with_their_error_type() {
     // A batch with an undelivered record and no ReportBatchItemFailures: the whole batch
     // fails, so that the mapping retries it. The pipeline error fails both records.
     let batch = kinesis_event(&["a", "bad"]);
-    let want_message = "2 of 2 records were not delivered (first: transform meta_switch: \
-                        transform utility_err: bad record); the batch will be retried";
+    let want_message = "2 of 2 records were not delivered (first: \
+                        transforms[0].settings.cases[0].transforms[0] (utility_err): bad record); \
+                        the batch will be retried";
     let event = d.write("bad.json", batch.to_string());
     let printed = try_invoke(port, &event, &mut f).expect_err("a function error");
     assert_eq!(
@@ -333,7 +334,7 @@ fn function_errors_reach_the_runtime_api_with_their_error_type() {
     for (reason, times) in [
         (not_kinesis, 1),
         (not_json, 1),
-        ("transform utility_err: bad record", 2),
+        ("transforms[0] (utility_err): bad record", 2),
     ] {
         assert_eq!(
             logs.lines().filter(|l| l.contains(reason)).count(),

@@ -86,7 +86,7 @@ local sub = std.extVar('sub');
     let err = &out.stderr;
     assert!(err.contains("an item must be a JSON object"), "{err}");
     assert!(
-        err.contains("<stdin>:1: not delivered: transform "),
+        err.contains("<stdin>:1: not delivered: transforms[0] (send_aws_dynamodb_put, id "),
         "{err}"
     );
 }

@@ -1,22 +1,25 @@
 //! Error types of the engine.
 //!
-//! A transform's error reaches the user with the chain of transform ids that led to it
-//! (`transform <id>: ...`), the way Substation prints them, so that `meta_err` and
-//! `meta_retry` can match error text with regular expressions as Substation users expect.
+//! A transform's error reaches the user naming the transform as the config has it
+//! (`transforms[1].settings.cases[0].transforms[0] (object_insert, id ...): ...`,
+//! [`TransformName`]); `meta_err` and `meta_retry` match their patterns against the chain of
+//! transform ids that led to it (`transform <id>: ...`, [`TransformError::substation_text`]),
+//! the way Substation prints them, as Substation users expect.
 
-use std::sync::Arc;
-
+use crate::name::TransformName;
 use crate::path::PathError;
 
 /// An error raised while processing a message.
 #[derive(Debug, thiserror::Error)]
 pub enum TransformError {
     /// An error from inside a named transform; the pipeline adds this layer. Its text
-    /// includes the inner error (it is not also a `source`, so chains print it once).
-    #[error("transform {id}: {inner}")]
+    /// includes the inner error (it is not also a `source`, so chains print it once), under
+    /// the innermost transform that has a place in the config (its place names the ones
+    /// around it).
+    #[error("{}", in_text(name, inner))]
     In {
-        /// The transform's `id` setting (or its type name when it has none).
-        id: Arc<str>,
+        /// The transform: its id and where the config has it.
+        name: TransformName,
         /// What went wrong inside it.
         inner: Box<TransformError>,
     },
@@ -54,6 +57,16 @@ pub enum TransformError {
     },
 }
 
+/// The text of `inner` raised in `name`: the innermost transform built from the config says
+/// where it is, which names the transforms around it; a transform built in code has no
+/// place, and is named (`transform <id>`) with what is inside it.
+fn in_text(name: &TransformName, inner: &TransformError) -> String {
+    match inner {
+        TransformError::In { name: within, .. } if within.is_written() => inner.to_string(),
+        _ => format!("{name}: {inner}"),
+    }
+}
+
 /// How many times in a row a transform may fail messages alone (a send: batches of which
 /// nothing was delivered; any stateful transform: calls that returned an error) before the
 /// run stops as it does without `fails_alone`: a destination or store that is down would
@@ -86,12 +99,18 @@ impl TransformError {
         }
     }
 
-    /// Adds the `transform <id>:` layer.
-    pub fn within(self, id: &Arc<str>) -> Self {
+    /// Adds the layer of the transform it came from.
+    pub fn within(self, name: &TransformName) -> Self {
         TransformError::In {
-            id: id.clone(),
+            name: name.clone(),
             inner: Box::new(self),
         }
+    }
+
+    /// The text of this error raised in `name`, as [`TransformError::within`] would make it
+    /// (for a caller that keeps the error).
+    pub fn text_within(&self, name: &TransformName) -> String {
+        in_text(name, self)
     }
 
     /// The error's text as Substation builds it, which `meta_err` and `meta_retry` match
@@ -103,8 +122,19 @@ impl TransformError {
             TransformError::In { inner, .. } if matches!(**inner, TransformError::Raised(_)) => {
                 inner.to_string()
             }
-            TransformError::In { id, inner } => {
-                format!("transform {id}: {}", inner.substation_text())
+            TransformError::In { name, inner } => {
+                format!("transform {}: {}", name.id(), inner.substation_text())
+            }
+            TransformError::External { context, cause } => {
+                let kept = cause.downcast_ref::<Self>().or_else(|| {
+                    cause
+                        .downcast_ref::<Box<Self>>()
+                        .map(|boxed| boxed.as_ref())
+                });
+                match kept {
+                    Some(cause) => format!("{context}: {}", cause.substation_text()),
+                    None => format!("{context}: {cause}"),
+                }
             }
             other => other.to_string(),
         }
@@ -197,5 +227,69 @@ pub struct ConfigWarning {
 impl std::fmt::Display for ConfigWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// What a user reads names the innermost transform the config places (its place names
+    /// the ones around it); what `meta_err` and `meta_retry` match is Substation's chain of
+    /// ids.
+    #[test]
+    fn errors_read_as_written_and_match_as_substation_builds_them() {
+        let switch = TransformName::written("transforms[1]", "meta_switch", Arc::from("sw-1"));
+        let insert = TransformName::written(
+            "transforms[1].settings.cases[0].transforms[0]",
+            "object_insert",
+            Arc::from("object_insert"),
+        );
+        let root = || TransformError::NotJson("cannot set a key: the data is not JSON".into());
+        let cases: Vec<(&str, TransformError, &str, &str)> = vec![
+            (
+                "nested, both placed: the inner place",
+                root().within(&insert).within(&switch),
+                "transforms[1].settings.cases[0].transforms[0] (object_insert): cannot set a key: the data is not JSON",
+                "transform sw-1: transform object_insert: cannot set a key: the data is not JSON",
+            ),
+            (
+                "built in code: Substation's layers",
+                root().within(&"inner".into()).within(&"outer".into()),
+                "transform outer: transform inner: cannot set a key: the data is not JSON",
+                "transform outer: transform inner: cannot set a key: the data is not JSON",
+            ),
+            (
+                "a placed transform inside one built in code",
+                root().within(&insert).within(&"under_test".into()),
+                "transforms[1].settings.cases[0].transforms[0] (object_insert): cannot set a key: the data is not JSON",
+                "transform under_test: transform object_insert: cannot set a key: the data is not JSON",
+            ),
+            (
+                "a cause kept by meta_retry matches by its ids",
+                TransformError::external(
+                    "retry limit reached after 2 attempts",
+                    Box::new(root().within(&insert)),
+                )
+                .within(&switch),
+                "transforms[1] (meta_switch, id sw-1): retry limit reached after 2 attempts: transforms[1].settings.cases[0].transforms[0] (object_insert): cannot set a key: the data is not JSON",
+                "transform sw-1: retry limit reached after 2 attempts: transform object_insert: cannot set a key: the data is not JSON",
+            ),
+            (
+                "utility_err's message has no layer of its own in Substation's text",
+                TransformError::Raised("bad record".into()).within(&insert),
+                "transforms[1].settings.cases[0].transforms[0] (object_insert): bad record",
+                "bad record",
+            ),
+        ];
+        for (name, e, shown, substation) in cases {
+            assert_eq!(e.to_string(), shown, "{name}");
+            assert_eq!(e.substation_text(), substation, "{name}");
+            assert_eq!(
+                root().text_within(&insert),
+                root().within(&insert).to_string()
+            );
+        }
     }
 }

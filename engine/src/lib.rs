@@ -25,6 +25,7 @@ pub mod input;
 pub mod invocation;
 pub mod json;
 pub mod message;
+pub mod name;
 pub mod path;
 pub mod pipeline;
 pub mod registry;
@@ -37,6 +38,7 @@ pub mod value;
 pub use context::Context;
 pub use error::{ConfigError, ConfigWarning, FAILURES_IN_A_ROW_TO_STOP, TransformError};
 pub use message::{Body, Key, Message};
+pub use name::TransformName;
 pub use pipeline::Pipeline;
 pub use registry::{Build, Registry};
 pub use transform::{

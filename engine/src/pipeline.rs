@@ -23,6 +23,7 @@ use crate::context::Context;
 use crate::error::{FAILURES_IN_A_ROW_TO_STOP, TransformError};
 use crate::input::InputBatch;
 use crate::message::{Message, OutputSlab};
+use crate::name::TransformName;
 use crate::transform::{InPlace, Kind, OutputsReach, SettleReport, StatefulTransform, Transform};
 
 mod copy_run;
@@ -48,7 +49,7 @@ const CHUNKS_PER_WORKER: usize = 2;
 /// A map or stateless transform in a segment.
 #[derive(Clone)]
 struct Step {
-    id: Arc<str>,
+    name: TransformName,
     transform: Transform,
     /// Its errors already name the transform they come from (a fused run of copies names
     /// the copy that failed).
@@ -60,9 +61,9 @@ struct Step {
 }
 
 impl Step {
-    fn new(id: Arc<str>, transform: Transform) -> Step {
+    fn new(name: TransformName, transform: Transform) -> Step {
         Step {
-            id,
+            name,
             transform,
             attributes_errors: false,
             fails_alone: false,
@@ -73,13 +74,12 @@ impl Step {
         matches!(self.transform, Transform::Map(_))
     }
 
-    /// `e`, raised by this step, with the `transform <id>:` layer of the transform it
-    /// comes from.
+    /// `e`, raised by this step, with the layer of the transform it comes from.
     fn attribute(&self, e: TransformError) -> TransformError {
         if self.attributes_errors {
             e
         } else {
-            e.within(&self.id)
+            e.within(&self.name)
         }
     }
 }
@@ -98,8 +98,8 @@ enum Stage {
     /// `to_bytes`: the next stage [takes bytes](StatefulTransform::takes_bytes), so each
     /// message leaves with its data serialised and its parsed form freed, on its worker.
     Stateless { steps: Arc<[Step]>, to_bytes: bool },
-    /// A stateful transform, with its id.
-    Stateful(Arc<str>, Arc<dyn StatefulTransform>),
+    /// A stateful transform, with its name.
+    Stateful(TransformName, Arc<dyn StatefulTransform>),
 }
 
 /// A compiled transform list.
@@ -134,12 +134,13 @@ impl std::fmt::Debug for Pipeline {
 }
 
 impl Pipeline {
-    /// A pipeline of these transforms (id, transform), in order, on one worker.
-    pub fn new(steps: Vec<(Arc<str>, Transform)>) -> Pipeline {
+    /// A pipeline of these transforms (name or id, transform), in order, on one worker.
+    pub fn new<N: Into<TransformName>>(steps: Vec<(N, Transform)>) -> Pipeline {
         let len = steps.len();
         let mut stages = Vec::new();
         let mut segment: Vec<Step> = Vec::new();
-        for (id, transform) in steps {
+        for (name, transform) in steps {
+            let id: TransformName = name.into();
             match transform {
                 Transform::Stateful(t) => {
                     if !segment.is_empty() {
@@ -331,20 +332,20 @@ impl Pipeline {
         }
     }
 
-    /// Stage `i` (stateful transform `t`, `id`) returned `e`; `out` holds what it passed on,
+    /// Stage `i` (stateful transform `t`, `name`) returned `e`; `out` holds what it passed on,
     /// `ctrls` the ctrls it took. Where messages fail alone, `t` gives up what failed and
     /// the batch goes on ([`give_up_on`]), unless `e` ends the run or is the
     /// [`FAILURES_IN_A_ROW_TO_STOP`]th error in a row; otherwise the error is returned.
     async fn stateful_failed(
         &self,
         i: usize,
-        id: &Arc<str>,
+        name: &TransformName,
         t: &Arc<dyn StatefulTransform>,
         e: TransformError,
         out: &mut Vec<Message>,
         ctrls: usize,
     ) -> Result<(), TransformError> {
-        let e = e.within(id);
+        let e = e.within(name);
         if !self.stateful_fails_alone() || e.ends_run() {
             return Err(e);
         }

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use crate::context::Context;
 use crate::error::{ConfigError, ConfigWarning};
 use crate::message::Key;
+use crate::name::TransformName;
 use crate::pipeline::Pipeline;
 use crate::transform::{Condition, MapTransform, StatefulTransform, StatelessTransform, Transform};
 
@@ -163,6 +164,19 @@ impl Registry {
         Ok(b.done(t))
     }
 
+    /// [`Registry::build_transform_in`], with the transform's name (its place and id), which
+    /// a pipeline of it names its errors by.
+    pub fn build_named_transform_in(
+        &self,
+        ctx: &Arc<Context>,
+        cfg: &impl ConfigJson,
+        location: &str,
+    ) -> Result<Built<(TransformName, Transform)>, ConfigError> {
+        let b = Builder::new(self, ctx);
+        let named = b.one(&cfg.to_config(), location)?;
+        Ok(b.done(named))
+    }
+
     /// Builds a condition from `{type, settings}` found at `location`, in a context of its
     /// own.
     pub fn build_condition(
@@ -216,6 +230,11 @@ impl<'a> Build<'a> {
     /// The transform's id: its `id` setting, or its type name.
     pub fn id(&self) -> &Arc<str> {
         &self.id
+    }
+
+    /// The transform as the user reads it in errors: where it is, its type and its id.
+    pub fn name(&self) -> TransformName {
+        TransformName::written(&self.location, self.type_name, self.id.clone())
     }
 
     /// The type name.
@@ -523,7 +542,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn one(&self, cfg: &Value, location: &str) -> Result<(Arc<str>, Transform), ConfigError> {
+    fn one(&self, cfg: &Value, location: &str) -> Result<(TransformName, Transform), ConfigError> {
         let (type_name, mut settings) = split_config(cfg, location, "transform")?;
         let id = take_id(&mut settings, type_name);
         let ctor = self
@@ -543,11 +562,11 @@ impl<'a> Builder<'a> {
             builder: self,
             location: location.to_string(),
             type_name,
-            id: id.clone(),
+            id,
             settings,
             unknown: Mutex::default(),
         };
-        Ok((id, ctor(&b)?))
+        Ok((b.name(), ctor(&b)?))
     }
 
     fn list(&self, list: &Value, location: &str) -> Result<Pipeline, ConfigError> {

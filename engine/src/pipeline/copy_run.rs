@@ -26,6 +26,7 @@ use super::Step;
 use crate::error::TransformError;
 use crate::json::Value;
 use crate::message::{Key, Message, Target};
+use crate::name::TransformName;
 use crate::transform::{InPlace, MapTransform, Transform};
 
 /// The values of one run's members, read before they are written.
@@ -33,8 +34,8 @@ type Values = SmallVec<[Option<Value>; 16]>;
 
 /// Copies and inserts run as one step (see the module comment).
 pub(super) struct CopyRun {
-    /// Each member's step id, for its errors.
-    ids: Vec<Arc<str>>,
+    /// Each member's step name, for its errors.
+    names: Vec<TransformName>,
     sources: Vec<Source>,
     targets: Vec<Key>,
     /// The first key read (none when all are constants): its first `shared` keys are the
@@ -56,7 +57,7 @@ enum Source {
 
 /// A copy or insert as the run sees it: its step, source, target and their keys.
 struct Member {
-    id: Arc<str>,
+    name: TransformName,
     source: Source,
     target: Key,
     /// The source's keys; empty for a constant.
@@ -94,7 +95,7 @@ impl Member {
             return None;
         }
         Some(Member {
-            id: step.id.clone(),
+            name: step.name.clone(),
             source,
             target: target.clone(),
             source_keys,
@@ -157,12 +158,12 @@ fn close(run: &mut Vec<(Step, Member)>, out: &mut Vec<Step>) {
     let members: Vec<Member> = run.drain(..).map(|(_, m)| m).collect();
     let id: Arc<str> = members
         .iter()
-        .map(|m| &*m.id)
+        .map(|m| &**m.name.id())
         .collect::<Vec<_>>()
         .join(",")
         .into();
     out.push(Step {
-        id,
+        name: TransformName::from(id),
         transform: Transform::map(CopyRun::of(members)),
         attributes_errors: true,
         fails_alone: false,
@@ -197,7 +198,7 @@ impl CopyRun {
             }
         }
         let mut run = CopyRun {
-            ids: Vec::with_capacity(members.len()),
+            names: Vec::with_capacity(members.len()),
             sources: Vec::with_capacity(members.len()),
             targets: Vec::with_capacity(members.len()),
             first_read: first_read.and_then(Member::read_key).cloned(),
@@ -205,7 +206,7 @@ impl CopyRun {
             groups,
         };
         for m in members {
-            run.ids.push(m.id);
+            run.names.push(m.name);
             run.sources.push(m.source);
             run.targets.push(m.target);
         }
@@ -240,8 +241,8 @@ impl CopyRun {
             return Ok(());
         };
         let fail = |i: usize| {
-            let id = &self.ids[i];
-            move |e: TransformError| e.within(id)
+            let name = &self.names[i];
+            move |e: TransformError| e.within(name)
         };
         let doc = msg.data_value_mut().map_err(fail(first))?;
         let parent = self.targets[first]
@@ -359,7 +360,8 @@ mod tests {
     fn one_by_one(copies: &[(&str, &str)], data: &str) -> Result<String, String> {
         let mut msg = Message::new(data.as_bytes().to_vec());
         for (id, t) in steps(copies) {
-            t.map(&mut msg).map_err(|e| e.within(&id).to_string())?;
+            t.map(&mut msg)
+                .map_err(|e| e.within(&TransformName::from(id)).to_string())?;
         }
         Ok(String::from_utf8_lossy(msg.data()).into_owned())
     }
@@ -595,7 +597,7 @@ mod tests {
         let members = || {
             steps(&copies)
                 .into_iter()
-                .map(|(id, t)| Member::of(&Step::new(id, Transform::Map(t))).unwrap())
+                .map(|(id, t)| Member::of(&Step::new(id.into(), Transform::Map(t))).unwrap())
                 .collect::<Vec<_>>()
         };
         let run = CopyRun::of(members());
@@ -608,11 +610,11 @@ mod tests {
         let built = fuse(
             steps(&copies)
                 .into_iter()
-                .map(|(id, t)| Step::new(id, Transform::Map(t)))
+                .map(|(id, t)| Step::new(id.into(), Transform::Map(t)))
                 .collect(),
         );
         assert_eq!(built.len(), 1);
-        assert_eq!(&*built[0].id, "t0,t1,t2,t3,t4,t5");
+        assert_eq!(&**built[0].name.id(), "t0,t1,t2,t3,t4,t5");
         assert!(built[0].attributes_errors);
         let Transform::Map(t) = &built[0].transform else {
             unreachable!("a run is a map step")

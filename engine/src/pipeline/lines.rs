@@ -38,6 +38,7 @@ use crate::ack::AckToken;
 use crate::error::TransformError;
 use crate::input::InputBatch;
 use crate::message::Message;
+use crate::name::TransformName;
 use crate::transform::LineSink;
 
 use super::{Outputs, Step, run_segment, split};
@@ -45,8 +46,8 @@ use super::{Outputs, Step, run_segment, split};
 /// The turn of the chunks of every batch whose lines one pipeline writes (see the module
 /// comment).
 pub(crate) struct LineWriter {
-    /// The writing transform's id, for the `transform <id>:` layer of a write's error.
-    id: Arc<str>,
+    /// The writing transform, for the layer of a write's error.
+    name: TransformName,
     sink: Arc<dyn LineSink>,
     turns: Mutex<Turns>,
     /// Line buffers of chunks written, for the next chunks (see [`Spare`]).
@@ -91,9 +92,9 @@ struct Finished {
 }
 
 impl LineWriter {
-    pub(crate) fn new(id: Arc<str>, sink: Arc<dyn LineSink>) -> LineWriter {
+    pub(crate) fn new(name: TransformName, sink: Arc<dyn LineSink>) -> LineWriter {
         LineWriter {
-            id,
+            name,
             sink,
             turns: Mutex::new(Turns {
                 next: 0,
@@ -236,7 +237,7 @@ impl LineWriter {
                 .sink
                 .write_lines(&lines.text)
                 .err()
-                .map(|e| e.within(&self.id)),
+                .map(|e| e.within(&self.name)),
             Err(e) => Some(e),
         };
         match error {
@@ -355,7 +356,7 @@ impl Outputs for ChunkLines {
         msg.append_data_to(&mut self.text);
         if let Err(e) = self.writer.sink.check(&self.text[start..]) {
             self.text.truncate(start);
-            let e = e.within(&self.writer.id);
+            let e = e.within(&self.writer.name);
             msg.fail_acks(&e.to_string());
             return Err(e);
         }

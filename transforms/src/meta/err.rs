@@ -221,7 +221,7 @@ mod tests {
                 copy_then_fail("bad input"),
                 json!(["^transform utility_err"]),
                 r#"{"a":1}"#,
-                Err("transform under_test: transform utility_err: bad input"),
+                Err("transforms[0].settings.transforms[1] (utility_err): bad input"),
             ),
             (
                 "patterns see the transform chain of other errors",
@@ -249,14 +249,14 @@ mod tests {
                 copy_then_fail("bad input"),
                 json!([]),
                 r#"{"a":1}"#,
-                Err("transform under_test: transform utility_err: bad input"),
+                Err("transforms[0].settings.transforms[1] (utility_err): bad input"),
             ),
             (
                 "a non-matching error propagates",
                 copy_then_fail("bad input"),
                 json!(["^timeout$"]),
                 r#"{"a":1}"#,
-                Err("transform under_test: transform utility_err: bad input"),
+                Err("transforms[0].settings.transforms[1] (utility_err): bad input"),
             ),
             (
                 "success passes the outputs",
@@ -281,7 +281,7 @@ mod tests {
         let r = registry();
         let t = testing::build(&r, meta_err(copy_then_fail("bad"), json!([".*"]))).unwrap();
         assert_eq!(t.kind(), Kind::Stateless);
-        let p = Pipeline::new(vec![("err".into(), t)]);
+        let p = Pipeline::new(vec![("err", t)]);
         let (m, tracker) = tracked(r#"{"a":1}"#);
         let out = testing::block_on(p.apply(vec![m])).unwrap();
         assert_eq!(datas(&out), vec![r#"{"a":1}"#]);
@@ -291,7 +291,7 @@ mod tests {
 
         // Not caught: the message is failed.
         let t = testing::build(&r, meta_err(copy_then_fail("bad"), json!(["other"]))).unwrap();
-        let p = Pipeline::new(vec![("err".into(), t)]);
+        let p = Pipeline::new(vec![("err", t)]);
         let (m, tracker) = tracked(r#"{"a":1}"#);
         assert!(testing::block_on(p.apply(vec![m])).is_err());
         assert_status(&tracker, AckStatus::Failed, "not caught");
@@ -309,7 +309,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.kind(), Kind::Stateful);
-        let p = Pipeline::new(vec![("err".into(), t)]);
+        let p = Pipeline::new(vec![("err", t)]);
         let (a, t_a) = tracked("a");
         let (b, t_b) = tracked("b");
         let out = testing::block_on(p.apply(vec![a, b, Message::ctrl()])).unwrap();
@@ -338,12 +338,12 @@ mod tests {
             ),
         )
         .unwrap();
-        let p = Pipeline::new(vec![("err".into(), t)]);
+        let p = Pipeline::new(vec![("err", t)]);
         let (a, t_a) = tracked("a");
         let err = testing::block_on(p.apply(vec![a, Message::ctrl()])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "transform err: transform s: delivery failed"
+            "transforms[0].settings.transforms[0] (fixture_send, id s): delivery failed"
         );
         assert_status(&t_a, AckStatus::Failed, "a");
         // Not swallowed, so not aborted here: the driver aborts the whole pipeline.

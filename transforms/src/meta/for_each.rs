@@ -246,7 +246,7 @@ mod tests {
         .unwrap();
         let (mut m, tracker) = tracked(r#"{"a":[{"k":1},{"k":2}]}"#);
         m.set_metadata(&br#"{"m":"v"}"#[..]);
-        let p = Pipeline::new(vec![("fe".into(), t)]);
+        let p = Pipeline::new(vec![("fe", t)]);
         let out = testing::block_on(p.apply(vec![m])).unwrap();
         assert_eq!(
             datas(&out),
@@ -263,7 +263,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.kind(), Kind::Stateful);
-        let p = Pipeline::new(vec![("fe".into(), t)]);
+        let p = Pipeline::new(vec![("fe", t)]);
         let (m, tracker) = tracked(r#"{"a":["x","y"]}"#);
         drop(testing::block_on(p.apply(vec![m])).unwrap());
         assert_status(&tracker, AckStatus::Pending, "elements held by the send");
@@ -282,7 +282,7 @@ mod tests {
             for_each(json!([{"type": "fixture_record", "settings": {"name": "fe-ctrl", "emit_on_ctrl": "flushed"}}])),
         )
         .unwrap();
-        let p = Pipeline::new(vec![("fe".into(), t)]);
+        let p = Pipeline::new(vec![("fe", t)]);
         let out =
             testing::block_on(p.apply(vec![Message::new(&br#"{"a":["x"]}"#[..]), Message::ctrl()]))
                 .unwrap();
@@ -302,10 +302,13 @@ mod tests {
             ),
         )
         .unwrap();
-        let p = Pipeline::new(vec![("fe".into(), t)]);
+        let p = Pipeline::new(vec![("fe", t)]);
         let (m, tracker) = tracked(r#"{"a":["x"]}"#);
         let err = testing::block_on(p.apply(vec![m])).unwrap_err();
-        assert_eq!(err.to_string(), "transform fe: transform inner_err: no");
+        assert_eq!(
+            err.to_string(),
+            "transforms[0].settings.transforms[0] (utility_err, id inner_err): no"
+        );
         assert_status(&tracker, AckStatus::Failed, "an element failed");
     }
 

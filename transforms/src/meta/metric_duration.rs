@@ -321,7 +321,10 @@ mod tests {
         let err = testing::block_on(p.apply(vec![a, Message::ctrl(), b, Message::ctrl()]))
             .unwrap_err()
             .to_string();
-        assert_eq!(err, "transform m: transform utility_err: boom");
+        assert_eq!(
+            err,
+            "transforms[0].settings.transforms[0] (utility_err): boom"
+        );
         assert_status(&ta, AckStatus::Failed, "a failed");
         assert_status(&tb, AckStatus::Failed, "b was never processed");
         assert!(values("duration-errors").is_empty(), "no ctrl got through");

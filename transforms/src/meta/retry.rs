@@ -36,6 +36,7 @@ use regex::Regex;
 
 use crate::kv_store::lock::ticket::tickets;
 use serde::Deserialize;
+use sluice_engine::TransformName;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
     Build, Condition, ConfigError, Kind, Message, OutputsReach, Pipeline, SettleReport,
@@ -63,7 +64,7 @@ pub(crate) struct Settings {
 
 /// The `meta_retry` transform.
 pub(crate) struct MetaRetry {
-    id: Arc<str>,
+    name: TransformName,
     inner: Pipeline,
     /// Nothing retries it in turn ([`StatefulTransform::fails_alone`]): a message whose
     /// attempts ran out fails alone and the others are still tried.
@@ -79,7 +80,7 @@ impl MetaRetry {
     pub(crate) fn build(b: &Build<'_>) -> Result<Self, ConfigError> {
         let s: Settings = b.settings()?;
         Ok(MetaRetry {
-            id: b.id().clone(),
+            name: b.name(),
             alone: AtomicBool::new(false),
             inner: required_pipeline(b, "transforms", &s.transforms)?,
             condition: optional_condition(b, "condition", s.condition.as_ref())?,
@@ -204,7 +205,7 @@ impl StatefulTransform for MetaRetry {
         while let Some(m) = rest.next() {
             let acks = m.acks().clone();
             if let Err(e) = self.transform(m, out).await {
-                let reason = format!("transform {}: {e}", self.id);
+                let reason = e.text_within(&self.name);
                 sluice_engine::ack::fail_all(&acks, &reason);
                 if alone && !e.ends_run() {
                     self.inner.give_up(&reason).await;
@@ -312,7 +313,7 @@ mod tests {
                 json!(["throttled"]),
                 2,
                 Err(
-                    "transform under_test: retry limit reached after 2 attempts: transform flaky: throttled",
+                    "transform under_test: retry limit reached after 2 attempts: transforms[0].settings.transforms[0] (fixture_fail, id flaky): throttled",
                 ),
             ),
             (
@@ -322,7 +323,7 @@ mod tests {
                 json!([".*"]),
                 1,
                 Err(
-                    "transform under_test: retry limit reached after 1 attempt: transform flaky: throttled",
+                    "transform under_test: retry limit reached after 1 attempt: transforms[0].settings.transforms[0] (fixture_fail, id flaky): throttled",
                 ),
             ),
             (
@@ -331,7 +332,7 @@ mod tests {
                 5,
                 json!(["timeout"]),
                 1,
-                Err("transform under_test: transform flaky: throttled"),
+                Err("transforms[0].settings.transforms[0] (fixture_fail, id flaky): throttled"),
             ),
             (
                 "no patterns retry no error (Go default)",
@@ -339,7 +340,7 @@ mod tests {
                 5,
                 json!([]),
                 1,
-                Err("transform under_test: transform flaky: throttled"),
+                Err("transforms[0].settings.transforms[0] (fixture_fail, id flaky): throttled"),
             ),
         ];
         for (i, (name, times, count, patterns, attempts, want)) in cases.into_iter().enumerate() {
@@ -387,7 +388,7 @@ mod tests {
                 "retry": {"count": 3, "delay": "10s"}}}),
         )
         .unwrap();
-        let p = Pipeline::new(vec![("retry".into(), t)]);
+        let p = Pipeline::new(vec![("retry", t)]);
         let start = tokio::time::Instant::now();
         let out = p.apply(vec![Message::new(&b"x"[..])]).await.unwrap();
         assert_eq!(datas(&out), vec!["x"]);
@@ -400,7 +401,7 @@ mod tests {
         let r = registry();
         let t = testing::build(&r, retry(flaky("retry-acks", Some(1)), 1, json!([".*"]))).unwrap();
         assert_eq!(t.kind(), Kind::Stateless);
-        let p = Pipeline::new(vec![("retry".into(), t)]);
+        let p = Pipeline::new(vec![("retry", t)]);
         let (m, tracker) = tracked("x");
         let out = testing::block_on(p.apply(vec![m])).unwrap();
         assert_eq!(out[0].acks().len(), 1);
@@ -412,7 +413,7 @@ mod tests {
         );
 
         let t = testing::build(&r, retry(flaky("retry-acks-2", None), 1, json!([".*"]))).unwrap();
-        let p = Pipeline::new(vec![("retry".into(), t)]);
+        let p = Pipeline::new(vec![("retry", t)]);
         let (m, tracker) = tracked("x");
         assert!(testing::block_on(p.apply(vec![m])).is_err());
         assert_status(&tracker, AckStatus::Failed, "never succeeded");
@@ -431,7 +432,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.kind(), Kind::Stateful);
-        let p = Pipeline::new(vec![("retry".into(), t)]);
+        let p = Pipeline::new(vec![("retry", t)]);
         let (a, t_a) = tracked("a");
         let out =
             testing::block_on(p.apply(vec![a, Message::new(&b"b"[..]), Message::ctrl()])).unwrap();

@@ -385,7 +385,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.kind(), Kind::Stateful);
-        let p = sluice_engine::Pipeline::new(vec![("sw".into(), t)]);
+        let p = sluice_engine::Pipeline::new(vec![("sw", t)]);
         let out = testing::block_on(p.apply(vec![
             Message::new(&b"a"[..]),
             Message::new(&b"b"[..]),
@@ -444,14 +444,14 @@ mod tests {
                 ]}}),
             )
             .unwrap();
-            let p = sluice_engine::Pipeline::new(vec![("sw".into(), t)]);
+            let p = sluice_engine::Pipeline::new(vec![("sw", t)]);
             let (good, t_good) = tracked("good");
             let (bad, t_bad) = tracked("bad");
             let (later, t_later) = tracked("later");
             let err = testing::block_on(p.apply(vec![good, bad, later])).unwrap_err();
             assert_eq!(
                 err.to_string(),
-                "transform sw: transform the_failing_one: boom",
+                "transforms[0].settings.cases[0].transforms[0] (fixture_fail, id the_failing_one): boom",
                 "stateful={stateful}"
             );
             assert_status(&t_bad, AckStatus::Failed, "the failed message");

@@ -63,6 +63,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
+use sluice_engine::TransformName;
 use sluice_engine::ack::AckSet;
 use sluice_engine::batch::{Batch, BatchBuffer, BatchLimits};
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
@@ -318,8 +319,8 @@ struct State {
 /// [`Destination`].
 pub(crate) struct Sender<D> {
     dest: D,
-    /// Its id in the pipeline, which names it in the errors it reports itself.
-    id: Arc<str>,
+    /// Its name in the pipeline, which names it in the errors it reports itself.
+    name: TransformName,
     /// What identifies this send in a lock's progress (see the module documentation).
     progress_id: Arc<str>,
     batch_key: Option<Key>,
@@ -353,7 +354,7 @@ impl<D: Destination> Sender<D> {
         };
         let limits = BatchLimits::from(options.batch).capped(caps.count, caps.size);
         Ok(Sender {
-            id: b.id().clone(),
+            name: b.name(),
             ..Sender::from_parts(dest, limits, caps.item_size, batch_key, aux)
         }
         .with_progress_id(progress_id(b)))
@@ -375,7 +376,7 @@ impl<D: Destination> Sender<D> {
     ) -> Self {
         Sender {
             dest,
-            id: Arc::from("send"),
+            name: TransformName::from("send"),
             progress_id: Arc::from("send"),
             batch_key,
             aux,
@@ -464,7 +465,7 @@ impl<D: Destination> Sender<D> {
                 // Nothing retries it: its messages fail now, alone, and the queue goes on,
                 // unless batches of which nothing was delivered keep coming (a destination
                 // that is down): then the run stops.
-                let reason = format!("transform {}: {e}", self.id);
+                let reason = e.text_within(&self.name);
                 tracing::debug!(send = %self.progress_id, error = %reason, items = rest.items.len(), "a batch was not delivered; its messages fail, the others go on");
                 for m in &rest.items {
                     m.fail_acks(&reason);
@@ -961,10 +962,10 @@ impl<D: Destination> StatefulTransform for Sender<D> {
             if let Err(e) = self.accept(&m, &mut clock).await {
                 if self.fails_alone_now() && !m.acks().is_empty() && !e.ends_run() {
                     // Refused alone (it is not held): the others go on.
-                    m.fail_acks(&e.within(&self.id).to_string());
+                    m.fail_acks(&e.within(&self.name).to_string());
                     continue;
                 }
-                let reason = format!("transform {}: {e}", self.id);
+                let reason = e.text_within(&self.name);
                 m.fail_acks(&reason);
                 for r in rest {
                     r.fail_acks(&reason);

@@ -429,7 +429,7 @@ mod tests {
         let err = drive_two_workers(&config, refuses, true, vec![numbered(0..300)]).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "transform out: writing to the output sink: no storage space"
+            "transforms[1] (send_stdout, id out): writing to the output sink: no storage space"
         );
     }
 
@@ -456,7 +456,7 @@ mod tests {
             .collect();
         assert_eq!(
             errors[0],
-            "transform out: data could not be added to batch: an item of 26 bytes exceeds the batch size limit of 20 bytes (the transform's batch.size: raise it to take larger items)"
+            "transforms[1] (send_stdout, id out): data could not be added to batch: an item of 26 bytes exceeds the batch size limit of 20 bytes (the transform's batch.size: raise it to take larger items)"
         );
         assert_eq!(errors[0], errors[1], "the same as the send's");
     }

@@ -63,7 +63,7 @@ mod tests {
             json!({"type": "utility_delay", "settings": {"duration": "1.5s"}}),
         )
         .unwrap();
-        let p = Pipeline::new(vec![("delay".into(), t)]);
+        let p = Pipeline::new(vec![("delay", t)]);
         let start = tokio::time::Instant::now();
         let out = p
             .apply(vec![

@@ -52,7 +52,7 @@ mod tests {
             testing::run(t.clone(), &["a", "{}", ""]).unwrap(),
             Vec::<String>::new()
         );
-        let p = Pipeline::new(vec![("drop".into(), t)]);
+        let p = Pipeline::new(vec![("drop", t)]);
         let (m, tracker) = tracked("a");
         let out = testing::block_on(p.apply(vec![m, Message::ctrl()])).unwrap();
         assert!(out.len() == 1 && out[0].is_ctrl());

@@ -197,7 +197,7 @@ impl MetaKvStoreLock {
             let outcomes = match self.acquire_piece(&reqs).await {
                 Ok(o) => o,
                 Err(e) => {
-                    let reason = format!("transform {}: {e}", self.id);
+                    let reason = e.text_within(&self.name);
                     let later: Vec<Item> = rest.collect();
                     let waiting = blocked.iter().map(|(it, _)| it);
                     for it in chunk.iter().chain(&later).chain(waiting) {
@@ -228,7 +228,7 @@ impl MetaKvStoreLock {
             if let Err(e) = ran {
                 // What the inner list was given it failed itself; what was not yet placed,
                 // and the messages held back, must not count as delivered by being dropped.
-                let reason = format!("transform {}: {e}", self.id);
+                let reason = e.text_within(&self.name);
                 let later: Vec<Item> = rest.collect();
                 let waiting = blocked.iter().map(|(it, _)| it);
                 for it in chunk.as_slice().iter().chain(&later).chain(waiting) {
@@ -242,7 +242,7 @@ impl MetaKvStoreLock {
             // Whoever holds them may be waiting for keys this process holds in its inner
             // list: deliver and commit those now.
             if let Err(e) = self.flush_and_settle(out).await {
-                let reason = format!("transform {}: {e}", self.id);
+                let reason = e.text_within(&self.name);
                 for (it, _) in &blocked {
                     it.fail(&reason);
                 }
@@ -287,7 +287,7 @@ impl MetaKvStoreLock {
             }),
             Outcome::Blocked(rec) => blocked.push((it, rec)),
             Outcome::Fail(why) => {
-                let reason = format!("transform {}: {why}", self.id);
+                let reason = format!("{}: {why}", self.name);
                 for f in &it.followers {
                     sluice_engine::ack::fail_all(f, &reason);
                 }
@@ -303,7 +303,7 @@ impl MetaKvStoreLock {
                 if self.duplicates == Duplicates::Continue {
                     // What ran before it comes out before it.
                     if let Err(e) = self.run_inner(std::mem::take(run), out).await {
-                        it.fail(&format!("transform {}: {e}", self.id));
+                        it.fail(&e.text_within(&self.name));
                         return Err(e);
                     }
                     out.push(it.msg);
@@ -681,7 +681,7 @@ impl MetaKvStoreLock {
                 Ok(o) => o,
                 Err(e) => {
                     for w in &due {
-                        w.item.fail(&format!("transform {}: {e}", self.id));
+                        w.item.fail(&e.text_within(&self.name));
                     }
                     return Err(e);
                 }
@@ -718,7 +718,7 @@ impl MetaKvStoreLock {
             };
             if let Err(e) = ran {
                 // As in `process`: what is still held back fails with the run.
-                let reason = format!("transform {}: {e}", self.id);
+                let reason = e.text_within(&self.name);
                 let mut unplaced = Vec::new();
                 for (w, outcome) in due {
                     w.item.fail(&reason);
@@ -746,7 +746,7 @@ impl MetaKvStoreLock {
                             ""
                         }
                     );
-                    let reason = format!("transform {}: {why}", self.id);
+                    let reason = format!("{}: {why}", self.name);
                     for f in &w.item.followers {
                         sluice_engine::ack::fail_all(f, &reason);
                     }
@@ -855,7 +855,7 @@ impl MetaKvStoreLock {
     /// or reports it) and logged; the rest of the batch goes on.
     fn fail_alone(&self, m: Message, key: Option<&str>, why: &str) {
         self.counts.failed.fetch_add(1, Ordering::Relaxed);
-        let reason = format!("transform {}: {why}", self.id);
+        let reason = format!("{}: {why}", self.name);
         m.fail_acks(&reason);
         match key {
             Some(k) => tracing::warn!(lock = %self.id, key = %k, "{why}"),

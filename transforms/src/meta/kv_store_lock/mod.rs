@@ -55,6 +55,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+use sluice_engine::TransformName;
 use sluice_engine::context::Clock;
 use sluice_engine::settings::GoDuration;
 use sluice_engine::telemetry::Telemetry;
@@ -148,6 +149,8 @@ pub(crate) struct Settings {
 /// The `meta_kv_store_lock` transform.
 pub(crate) struct MetaKvStoreLock {
     id: Arc<str>,
+    /// Where the config has it, which names it in the reasons it gives.
+    name: TransformName,
     inner: Pipeline,
     store: Arc<dyn LockStore>,
     owner: Arc<str>,
@@ -316,7 +319,7 @@ impl MetaKvStoreLock {
             .insert(owner.clone());
         let counts = Arc::new(LockCounts::default());
         let keeper = Keeper::new(
-            id.clone(),
+            Arc::from(b.name().to_string()),
             store.clone(),
             owner.clone(),
             concurrency,
@@ -325,6 +328,7 @@ impl MetaKvStoreLock {
         );
         Ok(MetaKvStoreLock {
             id,
+            name: b.name(),
             inner,
             store,
             owner,
@@ -470,7 +474,7 @@ impl StatefulTransform for MetaKvStoreLock {
         match result {
             Ok(()) => Ok(()),
             Err(e) => {
-                let reason = format!("transform {}: {e}", self.id);
+                let reason = e.text_within(&self.name);
                 for m in segment.iter().chain(rest.as_slice()) {
                     m.fail_acks(&reason);
                 }

@@ -484,7 +484,7 @@ fn give_up_fails_the_failed_batch_and_tries_the_rest() {
 #[test]
 fn failing_alone_fails_a_batch_at_once_and_stops_after_failures_in_a_row() {
     let s = Sender {
-        id: Arc::from("out"),
+        name: sluice_engine::TransformName::from("out"),
         ..sender(limits(1, 100, 0), None)
     };
     s.fails_alone();

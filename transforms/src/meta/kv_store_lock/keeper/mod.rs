@@ -228,6 +228,7 @@ impl AckWatch for Resolved {
 }
 
 struct Shared {
+    /// The lock as the config has it (`transforms[0] (meta_kv_store_lock, id ...)`).
     lock_id: Arc<str>,
     /// The backoff of each kind of settlement call (commits, releases, abandonments), after
     /// failed calls: every key owed that kind waits for it, and goes in the next call.
@@ -574,7 +575,7 @@ impl Left {
             ));
         }
         format!(
-            "transform {lock}: {} lock key(s) left pending in {store}: the store kept failing: {}",
+            "{lock}: {} lock key(s) left pending in {store}: the store kept failing: {}",
             self.total(),
             parts.join("; ")
         )
