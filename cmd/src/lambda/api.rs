@@ -17,13 +17,11 @@ use aws_lambda_events::event::apigw::ApiGatewayProxyRequest;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::{Feed, Function, HandlerError, HandlerKind, message};
+use super::{Function, HandlerError, HandlerKind, message};
 
 /// What a synchronous request produced: outputs, or an HTTP status and a reason.
 async fn answer(f: &Function, data: Vec<u8>, meta: &Value) -> Result<Vec<Value>, (u16, String)> {
-    let run = f
-        .run(vec![vec![message(data, meta)]], Feed::Whole, true)
-        .await;
+    let run = f.run(vec![vec![message(data, meta)]], true).await;
     if let Some(e) = run.error {
         return Err((500, e));
     }

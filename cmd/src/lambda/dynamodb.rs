@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sluice_engine::Message;
 
-use super::{Feed, Function, HandlerError, HandlerKind, message, parse_event};
+use super::{Function, HandlerError, HandlerKind, message, parse_event};
 
 /// The event with each record left as JSON: a record is read on its own, so one that is
 /// malformed (an attribute value of an unknown type, an unknown `eventName`) fails alone.
@@ -48,7 +48,7 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Handle
         records.push(record);
         ids.push(seq);
     }
-    let run = f.run_records(records, Feed::Whole, false).await;
+    let run = f.run_records(records, false).await;
     f.batch_response(&run, &ids)
 }
 

@@ -20,7 +20,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Delivery, Feed, Function, HandlerError, HandlerKind, message, parse_event};
+use super::{Delivery, Function, HandlerError, HandlerKind, message, parse_event};
 
 /// A Firehose transformation event, as much of it as the handler reads. Its own type rather
 /// than aws_lambda_events': a record whose data is not base64 must fail alone, not make the
@@ -78,7 +78,7 @@ pub(crate) async fn handle_with_limit(
         }
         ids.push(id);
     }
-    let run = f.run_records(records, Feed::PerRecord, true).await;
+    let run = f.run_records(records, true).await;
     let mut first: Vec<Option<bytes::Bytes>> = vec![None; ids.len()];
     for (idx, data) in run.outputs {
         if let Some(i) = idx

@@ -27,7 +27,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Feed, Function, HandlerError, HandlerKind, kpl, message, parse_event};
+use super::{Function, HandlerError, HandlerKind, kpl, message, parse_event};
 
 /// A Kinesis event, as much of it as the handler reads. Its own type rather than
 /// aws_lambda_events': each record's data is decoded from base64 as it is parsed (the
@@ -95,7 +95,7 @@ pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Va
         ids.push(k.sequence_number);
         records.push(msgs);
     }
-    let run = f.run_records(records, Feed::Whole, false).await;
+    let run = f.run_records(records, false).await;
     // Lowest sequence number first: sequence numbers are decimal strings of up to 128 bits.
     let mut order: Vec<usize> = (0..ids.len()).collect();
     order.sort_by(|&a, &b| (ids[a].len(), &ids[a]).cmp(&(ids[b].len(), &ids[b])));

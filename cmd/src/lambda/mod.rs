@@ -62,6 +62,7 @@ use lambda_runtime::LambdaEvent;
 use serde_json::Value;
 use sluice_engine::Message;
 use sluice_engine::ack::{AckStatus, AckTracker};
+use sluice_engine::driver::{self, SettleDeadline};
 use sluice_engine::{OutputsReach, Pipeline};
 use tracing::Instrument;
 
@@ -209,13 +210,15 @@ pub(crate) struct Run {
     pub error: Option<String>,
 }
 
-/// How records go through the pipeline.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Feed {
-    /// All records in one batch, then the ctrl; an error aborts the pipeline.
-    Whole,
-    /// Each record on its own, so that an error marks only that record; then the ctrl.
-    PerRecord,
+/// Whether a record the pipeline fails fails alone and the others go on (as lines do under
+/// `sluice run`), rather than failing every record after it: where the source resolves each
+/// record on its own and retries none (Firehose's per-record results: a failed record goes
+/// to the error output). Sources that redeliver from the first failure in order (Kinesis,
+/// DynamoDB Streams), SQS (a FIFO queue keeps order; a standard one retries the batch
+/// without `ReportBatchItemFailures`) and S3 objects (a record is a whole object) stop at
+/// the first error, so that what follows it is not delivered only to come again.
+fn fails_alone(kind: HandlerKind) -> bool {
+    kind == HandlerKind::DataFirehose
 }
 
 /// `msgs` cut in order into pieces of at most `bytes` of data (a longer message alone).
@@ -250,6 +253,11 @@ impl Function {
         } else {
             OutputsReach::Nowhere
         });
+        let pipeline = if fails_alone(opts.kind) {
+            pipeline.failing_messages_alone()
+        } else {
+            pipeline
+        };
         Function {
             pipeline,
             opts,
@@ -321,8 +329,8 @@ impl Function {
 
     /// Runs `records` (the messages of each source record) through the pipeline and one
     /// ctrl, and reports what became of each record. Writes the invocation's metrics.
-    pub(crate) async fn run(&self, records: Vec<Vec<Message>>, feed: Feed, keep: bool) -> Run {
-        self.run_records(records.into_iter().map(Ok).collect(), feed, keep)
+    pub(crate) async fn run(&self, records: Vec<Vec<Message>>, keep: bool) -> Run {
+        self.run_records(records.into_iter().map(Ok).collect(), keep)
             .await
     }
 
@@ -332,7 +340,6 @@ impl Function {
     pub(crate) async fn run_records(
         &self,
         records: Vec<Result<Vec<Message>, String>>,
-        feed: Feed,
         keep: bool,
     ) -> Run {
         let mut trackers = Vec::with_capacity(records.len());
@@ -365,11 +372,11 @@ impl Function {
             metrics.messages_in += msgs.len() as u64;
             tagged.push(msgs);
         }
-        // What comes out of the last transform: counted, and kept only when the handler
-        // answers with it (so a batch's outputs are freed as it is done otherwise).
+        // What comes out of the last transform: kept only when the handler answers with it
+        // (so a batch's outputs are freed as it is done otherwise).
         let mut outputs: Vec<Message> = Vec::new();
         let mut messages_out = 0u64;
-        let mut take = |out: Vec<Message>| {
+        let take = |out: Vec<Message>| {
             let data = out.into_iter().filter(|m| !m.is_ctrl());
             if keep {
                 let before = outputs.len();
@@ -379,47 +386,40 @@ impl Function {
                 messages_out += data.count() as u64;
             }
         };
-        let mut error: Option<String> = None;
-        match feed {
-            Feed::Whole => {
-                // In pieces of at most `feed_bytes` of data, in order, as `sluice run` feeds
-                // its lines: a piece's parsed documents are held together, so memory is
-                // bounded by a few pieces, not by the event. With several workers the
-                // stateless lead of the next pieces runs while the send works on one.
-                // After an error the rest is not sent, and fails with it.
-                let pieces = pieces(tagged.into_iter().flatten(), self.opts.feed_bytes);
-                if let Err(e) = self.pipeline.apply_each(pieces, &mut take).await {
-                    error = Some(e.to_string());
-                }
-            }
-            Feed::PerRecord => {
-                // A record that failed is logged by the handler, which knows its id.
-                for msgs in tagged {
-                    match self.pipeline.apply(msgs).await {
-                        Ok(out) => take(out),
-                        Err(e) => {
-                            error.get_or_insert(e.to_string());
-                        }
-                    }
-                }
-            }
+        // The records go to the driver that every adapter shares (it owns the ctrl, the
+        // abort after an error, the settle), in pieces of at most `feed_bytes` of data, in
+        // order, as `sluice run` feeds its lines: a piece's parsed documents are held
+        // together, so memory is bounded by a few pieces, not by the event. With several
+        // workers the stateless lead of the next pieces runs while the send works on one.
+        // After an error the rest is not sent, and fails with it, unless records fail alone
+        // ([`fails_alone`]).
+        let pieces = pieces(tagged.into_iter().flatten(), self.opts.feed_bytes);
+        let (tx, rx) = tokio::sync::mpsc::channel(pieces.len().max(1));
+        for piece in pieces {
+            // The channel holds every piece: nothing reads it before they are all in.
+            let _ = tx.try_send(piece);
         }
-        let flush_start = Instant::now();
-        if error.is_none() || feed == Feed::PerRecord {
-            for ctrl in sluice_engine::driver::end_of_input(&self.pipeline) {
-                match self.pipeline.apply(vec![ctrl]).await {
-                    Ok(out) => take(out),
-                    Err(e) => {
-                        error = Some(e.to_string());
-                        break;
-                    }
-                }
+        drop(tx);
+        // The keys of what was delivered are committed (and of what failed given back)
+        // before the function answers: a frozen container commits nothing, and a record
+        // reported delivered must not be taken over and processed again. This also settles
+        // the copies of a message that arrived twice, which share its fate.
+        // Its calls may go on after the work had to stop, until the answer is due
+        // (`invocation::settling`, in the driver); past that, what is left is left (a store
+        // call the lock's own task holds can hold its lane longer).
+        let settle_by = match sluice_engine::invocation::answer_by() {
+            Some(at) => {
+                let by = SettleDeadline::default();
+                by.bring_forward(at);
+                by
             }
-        }
-        metrics.flush = flush_start.elapsed();
-        if let Some(e) = &error {
-            // Nothing held may be sent later: the source redelivers what failed.
-            self.pipeline.abort(e).await;
+            None => SettleDeadline::waiting(SETTLE_MARGIN),
+        };
+        let (result, settled) =
+            driver::drive_settled_within(&self.pipeline, rx, None, &settle_by, take).await;
+        let error = result.as_ref().err().map(|e| e.to_string());
+        if let Ok(stats) = &result {
+            metrics.flush = stats.flush;
         }
         metrics.messages_out = messages_out;
         let outputs: Vec<(Option<usize>, bytes::Bytes)> = if keep {
@@ -437,26 +437,6 @@ impl Function {
         } else {
             drop(outputs);
             Vec::new()
-        };
-        // The keys of what was delivered are committed (and of what failed given back)
-        // before the function answers: a frozen container commits nothing, and a record
-        // reported delivered must not be taken over and processed again. This also settles
-        // the copies of a message that arrived twice, which share its fate.
-        // Its calls may go on after the work had to stop, until the answer is due
-        // (`invocation::settling`); past that, what is left is left (a store call the
-        // lock's own task holds can hold its lane longer).
-        let settle_by = sluice_engine::invocation::answer_by()
-            .unwrap_or_else(|| Instant::now() + SETTLE_MARGIN);
-        let settle = sluice_engine::invocation::settling(self.pipeline.settle(settle_by));
-        let settled = match sluice_engine::invocation::deadline() {
-            Some(_) => tokio::time::timeout_at(settle_by.into(), settle)
-                .await
-                .unwrap_or_else(|_| sluice_engine::SettleReport {
-                    unsettled: vec![
-                        "settling the locks did not end before the answer was due: what they still owed stays pending until its lease ends (the invocation's deadline when no lease is set)".to_string(),
-                    ],
-                }),
-            None => settle.await,
         };
         // What it could not settle stays owed, tried again at the next invocation and at the
         // shutdown; each line says what it means for the records.
@@ -706,7 +686,6 @@ mod tests {
         let run = f
             .run_records(
                 records(&["a1234", "b1234", "bad34", "c1234", "d1234"]),
-                Feed::Whole,
                 false,
             )
             .await;
@@ -736,9 +715,7 @@ mod tests {
         // Without a failure every record is delivered, whatever the pieces.
         for (bytes, batches) in [(1, vec![1, 1, 1]), (2, vec![2, 1]), (1 << 20, vec![3])] {
             let (f, seen) = function(bytes);
-            let run = f
-                .run_records(records(&["a", "b", "c"]), Feed::Whole, true)
-                .await;
+            let run = f.run_records(records(&["a", "b", "c"]), true).await;
             assert!(run.error.is_none());
             assert_eq!(run.deliveries, vec![Delivery::Delivered; 3]);
             assert_eq!(*seen.0.lock().unwrap(), batches, "{bytes} bytes");
@@ -748,6 +725,79 @@ mod tests {
                 outs,
                 vec![(Some(0), &b"a"[..]), (Some(1), b"b"), (Some(2), b"c")]
             );
+        }
+    }
+
+    /// Fails data starting with "bad".
+    struct RefuseBad;
+    #[async_trait]
+    impl sluice_engine::StatelessTransform for RefuseBad {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            if m.data().starts_with(b"bad") {
+                return Err(TransformError::failed("bad data"));
+            }
+            out.push(m);
+            Ok(())
+        }
+    }
+
+    /// Where the source resolves each record on its own (Firehose), a record the pipeline
+    /// fails fails alone and the rest are delivered; where it redelivers in order from the
+    /// first failure (Kinesis), what follows the failure is not delivered either.
+    #[tokio::test]
+    async fn a_failed_record_fails_alone_only_where_the_source_resolves_each_record() {
+        let table = [
+            (
+                HandlerKind::DataFirehose,
+                vec![true, true, false, true, true],
+            ),
+            (
+                HandlerKind::KinesisDataStream,
+                vec![true, true, false, false, false],
+            ),
+            (HandlerKind::Sqs, vec![true, true, false, false, false]),
+        ];
+        for (kind, want) in table {
+            let pipeline = Pipeline::new(vec![
+                ("refuse", Transform::stateless(RefuseBad)),
+                (
+                    "recorder",
+                    Transform::Stateful(Arc::new(Recorder::default())),
+                ),
+            ]);
+            let mut opts = Options::new(kind);
+            opts.metrics = None;
+            opts.feed_bytes = 10;
+            let f = Function::new(pipeline, opts);
+            let run = f
+                .run_records(
+                    records(&["a1234", "b1234", "bad34", "c1234", "d1234"]),
+                    true,
+                )
+                .await;
+            let delivered: Vec<bool> = run
+                .deliveries
+                .iter()
+                .map(|d| *d == Delivery::Delivered)
+                .collect();
+            assert_eq!(delivered, want, "{kind:?}");
+            assert!(
+                matches!(&run.deliveries[2], Delivery::Failed(why) if why == "transform refuse: bad data"),
+                "{kind:?}: {:?}",
+                run.deliveries[2]
+            );
+            let outs: Vec<Option<usize>> = run.outputs.iter().map(|(i, _)| *i).collect();
+            let want_outs: Vec<Option<usize>> = want
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| **d)
+                .map(|(i, _)| Some(i))
+                .collect();
+            assert_eq!(outs, want_outs, "{kind:?}: what came out, by record");
         }
     }
 }

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sluice_engine::Message;
 
-use super::{Feed, Function, HandlerError, HandlerKind, message, parse_event};
+use super::{Function, HandlerError, HandlerKind, message, parse_event};
 
 /// An S3 event notification: only what the handler reads, so that a notification without
 /// the fields it does not need (moto's have no `userIdentity`, for one) is still read.
@@ -121,7 +121,7 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Handle
         }
         records.push(msgs);
     }
-    let run = f.run_records(records, Feed::Whole, false).await;
+    let run = f.run_records(records, false).await;
     if kind == HandlerKind::S3Sqs {
         let ids: Vec<String> = sources.into_iter().map(|(id, _)| id).collect();
         f.batch_response(&run, &ids)

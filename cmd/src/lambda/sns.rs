@@ -8,7 +8,7 @@
 use aws_lambda_events::event::sns::SnsEvent;
 use serde_json::{Value, json};
 
-use super::{Delivery, Feed, Function, HandlerError, HandlerKind, message, parse_event};
+use super::{Delivery, Function, HandlerError, HandlerKind, message, parse_event};
 
 pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     let event: SnsEvent = parse_event(HandlerKind::Sns, payload)?;
@@ -25,7 +25,7 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Handle
             vec![message(r.sns.message, &meta)]
         })
         .collect();
-    let run = f.run(records, Feed::Whole, false).await;
+    let run = f.run(records, false).await;
     all_delivered(&run)
 }
 

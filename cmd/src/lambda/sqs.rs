@@ -7,7 +7,7 @@
 use aws_lambda_events::event::sqs::SqsEvent;
 use serde_json::{Value, json};
 
-use super::{Feed, Function, HandlerError, HandlerKind, message, parse_event};
+use super::{Function, HandlerError, HandlerKind, message, parse_event};
 
 pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     let event: SqsEvent = parse_event(HandlerKind::Sqs, payload)?;
@@ -26,6 +26,6 @@ pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, Handle
         records.push(vec![message(m.body.unwrap_or_default(), &meta)]);
         ids.push(id);
     }
-    let run = f.run(records, Feed::Whole, false).await;
+    let run = f.run(records, false).await;
     f.batch_response(&run, &ids)
 }

@@ -38,6 +38,8 @@ pub struct RunStats {
     pub messages_out: u64,
     /// Wall time from the first batch to the end of the final flush.
     pub elapsed: Duration,
+    /// Wall time of the final flush: the ctrl messages that end the input.
+    pub flush: Duration,
 }
 
 /// The longest the driver waits, after the end of input, for transforms to settle what
@@ -45,22 +47,40 @@ pub struct RunStats {
 pub const SETTLE_WAIT: Duration = Duration::from_secs(600);
 
 /// The latest the driver's final settle may run ([`drive_settled_within`]): [`SETTLE_WAIT`]
-/// after it starts, or earlier once an adapter brings it forward (a stop's grace period
-/// ends then). Read when the settle starts: one already running keeps its own.
-#[derive(Debug, Default)]
-pub struct SettleDeadline(Mutex<Option<Instant>>);
+/// (or the wait it was made [with](SettleDeadline::waiting)) after it starts, or earlier
+/// once an adapter brings it forward (a stop's grace period ends then). Read when the
+/// settle starts: one already running keeps its own.
+#[derive(Debug)]
+pub struct SettleDeadline {
+    at: Mutex<Option<Instant>>,
+    wait: Duration,
+}
+
+impl Default for SettleDeadline {
+    fn default() -> Self {
+        SettleDeadline::waiting(SETTLE_WAIT)
+    }
+}
 
 impl SettleDeadline {
+    /// A settle that waits at most `wait` from its start.
+    pub fn waiting(wait: Duration) -> Self {
+        SettleDeadline {
+            at: Mutex::new(None),
+            wait,
+        }
+    }
+
     /// Settles by `at` at the latest (an earlier deadline already set stays).
     pub fn bring_forward(&self, at: Instant) {
-        let mut d = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = self.at.lock().unwrap_or_else(|p| p.into_inner());
         *d = Some(d.map_or(at, |d| d.min(at)));
     }
 
     /// The deadline of a settle starting at `now`.
     pub fn from(&self, now: Instant) -> Instant {
-        let wait = now + SETTLE_WAIT;
-        match *self.0.lock().unwrap_or_else(|p| p.into_inner()) {
+        let wait = now + self.wait;
+        match *self.at.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(d) => d.min(wait),
             None => wait,
         }
@@ -122,6 +142,11 @@ pub async fn drive_settled<B: Into<InputBatch>>(
 
 /// [`drive_settled`], whose final settle ends by `settle_by` (which an adapter that is
 /// stopping brings forward while this runs).
+///
+/// Inside a Lambda invocation ([`crate::invocation`]) the settle's calls may go on after the
+/// work had to stop, until the answer is due ([`crate::invocation::settling`]); a settle
+/// still running then is cut there, and what it still owed stays pending (the report says
+/// so).
 pub async fn drive_settled_within<B: Into<InputBatch>>(
     pipeline: &Pipeline,
     mut input: mpsc::Receiver<B>,
@@ -151,8 +176,24 @@ pub async fn drive_settled_within<B: Into<InputBatch>>(
     if let Some(ra) = read_ahead {
         ra.close();
     }
-    let report = pipeline.settle(settle_by.from(Instant::now())).await;
+    let report = settle(pipeline, settle_by.from(Instant::now())).await;
     (r, report)
+}
+
+/// The pipeline's final settle, by `by`; inside an invocation, as its settling, cut when
+/// its answer is due.
+async fn settle(pipeline: &Pipeline, by: Instant) -> SettleReport {
+    let settle = crate::invocation::settling(pipeline.settle(by));
+    if crate::invocation::deadline().is_none() {
+        return settle.await;
+    }
+    tokio::time::timeout_at(by.into(), settle)
+        .await
+        .unwrap_or_else(|_| SettleReport {
+            unsettled: vec![
+                "settling the locks did not end before the answer was due: what they still owed stays pending until its lease ends (the invocation's deadline when no lease is set)".to_string(),
+            ],
+        })
 }
 
 /// A batch in the pipeline's lead ([`Pipeline::start_lead`]), with the bytes it holds in
@@ -241,10 +282,12 @@ async fn drive_inner<B: Into<InputBatch>>(
         release(read_ahead, bytes);
         count_out(&mut stats, &mut on_output, out?);
     }
+    let flush = Instant::now();
     for ctrl in end_of_input(pipeline) {
         let out = pipeline.apply(vec![ctrl]).await?;
         count_out(&mut stats, &mut on_output, out);
     }
+    stats.flush = flush.elapsed();
     stats.elapsed = start.elapsed();
     Ok(stats)
 }
