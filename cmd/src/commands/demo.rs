@@ -44,13 +44,13 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
-        pipeline
-            .apply(vec![Message::new(input.into_bytes())])
-            .await?;
-        pipeline.apply(vec![Message::ctrl()]).await?;
-        Ok::<_, sluice_engine::TransformError>(())
-    })?;
+    let (ran, _) = runtime.block_on(sluice_engine::driver::drive_all_within(
+        &pipeline,
+        vec![vec![Message::new(input.into_bytes())]],
+        &sluice_engine::driver::SettleDeadline::default(),
+        |_| {},
+    ));
+    ran?;
 
     let mut out = std::io::stdout().lock();
     writeln!(

@@ -394,12 +394,6 @@ impl Function {
         // After an error the rest is not sent, and fails with it, unless records fail alone
         // ([`fails_alone`]).
         let pieces = pieces(tagged.into_iter().flatten(), self.opts.feed_bytes);
-        let (tx, rx) = tokio::sync::mpsc::channel(pieces.len().max(1));
-        for piece in pieces {
-            // The channel holds every piece: nothing reads it before they are all in.
-            let _ = tx.try_send(piece);
-        }
-        drop(tx);
         // The keys of what was delivered are committed (and of what failed given back)
         // before the function answers: a frozen container commits nothing, and a record
         // reported delivered must not be taken over and processed again. This also settles
@@ -416,7 +410,7 @@ impl Function {
             None => SettleDeadline::waiting(SETTLE_MARGIN),
         };
         let (result, settled) =
-            driver::drive_settled_within(&self.pipeline, rx, None, &settle_by, take).await;
+            driver::drive_all_within(&self.pipeline, pieces, &settle_by, take).await;
         let error = result.as_ref().err().map(|e| e.to_string());
         if let Ok(stats) = &result {
             metrics.flush = stats.flush;

@@ -196,6 +196,23 @@ async fn settle(pipeline: &Pipeline, by: Instant) -> SettleReport {
         })
 }
 
+/// [`drive_settled_within`] over input an adapter holds all at once (a Lambda event, a
+/// test's messages, in batches): the same ctrl, abort and settle as a stream.
+pub async fn drive_all_within(
+    pipeline: &Pipeline,
+    batches: Vec<Vec<Message>>,
+    settle_by: &SettleDeadline,
+    on_output: impl FnMut(Vec<Message>),
+) -> (Result<RunStats, TransformError>, SettleReport) {
+    let (tx, rx) = mpsc::channel(batches.len().max(1));
+    for batch in batches {
+        // The channel has room for every batch, and nothing reads it before they are in.
+        let _ = tx.try_send(batch);
+    }
+    drop(tx);
+    drive_settled_within(pipeline, rx, None, settle_by, on_output).await
+}
+
 /// A batch in the pipeline's lead ([`Pipeline::start_lead`]), with the bytes it holds in
 /// the read-ahead bound.
 struct Ahead {

@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use anyhow::Context as _;
+use sluice_engine::driver::{self, SettleDeadline};
 use sluice_engine::{Context, Message, Registry};
 
 use crate::files::{config_files, parse_ext_str};
@@ -296,11 +297,22 @@ pub(crate) async fn judge(
         .build_pipeline_in(ctx, transforms, "transforms")
         .with_context(in_file)?;
     warn(&pipeline.warnings);
-    let out = pipeline
-        .value
-        .apply(seeds)
-        .await
-        .context("running the config's transforms")?;
+    // The seeds as input, and the one ctrl that ends it, as `sluice run` sends them
+    // (Substation's test applies both in one call: the outputs are the same). A lock
+    // settles what it owes before the outputs are judged.
+    let seeds: Vec<Message> = seeds.into_iter().filter(|m| !m.is_ctrl()).collect();
+    let mut out = Vec::new();
+    let (ran, settled) = driver::drive_all_within(
+        &pipeline.value,
+        vec![seeds],
+        &SettleDeadline::default(),
+        |o| out.extend(o),
+    )
+    .await;
+    ran.context("running the config's transforms")?;
+    if let Some(first) = settled.unsettled.first() {
+        anyhow::bail!("running the config's transforms: {first}");
+    }
     let mut outputs = 0;
     for m in out.iter().filter(|m| !m.is_ctrl()) {
         outputs += 1;
