@@ -151,6 +151,41 @@ fn sigterm_finishes_what_was_read_commits_its_keys_and_says_where_reading_stoppe
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
+/// An aggregate holding an open batch when the stop comes (no idle flush: the batch would
+/// close at the pause otherwise) writes it before the run exits.
+#[test]
+fn sigterm_writes_an_aggregates_open_batch_then_exits() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub'); { transforms: [sub.tf.aggregate.to.array({ batch: { count: 1000 } }), sub.tf.send.stdout()] }",
+    );
+    let mut run = Running::start(
+        &d,
+        &[
+            "-c",
+            "cfg.jsonnet",
+            "--batch-messages",
+            "3",
+            "--flush-idle",
+            "off",
+        ],
+        "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n",
+    );
+    // The three lines are one input batch at once; nothing can come out before the stop.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(d.read("out"), "", "the aggregate's batch is still open");
+    run.signal(libc::SIGTERM);
+    assert_eq!(run.exit(Duration::from_secs(30)), Some(143));
+    assert_eq!(d.read("out"), "[{\"n\":1},{\"n\":2},{\"n\":3}]\n");
+    let err = d.read("err");
+    assert_eq!(
+        last_line(&err),
+        "sluice: stopped by SIGTERM: 3 lines read, 3 delivered; the first line not read: <stdin>:4",
+        "{err}"
+    );
+}
+
 #[test]
 fn sigint_exits_130_after_the_lines_read() {
     let d = Dir::new();
