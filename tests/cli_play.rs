@@ -214,6 +214,31 @@ fn api_runs_tests_formats_and_lists_examples() {
     assert_eq!(types, ["string_to_upper", "object_insert", "send_stdout"]);
     assert_eq!(steps[0]["messages"][0]["data"], r#"{"a":"B"}"#);
     assert_eq!(steps[1]["index"], 1);
+    // What each step changed, per message.
+    assert_eq!(steps[0]["changes"]["messages"][1]["changed"], json!(["a"]));
+    assert_eq!(steps[1]["changes"]["messages"][0]["added"], json!(["n"]));
+    assert_eq!(steps[2]["changes"]["messages"][0]["added"], json!([]));
+    assert_eq!(r["failed"], Value::Null, "{r}");
+
+    // A transform that fails at run time: 422 with the steps before it and where it failed.
+    let failing = CONFIG.replace(
+        "sub.tf.send.stdout(),",
+        "sub.tf.obj.cp({ obj: { src: 'a' } }),\n    sub.tf.obj.insert({ obj: { trg: 'x' }, value: 1 }),",
+    );
+    let (status, r) = play.post(
+        "/api/run",
+        &json!({"config": failing, "input": "{\"a\":\"b\"}"}),
+    );
+    assert_eq!(status, 422, "{r}");
+    assert_eq!(r["failed"]["index"], 3, "{r}");
+    assert_eq!(r["failed"]["at"], "transforms[3] (object_insert)", "{r}");
+    assert_eq!(r["steps"].as_array().unwrap().len(), 3, "{r}");
+    assert_eq!(r["steps"][2]["messages"][0]["data"], "B", "{r}");
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("running config.jsonnet: transforms[3] (object_insert): "),
+        "{error}"
+    );
 
     // Errors: 422 with the place, as the CLI prints it.
     let (status, r) = play.post(
@@ -457,6 +482,91 @@ fn the_page_in_a_headless_browser() {
         assert_eq!(steps[i]["messages"][0], *first, "{run}");
     }
 
+    // What each step changed, marked on its messages.
+    let marks: Vec<&Value> = steps.iter().map(|s| &s["marks"]).collect();
+    assert_eq!(*marks[0], json!([["+greeting"], ["+greeting"]]), "{run}");
+    assert_eq!(*marks[1], json!([["~name"], ["~name"]]), "{run}");
+    assert_eq!(*marks[2], json!([[], []]), "{run}");
+    assert_eq!(steps[2]["note"], "no change", "{run}");
+    assert_eq!(steps[0]["note"], "", "{run}");
+
+    // A run that fails at run time keeps the steps before the failing transform and shows
+    // the error there.
+    let failing = &seen["failing"];
+    let error = failing["error"].as_str().unwrap();
+    assert!(
+        error.contains("transforms[3] (object_insert): ") && error.contains("not JSON"),
+        "{failing}"
+    );
+    let fsteps = failing["steps"].as_array().unwrap();
+    assert_eq!(fsteps.len(), 4, "{failing}");
+    for (i, s) in fsteps[..3].iter().enumerate() {
+        assert_eq!(s["failed"], false, "{failing}");
+        assert!(
+            s["head"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("transforms[{i}] ")),
+            "{failing}"
+        );
+    }
+    assert_eq!(fsteps[2]["messages"], json!(["ADA", "GRACE"]), "{failing}");
+    assert_eq!(
+        fsteps[2]["marks"],
+        json!([["~data (as text)"], ["~data (as text)"]]),
+        "{failing}"
+    );
+    let last = &fsteps[3];
+    assert_eq!(last["failed"], true, "{failing}");
+    assert!(
+        last["head"]
+            .as_str()
+            .unwrap()
+            .starts_with("transforms[3] object_insert"),
+        "{failing}"
+    );
+    let step_error = last["error"].as_str().unwrap();
+    assert!(
+        step_error.starts_with("failed: transforms[3] (object_insert): ")
+            && step_error.contains("not JSON"),
+        "{failing}"
+    );
+    assert_eq!(
+        failing["output"], "(none: the run failed at transforms[3] (object_insert))",
+        "{failing}"
+    );
+
+    // Keys added, changed and removed (nested), a filter's dropped message, an aggregate's
+    // count.
+    let changes = &seen["changes"];
+    assert_eq!(changes["error"], "", "{changes}");
+    let c = changes["steps"].as_array().unwrap();
+    assert_eq!(c.len(), 5, "{changes}");
+    assert_eq!(c[0]["marks"][0], json!(["+user.role"]), "{changes}");
+    assert_eq!(c[1]["marks"][1], json!(["~name"]), "{changes}");
+    assert_eq!(c[2]["marks"][2], json!(["−user.id"]), "{changes}");
+    assert_eq!(
+        c[3]["note"], "−1 message dropped (2 of 3 before)",
+        "{changes}"
+    );
+    assert_eq!(c[3]["marks"], json!([[], []]), "{changes}");
+    assert_eq!(c[4]["marks"], json!([[]]), "{changes}");
+    assert_eq!(c[4]["note"], "2 messages in, 1 out (1 fewer)", "{changes}");
+
+    // Line numbers: one per line of each editor, beside their lines after a scroll.
+    let lines = &seen["lines"];
+    assert_eq!(lines["count"], 82, "{lines}");
+    assert_eq!(lines["inputCount"], 3, "{lines}");
+    assert!(lines["scrollTop"].as_f64().unwrap() > 100.0, "{lines}");
+    assert_eq!(lines["lineHeight"], lines["numberLineHeight"], "{lines}");
+    for d in lines["drift"].as_array().unwrap() {
+        assert!(
+            d.as_f64().unwrap().abs() < 1.0,
+            "a number is off its line: {lines}"
+        );
+    }
+    assert_eq!(lines["seenAtTop"], lines["wantAtTop"], "{lines}");
+
     let test = &seen["test"];
     assert_eq!(test["error"], "", "{test}");
     let report = test["report"].as_str().unwrap();
@@ -518,6 +628,18 @@ fn the_page_in_a_headless_browser() {
     let jsonnet = errors["jsonnet"].as_str().unwrap();
     assert!(jsonnet.contains("config.jsonnet:3:3"), "{jsonnet}");
     assert!(jsonnet.contains("boom"), "{jsonnet}");
+    // The line the Jsonnet error cites is marked, and its button selects it.
+    let marked = &seen["marked"];
+    assert_eq!(marked["gutter"], json!(["3"]), "{marked}");
+    assert_eq!(marked["band"], true, "{marked}");
+    assert_eq!(
+        marked["button"], "Go to the error: config line 3, column 3",
+        "{marked}"
+    );
+    assert_eq!(marked["selected"]["focused"], true, "{marked}");
+    assert_eq!(marked["selected"]["text"], "error 'boom' ] }", "{marked}");
+    assert_eq!(marked["afterEdit"], 0, "{marked}");
+    assert_eq!(marked["buttonAfterEdit"], false, "{marked}");
     let build = errors["build"].as_str().unwrap();
     assert!(
         build.contains("transforms[0] (string_to_upper) settings.object.source_key"),

@@ -35,6 +35,55 @@ const CONFIG = `local sub = std.extVar('sub');
 `;
 const INPUT = '{"name":"ada"}\n{"name":"grace"}';
 
+// transforms[2] makes the data the text `ADA`, in which transforms[3] cannot set a key.
+const FAILING = `local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.obj.insert({ obj: { trg: 'greeting' }, value: 'hello' }),
+    sub.tf.str.to.upper({ obj: { src: 'name', trg: 'name' } }),
+    sub.tf.obj.cp({ obj: { src: 'name' } }),
+    sub.tf.obj.insert({ obj: { trg: 'x' }, value: 1 }),
+    sub.tf.send.stdout(),
+  ],
+}
+`;
+
+// Keys added, changed and removed (nested), a filter that drops one, an aggregate.
+const CHANGES = `local sub = std.extVar('sub');
+{
+  transforms: [
+    sub.tf.obj.insert({ obj: { trg: 'user.role' }, value: 'admin' }),
+    sub.tf.str.to.upper({ obj: { src: 'name', trg: 'name' } }),
+    sub.tf.obj.del({ obj: { src: 'user.id' } }),
+    sub.tf.meta.switch({ cases: [{
+      condition: sub.cnd.str.eq({ obj: { src: 'name' }, value: 'GRACE' }),
+      transforms: [sub.tf.util.drop()],
+    }] }),
+    sub.tf.agg.to.array(),
+  ],
+}
+`;
+const CHANGES_INPUT = [
+  '{"name":"ada","user":{"id":1}}',
+  '{"name":"grace","user":{"id":2}}',
+  '{"name":"bob","user":{"id":3}}',
+].join("\n");
+
+// The step view as the page shows it: each step's head, note, messages, marks and error.
+const stepView = (page) =>
+  page.$$eval("#steps li", (lis) =>
+    lis.map((li) => ({
+      head: li.querySelector(".step-head").textContent,
+      failed: li.classList.contains("failed"),
+      note: li.querySelector(".step-note")?.textContent ?? "",
+      error: li.querySelector(".step-error")?.textContent ?? "",
+      messages: [...li.querySelectorAll(".msg")].map((m) => m.firstChild.textContent),
+      marks: [...li.querySelectorAll(".msg")].map((m) =>
+        [...m.querySelectorAll(".mark")].map((x) => x.textContent),
+      ),
+    })),
+  );
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM,
   headless: true,
@@ -69,13 +118,62 @@ try {
     error: await text("#error"),
     stdout: await page.locator("#stdout").textContent(),
     output: await page.locator("#output").textContent(),
-    steps: await page.$$eval("#steps li", (lis) =>
-      lis.map((li) => ({
-        head: li.querySelector(".step-head").textContent,
-        messages: [...li.querySelectorAll(".msg")].map((m) => m.firstChild.textContent),
-      })),
-    ),
+    steps: await stepView(page),
   };
+
+  // A run that fails at run time: the steps before the failing transform, then its error.
+  await page.fill("#config", FAILING);
+  await press("#run");
+  out.failing = {
+    error: await text("#error"),
+    output: await page.locator("#output").textContent(),
+    stdout: await page.locator("#stdout").textContent(),
+    steps: await stepView(page),
+  };
+
+  // What each step changed, and the count when a filter or an aggregate changes it.
+  await page.fill("#config", CHANGES);
+  await page.fill("#input", CHANGES_INPUT);
+  await press("#run");
+  out.changes = { error: await text("#error"), steps: await stepView(page) };
+
+  // Line numbers: one per line, beside their lines after a scroll with the mouse wheel.
+  const lines = Array.from({ length: 80 }, (_, i) => `// line ${i + 1}`);
+  await page.fill("#config", lines.join("\n") + "\n{ transforms: [] }\n");
+  await page.fill("#input", "a\nb\nc");
+  await page.hover("#config");
+  await page.mouse.wheel(0, 700);
+  await page.waitForFunction(() => document.querySelector("#config").scrollTop > 0);
+  await page.waitForTimeout(300);
+  out.lines = await page.evaluate(() => {
+    const ta = document.querySelector("#config");
+    const nums = [...document.querySelectorAll("#config-lines div")];
+    const cs = getComputedStyle(ta);
+    const lh = parseFloat(cs.lineHeight);
+    const pad = parseFloat(cs.paddingTop);
+    const box = ta.getBoundingClientRect();
+    // Where the textarea draws line k (no wrapping: white-space pre), against its number.
+    const drift = [1, 30, 37, 45, 60, 82].map((k) => {
+      const want = box.top + ta.clientTop + pad + (k - 1) * lh - ta.scrollTop;
+      return nums[k - 1].getBoundingClientRect().top - want;
+    });
+    // The number seen beside the textarea's first visible line.
+    const gutter = document.querySelector("#config-lines").getBoundingClientRect();
+    const y = box.top + ta.clientTop + pad + 2;
+    const seen = document.elementFromPoint(gutter.left + gutter.width / 2, y);
+    return {
+      count: nums.length,
+      inputCount: document.querySelectorAll("#input-lines div").length,
+      scrollTop: ta.scrollTop,
+      lineHeight: lh,
+      numberLineHeight: parseFloat(getComputedStyle(nums[0]).lineHeight),
+      drift,
+      seenAtTop: seen ? seen.textContent : null,
+      wantAtTop: String(Math.floor((ta.scrollTop + 2) / lh) + 1),
+    };
+  });
+  await page.fill("#config", CONFIG);
+  await page.fill("#input", INPUT);
 
   // Test: the config's tests: report.
   await press("#test");
@@ -160,6 +258,25 @@ try {
   await page.fill("#config", "local sub = std.extVar('sub');\n{ transforms: [\n  error 'boom' ] }");
   await press("#run");
   const jsonnetError = await text("#error");
+  // The line it cites is marked, and a button goes there.
+  const marked = {
+    gutter: await page.$$eval("#config-lines .err", (ds) => ds.map((d) => d.textContent)),
+    band: await page.isVisible("#config-band"),
+    button: await page.isVisible("#goto-error") ? await text("#goto-error") : null,
+  };
+  await page.click("#goto-error");
+  marked.selected = await page.evaluate(() => {
+    const ta = document.querySelector("#config");
+    return {
+      focused: document.activeElement === ta,
+      text: ta.value.slice(ta.selectionStart, ta.selectionEnd),
+    };
+  });
+  // An edit clears the mark (the lines may have moved).
+  await page.type("#config", " ");
+  marked.afterEdit = await page.$$eval("#config-lines .err", (ds) => ds.length);
+  marked.buttonAfterEdit = await page.isVisible("#goto-error");
+  out.marked = marked;
   await page.fill(
     "#config",
     "{ transforms: [{ type: 'string_to_upper', settings: { object: { source_key: 1 } } }] }",

@@ -14,7 +14,8 @@
 //! Errors are `{"error": "..."}` with a 4xx status for what the request got wrong (422: the
 //! config does not compile, build or run or needs an `--allow-*` flag; 413: too big; 408:
 //! too slow; 401/403: no token, a wrong token or a foreign Host or Origin) and 5xx for the
-//! server's own failures.
+//! server's own failures. A run that fails at run time is answered 422 with its
+//! [`runner::RunReport`] (the steps before the failing transform, `failed` and `error`).
 //!
 //! Every request first passes [`sluice_cmd::play_guard`] (the token, the Host, the
 //! Origin, the content type), and every response carries its security headers (no

@@ -24,6 +24,7 @@
 //! need.
 
 mod api;
+mod diff;
 mod runner;
 mod trust;
 mod worker;

@@ -21,8 +21,86 @@ async function api(path, body) {
   const resp = await fetch(path, init);
   let reply;
   try { reply = await resp.json(); } catch (e) { throw new Error(`${path}: HTTP ${resp.status}`); }
-  if (!resp.ok) throw new Error(reply.error || `${path}: HTTP ${resp.status}`);
+  if (!resp.ok) {
+    // The reply goes with the error: a run that failed at run time still has its steps.
+    const err = new Error(reply.error || `${path}: HTTP ${resp.status}`);
+    err.reply = reply;
+    throw err;
+  }
   return reply;
+}
+
+// Line numbers: each editor's gutter holds one number per line of its textarea and is moved
+// with the textarea's scroll (both have the same whole-pixel line height, play.css).
+const lineHeight = (ta) => parseFloat(getComputedStyle(ta).lineHeight);
+const gutters = {};
+function gutter(id) {
+  const ta = $(id);
+  const nums = $(id + "-lines");
+  const refresh = () => {
+    const n = ta.value.split("\n").length;
+    while (nums.children.length < n) {
+      const d = document.createElement("div");
+      d.textContent = String(nums.children.length + 1);
+      nums.appendChild(d);
+    }
+    while (nums.children.length > n) nums.lastChild.remove();
+    nums.parentElement.style.setProperty("--digits", String(Math.max(2, String(n).length)));
+    nums.style.transform = `translateY(${-ta.scrollTop}px)`;
+    if (id === "config") paintError();
+  };
+  ta.addEventListener("input", refresh);
+  ta.addEventListener("scroll", refresh);
+  new ResizeObserver(refresh).observe(ta);
+  gutters[id] = refresh;
+}
+// Sets an editor's text (which fires no input event) and its line numbers.
+function setText(id, text) {
+  $(id).value = text;
+  gutters[id]();
+}
+
+// The place a config error cites (`config.jsonnet:3:5`), marked in the gutter and with a
+// band over its line, and a button that goes there; null when the error cites none.
+let errorAt = null;
+function markError(message) {
+  const m = /config\.jsonnet:(\d+):(\d+)/.exec(message || "");
+  errorAt = m ? { line: Number(m[1]), col: Number(m[2]) } : null;
+  paintError();
+}
+function paintError() {
+  const ta = $("config");
+  const nums = $("config-lines");
+  const band = $("config-band");
+  const button = $("goto-error");
+  nums.querySelectorAll(".err").forEach((d) => d.classList.remove("err"));
+  if (!errorAt || errorAt.line > nums.children.length) {
+    band.hidden = true;
+    button.hidden = true;
+    return;
+  }
+  const { line, col } = errorAt;
+  nums.children[line - 1].classList.add("err");
+  button.textContent = `Go to the error: config line ${line}, column ${col}`;
+  button.hidden = false;
+  const pad = parseFloat(getComputedStyle(ta).paddingTop);
+  const lh = lineHeight(ta);
+  const top = pad + (line - 1) * lh - ta.scrollTop;
+  band.hidden = top < 0 || top + lh > ta.clientHeight;
+  band.style.top = `${ta.offsetTop + top}px`;
+}
+function gotoError() {
+  if (!errorAt) return;
+  const ta = $("config");
+  const lines = ta.value.split("\n");
+  const line = Math.min(errorAt.line, lines.length);
+  let start = 0;
+  for (let i = 0; i < line - 1; i++) start += lines[i].length + 1;
+  const end = start + lines[line - 1].length;
+  ta.focus();
+  ta.setSelectionRange(Math.min(start + errorAt.col - 1, end), end);
+  ta.scrollTop = Math.max(0, (line - 1) * lineHeight(ta) - ta.clientHeight / 2);
+  gutters.config();
 }
 
 // Runs `work` with the buttons disabled, showing its error (with its place) if it fails.
@@ -31,11 +109,13 @@ async function busy(what, work) {
   buttons.forEach((b) => (b.disabled = true));
   $("status").textContent = what + "…";
   $("error").textContent = "";
+  markError(null);
   try {
     await work();
     $("status").textContent = "";
   } catch (e) {
     $("error").textContent = e.message;
+    markError(e.message);
     $("status").textContent = what + " failed";
   } finally {
     buttons.forEach((b) => (b.disabled = false));
@@ -55,28 +135,112 @@ function messageLine(m) {
   return div;
 }
 
+// A mark for one key: a symbol and the key (the symbols are text, the colours a help).
+function mark(kind, text) {
+  const [cls, symbol, word] = {
+    added: ["add", "+", "added"], changed: ["chg", "~", "changed"], removed: ["del", "−", "removed"],
+    new: ["add", "+", "new"],
+  }[kind];
+  const span = document.createElement("span");
+  span.className = "mark " + cls;
+  span.textContent = symbol + text;
+  span.title = `${word}: ${text}`;
+  return span;
+}
+
+// The marks of one message's changes (diff.rs's Changes); null when nothing changed.
+function marksOf(c) {
+  const div = document.createElement("div");
+  div.className = "marks";
+  c.added.forEach((k) => div.appendChild(mark("added", k)));
+  c.changed.forEach((k) => div.appendChild(mark("changed", k)));
+  c.removed.forEach((k) => div.appendChild(mark("removed", k)));
+  if (c.data_changed) div.appendChild(mark("changed", "data (as text)"));
+  if (c.metadata_changed) div.appendChild(mark("changed", "metadata (as text)"));
+  return div.children.length ? div : null;
+}
+
+const plural = (n, what) => `${n} ${what}${n === 1 ? "" : "s"}`;
+
+// What a step did to the count of messages, or "no change".
+function stepNote(ch) {
+  const paired = ch.before === 0 || ch.messages.some((m) => m !== null);
+  if (ch.after < ch.before && paired) {
+    const which = ch.dropped.map((i) => i + 1).join(", ");
+    return `−${plural(ch.before - ch.after, "message")} dropped (${which} of ${ch.before} before)`;
+  }
+  if (ch.after > ch.before && paired) {
+    return `+${plural(ch.after - ch.before, "message")} added`;
+  }
+  if (ch.after !== ch.before) {
+    // Not paired (an aggregate, a split): the count only.
+    const diff = ch.after - ch.before;
+    return `${plural(ch.before, "message")} in, ${ch.after} out ` +
+      `(${diff < 0 ? `${-diff} fewer` : `${diff} more`})`;
+  }
+  const changed = ch.messages.some((m) => m && marksOf(m));
+  return changed ? "" : "no change";
+}
+
+function stepHead(index, type, id) {
+  const head = document.createElement("div");
+  head.className = "step-head";
+  head.innerHTML = `transforms[${index}] <span class="type"></span> <span class="id"></span>`;
+  head.querySelector(".type").textContent = type;
+  head.querySelector(".id").textContent = id ? `id ${id}` : "";
+  return head;
+}
+
 function showRun(r) {
   $("stdout").textContent = r.stdout;
-  $("output").textContent = r.output.map((m) => m.data).join("\n");
+  $("output").textContent = r.failed
+    ? `(none: the run failed at ${r.failed.at})`
+    : r.output.map((m) => m.data).join("\n");
   $("warnings").textContent = r.warnings.map((w) => "warning: " + w).join("\n");
   const steps = $("steps");
   steps.replaceChildren();
   for (const s of r.steps) {
     const li = document.createElement("li");
     li.dataset.index = s.index;
-    const head = document.createElement("div");
-    head.className = "step-head";
-    head.innerHTML = `transforms[${s.index}] <span class="type"></span> <span class="id"></span>`;
-    head.querySelector(".type").textContent = s.type;
-    head.querySelector(".id").textContent = s.id ? `id ${s.id}` : "";
-    li.appendChild(head);
+    li.appendChild(stepHead(s.index, s.type, s.id));
+    const note = stepNote(s.changes);
+    if (note) {
+      const p = document.createElement("div");
+      p.className = "step-note";
+      p.textContent = note;
+      li.appendChild(p);
+    }
     if (s.messages.length === 0) {
       const none = document.createElement("div");
       none.className = "none";
       none.textContent = "no messages";
       li.appendChild(none);
     }
-    s.messages.forEach((m) => li.appendChild(messageLine(m)));
+    const paired = s.changes.before === 0 || s.changes.messages.some((m) => m !== null);
+    s.messages.forEach((m, i) => {
+      const line = messageLine(m);
+      const c = s.changes.messages[i];
+      const marks = c ? marksOf(c) : null;
+      if (marks) line.appendChild(marks);
+      else if (!c && paired) line.appendChild(mark("new", "message"));
+      li.appendChild(line);
+    });
+    steps.appendChild(li);
+  }
+  if (r.failed) {
+    const f = r.failed;
+    const li = document.createElement("li");
+    li.dataset.index = f.index;
+    li.className = "failed";
+    li.appendChild(stepHead(f.index, f.type, f.id));
+    const err = document.createElement("div");
+    err.className = "step-error";
+    err.textContent = `failed: ${f.at}: ${f.message}`;
+    li.appendChild(err);
+    const rest = document.createElement("div");
+    rest.className = "none";
+    rest.textContent = "the run stopped at this transform: none after it ran";
+    li.appendChild(rest);
     steps.appendChild(li);
   }
 }
@@ -89,7 +253,13 @@ function clearResults() {
 async function run() {
   await busy("Running", async () => {
     clearResults();
-    showRun(await api("/api/run", { config: $("config").value, input: $("input").value }));
+    try {
+      showRun(await api("/api/run", { config: $("config").value, input: $("input").value }));
+    } catch (e) {
+      // Failed at run time: the steps up to the failing transform, then the error.
+      if (e.reply && Array.isArray(e.reply.steps)) showRun(e.reply);
+      throw e;
+    }
   });
 }
 
@@ -105,7 +275,7 @@ async function test() {
 async function format() {
   await busy("Formatting", async () => {
     const r = await api("/api/fmt", { config: $("config").value });
-    $("config").value = r.config;
+    setText("config", r.config);
   });
 }
 
@@ -135,8 +305,8 @@ function loadShared() {
   if (location.hash.length <= 1) return false;
   try {
     const state = decodeState(location.hash.slice(1));
-    $("config").value = String(state.config ?? "");
-    $("input").value = String(state.input ?? "");
+    setText("config", String(state.config ?? ""));
+    setText("input", String(state.input ?? ""));
     // Shown, never run: a shared link (or a page framing this one, which the server's
     // headers forbid) must not run a config without the user reading it and pressing Run.
     clearResults();
@@ -169,8 +339,8 @@ async function loadExamples() {
 function pickExample() {
   const ex = examples[Number($("examples").value)];
   if (!ex) return;
-  $("config").value = ex.config;
-  $("input").value = ex.input;
+  setText("config", ex.config);
+  setText("input", ex.input);
   clearResults();
   $("report").textContent = "";
   $("error").textContent = "";
@@ -199,8 +369,13 @@ $("share").addEventListener("click", share);
 $("examples").addEventListener("change", pickExample);
 window.addEventListener("hashchange", loadShared);
 
+gutter("config");
+gutter("input");
+// An edit moves the lines: the error's mark no longer says where it is.
+$("config").addEventListener("input", () => markError(null));
+$("goto-error").addEventListener("click", gotoError);
 if (!loadShared()) {
-  $("config").value = DEFAULT_CONFIG;
-  $("input").value = '{"name":"ada"}\n{"name":"grace"}';
+  setText("config", DEFAULT_CONFIG);
+  setText("input", '{"name":"ada"}\n{"name":"grace"}');
 }
 loadExamples().then(() => document.body.dataset.ready = "true");

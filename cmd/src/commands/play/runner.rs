@@ -21,6 +21,11 @@
 //! segment crosses each message depth-first, which gives the same messages), so the last
 //! step's output is the run's output, and each transform (each send) runs exactly once per
 //! message: a step view never sends twice.
+//!
+//! Each step carries what it changed against the step before (the input, for the first):
+//! keys added, changed and removed, messages dropped or added ([`super::diff`]). When a
+//! transform fails at run time, the report keeps the steps before it and names it
+//! ([`Failed`]): the step view stops at the failing transform instead of vanishing.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -31,6 +36,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sluice_engine::{Context, Message, Pipeline, Registry};
 
+use super::diff::{self, Record, StepChanges};
 use super::trust::{self, Trust};
 use crate::commands::test::{Failure, judge};
 
@@ -45,20 +51,32 @@ pub struct Shown {
 }
 
 impl Shown {
-    fn of(m: &Message) -> Shown {
+    fn of(r: &Record) -> Shown {
         Shown {
-            data: String::from_utf8_lossy(m.data()).into_owned(),
-            metadata: String::from_utf8_lossy(m.metadata()).into_owned(),
+            data: String::from_utf8_lossy(&r.data).into_owned(),
+            metadata: String::from_utf8_lossy(&r.metadata).into_owned(),
         }
     }
 
-    /// The data messages of `msgs` (ctrl messages are the engine's, not the user's).
-    fn all(msgs: &[Message]) -> Vec<Shown> {
-        msgs.iter()
-            .filter(|m| !m.is_ctrl())
-            .map(Shown::of)
-            .collect()
+    fn all(records: &[Record]) -> Vec<Shown> {
+        records.iter().map(Shown::of).collect()
     }
+}
+
+/// The data messages of `msgs` (ctrl messages are the engine's, not the user's), as bytes.
+fn records(msgs: &[Message]) -> Vec<Record> {
+    msgs.iter()
+        .filter(|m| !m.is_ctrl())
+        .map(|m| Record {
+            data: m.data().to_vec(),
+            metadata: m.metadata().to_vec(),
+        })
+        .collect()
+}
+
+/// A transform of `transforms` as written: `transforms[3] (object_copy)`.
+fn written(index: usize, type_name: &str) -> String {
+    format!("transforms[{index}] ({type_name})")
 }
 
 /// The messages after one transform.
@@ -73,6 +91,24 @@ pub struct Step {
     pub id: Option<String>,
     /// The data messages that came out of it.
     pub messages: Vec<Shown>,
+    /// What it changed against the step before (the input, for the first).
+    pub changes: StepChanges,
+}
+
+/// The transform that failed at run time.
+#[derive(Debug, Serialize)]
+pub struct Failed {
+    /// Its index in `transforms` (the steps before it are in the report).
+    pub index: usize,
+    /// Its `type`.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Its `id` setting, when it has one.
+    pub id: Option<String>,
+    /// Where it is, as written: `transforms[3] (object_copy)`.
+    pub at: String,
+    /// What went wrong in it.
+    pub message: String,
 }
 
 /// What a run produced.
@@ -80,12 +116,18 @@ pub struct Step {
 pub struct RunReport {
     /// What the pipeline's sends wrote to standard output (`send_stdout`).
     pub stdout: String,
-    /// The data messages that came out of the last transform.
+    /// The data messages that came out of the last transform (none when one failed).
     pub output: Vec<Shown>,
-    /// The messages after each transform.
+    /// The messages after each transform; when one failed, after each one before it.
     pub steps: Vec<Step>,
     /// Build warnings (unknown settings), `location: message`.
     pub warnings: Vec<String>,
+    /// The transform that failed at run time, if one did.
+    pub failed: Option<Failed>,
+    /// When one failed, the error as the API reports errors:
+    /// `running config.jsonnet: transforms[3] (object_copy): ...`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Compiles `text`, checks its shape, and checks that it needs nothing `trust` withholds
@@ -118,9 +160,11 @@ fn current_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 pub struct TooSlow(pub Duration);
 
 /// Runs the config `text` over `input` (one message per line; an empty last line is not a
-/// message) followed by one ctrl, recording the messages after each transform (see the
-/// module documentation). `limit` bounds the pipeline's run (compiling is bounded by the
-/// caller).
+/// message) followed by one ctrl, recording the messages after each transform and what
+/// each changed (see the module documentation). A transform that fails at run time ends the
+/// run with a report that names it ([`RunReport::failed`]) and holds the steps before it; a
+/// config that does not compile or build, and a run past `limit`, are errors. `limit`
+/// bounds the pipeline's run (compiling is bounded by the caller).
 pub fn run(
     registry: &Registry,
     text: &str,
@@ -161,35 +205,67 @@ pub fn run(
     batch.push(Message::ctrl());
     let rt = current_thread_runtime()?;
     let mut steps = Vec::with_capacity(stages.len());
+    let mut before = records(&batch);
     // The timer is made inside the runtime, which it needs.
     let ran = rt.block_on(async {
         tokio::time::timeout(limit, async {
             let mut cur = batch;
             for (index, (type_name, id, pipeline)) in stages.into_iter().enumerate() {
-                cur = pipeline.apply(cur).await?;
+                cur = match pipeline.apply(cur).await {
+                    Ok(out) => out,
+                    Err(e) => {
+                        return Err(Failed {
+                            index,
+                            at: written(index, &type_name),
+                            message: inner_message(e),
+                            type_name,
+                            id,
+                        });
+                    }
+                };
+                let after = records(&cur);
                 steps.push(Step {
                     index,
+                    changes: diff::step(&before, &after),
+                    messages: Shown::all(&after),
                     type_name,
                     id,
-                    messages: Shown::all(&cur),
                 });
+                before = after;
             }
-            Ok::<_, sluice_engine::TransformError>(cur)
+            Ok(())
         })
         .await
     });
-    let out = match ran {
+    let failed = match ran {
         Err(_) => return Err(TooSlow(limit).into()),
-        Ok(Err(e)) => return Err(anyhow::Error::new(e).context(format!("running {CONFIG_NAME}"))),
-        Ok(Ok(out)) => out,
+        Ok(Err(failed)) => Some(failed),
+        Ok(Ok(())) => None,
     };
     let stdout = String::from_utf8_lossy(&sink.lock().unwrap_or_else(|p| p.into_inner())).into();
     Ok(RunReport {
         stdout,
-        output: Shown::all(&out),
+        output: if failed.is_some() {
+            Vec::new()
+        } else {
+            Shown::all(&before)
+        },
         steps,
         warnings,
+        error: failed
+            .as_ref()
+            .map(|f| format!("running {CONFIG_NAME}: {}: {}", f.at, f.message)),
+        failed,
     })
+}
+
+/// A step's error without the `transform <id>:` layer its one-step pipeline adds (the
+/// report names the transform as written instead).
+fn inner_message(e: sluice_engine::TransformError) -> String {
+    match e {
+        sluice_engine::TransformError::In { inner, .. } => inner.to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// One test of a config, as `sluice test` judges it.
@@ -403,6 +479,94 @@ local sub = std.extVar('sub');
         let e = run(&r, bad, "", &[], Trust::default(), LIMIT).unwrap_err();
         let e = format!("{e:#}");
         assert!(e.contains("transforms[0] (string_to_upper)"), "{e}");
+    }
+
+    #[test]
+    fn a_failing_transform_keeps_the_steps_before_it() {
+        let r = sluice_transforms::registry();
+        // transforms[2] makes the data the text `ada`, which transforms[3] cannot set a
+        // key in.
+        let cfg = r#"
+local sub = std.extVar('sub');
+{ transforms: [
+  sub.tf.obj.insert({ obj: { trg: 'greeting' }, value: 'hello' }),
+  sub.tf.send.stdout(),
+  sub.tf.obj.cp({ obj: { src: 'name' } }),
+  sub.tf.obj.insert({ obj: { trg: 'x' }, value: 1 }),
+  sub.tf.send.stdout(),
+] }"#;
+        let report = run(
+            &r,
+            cfg,
+            "{\"name\":\"ada\"}\n",
+            &[],
+            Trust::default(),
+            LIMIT,
+        )
+        .unwrap();
+        let failed = report.failed.as_ref().expect("transforms[3] fails");
+        assert_eq!(failed.index, 3);
+        assert_eq!(failed.at, "transforms[3] (object_insert)");
+        assert_eq!(failed.type_name, "object_insert");
+        assert!(failed.message.contains("not JSON"), "{}", failed.message);
+        assert!(
+            !failed.message.starts_with("transform "),
+            "{}",
+            failed.message
+        );
+        let indexes: Vec<_> = report.steps.iter().map(|s| s.index).collect();
+        assert_eq!(indexes, [0, 1, 2]);
+        assert_eq!(report.steps[2].messages[0].data, "ada");
+        // What the send before the failure wrote is kept; nothing came out of the end.
+        assert_eq!(report.stdout, "{\"name\":\"ada\",\"greeting\":\"hello\"}\n");
+        assert!(report.output.is_empty());
+        let error = report.error.as_deref().unwrap();
+        assert!(
+            error.starts_with("running config.jsonnet: transforms[3] (object_insert): "),
+            "{error}"
+        );
+        // A run that does not fail has neither.
+        let ok = run(&r, CONFIG, "{}", &[], Trust::default(), LIMIT).unwrap();
+        assert!(ok.failed.is_none() && ok.error.is_none());
+    }
+
+    #[test]
+    fn each_step_marks_what_it_changed() {
+        let r = sluice_transforms::registry();
+        let cfg = r#"
+local sub = std.extVar('sub');
+{ transforms: [
+  sub.tf.obj.insert({ obj: { trg: 'user.role' }, value: 'admin' }),
+  sub.tf.str.to.upper({ obj: { src: 'name', trg: 'name' } }),
+  sub.tf.obj.del({ obj: { src: 'user.id' } }),
+  sub.tf.meta.switch({ cases: [{
+    condition: sub.cnd.str.eq({ obj: { src: 'name' }, value: 'GRACE' }),
+    transforms: [sub.tf.util.drop()],
+  }] }),
+  sub.tf.agg.to.array(),
+] }"#;
+        let input = [
+            r#"{"name":"ada","user":{"id":1}}"#,
+            r#"{"name":"grace","user":{"id":2}}"#,
+            r#"{"name":"bob","user":{"id":3}}"#,
+        ]
+        .join("\n");
+        let report = run(&r, cfg, &input, &[], Trust::default(), LIMIT).unwrap();
+        assert!(report.failed.is_none(), "{:?}", report.error);
+        let c: Vec<&StepChanges> = report.steps.iter().map(|s| &s.changes).collect();
+        let first = |i: usize| c[i].messages[0].as_ref().unwrap();
+        assert_eq!(first(0).added, ["user.role"]);
+        assert!(first(0).changed.is_empty() && first(0).removed.is_empty());
+        assert_eq!(first(1).changed, ["name"]);
+        assert_eq!(first(2).removed, ["user.id"]);
+        // The filter drops the second message and leaves the others as they were.
+        assert_eq!((c[3].before, c[3].after), (3, 2));
+        assert_eq!(c[3].dropped, [1]);
+        assert!(first(3).added.is_empty() && !first(3).data_changed);
+        // The aggregate makes one message of two: counted, not paired.
+        assert_eq!((c[4].before, c[4].after), (2, 1));
+        assert_eq!(c[4].messages, [None]);
+        assert!(c[4].dropped.is_empty());
     }
 
     #[test]

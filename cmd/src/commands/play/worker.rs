@@ -77,15 +77,20 @@ fn work(order: Order) -> Answer {
     let registry = sluice_transforms::registry();
     let limit = Duration::from_millis(order.limit_ms);
     let (ext, trust) = (&order.ext, order.trust);
-    let done: anyhow::Result<Value> = match &order.job {
+    // A run that failed at run time is a report (with the steps before the failing
+    // transform and an `error`), answered 422 as a config that does not run.
+    let done: anyhow::Result<(u16, Value)> = match &order.job {
         Job::Run { config, input } => runner::run(&registry, config, input, ext, trust, limit)
-            .and_then(|r| Ok(serde_json::to_value(r)?)),
+            .and_then(|r| {
+                let status = if r.failed.is_some() { 422 } else { 200 };
+                Ok((status, serde_json::to_value(r)?))
+            }),
         Job::Test { config } => runner::test(&registry, config, ext, trust, limit)
-            .and_then(|r| Ok(serde_json::to_value(r)?)),
-        Job::Fmt { config } => runner::format(config).map(|c| json!({ "config": c })),
+            .and_then(|r| Ok((200, serde_json::to_value(r)?))),
+        Job::Fmt { config } => runner::format(config).map(|c| (200, json!({ "config": c }))),
     };
     match done {
-        Ok(body) => Answer { status: 200, body },
+        Ok((status, body)) => Answer { status, body },
         Err(e) => Answer {
             status: if e.is::<runner::TooSlow>() { 408 } else { 422 },
             body: json!({ "error": format!("{e:#}") }),
