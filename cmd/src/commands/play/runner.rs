@@ -525,6 +525,23 @@ local sub = std.extVar('sub');
             error.starts_with("running config.jsonnet: transforms[3] (object_insert): "),
             "{error}"
         );
+        // A transform inside another is named by its place in the config, as `sluice run`
+        // names it, under the top-level step it failed in.
+        let nested = r#"
+local sub = std.extVar('sub');
+{ transforms: [
+  sub.tf.meta.switch({ cases: [{ transforms: [sub.tf.obj.insert({ obj: { trg: 'x' }, value: 1 })] }] }),
+] }"#;
+        let report = run(&r, nested, "ada\n", &[], Trust::default(), LIMIT).unwrap();
+        let failed = report.failed.as_ref().expect("the insert fails");
+        assert_eq!(failed.at, "transforms[0] (meta_switch)");
+        assert!(
+            failed
+                .message
+                .starts_with("transforms[0].settings.cases[0].transforms[0] (object_insert, id "),
+            "{}",
+            failed.message
+        );
         // A run that does not fail has neither.
         let ok = run(&r, CONFIG, "{}", &[], Trust::default(), LIMIT).unwrap();
         assert!(ok.failed.is_none() && ok.error.is_none());
