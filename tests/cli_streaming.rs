@@ -79,6 +79,33 @@ fn a_line_is_out_within_the_flush_time_while_the_pipe_stays_open() {
     assert!(s.close().is_empty());
 }
 
+/// A burst that exactly fills `--batch-messages` (here 10 lines, then 20: whole batches,
+/// handed on at once) is out within the flush time too: the send holds those batches, and
+/// the pause checkpoints them as it does a part batch.
+#[test]
+fn a_burst_of_whole_batches_is_out_within_the_flush_time() {
+    let d = Dir::new();
+    let mut s = Streaming::start(&d, &["--batch-messages", "10"]);
+    for burst in [1..=10, 11..=30] {
+        let lines: Vec<String> = burst.map(|i| format!("{{\"i\":{i}}}")).collect();
+        let sent = Instant::now();
+        s.write(&lines.join("\n")); // one write: the lines are ready together
+        for line in &lines {
+            assert_eq!(
+                s.next(Duration::from_secs(2)).as_deref(),
+                Some(line.as_str()),
+                "out while the pipe stays open"
+            );
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            sent.elapsed()
+        );
+    }
+    assert!(s.close().is_empty());
+}
+
 #[test]
 fn an_aggregate_is_flushed_at_the_pause_and_off_waits_for_the_end() {
     let d = Dir::new();
