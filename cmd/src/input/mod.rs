@@ -28,8 +28,9 @@
 //!
 //! A pipe or terminal that pauses (`--flush-idle`, the `stop` module) has its batch handed
 //! on once the oldest line not yet followed by a checkpoint is that old and no more input
-//! is ready, followed by a ctrl: a checkpoint, at which sends write what they hold and
-//! locks commit. A line of `tail -f app.log | sluice run` is out within about that time,
+//! is ready, followed by a checkpoint ([`Message::checkpoint`]: a ctrl at a boundary
+//! within the input), at which sends write what they hold and locks commit what was
+//! delivered; messages waiting for a key another process holds go on waiting. A line of `tail -f app.log | sluice run` is out within about that time,
 //! also when it ended a full batch (handed on at once, then held by a send).
 
 mod buffer;
@@ -266,15 +267,18 @@ fn split_buffered(
             // A stopped read (or a decompressor's error about it) ends reading here.
             Err(_) if stopping() => break true,
             // Input paused while lines waited for a checkpoint (held here, or handed on in
-            // full batches that the sends may hold): the batch goes on now, with a ctrl, so
-            // that every send writes what it holds and locks commit while the source is idle.
+            // full batches that the sends may hold): the batch goes on now, with a
+            // checkpoint, so that every send writes what it holds and locks commit while the
+            // source is idle. A checkpoint, not the ctrl that ends the input: a lock's
+            // message whose key another process holds goes on waiting past it instead of
+            // holding up the flush for its `pending_wait` at every pause.
             Err(e) if stop::is_idle(&e) => {
                 if !batch.is_empty() && !send(tx, &mut batch, &mut reader, lines, None, stop) {
                     return Ok(false);
                 }
                 if let Some(stop) = stop.filter(|s| s.handed_since_checkpoint()) {
                     if tx
-                        .blocking_send(InputBatch::from(vec![Message::ctrl()]))
+                        .blocking_send(InputBatch::from(vec![Message::checkpoint()]))
                         .is_err()
                     {
                         return Ok(false);

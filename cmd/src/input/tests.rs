@@ -530,7 +530,7 @@ fn a_pause_after_full_batches_is_followed_by_a_checkpoint_too() {
     assert_eq!(next_within(&mut rx, wait).unwrap(), ["c", "d"]);
     assert_eq!(
         next_within(&mut rx, wait).unwrap(),
-        ["<ctrl>"],
+        ["<checkpoint>"],
         "a checkpoint follows the full batches while the pipe stays open"
     );
     assert_eq!(
@@ -541,12 +541,12 @@ fn a_pause_after_full_batches_is_followed_by_a_checkpoint_too() {
     // A part batch goes on at the pause, with its checkpoint.
     pipe_tx.write_all(b"e\n").unwrap();
     assert_eq!(next_within(&mut rx, wait).unwrap(), ["e"]);
-    assert_eq!(next_within(&mut rx, wait).unwrap(), ["<ctrl>"]);
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["<checkpoint>"]);
     // A full batch and a part one: the part batch, then one checkpoint for both.
     pipe_tx.write_all(b"f\ng\nh\n").unwrap();
     assert_eq!(next_within(&mut rx, wait).unwrap(), ["f", "g"]);
     assert_eq!(next_within(&mut rx, wait).unwrap(), ["h"]);
-    assert_eq!(next_within(&mut rx, wait).unwrap(), ["<ctrl>"]);
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["<checkpoint>"]);
     drop(pipe_tx);
     assert!(reading.join().unwrap().unwrap(), "read to the end");
     assert_eq!(
