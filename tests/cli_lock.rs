@@ -287,8 +287,10 @@ local sub = std.extVar('sub');
     assert_eq!(store.counts(&d), (0, 3000));
 }
 
-/// Starts a `sluice run` that reads one message at a time from a pipe kept open; its
-/// outputs are piped when `captured`, else discarded.
+/// Starts a `sluice run` that reads one message at a time from a pipe kept open, with no
+/// checkpoint while it stays open (`--flush-idle off`: a holder whose send keeps its
+/// messages, and so its keys pending); its outputs are piped when `captured`, else
+/// discarded.
 fn spawn_holding(store: &Store, d: &Dir, input: String, captured: bool) -> Child {
     let out = || {
         if captured {
@@ -298,7 +300,18 @@ fn spawn_holding(store: &Store, d: &Dir, input: String, captured: bool) -> Child
         }
     };
     let mut child = store
-        .command(d, &["run", "-c", "cfg.jsonnet", "--batch-messages", "1"])
+        .command(
+            d,
+            &[
+                "run",
+                "-c",
+                "cfg.jsonnet",
+                "--batch-messages",
+                "1",
+                "--flush-idle",
+                "off",
+            ],
+        )
         .stdin(Stdio::piped())
         .stdout(out())
         .stderr(out())

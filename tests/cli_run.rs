@@ -736,6 +736,76 @@ fn a_10_mb_line_passes_without_a_config_and_a_send_names_its_batch_size() {
     );
 }
 
+/// A line larger than a send's batch size (which no batch could take) fails alone: the
+/// lines around it are written, it is named by file and line with the setting to raise,
+/// and the run ends non-zero with the count; whether the send sees its messages or the
+/// workers write its lines for it (a transform before it), and however many come in a
+/// row. `--fail-fast` stops at it.
+#[test]
+fn a_line_over_the_batch_size_fails_alone_and_the_rest_goes_on() {
+    let d = Dir::new();
+    let big = format!("\"{}\"", "x".repeat(2 << 20));
+    d.write("in.jsonl", format!("{{\"i\":1}}\n{big}\n{{\"i\":3}}\n"));
+    let many: String = (1..=10)
+        .map(|i| match i {
+            3..=7 => format!("{big}\n"),
+            i => format!("{{\"i\":{i}}}\n"),
+        })
+        .collect();
+    d.write("many.jsonl", &many);
+    d.write(
+        "send.jsonnet",
+        "local sub = import 'sluice.libsonnet';\n{ transforms: [sub.tf.send.stdout()] }\n",
+    );
+    d.write(
+        "lead.jsonnet",
+        "local sub = import 'sluice.libsonnet';\n\
+         { transforms: [sub.tf.string.to.upper(), sub.tf.send.stdout()] }\n",
+    );
+    for (cfg, case) in [("send.jsonnet", "i"), ("lead.jsonnet", "I")] {
+        let out = d.sluice(&["run", "-c", cfg, "in.jsonl"], "");
+        out.assert_code(1);
+        assert_eq!(
+            out.stdout_str(),
+            format!("{{\"{case}\":1}}\n{{\"{case}\":3}}\n"),
+            "{cfg}: lines 1 and 3"
+        );
+        let err = &out.stderr;
+        assert!(
+            err.contains("in.jsonl:2: not delivered: ")
+                && err.contains(
+                    "exceeds the batch size limit of 1000000 bytes (the transform's batch.size: raise it"
+                ),
+            "{cfg}: {err}"
+        );
+        assert!(
+            err.contains("error: 1 of 3 input lines were not delivered"),
+            "{cfg}: {err}"
+        );
+        // Five in a row are not a destination that is down: the run goes on.
+        let out = d.sluice(&["run", "-c", cfg, "many.jsonl"], "");
+        out.assert_code(1);
+        assert_eq!(out.stdout_str().lines().count(), 5, "{cfg}");
+        assert!(
+            out.stderr
+                .contains("error: 5 of 10 input lines were not delivered"),
+            "{cfg}: {}",
+            out.stderr
+        );
+        let out = d.sluice(&["run", "--fail-fast", "-c", cfg, "in.jsonl"], "");
+        out.assert_code(1);
+        assert!(
+            !out.stdout_str().contains("3}"),
+            "{cfg}: --fail-fast stops at it"
+        );
+        assert!(
+            out.stderr.contains("exceeds the batch size limit"),
+            "{cfg}: {}",
+            out.stderr
+        );
+    }
+}
+
 /// Issue 51: jq's `halt` and `halt_error` end jq's process; in `object_jq` they ended
 /// sluice's, with exit 0 and the message never written. Now they are that message's error.
 #[test]

@@ -305,9 +305,18 @@ fn a_lock_store_that_cannot_commit_at_the_end_fails_the_run_naming_the_pending_k
         "cfg.jsonnet",
         locked("sub.tf.send.stdout()").replace("lease: '1h'", "lease: '1s'"),
     );
+    // No checkpoint while the input stays open (`--flush-idle off`): the keys stay
+    // pending until the end.
     let mut run = Running::start(
         &d,
-        &["-c", "cfg.jsonnet", "--batch-messages", "1"],
+        &[
+            "-c",
+            "cfg.jsonnet",
+            "--batch-messages",
+            "1",
+            "--flush-idle",
+            "off",
+        ],
         &lines(0..3),
     );
     wait_for_locks(&d, (3, 0));
@@ -362,11 +371,15 @@ fn a_pipeline_error_ends_the_run_while_its_input_stays_open() {
 fn a_stop_with_a_failing_lock_store_ends_within_its_grace_period_naming_the_pending_keys() {
     let d = Dir::new();
     d.write("cfg.jsonnet", locked("sub.tf.send.stdout()"));
+    // No checkpoint while the input stays open (`--flush-idle off`): the keys stay
+    // pending until the stop.
     let args = [
         "-c",
         "cfg.jsonnet",
         "--batch-messages",
         "1",
+        "--flush-idle",
+        "off",
         "--grace",
         "2s",
     ];

@@ -79,6 +79,33 @@ fn a_line_is_out_within_the_flush_time_while_the_pipe_stays_open() {
     assert!(s.close().is_empty());
 }
 
+/// A burst that exactly fills `--batch-messages` (here 10 lines, then 20: whole batches,
+/// handed on at once) is out within the flush time too: the send holds those batches, and
+/// the pause checkpoints them as it does a part batch.
+#[test]
+fn a_burst_of_whole_batches_is_out_within_the_flush_time() {
+    let d = Dir::new();
+    let mut s = Streaming::start(&d, &["--batch-messages", "10"]);
+    for burst in [1..=10, 11..=30] {
+        let lines: Vec<String> = burst.map(|i| format!("{{\"i\":{i}}}")).collect();
+        let sent = Instant::now();
+        s.write(&lines.join("\n")); // one write: the lines are ready together
+        for line in &lines {
+            assert_eq!(
+                s.next(Duration::from_secs(2)).as_deref(),
+                Some(line.as_str()),
+                "out while the pipe stays open"
+            );
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            sent.elapsed()
+        );
+    }
+    assert!(s.close().is_empty());
+}
+
 #[test]
 fn an_aggregate_is_flushed_at_the_pause_and_off_waits_for_the_end() {
     let d = Dir::new();
@@ -109,4 +136,69 @@ fn an_aggregate_is_flushed_at_the_pause_and_off_waits_for_the_end() {
     );
     s.write("2");
     assert_eq!(s.close(), ["{\"all\":[1,2]}"]);
+}
+
+/// The checkpoint at a pause marks a boundary within the input, not its end: under the
+/// lock, a message whose key another process holds goes on waiting past it, and what was
+/// delivered around it (here by a send after the lock, Substation's consumer pattern,
+/// which holds its batch until the checkpoint) is out and committed within the flush time
+/// instead of after the lock's `pending_wait`.
+#[test]
+fn a_pause_under_the_lock_does_not_wait_for_keys_another_process_holds() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n\
+         { transforms: [\n\
+           sub.tf.meta.kv_store.lock({\n\
+             kv_store: sub.kv_store.sqlite({ file: 'locks.sqlite' }),\n\
+             prefix: 'p', ttl_offset: '1h', lease: '1h', pending_wait: '5s',\n\
+             object: { source_key: 'id' }, duplicates: 'drop',\n\
+             transforms: [sub.tf.obj.insert({ obj: { trg: 'locked' }, value: true })],\n\
+           }),\n\
+           sub.tf.send.stdout(),\n\
+         ] }\n",
+    );
+    let db = d.path().join("locks.sqlite");
+    // A holder takes key 7 (its line handed on alone) and, with no checkpoint while its
+    // input stays open, keeps it pending.
+    let args = [
+        "-c",
+        "cfg.jsonnet",
+        "--batch-messages",
+        "1",
+        "--flush-idle",
+        "off",
+    ];
+    let mut holder = Streaming::start(&d, &args);
+    holder.write("{\"id\":7}");
+    let start = Instant::now();
+    while crate::cli_lock::sqlite_counts(&db) != (1, 0) {
+        assert!(start.elapsed() < Duration::from_secs(30), "no pending key");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut s = Streaming::start(&d, &["-c", "cfg.jsonnet"]);
+    let sent = Instant::now();
+    s.write("{\"id\":6}\n{\"id\":7}\n{\"id\":8}");
+    for want in ["{\"id\":6,\"locked\":true}", "{\"id\":8,\"locked\":true}"] {
+        assert_eq!(s.next(Duration::from_secs(2)).as_deref(), Some(want));
+    }
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    while crate::cli_lock::sqlite_counts(&db) != (1, 2) {
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "6 and 8 committed: {:?}",
+            crate::cli_lock::sqlite_counts(&db)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // 7 fails once its wait is over; the holder still has it.
+    drop(s.stdin.take());
+    assert_eq!(s.child.wait().unwrap().code(), Some(1));
+    let _ = holder.child.kill();
+    let _ = holder.child.wait();
 }

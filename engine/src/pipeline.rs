@@ -211,7 +211,11 @@ impl Pipeline {
             && self.lead == 1
             && let Some(sink) = t.line_sink()
         {
-            self.lines = Some(Arc::new(LineWriter::new(id.clone(), sink)));
+            let lines = LineWriter::new(id.clone(), sink);
+            if self.stateful_fails_alone() {
+                lines.fail_alone();
+            }
+            self.lines = Some(Arc::new(lines));
         }
         self.outputs_reach(OutputsReach::Nowhere);
         self
@@ -304,6 +308,9 @@ impl Pipeline {
     /// its inner lists; `meta_retry` and `meta_err`, which act on errors, do not.
     pub fn fail_alone(&self) {
         self.stateful_fail_alone.store(true, Ordering::Relaxed);
+        if let Some(lines) = &self.lines {
+            lines.fail_alone();
+        }
         for stage in &self.stages {
             if let Stage::Stateful(_, t) = stage {
                 t.fails_alone();

@@ -27,9 +27,11 @@
 //! far are handed on, and the report says where reading stopped (the first line not read).
 //!
 //! A pipe or terminal that pauses (`--flush-idle`, the `stop` module) has its batch handed
-//! on once the batch is that old and no more input is ready, followed by a ctrl: a
-//! checkpoint, at which sends write what they hold and locks commit. A line of
-//! `tail -f app.log | sluice run` is out within about that time.
+//! on once the oldest line not yet followed by a checkpoint is that old and no more input
+//! is ready, followed by a checkpoint ([`Message::checkpoint`]: a ctrl at a boundary
+//! within the input), at which sends write what they hold and locks commit what was
+//! delivered; messages waiting for a key another process holds go on waiting. A line of `tail -f app.log | sluice run` is out within about that time,
+//! also when it ended a full batch (handed on at once, then held by a send).
 
 mod buffer;
 mod report;
@@ -241,7 +243,7 @@ fn split_buffered(
     let stopped = loop {
         if read_ahead.is_full()
             && !batch.is_empty()
-            && !send(tx, &mut batch, &mut reader, lines, None)
+            && !send(tx, &mut batch, &mut reader, lines, None, stop)
         {
             return Ok(false);
         }
@@ -253,7 +255,7 @@ fn split_buffered(
             break true;
         }
         if let Some(stop) = stop {
-            stop.holding(flush_idle && !batch.is_empty());
+            stop.holding(flush_idle, !batch.is_empty());
         }
         let Line {
             mut text,
@@ -264,19 +266,24 @@ fn split_buffered(
             Ok(None) => break false,
             // A stopped read (or a decompressor's error about it) ends reading here.
             Err(_) if stopping() => break true,
-            // Input paused while the batch was held: it goes on now, with a ctrl, so that
-            // every send writes what it holds and locks commit while the source is idle.
+            // Input paused while lines waited for a checkpoint (held here, or handed on in
+            // full batches that the sends may hold): the batch goes on now, with a
+            // checkpoint, so that every send writes what it holds and locks commit while the
+            // source is idle. A checkpoint, not the ctrl that ends the input: a lock's
+            // message whose key another process holds goes on waiting past it instead of
+            // holding up the flush for its `pending_wait` at every pause.
             Err(e) if stop::is_idle(&e) => {
-                if !batch.is_empty() {
-                    if !send(tx, &mut batch, &mut reader, lines, None) {
-                        return Ok(false);
-                    }
+                if !batch.is_empty() && !send(tx, &mut batch, &mut reader, lines, None, stop) {
+                    return Ok(false);
+                }
+                if let Some(stop) = stop.filter(|s| s.handed_since_checkpoint()) {
                     if tx
-                        .blocking_send(InputBatch::from(vec![Message::ctrl()]))
+                        .blocking_send(InputBatch::from(vec![Message::checkpoint()]))
                         .is_err()
                     {
                         return Ok(false);
                     }
+                    stop.checkpointed();
                 }
                 continue;
             }
@@ -298,7 +305,7 @@ fn split_buffered(
         }
         if !batch.is_empty() && batch.bytes() + text.len() > opts.batch_bytes {
             // The batch ends before this line, which moves with the buffer's rest.
-            if !send(tx, &mut batch, &mut reader, lines, Some(text.start)) {
+            if !send(tx, &mut batch, &mut reader, lines, Some(text.start), stop) {
                 return Ok(false);
             }
             text = 0..text.len();
@@ -306,12 +313,12 @@ fn split_buffered(
         read_ahead.add(text.len());
         batch.push(text);
         if (batch.len() >= opts.batch_messages || batch.bytes() >= opts.batch_bytes)
-            && !send(tx, &mut batch, &mut reader, lines, None)
+            && !send(tx, &mut batch, &mut reader, lines, None, stop)
         {
             return Ok(false);
         }
     };
-    if !batch.is_empty() && !send(tx, &mut batch, &mut reader, lines, None) {
+    if !batch.is_empty() && !send(tx, &mut batch, &mut reader, lines, None, stop) {
         return Ok(false);
     }
     Ok(!stopped)
@@ -319,19 +326,26 @@ fn split_buffered(
 
 /// Hands on `batch`, its lines' part of the read buffer up to `at` (else to where the
 /// next line starts), and starts the next batch; `false` when the receiver went away.
+/// `stop` learns that lines were handed on (they wait for the next checkpoint).
 fn send(
     tx: &mpsc::Sender<InputBatch>,
     batch: &mut BufferedLines,
     reader: &mut ReadBuffer<impl Read>,
     lines: &Lines,
     at: Option<usize>,
+    stop: Option<&StopReading>,
 ) -> bool {
     let first = batch.next_line() - batch.len() as u64;
     // Told before it is sent: the pipeline may finish its lines at once.
     let watch = &lines.watch;
     watch.report.handing_on(watch, first, batch.next_line());
     match tx.blocking_send(take_read(batch, reader, lines, at)) {
-        Ok(()) => true,
+        Ok(()) => {
+            if let Some(stop) = stop {
+                stop.handed_on();
+            }
+            true
+        }
         Err(mpsc::error::SendError(unsent)) => {
             unsent.fail(STOPPED);
             false

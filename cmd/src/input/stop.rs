@@ -6,17 +6,20 @@
 //! ever (an idle producer), so such a source is read only once poll(2) says it has data or
 //! the stop's pipe says to stop; a regular file never waits, and is read directly.
 //!
-//! The same wait hands on a batch when input pauses (`--flush-idle`): while the reader holds
-//! lines ([`StopReading::holding`]), a wait for more input lasts at most until the batch is
-//! that old, and then fails with [`is_idle`]'s error, on which the reader hands the batch on
-//! and waits again. So `tail -f app.log | sluice run` writes a line within the flush time,
-//! while a producer that never pauses still fills whole batches.
+//! The same wait hands on a batch when input pauses (`--flush-idle`): while lines read wait
+//! for a checkpoint ([`StopReading::holding`]: the reader holds some, or handed some on
+//! since the last checkpoint), a wait for more input lasts at most until the oldest of them
+//! is that old, and then fails with [`is_idle`]'s error, on which the reader hands on what
+//! it holds, follows it with a checkpoint ([`StopReading::checkpointed`]) and waits again.
+//! So `tail -f app.log | sluice run` writes a line within the flush time wherever the batch
+//! boundary fell (a burst that fills whole batches is held by the sends until a
+//! checkpoint too), while a producer that never pauses still fills whole batches.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use sluice_engine::driver::ReadAhead;
@@ -31,8 +34,11 @@ pub struct StopReading {
     /// (`None`: it waits for a full batch or the end).
     flush_idle: Option<Duration>,
     /// What [`StopReading::holding`] was last told: since when (ms after `base`, plus one)
-    /// the reader holds lines it can hand on; 0 when it holds none.
+    /// lines read wait for a checkpoint; 0 when none does.
     holding_since: AtomicU64,
+    /// The reader handed lines on since the last checkpoint ([`StopReading::handed_on`]):
+    /// the sends may hold them, so they wait for one as much as lines the reader holds.
+    handed: AtomicBool,
     base: Instant,
 }
 
@@ -60,17 +66,21 @@ impl StopReading {
             wake_tx,
             flush_idle,
             holding_since: AtomicU64::new(0),
+            handed: AtomicBool::new(false),
             base: Instant::now(),
         }))
     }
 
-    /// Tells whether the reader holds lines it could hand on now (a batch not empty, of a
-    /// source whose reads may fail with the idle error: not a compressed one, whose decoder
-    /// would not survive it), and so whether a wait for input may end early.
-    pub(super) fn holding(&self, holds: bool) {
+    /// Tells whether the reader holds lines it could hand on now (a batch not empty), and
+    /// whether its source's reads may fail with the idle error (`can_idle`: not a
+    /// compressed source, whose decoder would not survive it); so whether a wait for input
+    /// may end early: when it may, and it holds lines or handed some on since the last
+    /// checkpoint ([`StopReading::handed_on`]).
+    pub(super) fn holding(&self, can_idle: bool, holds: bool) {
         if self.flush_idle.is_none() {
             return;
         }
+        let holds = can_idle && (holds || self.handed.load(Ordering::Relaxed));
         let since = self.holding_since.load(Ordering::Relaxed);
         if !holds {
             if since != 0 {
@@ -80,6 +90,25 @@ impl StopReading {
             let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
             self.holding_since.store(ms + 1, Ordering::Relaxed);
         }
+    }
+
+    /// The reader handed a batch of lines on: until the next checkpoint, the sends may
+    /// hold them.
+    pub(super) fn handed_on(&self) {
+        if self.flush_idle.is_some() && !self.handed.load(Ordering::Relaxed) {
+            self.handed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The reader followed what it handed on with a checkpoint: nothing read waits for one.
+    pub(super) fn checkpointed(&self) {
+        self.handed.store(false, Ordering::Relaxed);
+        self.holding_since.store(0, Ordering::Relaxed);
+    }
+
+    /// Whether lines were handed on since the last checkpoint.
+    pub(super) fn handed_since_checkpoint(&self) -> bool {
+        self.handed.load(Ordering::Relaxed)
     }
 
     /// How long poll(2) may wait for input, in ms (-1: for ever).
@@ -157,8 +186,9 @@ impl Read for Interruptible {
                 return Err(e);
             }
             if n == 0 {
-                // Nothing came while the reader held lines: it hands them on.
-                self.stop.holding(false);
+                // Nothing came while lines waited for a checkpoint: the reader hands on
+                // what it holds and checkpoints.
+                self.stop.holding_since.store(0, Ordering::Relaxed);
                 return Err(io::Error::new(io::ErrorKind::WouldBlock, Idle));
             }
             if fds[1].revents != 0 {

@@ -469,3 +469,89 @@ fn a_stop_hands_on_every_line_read_and_says_where_reading_stopped() {
     assert_eq!(received(&mut rx), [vec!["1", "2"], vec!["3"]]);
     assert_eq!((report.read(), report.next_unread()), (3, None));
 }
+
+/// The next batch received within `within`, its lines (a ctrl as `<ctrl>`, or as
+/// `<checkpoint>` when it marks a boundary within the input), if one comes.
+fn next_within(
+    rx: &mut mpsc::Receiver<InputBatch>,
+    within: std::time::Duration,
+) -> Option<Vec<String>> {
+    let until = std::time::Instant::now() + within;
+    loop {
+        match rx.try_recv() {
+            Ok(b) => {
+                return Some(
+                    b.into_messages()
+                        .iter()
+                        .map(|m| match (m.is_ctrl(), m.ends_input()) {
+                            (true, true) => "<ctrl>".to_string(),
+                            (true, false) => "<checkpoint>".to_string(),
+                            _ => String::from_utf8_lossy(m.data()).into_owned(),
+                        })
+                        .collect(),
+                );
+            }
+            Err(mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(mpsc::error::TryRecvError::Empty) if std::time::Instant::now() >= until => {
+                return None;
+            }
+            Err(mpsc::error::TryRecvError::Empty) => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+/// `--flush-idle` over a pipe held open: a pause is followed by a checkpoint whether the
+/// lines read before it were still held (a part batch, handed on with it) or had all gone
+/// on in full batches (which the sends may hold as much); a pause with nothing read since
+/// the last checkpoint is not.
+#[test]
+fn a_pause_after_full_batches_is_followed_by_a_checkpoint_too() {
+    use std::os::fd::OwnedFd;
+    use std::time::Duration;
+    let bound = Arc::new(unbounded());
+    let stop = StopReading::new(bound.clone(), Some(Duration::from_millis(50))).unwrap();
+    let (pipe_rx, mut pipe_tx) = std::io::pipe().unwrap();
+    let source = stop.reader(File::from(OwnedFd::from(pipe_rx))).unwrap();
+    let (tx, mut rx) = mpsc::channel(16);
+    let reading = {
+        let (stop, bound) = (stop.clone(), bound.clone());
+        std::thread::spawn(move || {
+            let lines = Lines::new("in", 0, &Arc::default(), 2);
+            let reader = ReadBuffer::new(source, BLOCK);
+            split_buffered(reader, &lines, OPTS, &bound, Some(&stop), true, &tx)
+        })
+    };
+    let wait = Duration::from_secs(2);
+    // Exactly two batches' worth: both go on full, then the pause checkpoints them.
+    pipe_tx.write_all(b"a\nb\nc\nd\n").unwrap();
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["a", "b"]);
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["c", "d"]);
+    assert_eq!(
+        next_within(&mut rx, wait).unwrap(),
+        ["<checkpoint>"],
+        "a checkpoint follows the full batches while the pipe stays open"
+    );
+    assert_eq!(
+        next_within(&mut rx, Duration::from_millis(300)),
+        None,
+        "one checkpoint a pause"
+    );
+    // A part batch goes on at the pause, with its checkpoint.
+    pipe_tx.write_all(b"e\n").unwrap();
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["e"]);
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["<checkpoint>"]);
+    // A full batch and a part one: the part batch, then one checkpoint for both.
+    pipe_tx.write_all(b"f\ng\nh\n").unwrap();
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["f", "g"]);
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["h"]);
+    assert_eq!(next_within(&mut rx, wait).unwrap(), ["<checkpoint>"]);
+    drop(pipe_tx);
+    assert!(reading.join().unwrap().unwrap(), "read to the end");
+    assert_eq!(
+        next_within(&mut rx, wait),
+        None,
+        "the end adds nothing here"
+    );
+}

@@ -24,12 +24,18 @@
 //! write that fails fails that chunk's messages with the send's error (`transform <id>:
 //! writing to standard output: ...`) and every chunk after it, written or not, is failed
 //! with it; a chunk whose lead fails fails its own messages, after the chunks before it
-//! were written. Ctrl messages in a batch are handed back to the driver, which passes them
-//! to the transform once the batch's lines were written (some of the next batches' may
-//! have been written by then: holding nothing, the transform only passes them on). The transform's batches only ever decided when its lines were written: here a
-//! chunk's lines are written as soon as the chunks before them are, never later.
+//! were written. Data the send refuses ([`LineSink::check`]: over its batch size, against
+//! its destination's rules) fails alone where the pipeline fails messages alone
+//! ([`Pipeline::fail_alone`](super::Pipeline::fail_alone)), as the send refuses it alone
+//! there: the message is named with the send's error and the chunk goes on; otherwise it
+//! fails its chunk as a lead's error does. Ctrl messages in a batch are handed back to the
+//! driver, which passes them to the transform once the batch's lines were written (some of
+//! the next batches' may have been written by then: holding nothing, the transform only
+//! passes them on). The transform's batches only ever decided when its lines were written:
+//! here a chunk's lines are written as soon as the chunks before them are, never later.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::FutureExt;
@@ -49,6 +55,8 @@ pub(crate) struct LineWriter {
     /// The writing transform, for the layer of a write's error.
     name: TransformName,
     sink: Arc<dyn LineSink>,
+    /// Data the sink refuses fails alone ([`LineWriter::fail_alone`]).
+    alone: AtomicBool,
     turns: Mutex<Turns>,
     /// Line buffers of chunks written, for the next chunks (see [`Spare`]).
     spare: Mutex<Spare>,
@@ -96,6 +104,7 @@ impl LineWriter {
         LineWriter {
             name,
             sink,
+            alone: AtomicBool::new(false),
             turns: Mutex::new(Turns {
                 next: 0,
                 turn: 0,
@@ -105,6 +114,12 @@ impl LineWriter {
             }),
             spare: Mutex::default(),
         }
+    }
+
+    /// From now on nothing retries what the sink refuses (see the module documentation):
+    /// a message whose data it refuses fails alone, and the chunk goes on.
+    pub(crate) fn fail_alone(&self) {
+        self.alone.store(true, Ordering::Relaxed);
     }
 
     /// A kept line buffer (empty), or a new one (unallocated).
@@ -357,8 +372,13 @@ impl Outputs for ChunkLines {
         if let Err(e) = self.writer.sink.check(&self.text[start..]) {
             self.text.truncate(start);
             let e = e.within(&self.writer.name);
+            // Refused alone, as the send refuses it where nothing retries: the data can
+            // never be written, which says nothing of the messages after it.
+            let alone = self.writer.alone.load(Ordering::Relaxed)
+                && !msg.acks().is_empty()
+                && !e.ends_run();
             msg.fail_acks(&e.to_string());
-            return Err(e);
+            return if alone { Ok(()) } else { Err(e) };
         }
         self.text.push(b'\n');
         self.acks.extend(msg.take_acks());

@@ -20,13 +20,13 @@ use crate::transform::{
 use super::*;
 
 /// A stream that keeps what is written; fails the write numbered `fail_at` (from 0) and
-/// every one after it, and refuses the data `refuse`.
+/// every one after it, and refuses the data in `refuse`.
 #[derive(Default)]
 struct Written {
     text: Mutex<Vec<u8>>,
     writes: AtomicUsize,
     fail_at: Option<usize>,
-    refuse: Option<&'static str>,
+    refuse: Vec<&'static str>,
 }
 
 impl LineSink for Written {
@@ -41,9 +41,9 @@ impl LineSink for Written {
     }
 
     fn check(&self, data: &[u8]) -> Result<(), TransformError> {
-        match self.refuse {
-            Some(r) if r.as_bytes() == data => Err(TransformError::failed("too large")),
-            _ => Ok(()),
+        match self.refuse.iter().any(|r| r.as_bytes() == data) {
+            true => Err(TransformError::failed("too large")),
+            false => Ok(()),
         }
     }
 }
@@ -336,7 +336,7 @@ async fn a_failed_lead_lets_the_chunks_before_it_be_written_and_fails_the_rest()
 async fn data_the_send_refuses_fails_where_it_comes_as_in_the_send() {
     // Batch 0's message 100, in its second chunk (64..128), after the lead's "+".
     let send = WritesLines::new(Written {
-        refuse: Some("b0-100+"),
+        refuse: vec!["b0-100+"],
         ..Written::default()
     });
     let p = pipeline(vec![Transform::stateless(Shuffle::default())], &send, 2);
@@ -357,6 +357,58 @@ async fn data_the_send_refuses_fails_where_it_comes_as_in_the_send() {
         trackers[100].failure_reason().as_deref(),
         Some("transform out: too large")
     );
+}
+
+/// Where messages fail alone (`sluice run`), data the send refuses fails alone, as the
+/// send refuses it there: named with the send's error, every other line written in order,
+/// and no stop however many come in a row (it is the data, not a destination that is
+/// down), whichever of `failing_messages_alone` and `discarding_outputs` comes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_the_send_refuses_fails_alone_where_messages_fail_alone() {
+    // Message 100 of batch 0 alone, and batch 1's 10 to 14: more than
+    // `FAILURES_IN_A_ROW_TO_STOP` in a row.
+    let refused = ["b0-100+", "b1-10+", "b1-11+", "b1-12+", "b1-13+", "b1-14+"];
+    for alone_first in [true, false] {
+        let send = WritesLines::new(Written {
+            refuse: refused.to_vec(),
+            ..Written::default()
+        });
+        let steps: Vec<(Arc<str>, Transform)> = vec![
+            ("lead".into(), Transform::stateless(Shuffle::default())),
+            ("out".into(), Transform::Stateful(send.clone())),
+        ];
+        let p = match alone_first {
+            true => Pipeline::new(steps)
+                .failing_messages_alone()
+                .with_workers(2)
+                .discarding_outputs(),
+            false => {
+                let p = Pipeline::new(steps).with_workers(2).discarding_outputs();
+                p.fail_alone();
+                p
+            }
+        };
+        let (msgs, trackers) = tracked(2, 256);
+        let stats = run(&p, msgs).await.unwrap();
+        let want: Vec<String> = (0..2)
+            .flat_map(|b| (0..256).map(move |i| format!("b{b}-{i}+")))
+            .filter(|l| !refused.contains(&l.as_str()))
+            .collect();
+        assert_eq!(send.sink.lines(), want, "alone first: {alone_first}");
+        assert_eq!(stats.messages_out, want.len() as u64);
+        for (i, t) in trackers.iter().enumerate() {
+            let line = format!("b{}-{}+", i / 256, i % 256);
+            if refused.contains(&line.as_str()) {
+                assert_eq!(t.status(), AckStatus::Failed, "{line}");
+                assert_eq!(
+                    t.failure_reason().as_deref(),
+                    Some("transform out: too large")
+                );
+            } else {
+                assert_eq!(t.status(), AckStatus::Delivered, "{line}");
+            }
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

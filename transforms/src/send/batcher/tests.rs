@@ -539,6 +539,72 @@ fn failing_alone_fails_a_batch_at_once_and_stops_after_failures_in_a_row() {
     );
 }
 
+/// Where it fails alone, an item larger than the batch size (which no batch could ever
+/// take) is refused alone, named with the setting to raise, and the others are sent: it is
+/// never held, so no batch fails with it, and it does not count towards
+/// `FAILURES_IN_A_ROW_TO_STOP` (the data, not a destination that is down), however many
+/// come in a row. Where it does not, the first one fails the messages after it and is the
+/// error, as before.
+#[test]
+fn an_item_over_the_batch_size_fails_alone_where_the_send_fails_alone() {
+    let big = "x".repeat(11);
+    let mut data = vec!["a", &big, "b"];
+    data.extend(std::iter::repeat_n(
+        big.as_str(),
+        FAILURES_IN_A_ROW_TO_STOP as usize + 1,
+    ));
+    data.push("c");
+    let run = |alone: bool| {
+        let s = Sender {
+            name: sluice_engine::TransformName::from("out"),
+            ..sender(limits(2, 10, 0), None)
+        };
+        if alone {
+            s.fails_alone();
+        }
+        let (trackers, msgs): (Vec<_>, Vec<_>) = data.iter().map(|d| tracked(d)).unzip();
+        let mut out = Vec::new();
+        let result = testing::block_on(s.transform_batch(msgs, &mut out));
+        (s, trackers, result, texts(&out))
+    };
+
+    let (s, trackers, result, passed) = run(true);
+    result.unwrap();
+    assert_eq!(passed, ["a", "b", "c"], "the others go on");
+    ctrl(&s).unwrap();
+    assert_eq!(s.destination().items(), vec![vec!["a", "b"], vec!["c"]]);
+    for (t, d) in trackers.iter().zip(&data) {
+        if d.len() > 10 {
+            assert_eq!(t.status(), AckStatus::Failed);
+            assert_eq!(
+                t.failure_reason().as_deref(),
+                Some(
+                    "transform out: data could not be added to batch: an item of 11 bytes \
+                     exceeds the batch size limit of 10 bytes (the transform's batch.size: \
+                     raise it to take larger items)"
+                )
+            );
+        } else {
+            assert_eq!(t.status(), AckStatus::Delivered, "{d}");
+        }
+    }
+
+    let (s, trackers, result, passed) = run(false);
+    let e = result.unwrap_err().to_string();
+    assert!(
+        e.contains("exceeds the batch size limit of 10 bytes"),
+        "{e}"
+    );
+    assert_eq!(passed, ["a"]);
+    assert!(
+        trackers[1..]
+            .iter()
+            .all(|t| t.status() == AckStatus::Failed)
+    );
+    ctrl(&s).unwrap();
+    assert_eq!(s.destination().items(), vec![vec!["a"]]);
+}
+
 #[test]
 fn partial_failures_keep_only_the_failed_items() {
     let s = sender(limits(100, 100, 0), None);
