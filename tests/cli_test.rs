@@ -210,6 +210,39 @@ fn a_test_whose_pipeline_errors_fails_with_the_error() {
     );
 }
 
+/// The ctrls a test's own transforms make reach the config as Substation passes them: a
+/// `utility_control` in the test cuts the aggregate's batches.
+#[test]
+fn ctrls_made_by_a_tests_transforms_reach_the_config() {
+    let d = Dir::new();
+    d.write(
+        "cut.jsonnet",
+        r#"local sub = std.extVar('sub');
+{
+  tests: [{
+    name: 'the test cuts batches of two',
+    transforms: [
+      sub.tf.test.message({ value: { n: 1 } }),
+      sub.tf.test.message({ value: { n: 2 } }),
+      sub.tf.test.message({ value: { n: 3 } }),
+      sub.tf.util.control({ batch: { count: 2 } }),
+    ],
+    outputs: 2,
+    condition: sub.cnd.num.len.lt({ value: 3, obj: { src: '@this' } }),
+  }],
+  transforms: [sub.tf.agg.to.array()],
+}
+"#,
+    );
+    let out = d.sluice(&["test", "cut.jsonnet"], "");
+    out.assert_code(0);
+    assert!(
+        out.stdout_str().contains("1 passed, 0 failed"),
+        "{}",
+        out.stdout_str()
+    );
+}
+
 #[test]
 fn a_config_without_tests_is_marked_no_tests() {
     let d = Dir::new();

@@ -330,6 +330,14 @@ impl Pipeline {
         self.stateful_fail_alone.load(Ordering::Relaxed)
     }
 
+    /// Forgets the failures in a row its stateful transforms had: they are counted within
+    /// one input (a run, a Lambda invocation), which the driver starts with this.
+    pub(crate) fn start_input(&self) {
+        for n in &*self.failures_in_a_row {
+            n.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Stage `i` returned without an error.
     fn succeeded(&self, i: usize) {
         if let Some(n) = self.failures_in_a_row.get(i)

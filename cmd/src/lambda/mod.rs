@@ -393,7 +393,14 @@ impl Function {
         // workers the stateless lead of the next pieces runs while the send works on one.
         // After an error the rest is not sent, and fails with it, unless records fail alone
         // ([`fails_alone`]).
-        let pieces = pieces(tagged.into_iter().flatten(), self.opts.feed_bytes);
+        let pieces = if fails_alone(self.opts.kind) {
+            // A record per batch: what a record made comes out with it, so a run that stops
+            // (failures in a row) cannot take the outputs of records delivered before it in
+            // the same batch with it.
+            tagged.into_iter().filter(|msgs| !msgs.is_empty()).collect()
+        } else {
+            pieces(tagged.into_iter().flatten(), self.opts.feed_bytes)
+        };
         // The keys of what was delivered are committed (and of what failed given back)
         // before the function answers: a frozen container commits nothing, and a record
         // reported delivered must not be taken over and processed again. This also settles
@@ -409,12 +416,15 @@ impl Function {
             }
             None => SettleDeadline::waiting(SETTLE_MARGIN),
         };
+        let started = Instant::now();
         let (result, settled) =
             driver::drive_all_within(&self.pipeline, pieces, &settle_by, take).await;
         let error = result.as_ref().err().map(|e| e.to_string());
-        if let Ok(stats) = &result {
-            metrics.flush = stats.flush;
-        }
+        metrics.flush = match &result {
+            Ok(stats) => stats.flush,
+            // The flush is not told apart from the work when the run ended in an error.
+            Err(_) => started.elapsed(),
+        };
         metrics.messages_out = messages_out;
         let outputs: Vec<(Option<usize>, bytes::Bytes)> = if keep {
             outputs
@@ -737,6 +747,43 @@ mod tests {
             out.push(m);
             Ok(())
         }
+    }
+
+    /// Passes data on; fails data "down" with an error that stops the run (as the third
+    /// failure in a row of a send that gives up does).
+    struct StopsAtDown;
+    #[async_trait]
+    impl StatefulTransform for StopsAtDown {
+        async fn transform(
+            &self,
+            m: Message,
+            out: &mut Vec<Message>,
+        ) -> Result<(), TransformError> {
+            if m.data().starts_with(b"down") {
+                return Err(TransformError::failed("destination down").stopping("3 in a row"));
+            }
+            out.push(m);
+            Ok(())
+        }
+    }
+
+    /// A Firehose run that stops keeps what came out of the records before the stop: they
+    /// are answered with it, however many records a batch could have held.
+    #[tokio::test]
+    async fn a_firehose_run_that_stops_keeps_the_records_before_it() {
+        let pipeline = Pipeline::new(vec![("send", Transform::stateful(StopsAtDown))]);
+        let mut opts = Options::new(HandlerKind::DataFirehose);
+        opts.metrics = None;
+        let f = Function::new(pipeline, opts);
+        let run = f.run_records(records(&["a", "b", "down", "c"]), true).await;
+        let delivered: Vec<bool> = run
+            .deliveries
+            .iter()
+            .map(|d| *d == Delivery::Delivered)
+            .collect();
+        assert_eq!(delivered, [true, true, false, false]);
+        let outs: Vec<Option<usize>> = run.outputs.iter().map(|(i, _)| *i).collect();
+        assert_eq!(outs, [Some(0), Some(1)]);
     }
 
     /// Where the source resolves each record on its own (Firehose), a record the pipeline

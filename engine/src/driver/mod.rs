@@ -155,6 +155,7 @@ pub async fn drive_settled_within<B: Into<InputBatch>>(
     on_output: impl FnMut(Vec<Message>),
 ) -> (Result<RunStats, TransformError>, SettleReport) {
     let mut leads = VecDeque::new();
+    pipeline.start_input();
     let r = drive_inner(pipeline, &mut input, read_ahead, &mut leads, on_output).await;
     if let Err(e) = &r {
         let reason = e.to_string();

@@ -853,7 +853,13 @@ impl<D: Destination> Sender<D> {
                 st.queue.extend(all);
             }
             clock.drained();
-            return self.drain().await;
+            let drained = self.drain().await;
+            if msg.ends_input() {
+                // Failures in a row are counted within one input (a run, a Lambda
+                // invocation): a warm function's next event starts afresh.
+                self.failed_in_a_row.store(0, Ordering::Relaxed);
+            }
+            return drained;
         }
         let key = self.key_of(msg);
         self.dest.check_key(&key).map_err(TransformError::failed)?;

@@ -297,10 +297,14 @@ pub(crate) async fn judge(
         .build_pipeline_in(ctx, transforms, "transforms")
         .with_context(in_file)?;
     warn(&pipeline.warnings);
-    // The seeds as input, and the one ctrl that ends it, as `sluice run` sends them
-    // (Substation's test applies both in one call: the outputs are the same). A lock
-    // settles what it owes before the outputs are judged.
-    let seeds: Vec<Message> = seeds.into_iter().filter(|m| !m.is_ctrl()).collect();
+    // The seeds as input, ctrls the test's transforms made among them included, and the
+    // one ctrl that ends it, which the driver sends in place of the seeds' last (Substation's
+    // test applies them all in one call: the outputs are the same). A lock settles what it
+    // owes before the outputs are judged.
+    let mut seeds = seeds;
+    if seeds.last().is_some_and(Message::is_ctrl) {
+        seeds.pop();
+    }
     let mut out = Vec::new();
     let (ran, settled) = driver::drive_all_within(
         &pipeline.value,

@@ -526,6 +526,21 @@ fn failing_alone_fails_a_batch_at_once_and_stops_after_failures_in_a_row() {
         Some("transform out: destination down")
     );
 
+    // Failures in a row are counted within one input: after the ctrl that ends it (a warm
+    // Lambda function's next event), two more failures do not stop it.
+    let s = sender(limits(1, 100, 0), None);
+    s.fails_alone();
+    for _ in 1..FAILURES_IN_A_ROW_TO_STOP {
+        s.destination().answer(Answer::Fail);
+        feed_batch(&s, &["x"]).unwrap();
+    }
+    let mut out = Vec::new();
+    testing::block_on(s.transform_batch(vec![Message::ctrl()], &mut out)).unwrap();
+    for _ in 1..FAILURES_IN_A_ROW_TO_STOP {
+        s.destination().answer(Answer::Fail);
+        feed_batch(&s, &["y"]).expect("a new input's first failures");
+    }
+
     // Batches partly delivered never stop it.
     let s = sender(limits(2, 100, 0), None);
     s.fails_alone();
