@@ -202,3 +202,67 @@ fn a_pause_under_the_lock_does_not_wait_for_keys_another_process_holds() {
     let _ = holder.child.kill();
     let _ = holder.child.wait();
 }
+
+/// A message that waited for a key another process held, freed while the input is idle (the
+/// holder crashed and its lease ended), is written and committed then, not when more input
+/// or the end comes: the lock checkpoints what it let through (before, it sat in the send
+/// after the lock for its `batch.duration`, a minute).
+#[test]
+fn a_key_freed_while_the_input_is_idle_is_written_then() {
+    let d = Dir::new();
+    d.write(
+        "cfg.jsonnet",
+        "local sub = std.extVar('sub');\n\
+         { transforms: [\n\
+           sub.tf.meta.kv_store.lock({\n\
+             kv_store: sub.kv_store.sqlite({ file: 'locks.sqlite' }),\n\
+             prefix: 'p', ttl_offset: '1h', lease: '2s', pending_wait: '30s',\n\
+             object: { source_key: 'id' }, duplicates: 'drop',\n\
+             transforms: [sub.tf.obj.insert({ obj: { trg: 'locked' }, value: true })],\n\
+           }),\n\
+           sub.tf.send.stdout(),\n\
+         ] }\n",
+    );
+    let db = d.path().join("locks.sqlite");
+    let args = [
+        "-c",
+        "cfg.jsonnet",
+        "--batch-messages",
+        "1",
+        "--flush-idle",
+        "off",
+    ];
+    let mut holder = Streaming::start(&d, &args);
+    holder.write("{\"id\":7}");
+    let start = Instant::now();
+    while crate::cli_lock::sqlite_counts(&db) != (1, 0) {
+        assert!(start.elapsed() < Duration::from_secs(30), "no pending key");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The holder crashes: its key is taken over once its 2 s lease ends.
+    let _ = holder.child.kill();
+    let _ = holder.child.wait();
+    let mut s = Streaming::start(&d, &["-c", "cfg.jsonnet"]);
+    let sent = Instant::now();
+    s.write("{\"id\":6}\n{\"id\":7}\n{\"id\":8}");
+    for want in ["{\"id\":6,\"locked\":true}", "{\"id\":8,\"locked\":true}"] {
+        assert_eq!(s.next(Duration::from_secs(2)).as_deref(), Some(want));
+    }
+    // The pipe stays open and nothing more comes: 7 is out after the lease, and committed.
+    assert_eq!(
+        s.next(Duration::from_secs(10)).as_deref(),
+        Some("{\"id\":7,\"locked\":true}"),
+        "after {:?}",
+        sent.elapsed()
+    );
+    while crate::cli_lock::sqlite_counts(&db) != (0, 3) {
+        assert!(
+            sent.elapsed() < Duration::from_secs(12),
+            "6, 7 and 8 committed: {:?}",
+            crate::cli_lock::sqlite_counts(&db)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(s.stdin.take());
+    assert_eq!(s.child.wait().unwrap().code(), Some(0));
+}

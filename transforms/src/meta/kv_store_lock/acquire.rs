@@ -804,7 +804,7 @@ impl MetaKvStoreLock {
         self.waiting().iter().map(|w| w.next_try).min()
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
+    pub(super) fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner())
     }
 

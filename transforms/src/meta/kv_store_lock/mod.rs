@@ -492,8 +492,20 @@ impl StatefulTransform for MetaKvStoreLock {
 
     async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
         self.keeper.ensure_task();
+        let waited = self.waiting().len();
         if let Err(e) = self.retry_waiting(out, false).await {
             return Err(self.fail(e).await);
+        }
+        if self.waiting().len() < waited {
+            // Messages that waited for a key another process held went on (or failed
+            // alone). Nothing else may come to flush them (a stream that is idle: its pause
+            // was checkpointed while they waited), so they are checkpointed now: the sends
+            // inside and after the lock write them, and the lock commits what they
+            // delivered.
+            return match self.flush_inner(Message::checkpoint(), out).await {
+                Ok(()) => Ok(()),
+                Err(e) => Err(self.fail(e).await),
+            };
         }
         if self.inner.deadline().is_none_or(|d| d > now) {
             return Ok(());
