@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use sluice_cmd::lambda::{Function, HandlerKind, Options, fuzzing};
-use sluice_engine::Pipeline;
+use sluice_engine::{Pipeline, Transform};
 
 const KINDS: [HandlerKind; 7] = [
     HandlerKind::KinesisDataStream,
@@ -48,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
     let mut opts = Options::new(KINDS[usize::from(choice) % KINDS.len()]);
     opts.metrics = None;
     opts.report_batch_item_failures = choice & 0x80 != 0;
-    let f = Function::new(Pipeline::new(Vec::new()), opts);
+    let f = Function::new(Pipeline::new(Vec::<(&str, Transform)>::new()), opts);
     let event = lambda_runtime::LambdaEvent::new(payload, lambda_runtime::Context::default());
     let _ = runtime().block_on(f.handle(event));
 });
