@@ -146,37 +146,9 @@ fn an_aggregate_is_flushed_at_the_pause_and_off_waits_for_the_end() {
 #[test]
 fn a_pause_under_the_lock_does_not_wait_for_keys_another_process_holds() {
     let d = Dir::new();
-    d.write(
-        "cfg.jsonnet",
-        "local sub = std.extVar('sub');\n\
-         { transforms: [\n\
-           sub.tf.meta.kv_store.lock({\n\
-             kv_store: sub.kv_store.sqlite({ file: 'locks.sqlite' }),\n\
-             prefix: 'p', ttl_offset: '1h', lease: '1h', pending_wait: '5s',\n\
-             object: { source_key: 'id' }, duplicates: 'drop',\n\
-             transforms: [sub.tf.obj.insert({ obj: { trg: 'locked' }, value: true })],\n\
-           }),\n\
-           sub.tf.send.stdout(),\n\
-         ] }\n",
-    );
+    d.write("cfg.jsonnet", locked_insert("1h", "5s"));
     let db = d.path().join("locks.sqlite");
-    // A holder takes key 7 (its line handed on alone) and, with no checkpoint while its
-    // input stays open, keeps it pending.
-    let args = [
-        "-c",
-        "cfg.jsonnet",
-        "--batch-messages",
-        "1",
-        "--flush-idle",
-        "off",
-    ];
-    let mut holder = Streaming::start(&d, &args);
-    holder.write("{\"id\":7}");
-    let start = Instant::now();
-    while crate::cli_lock::sqlite_counts(&db) != (1, 0) {
-        assert!(start.elapsed() < Duration::from_secs(30), "no pending key");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut holder = holding_key_7(&d, &db);
     let mut s = Streaming::start(&d, &["-c", "cfg.jsonnet"]);
     let sent = Instant::now();
     s.write("{\"id\":6}\n{\"id\":7}\n{\"id\":8}");
@@ -210,35 +182,9 @@ fn a_pause_under_the_lock_does_not_wait_for_keys_another_process_holds() {
 #[test]
 fn a_key_freed_while_the_input_is_idle_is_written_then() {
     let d = Dir::new();
-    d.write(
-        "cfg.jsonnet",
-        "local sub = std.extVar('sub');\n\
-         { transforms: [\n\
-           sub.tf.meta.kv_store.lock({\n\
-             kv_store: sub.kv_store.sqlite({ file: 'locks.sqlite' }),\n\
-             prefix: 'p', ttl_offset: '1h', lease: '2s', pending_wait: '30s',\n\
-             object: { source_key: 'id' }, duplicates: 'drop',\n\
-             transforms: [sub.tf.obj.insert({ obj: { trg: 'locked' }, value: true })],\n\
-           }),\n\
-           sub.tf.send.stdout(),\n\
-         ] }\n",
-    );
+    d.write("cfg.jsonnet", locked_insert("2s", "30s"));
     let db = d.path().join("locks.sqlite");
-    let args = [
-        "-c",
-        "cfg.jsonnet",
-        "--batch-messages",
-        "1",
-        "--flush-idle",
-        "off",
-    ];
-    let mut holder = Streaming::start(&d, &args);
-    holder.write("{\"id\":7}");
-    let start = Instant::now();
-    while crate::cli_lock::sqlite_counts(&db) != (1, 0) {
-        assert!(start.elapsed() < Duration::from_secs(30), "no pending key");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut holder = holding_key_7(&d, &db);
     // The holder crashes: its key is taken over once its 2 s lease ends.
     let _ = holder.child.kill();
     let _ = holder.child.wait();
@@ -265,4 +211,42 @@ fn a_key_freed_while_the_input_is_idle_is_written_then() {
     }
     drop(s.stdin.take());
     assert_eq!(s.child.wait().unwrap().code(), Some(0));
+}
+
+/// A config: a lock over SQLite with this `lease` and `pending_wait` around an insert of
+/// `locked`, then `send_stdout` (Substation's consumer pattern).
+fn locked_insert(lease: &str, pending_wait: &str) -> String {
+    format!(
+        "local sub = std.extVar('sub');\n\
+         {{ transforms: [\n\
+           sub.tf.meta.kv_store.lock({{\n\
+             kv_store: sub.kv_store.sqlite({{ file: 'locks.sqlite' }}),\n\
+             prefix: 'p', ttl_offset: '1h', lease: '{lease}', pending_wait: '{pending_wait}',\n\
+             object: {{ source_key: 'id' }}, duplicates: 'drop',\n\
+             transforms: [sub.tf.obj.insert({{ obj: {{ trg: 'locked' }}, value: true }})],\n\
+           }}),\n\
+           sub.tf.send.stdout(),\n\
+         ] }}\n"
+    )
+}
+
+/// A holder that takes key 7 (its line handed on alone) and, with no checkpoint while its
+/// input stays open, keeps it pending in `db`.
+fn holding_key_7(d: &Dir, db: &std::path::Path) -> Streaming {
+    let args = [
+        "-c",
+        "cfg.jsonnet",
+        "--batch-messages",
+        "1",
+        "--flush-idle",
+        "off",
+    ];
+    let mut holder = Streaming::start(d, &args);
+    holder.write("{\"id\":7}");
+    let start = Instant::now();
+    while crate::cli_lock::sqlite_counts(db) != (1, 0) {
+        assert!(start.elapsed() < Duration::from_secs(30), "no pending key");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    holder
 }
