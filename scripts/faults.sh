@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The exactly-once fault-injection campaign (tests/faults/, docs/exactly-once.md).
+# The exactly-once fault-injection campaign (tests/faults/, docs/fault-campaign.md).
 #
 #   scripts/faults.sh small    CI's configuration: every pipeline under every fault at once
 #                              (`all`) or the mix that reaches its class, each other mix

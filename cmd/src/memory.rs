@@ -8,7 +8,7 @@
 //! several times what is live: a `sluice run` over 900 KB lines that holds ~10 MB peaked
 //! at 60–90 MB. Both binaries turn huge pages off; how soon freed pages go back is a trade
 //! of memory against the cost of faulting them in again, which each binary chooses
-//! (docs/performance.md has the measurements). A `MIMALLOC_PURGE_DELAY` or
+//! (docs/notes/performance-log.md has the measurements). A `MIMALLOC_PURGE_DELAY` or
 //! `MIMALLOC_ALLOW_THP` in the environment (mimalloc's own settings) is left to win.
 //!
 //! In `sluice`, blocks larger than mimalloc's large objects ([`LARGE_BLOCK`]: a line of
@@ -38,7 +38,7 @@
 /// at 45–50 MB in the same time. Small blocks, which are nearly all of them, stay with
 /// mimalloc. [`Allocator::MIMALLOC`] (`sluice-lambda`'s) keeps every block in mimalloc:
 /// with its purge delay of 0 a freed page goes back at once, and over a 6 MB Kinesis
-/// event it peaks 10–13 MB lower than with glibc's arenas (docs/performance.md).
+/// event it peaks 10–13 MB lower than with glibc's arenas (docs/notes/performance-log.md).
 pub struct Allocator {
     large_from_libc: bool,
 }
@@ -186,7 +186,7 @@ pub fn no_huge_pages() {
 /// How soon freed pages go back to the OS, in milliseconds, where messages may be large:
 /// over lines of 900 KB parsed into documents of many keys (huge pages off), peak RSS was
 /// 61–67 MB with mimalloc's default of 1000, 48–54 MB at 20 ms and 37 MB at 0, for 8% and
-/// 100% more time (docs/performance.md).
+/// 100% more time (docs/notes/performance-log.md).
 pub const PURGE_DELAY_MS: i64 = 20;
 
 /// How soon freed pages go back while every message read has been small: mimalloc's
@@ -236,7 +236,7 @@ pub fn purge_after(ms: i64) {
 /// `mmap` each, which the kernel zeroes and faults in page by page), and a heap gives back
 /// what is free at its top once that passes 4 MiB. (Setting either also stops glibc from
 /// moving its `mmap` threshold up to the largest block freed.) Measured in
-/// docs/performance.md: a 16 MiB top kept nested 900 KB lines 20% faster and their peak 8
+/// docs/notes/performance-log.md: a 16 MiB top kept nested 900 KB lines 20% faster and their peak 8
 /// MB higher, past the 64 MB the CLI is held to with two workers.
 pub fn tune_large_blocks() {
     if std::env::var_os("GLIBC_TUNABLES").is_some() {

@@ -8,7 +8,7 @@ local emulators while faults are injected, then every sink read back and every m
                 [--mixes clean,sink,lock,outage,crash,retry,idle,all,clock,clock_past,fulldisk]
                 [--messages N] [--markdown FILE] [--seed N] [--no-control]
 
-scripts/faults.sh is the documented entry point; docs/exactly-once.md ("The fault-injection
+scripts/faults.sh is the documented entry point; docs/fault-campaign.md ("The fault-injection
 campaign") explains the model. In short, per pipeline and fault mix (a "cell"):
 
 - Workload: N messages with unique ids (`uid`), keyed by `id` for the lock: most ids are the
@@ -41,7 +41,7 @@ campaign") explains the model. In short, per pipeline and fault mix (a "cell"):
   transactions (the proxy's log) checked against a Scan, the Cloud Storage bucket's objects,
   and the files; the lock table.
 - Verdict per message and per sink: delivered once, more than once, lost, or rejected (no
-  key: it must end in the dead-letter list). See docs/exactly-once.md for what fails a cell.
+  key: it must end in the dead-letter list). See docs/fault-campaign.md ("Verdicts") for what fails a cell.
 
 Everything a cell did is kept under --out/PIPELINE-MIX/: configs, batches, each process's
 stderr and undelivered report, the proxy logs, runs.json, dead-letter.json, unexplained.json,

@@ -1,5 +1,5 @@
 // Small arrays built and dropped per event: eight multipath sums (`[a,b]`, a new two-value
-// array each) and four inserted one-value arrays. docs/performance.md's array rows.
+// array each) and four inserted one-value arrays. docs/notes/performance-zeek.md's array rows.
 local sub = std.extVar('sub');
 {
   transforms: [

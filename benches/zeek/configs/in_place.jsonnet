@@ -1,5 +1,5 @@
 // The Zeek conn event edited in place (no new document): a key inserted, one upper-cased,
-// one deleted, one copied. docs/performance.md's "edited in place" rows.
+// one deleted, one copied. docs/notes/performance-zeek.md's "edited in place" rows.
 local sub = std.extVar('sub');
 {
   transforms: [

@@ -6,7 +6,7 @@
 //! then stays resident while the next stage allocates its own), and no transparent huge
 //! pages (a 2 MiB page is resident whole however little of it is used). Measured with
 //! `scripts/bench.sh lambda` (10,000 records of 1 KB): peak RSS 85–88 MiB without these,
-//! ~50 MiB with them, for ~15% more invocation time (docs/performance.md). The Lambda
+//! ~50 MiB with them, for ~15% more invocation time (docs/notes/performance-log.md). The Lambda
 //! function pays that: its memory is its size and its bill, and an invocation's batch is
 //! at most 6 MB. (`sluice` waits 20 ms instead: see `sluice_cmd::memory`.)
 

@@ -14,7 +14,7 @@
 //! Why: the send ran on the driver's task, on either worker, so with two workers every
 //! output made on one core was copied, written and freed on the other, and what the send
 //! kept of each message (its bytes, its tokens) moved between cores with it. Measured on
-//! the Zeek mapping (docs/performance-zeek.md): two workers used 3%-13% more CPU per event
+//! the Zeek mapping (docs/notes/performance-zeek.md): two workers used 3%-13% more CPU per event
 //! than one, most of it in that traffic (mimalloc's remote frees, cache misses on outputs
 //! written by the other core), and a throwaway build whose chunks wrote their own outputs
 //! took two workers from 1.74x to 1.91x one worker.
