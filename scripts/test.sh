@@ -53,7 +53,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # The build without the AWS SDK (the `aws` feature off) must compile, warning-free.
 step "lint without AWS (cargo clippy --no-default-features)"
-cargo clippy -p sluice-transforms -p sluice-cmd --no-default-features --all-targets --locked -- -D warnings
+cargo clippy -p sluice-platform -p sluice-transforms -p sluice-cmd --no-default-features --all-targets --locked -- -D warnings
 # The Lambda handlers without the SDK, as fuzz/ builds them.
 cargo clippy -p sluice-cmd --no-default-features --features lambda --all-targets --locked -- -D warnings
 

@@ -164,7 +164,7 @@ fn tap_prints_records_as_they_arrive() {
         moto::create_stream(&endpoint, &stream, 1).await;
         put(&endpoint, &stream, "a", b"first").await;
         put(&endpoint, &stream, "b", b"second").await;
-        let agg = sluice_transforms::kpl::aggregate(&[("c", b"user-1"), ("d", b"user-2")]);
+        let agg = sluice_platform::kpl::aggregate(&[("c", b"user-1"), ("d", b"user-2")]);
         put(&endpoint, &stream, "c", &agg).await;
     });
     let mut tap = Tap::start(&endpoint, &["--stream", &stream, "--from", "trim-horizon"]);
@@ -363,8 +363,7 @@ fn tap_runs_a_config_with_the_handlers_metadata_and_flushes_at_ctrl_c() {
     let rt = runtime();
     rt.block_on(async {
         moto::create_stream(&endpoint, &stream, 1).await;
-        let agg =
-            sluice_transforms::kpl::aggregate(&[("k1", br#"{"n":1}"#), ("k2", br#"{"n":2}"#)]);
+        let agg = sluice_platform::kpl::aggregate(&[("k1", br#"{"n":1}"#), ("k2", br#"{"n":2}"#)]);
         put(&endpoint, &stream, "outer", &agg).await;
     });
     let dir = Dir::new();

@@ -4,7 +4,7 @@
 //! line; a rejected request fails the run with an error that does not show the secret; and
 //! the library's `sub.secrets.*` functions build through the registry.
 
-use sluice_transforms::http::test_server::{Reply, Server};
+use sluice_platform::http::test_server::{Reply, Server};
 
 use crate::common::{Dir, Output, dynamodb::unique_table, moto};
 

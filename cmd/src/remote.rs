@@ -1,10 +1,10 @@
 //! Configs at URLs: `sluice run -c s3://bucket/config.jsonnet`, and `test`, `build`, `vet`
 //! given such URLs.
 //!
-//! The fetching itself is `sluice_transforms::fetch`, shared with the kv stores' files:
+//! The fetching itself is `sluice_platform::fetch`, shared with the kv stores' files:
 //!
 //! - `s3://BUCKET/KEY`: `GetObject` with the AWS SDK's default chains (credentials,
-//!   `AWS_REGION`, `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`; `sluice_transforms::aws::s3`).
+//!   `AWS_REGION`, `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`; `sluice_platform::aws::s3`).
 //! - `gs://BUCKET/OBJECT`: Cloud Storage with Google's Application Default Credentials (or
 //!   the emulator at `STORAGE_EMULATOR_HOST`).
 //! - `https://...`: a `GET` through the same hyper + rustls (ring) client the AWS SDK uses,
@@ -26,7 +26,7 @@
 //! A config read from a URL is someone else's code (docs/security.md), and its imports are
 //! fetched with the user's credentials: so it imports only from its own origin (scheme,
 //! host and port) and from under its own directory
-//! ([`sluice_transforms::fetch::import_within_origin`]), where a redirect may lead as
+//! ([`sluice_platform::fetch::import_within_origin`]), where a redirect may lead as
 //! well. Another bucket, `s3://` or `gs://` from an `https://` config, `file://`, a loopback
 //! or link-local host (the cloud metadata service) is refused with an error naming the
 //! import and [`ALLOW_IMPORTS_FLAG`], which (or [`ALLOW_IMPORTS_ENV`]`=1`, for the Lambda
@@ -43,7 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use sluice_transforms::fetch;
+use sluice_platform::fetch;
 
 /// The largest config (or import) read from a URL.
 pub const MAX_CONFIG_BYTES: usize = 64 * 1024 * 1024;
@@ -208,7 +208,7 @@ pub fn is_url(name: &str) -> bool {
     fetch::is_url(name)
 }
 
-/// Reads URLs ([`sluice_transforms::fetch`]), on a runtime of its own (config loading
+/// Reads URLs ([`sluice_platform::fetch`]), on a runtime of its own (config loading
 /// happens before, and outside, the pipeline's runtime).
 pub struct Fetcher {
     rt: tokio::runtime::Runtime,

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sluice_transforms::kpl::{aggregate, deaggregate};
+use sluice_platform::kpl::{aggregate, deaggregate};
 
 fuzz_target!(|data: &[u8]| {
     let _ = deaggregate(&bytes::Bytes::copy_from_slice(data));

@@ -15,7 +15,7 @@ macro_rules! emulator_client {
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new("test", "test", None, None, "sluice-tests"))
             .endpoint_url($endpoint)
-            .http_client(sluice_transforms::aws::https_client())
+            .http_client(sluice_platform::aws::https_client())
             .build();
         $sdk::Client::from_conf(conf)
     }};

@@ -8,17 +8,12 @@
 #![warn(unreachable_pub)]
 
 // The public API: the registry, and what the CLI, the Lambda function and the integration
-// tests use beside it (the AWS helpers, URL fetching, the kv stores, the EMF writer, the
-// HTTP test server). Everything else is this crate's own.
-#[cfg(feature = "aws")]
-pub mod aws;
-pub mod fetch;
+// tests use beside it (the kv stores). Everything else is this crate's own; what the
+// transforms call out through (AWS, Cloud Storage, HTTP, URLs, secrets, EMF, KPL) is
+// `sluice-platform`'s.
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod http;
-pub mod kpl;
 pub mod kv_store;
-pub mod metrics;
 
 mod aggregate;
 mod array;
@@ -28,13 +23,12 @@ mod compliance;
 mod condition;
 mod enrich;
 mod format;
-mod gcp;
 mod hash;
 mod meta;
+mod metrics;
 mod network;
 mod number;
 mod object;
-mod secrets;
 mod send;
 mod string;
 mod test;

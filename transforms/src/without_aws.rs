@@ -2,17 +2,13 @@
 //! that uses one is told why it cannot run rather than that the type does not exist.
 
 use sluice_engine::{Build, ConfigError, Registry, Transform};
-
-/// Why `what` cannot be used in this build.
-pub(crate) fn message(what: &str) -> String {
-    format!(
-        "{what} calls AWS, and this sluice was built without its `aws` feature \
-         (build with the default features, or with `--features aws`)"
-    )
-}
+use sluice_platform::built_without_aws;
 
 fn unavailable(b: &Build<'_>) -> Result<Transform, ConfigError> {
-    Err(b.error(None, message(&format!("the {} transform", b.type_name()))))
+    Err(b.error(
+        None,
+        built_without_aws(&format!("the {} transform", b.type_name())),
+    ))
 }
 
 /// Registers every AWS-backed transform name as one that explains itself.

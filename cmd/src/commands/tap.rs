@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     use serde_json::json;
     use sluice_cmd::tap::{self, Ledger, StartAt};
     use sluice_engine::driver::SettleDeadline;
-    use sluice_transforms::aws::{self, AwsTarget};
+    use sluice_platform::aws::{self, AwsTarget};
     use tokio::sync::mpsc;
 
     use crate::stop::{self, Ended, OnStop, Signal};

@@ -1,5 +1,5 @@
 //! KPL deaggregation for the Kinesis handler: the one implementation lives in
-//! `sluice_transforms::kpl`, which the Kinesis send also uses to recognise its own
+//! `sluice_platform::kpl`, which the Kinesis send also uses to recognise its own
 //! records when it reads a stream back.
 
-pub use sluice_transforms::kpl::{KplError, UserRecord, aggregate, deaggregate};
+pub use sluice_platform::kpl::{KplError, UserRecord, aggregate, deaggregate};

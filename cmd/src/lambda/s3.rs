@@ -259,7 +259,7 @@ fn url_decode(s: &str) -> String {
 
 #[cfg(feature = "aws")]
 async fn get_object(bucket: &str, key: &str, max: usize) -> Result<Vec<u8>, String> {
-    use sluice_transforms::aws;
+    use sluice_platform::aws;
     let conf = aws::load(&aws::AwsTarget::default()).await;
     if conf.region().is_none() {
         return Err("no AWS region: set AWS_REGION".into());

@@ -9,12 +9,12 @@
 //! Metrics are CloudWatch embedded metric format (EMF) lines on stdout, one per invocation:
 //! CloudWatch turns them into metrics in the `sluice` namespace, by function name and
 //! handler, with no API call from the function. The lines are encoded and written by
-//! `sluice_transforms::metrics::emf`, the same writer the metric transforms use.
+//! `sluice_platform::emf`, the same writer the metric transforms use.
 
 use std::time::Duration;
 
 use serde_json::Number;
-use sluice_transforms::metrics::emf::{self, Datum, EmfOutput, Unit};
+use sluice_platform::emf::{self, Datum, EmfOutput, Unit};
 
 /// The namespace of the function's own metrics (the metric transforms' default is
 /// Substation's, `Substation`).

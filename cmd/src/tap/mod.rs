@@ -32,7 +32,7 @@
 //! What became of each record handed on is kept shard by shard ([`Ledger`]), so that a tap
 //! that stops can say what was delivered and where each shard would resume.
 
-use sluice_transforms::aws::kinesis_throttled as throttled;
+use sluice_platform::aws::kinesis_throttled as throttled;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -43,7 +43,7 @@ use aws_sdk_kinesis::error::ProvideErrorMetadata;
 use aws_sdk_kinesis::primitives::DateTime;
 use aws_sdk_kinesis::types::ShardIteratorType;
 use sluice_engine::Message;
-use sluice_transforms::aws::describe_error;
+use sluice_platform::aws::describe_error;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -239,7 +239,7 @@ pub fn stream_name_and_region(stream: &str) -> Result<(String, Option<String>), 
     if !stream.starts_with("arn:") {
         return Ok((stream.to_string(), None));
     }
-    sluice_transforms::aws::Arn::parse(stream)
+    sluice_platform::aws::Arn::parse(stream)
         .ok()
         .and_then(|a| {
             let name = a.resource.strip_prefix("stream/")?.to_string();

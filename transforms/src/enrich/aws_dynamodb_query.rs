@@ -10,7 +10,7 @@
 //! without a value at the source key, and a query that finds nothing. `limit` items at most
 //! (the library's default is 1), in sort key order, descending unless `scan_index_forward`
 //! is true: with the library's defaults, the item with the greatest sort key. Items become
-//! plain JSON ([`item_json`](crate::aws::dynamodb_attributes::item_json)); their keys are sorted, as Go's JSON encoder sorts map keys.
+//! plain JSON ([`item_json`](sluice_platform::aws::dynamodb_attributes::item_json)); their keys are sorted, as Go's JSON encoder sorts map keys.
 //!
 //! Where sluice differs from Substation:
 //!
@@ -27,7 +27,7 @@
 //!   message through); an empty partition key value is an error before any call.
 //!
 //! Reads are eventually consistent, as in Substation. Throttling, 5xx and network errors
-//! are retried by the SDK (`crate::aws`); what still fails is an error naming the table.
+//! are retried by the SDK (`sluice_platform::aws`); what still fails is an error naming the table.
 //! Permission: `dynamodb:Query` on the table.
 
 use std::collections::HashMap;
@@ -41,9 +41,9 @@ use sluice_engine::{
 };
 use tokio::sync::OnceCell;
 
-use crate::aws::dynamodb_attributes::item_json;
+use sluice_platform::aws::dynamodb_attributes::item_json;
 
-use crate::aws::{
+use sluice_platform::aws::{
     AwsSettings, AwsTarget, check_role, lazy_client, non_empty, parse_dynamodb_table,
 };
 
@@ -234,7 +234,10 @@ impl EnrichAwsDynamodbQuery {
                 .send()
                 .await
                 .map_err(|e| {
-                    self.fail(format!("Query failed: {}", crate::aws::describe_error(&e)))
+                    self.fail(format!(
+                        "Query failed: {}",
+                        sluice_platform::aws::describe_error(&e)
+                    ))
                 })?;
             start = out.last_evaluated_key;
             items.extend(out.items.unwrap_or_default());

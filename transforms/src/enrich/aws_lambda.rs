@@ -10,7 +10,7 @@
 //! without a value at the source key passes through unchanged. A function error
 //! (`FunctionError` set: the function threw, timed out or ran out of memory) is an error
 //! carrying the function's `errorType` and `errorMessage`. `aws.arn` is sent as
-//! `FunctionName` as configured ([`crate::aws::lambda`]).
+//! `FunctionName` as configured ([`sluice_platform::aws::lambda`]).
 //!
 //! Where sluice differs from Substation:
 //!
@@ -25,7 +25,7 @@
 //!   and then passes every message through); errors name the function and the error code.
 //! - **Timeouts**: one attempt may last as long as a function may run (15 minutes), not
 //!   sluice's usual 5-second bound; throttling, 5xx and network errors are retried by the
-//!   SDK (`crate::aws`), so a function may run more than once for one message when its
+//!   SDK (`sluice_platform::aws`), so a function may run more than once for one message when its
 //!   answer is lost.
 
 use std::borrow::Cow;
@@ -40,8 +40,8 @@ use sluice_engine::{
 };
 use tokio::sync::OnceCell;
 
-use crate::aws::lambda::{self, Function, MAX_SYNC_PAYLOAD};
-use crate::aws::{AwsSettings, AwsTarget, check_role, non_empty};
+use sluice_platform::aws::lambda::{self, Function, MAX_SYNC_PAYLOAD};
+use sluice_platform::aws::{AwsSettings, AwsTarget, check_role, non_empty};
 
 /// Settings of `enrich_aws_lambda`.
 #[derive(Debug, Default, Deserialize)]

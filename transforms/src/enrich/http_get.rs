@@ -6,13 +6,13 @@
 //! URL is the text of the value at `object.source_key` (or the whole data when it is not
 //! set), inserted as it is (not URL-encoded, as in Substation); a message without that
 //! value passes through unchanged when the URL uses `${DATA}`. `${SECRET:id}` in the URL
-//! and the headers comes from `utility_secret` ([`crate::secrets`]). A JSON body is
+//! and the headers comes from `utility_secret` ([`sluice_platform::secrets`]). A JSON body is
 //! compacted as Go's `json.Compact` does it ([`http::body_data`]); with a target key it is
 //! written as JSON (anything else with SJSON's typing of the bytes).
 //!
 //! sluice's own settings: `request.timeout`, `retry.count`, `retry.delay` and
 //! `accept_client_errors`; how requests are retried and where sluice differs from
-//! Substation (4xx is an error) is in [`crate::http`].
+//! Substation (4xx is an error) is in [`sluice_platform::http`].
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
@@ -20,7 +20,7 @@ use sluice_engine::{
     Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait,
 };
 
-use crate::http::{self, Endpoint, HttpOptions, RequestSettings, RetrySettings};
+use sluice_platform::http::{self, Endpoint, HttpOptions, RequestSettings, RetrySettings};
 
 /// Settings of `enrich_http_get`.
 #[derive(Debug, Default, Deserialize)]
@@ -97,9 +97,9 @@ impl StatelessTransform for EnrichHttpGet {
 
 #[cfg(test)]
 mod tests {
-    use crate::http::test_server::{Reply, Server};
     use crate::registry;
     use sluice_engine::{json, testing};
+    use sluice_platform::http::test_server::{Reply, Server};
 
     fn build(settings: sluice_engine::Value) -> sluice_engine::Transform {
         testing::build(
@@ -225,9 +225,9 @@ mod tests {
 
     #[test]
     fn headers_carry_secrets_that_errors_never_show() {
-        crate::secrets::store(
+        sluice_platform::secrets::store(
             "get-token",
-            crate::secrets::Secret::new("tok-9f8e7d"),
+            sluice_platform::secrets::Secret::new("tok-9f8e7d"),
             std::time::Duration::ZERO,
         );
         let server = Server::start(|req| match req.header("authorization") {

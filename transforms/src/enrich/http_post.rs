@@ -11,14 +11,14 @@
 //!
 //! sluice's own settings: `request.timeout`, `retry.count`, `retry.delay` and
 //! `accept_client_errors`; how requests are retried and where sluice differs from
-//! Substation (4xx is an error) is in [`crate::http`].
+//! Substation (4xx is an error) is in [`sluice_platform::http`].
 
 use serde::Deserialize;
 use sluice_engine::{
     Build, ConfigError, Key, Message, StatelessTransform, TransformError, Value, async_trait, value,
 };
 
-use crate::http::{self, Endpoint, HttpOptions, RequestSettings, RetrySettings};
+use sluice_platform::http::{self, Endpoint, HttpOptions, RequestSettings, RetrySettings};
 
 /// `object` of `enrich_http_post`: the usual keys and `body_key`.
 #[derive(Debug, Default, Deserialize)]
@@ -123,9 +123,9 @@ impl StatelessTransform for EnrichHttpPost {
 
 #[cfg(test)]
 mod tests {
-    use crate::http::test_server::{Reply, Server};
     use crate::registry;
     use sluice_engine::{json, testing};
+    use sluice_platform::http::test_server::{Reply, Server};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};

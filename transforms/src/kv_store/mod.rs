@@ -48,7 +48,7 @@ pub(crate) fn kv_config<'a, 'b>(
     if type_name == "aws_dynamodb" {
         return Err(b.field_error(
             &format!("{field}.type"),
-            crate::without_aws::message("the aws_dynamodb kv store"),
+            sluice_platform::built_without_aws("the aws_dynamodb kv store"),
         ));
     }
     let settings = match obj.get("settings") {

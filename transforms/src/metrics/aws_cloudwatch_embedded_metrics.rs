@@ -18,30 +18,30 @@ use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, TransformError};
 
 use super::Metric;
-use super::emf::{self, Datum, EmfOutput, Unit};
+use sluice_platform::emf::{self, Datum, EmfOutput, Unit};
 
 /// The namespace when `settings.namespace` is not set: Substation's, so dashboards and
 /// alarms built on Substation's metrics keep working.
-pub const DEFAULT_NAMESPACE: &str = "Substation";
+pub(crate) const DEFAULT_NAMESPACE: &str = "Substation";
 
 /// Settings of the `aws_cloudwatch_embedded_metrics` destination.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The CloudWatch namespace (default `Substation`).
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
 }
 
 /// The `aws_cloudwatch_embedded_metrics` destination.
 #[derive(Debug, Clone)]
-pub struct CloudWatchEmf {
+pub(crate) struct CloudWatchEmf {
     namespace: String,
     output: EmfOutput,
 }
 
 impl CloudWatchEmf {
     /// Builds it from `settings`, found at `field` of the transform being built.
-    pub fn build(
+    pub(crate) fn build(
         b: &Build<'_>,
         field: &str,
         settings: &serde_json::Value,

@@ -1,6 +1,7 @@
 //! Metrics: the `metric` settings the metric transforms share (`utility_metric_bytes`,
 //! `utility_metric_count`, `utility_metric_freshness`, `meta_metric_duration`), the
-//! destinations a metric is written to, and the EMF encoder ([`emf`]).
+//! destinations a metric is written to. The EMF encoder is `sluice_platform::emf`, which
+//! the Lambda function's telemetry writes with too.
 //!
 //! Substation's `metric` is `{name, attributes, destination}`: `attributes` (a map of
 //! strings) become the metric's dimensions, and `destination` is a `{type, settings}`
@@ -15,31 +16,31 @@
 //!   random map order).
 //! - The transforms count in 64 bits (Substation's `uint32` counters wrap at 4 GiB).
 
-pub mod aws_cloudwatch_embedded_metrics;
-pub mod emf;
+pub(crate) mod aws_cloudwatch_embedded_metrics;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, TransformError};
+use sluice_platform::emf;
 
-pub use aws_cloudwatch_embedded_metrics::CloudWatchEmf;
+pub(crate) use aws_cloudwatch_embedded_metrics::CloudWatchEmf;
 
 /// The `metric` settings: what the metric is called, its dimensions, and where it goes.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct MetricSettings {
+pub(crate) struct MetricSettings {
     /// The metric's name (Substation suggests UpperCamelCase).
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Dimensions, `{name: value}`; values must be strings.
-    pub attributes: Option<serde_json::Map<String, serde_json::Value>>,
+    pub(crate) attributes: Option<serde_json::Map<String, serde_json::Value>>,
     /// Where the metric is written: `{type, settings}`.
-    pub destination: Option<serde_json::Value>,
+    pub(crate) destination: Option<serde_json::Value>,
 }
 
 /// A metric destination.
 #[derive(Debug, Clone)]
-pub enum Destination {
+pub(crate) enum Destination {
     /// `aws_cloudwatch_embedded_metrics`.
     CloudWatchEmf(CloudWatchEmf),
 }
@@ -60,7 +61,7 @@ impl Destination {
 
 /// A configured metric: its name, dimensions and destination.
 #[derive(Debug, Clone)]
-pub struct Metric {
+pub(crate) struct Metric {
     name: String,
     attributes: Vec<(String, String)>,
     destination: Destination,
@@ -69,7 +70,11 @@ pub struct Metric {
 impl Metric {
     /// Builds the metric from the transform's `metric` settings. `extra` names dimensions
     /// the transform adds itself (`FreshnessType`), which must not collide with the user's.
-    pub fn build(b: &Build<'_>, s: MetricSettings, extra: &[&str]) -> Result<Metric, ConfigError> {
+    pub(crate) fn build(
+        b: &Build<'_>,
+        s: MetricSettings,
+        extra: &[&str],
+    ) -> Result<Metric, ConfigError> {
         let name = match s.name {
             Some(n) if !n.trim().is_empty() => n,
             Some(_) => return Err(b.field_error("metric.name", "must not be empty")),
@@ -120,17 +125,17 @@ impl Metric {
     }
 
     /// The metric's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// The configured dimensions, in order.
-    pub fn attributes(&self) -> &[(String, String)] {
+    pub(crate) fn attributes(&self) -> &[(String, String)] {
         &self.attributes
     }
 
     /// Writes one value, with `extra` as one more dimension when given.
-    pub fn emit(
+    pub(crate) fn emit(
         &self,
         value: u64,
         unit: Option<emf::Unit>,
@@ -144,7 +149,7 @@ impl Metric {
 /// `utility_metric_bytes` and `utility_metric_count` keep. The sum is taken and reset in
 /// one atomic step, so nothing is lost or counted twice when messages arrive during a
 /// write, and put back when the write fails, so the next ctrl reports it.
-pub struct Tally {
+pub(crate) struct Tally {
     metric: Metric,
     unit: emf::Unit,
     sum: AtomicU64,
@@ -152,7 +157,7 @@ pub struct Tally {
 
 impl Tally {
     /// A sum of zero, written as `metric` in `unit`.
-    pub fn new(metric: Metric, unit: emf::Unit) -> Tally {
+    pub(crate) fn new(metric: Metric, unit: emf::Unit) -> Tally {
         Tally {
             metric,
             unit,
@@ -161,12 +166,12 @@ impl Tally {
     }
 
     /// Adds `n`.
-    pub fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         self.sum.fetch_add(n, Ordering::AcqRel);
     }
 
     /// Writes the sum and starts again from zero.
-    pub fn emit(&self) -> Result<(), TransformError> {
+    pub(crate) fn emit(&self) -> Result<(), TransformError> {
         let n = self.sum.swap(0, Ordering::AcqRel);
         self.metric.emit(n, Some(self.unit), None).inspect_err(|_| {
             self.sum.fetch_add(n, Ordering::AcqRel);

@@ -19,7 +19,7 @@
 //! - **Partial failures**: the records a call reports with an `ErrorCode`
 //!   (`RequestResponses[i]`) are sent again, only those, with exponential backoff and full
 //!   jitter and a bound (`RetryPolicy::DEFAULT`); throttling and 5xx of the whole call
-//!   are retried by the SDK (`crate::aws`). What still fails is reported to the batcher as
+//!   are retried by the SDK (`sluice_platform::aws`). What still fails is reported to the batcher as
 //!   exactly those items, so only their messages' acknowledgements fail, and the error
 //!   names the delivery stream and the error codes. Substation retries recursively without
 //!   bound or backoff, and dereferences a nil response when the call itself fails.
@@ -30,13 +30,13 @@ use super::aws_records::{
     put_with_retries, record_result, valid_stream_name,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
 use aws_sdk_firehose::Client;
 use aws_sdk_firehose::primitives::Blob;
 use aws_sdk_firehose::types::Record;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Value, async_trait};
+use sluice_platform::aws::{Arn, AwsTarget};
 
 /// Most records in one `PutRecordBatch` call.
 pub(crate) const MAX_RECORDS: usize = 500;
@@ -500,7 +500,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_say_whether_they_may_have_been_applied() {
-        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+        for (answers, want) in sluice_platform::aws::outcome::ANSWERS_TABLE {
             let (last, first) = answers.split_last().unwrap();
             let mut seq = mock!(Client::put_record_batch).sequence();
             for status in first {

@@ -19,7 +19,7 @@ use tokio::sync::OnceCell;
 pub(crate) use super::aws_records::RetryPolicy;
 use super::aws_records::{PutFailure, lazy_client};
 use super::batcher::SendError;
-use crate::aws::AwsTarget;
+use sluice_platform::aws::AwsTarget;
 
 /// The AWS side of a send destination: the resource, how to reach it, its client of type
 /// `C`, the retry policy for failed records.

@@ -69,12 +69,12 @@ use super::aws_records::{
     put_with_retries,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender, progress_id};
-use crate::aws::AwsTarget;
-use crate::aws::dynamodb_attributes::attribute_value_of_json;
-use crate::aws::parse_dynamodb_table;
 use crate::kv_store::aws_dynamodb::Cancel;
 use crate::kv_store::lock::ticket::Copies;
 use crate::kv_store::{LockTicket, Progress};
+use sluice_platform::aws::AwsTarget;
+use sluice_platform::aws::dynamodb_attributes::attribute_value_of_json;
+use sluice_platform::aws::parse_dynamodb_table;
 
 /// Most items in one `BatchWriteItem` call.
 pub(crate) const MAX_BATCH_ITEMS: usize = 25;
@@ -177,7 +177,7 @@ impl DynamoDbPut {
                     .map_err(|e| {
                         self.fail(format!(
                             "DescribeTable failed: {}",
-                            crate::aws::describe_error(&e)
+                            sluice_platform::aws::describe_error(&e)
                         ))
                     })?;
                 let mut keys: Vec<(bool, String)> = out

@@ -22,7 +22,7 @@
 //! - **Partial failures**: the entries a call reports with an `ErrorCode` are put again,
 //!   only those, with exponential backoff and full jitter and a bound
 //!   (`RetryPolicy::DEFAULT`); throttling and 5xx of the whole call are retried by the SDK
-//!   (`crate::aws`). What still fails is reported to the batcher as exactly those items, so
+//!   (`sluice_platform::aws`). What still fails is reported to the batcher as exactly those items, so
 //!   only their messages' acknowledgements fail, and the error names the bus and the error
 //!   codes. A failed call fails the entries it carried and those of the later calls of the
 //!   batch. Substation ignores failed entries (they are lost).
@@ -33,13 +33,13 @@ use super::aws_records::{
     put_with_retries, record_result,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
 use aws_sdk_eventbridge::Client;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 use bytes::Bytes;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Value, async_trait};
+use sluice_platform::aws::{Arn, AwsTarget};
 
 /// Most entries in one `PutEvents` call.
 pub(crate) const MAX_ENTRIES: usize = 10;
@@ -692,7 +692,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_say_whether_they_may_have_been_applied() {
-        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+        for (answers, want) in sluice_platform::aws::outcome::ANSWERS_TABLE {
             let (last, first) = answers.split_last().unwrap();
             let mut seq = mock!(Client::put_events).sequence();
             for status in first {

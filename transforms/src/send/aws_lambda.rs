@@ -4,7 +4,7 @@
 //! Substation compatibility: the same type name and settings (`aws.arn`,
 //! `aws.assume_role_arn`, `batch`, `auxiliary_transforms`, `object.batch_key`) and default
 //! id. `aws.arn` is sent as `FunctionName` as configured: a function ARN (whose region is
-//! used), or a name or partial ARN (region from `AWS_REGION`); see [`crate::aws::lambda`].
+//! used), or a name or partial ARN (region from `AWS_REGION`); see [`sluice_platform::aws::lambda`].
 //!
 //! Where sluice differs from Substation (`reference/substation.md` §2.1 row 54):
 //!
@@ -18,7 +18,7 @@
 //!   asynchronous events itself, so the order in which the function runs them is not the
 //!   order of the input either way.
 //! - **Per-item results**: a failed invoke (after the SDK's retries of throttling, 5xx and
-//!   network errors, `crate::aws`) fails only its item: the others are delivered and their
+//!   network errors, `sluice_platform::aws`) fails only its item: the others are delivered and their
 //!   messages' acknowledgements succeed, and the failed ones stay queued for a retry (see
 //!   the batcher) with an error naming the function and the error codes. Substation
 //!   stops at the first failure and, on retry, invokes every item of the batch again.
@@ -34,8 +34,8 @@ use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 use super::aws_destination::{AwsDestination, aws_send};
 use super::aws_records::{AttemptWatch, Failures};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::lambda::{self, Function, MAX_ASYNC_PAYLOAD};
-use crate::aws::{AwsSettings, AwsTarget, check_role, non_empty};
+use sluice_platform::aws::lambda::{self, Function, MAX_ASYNC_PAYLOAD};
+use sluice_platform::aws::{AwsSettings, AwsTarget, check_role, non_empty};
 
 /// Invokes in flight at once when `concurrency` is not set.
 pub(crate) const DEFAULT_CONCURRENCY: usize = 16;
@@ -482,7 +482,7 @@ mod tests {
         // delay shows how many are in flight.
         let delay = Duration::from_millis(20);
         for concurrency in [1usize, 4, 16] {
-            let (endpoint, most, server) = crate::aws::test_support::slow_endpoint(
+            let (endpoint, most, server) = sluice_platform::aws::test_support::slow_endpoint(
                 delay,
                 "HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
             )
@@ -494,7 +494,7 @@ mod tests {
                     "test", "test", None, None, "test",
                 ))
                 .endpoint_url(endpoint)
-                .http_client(crate::aws::https_client())
+                .http_client(sluice_platform::aws::https_client())
                 .build();
             let function = lambda::parse_function("sink").unwrap();
             let l = Lambda::new(function, AwsTarget::default(), concurrency)
@@ -556,7 +556,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_say_whether_they_may_have_been_applied() {
-        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+        for (answers, want) in sluice_platform::aws::outcome::ANSWERS_TABLE {
             let (last, first) = answers.split_last().unwrap();
             let mut seq = mock!(Client::invoke).sequence();
             for status in first {

@@ -11,7 +11,7 @@
 //! counts the error codes ([`Failures`]) and, on final failure, answers the records not
 //! accepted and an error naming the stream (queue, topic, bus), the operation and the
 //! codes ([`PutFailure`]). A call that failed as a whole says whether it may have been
-//! applied ([`CallError`], classified by `crate::aws::outcome`); records an answer reports
+//! applied ([`CallError`], classified by `sluice_platform::aws::outcome`); records an answer reports
 //! with an error code were certainly not.
 
 use std::future::Future;
@@ -20,11 +20,11 @@ use std::time::Duration;
 
 use sluice_engine::TransformError;
 
-// The `aws` settings and the lazily made client are every AWS transform's (`crate::aws`);
+// The `aws` settings and the lazily made client are every AWS transform's (`sluice_platform::aws`);
 // re-exported for the sends that import them from here.
-pub(crate) use crate::aws::AwsSettings;
-pub(super) use crate::aws::outcome::{AttemptWatch, CallError};
-pub(crate) use crate::aws::{check_role, lazy_client, non_empty};
+pub(crate) use sluice_platform::aws::AwsSettings;
+pub(super) use sluice_platform::aws::outcome::{AttemptWatch, CallError};
+pub(crate) use sluice_platform::aws::{check_role, lazy_client, non_empty};
 
 /// How often a call's failed records are sent again, and how long to wait in between
 /// (exponential backoff with full jitter). Shared by the AWS batch sends.

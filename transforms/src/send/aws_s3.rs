@@ -17,7 +17,7 @@
 //! aborted (`AbortMultipartUpload`) when any part or the completion fails, so no orphaned
 //! parts stay billed. Parts grow beyond `part_size` when an object would need more than
 //! S3's 10,000 parts; an object over S3's 5 TiB limit is an error naming it. Each call is
-//! retried by the SDK (`crate::aws`); what still fails fails the whole batch (no message of
+//! retried by the SDK (`sluice_platform::aws`); what still fails fails the whole batch (no message of
 //! it is delivered: the batcher keeps it for a retry and fails every acknowledgement when
 //! the pipeline gives up), and the error names the bucket, the key and S3's error code.
 //!
@@ -49,8 +49,8 @@ use super::aws_destination::{AwsDestination, aws_send};
 use super::aws_records::{AttemptWatch, AwsSettings, CallError, check_role, non_empty};
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use super::object_per_batch::{FilePath, ObjectPerBatch, content_type};
-use crate::aws::describe_error as describe;
-use crate::aws::{Arn, AwsTarget};
+use sluice_platform::aws::describe_error as describe;
+use sluice_platform::aws::{Arn, AwsTarget};
 
 /// 1 MiB.
 const MIB: usize = 1024 * 1024;
@@ -235,7 +235,7 @@ impl S3 {
             RequestChecksumCalculation::WhenRequired
         };
         self.aws
-            .client(|conf| crate::aws::s3::client(conf, checksums))
+            .client(|conf| sluice_platform::aws::s3::client(conf, checksums))
             .await
     }
 

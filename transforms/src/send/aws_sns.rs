@@ -20,7 +20,7 @@
 //! - **Partial failures**: the messages a call reports in `Failed` are published again,
 //!   only those, with exponential backoff and full jitter and a bound
 //!   (`RetryPolicy::DEFAULT`); throttling and 5xx of the whole call are retried by the SDK
-//!   (`crate::aws`). What still fails is reported to the batcher as exactly those items, so
+//!   (`sluice_platform::aws`). What still fails is reported to the batcher as exactly those items, so
 //!   only their messages' acknowledgements fail, and the error names the topic and the
 //!   error codes. A failed call fails the messages it carried and those of the later calls
 //!   of the batch. Substation retries recursively, without bound or backoff.
@@ -34,13 +34,13 @@ use super::aws_records::{
     put_with_retries,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
 use aws_sdk_sns::Client;
 use aws_sdk_sns::types::PublishBatchRequestEntry;
 use bytes::Bytes;
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Value, async_trait};
+use sluice_platform::aws::{Arn, AwsTarget};
 
 /// Most bytes (the sum of the messages) in one `PublishBatch` call.
 pub(crate) const MAX_CALL_BYTES: usize = 256 * 1024;
@@ -588,7 +588,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_say_whether_they_may_have_been_applied() {
-        for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+        for (answers, want) in sluice_platform::aws::outcome::ANSWERS_TABLE {
             let (last, first) = answers.split_last().unwrap();
             let mut seq = mock!(Client::publish_batch).sequence();
             for status in first {

@@ -24,7 +24,7 @@
 //!   deduplication id.
 //! - **Partial failures**: the messages a call reports in `Failed` are sent again, only
 //!   those, with exponential backoff and full jitter and a bound (`RetryPolicy::DEFAULT`);
-//!   throttling and 5xx of the whole call are retried by the SDK (`crate::aws`). What still
+//!   throttling and 5xx of the whole call are retried by the SDK (`sluice_platform::aws`). What still
 //!   fails is reported to the batcher as exactly those items, so only their messages'
 //!   acknowledgements fail, and the error names the queue and the error codes. A failed
 //!   call fails the messages it carried and those of the later calls of the batch.
@@ -47,7 +47,7 @@ use super::aws_records::{
     put_with_retries,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
+use sluice_platform::aws::{Arn, AwsTarget};
 
 /// Most bytes (the sum of the bodies) in one `SendMessageBatch` call.
 pub(crate) const MAX_CALL_BYTES: usize = 1024 * 1024;
@@ -211,7 +211,7 @@ impl Sqs {
                         TransformError::failed(format!(
                             "sqs queue {}: GetQueueUrl failed: {}",
                             self.aws.name(),
-                            crate::aws::describe_error(&e)
+                            sluice_platform::aws::describe_error(&e)
                         ))
                     })?;
                 out.queue_url()

@@ -19,8 +19,8 @@
 //! are accepted.
 //!
 //! Credentials and endpoint: Application Default Credentials, as Substation's Go client
-//! finds them ([`crate::gcp::credentials`]); `STORAGE_EMULATOR_HOST` sends every call to
-//! an emulator instead ([`crate::gcp::storage`]). A failed upload (after its retries) fails
+//! finds them ([`sluice_platform::gcp::credentials`]); `STORAGE_EMULATOR_HOST` sends every call to
+//! an emulator instead ([`sluice_platform::gcp::storage`]). A failed upload (after its retries) fails
 //! the whole batch, whose messages stay queued for the next attempt; the error names the
 //! bucket, the object and what Cloud Storage answered.
 
@@ -30,8 +30,8 @@ use sluice_engine::{Build, ConfigError, TransformError, Value, async_trait};
 
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use super::object_per_batch::{FilePath, ObjectPerBatch, content_type};
-use crate::gcp::credentials::process_env;
-use crate::gcp::storage::Storage;
+use sluice_platform::gcp::credentials::process_env;
+use sluice_platform::gcp::storage::Storage;
 
 /// What `gcp.resource` starts with.
 const RESOURCE_PREFIX: &str = "projects/_/buckets/";

@@ -7,7 +7,7 @@
 //! the config lists are sent (no `Content-Type` is added), as Substation's client does.
 //!
 //! Items of a batch are posted one after the other, in order. A request that still fails
-//! after its retries ([`crate::http`]: transport errors, timeouts, 429 and 5xx but 501)
+//! after its retries ([`sluice_platform::http`]: transport errors, timeouts, 429 and 5xx but 501)
 //! stops the batch: the items before it are delivered (their messages' acknowledgements
 //! succeed), it and the ones after it stay queued (see the batcher) and the error names the
 //! URL and the answer, so a retry posts exactly what was not delivered, in order.
@@ -23,7 +23,7 @@ use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Value, async_trait};
 
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
-use crate::http::{Endpoint, HttpOptions, RequestSettings, RetrySettings};
+use sluice_platform::http::{Endpoint, HttpOptions, RequestSettings, RetrySettings};
 
 /// Settings of `send_http_post`.
 #[derive(Debug, Default, Deserialize)]
@@ -103,10 +103,10 @@ impl Sender<HttpPost> {
 
 #[cfg(test)]
 mod tests {
-    use crate::http::test_server::{Reply, Server};
     use crate::registry;
     use sluice_engine::ack::{AckStatus, AckTracker};
     use sluice_engine::{Message, Pipeline, json, testing};
+    use sluice_platform::http::test_server::{Reply, Server};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -143,9 +143,9 @@ mod tests {
 
     #[test]
     fn one_post_per_item_with_headers_and_aux_transforms() {
-        crate::secrets::store(
+        sluice_platform::secrets::store(
             "send-key",
-            crate::secrets::Secret::new("k-123"),
+            sluice_platform::secrets::Secret::new("k-123"),
             std::time::Duration::ZERO,
         );
         let server = Server::start(|_| Reply::ok("ignored"));

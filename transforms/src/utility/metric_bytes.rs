@@ -12,8 +12,8 @@
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Message, StatefulTransform, TransformError, async_trait};
 
-use crate::metrics::emf::Unit;
 use crate::metrics::{Metric, MetricSettings, Tally};
+use sluice_platform::emf::Unit;
 
 /// Settings of `utility_metric_bytes`.
 #[derive(Debug, Default, Deserialize)]

@@ -23,8 +23,8 @@ use sluice_engine::{
     Build, ConfigError, Key, Message, StatefulTransform, TransformError, Value, async_trait,
 };
 
-use crate::metrics::emf::Unit;
 use crate::metrics::{Metric, MetricSettings};
+use sluice_platform::emf::Unit;
 
 /// The dimension this transform adds.
 pub(crate) const DIMENSION: &str = "FreshnessType";

@@ -1,5 +1,5 @@
 //! `utility_secret`: loads a secret into the process-wide secrets cache
-//! ([`crate::secrets`]) under its `id`, so that `${SECRET:id}` in the HTTP transforms' URLs
+//! ([`sluice_platform::secrets`]) under its `id`, so that `${SECRET:id}` in the HTTP transforms' URLs
 //! and headers is replaced by it; messages pass through unchanged.
 //!
 //! Settings as in Substation: `secret`, a provider config (`sub.secrets.environment_variable`
@@ -25,7 +25,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use sluice_engine::{Build, ConfigError, Message, StatelessTransform, TransformError, async_trait};
 
-use crate::secrets::{self, SecretConfig, SecretSource};
+use sluice_platform::secrets::{self, SecretConfig, SecretSource};
 
 /// Settings of `utility_secret`.
 #[derive(Debug, Default, Deserialize)]
@@ -97,8 +97,8 @@ impl StatelessTransform for UtilitySecret {
 #[cfg(test)]
 mod tests {
     use crate::registry;
-    use crate::secrets::Template;
     use sluice_engine::{json, testing};
+    use sluice_platform::secrets::Template;
 
     fn env_secret(id: &str, name: &str) -> sluice_engine::Value {
         json!({"secret": {"type": "environment_variable", "settings": {"id": id, "name": name}}})
@@ -168,14 +168,14 @@ mod tests {
     mod secrets_manager {
         use super::super::*;
         use crate::registry;
-        use crate::secrets::aws_secrets_manager::AwsSecretsManager;
-        use crate::secrets::{Provider, Template};
         use aws_sdk_secretsmanager::Client;
         use aws_sdk_secretsmanager::config::retry::RetryConfig;
         use aws_sdk_secretsmanager::operation::get_secret_value::GetSecretValueOutput;
         use aws_sdk_secretsmanager::primitives::Blob;
         use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
         use sluice_engine::{json, testing};
+        use sluice_platform::secrets::aws_secrets_manager::AwsSecretsManager;
+        use sluice_platform::secrets::{Provider, Template};
         use std::sync::Arc;
         use std::time::Duration;
 
@@ -304,9 +304,9 @@ mod tests {
 
             // A value that reaches an error text (a refresh that fails after a value was
             // cached, whose cause quotes it) is redacted.
-            crate::secrets::store(
+            sluice_platform::secrets::store(
                 "sm-leak",
-                crate::secrets::Secret::new("p4ssw0rd-xyz"),
+                sluice_platform::secrets::Secret::new("p4ssw0rd-xyz"),
                 Duration::from_nanos(1),
             );
             let rule = mock!(Client::get_secret_value).then_http_response(|| {

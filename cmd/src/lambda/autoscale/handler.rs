@@ -12,7 +12,7 @@ use chrono::Utc;
 use lambda_runtime::LambdaEvent;
 use serde::Deserialize;
 use serde_json::Value;
-use sluice_transforms::aws::{AwsTarget, describe_error};
+use sluice_platform::aws::{AwsTarget, describe_error};
 use tracing::Instrument;
 
 use super::*;
@@ -507,7 +507,7 @@ pub fn main(started: Instant) -> std::process::ExitCode {
     let Some(runtime) = build_runtime(&mut tokio::runtime::Builder::new_current_thread()) else {
         return ExitCode::FAILURE;
     };
-    let conf = runtime.block_on(sluice_transforms::aws::load(&AwsTarget::default()));
+    let conf = runtime.block_on(sluice_platform::aws::load(&AwsTarget::default()));
     if conf.region().is_none() {
         tracing::error!(
             error = "no AWS region: set AWS_REGION (Lambda sets it)",

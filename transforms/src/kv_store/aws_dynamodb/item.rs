@@ -31,9 +31,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use sluice_engine::{Value, async_trait};
 
 use super::{DynamoDbStore, number, parse_number};
-use crate::aws::dynamodb_attributes::{attribute_json, attribute_value};
 use crate::kv_store::item::store::{ItemError, ItemStore};
 use crate::kv_store::lock::{LockStore, StoreError};
+use sluice_platform::aws::dynamodb_attributes::{attribute_json, attribute_value};
 
 fn now_s() -> i64 {
     SystemTime::now()

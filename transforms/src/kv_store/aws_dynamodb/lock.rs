@@ -14,7 +14,6 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 
-use crate::aws::describe_error;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
@@ -23,6 +22,7 @@ use aws_sdk_dynamodb::types::{
 };
 use futures::stream::{self, StreamExt};
 use sluice_lock_protocol::pending_ttl;
+use sluice_platform::aws::describe_error;
 
 use super::super::lock::{
     AbandonRequest, AcquireRequest, Acquired, ClockOffset, CommitRequest, LockRecord, LockStatus,

@@ -59,7 +59,7 @@
 //! - Renew, release and abandon: the same, with `Update`s of the lease, `Delete`s, and
 //!   `Update`s that end the lease.
 //!
-//! Throttling, 5xx and network errors are retried by the SDK (see [`crate::aws`]);
+//! Throttling, 5xx and network errors are retried by the SDK (see [`sluice_platform::aws`]);
 //! transaction conflicts and throttling reported inside a cancelled transaction are
 //! retried here, with exponential backoff and jitter, a bounded number of times. What
 //! still fails is an error naming the table and the key.
@@ -99,7 +99,7 @@ use tokio::sync::OnceCell;
 pub use lock::Cancel;
 
 use super::{KvPlace, LockRecord, LockStatus, LockTicket, Progress, StoreError};
-use crate::aws::{AwsSettings, AwsTarget, check_role, non_empty, parse_dynamodb_table};
+use sluice_platform::aws::{AwsSettings, AwsTarget, check_role, non_empty, parse_dynamodb_table};
 
 /// The sort key's value when a sort key is configured (Substation's constant).
 pub const SORT_KEY_VALUE: &str = "substation:kv_store";
@@ -395,7 +395,7 @@ impl DynamoDbStore {
     pub(super) async fn client(&self) -> Result<&Client, StoreError> {
         self.client
             .get_or_try_init(|| async {
-                let conf = crate::aws::load(&self.target).await;
+                let conf = sluice_platform::aws::load(&self.target).await;
                 if conf.region().is_none() {
                     return Err(self.fail(
                         "connecting",
@@ -428,7 +428,7 @@ impl DynamoDbStore {
     where
         E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
     {
-        self.fail(what, crate::aws::describe_error(err))
+        self.fail(what, sluice_platform::aws::describe_error(err))
     }
 
     /// The item key of lock `key`.

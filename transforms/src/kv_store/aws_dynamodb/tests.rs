@@ -652,7 +652,7 @@ async fn a_silent_endpoint_times_out_as_an_error_naming_the_table() {
         .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::for_tests())
-        .http_client(crate::aws::https_client())
+        .http_client(sluice_platform::aws::https_client())
         .endpoint_url(format!("http://{addr}"))
         .retry_config(RetryConfig::standard().with_max_attempts(2))
         .timeout_config(
@@ -679,7 +679,7 @@ async fn a_silent_endpoint_times_out_as_an_error_naming_the_table() {
 async fn acquisitions_are_concurrent_up_to_the_bound() {
     let delay = Duration::from_millis(20);
     for (concurrency, want_most) in [(1usize, 1usize), (8, 8), (32, 32)] {
-        let (endpoint, most, server) = crate::aws::test_support::slow_endpoint(
+        let (endpoint, most, server) = sluice_platform::aws::test_support::slow_endpoint(
             delay,
             "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\ncontent-length: 2\r\n\r\n{}",
         )

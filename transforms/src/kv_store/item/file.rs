@@ -1,6 +1,6 @@
 //! What the read-only kv stores (`csv_file`, `json_file`, `text_file`, `mmdb`) share: their
 //! `file` setting, reading it (a local path relative to the working directory, or an
-//! `http(s)://` or `s3://` URL through [`crate::fetch`]) on first use, and keeping what
+//! `http(s)://` or `s3://` URL through [`sluice_platform::fetch`]) on first use, and keeping what
 //! they parsed from it until `close`.
 //!
 //! A failed read or parse is not kept: the next lookup tries again (a file that appears
@@ -9,7 +9,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::fetch::{Fetcher, Limits};
+use sluice_platform::fetch::{Fetcher, Limits};
 
 /// The largest kv store file read.
 pub const MAX_FILE_BYTES: usize = 1024 * 1024 * 1024;
@@ -24,7 +24,7 @@ const LIMITS: Limits = Limits {
 
 /// The bytes of `file` (a path or a URL), or why not, naming it.
 pub async fn read(file: &str) -> Result<Vec<u8>, String> {
-    if crate::fetch::is_url(file) {
+    if sluice_platform::fetch::is_url(file) {
         static FETCHER: OnceLock<Fetcher> = OnceLock::new();
         FETCHER
             .get_or_init(Fetcher::new)

@@ -14,7 +14,7 @@
 //! | `mmdb` | a MaxMind database; the key is an IP address | read-only |
 //!
 //! Files are local paths (relative to the working directory) or `http(s)://` and `s3://`
-//! URLs ([`crate::fetch`]), read on first use (never while a config is built).
+//! URLs ([`sluice_platform::fetch`]), read on first use (never while a config is built).
 //!
 //! Instances are shared per configuration within a build context
 //! ([`sluice_engine::Context::shared`]), as

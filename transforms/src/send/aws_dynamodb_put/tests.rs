@@ -542,7 +542,7 @@ async fn transactions_hold_100_writes_and_touch_an_item_once_per_wave() {
 
 #[tokio::test]
 async fn failures_say_whether_they_may_have_been_applied() {
-    for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+    for (answers, want) in sluice_platform::aws::outcome::ANSWERS_TABLE {
         let (last, first) = answers.split_last().unwrap();
         let mut seq = mock!(Client::batch_write_item).sequence();
         for status in first {

@@ -1,12 +1,12 @@
 //! `enable_record_aggregation`: which items share a KPL aggregated record. The format
-//! itself is `crate::kpl`'s; here is the grouping: records of one partition key are
+//! itself is `sluice_platform::kpl`'s; here is the grouping: records of one partition key are
 //! aggregated together and in order (so a key keeps reaching one shard in order), each
 //! aggregate stays within Kinesis's 1 MiB per record, and a lone record is sent plain.
 
 use bytes::Bytes;
 
 use super::{MAX_RECORD_BYTES, Record, random_key};
-use crate::kpl::Builder;
+use sluice_platform::kpl::Builder;
 
 /// One aggregate being filled: its outer partition key, the builder, the batch items in it.
 struct Open {

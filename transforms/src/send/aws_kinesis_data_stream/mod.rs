@@ -97,7 +97,6 @@ use std::sync::Arc;
 use super::aws_destination::{AwsDestination, aws_send};
 use super::aws_records::{self, check_role, non_empty, valid_stream_name};
 use super::batcher::{Caps, Destination, ItemLocks, Outgoing, SendError, SendOptions, Sender};
-use crate::aws::{Arn, AwsTarget};
 use crate::kv_store::LockTicket;
 use aws_sdk_kinesis::Client;
 use bytes::Bytes;
@@ -107,6 +106,7 @@ use sha2::{Digest, Sha256};
 use sluice_engine::message::Target;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
 use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, async_trait, value};
+use sluice_platform::aws::{Arn, AwsTarget};
 
 pub(crate) use super::aws_records::AwsSettings;
 #[cfg(test)]

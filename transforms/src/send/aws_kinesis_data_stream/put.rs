@@ -8,7 +8,7 @@
 //! - records the answer reports with an error code were certainly not put: only they are
 //!   sent again;
 //! - a call refused as a whole for certain (throttled, or a connection that failed before
-//!   the request went out: `crate::aws::outcome::never_sent`) is sent again as it was;
+//!   the request went out: `sluice_platform::aws::outcome::never_sent`) is sent again as it was;
 //! - any other certain refusal (a 4xx: validation, access, a missing stream) ends the call;
 //! - an answer that leaves the outcome open (a 5xx, a timeout, a connection lost after
 //!   sending, an answer that does not match the records) is followed, after
@@ -22,18 +22,18 @@
 //! outcome open: a request given up on may still be applied after the read-back, and the
 //! lock then leaves their keys for the next attempt to check.
 
-use crate::aws::kinesis_throttled as throttled;
 use aws_sdk_kinesis::Client;
 use aws_sdk_kinesis::config::retry::RetryConfig;
 use aws_sdk_kinesis::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::PutRecordsRequestEntry;
 use sluice_engine::TransformError;
+use sluice_platform::aws::kinesis_throttled as throttled;
 
 use super::readback::{self, Landing, Sought};
 use super::{Kinesis, Record, StreamRef, now_ms};
-use crate::aws::outcome::{AttemptWatch, never_sent};
 use crate::send::aws_records::Failures;
+use sluice_platform::aws::outcome::{AttemptWatch, never_sent};
 
 /// Why a call's records were not all put, and whether those left may be in the stream.
 #[derive(Debug)]
@@ -225,7 +225,7 @@ impl Kinesis {
                     .collect(),
             ),
             Err(e) => {
-                let text = crate::aws::describe_error(&e);
+                let text = sluice_platform::aws::describe_error(&e);
                 if watch.verdict(&e) {
                     Answer::Open(text)
                 } else {

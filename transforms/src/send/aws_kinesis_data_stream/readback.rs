@@ -18,7 +18,7 @@
 //! calls on one shard are spaced by [`ReadBack::pace`], throttling is retried by the SDK
 //! and then with backoff, an expired iterator is renewed where reading stopped.
 
-use crate::aws::kinesis_throttled as throttled;
+use sluice_platform::aws::kinesis_throttled as throttled;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -31,9 +31,9 @@ use futures::{StreamExt, TryStreamExt};
 use md5::{Digest, Md5};
 
 use super::StreamRef;
-use crate::aws::describe_error;
-use crate::kpl;
 use crate::send::aws_records::RetryPolicy;
+use sluice_platform::aws::describe_error;
+use sluice_platform::kpl;
 
 /// How a read-back reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

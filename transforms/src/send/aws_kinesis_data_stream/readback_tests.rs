@@ -536,7 +536,8 @@ async fn aggregated_records_are_matched_per_user_record() {
     let (x1, x2) = (r#"{"u":"x","n":1}"#, r#"{"u":"x","n":2}"#);
     let fake: Shared = Arc::new(Mutex::new(Fake::new(1)));
     // The earlier attempt aggregated x1 with a record of another message.
-    let agg = crate::kpl::aggregate(&[("x", br#"{"u":"x","n":0}"#), ("x", x1.as_bytes())]);
+    let agg =
+        sluice_platform::kpl::aggregate(&[("x", br#"{"u":"x","n":0}"#), ("x", x1.as_bytes())]);
     let landed = fake.lock().unwrap().store("x", &agg, t0 + 1, false);
     let k = send_to(&fake, by_user(), true);
     let (t1, t2) = (ticket(x1, Some(t0)), ticket(x2, Some(t0)));
@@ -745,7 +746,7 @@ fn send_to_endpoint(endpoint: &str) -> Kinesis {
         .region(Region::new("eu-west-1"))
         .credentials_provider(Credentials::new("a", "b", None, None, "test"))
         .endpoint_url(endpoint)
-        .http_client(crate::aws::https_client())
+        .http_client(sluice_platform::aws::https_client())
         .retry_config(
             RetryConfig::standard()
                 .with_max_attempts(2)

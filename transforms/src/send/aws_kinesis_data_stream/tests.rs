@@ -426,9 +426,9 @@ async fn acks_fail_for_exactly_the_undelivered_messages() {
 }
 
 /// Decodes a KPL aggregated record: (partition key table in order of use, [(key index,
-/// data)]), checked by `crate::kpl`.
+/// data)]), checked by `sluice_platform::kpl`.
 fn decode_kpl(blob: &Bytes) -> (Vec<String>, Vec<(u64, Vec<u8>)>) {
-    let users = crate::kpl::deaggregate(blob)
+    let users = sluice_platform::kpl::deaggregate(blob)
         .expect("well formed")
         .expect("an aggregate");
     let mut keys: Vec<String> = Vec::new();

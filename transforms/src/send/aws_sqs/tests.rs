@@ -602,7 +602,7 @@ fn compliance() {
 
 #[tokio::test]
 async fn failures_say_whether_they_may_have_been_applied() {
-    for (answers, want) in crate::aws::outcome::ANSWERS_TABLE {
+    for (answers, want) in sluice_platform::aws::outcome::ANSWERS_TABLE {
         let (last, first) = answers.split_last().unwrap();
         let mut seq = mock!(Client::send_message_batch).sequence();
         for status in first {

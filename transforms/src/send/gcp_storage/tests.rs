@@ -2,11 +2,11 @@
 //! stand-in on loopback (`tests/send_gcp_storage.rs` writes to the emulator).
 
 use super::*;
-use crate::gcp::storage::Storage;
-use crate::http::test_server::{Reply, Server};
 use crate::registry;
 use bytes::Bytes;
 use sluice_engine::{json, testing};
+use sluice_platform::gcp::storage::Storage;
+use sluice_platform::http::test_server::{Reply, Server};
 
 const RESOURCE: &str = "projects/_/buckets/logs-bucket";
 

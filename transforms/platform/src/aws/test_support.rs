@@ -8,7 +8,7 @@ use std::time::Duration;
 /// A loopback HTTP server that answers every request with `reply` (a whole HTTP/1.1
 /// response) after `delay`, and records the most requests it had open at once: its URL,
 /// that count, and the server's task (abort it when done).
-pub(crate) async fn slow_endpoint(
+pub async fn slow_endpoint(
     delay: Duration,
     reply: &'static str,
 ) -> (

@@ -182,8 +182,8 @@ impl From<String> for CallError {
 /// The HTTP answers a send's tests give a call (each once, the last repeated for the SDK's
 /// retries) and whether the failure that follows may have been applied: a 5xx; a 4xx; a
 /// 5xx retried by the SDK into a 4xx (the first attempt may have been applied).
-#[cfg(test)]
-pub(crate) const ANSWERS_TABLE: &[(&[u16], bool)] =
+#[cfg(any(test, feature = "test-support"))]
+pub const ANSWERS_TABLE: &[(&[u16], bool)] =
     &[(&[500], true), (&[400], false), (&[503, 400], true)];
 
 #[cfg(test)]

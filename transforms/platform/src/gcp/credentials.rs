@@ -47,10 +47,10 @@ const RENEW_BEFORE: Duration = Duration::from_secs(60);
 const JWT_LIFETIME: u64 = 3600;
 
 /// Reads an environment variable (the process's, or a test's).
-pub(crate) type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub type Env = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// The process's environment.
-pub(crate) fn process_env() -> Env {
+pub fn process_env() -> Env {
     Arc::new(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
 }
 
@@ -107,7 +107,7 @@ struct Token {
 }
 
 /// Application Default Credentials, found on first use, and the token they give.
-pub(crate) struct Credentials {
+pub struct Credentials {
     env: Env,
     scope: &'static str,
     source: OnceLock<Result<Source, String>>,
@@ -126,7 +126,7 @@ impl std::fmt::Debug for Credentials {
 
 impl Credentials {
     /// Credentials found through `env`, asking for tokens of `scope`.
-    pub(crate) fn new(env: Env, scope: &'static str) -> Self {
+    pub fn new(env: Env, scope: &'static str) -> Self {
         Credentials {
             env,
             scope,

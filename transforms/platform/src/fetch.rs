@@ -121,7 +121,7 @@ impl Fetcher {
                     Ok((url.to_string(), bytes))
                 }
                 #[cfg(not(feature = "aws"))]
-                Err(crate::without_aws::message("reading an s3:// URL"))
+                Err(crate::built_without_aws("reading an s3:// URL"))
             } else if has_scheme(url, "gs://") {
                 let (bucket, name) = parse_gs_url(url)?;
                 let bytes = self
@@ -184,7 +184,7 @@ impl Fetcher {
                 crate::aws::s3::get_object_body(&bucket, &key).await?.1
             }
             #[cfg(not(feature = "aws"))]
-            return Err(crate::without_aws::message("reading an s3:// URL"));
+            return Err(crate::built_without_aws("reading an s3:// URL"));
         } else if has_scheme(url, "gs://") {
             let (bucket, name) = parse_gs_url(url)?;
             let (media, headers) = self

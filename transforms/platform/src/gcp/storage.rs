@@ -29,7 +29,7 @@ use crate::http::{self, Client, Failure};
 const ENDPOINT: &str = "https://storage.googleapis.com";
 /// Objects up to this size go in one request; larger ones in chunks of it (a multiple of
 /// 256 KiB, as the protocol requires; the Go client's default).
-pub(crate) const CHUNK: usize = 16 * 1024 * 1024;
+pub const CHUNK: usize = 16 * 1024 * 1024;
 /// One request (a whole object up to [`CHUNK`], or one chunk) may take this long.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Retries of one request after the first attempt.
@@ -37,7 +37,7 @@ const RETRIES: u32 = 4;
 
 /// A Cloud Storage endpoint and the credentials to call it with.
 #[derive(Debug)]
-pub(crate) struct Storage {
+pub struct Storage {
     endpoint: String,
     /// `None` for an emulator.
     credentials: Option<Credentials>,
@@ -47,7 +47,7 @@ pub(crate) struct Storage {
 impl Storage {
     /// The endpoint `env` says (see the module documentation), with Application Default
     /// Credentials from `env` unless it is an emulator.
-    pub(crate) fn from_env(env: Env) -> Self {
+    pub fn from_env(env: Env) -> Self {
         match env("STORAGE_EMULATOR_HOST") {
             Some(host) => Storage::new(base_url(&host), None),
             None => Storage::new(
@@ -58,7 +58,7 @@ impl Storage {
     }
 
     /// Cloud Storage at `endpoint` (`http(s)://HOST[:PORT]`), called with `credentials`.
-    pub(crate) fn new(endpoint: String, credentials: Option<Credentials>) -> Self {
+    pub fn new(endpoint: String, credentials: Option<Credentials>) -> Self {
         Storage {
             endpoint: endpoint.trim_end_matches('/').to_string(),
             credentials,
@@ -68,14 +68,14 @@ impl Storage {
 
     /// The same, its calls made through `client` (tests shorten the retries' waits).
     #[cfg(test)]
-    pub(crate) fn with_client(mut self, client: Client) -> Self {
+    pub fn with_client(mut self, client: Client) -> Self {
         self.client = client;
         self
     }
 
     /// Writes `body` as object `name` of `bucket` with `content_type`. The failure says
     /// which call failed and whether the object may have been written all the same.
-    pub(crate) async fn upload(
+    pub async fn upload(
         &self,
         bucket: &str,
         name: &str,
@@ -215,7 +215,7 @@ impl Storage {
 
     /// Reads object `name` of `bucket` (`GET /storage/v1/b/BUCKET/o/NAME?alt=media`), refusing
     /// one larger than `max_bytes` (`what` names what it is, for that error: "a config").
-    pub(crate) async fn download(
+    pub async fn download(
         &self,
         bucket: &str,
         name: &str,
@@ -257,7 +257,7 @@ impl Storage {
 
     /// Whether object `name` of `bucket` exists (`GET /storage/v1/b/BUCKET/o/NAME`, its
     /// metadata: `404` when it does not).
-    pub(crate) async fn exists(&self, bucket: &str, name: &str) -> Result<bool, Failure> {
+    pub async fn exists(&self, bucket: &str, name: &str) -> Result<bool, Failure> {
         let headers = self.authorization().await?;
         let url = format!(
             "{}/storage/v1/b/{}/o/{}",

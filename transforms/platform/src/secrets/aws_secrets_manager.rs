@@ -20,7 +20,7 @@ use crate::aws::{Arn, AwsSettings, AwsTarget, check_role, lazy_client, non_empty
 /// Settings of the `aws_secrets_manager` provider.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Settings {
+pub struct Settings {
     /// The cache id that `${SECRET:id}` names.
     pub id: Option<String>,
     /// `arn` (the secret's ARN or name) and `assume_role_arn`.
@@ -30,7 +30,7 @@ pub(crate) struct Settings {
 }
 
 /// A secret in AWS Secrets Manager.
-pub(crate) struct AwsSecretsManager {
+pub struct AwsSecretsManager {
     secret_id: String,
     target: AwsTarget,
     client: OnceCell<Client>,
@@ -38,7 +38,7 @@ pub(crate) struct AwsSecretsManager {
 
 impl AwsSecretsManager {
     /// Builds it from `s`, found at `field`.
-    pub(crate) fn build(b: &Build<'_>, field: &str, s: &Settings) -> Result<Self, ConfigError> {
+    pub fn build(b: &Build<'_>, field: &str, s: &Settings) -> Result<Self, ConfigError> {
         let arn_field = format!("{field}.aws.arn");
         let secret_id = non_empty(s.aws.arn.clone()).ok_or_else(|| {
             b.field_error(
@@ -84,8 +84,8 @@ impl AwsSecretsManager {
     }
 
     /// The secret `secret_id` read with `client` (tests with mocked responses).
-    #[cfg(test)]
-    pub(crate) fn with_client(secret_id: &str, client: Client) -> Self {
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn with_client(secret_id: &str, client: Client) -> Self {
         AwsSecretsManager {
             secret_id: secret_id.to_string(),
             target: AwsTarget::default(),
@@ -94,7 +94,7 @@ impl AwsSecretsManager {
     }
 
     /// Fetches the secret's `SecretString`.
-    pub(crate) async fn fetch(&self) -> Result<Secret, String> {
+    pub async fn fetch(&self) -> Result<Secret, String> {
         let no_region = || {
             format!(
                 "no AWS region for {:?}: give the secret's ARN in aws.arn or set AWS_REGION",

@@ -14,16 +14,16 @@
 //! - The cache has no capacity bound: its ids come from the config, not from data.
 //!
 //! Every error text that could carry a value (an HTTP client's error, say) goes through
-//! [`redact`], which replaces every cached value with `<redacted>`: the value as is, and
+//! `redact`, which replaces every cached value with `<redacted>`: the value as is, and
 //! the forms a server may echo it back in (JSON-escaped, percent-encoded with `%20` or
 //! `+` for a space, base64 standard and URL-safe, padded or not), computed once when the
 //! value is stored. Text that is cut to a length (an answer's body in an error) goes
-//! through [`redact_cut`], which redacts *before* cutting and drops a tail that is the
+//! through `redact_cut`, which redacts *before* cutting and drops a tail that is the
 //! start of a secret, so a cut never leaves a secret's first characters.
 
 #[cfg(feature = "aws")]
-pub(crate) mod aws_secrets_manager;
-pub(crate) mod environment_variable;
+pub mod aws_secrets_manager;
+pub mod environment_variable;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -43,16 +43,16 @@ pub(crate) const REDACTED: &str = "<redacted>";
 /// A secret value. Its `Debug` and `Display` never show it; [`Secret::expose`] does, for the
 /// one place that must use it (a request being built).
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Secret(Arc<str>);
+pub struct Secret(Arc<str>);
 
 impl Secret {
     /// Wraps `value`.
-    pub(crate) fn new(value: impl Into<Arc<str>>) -> Self {
+    pub fn new(value: impl Into<Arc<str>>) -> Self {
         Secret(value.into())
     }
 
     /// The value itself.
-    pub(crate) fn expose(&self) -> &str {
+    pub fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -132,7 +132,7 @@ fn cache_read() -> std::sync::RwLockReadGuard<'static, HashMap<String, Entry>> {
 
 /// Puts `value` in the cache under `id`, fresh for `ttl` from now (`Duration::ZERO`: for
 /// the life of the process).
-pub(crate) fn store(id: &str, value: Secret, ttl: Duration) {
+pub fn store(id: &str, value: Secret, ttl: Duration) {
     let expires = (!ttl.is_zero()).then(|| Instant::now() + ttl);
     CACHE.write().unwrap_or_else(|p| p.into_inner()).insert(
         id.to_string(),
@@ -151,7 +151,7 @@ pub(crate) fn lookup(id: &str) -> Option<Secret> {
 }
 
 /// Whether `id` is cached and not expired at `now`.
-pub(crate) fn is_fresh(id: &str, now: Instant) -> bool {
+pub fn is_fresh(id: &str, now: Instant) -> bool {
     cache_read()
         .get(id)
         .is_some_and(|e| e.expires.is_none_or(|t| now < t))
@@ -379,7 +379,7 @@ impl Template {
 
 /// `secret`: a secret provider's config, `{type, settings}`, as `utility_secret` takes it.
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct SecretConfig {
+pub struct SecretConfig {
     /// `environment_variable` or `aws_secrets_manager`.
     #[serde(rename = "type")]
     pub kind: String,
@@ -399,7 +399,7 @@ fn parse_ttl(b: &Build<'_>, field: &str, ttl: &Option<String>) -> Result<Duratio
 }
 
 /// Where a secret comes from.
-pub(crate) enum Provider {
+pub enum Provider {
     /// An environment variable of the process.
     Environment(environment_variable::EnvironmentVariable),
     /// AWS Secrets Manager.
@@ -408,7 +408,7 @@ pub(crate) enum Provider {
 }
 
 /// A configured secret: its cache id, how long a value is used, and its provider.
-pub(crate) struct SecretSource {
+pub struct SecretSource {
     /// The cache key that `${SECRET:id}` names.
     pub id: String,
     /// How long a fetched value is used (`Duration::ZERO`: for the life of the process).
@@ -434,11 +434,7 @@ impl fmt::Debug for SecretSource {
 
 impl SecretSource {
     /// Builds the provider config found at `field` (e.g. `secret`) of a transform.
-    pub(crate) fn build(
-        b: &Build<'_>,
-        field: &str,
-        cfg: &SecretConfig,
-    ) -> Result<Self, ConfigError> {
+    pub fn build(b: &Build<'_>, field: &str, cfg: &SecretConfig) -> Result<Self, ConfigError> {
         let settings_field = format!("{field}.settings");
         let (id, ttl_offset, provider) = match cfg.kind.as_str() {
             "environment_variable" => {
@@ -450,7 +446,7 @@ impl SecretSource {
             "aws_secrets_manager" => {
                 return Err(b.field_error(
                     &format!("{field}.type"),
-                    crate::without_aws::message("the aws_secrets_manager secret provider"),
+                    crate::built_without_aws("the aws_secrets_manager secret provider"),
                 ));
             }
             #[cfg(feature = "aws")]
@@ -485,7 +481,7 @@ impl SecretSource {
     }
 
     /// Fetches the value now.
-    pub(crate) async fn fetch(&self) -> Result<Secret, TransformError> {
+    pub async fn fetch(&self) -> Result<Secret, TransformError> {
         match &self.provider {
             Provider::Environment(p) => p.fetch().map_err(|m| self.fail(m)),
             #[cfg(feature = "aws")]
@@ -495,7 +491,7 @@ impl SecretSource {
 
     /// Fetches and caches the value now when the provider can answer without I/O (an
     /// environment variable); `None` for the others.
-    pub(crate) fn fetch_now(&self) -> Option<Result<(), String>> {
+    pub fn fetch_now(&self) -> Option<Result<(), String>> {
         match &self.provider {
             Provider::Environment(p) => Some(p.fetch().map(|v| store(&self.id, v, self.ttl))),
             #[cfg(feature = "aws")]

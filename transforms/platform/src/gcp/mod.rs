@@ -7,8 +7,8 @@
 //! speaks the documented REST protocols itself over the HTTP client the other transforms
 //! use ([`crate::http::Client`]), and signs with `ring`, already in the build for TLS.
 
-pub(crate) mod credentials;
-pub(crate) mod storage;
+pub mod credentials;
+pub mod storage;
 
 /// `http://HOST[:PORT]` for a host given without a scheme (`GCE_METADATA_HOST`,
 /// `STORAGE_EMULATOR_HOST`), a URL as it is; no trailing `/` either way.

@@ -14,7 +14,7 @@ use super::Secret;
 /// Settings of the `environment_variable` provider.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub(crate) struct Settings {
+pub struct Settings {
     /// The cache id that `${SECRET:id}` names.
     pub id: Option<String>,
     /// The environment variable.
@@ -25,13 +25,13 @@ pub(crate) struct Settings {
 
 /// A secret in an environment variable.
 #[derive(Debug)]
-pub(crate) struct EnvironmentVariable {
+pub struct EnvironmentVariable {
     name: String,
 }
 
 impl EnvironmentVariable {
     /// Builds it from `s`, found at `field`.
-    pub(crate) fn build(b: &Build<'_>, field: &str, s: &Settings) -> Result<Self, ConfigError> {
+    pub fn build(b: &Build<'_>, field: &str, s: &Settings) -> Result<Self, ConfigError> {
         let name = s.name.clone().filter(|n| !n.is_empty()).ok_or_else(|| {
             b.field_error(
                 &format!("{field}.name"),
@@ -48,7 +48,7 @@ impl EnvironmentVariable {
     }
 
     /// The variable's value now.
-    pub(crate) fn fetch(&self) -> Result<Secret, String> {
+    pub fn fetch(&self) -> Result<Secret, String> {
         match std::env::var(&self.name) {
             Ok(v) if !v.is_empty() => Ok(Secret::new(v)),
             Ok(_) => Err(format!("environment variable {:?} is empty", self.name)),

@@ -16,7 +16,7 @@
 //! the data holds) keeps that meaning: the data must be an `http://` or `https://` URL, and
 //! such a transform cannot carry a secret in its headers, since data chooses the host.
 //! A failed answer's body is shown redacted and cut after redaction, and not at all when the
-//! request carried a secret ([`secrets::redact_cut`]).
+//! request carried a secret (`secrets::redact_cut`).
 //!
 //! Retries follow Substation's client (hashicorp retryablehttp): a transport error, a
 //! timeout, 429 and every 5xx but 501 are retried, `retry.count` times (default
@@ -29,7 +29,7 @@
 //! the start of the body) unless `accept_client_errors` is true; Substation treats every
 //! 4xx as success, so a rejected send is lost silently. A 3xx answer is an error too
 //! (redirects are not followed). Errors show the URL as configured, placeholders unfilled,
-//! and pass through [`secrets::redact`], so no secret reaches a log.
+//! and pass through `secrets::redact`, so no secret reaches a log.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -517,7 +517,7 @@ fn is_http_url(url: &str) -> bool {
 const BODY_IN_ERRORS: usize = 200;
 
 /// `HTTP <status>: <start of the body>`, the body redacted before it is cut
-/// ([`secrets::redact_cut`]); without the body when the request carried a secret
+/// (`secrets::redact_cut`); without the body when the request carried a secret
 /// (`secret`), which the answer may echo in a form no redaction knows.
 fn status_error(a: &Attempt, secret: bool) -> String {
     let text = String::from_utf8_lossy(&a.body);

@@ -78,8 +78,8 @@ pub fn kinesis_throttled(code: Option<&str>) -> bool {
         )
     )
 }
-#[cfg(test)]
-pub(crate) mod test_support;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 
 /// Attempts per SDK operation (the first and the retries).
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -212,7 +212,7 @@ pub struct AwsTarget {
 
 /// The HTTPS client (hyper + rustls with the `ring` provider); plain `http://` endpoints
 /// (local emulators) work through it too. Inside a Lambda invocation its calls end in time
-/// ([`WithinInvocation`]).
+/// (`WithinInvocation`).
 pub fn https_client() -> SharedHttpClient {
     use aws_smithy_http_client::tls;
     SharedHttpClient::new(WithinInvocation(
@@ -255,7 +255,7 @@ struct WithinInvocationConnector(SharedHttpConnector);
 /// The SDK's sleeps (the backoff between a call's attempts, its timeouts), ended by
 /// `sluice_engine::invocation::call_deadline` inside a Lambda invocation: a retry's backoff
 /// (up to [`MAX_BACKOFF`]) never takes a call past the time the function keeps to answer;
-/// the attempt after it is then not made ([`WithinInvocation`]).
+/// the attempt after it is then not made (`WithinInvocation`).
 #[derive(Debug)]
 struct SleepWithinInvocation;
 
