@@ -11,6 +11,7 @@
 pub mod aws_dynamodb;
 pub mod item;
 pub mod lock;
+pub mod lock_stores;
 pub mod memory;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -24,7 +25,7 @@ use sluice_engine::{Build, ConfigError, Value};
 pub use lock::contract;
 pub use lock::{
     AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore,
-    LockTicket, Prior, Progress, RenewRequest, Settled, StoreError, lock_store, sqlite,
+    LockTicket, Prior, Progress, RenewRequest, Settled, StoreError, sqlite,
 };
 
 /// A kv store config `{type, settings}` in `field` taken apart: its type name, its settings

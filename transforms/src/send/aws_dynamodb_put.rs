@@ -69,7 +69,7 @@ use super::aws_records::{
     put_with_retries,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender, progress_id};
-use crate::kv_store::aws_dynamodb::Cancel;
+use crate::kv_store::aws_dynamodb::{Cancel, table_of};
 use crate::kv_store::lock::ticket::Copies;
 use crate::kv_store::{LockTicket, Progress};
 use sluice_platform::aws::AwsTarget;
@@ -254,19 +254,21 @@ impl DynamoDbPut {
             };
             let result = put_with_retries(stream, self.aws.retry(), chunk.len(), |pending| {
                 let sent: Vec<Item> = pending.iter().map(|&i| chunk[i].1.clone()).collect();
-                let requests: Vec<WriteRequest> = sent
+                let requests: Result<Vec<WriteRequest>, _> = sent
                     .iter()
                     .map(|item| {
-                        WriteRequest::builder()
-                            .put_request(
-                                PutRequest::builder()
-                                    .set_item(Some(item.clone()))
-                                    .build()
-                                    .expect("item is set"),
-                            )
-                            .build()
+                        let put = PutRequest::builder().set_item(Some(item.clone())).build()?;
+                        Ok(WriteRequest::builder().put_request(put).build())
                     })
                     .collect();
+                let requests = match requests {
+                    Ok(requests) => requests,
+                    Err(e) => {
+                        let e: aws_sdk_dynamodb::error::BuildError = e;
+                        let failed = CallError::certain(format!("cannot make the request: {e}"));
+                        return futures::future::Either::Left(std::future::ready(Err(failed)));
+                    }
+                };
                 let watch = AttemptWatch::default();
                 let req = client
                     .batch_write_item()
@@ -274,7 +276,7 @@ impl DynamoDbPut {
                     .customize()
                     .interceptor(watch.clone())
                     .send();
-                async move {
+                futures::future::Either::Right(async move {
                     let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                     let unprocessed: Vec<&Item> = out
                         .unprocessed_items()
@@ -294,7 +296,7 @@ impl DynamoDbPut {
                                 .then(|| ("UnprocessedItems".to_string(), String::new()))
                         })
                         .collect())
-                }
+                })
             })
             .await;
             if let Err(mut f) = result {
@@ -331,7 +333,7 @@ impl DynamoDbPut {
                 ));
                 continue;
             }
-            if let Some(lock) = locks.iter().find(|l| l.store.dynamodb().is_none()) {
+            if let Some(lock) = locks.iter().find(|l| table_of(&*l.store).is_none()) {
                 bad.add(
                     vec![i],
                     self.fail(format!(
@@ -345,10 +347,10 @@ impl DynamoDbPut {
             let same = groups
                 .last()
                 .is_some_and(|g| g.locks.iter().any(|a| locks.iter().any(|b| a.key == b.key)));
-            if !same {
-                groups.push(Group::default());
-            }
-            let g = groups.last_mut().expect("a group was just made");
+            let mut g = match same {
+                true => groups.pop().unwrap_or_default(),
+                false => Group::default(),
+            };
             let pk: Vec<AttributeValue> = self
                 .primary_key(&item, schema)
                 .map(|k| k.into_iter().cloned().collect())
@@ -368,6 +370,7 @@ impl DynamoDbPut {
                     g.locks.push(l);
                 }
             }
+            groups.push(g);
         }
         let mut ok_groups = Vec::new();
         for g in groups {
@@ -442,7 +445,14 @@ impl DynamoDbPut {
                     }
                 }
                 for l in &g.locks {
-                    let store = l.store.dynamodb().expect("checked when grouped");
+                    let Some(store) = table_of(&*l.store) else {
+                        build_error = Some(self.fail(format!(
+                            "transactional: the lock on {:?} is in {}, not in DynamoDB",
+                            l.key,
+                            l.store.describe()
+                        )));
+                        continue;
+                    };
                     match store.co_progress_write(l, &g.progress_of(&l.key, send)) {
                         Ok(w) => {
                             writes.push(w);
@@ -503,7 +513,8 @@ impl DynamoDbPut {
                     (Cancel::NotOurs, Some(l)) => {
                         let holder = reason
                             .item()
-                            .map(|i| l.store.dynamodb().expect("checked").holder(i).owner)
+                            .zip(table_of(&*l.store))
+                            .map(|(i, table)| table.holder(i).owner)
                             .unwrap_or_else(|| "nobody (the lock is gone)".into());
                         Some(format!(
                             "transactional: the lock on {:?} is held by {holder}, not by this process (its lease ran out): the message's items were not written",
@@ -668,11 +679,15 @@ fn plan_transactions(groups: &[Group]) -> Vec<Vec<Vec<usize>>> {
         if tx.is_empty() {
             return;
         }
-        if waves.is_empty() || tx_touched.iter().any(|t| wave_touched.contains(t)) {
-            waves.push(Vec::new());
-            wave_touched.clear();
+        match waves.last_mut() {
+            Some(wave) if !tx_touched.iter().any(|t| wave_touched.contains(t)) => {
+                wave.push(std::mem::take(tx))
+            }
+            _ => {
+                waves.push(vec![std::mem::take(tx)]);
+                wave_touched.clear();
+            }
         }
-        waves.last_mut().expect("a wave").push(std::mem::take(tx));
         wave_touched.append(tx_touched);
     };
     for (gi, g) in groups.iter().enumerate() {
@@ -710,11 +725,13 @@ fn batch_calls<'i>(
             call.len() == MAX_BATCH_ITEMS || bytes + n > MAX_BATCH_BYTES || keys.contains(&k)
         });
         if full {
-            calls.push(Vec::new());
             keys.clear();
             bytes = 0;
         }
-        calls.last_mut().expect("a call").push(c);
+        match calls.last_mut() {
+            Some(call) if !full => call.push(c),
+            _ => calls.push(vec![c]),
+        }
         keys.push(k);
         bytes += n;
     }

@@ -975,10 +975,6 @@ impl LockStore for DynamoDbStore {
             .collect())
     }
 
-    fn dynamodb(&self) -> Option<&DynamoDbStore> {
-        Some(self)
-    }
-
     fn clock_offset(&self) -> Option<ClockOffset> {
         self.clock.offset()
     }

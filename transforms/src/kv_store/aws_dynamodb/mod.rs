@@ -254,6 +254,12 @@ impl Table {
     }
 }
 
+/// The DynamoDB table behind a lock store, when it is one: a DynamoDB send can then
+/// record its deliveries in the same transaction as its items.
+pub fn table_of(store: &dyn super::LockStore) -> Option<&DynamoDbStore> {
+    (store as &dyn std::any::Any).downcast_ref()
+}
+
 /// Locks in a DynamoDB table (see the module documentation).
 pub struct DynamoDbStore {
     pub(super) table: Table,

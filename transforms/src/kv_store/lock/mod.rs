@@ -17,16 +17,11 @@ pub mod sqlite;
 pub(crate) mod test_faulty;
 pub mod ticket;
 
-use std::sync::Arc;
-
-use sluice_engine::{Build, ConfigError, Value, async_trait};
+use sluice_engine::async_trait;
 pub use sluice_lock_protocol::{
     AcquireRequest, Acquired, Change, LockRecord, LockStatus, Prior, Progress, Settled,
 };
 
-#[cfg(feature = "aws")]
-use super::aws_dynamodb;
-use super::{kv_config, memory, unknown_type};
 pub use ticket::LockTicket;
 
 /// A lock store's failure, after its own retries.
@@ -85,7 +80,7 @@ pub struct ClockOffset {
 /// process) and answers one result per key, in order; an `Err` of a whole call means the
 /// store failed after its retries and nothing can be assumed about what it applied.
 #[async_trait]
-pub trait LockStore: Send + Sync + 'static {
+pub trait LockStore: std::any::Any + Send + Sync {
     /// A short description for logs and errors, e.g. `aws_dynamodb table locks`.
     fn describe(&self) -> String;
 
@@ -152,45 +147,4 @@ pub trait LockStore: Send + Sync + 'static {
     /// Makes sure [`LockStore::clock_offset`] has a measurement, with a call that changes
     /// nothing if none was made yet (a store that tells no time does nothing).
     async fn measure_clock(&self) {}
-
-    /// The DynamoDB table behind this store, when it is one: a DynamoDB send can then
-    /// record its deliveries in the same transaction as its items.
-    #[cfg(feature = "aws")]
-    fn dynamodb(&self) -> Option<&aws_dynamodb::DynamoDbStore> {
-        None
-    }
-}
-
-/// Builds the lock store configured in `field` (a `{type, settings}` object).
-pub fn lock_store(
-    b: &Build<'_>,
-    field: &str,
-    cfg: &Value,
-) -> Result<Arc<dyn LockStore>, ConfigError> {
-    let (type_name, settings, place) = kv_config(b, field, cfg)?;
-    let settings = &settings;
-    match type_name {
-        "memory" => memory::MemoryStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
-        "sqlite" => sqlite::SqliteStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>),
-        #[cfg(feature = "aws")]
-        "aws_dynamodb" => {
-            aws_dynamodb::DynamoDbStore::shared(&place, settings).map(|s| s as Arc<dyn LockStore>)
-        }
-        #[cfg(test)]
-        "test_faulty_sqlite" => test_faulty::FaultySqliteStore::build(&place, settings)
-            .map(|s| Arc::new(s) as Arc<dyn LockStore>),
-        "csv_file" | "json_file" | "text_file" | "mmdb" => Err(b.field_error(
-            &format!("{field}.type"),
-            format!(
-                "the {type_name} kv store is read-only and cannot hold locks; use aws_dynamodb, sqlite or memory"
-            ),
-        )),
-        other => Err(unknown_type(
-            b,
-            field,
-            "lock kv store",
-            other,
-            &["aws_dynamodb", "sqlite", "memory"],
-        )),
-    }
 }
