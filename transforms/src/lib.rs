@@ -12,6 +12,7 @@
 // HTTP test server). Everything else is this crate's own.
 #[cfg(feature = "aws")]
 pub mod aws;
+pub mod compression;
 pub mod fetch;
 #[doc(hidden)]
 pub mod fuzzing;
