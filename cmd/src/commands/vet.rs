@@ -1,7 +1,7 @@
 //! `sluice vet`: compile configs and build every transform and test, reporting each problem
 //! with its place; non-zero exit on any problem (Substation's exits 0). Warnings (unknown
-//! settings, a lock whose duplicates continue into a send after it: `sluice_config::lock_lint`)
-//! are printed and do not fail it.
+//! settings, a lock whose duplicates continue into a send after it:
+//! `sluice_config::lock_lint`) are printed and do not fail it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -14,8 +14,9 @@
 //! size on the worker that makes its message ([`BufferedLines`]), so this thread's work per
 //! line is finding its end.
 //! Compressed input (gzip, bzip2, Zstandard, framed Snappy) is detected by its magic bytes
-//! and decompressed (`sluice_transforms::compression`); a truncated stream is an error naming the
-//! file and the format. A line longer than the limit is an error naming the file and line.
+//! and decompressed (`sluice_transforms::compression`); a truncated stream is an error
+//! naming the file and the format. A line longer than the limit is an error naming the file
+//! and line.
 //!
 //! Every line's message carries an acknowledgement token naming its place ([`LineReport`]),
 //! so that a line whose messages were not all delivered (one that failed on its own, such as
