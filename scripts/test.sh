@@ -55,7 +55,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "lint without AWS (cargo clippy --no-default-features)"
 cargo clippy -p sluice-platform -p sluice-transforms -p sluice-cmd --no-default-features --all-targets --locked -- -D warnings
 # The Lambda handlers without the SDK, as fuzz/ builds them.
-cargo clippy -p sluice-cmd --no-default-features --features lambda --all-targets --locked -- -D warnings
+cargo clippy -p sluice-lambda --no-default-features --all-targets --locked -- -D warnings
 
 # No separate build step: `cargo test` builds the binaries the integration tests and the
 # steps below run (target/debug/sluice), and a second build would compile the dependencies

@@ -1,5 +1,5 @@
 //! The Lambda function's errors: each failure a handler returns carries a short, stable
-//! `errorType` (`sluice_cmd::lambda::HandlerError::kind`) and a one-line `errorMessage`.
+//! `errorType` (`sluice_lambda::HandlerError::kind`) and a one-line `errorMessage`.
 //!
 //! In process, a table of events per handler checks which failure gets which name. Through
 //! the runtime API (cargo-lambda's emulator, as in lambda_e2e.rs), the bootstrap answers an
@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
-use sluice_cmd::lambda::{Function, HandlerError, HandlerKind, Options};
 use sluice_engine::{Pipeline, Transform};
+use sluice_lambda::{Function, HandlerError, HandlerKind, Options};
 
 use crate::common::{Dir, workspace_root};
 use crate::lambda_e2e::{

@@ -1,5 +1,5 @@
 //! The Lambda handlers in process: `LambdaEvent`s built from the fixture events in
-//! tests/fixtures/lambda/ go through `sluice_cmd::lambda::Function` with real transforms.
+//! tests/fixtures/lambda/ go through `sluice_lambda::Function` with real transforms.
 //!
 //! A record whose delivery fails is made by `FlakySink`, a stateful sink that holds what it
 //! gets until the ctrl and then resolves each message as a send does: delivered, or failed
@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use lambda_runtime::{Context, LambdaEvent};
 use serde_json::{Value, json};
-use sluice_cmd::lambda::telemetry::MetricsSink;
-use sluice_cmd::lambda::{Function, HandlerKind, Options};
 use sluice_engine::{Message, Pipeline, StatefulTransform, Transform, TransformError, async_trait};
+use sluice_lambda::telemetry::MetricsSink;
+use sluice_lambda::{Function, HandlerKind, Options};
 
 use crate::common::workspace_root;
 
@@ -161,7 +161,7 @@ fn the_kpl_fixture_is_what_aws_kinesis_agg_encodes() {
     assert_eq!(regenerated, fixture("kinesis_kpl.json"));
     // And our encoder (used by the benchmark) makes what the real one makes.
     let first = &regenerated["Records"][2]["kinesis"]["data"];
-    let ours = sluice_cmd::lambda::kpl::aggregate(&[("user-c", br#"{"n":5,"user":"c"}"#)]);
+    let ours = sluice_lambda::kpl::aggregate(&[("user-c", br#"{"n":5,"user":"c"}"#)]);
     use base64::Engine;
     assert_eq!(
         first.as_str().unwrap(),

@@ -10,7 +10,7 @@
 use std::process::Command;
 
 use serde_json::{Value, json};
-use sluice_cmd::lambda::autoscale::{Settings, metric_queries};
+use sluice_lambda::autoscale::{Settings, metric_queries};
 
 use crate::common::workspace_root;
 

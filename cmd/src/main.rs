@@ -3,14 +3,13 @@
 //! The binary is thin: it parses arguments, loads a config (`sluice-config`), builds the
 //! pipeline from the registry of every transform (`sluice-transforms`), feeds it lines from
 //! stdin or files (`input`), and reports. Configs may also be read from `s3://` and
-//! `https://` URLs (`remote`).
+//! `https://` URLs (`sluice_config::remote`).
 
 mod commands;
 mod files;
 mod input;
 mod output;
 mod stop;
-use sluice_cmd::remote;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

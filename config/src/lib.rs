@@ -7,10 +7,12 @@
 //! `import 'substation.libsonnet'`, so Substation users' configs compile unchanged; other
 //! imports are resolved relative to the importing file.
 //!
-//! A config that is not a local file (fetched from `s3://` or `https://` by the caller: this
-//! crate does no I/O beyond local files) is compiled from its text with [`compile_text`] /
+//! A config that is not a local file is compiled from its text with [`compile_text`] /
 //! [`load_text`], under a name (its URL) that error positions show and that its relative
-//! imports are resolved against; the caller's [`Fetch`] reads them.
+//! imports are resolved against; the caller's [`Fetch`] reads them. [`remote`] is that caller
+//! for `s3://`, `gs://` and `https://` configs (through `sluice_platform::fetch`), for the
+//! CLI and the Lambda bootstrap alike, and [`lock_lint`] the warnings both give about where a
+//! config's locks stand.
 //!
 //! jrsonnet's evaluator is `!Send`: evaluation runs on the calling thread and only
 //! `serde_json` values come out.
@@ -25,7 +27,9 @@ mod error;
 mod go_numbers;
 mod jsonnet;
 mod loaded;
+pub mod lock_lint;
 pub mod nesting;
+pub mod remote;
 mod types;
 
 use std::path::Path;

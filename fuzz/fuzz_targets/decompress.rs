@@ -5,7 +5,7 @@
 use std::io::{BufReader, Read};
 
 use libfuzzer_sys::fuzz_target;
-use sluice_cmd::compression::decompressing;
+use sluice_transforms::compression::decompressing;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok((_, r)) = decompressing(BufReader::new(data)) {

@@ -8,8 +8,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sluice_cmd::lambda::{Function, HandlerKind, Options, fuzzing};
 use sluice_engine::{Pipeline, Transform};
+use sluice_lambda::{Function, HandlerKind, Options, fuzzing};
 
 const KINDS: [HandlerKind; 7] = [
     HandlerKind::KinesisDataStream,

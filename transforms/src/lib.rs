@@ -11,6 +11,7 @@
 // tests use beside it (the kv stores). Everything else is this crate's own; what the
 // transforms call out through (AWS, Cloud Storage, HTTP, URLs, secrets, EMF, KPL) is
 // `sluice-platform`'s.
+pub mod compression;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod kv_store;

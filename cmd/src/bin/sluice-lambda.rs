@@ -1,4 +1,4 @@
-//! `sluice-lambda`: the Lambda bootstrap. See `sluice_cmd::lambda` and docs/lambda.md.
+//! `sluice-lambda`: the Lambda bootstrap. See `sluice_lambda` (cmd/lambda/) and docs/lambda.md.
 //!
 //! Memory is what a Lambda function is billed and sized by, so the allocator is told to give
 //! memory back rather than keep it for speed: freed pages are returned to the OS at once
@@ -20,5 +20,5 @@ static GLOBAL: sluice_cmd::memory::Allocator = sluice_cmd::memory::Allocator::MI
 fn main() -> ExitCode {
     sluice_cmd::memory::no_huge_pages();
     sluice_cmd::memory::purge_after(0);
-    sluice_cmd::lambda::main()
+    sluice_lambda::main()
 }

@@ -36,7 +36,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    crate::remote::allow_imports(args.allow_remote_imports);
+    sluice_config::remote::allow_imports(args.allow_remote_imports);
     let _ = args.recursive;
     let files: Vec<PathBuf> = config_files(&args.paths, args.shallow)?
         .into_iter()
@@ -46,7 +46,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for file in &files {
         let url = super::url_of(file);
         let compiled = match url {
-            Some(url) => crate::remote::compile_to_string(url, &args.ext_str, true),
+            Some(url) => sluice_config::remote::compile_to_string(url, &args.ext_str, true)
+                .map_err(anyhow::Error::from),
             None => sluice_config::compile_to_string(file, &args.ext_str, true).map_err(Into::into),
         };
         match compiled {

@@ -18,13 +18,13 @@ use sluice_engine::{Context, Pipeline, Registry};
 /// The URL a config argument names, when it is one (`s3://`, `https://`, `http://`)
 /// rather than a local path.
 pub fn url_of(file: &Path) -> Option<&str> {
-    file.to_str().filter(|s| crate::remote::is_url(s))
+    file.to_str().filter(|s| sluice_config::remote::is_url(s))
 }
 
 /// Loads a config: a local file or one at a URL.
 pub fn load(file: &Path, ext: &[(String, String)]) -> anyhow::Result<sluice_config::LoadedConfig> {
     match url_of(file) {
-        Some(url) => crate::remote::load(url, ext),
+        Some(url) => Ok(sluice_config::remote::load(url, ext)?),
         None => Ok(sluice_config::load(file, ext)?),
     }
 }
@@ -36,7 +36,7 @@ pub fn load_optional(
     ext: &[(String, String)],
 ) -> anyhow::Result<Option<sluice_config::LoadedConfig>> {
     let json = match url_of(file) {
-        Some(url) => crate::remote::compile(url, ext)?,
+        Some(url) => sluice_config::remote::compile(url, ext)?,
         None => sluice_config::compile(file, ext)?,
     };
     if json.get("transforms").is_none() {

@@ -109,7 +109,7 @@ const LISTED: usize = 10;
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    crate::remote::allow_imports(args.allow_remote_imports);
+    sluice_config::remote::allow_imports(args.allow_remote_imports);
     let registry = sluice_transforms::registry();
     let (pipeline, concurrency, config_name) = match &args.config {
         Some(path) => {

@@ -1,7 +1,7 @@
 //! `sluice vet`: compile configs and build every transform and test, reporting each problem
 //! with its place; non-zero exit on any problem (Substation's exits 0). Warnings (unknown
-//! settings, a lock whose duplicates continue into a send after it: `sluice_cmd::lock_lint`)
-//! are printed and do not fail it.
+//! settings, a lock whose duplicates continue into a send after it:
+//! `sluice_config::lock_lint`) are printed and do not fail it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,7 +32,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    crate::remote::allow_imports(args.allow_remote_imports);
+    sluice_config::remote::allow_imports(args.allow_remote_imports);
     let _ = args.recursive;
     let registry = sluice_transforms::registry();
     let files = config_files(&args.paths, args.shallow)?;
@@ -107,7 +107,7 @@ fn vet_file(
     build_each(cfg.transforms(), "transforms", &mut problems);
     crate::output::warnings(
         file,
-        &sluice_cmd::lock_lint::warnings(cfg.transforms(), "transforms"),
+        &sluice_config::lock_lint::warnings(cfg.transforms(), "transforms"),
     );
     if let Err(e) = cfg.concurrency() {
         problems.push(e.into());

@@ -14,8 +14,9 @@
 //! size on the worker that makes its message ([`BufferedLines`]), so this thread's work per
 //! line is finding its end.
 //! Compressed input (gzip, bzip2, Zstandard, framed Snappy) is detected by its magic bytes
-//! and decompressed (`sluice_cmd::compression`); a truncated stream is an error naming the
-//! file and the format. A line longer than the limit is an error naming the file and line.
+//! and decompressed (`sluice_transforms::compression`); a truncated stream is an error
+//! naming the file and the format. A line longer than the limit is an error naming the file
+//! and line.
 //!
 //! Every line's message carries an acknowledgement token naming its place ([`LineReport`]),
 //! so that a line whose messages were not all delivered (one that failed on its own, such as
@@ -68,7 +69,7 @@ impl Source {
     /// `arg` (a command-line argument) as a source: a URL sluice reads, else a file.
     pub fn of_arg(arg: PathBuf) -> Source {
         match arg.to_str() {
-            Some(url) if sluice_cmd::remote::is_url(url) => Source::Url(url.to_string()),
+            Some(url) if sluice_config::remote::is_url(url) => Source::Url(url.to_string()),
             _ => Source::File(arg),
         }
     }
@@ -99,7 +100,7 @@ impl Source {
 fn download(url: &str) -> io::Result<File> {
     use std::io::{Seek as _, Write as _};
     let fetcher =
-        sluice_cmd::remote::Fetcher::new().map_err(|e| io::Error::other(format!("{e:#}")))?;
+        sluice_config::remote::Fetcher::new().map_err(|e| io::Error::other(format!("{e:#}")))?;
     let mut file = tempfile::tempfile()?;
     let mut out = io::BufWriter::with_capacity(1 << 20, &mut file);
     fetcher.download(url, &mut out).map_err(io::Error::other)?;
@@ -169,7 +170,7 @@ pub fn read_all(
         };
         let raw = src.open(stop).map_err(io_err)?;
         let reader = BufReader::with_capacity(64 * 1024, raw);
-        let (codec, stream) = match sluice_cmd::compression::decompressing(reader) {
+        let (codec, stream) = match sluice_transforms::compression::decompressing(reader) {
             Ok(found) => found,
             Err(_) if stop.is_requested() => return Ok(()),
             Err(e) => return Err(io_err(e)),

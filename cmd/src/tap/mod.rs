@@ -47,7 +47,7 @@ use sluice_platform::aws::describe_error;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::lambda::kinesis::{record_messages, rfc3339_millis};
+use sluice_lambda::kinesis::{record_messages, rfc3339_millis};
 
 mod ledger;
 pub use ledger::{Ledger, Resume, Summary};

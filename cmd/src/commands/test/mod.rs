@@ -82,7 +82,7 @@ struct StdoutError(std::io::Error);
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    crate::remote::allow_imports(args.allow_remote_imports);
+    sluice_config::remote::allow_imports(args.allow_remote_imports);
     let _ = args.recursive;
     let registry = sluice_transforms::registry();
     let runtime = tokio::runtime::Builder::new_current_thread()

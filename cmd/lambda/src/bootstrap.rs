@@ -17,8 +17,8 @@ use super::{Event, Function, HandlerError, HandlerKind, Options, telemetry};
 /// Must be called outside any tokio runtime (URL configs are fetched on one of their own).
 /// Returns the function and the number of workers it wants.
 pub fn load(location: &str, mut opts: Options) -> anyhow::Result<(Function, usize)> {
-    let cfg = if crate::remote::is_url(location) {
-        crate::remote::load(location, &[])?
+    let cfg = if sluice_config::remote::is_url(location) {
+        sluice_config::remote::load(location, &[])?
     } else {
         sluice_config::load(std::path::Path::new(location), &[])?
     };
@@ -28,7 +28,7 @@ pub fn load(location: &str, mut opts: Options) -> anyhow::Result<(Function, usiz
         .with_context(|| location.to_string())?;
     super::answers::check_locks(opts.kind, cfg.transforms())
         .map_err(|e| anyhow!("{location}: {e}"))?;
-    let locks = crate::lock_lint::warnings(cfg.transforms(), "transforms");
+    let locks = sluice_config::lock_lint::warnings(cfg.transforms(), "transforms");
     for w in built.warnings.iter().chain(&locks) {
         tracing::warn!(config = location, "{w}");
     }

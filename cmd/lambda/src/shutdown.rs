@@ -100,7 +100,7 @@ pub(crate) async fn settle_on_sigterm(function: std::sync::Arc<Function>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lambda::{HandlerKind, Options};
+    use crate::{HandlerKind, Options};
     use sluice_engine::{
         Message, Pipeline, StatefulTransform, Transform, TransformError, async_trait,
     };

@@ -3,7 +3,7 @@
 //! The notification comes directly (`AWS_S3`), inside SNS messages (`AWS_S3_SNS`), or
 //! inside SQS message bodies (`AWS_S3_SQS`: an S3 event, or an SNS envelope whose `Message`
 //! is one). Each object is read (at most `SLUICE_MAX_OBJECT_BYTES`, 1 GiB by default), a
-//! compressed object (gzip, bzip2, Zstandard, framed Snappy: [`crate::compression`]) is
+//! compressed object (gzip, bzip2, Zstandard, framed Snappy: [`sluice_transforms::compression`]) is
 //! decompressed (detected by its magic bytes; a truncated one is an error),
 //! and text becomes one message per line (a final newline ends the last line, `\r\n` is a
 //! line end); an object with a NUL byte in its first 8 KiB is binary and is one message.
@@ -191,7 +191,7 @@ async fn read_record(r: &S3EventRecord, max: usize) -> Result<Vec<Message>, Stri
     let data = get_object(&bucket, &key, max)
         .await
         .map_err(|e| format!("{place}: {e}"))?;
-    let data = if let Some(codec) = crate::compression::Codec::detect(&data) {
+    let data = if let Some(codec) = sluice_transforms::compression::Codec::detect(&data) {
         let mut out = Vec::with_capacity(data.len() * 4);
         codec
             .reader(&data[..])

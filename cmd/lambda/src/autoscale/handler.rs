@@ -16,8 +16,8 @@ use sluice_platform::aws::{AwsTarget, describe_error};
 use tracing::Instrument;
 
 use super::*;
-use crate::lambda::bootstrap::{build_runtime, serve};
-use crate::lambda::{Event, HandlerError, HandlerKind, parse_event};
+use crate::bootstrap::{build_runtime, serve};
+use crate::{Event, HandlerError, HandlerKind, parse_event};
 
 /// The alarms' period, in seconds.
 pub(crate) const PERIOD: i32 = 60;
@@ -148,7 +148,7 @@ impl Autoscaler {
             }
             r
         };
-        match crate::lambda::deadline_instant(event.context.deadline) {
+        match crate::deadline_instant(event.context.deadline) {
             Some(d) => {
                 sluice_engine::invocation::with_deadline(d, work)
                     .instrument(span)

@@ -1,5 +1,13 @@
 //! The Lambda function: a sluice config run over AWS event sources.
 //!
+//! A crate of its own because it is a product of its own: the `sluice` CLI needs none of
+//! its handlers, its runtime loop or its autoscaler, so `sluice-cmd` is the CLI and this
+//! crate is the function. It depends on nothing of the CLI's: what both read (configs at
+//! URLs, lock warnings, compressed input) is in `sluice_config` and `sluice_transforms`.
+//! The `sluice-lambda` binary is a shim in `sluice-cmd` that sets the allocator up and calls
+//! [`main`] (`sluice tap` also reads Kinesis records as [`kinesis`] does); `fuzz/` builds the
+//! handlers without the `aws` feature.
+//!
 //! At a cold start [`main`] loads the config named by `SLUICE_CONFIG` (a path in the
 //! deployment package, `s3://bucket/key`, or an `https://` URL; `http://` only to loopback,
 //! e.g. the AppConfig extension on `localhost:2772`) and builds the pipeline once; a bad
@@ -22,6 +30,8 @@
 //! One handler runs no pipeline: `AWS_KINESIS_AUTOSCALE` ([`autoscale`]) resizes Kinesis
 //! streams when their CloudWatch alarms fire, and needs no `SLUICE_CONFIG`.
 
+#![warn(unreachable_pub)]
+
 mod answers;
 mod api;
 pub mod autoscale;
@@ -30,7 +40,7 @@ mod dynamodb;
 mod error;
 mod event;
 mod firehose;
-pub(crate) mod kinesis;
+pub mod kinesis;
 pub mod kpl;
 mod s3;
 mod shutdown;

@@ -43,7 +43,7 @@ struct FirehoseRecord {
 }
 
 /// Lambda's synchronous response limit.
-pub const RESPONSE_LIMIT: usize = 6 * 1024 * 1024;
+pub(crate) const RESPONSE_LIMIT: usize = 6 * 1024 * 1024;
 
 pub(crate) async fn handle(f: &Function, payload: Value) -> Result<Value, HandlerError> {
     handle_with_limit(f, payload, RESPONSE_LIMIT).await

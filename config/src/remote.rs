@@ -1,7 +1,8 @@
 //! Configs at URLs: `sluice run -c s3://bucket/config.jsonnet`, and `test`, `build`, `vet`
 //! given such URLs.
 //!
-//! The fetching itself is `sluice_platform::fetch`, shared with the kv stores' files:
+//! The fetching itself is `sluice_platform::fetch`, shared with the kv stores' files; the
+//! CLI and the Lambda bootstrap both load configs through here:
 //!
 //! - `s3://BUCKET/KEY`: `GetObject` with the AWS SDK's default chains (credentials,
 //!   `AWS_REGION`, `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`; `sluice_platform::aws::s3`).
@@ -16,7 +17,7 @@
 //!   a config cannot be altered on its way.
 //!
 //! A fetch may take at most [`FETCH_TIMEOUT`] and read at most [`MAX_CONFIG_BYTES`]. The
-//! text is compiled by `sluice_config::load_text` under the URL, so errors show the URL
+//! text is compiled by [`crate::load_text`] under the URL, so errors show the URL
 //! where a file's would show its path; the config's relative imports are resolved against
 //! its URL and fetched the same way (`import 'lib.libsonnet'` next to
 //! `s3://bucket/team/config.jsonnet` is `s3://bucket/team/lib.libsonnet`), and the library
@@ -42,8 +43,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, anyhow};
 use sluice_platform::fetch;
+
+use crate::{ConfigLoadError, Fetch, LoadedConfig};
 
 /// The largest config (or import) read from a URL.
 pub const MAX_CONFIG_BYTES: usize = 64 * 1024 * 1024;
@@ -99,6 +101,34 @@ pub const FILE_SETTINGS: &[(&str, &str)] = &[
     ("text_file", "file"),
     ("mmdb", "file"),
 ];
+
+/// Why a config at a URL could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The runtime the fetches run on could not start.
+    #[error("starting a runtime to fetch the config: {0}")]
+    Runtime(std::io::Error),
+    /// The config could not be fetched.
+    #[error("{url}: {why}")]
+    Fetch {
+        /// The URL as given.
+        url: String,
+        /// Why not.
+        why: String,
+    },
+    /// The config is not text.
+    #[error("{url}: the config is not UTF-8 text")]
+    NotUtf8 {
+        /// The URL as given.
+        url: String,
+    },
+    /// The config did not compile or is not a valid config.
+    #[error(transparent)]
+    Load(#[from] ConfigLoadError),
+    /// The config names a file it may not make sluice read.
+    #[error(transparent)]
+    FileRefused(#[from] FileRefused),
+}
 
 /// A file a config read from a URL may not make sluice read.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -217,11 +247,11 @@ pub struct Fetcher {
 
 impl Fetcher {
     /// A fetcher with its own single-threaded runtime.
-    pub fn new() -> anyhow::Result<Self> {
+    pub fn new() -> Result<Self, RemoteError> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .context("starting a runtime to fetch the config")?;
+            .map_err(RemoteError::Runtime)?;
         Ok(Fetcher {
             rt,
             inner: fetch::Fetcher::new(),
@@ -259,16 +289,18 @@ const DOWNLOAD_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The config at `url`: the URL it came from (where redirects led; its imports resolve
 /// against it and its errors name it), its text, and a fetcher for its imports.
-fn read(url: &str) -> anyhow::Result<(String, String, sluice_config::Fetch)> {
+fn read(url: &str) -> Result<(String, String, Fetch), RemoteError> {
     let fetcher = Fetcher::new()?;
-    let (name, bytes) = fetcher
-        .fetch_final(url)
-        .map_err(|e| anyhow!("{url}: {e}"))?;
-    let text =
-        String::from_utf8(bytes).map_err(|_| anyhow!("{url}: the config is not UTF-8 text"))?;
+    let (name, bytes) = fetcher.fetch_final(url).map_err(|why| RemoteError::Fetch {
+        url: url.to_string(),
+        why,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| RemoteError::NotUtf8 {
+        url: url.to_string(),
+    })?;
     let origin = name.clone();
     let allow = imports_allowed();
-    let imports: sluice_config::Fetch = Box::new(move |u: &str| {
+    let imports: Fetch = Box::new(move |u: &str| {
         if !allow {
             check_import(&origin, u)?;
         }
@@ -281,9 +313,9 @@ fn read(url: &str) -> anyhow::Result<(String, String, sluice_config::Fetch)> {
     Ok((name, text, imports))
 }
 
-/// Compiles the config at `url` (see [`sluice_config::compile_text`]) and checks the files
+/// Compiles the config at `url` (see [`crate::compile_text`]) and checks the files
 /// it reads ([`check_files`], unless [`ALLOW_IMPORTS_FLAG`] is given).
-pub fn compile(url: &str, ext: &[(String, String)]) -> anyhow::Result<serde_json::Value> {
+pub fn compile(url: &str, ext: &[(String, String)]) -> Result<serde_json::Value, RemoteError> {
     compile_named(url, ext).map(|(_, json)| json)
 }
 
@@ -291,9 +323,9 @@ pub fn compile(url: &str, ext: &[(String, String)]) -> anyhow::Result<serde_json
 fn compile_named(
     url: &str,
     ext: &[(String, String)],
-) -> anyhow::Result<(String, serde_json::Value)> {
+) -> Result<(String, serde_json::Value), RemoteError> {
     let (name, text, imports) = read(url)?;
-    let json = sluice_config::compile_text(&name, &text, ext, Some(imports))?;
+    let json = crate::compile_text(&name, &text, ext, Some(imports))?;
     if !imports_allowed() {
         check_files(&name, &json)?;
     }
@@ -305,9 +337,9 @@ pub fn compile_to_string(
     url: &str,
     ext: &[(String, String)],
     pretty: bool,
-) -> anyhow::Result<String> {
+) -> Result<String, RemoteError> {
     let (name, text, imports) = read(url)?;
-    Ok(sluice_config::compile_text_to_string(
+    Ok(crate::compile_text_to_string(
         &name,
         &text,
         ext,
@@ -316,14 +348,11 @@ pub fn compile_to_string(
     )?)
 }
 
-/// Loads the config at `url` (see [`sluice_config::load_text`]), checking the files it
+/// Loads the config at `url` (see [`crate::load_text`]), checking the files it
 /// reads as [`compile`] does.
-pub fn load(url: &str, ext: &[(String, String)]) -> anyhow::Result<sluice_config::LoadedConfig> {
+pub fn load(url: &str, ext: &[(String, String)]) -> Result<LoadedConfig, RemoteError> {
     let (name, json) = compile_named(url, ext)?;
-    Ok(sluice_config::LoadedConfig::new(
-        json,
-        std::path::Path::new(&name),
-    )?)
+    Ok(LoadedConfig::new(json, std::path::Path::new(&name))?)
 }
 
 #[cfg(test)]

@@ -113,7 +113,7 @@ pub(crate) async fn handle_event(f: &Function, event: KinesisEvent) -> Result<Va
 /// `arrival` is its approximate arrival time in RFC 3339. Shared by the Lambda handler and
 /// `sluice tap`, so that a config sees the same messages from either. Fails when the data is
 /// a corrupt KPL aggregate.
-pub(crate) fn record_messages(
+pub fn record_messages(
     data: bytes::Bytes,
     arrival: Option<&str>,
     stream: &str,
@@ -150,7 +150,7 @@ pub(crate) fn record_messages(
 }
 
 /// An arrival time in milliseconds since the epoch in RFC 3339, as the handler writes it.
-pub(crate) fn rfc3339_millis(millis: i64) -> Option<String> {
+pub fn rfc3339_millis(millis: i64) -> Option<String> {
     chrono::DateTime::from_timestamp_millis(millis).map(|t| t.to_rfc3339())
 }
 
