@@ -105,4 +105,49 @@ mod tests {
         );
         assert!(!TypeInfo::named("x").reaches_network());
     }
+
+    #[test]
+    fn a_type_is_registered_under_its_aliases_and_described_once() {
+        const LOOKUP: TypeInfo = TypeInfo {
+            aliases: &["lookup_old"],
+            summary: "looks up",
+            ..TypeInfo::named("lookup")
+        };
+        const ALL: TypeInfo = TypeInfo {
+            aliases: &["all"],
+            ..TypeInfo::named("meta_all")
+        };
+        struct Never;
+        impl crate::Condition for Never {
+            fn test(
+                &self,
+                _: &crate::message::Message,
+            ) -> Result<bool, crate::error::TransformError> {
+                Ok(false)
+            }
+        }
+        let mut r = crate::Registry::new();
+        r.transform(&LOOKUP, |b| Err(b.error(None, "built")));
+        r.condition(&ALL, |_| Ok(Never));
+        assert_eq!(
+            r.transform_types().collect::<Vec<_>>(),
+            ["lookup", "lookup_old"]
+        );
+        assert_eq!(r.condition_types().collect::<Vec<_>>(), ["all", "meta_all"]);
+        let names =
+            |i: &mut dyn Iterator<Item = &'static TypeInfo>| i.map(|t| t.name).collect::<Vec<_>>();
+        assert_eq!(names(&mut r.transform_infos()), ["lookup"]);
+        assert_eq!(names(&mut r.condition_infos()), ["meta_all"]);
+        assert_eq!(
+            r.transform_info("lookup_old").map(|t| t.summary),
+            Some("looks up")
+        );
+        assert!(r.condition_info("all").is_some() && r.transform_info("all").is_none());
+        // Either name builds the type.
+        let err = r
+            .build_transform(&serde_json::json!({"type": "lookup_old"}), "t")
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("built"), "{err}");
+    }
 }
