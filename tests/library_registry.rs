@@ -1,184 +1,119 @@
-//! The Jsonnet library and the transform registry agree.
+//! The Jsonnet library and the transform registry agree, from the types' descriptors.
 //!
-//! Every `type` the embedded library (`sluice.libsonnet`) can emit must either be registered
-//! in `sluice_transforms::registry()` or be on the explicit "pending" lists below (types that
-//! later issues will add); and every registered type must be one the library can emit, or a
-//! documented alias. When a pending type gets implemented, the `pending_lists_are_current`
-//! test fails until it is taken off the list, so the lists never go stale.
+//! Each registered type's descriptor names the library function that emits it
+//! (`sub.tf.str.append`); this calls every one and checks that it emits the type (or one of
+//! its aliases), and walks the whole library to check that it emits no type that no
+//! descriptor accounts for. Here, because both sides are visible: `sluice-config` (the
+//! library) and `sluice-transforms` (the registry) do not depend on each other.
 
 use std::collections::BTreeSet;
 
-use sluice_config::{LIBRARY_CONDITION_TYPES, LIBRARY_TRANSFORM_TYPES};
+use serde_json::Value;
+use sluice_engine::TypeInfo;
 
-/// Transform types the library can emit that are not implemented yet. Each group is the
-/// subject of a later issue; remove a type here when it is registered.
-const PENDING_TRANSFORMS: &[&str] = &[];
+/// Every `type` the library's transform and condition trees emit: each function called
+/// with `{}` (the `all`/`any`/`none` shorthands with a condition).
+const WALK: &str = r#"
+local sub = std.extVar('sub');
+local combinators = ['all', 'any', 'none'];
+local call(path, f) =
+  local name = path[std.length(path) - 1];
+  if std.member(combinators, name) && std.length(path) == 1
+  then f({ type: 'format_json', settings: {} })
+  else f({});
+local walk(x, path) =
+  if std.isFunction(x) then [call(path, x).type]
+  else if std.isObject(x) then std.flattenArrays([walk(x[k], path + [k]) for k in std.objectFields(x)])
+  else [];
+{ transforms: walk(sub.tf, []), conditions: walk(sub.cnd, []) }
+"#;
 
-/// Condition types the library can emit that are not implemented yet (none today).
-const PENDING_CONDITIONS: &[&str] = &[];
-
-/// Registered transform types the library does not emit, each a documented alias: the
-/// names Substation's engine uses for what Substation's library (and so sluice's) emits as
-/// `enrich_kv_store_get`/`_set` and `enrich_dns_txt_lookup`.
-const TRANSFORM_ALIASES: &[&str] = &[
-    "enrich_dns_text_lookup",
-    "enrich_kv_store_item_get",
-    "enrich_kv_store_item_set",
-];
-
-/// Registered condition types the library does not emit: Substation's short names for the
-/// meta conditions (`all` = `meta_all`, `any` = `meta_any`, `none` = `meta_none`), which
-/// older Substation configs use.
-const CONDITION_ALIASES: &[&str] = &["all", "any", "none"];
-
-fn set<'a>(items: impl IntoIterator<Item = &'a str>) -> BTreeSet<&'a str> {
-    items.into_iter().collect()
+fn compile(code: &str) -> Value {
+    sluice_config::compile_text("library_registry.jsonnet", code, &[], None)
+        .unwrap_or_else(|e| panic!("{e}\n{code}"))
 }
 
-/// `library - registered - pending`, printed so the lists are easy to keep current.
-fn unaccounted<'a>(
-    what: &str,
-    library: &'a [&'a str],
-    registered: &BTreeSet<&str>,
-    pending: &[&str],
-) -> Vec<&'a str> {
-    let missing: Vec<&str> = library
+fn strings(v: &Value) -> BTreeSet<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
         .iter()
-        .copied()
-        .filter(|t| !registered.contains(t))
-        .collect();
-    println!(
-        "{what}: {} of {} library types are not registered yet: {missing:?}",
-        missing.len(),
-        library.len()
-    );
-    missing
-        .into_iter()
-        .filter(|t| !pending.contains(t))
+        .map(|t| t.as_str().unwrap_or_else(|| panic!("{t}")).to_string())
         .collect()
 }
 
-#[test]
-fn every_library_transform_is_registered_or_pending() {
-    let registry = sluice_transforms::registry();
-    let registered = set(registry.transform_types());
-    let bad = unaccounted(
-        "transforms",
-        LIBRARY_TRANSFORM_TYPES,
-        &registered,
-        PENDING_TRANSFORMS,
-    );
-    assert!(
-        bad.is_empty(),
-        "library transform types neither registered nor on PENDING_TRANSFORMS: {bad:?}"
-    );
-}
-
-#[test]
-fn every_library_condition_is_registered_or_pending() {
-    let registry = sluice_transforms::registry();
-    let registered = set(registry.condition_types());
-    let bad = unaccounted(
-        "conditions",
-        LIBRARY_CONDITION_TYPES,
-        &registered,
-        PENDING_CONDITIONS,
-    );
-    assert!(
-        bad.is_empty(),
-        "library condition types neither registered nor on PENDING_CONDITIONS: {bad:?}"
-    );
-}
-
-#[test]
-fn every_registered_type_is_one_the_library_emits_or_an_alias() {
-    let registry = sluice_transforms::registry();
-    let library = set(LIBRARY_TRANSFORM_TYPES.iter().copied());
-    let extra: Vec<&str> = registry
-        .transform_types()
-        .filter(|t| !library.contains(t) && !TRANSFORM_ALIASES.contains(t))
+/// Checks `infos` (transforms' or conditions') against the types the library emits, and
+/// returns those types.
+fn check(what: &str, infos: &[&'static TypeInfo], library: &BTreeSet<String>) {
+    let missing: Vec<&str> = infos
+        .iter()
+        .filter(|i| i.library.is_empty())
+        .map(|i| i.name)
         .collect();
     assert!(
-        extra.is_empty(),
-        "registered transform types the library cannot emit (add them to the library or to \
-         TRANSFORM_ALIASES with a comment): {extra:?}"
+        missing.is_empty(),
+        "{what} whose descriptor names no library function: {missing:?}"
     );
-
-    let library = set(LIBRARY_CONDITION_TYPES.iter().copied());
-    let extra: Vec<&str> = registry
-        .condition_types()
-        .filter(|t| !library.contains(t) && !CONDITION_ALIASES.contains(t))
-        .collect();
+    let code = format!(
+        "local sub = std.extVar('sub');\n[\n{}\n]",
+        infos
+            .iter()
+            .map(|i| format!("  {}({{}}).type,", i.library))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let emitted = compile(&code);
+    let emitted = emitted.as_array().expect("an array");
+    let mut accounted = BTreeSet::new();
+    for (info, got) in infos.iter().zip(emitted) {
+        let got = got.as_str().unwrap_or_default();
+        assert!(
+            info.names().any(|n| n == got),
+            "{}: its descriptor's library function {} emits {got:?}, not the type or an alias",
+            info.name,
+            info.library
+        );
+        accounted.insert(got.to_string());
+    }
+    let unaccounted: Vec<&String> = library.difference(&accounted).collect();
     assert!(
-        extra.is_empty(),
-        "registered condition types the library cannot emit (add them to the library or to \
-         CONDITION_ALIASES with a comment): {extra:?}"
+        unaccounted.is_empty(),
+        "{what} the library emits that no descriptor's library function does: {unaccounted:?}"
     );
 }
 
 #[test]
-fn pending_lists_are_current() {
+fn each_descriptor_s_library_function_emits_its_type_and_nothing_else_is_emitted() {
     let registry = sluice_transforms::registry();
-    for (what, pending, library, registered) in [
-        (
-            "PENDING_TRANSFORMS",
-            PENDING_TRANSFORMS,
-            LIBRARY_TRANSFORM_TYPES,
-            set(registry.transform_types()),
-        ),
-        (
-            "PENDING_CONDITIONS",
-            PENDING_CONDITIONS,
-            LIBRARY_CONDITION_TYPES,
-            set(registry.condition_types()),
-        ),
-    ] {
-        let done: Vec<&str> = pending
-            .iter()
-            .copied()
-            .filter(|t| registered.contains(t))
-            .collect();
+    let walked = compile(WALK);
+    let transforms = strings(&walked["transforms"]);
+    let conditions = strings(&walked["conditions"]);
+    // Substation's 85 transform types and 32 condition types.
+    assert_eq!(transforms.len(), 85, "{transforms:?}");
+    assert_eq!(conditions.len(), 32, "{conditions:?}");
+    let infos: Vec<&TypeInfo> = registry.transform_infos().collect();
+    check("transform types", &infos, &transforms);
+    let infos: Vec<&TypeInfo> = registry.condition_infos().collect();
+    check("condition types", &infos, &conditions);
+}
+
+#[test]
+fn every_registered_name_is_one_the_library_emits_or_an_alias_of_one() {
+    let registry = sluice_transforms::registry();
+    let walked = compile(WALK);
+    let transforms = strings(&walked["transforms"]);
+    for name in registry.transform_types() {
+        let info = registry.transform_info(name).expect("a descriptor");
         assert!(
-            done.is_empty(),
-            "{what}: these are registered now; take them off the list: {done:?}"
-        );
-        let unknown: Vec<&str> = pending
-            .iter()
-            .copied()
-            .filter(|t| !library.contains(t))
-            .collect();
-        assert!(
-            unknown.is_empty(),
-            "{what}: these are not types the library emits: {unknown:?}"
-        );
-        assert_eq!(
-            pending.len(),
-            set(pending.iter().copied()).len(),
-            "{what} has duplicates"
+            info.names().any(|n| transforms.contains(n)),
+            "registered transform type {name}: the library emits neither it nor an alias of it"
         );
     }
-}
-
-#[test]
-fn condition_aliases_are_short_names_of_library_conditions() {
-    // Each alias is `meta_<alias>` without the prefix, and both build from the same settings.
-    let registry = sluice_transforms::registry();
-    for alias in CONDITION_ALIASES {
-        let full = format!("meta_{alias}");
+    let conditions = strings(&walked["conditions"]);
+    for name in registry.condition_types() {
+        let info = registry.condition_info(name).expect("a descriptor");
         assert!(
-            LIBRARY_CONDITION_TYPES.contains(&full.as_str()),
-            "{alias} is documented as an alias of {full}, which the library does not emit"
+            info.names().any(|n| conditions.contains(n)),
+            "registered condition type {name}: the library emits neither it nor an alias of it"
         );
-        for name in [alias.to_string(), full] {
-            let cfg = serde_json::json!({
-                "type": name,
-                "settings": {"conditions": [
-                    {"type": "format_json", "settings": {}}
-                ]}
-            });
-            if let Err(e) = registry.build_condition(&cfg, "probe") {
-                panic!("{name} does not build: {e}");
-            }
-        }
     }
 }

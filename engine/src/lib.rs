@@ -33,6 +33,7 @@ pub mod settings;
 pub mod telemetry;
 pub mod testing;
 pub mod transform;
+pub mod type_info;
 pub mod value;
 
 pub use context::Context;
@@ -45,6 +46,7 @@ pub use transform::{
     Condition, InPlace, Kind, LineSink, MapTransform, OutputsReach, SettleReport,
     StatefulTransform, StatelessTransform, Transform,
 };
+pub use type_info::{Reach, TypeInfo};
 
 pub use async_trait::async_trait;
 pub use json::{Map, Number, Value};

@@ -1,7 +1,8 @@
 //! The registry: builds transforms and conditions from their `{type, settings}` configs.
 //!
 //! The engine knows no transform by name; the `sluice-transforms` crate registers each one
-//! with a single line. Building reports problems with their place in the config
+//! with a single line that passes its [`TypeInfo`] (name, library function, summary, reach,
+//! example), from which the lists about the types are derived. Building reports problems with their place in the config
 //! (`transforms[2].settings.cases[0].transforms[1]`), the type, the id and the field, and an
 //! unknown type names the nearest known ones.
 
@@ -19,6 +20,7 @@ use crate::message::Key;
 use crate::name::TransformName;
 use crate::pipeline::Pipeline;
 use crate::transform::{Condition, MapTransform, StatefulTransform, StatelessTransform, Transform};
+use crate::type_info::TypeInfo;
 
 /// Config JSON: what Jsonnet produces (`serde_json::Value`), or a message value used as
 /// config (in tests, built with [`crate::json!`]).
@@ -46,11 +48,13 @@ pub type TransformCtor =
 pub type ConditionCtor =
     Arc<dyn Fn(&Build<'_>) -> Result<Arc<dyn Condition>, ConfigError> + Send + Sync + 'static>;
 
-/// Every transform and condition type sluice knows.
+/// Every transform and condition type sluice knows, each with its [`TypeInfo`].
 #[derive(Default, Clone)]
 pub struct Registry {
-    transforms: BTreeMap<String, TransformCtor>,
-    conditions: BTreeMap<String, ConditionCtor>,
+    transforms: BTreeMap<&'static str, TransformCtor>,
+    conditions: BTreeMap<&'static str, ConditionCtor>,
+    transform_infos: BTreeMap<&'static str, &'static TypeInfo>,
+    condition_infos: BTreeMap<&'static str, &'static TypeInfo>,
 }
 
 impl Registry {
@@ -59,64 +63,93 @@ impl Registry {
         Self::default()
     }
 
-    /// Registers a transform type whose constructor says which kind it builds (a transform
-    /// whose kind depends on its settings, such as a meta transform around a list).
+    /// Registers the transform type `info` describes (under its name and its aliases),
+    /// whose constructor says which kind it builds (a transform whose kind depends on its
+    /// settings, such as a meta transform around a list).
     pub fn transform(
         &mut self,
-        name: &str,
+        info: &'static TypeInfo,
         ctor: impl Fn(&Build<'_>) -> Result<Transform, ConfigError> + Send + Sync + 'static,
     ) -> &mut Self {
-        self.transforms.insert(name.to_string(), Arc::new(ctor));
+        let ctor: TransformCtor = Arc::new(ctor);
+        for name in info.names() {
+            self.transforms.insert(name, ctor.clone());
+            self.transform_infos.insert(name, info);
+        }
         self
     }
 
     /// Registers a [`MapTransform`] transform type built by `build`.
     pub fn map<T: MapTransform>(
         &mut self,
-        name: &str,
+        info: &'static TypeInfo,
         build: fn(&Build<'_>) -> Result<T, ConfigError>,
     ) -> &mut Self {
-        self.transform(name, move |b| build(b).map(Transform::map))
+        self.transform(info, move |b| build(b).map(Transform::map))
     }
 
     /// Registers a [`StatelessTransform`] transform type built by `build`.
     pub fn stateless<T: StatelessTransform>(
         &mut self,
-        name: &str,
+        info: &'static TypeInfo,
         build: fn(&Build<'_>) -> Result<T, ConfigError>,
     ) -> &mut Self {
-        self.transform(name, move |b| build(b).map(Transform::stateless))
+        self.transform(info, move |b| build(b).map(Transform::stateless))
     }
 
     /// Registers a [`StatefulTransform`] transform type built by `build`.
     pub fn stateful<T: StatefulTransform>(
         &mut self,
-        name: &str,
+        info: &'static TypeInfo,
         build: fn(&Build<'_>) -> Result<T, ConfigError>,
     ) -> &mut Self {
-        self.transform(name, move |b| build(b).map(Transform::stateful))
+        self.transform(info, move |b| build(b).map(Transform::stateful))
     }
 
-    /// Registers a condition type built by `build`.
+    /// Registers the condition type `info` describes (under its name and its aliases),
+    /// built by `build`.
     pub fn condition<C: Condition>(
         &mut self,
-        name: &str,
+        info: &'static TypeInfo,
         build: fn(&Build<'_>) -> Result<C, ConfigError>,
     ) -> &mut Self {
         let ctor: ConditionCtor =
             Arc::new(move |b| build(b).map(|c| Arc::new(c) as Arc<dyn Condition>));
-        self.conditions.insert(name.to_string(), ctor);
+        for name in info.names() {
+            self.conditions.insert(name, ctor.clone());
+            self.condition_infos.insert(name, info);
+        }
         self
     }
 
-    /// The registered transform type names, sorted.
+    /// The registered transform type names, aliases included, sorted.
     pub fn transform_types(&self) -> impl Iterator<Item = &str> {
-        self.transforms.keys().map(String::as_str)
+        self.transforms.keys().copied()
     }
 
-    /// The registered condition type names, sorted.
+    /// The registered condition type names, aliases included, sorted.
     pub fn condition_types(&self) -> impl Iterator<Item = &str> {
-        self.conditions.keys().map(String::as_str)
+        self.conditions.keys().copied()
+    }
+
+    /// The descriptor of the transform type `name` (a name or an alias).
+    pub fn transform_info(&self, name: &str) -> Option<&'static TypeInfo> {
+        self.transform_infos.get(name).copied()
+    }
+
+    /// The descriptor of the condition type `name` (a name or an alias).
+    pub fn condition_info(&self, name: &str) -> Option<&'static TypeInfo> {
+        self.condition_infos.get(name).copied()
+    }
+
+    /// Each registered transform type's descriptor once, sorted by name.
+    pub fn transform_infos(&self) -> impl Iterator<Item = &'static TypeInfo> + '_ {
+        primary(&self.transform_infos)
+    }
+
+    /// Each registered condition type's descriptor once, sorted by name.
+    pub fn condition_infos(&self) -> impl Iterator<Item = &'static TypeInfo> + '_ {
+        primary(&self.condition_infos)
     }
 
     /// Builds a pipeline from a JSON array of transform configs found at `location`, in a
@@ -198,6 +231,16 @@ impl Registry {
         let c = b.cond(&cfg.to_config(), location)?;
         Ok(b.done(c))
     }
+}
+
+/// The descriptors of `infos` once each: the entries under their own name, not an alias.
+fn primary<'r>(
+    infos: &'r BTreeMap<&'static str, &'static TypeInfo>,
+) -> impl Iterator<Item = &'static TypeInfo> + 'r {
+    infos
+        .iter()
+        .filter(|(name, info)| **name == info.name)
+        .map(|(_, info)| *info)
 }
 
 /// Something built, with the warnings found on the way.
@@ -641,7 +684,8 @@ mod tests {
     #[test]
     fn unknown_type_names_candidates() {
         let mut r = Registry::new();
-        r.transform("object_copy", |_| unreachable!());
+        const COPY: TypeInfo = TypeInfo::named("object_copy");
+        r.transform(&COPY, |_| unreachable!());
         let err = r
             .build_pipeline(&serde_json::json!([{"type": "object_cpy"}]), "transforms")
             .err()
@@ -683,7 +727,8 @@ mod tests {
     #[test]
     fn misspelt_settings_are_named_with_what_they_probably_meant() {
         let mut r = Registry::new();
-        r.transform("joiner", needs_separator);
+        const JOINER: TypeInfo = TypeInfo::named("joiner");
+        r.transform(&JOINER, needs_separator);
         let built = |settings: Value| {
             let ctx = Arc::default();
             let b = Builder::new(&r, &ctx);
@@ -745,7 +790,8 @@ mod tests {
                 Ok(crate::transform::InPlace::Keep)
             }
         }
-        r.transform("copier", |b| {
+        const COPIER: TypeInfo = TypeInfo::named("copier");
+        r.transform(&COPIER, |b| {
             let _: Settings = b.settings()?;
             Ok(Transform::map(Keep))
         });

@@ -3,7 +3,10 @@
 //! Every transform and condition type sluice knows, one file per type, grouped by family
 //! (`object/copy.rs` is `object_copy`), so the file tree is the catalogue. [`registry`]
 //! returns a [`Registry`] with all of them registered under Substation's type names; each
-//! family's `mod.rs` has the one line per type that registers it.
+//! family's `mod.rs` has the one line per type that registers it, with the type's
+//! descriptor ([`TypeInfo`]: name, library function, summary, reach, example), which its
+//! file declares beside its code. The compliance tests, the names a build without AWS
+//! knows, the library check and the reference index are derived from those descriptors.
 
 #![warn(unreachable_pub)]
 
@@ -30,6 +33,8 @@ mod metrics;
 mod network;
 mod number;
 mod object;
+#[cfg(test)]
+mod reference_index;
 mod send;
 mod string;
 mod test;
@@ -38,26 +43,37 @@ mod utility;
 #[cfg(any(test, not(feature = "aws")))]
 mod without_aws;
 
-use sluice_engine::Registry;
+use std::sync::LazyLock;
 
-/// The transforms that call AWS services (built only with the `aws` feature).
-pub const AWS_TRANSFORMS: [&str; 10] = [
-    "enrich_aws_dynamodb_query",
-    "enrich_aws_lambda",
-    "send_aws_data_firehose",
-    "send_aws_dynamodb_put",
-    "send_aws_eventbridge",
-    "send_aws_kinesis_data_stream",
-    "send_aws_lambda",
-    "send_aws_s3",
-    "send_aws_sns",
-    "send_aws_sqs",
-];
+use sluice_engine::{Registry, TypeInfo};
 
-/// Whether a transform, kv store or secret provider `type` calls AWS: one of
-/// [`AWS_TRANSFORMS`], the `aws_dynamodb` kv store or the `aws_secrets_manager` provider.
+/// Registers AWS-backed types, one `kind(&INFO, build);` line each (`kind` a [`Registry`]
+/// method: `stateful`, `stateless`, `map`): with the `aws` feature, built by `build`;
+/// without it, under the same descriptor as a type that says this build lacks it, so that
+/// the lists derived from the descriptors are the same in both builds.
+macro_rules! register_aws {
+    ($r:ident; $($kind:ident($info:expr, $build:path);)*) => {
+        $(
+            #[cfg(feature = "aws")]
+            $r.$kind($info, $build);
+            #[cfg(not(feature = "aws"))]
+            $crate::without_aws::register($r, $info);
+        )*
+    };
+}
+pub(crate) use register_aws;
+
+/// The descriptor of the transform type `name` (a name or an alias), from a registry built
+/// once.
+pub fn transform_info(name: &str) -> Option<&'static TypeInfo> {
+    static REGISTRY: LazyLock<Registry> = LazyLock::new(registry);
+    REGISTRY.transform_info(name)
+}
+
+/// Whether a transform, kv store or secret provider `type` calls AWS: a transform whose
+/// descriptor says so, the `aws_dynamodb` kv store or the `aws_secrets_manager` provider.
 pub fn calls_aws(type_name: &str) -> bool {
-    AWS_TRANSFORMS.contains(&type_name)
+    transform_info(type_name).is_some_and(TypeInfo::calls_aws)
         || type_name == "aws_dynamodb"
         || type_name == "aws_secrets_manager"
 }
@@ -80,7 +96,5 @@ pub fn registry() -> Registry {
     test::register(&mut r);
     time::register(&mut r);
     utility::register(&mut r);
-    #[cfg(not(feature = "aws"))]
-    without_aws::register(&mut r);
     r
 }

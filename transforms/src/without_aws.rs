@@ -1,7 +1,9 @@
 //! A build without the `aws` feature still knows the AWS-backed types' names, so a config
-//! that uses one is told why it cannot run rather than that the type does not exist.
+//! that uses one is told why it cannot run rather than that the type does not exist. Each
+//! family registers its AWS-backed types with [`crate::register_aws`], which in such a
+//! build registers their descriptors here.
 
-use sluice_engine::{Build, ConfigError, Registry, Transform};
+use sluice_engine::{Build, ConfigError, Registry, Transform, TypeInfo};
 use sluice_platform::built_without_aws;
 
 fn unavailable(b: &Build<'_>) -> Result<Transform, ConfigError> {
@@ -11,22 +13,32 @@ fn unavailable(b: &Build<'_>) -> Result<Transform, ConfigError> {
     ))
 }
 
-/// Registers every AWS-backed transform name as one that explains itself.
-pub(crate) fn register(r: &mut Registry) {
-    for name in crate::AWS_TRANSFORMS {
-        r.transform(name, unavailable);
-    }
+/// Registers the AWS-backed transform `info` describes as one that explains itself.
+pub(crate) fn register(r: &mut Registry, info: &'static TypeInfo) {
+    r.transform(info, unavailable);
 }
 
 #[cfg(test)]
 mod tests {
     use sluice_engine::{Registry, json, testing};
 
+    /// The AWS-backed transforms, from their descriptors.
+    fn aws_types() -> Vec<&'static sluice_engine::TypeInfo> {
+        crate::registry()
+            .transform_infos()
+            .filter(|i| i.calls_aws())
+            .collect()
+    }
+
     #[test]
     fn each_aws_transform_says_this_build_lacks_it() {
         let mut r = Registry::new();
-        super::register(&mut r);
-        for name in crate::AWS_TRANSFORMS {
+        let infos = aws_types();
+        assert!(infos.len() >= 10, "{} AWS-backed types", infos.len());
+        for info in &infos {
+            super::register(&mut r, info);
+        }
+        for name in infos.iter().flat_map(|i| i.names()) {
             let e = testing::build(&r, json!({"type": name, "settings": {}}))
                 .err()
                 .unwrap_or_else(|| panic!("{name} built"))
@@ -35,19 +47,24 @@ mod tests {
                 "the {name} transform calls AWS, and this sluice was built without its `aws` feature"
             );
             assert!(e.contains(&want), "{name}: {e}");
+            assert!(crate::calls_aws(name), "{name}");
         }
     }
 
-    /// The list names exactly the AWS-backed transforms the full build registers.
-    #[cfg(feature = "aws")]
+    /// The descriptors say "calls AWS" of exactly the types whose names say so, and of no
+    /// condition.
     #[test]
-    fn the_list_is_every_aws_transform() {
+    fn the_descriptors_name_every_aws_transform() {
         let r = crate::registry();
-        let registered: Vec<&str> = r
+        let by_name: Vec<&str> = r
             .transform_types()
             .filter(|t| t.contains("_aws_"))
             .collect();
-        assert_eq!(registered, crate::AWS_TRANSFORMS);
+        let by_info: Vec<&str> = aws_types().iter().flat_map(|i| i.names()).collect();
+        assert_eq!(by_name, by_info);
+        assert!(r.condition_infos().all(|i| !i.calls_aws()));
+        assert!(crate::calls_aws("aws_dynamodb") && crate::calls_aws("aws_secrets_manager"));
+        assert!(!crate::calls_aws("send_stdout") && !crate::calls_aws("memory"));
     }
 
     #[cfg(not(feature = "aws"))]

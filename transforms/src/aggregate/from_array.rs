@@ -137,6 +137,16 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// What registers the `aggregate_from_array` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "aggregate_from_array",
+    aliases: &[],
+    library: "sub.tf.agg.from.arr",
+    summary: "one message per element of a JSON array",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -64,6 +64,16 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// What registers the `aggregate_from_string` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "aggregate_from_string",
+    aliases: &[],
+    library: "sub.tf.agg.from.str",
+    summary: "one message per piece of the data split on `separator`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"separator": "\n"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

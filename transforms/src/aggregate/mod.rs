@@ -11,14 +11,8 @@ use sluice_engine::Registry;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.stateless(
-        "aggregate_from_array",
-        from_array::AggregateFromArray::build,
-    );
-    r.stateless(
-        "aggregate_from_string",
-        from_string::AggregateFromString::build,
-    );
-    r.stateful("aggregate_to_array", to_array::AggregateToArray::build);
-    r.stateful("aggregate_to_string", to_string::AggregateToString::build);
+    r.stateless(&from_array::INFO, from_array::AggregateFromArray::build);
+    r.stateless(&from_string::INFO, from_string::AggregateFromString::build);
+    r.stateful(&to_array::INFO, to_array::AggregateToArray::build);
+    r.stateful(&to_string::INFO, to_string::AggregateToString::build);
 }

@@ -125,6 +125,16 @@ impl StatefulTransform for AggregateToArray {
     }
 }
 
+/// What registers the `aggregate_to_array` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "aggregate_to_array",
+    aliases: &[],
+    library: "sub.tf.agg.to.arr",
+    summary: "batches messages into one JSON array",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

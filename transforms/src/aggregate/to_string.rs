@@ -99,6 +99,16 @@ impl StatefulTransform for AggregateToString {
     }
 }
 
+/// What registers the `aggregate_to_string` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "aggregate_to_string",
+    aliases: &[],
+    library: "sub.tf.agg.to.str",
+    summary: "batches messages into one message joined with `separator`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"separator": "\n"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

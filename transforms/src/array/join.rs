@@ -68,6 +68,16 @@ impl ArrayJoin {
     }
 }
 
+/// What registers the `array_join` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "array_join",
+    aliases: &[],
+    library: "sub.tf.arr.join",
+    summary: "joins an array's elements into a string",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"separator": ","}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

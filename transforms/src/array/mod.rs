@@ -7,6 +7,6 @@ use sluice_engine::Registry;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.map("array_join", join::ArrayJoin::build);
-    r.map("array_zip", zip::ArrayZip::build);
+    r.map(&join::INFO, join::ArrayJoin::build);
+    r.map(&zip::INFO, zip::ArrayZip::build);
 }

@@ -77,6 +77,16 @@ impl ArrayZip {
     }
 }
 
+/// What registers the `array_zip` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "array_zip",
+    aliases: &[],
+    library: "sub.tf.arr.zip",
+    summary: "transposes an array of arrays",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

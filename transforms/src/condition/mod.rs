@@ -29,100 +29,118 @@ use sluice_engine::{Build, ConfigError, Key, Message, Registry, Value, value};
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.condition("meta_all", meta::all::MetaAll::build);
-    r.condition("all", meta::all::MetaAll::build);
-    r.condition("meta_any", meta::any::MetaAny::build);
-    r.condition("any", meta::any::MetaAny::build);
-    r.condition("meta_none", meta::none::MetaNone::build);
-    r.condition("none", meta::none::MetaNone::build);
+    r.condition(&meta::all::INFO, meta::all::MetaAll::build);
+    r.condition(&meta::any::INFO, meta::any::MetaAny::build);
+    r.condition(&meta::none::INFO, meta::none::MetaNone::build);
 
-    r.condition("format_json", format::json::FormatJson::build);
-    r.condition("format_mime", format::mime::FormatMime::build);
+    r.condition(&format::json::INFO, format::json::FormatJson::build);
+    r.condition(&format::mime::INFO, format::mime::FormatMime::build);
 
     r.condition(
-        "network_ip_global_unicast",
+        &network::global_unicast::INFO,
         network::global_unicast::NetworkIpGlobalUnicast::build,
     );
     r.condition(
-        "network_ip_link_local_multicast",
+        &network::link_local_multicast::INFO,
         network::link_local_multicast::NetworkIpLinkLocalMulticast::build,
     );
     r.condition(
-        "network_ip_link_local_unicast",
+        &network::link_local_unicast::INFO,
         network::link_local_unicast::NetworkIpLinkLocalUnicast::build,
     );
     r.condition(
-        "network_ip_loopback",
+        &network::loopback::INFO,
         network::loopback::NetworkIpLoopback::build,
     );
     r.condition(
-        "network_ip_multicast",
+        &network::multicast::INFO,
         network::multicast::NetworkIpMulticast::build,
     );
     r.condition(
-        "network_ip_private",
+        &network::private::INFO,
         network::private::NetworkIpPrivate::build,
     );
     r.condition(
-        "network_ip_unicast",
+        &network::unicast::INFO,
         network::unicast::NetworkIpUnicast::build,
     );
     r.condition(
-        "network_ip_unspecified",
+        &network::unspecified::INFO,
         network::unspecified::NetworkIpUnspecified::build,
     );
-    r.condition("network_ip_valid", network::valid::NetworkIpValid::build);
+    r.condition(&network::valid::INFO, network::valid::NetworkIpValid::build);
 
-    r.condition("number_equal_to", number::equal_to::NumberEqualTo::build);
     r.condition(
-        "number_greater_than",
+        &number::equal_to::INFO,
+        number::equal_to::NumberEqualTo::build,
+    );
+    r.condition(
+        &number::greater_than::INFO,
         number::greater_than::NumberGreaterThan::build,
     );
-    r.condition("number_less_than", number::less_than::NumberLessThan::build);
     r.condition(
-        "number_bitwise_and",
+        &number::less_than::INFO,
+        number::less_than::NumberLessThan::build,
+    );
+    r.condition(
+        &number::bitwise_and::INFO,
         number::bitwise_and::NumberBitwiseAnd::build,
     );
     r.condition(
-        "number_bitwise_or",
+        &number::bitwise_or::INFO,
         number::bitwise_or::NumberBitwiseOr::build,
     );
     r.condition(
-        "number_bitwise_xor",
+        &number::bitwise_xor::INFO,
         number::bitwise_xor::NumberBitwiseXor::build,
     );
     r.condition(
-        "number_bitwise_not",
+        &number::bitwise_not::INFO,
         number::bitwise_not::NumberBitwiseNot::build,
     );
     r.condition(
-        "number_length_equal_to",
+        &number::length_equal_to::INFO,
         number::length_equal_to::NumberLengthEqualTo::build,
     );
     r.condition(
-        "number_length_greater_than",
+        &number::length_greater_than::INFO,
         number::length_greater_than::NumberLengthGreaterThan::build,
     );
     r.condition(
-        "number_length_less_than",
+        &number::length_less_than::INFO,
         number::length_less_than::NumberLengthLessThan::build,
     );
 
-    r.condition("string_contains", string::contains::StringContains::build);
-    r.condition("string_ends_with", string::ends_with::StringEndsWith::build);
-    r.condition("string_equal_to", string::equal_to::StringEqualTo::build);
     r.condition(
-        "string_greater_than",
+        &string::contains::INFO,
+        string::contains::StringContains::build,
+    );
+    r.condition(
+        &string::ends_with::INFO,
+        string::ends_with::StringEndsWith::build,
+    );
+    r.condition(
+        &string::equal_to::INFO,
+        string::equal_to::StringEqualTo::build,
+    );
+    r.condition(
+        &string::greater_than::INFO,
         string::greater_than::StringGreaterThan::build,
     );
-    r.condition("string_less_than", string::less_than::StringLessThan::build);
     r.condition(
-        "string_starts_with",
+        &string::less_than::INFO,
+        string::less_than::StringLessThan::build,
+    );
+    r.condition(
+        &string::starts_with::INFO,
         string::starts_with::StringStartsWith::build,
     );
-    r.condition("string_match", string::r#match::StringMatch::build);
+    r.condition(&string::r#match::INFO, string::r#match::StringMatch::build);
 
-    r.condition("utility_random", utility::random::UtilityRandom::build);
+    r.condition(
+        &utility::random::INFO,
+        utility::random::UtilityRandom::build,
+    );
 }
 
 /// The `object` settings of a leaf condition: where the input is read and, for the

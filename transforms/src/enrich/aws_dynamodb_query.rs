@@ -321,11 +321,14 @@ mod tests {
                 const { std::cell::RefCell::new(None) };
         }
         let mut r = sluice_engine::Registry::new();
-        r.transform("enrich_aws_dynamodb_query", |b: &Build<'_>| {
-            let built = EnrichAwsDynamodbQuery::build(b)?;
-            BUILT.with(|c| *c.borrow_mut() = Some(built));
-            EnrichAwsDynamodbQuery::build(b).map(Transform::stateless)
-        });
+        r.transform(
+            &const { sluice_engine::TypeInfo::named("enrich_aws_dynamodb_query") },
+            |b: &Build<'_>| {
+                let built = EnrichAwsDynamodbQuery::build(b)?;
+                BUILT.with(|c| *c.borrow_mut() = Some(built));
+                EnrichAwsDynamodbQuery::build(b).map(Transform::stateless)
+            },
+        );
         testing::build(
             &r,
             json!({"type": "enrich_aws_dynamodb_query", "settings": settings}),

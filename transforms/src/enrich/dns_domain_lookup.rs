@@ -54,6 +54,16 @@ impl StatelessTransform for EnrichDnsDomainLookup {
     }
 }
 
+/// What registers the `enrich_dns_domain_lookup` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "enrich_dns_domain_lookup",
+    aliases: &[],
+    library: "sub.tf.enrich.dns.domain_lookup",
+    summary: "the IP addresses of a host name",
+    reach: sluice_engine::Reach::Network,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::super::dns::test_server;

@@ -58,6 +58,16 @@ impl StatelessTransform for EnrichDnsIpLookup {
     }
 }
 
+/// What registers the `enrich_dns_ip_lookup` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "enrich_dns_ip_lookup",
+    aliases: &[],
+    library: "sub.tf.enrich.dns.ip_lookup",
+    summary: "the host names of an IP address (reverse lookup)",
+    reach: sluice_engine::Reach::Network,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::super::dns::test_server;

@@ -61,6 +61,17 @@ impl StatelessTransform for EnrichDnsTextLookup {
     }
 }
 
+/// What registers the `enrich_dns_text_lookup` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "enrich_dns_text_lookup",
+    // Substation's library spells it so (its engine does not know this name).
+    aliases: &["enrich_dns_txt_lookup"],
+    library: "sub.tf.enrich.dns.txt_lookup",
+    summary: "the TXT records of a name",
+    reach: sluice_engine::Reach::Network,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::super::dns::test_server;

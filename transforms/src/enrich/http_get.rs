@@ -95,6 +95,16 @@ impl StatelessTransform for EnrichHttpGet {
     }
 }
 
+/// What registers the `enrich_http_get` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "enrich_http_get",
+    aliases: &[],
+    library: "sub.tf.enrich.http.get",
+    summary: "the body of a GET to a URL with `${DATA}` and `${SECRET:id}`",
+    reach: sluice_engine::Reach::Network,
+    example: r#"{"url": "http://127.0.0.1:9/${DATA}"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

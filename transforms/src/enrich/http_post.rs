@@ -121,6 +121,16 @@ impl StatelessTransform for EnrichHttpPost {
     }
 }
 
+/// What registers the `enrich_http_post` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "enrich_http_post",
+    aliases: &[],
+    library: "sub.tf.enrich.http.post",
+    summary: "the answer to a POST of a value",
+    reach: sluice_engine::Reach::Network,
+    example: r#"{"url": "http://127.0.0.1:9/", "object": {"body_key": "b"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

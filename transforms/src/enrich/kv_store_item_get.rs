@@ -74,6 +74,17 @@ impl EnrichKvStoreItemGet {
     }
 }
 
+/// What registers the `enrich_kv_store_item_get` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "enrich_kv_store_item_get",
+    // Substation's deprecated name, which its library (and so sluice's) still emits.
+    aliases: &["enrich_kv_store_get"],
+    library: "sub.tf.enrich.kv_store.iget",
+    summary: "the value a kv store holds under a key",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"kv_store": {"type": "memory"}, "object": {"source_key": "k", "target_key": "v"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

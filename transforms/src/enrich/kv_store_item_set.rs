@@ -77,6 +77,17 @@ impl EnrichKvStoreItemSet {
     }
 }
 
+/// What registers the `enrich_kv_store_item_set` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "enrich_kv_store_item_set",
+    // Substation's deprecated name, which its library (and so sluice's) still emits.
+    aliases: &["enrich_kv_store_set"],
+    library: "sub.tf.enrich.kv_store.iset",
+    summary: "stores a value in a kv store under a key",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"kv_store": {"type": "memory"}, "object": {"source_key": "k", "target_key": "v"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -81,6 +81,16 @@ impl EnrichKvStoreSetAdd {
     }
 }
 
+/// What registers the `enrich_kv_store_set_add` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "enrich_kv_store_set_add",
+    aliases: &[],
+    library: "sub.tf.enrich.kv_store.sadd",
+    summary: "adds a value to the set of strings a kv store holds under a key",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"kv_store": {"type": "memory"}, "object": {"source_key": "k", "target_key": "v"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -86,6 +86,16 @@ impl StatelessTransform for FormatFromBase64 {
     }
 }
 
+/// What registers the `format_from_base64` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_from_base64",
+    aliases: &[],
+    library: "sub.tf.fmt.from.b64",
+    summary: "decodes standard base64",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -88,6 +88,16 @@ impl FormatFromGzip {
     }
 }
 
+/// What registers the `format_from_gzip` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_from_gzip",
+    aliases: &[],
+    library: "sub.tf.fmt.from.gz",
+    summary: "decompresses gzip data",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -232,6 +232,16 @@ impl StatelessTransform for FormatFromParquet {
     }
 }
 
+/// What registers the `format_from_parquet` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_from_parquet",
+    aliases: &[],
+    library: "sub.tf.fmt.from.parquet",
+    summary: "one JSON message per row of a Parquet file",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -251,6 +251,16 @@ impl StatefulTransform for FormatFromPrettyPrint {
     }
 }
 
+/// What registers the `format_from_pretty_print` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_from_pretty_print",
+    aliases: &[],
+    library: "sub.tf.fmt.from.pretty_print",
+    summary: "reassembles pretty-printed JSON split across messages",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,6 +111,16 @@ impl StatelessTransform for FormatFromZip {
     }
 }
 
+/// What registers the `format_from_zip` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_from_zip",
+    aliases: &[],
+    library: "sub.tf.fmt.from.zip",
+    summary: "one message per file of a ZIP archive",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

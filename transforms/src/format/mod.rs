@@ -13,17 +13,14 @@ use sluice_engine::Registry;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.stateless("format_from_base64", from_base64::FormatFromBase64::build);
-    r.map("format_to_base64", to_base64::FormatToBase64::build);
-    r.map("format_from_gzip", from_gzip::FormatFromGzip::build);
-    r.map("format_to_gzip", to_gzip::FormatToGzip::build);
-    r.stateless(
-        "format_from_parquet",
-        from_parquet::FormatFromParquet::build,
-    );
+    r.stateless(&from_base64::INFO, from_base64::FormatFromBase64::build);
+    r.map(&to_base64::INFO, to_base64::FormatToBase64::build);
+    r.map(&from_gzip::INFO, from_gzip::FormatFromGzip::build);
+    r.map(&to_gzip::INFO, to_gzip::FormatToGzip::build);
+    r.stateless(&from_parquet::INFO, from_parquet::FormatFromParquet::build);
     r.stateful(
-        "format_from_pretty_print",
+        &from_pretty_print::INFO,
         from_pretty_print::FormatFromPrettyPrint::build,
     );
-    r.stateless("format_from_zip", from_zip::FormatFromZip::build);
+    r.stateless(&from_zip::INFO, from_zip::FormatFromZip::build);
 }

@@ -52,6 +52,16 @@ impl FormatToBase64 {
     }
 }
 
+/// What registers the `format_to_base64` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_to_base64",
+    aliases: &[],
+    library: "sub.tf.fmt.to.b64",
+    summary: "encodes as standard base64",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -52,6 +52,16 @@ impl FormatToGzip {
     }
 }
 
+/// What registers the `format_to_gzip` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_to_gzip",
+    aliases: &[],
+    library: "sub.tf.fmt.to.gz",
+    summary: "compresses the data with gzip",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

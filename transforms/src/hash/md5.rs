@@ -59,6 +59,16 @@ impl HashMd5 {
     }
 }
 
+/// What registers the `hash_md5` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "hash_md5",
+    aliases: &[],
+    library: "sub.tf.hash.md5",
+    summary: "lowercase hex MD5 digest",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"source_key": "a", "target_key": "b"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -7,6 +7,6 @@ use sluice_engine::Registry;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.map("hash_md5", md5::HashMd5::build);
-    r.map("hash_sha256", sha256::HashSha256::build);
+    r.map(&md5::INFO, md5::HashMd5::build);
+    r.map(&sha256::INFO, sha256::HashSha256::build);
 }

@@ -59,6 +59,16 @@ impl HashSha256 {
     }
 }
 
+/// What registers the `hash_sha256` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "hash_sha256",
+    aliases: &[],
+    library: "sub.tf.hash.sha256",
+    summary: "lowercase hex SHA-256 digest",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"source_key": "a", "target_key": "b"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -20,12 +20,15 @@ thread_local! {
 
 fn build(cfg: Value) -> Result<Arc<dyn ItemStore>, String> {
     let mut r = Registry::new();
-    r.transform("probe", |b: &Build<'_>| {
-        let p: Probe = b.settings()?;
-        let st = build_store(b, "kv_store", &p.kv_store)?;
-        BUILT.with(|c| *c.borrow_mut() = Some(st));
-        Ok(Transform::stateless(crate::utility::drop::UtilityDrop))
-    });
+    r.transform(
+        &const { sluice_engine::TypeInfo::named("probe") },
+        |b: &Build<'_>| {
+            let p: Probe = b.settings()?;
+            let st = build_store(b, "kv_store", &p.kv_store)?;
+            BUILT.with(|c| *c.borrow_mut() = Some(st));
+            Ok(Transform::stateless(crate::utility::drop::UtilityDrop))
+        },
+    );
     testing::build(&r, json!({"type": "probe", "settings": {"kv_store": cfg}}))
         .map_err(|e| e.to_string())?;
     Ok(BUILT.with(|c| c.borrow_mut().take()).expect("built"))

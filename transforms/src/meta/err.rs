@@ -173,6 +173,16 @@ impl MetaErr {
     }
 }
 
+/// What registers the `meta_err` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_err",
+    aliases: &[],
+    library: "sub.tf.meta.err",
+    summary: "runs inner transforms, swallowing matching errors",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"transforms": [{"type": "utility_drop"}]}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};

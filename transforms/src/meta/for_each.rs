@@ -165,6 +165,16 @@ impl MetaForEach {
     }
 }
 
+/// What registers the `meta_for_each` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_for_each",
+    aliases: &[],
+    library: "sub.tf.meta.for_each",
+    summary: "runs each element of an array through inner transforms",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"source_key": "a", "target_key": "b"}, "transforms": [{"type": "string_to_upper"}]}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};

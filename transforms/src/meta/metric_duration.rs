@@ -173,6 +173,16 @@ impl StatefulTransform for MetaMetricDuration {
     }
 }
 
+/// What registers the `meta_metric_duration` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_metric_duration",
+    aliases: &[],
+    library: "sub.tf.meta.metric.duration",
+    summary: "times inner transforms; writes the nanoseconds as a metric on ctrl",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"metric": {"name": "D", "destination": {"type": "aws_cloudwatch_embedded_metrics", "settings": {"namespace": "compliance"}}}, "transforms": [{"type": "utility_drop"}]}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

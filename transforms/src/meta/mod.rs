@@ -24,21 +24,21 @@ use sluice_engine::{Build, Condition, ConfigError, Message, Pipeline, Registry, 
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.transform("meta_err", |b| {
+    r.transform(&err::INFO, |b| {
         err::MetaErr::build(b).map(err::MetaErr::into_transform)
     });
-    r.transform("meta_for_each", |b| {
+    r.transform(&for_each::INFO, |b| {
         for_each::MetaForEach::build(b).map(for_each::MetaForEach::into_transform)
     });
-    r.stateful("meta_kv_store_lock", kv_store_lock::MetaKvStoreLock::build);
+    r.stateful(&kv_store_lock::INFO, kv_store_lock::MetaKvStoreLock::build);
     r.stateful(
-        "meta_metric_duration",
+        &metric_duration::INFO,
         metric_duration::MetaMetricDuration::build,
     );
-    r.transform("meta_retry", |b| {
+    r.transform(&retry::INFO, |b| {
         retry::MetaRetry::build(b).map(retry::MetaRetry::into_transform)
     });
-    r.transform("meta_switch", |b| {
+    r.transform(&switch::INFO, |b| {
         switch::MetaSwitch::build(b).map(switch::MetaSwitch::into_transform)
     });
 }

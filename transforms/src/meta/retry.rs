@@ -268,6 +268,16 @@ impl MetaRetry {
     }
 }
 
+/// What registers the `meta_retry` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_retry",
+    aliases: &[],
+    library: "sub.tf.meta.retry",
+    summary: "retries inner transforms on error or unmet condition",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"transforms": [{"type": "string_to_upper"}]}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};

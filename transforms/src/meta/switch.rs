@@ -283,6 +283,16 @@ impl StatefulTransform for MetaSwitch {
     }
 }
 
+/// What registers the `meta_switch` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_switch",
+    aliases: &[],
+    library: "sub.tf.meta.switch",
+    summary: "routes each message to the first matching case",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"cases": [{"transforms": [{"type": "string_to_upper"}]}]}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

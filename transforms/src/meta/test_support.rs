@@ -19,12 +19,30 @@ use sluice_engine::{
 /// Every real transform plus the fixtures.
 pub(crate) fn registry() -> Registry {
     let mut r = crate::registry();
-    r.transform("fixture_fail", |b| Fail::build(b).map(Fail::into_transform));
-    r.map("fixture_counter", Counter::build);
-    r.stateful("fixture_record", Record::build);
-    r.stateful("fixture_send", Send::build);
-    r.stateless("fixture_suffix", Suffix::build);
-    r.condition("fixture_contains", Contains::build);
+    r.transform(
+        &const { sluice_engine::TypeInfo::named("fixture_fail") },
+        |b| Fail::build(b).map(Fail::into_transform),
+    );
+    r.map(
+        &const { sluice_engine::TypeInfo::named("fixture_counter") },
+        Counter::build,
+    );
+    r.stateful(
+        &const { sluice_engine::TypeInfo::named("fixture_record") },
+        Record::build,
+    );
+    r.stateful(
+        &const { sluice_engine::TypeInfo::named("fixture_send") },
+        Send::build,
+    );
+    r.stateless(
+        &const { sluice_engine::TypeInfo::named("fixture_suffix") },
+        Suffix::build,
+    );
+    r.condition(
+        &const { sluice_engine::TypeInfo::named("fixture_contains") },
+        Contains::build,
+    );
     r
 }
 

@@ -11,6 +11,16 @@ pub(crate) fn part(domain: &str) -> Result<String, String> {
     super::registered(domain).map(str::to_string)
 }
 
+/// What registers the `network_domain_registered_domain` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_domain_registered_domain",
+    aliases: &[],
+    library: "sub.tf.net.domain.registered_domain",
+    summary: "the registered domain (eTLD+1) of a domain name",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -16,6 +16,16 @@ pub(crate) fn part(domain: &str) -> Result<String, String> {
     }
 }
 
+/// What registers the `network_domain_subdomain` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_domain_subdomain",
+    aliases: &[],
+    library: "sub.tf.net.domain.subdomain",
+    summary: "what comes before the registered domain",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -9,6 +9,16 @@ pub(crate) fn part(domain: &str) -> Result<String, String> {
     Ok(super::suffix(domain).to_string())
 }
 
+/// What registers the `network_domain_top_level_domain` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_domain_top_level_domain",
+    aliases: &[],
+    library: "sub.tf.net.domain.tld",
+    summary: "the public suffix",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -22,13 +22,13 @@ use crate::common::Io;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.transform("network_domain_registered_domain", |b| {
+    r.transform(&domain_registered_domain::INFO, |b| {
         NetworkDomain::build(b, domain_registered_domain::part).map(Transform::map)
     });
-    r.transform("network_domain_subdomain", |b| {
+    r.transform(&domain_subdomain::INFO, |b| {
         NetworkDomain::build(b, domain_subdomain::part).map(Transform::map)
     });
-    r.transform("network_domain_top_level_domain", |b| {
+    r.transform(&domain_top_level_domain::INFO, |b| {
         NetworkDomain::build(b, domain_top_level_domain::part).map(Transform::map)
     });
 }

@@ -56,6 +56,16 @@ impl NumberMathAddition {
     }
 }
 
+/// What registers the `number_math_addition` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_math_addition",
+    aliases: &[],
+    library: "sub.tf.num.math.add",
+    summary: "sum of an array of numbers",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

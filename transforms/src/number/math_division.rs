@@ -62,6 +62,16 @@ impl NumberMathDivision {
     }
 }
 
+/// What registers the `number_math_division` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_math_division",
+    aliases: &[],
+    library: "sub.tf.num.math.div",
+    summary: "left-folded quotient of an array of numbers",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

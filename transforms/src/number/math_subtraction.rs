@@ -56,6 +56,16 @@ impl NumberMathSubtraction {
     }
 }
 
+/// What registers the `number_math_subtraction` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_math_subtraction",
+    aliases: &[],
+    library: "sub.tf.num.math.sub",
+    summary: "left-folded difference of an array of numbers",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

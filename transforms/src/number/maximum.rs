@@ -60,6 +60,16 @@ impl NumberMaximum {
     }
 }
 
+/// What registers the `number_maximum` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_maximum",
+    aliases: &[],
+    library: "sub.tf.num.max",
+    summary: "the larger of a number and `value`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

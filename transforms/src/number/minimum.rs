@@ -60,6 +60,16 @@ impl NumberMinimum {
     }
 }
 
+/// What registers the `number_minimum` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_minimum",
+    aliases: &[],
+    library: "sub.tf.num.min",
+    summary: "the smaller of a number and `value`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -19,22 +19,22 @@ use crate::common::Io;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.map("number_maximum", maximum::NumberMaximum::build);
-    r.map("number_minimum", minimum::NumberMinimum::build);
+    r.map(&maximum::INFO, maximum::NumberMaximum::build);
+    r.map(&minimum::INFO, minimum::NumberMinimum::build);
     r.map(
-        "number_math_addition",
+        &math_addition::INFO,
         math_addition::NumberMathAddition::build,
     );
     r.map(
-        "number_math_subtraction",
+        &math_subtraction::INFO,
         math_subtraction::NumberMathSubtraction::build,
     );
     r.map(
-        "number_math_multiplication",
+        &math_multiplication::INFO,
         math_multiplication::NumberMathMultiplication::build,
     );
     r.map(
-        "number_math_division",
+        &math_division::INFO,
         math_division::NumberMathDivision::build,
     );
 }

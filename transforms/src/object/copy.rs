@@ -100,6 +100,16 @@ impl ObjectCopy {
     }
 }
 
+/// What registers the `object_copy` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "object_copy",
+    aliases: &[],
+    library: "sub.tf.obj.cp",
+    summary: "copies a value, extracts it as the data, or wraps the data",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"source_key": "a", "target_key": "b"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

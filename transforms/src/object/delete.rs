@@ -53,6 +53,16 @@ impl ObjectDelete {
     }
 }
 
+/// What registers the `object_delete` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "object_delete",
+    aliases: &[],
+    library: "sub.tf.obj.del",
+    summary: "deletes a key",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"source_key": "a"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

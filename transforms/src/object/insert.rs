@@ -82,6 +82,16 @@ impl ObjectInsert {
     }
 }
 
+/// What registers the `object_insert` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "object_insert",
+    aliases: &[],
+    library: "sub.tf.obj.insert",
+    summary: "writes a fixed value at a key",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"target_key": "a"}, "value": {"b": 1}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -283,6 +283,16 @@ fn from_number_text(text: &str) -> Value {
     }
 }
 
+/// What registers the `object_jq` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "object_jq",
+    aliases: &[],
+    library: "sub.tf.obj.jq",
+    summary: "replaces the data with the result of a jq filter",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"filter": "."}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,16 +19,16 @@ use crate::common::Io;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.map("object_copy", copy::ObjectCopy::build);
-    r.map("object_delete", delete::ObjectDelete::build);
-    r.map("object_insert", insert::ObjectInsert::build);
-    r.map("object_jq", jq::ObjectJq::build);
-    r.map("object_to_boolean", to_boolean::ObjectToBoolean::build);
-    r.map("object_to_float", to_float::ObjectToFloat::build);
-    r.map("object_to_integer", to_integer::ObjectToInteger::build);
-    r.map("object_to_string", to_string::ObjectToString::build);
+    r.map(&copy::INFO, copy::ObjectCopy::build);
+    r.map(&delete::INFO, delete::ObjectDelete::build);
+    r.map(&insert::INFO, insert::ObjectInsert::build);
+    r.map(&jq::INFO, jq::ObjectJq::build);
+    r.map(&to_boolean::INFO, to_boolean::ObjectToBoolean::build);
+    r.map(&to_float::INFO, to_float::ObjectToFloat::build);
+    r.map(&to_integer::INFO, to_integer::ObjectToInteger::build);
+    r.map(&to_string::INFO, to_string::ObjectToString::build);
     r.map(
-        "object_to_unsigned_integer",
+        &to_unsigned_integer::INFO,
         to_unsigned_integer::ObjectToUnsignedInteger::build,
     );
 }

@@ -59,6 +59,16 @@ impl ObjectToFloat {
     }
 }
 
+/// What registers the `object_to_float` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "object_to_float",
+    aliases: &[],
+    library: "sub.tf.obj.to.float",
+    summary: "converts to a float",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"source_key": "a", "target_key": "b"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -64,6 +64,16 @@ impl ObjectToString {
     }
 }
 
+/// What registers the `object_to_string` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "object_to_string",
+    aliases: &[],
+    library: "sub.tf.obj.to.str",
+    summary: "converts to a string",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"source_key": "a", "target_key": "b"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

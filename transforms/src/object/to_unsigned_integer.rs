@@ -59,6 +59,16 @@ impl ObjectToUnsignedInteger {
     }
 }
 
+/// What registers the `object_to_unsigned_integer` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "object_to_unsigned_integer",
+    aliases: &[],
+    library: "sub.tf.obj.to.uint",
+    summary: "converts to an unsigned integer",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"object": {"source_key": "a", "target_key": "b"}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

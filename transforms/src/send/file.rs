@@ -438,6 +438,16 @@ impl Sender<Files> {
     }
 }
 
+/// What registers the `send_file` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "send_file",
+    aliases: &[],
+    library: "sub.tf.send.file",
+    summary: "writes each batch to a new local file",
+    reach: sluice_engine::Reach::Files,
+    example: r#"{"file_path": {"prefix": "out", "uuid": true}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

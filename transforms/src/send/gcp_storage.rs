@@ -206,5 +206,15 @@ impl Sender<GcsBucket> {
     }
 }
 
+/// What registers the `send_gcp_storage` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "send_gcp_storage",
+    aliases: &[],
+    library: "sub.tf.send.gcp.storage",
+    summary: "writes each batch to a new Cloud Storage object (a media upload, or a resumable one when large)",
+    reach: sluice_engine::Reach::Network,
+    example: r#"{"gcp": {"resource": "projects/_/buckets/bucket"}, "file_path": {"uuid": true}}"#,
+};
+
 #[cfg(test)]
 mod tests;

@@ -101,6 +101,16 @@ impl Sender<HttpPost> {
     }
 }
 
+/// What registers the `send_http_post` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "send_http_post",
+    aliases: &[],
+    library: "sub.tf.send.http.post",
+    summary: "one POST per item, with retries",
+    reach: sluice_engine::Reach::Network,
+    example: r#"{"url": "http://127.0.0.1:9/"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

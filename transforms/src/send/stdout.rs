@@ -193,6 +193,16 @@ impl Sender<Stdout> {
     }
 }
 
+/// What registers the `send_stdout` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "send_stdout",
+    aliases: &[],
+    library: "sub.tf.send.stdout",
+    summary: "writes each batch to standard output, one line per item",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

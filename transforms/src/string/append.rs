@@ -97,6 +97,16 @@ impl StatelessTransform for StringAppend {
     }
 }
 
+/// What registers the `string_append` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_append",
+    aliases: &[],
+    library: "sub.tf.str.append",
+    summary: "appends a fixed or looked-up suffix",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"suffix": "x"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -164,6 +164,16 @@ impl StatelessTransform for StringCapture {
     }
 }
 
+/// What registers the `string_capture` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_capture",
+    aliases: &[],
+    library: "sub.tf.str.capture",
+    summary: "extracts text with a regular expression",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"pattern": "(\\w+)"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

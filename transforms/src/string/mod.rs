@@ -16,14 +16,14 @@ use crate::common::Io;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.stateless("string_append", append::StringAppend::build);
-    r.stateless("string_capture", capture::StringCapture::build);
-    r.map("string_replace", replace::StringReplace::build);
-    r.map("string_split", split::StringSplit::build);
-    r.map("string_to_lower", to_lower::StringToLower::build);
-    r.map("string_to_upper", to_upper::StringToUpper::build);
-    r.map("string_to_snake", to_snake::StringToSnake::build);
-    r.map("string_uuid", uuid::StringUuid::build);
+    r.stateless(&append::INFO, append::StringAppend::build);
+    r.stateless(&capture::INFO, capture::StringCapture::build);
+    r.map(&replace::INFO, replace::StringReplace::build);
+    r.map(&split::INFO, split::StringSplit::build);
+    r.map(&to_lower::INFO, to_lower::StringToLower::build);
+    r.map(&to_upper::INFO, to_upper::StringToUpper::build);
+    r.map(&to_snake::INFO, to_snake::StringToSnake::build);
+    r.map(&uuid::INFO, uuid::StringUuid::build);
 }
 
 /// Replaces the input text (the value's text, or the data) with `f` of it; a missing

@@ -90,6 +90,16 @@ impl StringReplace {
     }
 }
 
+/// What registers the `string_replace` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_replace",
+    aliases: &[],
+    library: "sub.tf.str.replace",
+    summary: "replaces every regex match",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"pattern": "a", "replacement": "b"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

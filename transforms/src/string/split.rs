@@ -72,6 +72,16 @@ impl StringSplit {
     }
 }
 
+/// What registers the `string_split` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_split",
+    aliases: &[],
+    library: "sub.tf.str.split",
+    summary: "splits text into an array",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"separator": ","}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -60,6 +60,16 @@ impl StringToLower {
     }
 }
 
+/// What registers the `string_to_lower` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_to_lower",
+    aliases: &[],
+    library: "sub.tf.str.to.lower",
+    summary: "lower-cases text",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

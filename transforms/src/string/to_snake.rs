@@ -97,6 +97,16 @@ impl StringToSnake {
     }
 }
 
+/// What registers the `string_to_snake` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_to_snake",
+    aliases: &[],
+    library: "sub.tf.str.to.snake",
+    summary: "converts text to snake_case",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

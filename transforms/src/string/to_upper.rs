@@ -60,6 +60,16 @@ impl StringToUpper {
     }
 }
 
+/// What registers the `string_to_upper` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_to_upper",
+    aliases: &[],
+    library: "sub.tf.str.to.upper",
+    summary: "upper-cases text",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -52,6 +52,16 @@ impl StringUuid {
     }
 }
 
+/// What registers the `string_uuid` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_uuid",
+    aliases: &[],
+    library: "sub.tf.str.uuid",
+    summary: "writes a random v4 UUID",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -46,6 +46,16 @@ impl StatefulTransform for TestMessage {
     }
 }
 
+/// What registers the `test_message` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "test_message",
+    aliases: &[],
+    library: "sub.tf.test.message",
+    summary: "on ctrl, emits a message holding `value` (seeds config tests)",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -6,5 +6,5 @@ use sluice_engine::Registry;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.stateful("test_message", message::TestMessage::build);
+    r.stateful(&message::INFO, message::TestMessage::build);
 }

@@ -73,6 +73,16 @@ impl TimeFromString {
     }
 }
 
+/// What registers the `time_from_string` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "time_from_string",
+    aliases: &[],
+    library: "sub.tf.time.from.str",
+    summary: "parses a time string (Go layout) into epoch nanoseconds",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"format": "2006-01-02T15:04:05Z07:00"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -52,6 +52,16 @@ impl TimeFromUnix {
     }
 }
 
+/// What registers the `time_from_unix` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "time_from_unix",
+    aliases: &[],
+    library: "sub.tf.time.from.unix",
+    summary: "epoch seconds to epoch nanoseconds",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -25,16 +25,16 @@ use layout::Layout;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.map("time_from_string", from_string::TimeFromString::build);
-    r.map("time_from_unix", from_unix::TimeFromUnix::build);
+    r.map(&from_string::INFO, from_string::TimeFromString::build);
+    r.map(&from_unix::INFO, from_unix::TimeFromUnix::build);
     r.map(
-        "time_from_unix_milli",
+        &from_unix_milli::INFO,
         from_unix_milli::TimeFromUnixMilli::build,
     );
-    r.map("time_now", now::TimeNow::build);
-    r.map("time_to_string", to_string::TimeToString::build);
-    r.map("time_to_unix", to_unix::TimeToUnix::build);
-    r.map("time_to_unix_milli", to_unix_milli::TimeToUnixMilli::build);
+    r.map(&now::INFO, now::TimeNow::build);
+    r.map(&to_string::INFO, to_string::TimeToString::build);
+    r.map(&to_unix::INFO, to_unix::TimeToUnix::build);
+    r.map(&to_unix_milli::INFO, to_unix_milli::TimeToUnixMilli::build);
 }
 
 /// Resolves the `location` setting as Go's `LoadLocation` does: an IANA name, `UTC` or

@@ -64,6 +64,16 @@ impl TimeNow {
     }
 }
 
+/// What registers the `time_now` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "time_now",
+    aliases: &[],
+    library: "sub.tf.time.now",
+    summary: "the current time as epoch nanoseconds",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -65,6 +65,16 @@ impl TimeToString {
     }
 }
 
+/// What registers the `time_to_string` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "time_to_string",
+    aliases: &[],
+    library: "sub.tf.time.to.str",
+    summary: "formats epoch nanoseconds with a Go layout",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"format": "2006-01-02"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -51,6 +51,16 @@ impl TimeToUnix {
     }
 }
 
+/// What registers the `time_to_unix` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "time_to_unix",
+    aliases: &[],
+    library: "sub.tf.time.to.unix",
+    summary: "epoch nanoseconds to epoch seconds",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -51,6 +51,16 @@ impl TimeToUnixMilli {
     }
 }
 
+/// What registers the `time_to_unix_milli` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "time_to_unix_milli",
+    aliases: &[],
+    library: "sub.tf.time.to.unix_milli",
+    summary: "epoch nanoseconds to epoch milliseconds",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

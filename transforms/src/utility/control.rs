@@ -117,6 +117,16 @@ impl StatefulTransform for UtilityControl {
     }
 }
 
+/// What registers the `utility_control` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_control",
+    aliases: &[],
+    library: "sub.tf.util.control",
+    summary: "inserts a ctrl message at batch boundaries",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"batch": {"count": 1}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

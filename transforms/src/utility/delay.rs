@@ -50,6 +50,16 @@ impl StatelessTransform for UtilityDelay {
     }
 }
 
+/// What registers the `utility_delay` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_delay",
+    aliases: &[],
+    library: "sub.tf.util.delay",
+    summary: "waits before passing each data message on",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"duration": "1ms"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::meta::test_support::datas;

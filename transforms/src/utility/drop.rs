@@ -38,6 +38,16 @@ impl StatelessTransform for UtilityDrop {
     }
 }
 
+/// What registers the `utility_drop` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_drop",
+    aliases: &[],
+    library: "sub.tf.util.drop",
+    summary: "drops every data message",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::meta::test_support::{assert_status, tracked};

@@ -41,6 +41,16 @@ impl StatelessTransform for UtilityErr {
     }
 }
 
+/// What registers the `utility_err` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_err",
+    aliases: &[],
+    library: "sub.tf.util.err",
+    summary: "fails every data message with a fixed error",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"message": "x"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

@@ -51,6 +51,16 @@ impl StatefulTransform for UtilityMetricBytes {
     }
 }
 
+/// What registers the `utility_metric_bytes` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_metric_bytes",
+    aliases: &[],
+    library: "sub.tf.util.metric.bytes",
+    summary: "sums the data's bytes; writes the sum as a metric on ctrl",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"metric": {"name": "B", "destination": {"type": "aws_cloudwatch_embedded_metrics", "settings": {"namespace": "compliance"}}}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

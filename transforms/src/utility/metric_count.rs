@@ -50,6 +50,16 @@ impl StatefulTransform for UtilityMetricCount {
     }
 }
 
+/// What registers the `utility_metric_count` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_metric_count",
+    aliases: &[],
+    library: "sub.tf.util.metric.count",
+    summary: "counts data messages; writes the count as a metric on ctrl",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"metric": {"name": "C", "destination": {"type": "aws_cloudwatch_embedded_metrics", "settings": {"namespace": "compliance"}}}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -141,6 +141,16 @@ impl StatefulTransform for UtilityMetricFreshness {
     }
 }
 
+/// What registers the `utility_metric_freshness` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_metric_freshness",
+    aliases: &[],
+    library: "sub.tf.util.metric.freshness",
+    summary: "counts fresh and stale messages by a timestamp; writes both on ctrl",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"threshold": "1m", "object": {"source_key": "ts"}, "metric": {"name": "F", "destination": {"type": "aws_cloudwatch_embedded_metrics", "settings": {"namespace": "compliance"}}}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -14,21 +14,15 @@ use sluice_engine::Registry;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.stateful("utility_control", control::UtilityControl::build);
-    r.stateless("utility_delay", delay::UtilityDelay::build);
-    r.stateless("utility_drop", drop::UtilityDrop::build);
-    r.stateless("utility_err", err::UtilityErr::build);
+    r.stateful(&control::INFO, control::UtilityControl::build);
+    r.stateless(&delay::INFO, delay::UtilityDelay::build);
+    r.stateless(&drop::INFO, drop::UtilityDrop::build);
+    r.stateless(&err::INFO, err::UtilityErr::build);
+    r.stateful(&metric_bytes::INFO, metric_bytes::UtilityMetricBytes::build);
+    r.stateful(&metric_count::INFO, metric_count::UtilityMetricCount::build);
     r.stateful(
-        "utility_metric_bytes",
-        metric_bytes::UtilityMetricBytes::build,
-    );
-    r.stateful(
-        "utility_metric_count",
-        metric_count::UtilityMetricCount::build,
-    );
-    r.stateful(
-        "utility_metric_freshness",
+        &metric_freshness::INFO,
         metric_freshness::UtilityMetricFreshness::build,
     );
-    r.stateless("utility_secret", secret::UtilitySecret::build);
+    r.stateless(&secret::INFO, secret::UtilitySecret::build);
 }

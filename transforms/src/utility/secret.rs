@@ -94,6 +94,16 @@ impl StatelessTransform for UtilitySecret {
     }
 }
 
+/// What registers the `utility_secret` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_secret",
+    aliases: &[],
+    library: "sub.tf.util.secret",
+    summary: "loads a secret for `${SECRET:id}` (environment variable, Secrets Manager)",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"secret": {"type": "environment_variable", "settings": {"id": "compliance_secret", "name": "PATH"}}}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::registry;

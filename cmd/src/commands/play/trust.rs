@@ -16,8 +16,8 @@
 //! page your files and environment. The check reads the compiled config before anything is
 //! built: every object in it (the transforms, their kv stores and secrets, nested lists
 //! and the `tests:`) whose `type` names something that needs a flag is refused, with the
-//! transform and the flag named. A unit test below fails when a registered transform is in
-//! neither list, so a new transform type cannot slip past unclassified.
+//! transform and the flag named. A transform's need comes from its descriptor's `reach`
+//! (declared beside its code), so a new transform type cannot slip past unclassified.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -88,26 +88,20 @@ pub struct NotAllowed {
     power: Power,
 }
 
-/// What the type `name` (a transform's, a kv store's or a secret's) needs; `None` for what
-/// stays in the run's own memory (and for names sluice does not know, which the registry
-/// refuses).
+/// What the type `name` (a transform's, a kv store's or a secret's) needs: a transform's
+/// descriptor says what it reaches (`sluice_engine::Reach`); `None` for what stays in the
+/// run's own memory (and for names sluice does not know, which the registry refuses).
 pub fn needs(name: &str) -> Option<Power> {
+    use sluice_engine::Reach;
     match name {
-        "send_stdout" => None,
-        "send_file" | "csv_file" | "json_file" | "text_file" | "mmdb" | "sqlite" => {
-            Some(Power::Files)
-        }
+        "csv_file" | "json_file" | "text_file" | "mmdb" | "sqlite" => Some(Power::Files),
         "environment_variable" => Some(Power::Env),
         "aws_dynamodb" | "aws_secrets_manager" => Some(Power::Network),
-        n if n.starts_with("send_")
-            || n.starts_with("enrich_aws_")
-            || n.starts_with("enrich_gcp_")
-            || n.starts_with("enrich_http_")
-            || n.starts_with("enrich_dns_") =>
-        {
-            Some(Power::Network)
-        }
-        _ => None,
+        _ => match sluice_transforms::transform_info(name)?.reach {
+            Reach::Memory => None,
+            Reach::Files => Some(Power::Files),
+            Reach::Network | Reach::Aws => Some(Power::Network),
+        },
     }
 }
 
@@ -172,91 +166,28 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Every registered transform that needs no power, by name: a new type must be added
-    /// here or be matched by [`needs`], or this test fails.
-    const PURE: &[&str] = &[
-        "aggregate_from_array",
-        "aggregate_from_string",
-        "aggregate_to_array",
-        "aggregate_to_string",
-        "array_join",
-        "array_zip",
-        "enrich_kv_store_get",
-        "enrich_kv_store_item_get",
-        "enrich_kv_store_item_set",
-        "enrich_kv_store_set",
-        "enrich_kv_store_set_add",
-        "format_from_base64",
-        "format_from_gzip",
-        "format_from_parquet",
-        "format_from_pretty_print",
-        "format_from_zip",
-        "format_to_base64",
-        "format_to_gzip",
-        "hash_md5",
-        "hash_sha256",
-        "meta_err",
-        "meta_for_each",
-        "meta_kv_store_lock",
-        "meta_metric_duration",
-        "meta_retry",
-        "meta_switch",
-        "network_domain_registered_domain",
-        "network_domain_subdomain",
-        "network_domain_top_level_domain",
-        "number_math_addition",
-        "number_math_division",
-        "number_math_multiplication",
-        "number_math_subtraction",
-        "number_maximum",
-        "number_minimum",
-        "object_copy",
-        "object_delete",
-        "object_insert",
-        "object_jq",
-        "object_to_boolean",
-        "object_to_float",
-        "object_to_integer",
-        "object_to_string",
-        "object_to_unsigned_integer",
-        "send_stdout",
-        "string_append",
-        "string_capture",
-        "string_replace",
-        "string_split",
-        "string_to_lower",
-        "string_to_snake",
-        "string_to_upper",
-        "string_uuid",
-        "test_message",
-        "time_from_string",
-        "time_from_unix",
-        "time_from_unix_milli",
-        "time_now",
-        "time_to_string",
-        "time_to_unix",
-        "time_to_unix_milli",
-        "utility_control",
-        "utility_delay",
-        "utility_drop",
-        "utility_err",
-        "utility_metric_bytes",
-        "utility_metric_count",
-        "utility_metric_freshness",
-        "utility_secret",
-    ];
-
+    /// The descriptors' reach agrees with the names: the sends other than `send_stdout` and
+    /// `send_file`, and the AWS, HTTP and DNS enrichments, call the network; `send_file`
+    /// writes files; every other transform stays in memory.
     #[test]
-    fn every_transform_type_is_classified() {
+    fn every_transform_type_is_classified_by_its_descriptor() {
         let r = sluice_transforms::registry();
-        let unclassified: Vec<&str> = r
-            .transform_types()
-            .filter(|t| needs(t).is_none() && !PURE.contains(t))
-            .collect();
-        assert!(
-            unclassified.is_empty(),
-            "classify these in trust.rs (PURE, or needs()): {unclassified:?}"
-        );
+        for t in r.transform_types() {
+            let network = (t.starts_with("send_") && t != "send_stdout" && t != "send_file")
+                || ["enrich_aws_", "enrich_http_", "enrich_dns_"]
+                    .iter()
+                    .any(|p| t.starts_with(p));
+            let want = if network {
+                Some(Power::Network)
+            } else if t == "send_file" {
+                Some(Power::Files)
+            } else {
+                None
+            };
+            assert_eq!(needs(t), want, "{t}");
+        }
+        assert_eq!(needs("string_equal_to"), None);
+        assert_eq!(needs("mmdb"), Some(Power::Files));
     }
 
     #[test]

@@ -31,6 +31,16 @@ impl Condition for FormatJson {
     }
 }
 
+/// What registers the `format_json` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_json",
+    aliases: &[],
+    library: "sub.cnd.fmt.json",
+    summary: "the data is one valid JSON value",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

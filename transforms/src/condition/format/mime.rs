@@ -47,6 +47,16 @@ impl Condition for FormatMime {
     }
 }
 
+/// What registers the `format_mime` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "format_mime",
+    aliases: &[],
+    library: "sub.cnd.fmt.mime",
+    summary: "the sniffed media type of the data equals `type`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"type": "application/json"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

@@ -26,6 +26,17 @@ impl Condition for MetaAll {
     }
 }
 
+/// What registers the `meta_all` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_all",
+    // Substation's short name, which older Substation configs use.
+    aliases: &["all"],
+    library: "sub.cnd.meta.all",
+    summary: "every inner condition holds",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"conditions": [{"type": "format_json"}]}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

@@ -24,6 +24,17 @@ impl Condition for MetaAny {
     }
 }
 
+/// What registers the `meta_any` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_any",
+    // Substation's short name, which older Substation configs use.
+    aliases: &["any"],
+    library: "sub.cnd.meta.any",
+    summary: "some inner condition holds",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"conditions": [{"type": "format_json"}]}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

@@ -29,6 +29,17 @@ impl Condition for MetaNone {
     }
 }
 
+/// What registers the `meta_none` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_none",
+    // Substation's short name, which older Substation configs use.
+    aliases: &["none"],
+    library: "sub.cnd.meta.none",
+    summary: "no inner condition holds",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"conditions": [{"type": "format_json"}]}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

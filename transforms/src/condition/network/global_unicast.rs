@@ -33,6 +33,16 @@ pub(crate) fn is_global_unicast(ip: IpAddr) -> bool {
         || matches!(ip, IpAddr::V4(v4) if v4.is_broadcast()))
 }
 
+/// What registers the `network_ip_global_unicast` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_global_unicast",
+    aliases: &[],
+    library: "sub.cnd.net.ip.global_unicast",
+    summary: "Go's `IsGlobalUnicast`",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

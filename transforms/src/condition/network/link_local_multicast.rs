@@ -38,6 +38,16 @@ pub(crate) fn is_link_local_multicast(ip: IpAddr) -> bool {
     }
 }
 
+/// What registers the `network_ip_link_local_multicast` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_link_local_multicast",
+    aliases: &[],
+    library: "sub.cnd.net.ip.link_local_multicast",
+    summary: "Go's `IsLinkLocalMulticast`",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -38,6 +38,16 @@ pub(crate) fn is_link_local_unicast(ip: IpAddr) -> bool {
     }
 }
 
+/// What registers the `network_ip_link_local_unicast` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_link_local_unicast",
+    aliases: &[],
+    library: "sub.cnd.net.ip.link_local_unicast",
+    summary: "Go's `IsLinkLocalUnicast`",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

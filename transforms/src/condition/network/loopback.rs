@@ -32,6 +32,16 @@ pub(crate) fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
+/// What registers the `network_ip_loopback` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_loopback",
+    aliases: &[],
+    library: "sub.cnd.net.ip.loopback",
+    summary: "Go's `IsLoopback`",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

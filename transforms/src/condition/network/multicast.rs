@@ -32,6 +32,16 @@ pub(crate) fn is_multicast(ip: IpAddr) -> bool {
     }
 }
 
+/// What registers the `network_ip_multicast` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_multicast",
+    aliases: &[],
+    library: "sub.cnd.net.ip.multicast",
+    summary: "Go's `IsMulticast`",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

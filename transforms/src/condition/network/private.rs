@@ -35,6 +35,16 @@ pub(crate) fn is_private(ip: IpAddr) -> bool {
     }
 }
 
+/// What registers the `network_ip_private` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_private",
+    aliases: &[],
+    library: "sub.cnd.net.ip.private",
+    summary: "Go's `IsPrivate`",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

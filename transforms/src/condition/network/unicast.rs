@@ -30,6 +30,16 @@ pub(crate) fn is_unicast(ip: IpAddr) -> bool {
         || super::link_local_unicast::is_link_local_unicast(ip)
 }
 
+/// What registers the `network_ip_unicast` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_unicast",
+    aliases: &[],
+    library: "sub.cnd.net.ip.unicast",
+    summary: "global unicast or link-local unicast",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -29,6 +29,16 @@ pub(crate) fn is_unspecified(ip: IpAddr) -> bool {
     ip.is_unspecified()
 }
 
+/// What registers the `network_ip_unspecified` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_unspecified",
+    aliases: &[],
+    library: "sub.cnd.net.ip.unspecified",
+    summary: "Go's `IsUnspecified`",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

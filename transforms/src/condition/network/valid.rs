@@ -29,6 +29,16 @@ pub(crate) fn is_valid(_: IpAddr) -> bool {
     true
 }
 
+/// What registers the `network_ip_valid` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "network_ip_valid",
+    aliases: &[],
+    library: "sub.cnd.net.ip.valid",
+    summary: "the text parses as an IP address",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]

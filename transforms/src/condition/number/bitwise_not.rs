@@ -40,6 +40,16 @@ impl Condition for NumberBitwiseNot {
     }
 }
 
+/// What registers the `number_bitwise_not` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_bitwise_not",
+    aliases: &[],
+    library: "sub.cnd.num.bitwise.not",
+    summary: "NOT input ≠ 0 (input is not −1)",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

@@ -25,6 +25,16 @@ impl Condition for NumberBitwiseOr {
     }
 }
 
+/// What registers the `number_bitwise_or` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_bitwise_or",
+    aliases: &[],
+    library: "sub.cnd.num.bitwise.or",
+    summary: "input OR `value` ≠ 0",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

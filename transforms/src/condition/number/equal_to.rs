@@ -26,6 +26,16 @@ impl Condition for NumberEqualTo {
     }
 }
 
+/// What registers the `number_equal_to` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_equal_to",
+    aliases: &[],
+    library: "sub.cnd.num.eq",
+    summary: "input == comparand",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

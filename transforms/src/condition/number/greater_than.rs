@@ -25,6 +25,16 @@ impl Condition for NumberGreaterThan {
     }
 }
 
+/// What registers the `number_greater_than` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_greater_than",
+    aliases: &[],
+    library: "sub.cnd.num.gt",
+    summary: "input > comparand",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

@@ -26,6 +26,16 @@ impl Condition for NumberLengthGreaterThan {
     }
 }
 
+/// What registers the `number_length_greater_than` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_length_greater_than",
+    aliases: &[],
+    library: "sub.cnd.num.len.gt",
+    summary: "length > `value`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

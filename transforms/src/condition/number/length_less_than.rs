@@ -26,6 +26,16 @@ impl Condition for NumberLengthLessThan {
     }
 }
 
+/// What registers the `number_length_less_than` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_length_less_than",
+    aliases: &[],
+    library: "sub.cnd.num.len.lt",
+    summary: "length < `value`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

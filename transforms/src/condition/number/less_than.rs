@@ -25,6 +25,16 @@ impl Condition for NumberLessThan {
     }
 }
 
+/// What registers the `number_less_than` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "number_less_than",
+    aliases: &[],
+    library: "sub.cnd.num.lt",
+    summary: "input < comparand",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": 1}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

@@ -24,6 +24,16 @@ impl Condition for StringContains {
     }
 }
 
+/// What registers the `string_contains` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_contains",
+    aliases: &[],
+    library: "sub.cnd.str.contains",
+    summary: "input contains `value`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": "a"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

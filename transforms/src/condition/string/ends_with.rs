@@ -24,6 +24,16 @@ impl Condition for StringEndsWith {
     }
 }
 
+/// What registers the `string_ends_with` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_ends_with",
+    aliases: &[],
+    library: "sub.cnd.str.ends_with",
+    summary: "input ends with `value`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": "a"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

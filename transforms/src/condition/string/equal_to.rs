@@ -25,6 +25,16 @@ impl Condition for StringEqualTo {
     }
 }
 
+/// What registers the `string_equal_to` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_equal_to",
+    aliases: &[],
+    library: "sub.cnd.str.eq",
+    summary: "input == comparand (bytes)",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": "a"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

@@ -24,6 +24,16 @@ impl Condition for StringGreaterThan {
     }
 }
 
+/// What registers the `string_greater_than` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_greater_than",
+    aliases: &[],
+    library: "sub.cnd.str.gt",
+    summary: "input sorts after comparand",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": "a"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

@@ -24,6 +24,16 @@ impl Condition for StringLessThan {
     }
 }
 
+/// What registers the `string_less_than` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_less_than",
+    aliases: &[],
+    library: "sub.cnd.str.lt",
+    summary: "input sorts before comparand",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": "a"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

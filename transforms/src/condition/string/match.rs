@@ -54,6 +54,16 @@ impl Condition for StringMatch {
     }
 }
 
+/// What registers the `string_match` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_match",
+    aliases: &[],
+    library: "sub.cnd.str.match",
+    summary: "input matches the regex `pattern`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"pattern": "a"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

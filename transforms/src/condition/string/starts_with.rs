@@ -24,6 +24,16 @@ impl Condition for StringStartsWith {
     }
 }
 
+/// What registers the `string_starts_with` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "string_starts_with",
+    aliases: &[],
+    library: "sub.cnd.str.starts_with",
+    summary: "input starts with `value`",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"value": "a"}"#,
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::{Want::*, *};

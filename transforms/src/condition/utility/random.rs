@@ -30,6 +30,16 @@ impl Condition for UtilityRandom {
     }
 }
 
+/// What registers the `utility_random` condition and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "utility_random",
+    aliases: &[],
+    library: "sub.cnd.util.random",
+    summary: "true with probability ½",
+    reach: sluice_engine::Reach::Memory,
+    example: "{}",
+};
+
 #[cfg(test)]
 mod tests {
     use crate::condition::tests::*;

@@ -551,3 +551,13 @@ impl StatefulTransform for MetaKvStoreLock {
         report
     }
 }
+
+/// What registers the `meta_kv_store_lock` transform and lists it in the reference index.
+pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
+    name: "meta_kv_store_lock",
+    aliases: &[],
+    library: "sub.tf.meta.kv_store.lock",
+    summary: "runs inner transforms once per key: exactly-once with a lock store",
+    reach: sluice_engine::Reach::Memory,
+    example: r#"{"kv_store": {"type": "memory"}, "transforms": [{"type": "string_to_upper"}]}"#,
+};
