@@ -24,7 +24,9 @@ use crate::error::{FAILURES_IN_A_ROW_TO_STOP, TransformError};
 use crate::input::InputBatch;
 use crate::message::{Message, OutputSlab};
 use crate::name::TransformName;
-use crate::transform::{InPlace, Kind, OutputsReach, SettleReport, StatefulTransform, Transform};
+use crate::transform::{
+    InPlace, MapTransform, OutputsReach, SettleReport, StatefulTransform, Transform,
+};
 
 mod copy_run;
 mod lines;
@@ -70,10 +72,6 @@ impl Step {
         }
     }
 
-    fn in_place(&self) -> bool {
-        matches!(self.transform, Transform::Map(_))
-    }
-
     /// `e`, raised by this step, with the layer of the transform it comes from.
     fn attribute(&self, e: TransformError) -> TransformError {
         if self.attributes_errors {
@@ -110,8 +108,6 @@ pub struct Pipeline {
     lead: usize,
     workers: usize,
     len: usize,
-    // Every transform is stateless with an in-place path (see `apply_in_place`).
-    in_place: bool,
     // Set by `discarding_outputs` when the stage after the lead only writes lines: the
     // lead's chunks then write them (`lines.rs`).
     lines: Option<Arc<LineWriter>>,
@@ -179,11 +175,6 @@ impl Pipeline {
             lead <= 1,
             "consecutive stateless steps that share nothing are one stage"
         );
-        let in_place = match stages.as_slice() {
-            [] => true,
-            [Stage::Stateless { steps, .. }] => steps.iter().all(Step::in_place),
-            _ => false,
-        };
         let failures_in_a_row = stages.iter().map(|_| AtomicU32::new(0)).collect();
         Pipeline {
             stages,
@@ -191,7 +182,6 @@ impl Pipeline {
             lead,
             workers: 1,
             len,
-            in_place,
             lines: None,
             stateful_fail_alone: AtomicBool::new(false),
             ctx: Arc::default(),
@@ -391,13 +381,30 @@ impl Pipeline {
         self.len == 0
     }
 
-    /// Stateful if any of its transforms is (what a meta transform wrapping it should be).
-    pub fn kind(&self) -> Kind {
-        if self.stages.iter().any(|s| matches!(s, Stage::Stateful(..))) {
-            Kind::Stateful
-        } else {
-            Kind::Stateless
-        }
+    /// Whether any of its transforms keeps state ([`Transform::is_stateful`]): what a meta
+    /// transform wrapping it then is too.
+    pub fn is_stateful(&self) -> bool {
+        self.stages.iter().any(|s| matches!(s, Stage::Stateful(..)))
+    }
+
+    /// The whole pipeline as one map transform, when every transform in it is one (an empty
+    /// pipeline keeps every message): what a meta transform around it runs without async
+    /// calls or output lists, so that it can be a map transform itself. Its errors name the
+    /// transform they come from, as the pipeline's do.
+    pub fn as_map(&self) -> Option<Arc<dyn MapTransform>> {
+        let steps = match self.stages.as_slice() {
+            [] => &[][..],
+            [Stage::Stateless { steps, .. }] => &steps[..],
+            _ => return None,
+        };
+        let maps = steps
+            .iter()
+            .map(|step| match &step.transform {
+                Transform::Map(t) => Some((step.clone(), t.clone())),
+                Transform::Stateless(_) | Transform::Stateful(_) => None,
+            })
+            .collect::<Option<_>>()?;
+        Some(Arc::new(MapSteps(maps)))
     }
 
     /// Applies the pipeline to `msgs` (data and ctrl, in order) and returns what comes out.
@@ -920,33 +927,20 @@ async fn run_steps(
     Ok(())
 }
 
-impl Pipeline {
-    /// Whether [`Pipeline::apply_in_place`] works: every transform is stateless and has an
-    /// in-place path (what a meta transform needs for an in-place path of its own).
-    pub fn supports_in_place(&self) -> bool {
-        self.in_place
-    }
+/// A pipeline of map transforms run as one ([`Pipeline::as_map`]): each step, with the map
+/// transform it is.
+struct MapSteps(Box<[(Step, Arc<dyn MapTransform>)]>);
 
-    /// Runs one data message through the pipeline without async calls. `None` when
-    /// [`Pipeline::supports_in_place`] is false (nothing was run).
-    pub fn apply_in_place(&self, msg: &mut Message) -> Option<Result<InPlace, TransformError>> {
-        if !self.in_place {
-            return None;
-        }
-        let [Stage::Stateless { steps, .. }] = self.stages.as_slice() else {
-            return Some(Ok(InPlace::Keep));
-        };
-        for step in steps.iter() {
-            let Transform::Map(t) = &step.transform else {
-                return None;
-            };
+impl MapTransform for MapSteps {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        for (step, t) in &self.0 {
             match t.map(msg) {
                 Ok(InPlace::Keep) => {}
-                Ok(InPlace::Drop) => return Some(Ok(InPlace::Drop)),
-                Err(e) => return Some(Err(step.attribute(e))),
+                Ok(InPlace::Drop) => return Ok(InPlace::Drop),
+                Err(e) => return Err(step.attribute(e)),
             }
         }
-        Some(Ok(InPlace::Keep))
+        Ok(InPlace::Keep)
     }
 }
 

@@ -249,16 +249,6 @@ pub trait LineSink: Send + Sync + 'static {
     }
 }
 
-/// Whether a transform keeps state across messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A [`MapTransform`] or a [`StatelessTransform`] transform: each data message on its own; never sees
-    /// ctrl; may run concurrently.
-    Stateless,
-    /// A [`StatefulTransform`] transform: sees data and ctrl messages, one at a time, in order.
-    Stateful,
-}
-
 /// A built transform: which kind it is, and the transform. Cheap to clone (one `Arc`).
 #[derive(Clone)]
 pub enum Transform {
@@ -316,12 +306,11 @@ impl Transform {
         }
     }
 
-    /// Whether it keeps state; see [`Kind`].
-    pub fn kind(&self) -> Kind {
-        match self {
-            Transform::Map(_) | Transform::Stateless(_) => Kind::Stateless,
-            Transform::Stateful(_) => Kind::Stateful,
-        }
+    /// Whether it keeps state across messages (a [`StatefulTransform`]): it then sees data
+    /// and ctrl messages, one at a time, in order; otherwise each data message on its own,
+    /// possibly concurrently, and never a ctrl.
+    pub fn is_stateful(&self) -> bool {
+        matches!(self, Transform::Stateful(_))
     }
 
     /// Processes one message, pushing what it emits to `out`: what a caller outside the

@@ -380,7 +380,7 @@ mod tests {
             _ => unreachable!("map steps are one stage"),
         };
         let mut msg = Message::new(data.as_bytes().to_vec());
-        let out = match p.apply_in_place(&mut msg).expect("map steps run in place") {
+        let out = match p.as_map().expect("map steps are a map").map(&mut msg) {
             Ok(_) => Ok(String::from_utf8_lossy(msg.data()).into_owned()),
             Err(e) => Err(e.to_string()),
         };

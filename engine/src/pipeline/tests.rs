@@ -1,4 +1,4 @@
-//! Tests of the pipeline: order across workers, errors, in-place paths, the lead that runs
+//! Tests of the pipeline: order across workers, errors, map transforms run in place, the lead that runs
 //! ahead and the bytes handed to stages that take them.
 
 use super::*;
@@ -127,23 +127,37 @@ async fn in_place_errors_name_the_step_and_fail_the_rest() {
 }
 
 #[test]
-fn whole_pipelines_report_their_in_place_path() {
+fn pipelines_of_map_transforms_are_one_map_transform() {
     let fast = p(vec![
         Transform::map(FastTag("a")),
         Transform::map(FastTag("b")),
     ]);
-    assert!(fast.supports_in_place());
+    let map = fast.as_map().expect("map transforms only");
     let mut m = Message::new(&b"x"[..]);
-    assert_eq!(fast.apply_in_place(&mut m).unwrap().unwrap(), InPlace::Keep);
+    assert_eq!(map.map(&mut m).unwrap(), InPlace::Keep);
     assert_eq!(&m.data()[..], b"xab");
+    let mut m = Message::new(&b"drop"[..]);
+    assert_eq!(map.map(&mut m).unwrap(), InPlace::Drop);
+    let mut m = Message::new(&b"bad"[..]);
+    let err = map.map(&mut m).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "transform t0: fast boom",
+        "errors name their step"
+    );
+    let mut m = Message::new(&b"x"[..]);
+    assert_eq!(
+        p(vec![]).as_map().unwrap().map(&mut m).unwrap(),
+        InPlace::Keep
+    );
+    assert_eq!(&m.data()[..], b"x");
     let mixed = p(vec![
         Transform::map(FastTag("a")),
         Transform::stateless(Twice),
     ]);
-    assert!(!mixed.supports_in_place());
-    let mut m = Message::new(&b"x"[..]);
-    assert!(mixed.apply_in_place(&mut m).is_none());
-    assert_eq!(&m.data()[..], b"x", "nothing ran");
+    assert!(mixed.as_map().is_none());
+    let stateful = p(vec![Transform::stateful(Record::default())]);
+    assert!(stateful.as_map().is_none());
 }
 
 fn p(ts: Vec<Transform>) -> Pipeline {
@@ -391,7 +405,7 @@ async fn stateless_transforms_never_see_ctrl() {
     let pipe = p(vec![Transform::stateless(FailOn)]);
     let out = pipe.apply(vec![Message::ctrl()]).await.unwrap();
     assert!(out[0].is_ctrl());
-    assert_eq!(pipe.kind(), Kind::Stateless);
+    assert!(!pipe.is_stateful());
 }
 
 /// Fails on data "bad" (a stateful stage, after the lead).

@@ -33,7 +33,7 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
+    Build, ConfigError, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
     TransformError, Value, async_trait,
 };
 
@@ -95,7 +95,7 @@ impl StatefulTransform for MetaErr {
             }
             return Ok(());
         }
-        if self.inner.kind() == Kind::Stateless {
+        if !self.inner.is_stateful() {
             let acks = detach(&mut msg);
             let input = msg.clone();
             match self.inner.apply(vec![msg]).await {
@@ -168,7 +168,7 @@ impl StatefulTransform for MetaErr {
 impl MetaErr {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.inner.kind() == Kind::Stateful;
+        let stateful = self.inner.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
@@ -177,7 +177,7 @@ impl MetaErr {
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
     use sluice_engine::ack::AckStatus;
-    use sluice_engine::{Kind, Message, Pipeline, Value, json, testing};
+    use sluice_engine::{Message, Pipeline, Value, json, testing};
 
     fn meta_err(inner: Value, patterns: Value) -> Value {
         json!({"type": "meta_err", "settings": {"transforms": inner, "error_messages": patterns}})
@@ -280,7 +280,7 @@ mod tests {
     fn a_swallowed_processing_error_does_not_fail_the_message() {
         let r = registry();
         let t = testing::build(&r, meta_err(copy_then_fail("bad"), json!([".*"]))).unwrap();
-        assert_eq!(t.kind(), Kind::Stateless);
+        assert!(!t.is_stateful());
         let p = Pipeline::new(vec![("err", t)]);
         let (m, tracker) = tracked(r#"{"a":1}"#);
         let out = testing::block_on(p.apply(vec![m])).unwrap();
@@ -308,7 +308,7 @@ mod tests {
             ),
         )
         .unwrap();
-        assert_eq!(t.kind(), Kind::Stateful);
+        assert!(t.is_stateful());
         let p = Pipeline::new(vec![("err", t)]);
         let (a, t_a) = tracked("a");
         let (b, t_b) = tracked("b");

@@ -19,7 +19,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Body, Build, ConfigError, Key, Kind, Message, Pipeline, SettleReport, StatefulTransform,
+    Body, Build, ConfigError, Key, Message, Pipeline, SettleReport, StatefulTransform,
     TransformError, Value, async_trait, value,
 };
 
@@ -160,7 +160,7 @@ impl StatefulTransform for MetaForEach {
 impl MetaForEach {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.inner.kind() == Kind::Stateful;
+        let stateful = self.inner.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
@@ -169,7 +169,7 @@ impl MetaForEach {
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
     use sluice_engine::ack::AckStatus;
-    use sluice_engine::{Kind, Message, Pipeline, Value, json, testing};
+    use sluice_engine::{Message, Pipeline, Value, json, testing};
 
     fn for_each(inner: Value) -> Value {
         json!({"type": "meta_for_each", "settings": {
@@ -262,7 +262,7 @@ mod tests {
             for_each(json!([{"type": "fixture_send", "settings": {"name": "fe-send"}}])),
         )
         .unwrap();
-        assert_eq!(t.kind(), Kind::Stateful);
+        assert!(t.is_stateful());
         let p = Pipeline::new(vec![("fe", t)]);
         let (m, tracker) = tracked(r#"{"a":["x","y"]}"#);
         drop(testing::block_on(p.apply(vec![m])).unwrap());

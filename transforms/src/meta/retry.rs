@@ -39,7 +39,7 @@ use serde::Deserialize;
 use sluice_engine::TransformName;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
-    Build, Condition, ConfigError, Kind, Message, OutputsReach, Pipeline, SettleReport,
+    Build, Condition, ConfigError, Message, OutputsReach, Pipeline, SettleReport,
     StatefulTransform, TransformError, Value, async_trait,
 };
 
@@ -154,7 +154,7 @@ impl StatefulTransform for MetaRetry {
             push_with_one_ctrl(outs, msg, out);
             return Ok(());
         }
-        if self.inner.kind() == Kind::Stateless {
+        if !self.inner.is_stateful() {
             let acks = detach(&mut msg);
             match self
                 .with_retries(|| self.inner.apply(vec![msg.clone()]))
@@ -263,7 +263,7 @@ impl StatefulTransform for MetaRetry {
 impl MetaRetry {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.inner.kind() == Kind::Stateful;
+        let stateful = self.inner.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
@@ -272,7 +272,7 @@ impl MetaRetry {
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
     use sluice_engine::ack::AckStatus;
-    use sluice_engine::{Kind, Message, Pipeline, Value, json, testing};
+    use sluice_engine::{Message, Pipeline, Value, json, testing};
 
     /// Fails `times` times, then passes; `None` fails always.
     fn flaky(name: &str, times: Option<u32>) -> Value {
@@ -400,7 +400,7 @@ mod tests {
     fn a_message_that_succeeds_on_retry_is_delivered() {
         let r = registry();
         let t = testing::build(&r, retry(flaky("retry-acks", Some(1)), 1, json!([".*"]))).unwrap();
-        assert_eq!(t.kind(), Kind::Stateless);
+        assert!(!t.is_stateful());
         let p = Pipeline::new(vec![("retry", t)]);
         let (m, tracker) = tracked("x");
         let out = testing::block_on(p.apply(vec![m])).unwrap();
@@ -431,7 +431,7 @@ mod tests {
             ),
         )
         .unwrap();
-        assert_eq!(t.kind(), Kind::Stateful);
+        assert!(t.is_stateful());
         let p = Pipeline::new(vec![("retry", t)]);
         let (a, t_a) = tracked("a");
         let out =

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, Condition, ConfigError, InPlace, Kind, MapTransform, Message, OutputsReach, Pipeline,
+    Build, Condition, ConfigError, InPlace, MapTransform, Message, OutputsReach, Pipeline,
     SettleReport, StatefulTransform, Transform, TransformError, Value, async_trait,
 };
 
@@ -48,9 +48,6 @@ struct Case {
 /// The `meta_switch` transform.
 pub(crate) struct MetaSwitch {
     cases: Vec<Case>,
-    kind: Kind,
-    // Every case is stateless with an in-place path: routing needs no async call.
-    in_place: bool,
 }
 
 impl MetaSwitch {
@@ -74,18 +71,7 @@ impl MetaSwitch {
                 pipeline: required_pipeline(b, &format!("cases[{i}].transforms"), &c.transforms)?,
             });
         }
-        let kind = if cases.iter().any(|c| c.pipeline.kind() == Kind::Stateful) {
-            Kind::Stateful
-        } else {
-            Kind::Stateless
-        };
-        let in_place =
-            kind == Kind::Stateless && cases.iter().all(|c| c.pipeline.supports_in_place());
-        Ok(MetaSwitch {
-            cases,
-            kind,
-            in_place,
-        })
+        Ok(MetaSwitch { cases })
     }
 
     /// The index of the first case `msg` satisfies, or `None` to pass it through.
@@ -145,26 +131,29 @@ impl MetaSwitch {
     /// A map transform when every case's list is made of map transforms, else stateful
     /// only when some case's list is.
     pub(crate) fn into_transform(self) -> Transform {
-        if self.in_place {
-            Transform::map(self)
-        } else {
-            Transform::stateful_if(self.kind == Kind::Stateful, self)
+        let maps: Option<Vec<_>> = self.cases.iter().map(|c| c.pipeline.as_map()).collect();
+        match maps {
+            Some(maps) => Transform::map(MapSwitch { switch: self, maps }),
+            None => {
+                let stateful = self.cases.iter().any(|c| c.pipeline.is_stateful());
+                Transform::stateful_if(stateful, self)
+            }
         }
     }
 }
 
-/// The in-place path, when every case's list has one (see [`MetaSwitch::into_transform`]).
-impl MapTransform for MetaSwitch {
+/// A switch whose every case's list is made of map transforms: each case's list run as one
+/// map transform ([`Pipeline::as_map`]), so routing needs no async call.
+struct MapSwitch {
+    switch: MetaSwitch,
+    /// Each case's list, as a map transform.
+    maps: Vec<Arc<dyn MapTransform>>,
+}
+
+impl MapTransform for MapSwitch {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
-        match self.select(msg)? {
-            Some(i) => self.cases[i]
-                .pipeline
-                .apply_in_place(msg)
-                .unwrap_or_else(|| {
-                    Err(TransformError::failed(
-                        "meta_switch: a case's list has no in-place path",
-                    ))
-                }),
+        match self.switch.select(msg)? {
+            Some(i) => self.maps[i].map(msg),
             None => Ok(InPlace::Keep),
         }
     }
@@ -289,7 +278,7 @@ mod tests {
 
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
     use sluice_engine::ack::AckStatus;
-    use sluice_engine::{Kind, Message, json, testing};
+    use sluice_engine::{Message, Transform, json, testing};
 
     fn contains(v: &str) -> sluice_engine::Value {
         json!({"type": "fixture_contains", "settings": {"value": v}})
@@ -364,9 +353,32 @@ mod tests {
                 json!({"type": "meta_switch", "settings": {"cases": cases}}),
             )
             .unwrap();
-            assert_eq!(t.kind(), Kind::Stateless, "{name}");
+            assert!(!t.is_stateful(), "{name}");
             assert_eq!(testing::run(t, &input).unwrap(), want, "{name}");
         }
+    }
+
+    /// Cases of map transforms make the switch one; a case with another kind does not.
+    #[test]
+    fn a_switch_of_map_transforms_is_one() {
+        let r = registry();
+        let copy = json!({"type": "object_copy", "settings": {"object": {"source_key": "a", "target_key": "b"}}});
+        let build = |cases| {
+            testing::build(
+                &r,
+                json!({"type": "meta_switch", "settings": {"cases": cases}}),
+            )
+            .unwrap()
+        };
+        let t = build(json!([{"condition": contains("a"), "transforms": [copy.clone()]}]));
+        assert!(matches!(t, Transform::Map(..)), "{t:?}");
+        let want = vec![r#"{"a":1,"b":1}"#.to_string(), r#"{"z":1}"#.to_string()];
+        assert_eq!(
+            testing::run(t, &[r#"{"a":1}"#, r#"{"z":1}"#]).unwrap(),
+            want
+        );
+        let t = build(json!([{"transforms": [copy, suffix("-x")]}]));
+        assert!(matches!(t, Transform::Stateless(_)), "{t:?}");
     }
 
     #[test]
@@ -384,7 +396,7 @@ mod tests {
             ]}}),
         )
         .unwrap();
-        assert_eq!(t.kind(), Kind::Stateful);
+        assert!(t.is_stateful());
         let p = sluice_engine::Pipeline::new(vec![("sw", t)]);
         let out = testing::block_on(p.apply(vec![
             Message::new(&b"a"[..]),
