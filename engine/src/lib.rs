@@ -42,8 +42,8 @@ pub use name::TransformName;
 pub use pipeline::Pipeline;
 pub use registry::{Build, Registry};
 pub use transform::{
-    Condition, InPlace, LineSink, MapTransform, OutputsReach, SettleReport, StatefulTransform,
-    StatelessTransform, Transform,
+    Condition, InPlace, LineSink, MapPlan, MapTransform, OutputsReach, SettleReport,
+    StatefulTransform, StatelessTransform, Transform,
 };
 
 pub use async_trait::async_trait;

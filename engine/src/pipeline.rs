@@ -25,7 +25,7 @@ use crate::input::InputBatch;
 use crate::message::{Message, OutputSlab};
 use crate::name::TransformName;
 use crate::transform::{
-    InPlace, MapTransform, OutputsReach, SettleReport, StatefulTransform, Transform,
+    InPlace, LineSink, MapTransform, OutputsReach, SettleReport, StatefulTransform, Transform,
 };
 
 mod copy_run;
@@ -96,8 +96,13 @@ enum Stage {
     /// `to_bytes`: the next stage [takes bytes](StatefulTransform::takes_bytes), so each
     /// message leaves with its data serialised and its parsed form freed, on its worker.
     Stateless { steps: Arc<[Step]>, to_bytes: bool },
-    /// A stateful transform, with its name.
-    Stateful(TransformName, Arc<dyn StatefulTransform>),
+    /// A stateful transform, with its name and the stream it writes lines to when that is
+    /// all it does with data ([`Transform::Stateful`]).
+    Stateful(
+        TransformName,
+        Arc<dyn StatefulTransform>,
+        Option<Arc<dyn LineSink>>,
+    ),
 }
 
 /// A compiled transform list.
@@ -138,11 +143,11 @@ impl Pipeline {
         for (name, transform) in steps {
             let id: TransformName = name.into();
             match transform {
-                Transform::Stateful(t) => {
+                Transform::Stateful(t, lines) => {
                     if !segment.is_empty() {
                         stages.push(Stage::stateless(std::mem::take(&mut segment)));
                     }
-                    stages.push(Stage::Stateful(id, t));
+                    stages.push(Stage::Stateful(id, t, lines));
                 }
                 transform if transform.shares_state() => {
                     if !segment.is_empty() {
@@ -157,7 +162,7 @@ impl Pipeline {
             stages.push(Stage::stateless(segment));
         }
         for i in 1..stages.len() {
-            let takes_bytes = matches!(&stages[i], Stage::Stateful(_, t) if t.takes_bytes());
+            let takes_bytes = matches!(&stages[i], Stage::Stateful(_, t, _) if t.takes_bytes());
             if let Stage::Stateless { to_bytes, .. } = &mut stages[i - 1] {
                 *to_bytes = takes_bytes;
             }
@@ -191,17 +196,17 @@ impl Pipeline {
     /// The same pipeline, for a caller that drops what comes out of it (`sluice run`).
     /// When its one stage after the lead (see [`Pipeline::runs_ahead`]) is a transform
     /// that only writes each data message's data as a line
-    /// ([`StatefulTransform::line_sink`]), each chunk of a batch then writes its lines from
+    /// ([`Transform::Stateful`] with a [`LineSink`]), each chunk of a batch then writes its lines from
     /// the worker that made them, in input order (with one worker, each batch's at once),
     /// and the messages never reach that transform: what [`Lead::finish`] and
     /// [`Pipeline::apply_rest`] return holds only the batch's ctrl messages
     /// ([`Lead::finish_counting`] counts the lines). Otherwise nothing changes.
     pub fn discarding_outputs(mut self) -> Pipeline {
-        if let [Stage::Stateless { .. }, Stage::Stateful(id, t)] = self.stages.as_slice()
+        if let [Stage::Stateless { .. }, Stage::Stateful(id, _, Some(sink))] =
+            self.stages.as_slice()
             && self.lead == 1
-            && let Some(sink) = t.line_sink()
         {
-            let lines = LineWriter::new(id.clone(), sink);
+            let lines = LineWriter::new(id.clone(), sink.clone());
             if self.stateful_fails_alone() {
                 lines.fail_alone();
             }
@@ -221,7 +226,7 @@ impl Pipeline {
     pub fn outputs_reach(&self, reach: OutputsReach) {
         if reach == OutputsReach::Answer {
             for s in &self.stages {
-                if let Stage::Stateful(_, t) = s {
+                if let Stage::Stateful(_, t, _) = s {
                     t.outputs_reach(reach);
                 }
             }
@@ -241,7 +246,7 @@ impl Pipeline {
                 .is_some_and(|s| matches!(&s.transform, Transform::Stateless(t) if t.discards())),
             Some(Stage::Stateful(..)) => false,
         };
-        if let (true, Stage::Stateful(_, t)) = (ends_here, &self.stages[last]) {
+        if let (true, Stage::Stateful(_, t, _)) = (ends_here, &self.stages[last]) {
             t.outputs_reach(reach);
         }
     }
@@ -302,7 +307,7 @@ impl Pipeline {
             lines.fail_alone();
         }
         for stage in &self.stages {
-            if let Stage::Stateful(_, t) = stage {
+            if let Stage::Stateful(_, t, _) = stage {
                 t.fails_alone();
             }
         }
@@ -313,7 +318,7 @@ impl Pipeline {
     pub fn waits_on_others(&self) -> bool {
         self.stages
             .iter()
-            .any(|s| matches!(s, Stage::Stateful(_, t) if t.waits_on_others()))
+            .any(|s| matches!(s, Stage::Stateful(_, t, _) if t.waits_on_others()))
     }
 
     fn stateful_fails_alone(&self) -> bool {
@@ -400,8 +405,8 @@ impl Pipeline {
         let maps = steps
             .iter()
             .map(|step| match &step.transform {
-                Transform::Map(t) => Some((step.clone(), t.clone())),
-                Transform::Stateless(_) | Transform::Stateful(_) => None,
+                Transform::Map(t, _) => Some((step.clone(), t.clone())),
+                Transform::Stateless(_) | Transform::Stateful(..) => None,
             })
             .collect::<Option<_>>()?;
         Some(Arc::new(MapSteps(maps)))
@@ -524,7 +529,7 @@ impl Pipeline {
                 Stage::Stateless { steps, to_bytes } => {
                     self.run_stateless(steps, *to_bytes, cur, &mut out).await
                 }
-                Stage::Stateful(id, t) => {
+                Stage::Stateful(id, t, _) => {
                     let alone = self.stateful_fails_alone();
                     let ctrls = if alone {
                         cur.iter().filter(|m| m.is_ctrl()).count()
@@ -568,7 +573,7 @@ impl Pipeline {
     /// Discards what every stateful transform holds (see [`StatefulTransform::abort`]).
     pub async fn abort(&self, reason: &str) {
         for s in &self.stages {
-            if let Stage::Stateful(_, t) = s {
+            if let Stage::Stateful(_, t, _) = s {
                 t.abort(reason).await;
             }
         }
@@ -578,7 +583,7 @@ impl Pipeline {
     /// whose inner list failed gives up what that list kept to retry).
     pub async fn give_up(&self, reason: &str) {
         for s in &self.stages {
-            if let Stage::Stateful(_, t) = s {
+            if let Stage::Stateful(_, t, _) = s {
                 t.give_up(reason).await;
             }
         }
@@ -589,7 +594,7 @@ impl Pipeline {
     pub async fn settle(&self, until: Instant) -> SettleReport {
         let mut report = SettleReport::default();
         for s in &self.stages {
-            if let Stage::Stateful(_, t) = s {
+            if let Stage::Stateful(_, t, _) = s {
                 report.extend(t.settle(until).await);
             }
         }
@@ -601,7 +606,7 @@ impl Pipeline {
         self.stages
             .iter()
             .filter_map(|s| match s {
-                Stage::Stateful(_, t) => t.deadline(),
+                Stage::Stateful(_, t, _) => t.deadline(),
                 Stage::Stateless { .. } => None,
             })
             .min()
@@ -615,7 +620,7 @@ impl Pipeline {
             if !carry.is_empty() {
                 carry = self.apply_stages(i, i + 1, carry).await?;
             }
-            if let Stage::Stateful(id, t) = stage
+            if let Stage::Stateful(id, t, _) = stage
                 && t.deadline().is_some_and(|d| d <= now)
             {
                 let expired = match t.expire(now, &mut carry).await {
@@ -826,7 +831,7 @@ async fn run_segment(
         }
         let mut i = 0;
         let mut kept = true;
-        while let Some(Transform::Map(t)) = steps.get(i).map(|s| &s.transform) {
+        while let Some(Transform::Map(t, _)) = steps.get(i).map(|s| &s.transform) {
             match t.map(&mut msg) {
                 Ok(InPlace::Keep) => i += 1,
                 Ok(InPlace::Drop) => {

@@ -181,7 +181,7 @@ async fn order_is_kept_across_workers_and_ctrl_comes_last() {
     let rec = Arc::new(Record::default());
     let pipe = p(vec![
         Transform::stateless(Tag("a")),
-        Transform::Stateful(rec.clone()),
+        Transform::Stateful(rec.clone(), None),
         Transform::stateless(Tag("b")),
     ])
     .with_workers(4);
@@ -288,7 +288,7 @@ impl StatelessTransform for Shared {
 
 #[test]
 fn only_a_lead_that_shares_nothing_runs_ahead_and_only_on_several_workers() {
-    let stateful = || Transform::Stateful(Arc::new(Record::default()));
+    let stateful = || Transform::Stateful(Arc::new(Record::default()), None);
     let cases: Vec<(&str, Vec<Transform>, bool)> = vec![
         (
             "stateless then a send",
@@ -377,7 +377,7 @@ async fn a_stage_that_takes_bytes_gets_them_serialised_and_the_json_freed_by_the
             ts.push(Transform::stateless(Tag("")));
             ts.push(Transform::map(Wrap));
         }
-        ts.push(Transform::Stateful(holds.clone()));
+        ts.push(Transform::Stateful(holds.clone(), None));
         let pipe = p(ts).with_workers(workers);
         let input: Vec<Message> = (0..300)
             .map(|i| Message::new(i.to_string().into_bytes()))
@@ -428,7 +428,7 @@ async fn apply_each_keeps_order_and_fails_what_follows_an_error() {
         let rec = Arc::new(Record::default());
         let pipe = p(vec![
             Transform::stateless(Tag("a")),
-            Transform::Stateful(rec.clone()),
+            Transform::Stateful(rec.clone(), None),
         ])
         .with_workers(workers);
         assert_eq!(pipe.runs_ahead(), workers > 1);
@@ -451,7 +451,7 @@ async fn apply_each_keeps_order_and_fails_what_follows_an_error() {
         // after it (in the lead or not started) fail.
         let pipe = p(vec![
             Transform::stateless(Tag("")),
-            Transform::Stateful(Arc::new(FailLater)),
+            Transform::Stateful(Arc::new(FailLater), None),
         ])
         .with_workers(workers);
         let mut trackers = Vec::new();
@@ -546,8 +546,8 @@ async fn a_stateful_error_fails_its_messages_alone_and_the_ctrl_goes_on() {
     let sink = Arc::new(FlakySink::default());
     let rec = Arc::new(Record::default());
     let pipe = p(vec![
-        Transform::Stateful(sink.clone()),
-        Transform::Stateful(rec.clone()),
+        Transform::Stateful(sink.clone(), None),
+        Transform::Stateful(rec.clone(), None),
     ])
     .failing_messages_alone();
     let mut trackers = Vec::new();
@@ -587,7 +587,7 @@ async fn a_stateful_error_fails_its_messages_alone_and_the_ctrl_goes_on() {
 
     // Without it, the error fails the batch and nothing is given up.
     let sink = Arc::new(FlakySink::default());
-    let pipe = p(vec![Transform::Stateful(sink.clone())]);
+    let pipe = p(vec![Transform::Stateful(sink.clone(), None)]);
     let err = pipe
         .apply(vec![Message::new(&b"bad"[..]), Message::ctrl()])
         .await
@@ -613,7 +613,7 @@ impl StatefulTransform for ClosedOutput {
 /// written either.
 #[tokio::test]
 async fn a_closed_output_ends_the_run_even_where_messages_fail_alone() {
-    let pipe = p(vec![Transform::Stateful(Arc::new(ClosedOutput))]).failing_messages_alone();
+    let pipe = p(vec![Transform::Stateful(Arc::new(ClosedOutput), None)]).failing_messages_alone();
     let (t, tok) = AckTracker::new();
     let mut m = Message::new(&b"a"[..]);
     m.add_ack(tok);
@@ -630,7 +630,7 @@ async fn a_closed_output_ends_the_run_even_where_messages_fail_alone() {
 #[tokio::test]
 async fn failures_in_a_row_stop_the_run_where_messages_fail_alone() {
     let sink = Arc::new(FlakySink::default());
-    let pipe = p(vec![Transform::Stateful(sink.clone())]).failing_messages_alone();
+    let pipe = p(vec![Transform::Stateful(sink.clone(), None)]).failing_messages_alone();
     let batch = |d: &str| {
         let (_t, tok) = AckTracker::new();
         let mut m = Message::new(d.as_bytes().to_vec());

@@ -19,9 +19,13 @@ use crate::common::Io;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.map("object_copy", copy::ObjectCopy::build);
+    r.transform("object_copy", |b| {
+        copy::ObjectCopy::build(b).map(copy::ObjectCopy::into_transform)
+    });
     r.map("object_delete", delete::ObjectDelete::build);
-    r.map("object_insert", insert::ObjectInsert::build);
+    r.transform("object_insert", |b| {
+        insert::ObjectInsert::build(b).map(insert::ObjectInsert::into_transform)
+    });
     r.map("object_jq", jq::ObjectJq::build);
     r.map("object_to_boolean", to_boolean::ObjectToBoolean::build);
     r.map("object_to_float", to_float::ObjectToFloat::build);

@@ -40,7 +40,9 @@ pub(crate) fn register(r: &mut Registry) {
     r.stateful("send_file", file::SendFile::build);
     r.stateful("send_gcp_storage", gcp_storage::SendGcpStorage::build);
     r.stateful("send_http_post", http_post::SendHttpPost::build);
-    r.stateful("send_stdout", stdout::SendStdout::build);
+    r.transform("send_stdout", |b| {
+        stdout::SendStdout::build(b).map(stdout::SendStdout::into_transform)
+    });
 }
 
 #[cfg(feature = "aws")]
