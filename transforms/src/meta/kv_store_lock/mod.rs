@@ -44,6 +44,7 @@
 //!   once, as Substation does.
 
 mod acquire;
+pub(crate) mod events;
 pub(crate) mod keeper;
 pub(crate) mod keys;
 #[cfg(test)]
