@@ -34,6 +34,7 @@ pub mod telemetry;
 pub mod testing;
 pub mod transform;
 pub mod value;
+pub mod wrapper;
 
 pub use context::Context;
 pub use error::{ConfigError, ConfigWarning, FAILURES_IN_A_ROW_TO_STOP, TransformError};
@@ -45,6 +46,7 @@ pub use transform::{
     Condition, InPlace, LineSink, MapPlan, MapTransform, OutputsReach, SettleReport,
     StatefulTransform, StatelessTransform, Transform,
 };
+pub use wrapper::Wrapper;
 
 pub use async_trait::async_trait;
 pub use json::{Map, Number, Value};

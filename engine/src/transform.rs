@@ -110,19 +110,7 @@ pub trait StatefulTransform: Send + Sync + 'static {
         msgs: Vec<Message>,
         out: &mut Vec<Message>,
     ) -> Result<(), TransformError> {
-        let mut rest = msgs.into_iter();
-        while let Some(m) = rest.next() {
-            let acks = m.acks().clone();
-            if let Err(e) = self.transform(m, out).await {
-                let reason = e.to_string();
-                crate::ack::fail_all(&acks, &reason);
-                for r in rest {
-                    r.fail_acks(&reason);
-                }
-                return Err(e);
-            }
-        }
-        Ok(())
+        transform_each(self, msgs, out).await
     }
 
     /// When the oldest batch this transform holds reaches its maximum age.
@@ -201,6 +189,29 @@ pub trait StatefulTransform: Send + Sync + 'static {
     fn waits_on_others(&self) -> bool {
         false
     }
+}
+
+/// [`StatefulTransform::transform`] on each of `msgs` in turn (the default of
+/// [`StatefulTransform::transform_batch`]). On error, the messages not yet processed are
+/// marked failed.
+pub(crate) async fn transform_each<T: StatefulTransform + ?Sized>(
+    t: &T,
+    msgs: Vec<Message>,
+    out: &mut Vec<Message>,
+) -> Result<(), TransformError> {
+    let mut rest = msgs.into_iter();
+    while let Some(m) = rest.next() {
+        let acks = m.acks().clone();
+        if let Err(e) = t.transform(m, out).await {
+            let reason = e.to_string();
+            crate::ack::fail_all(&acks, &reason);
+            for r in rest {
+                r.fail_acks(&reason);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// Where what a stateful transform passes on ends up, as far as acknowledgements go (see

@@ -33,8 +33,7 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
-    TransformError, Value, async_trait,
+    Build, ConfigError, Message, Pipeline, TransformError, Value, Wrapper, async_trait,
 };
 
 use super::{detach, error_patterns, matches_any, push_with_one_ctrl, reattach, required_pipeline};
@@ -77,7 +76,11 @@ impl MetaErr {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaErr {
+impl Wrapper for MetaErr {
+    fn wraps(&self) -> &[Pipeline] {
+        std::slice::from_ref(&self.inner)
+    }
+
     async fn transform(
         &self,
         mut msg: Message,
@@ -128,10 +131,6 @@ impl StatefulTransform for MetaErr {
         Ok(())
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
-    }
-
     async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
         match self.inner.expire(now).await {
             Ok(outs) => out.extend(outs),
@@ -144,25 +143,8 @@ impl StatefulTransform for MetaErr {
         Ok(())
     }
 
-    async fn abort(&self, reason: &str) {
-        self.inner.abort(reason).await;
-    }
-
-    async fn give_up(&self, reason: &str) {
-        self.inner.give_up(reason).await;
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.inner.waits_on_others()
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        self.inner.settle(until).await
-    }
-
-    fn outputs_reach(&self, reach: OutputsReach) {
-        self.inner.outputs_reach(reach);
-    }
+    /// Not passed on: the inner list's errors are what it catches.
+    fn fails_alone(&self) {}
 }
 
 impl MetaErr {

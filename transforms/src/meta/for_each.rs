@@ -14,13 +14,11 @@
 //! gives an empty array at the target (Substation writes `null`), and that the elements run
 //! through the list as one batch rather than one by one.
 
-use std::time::Instant;
-
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Body, Build, ConfigError, Key, Message, Pipeline, SettleReport, StatefulTransform,
-    TransformError, Value, async_trait, value,
+    Body, Build, ConfigError, Key, Message, OutputsReach, Pipeline, TransformError, Value, Wrapper,
+    async_trait, value,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};
@@ -89,7 +87,11 @@ fn output_value(m: &Message) -> Value {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaForEach {
+impl Wrapper for MetaForEach {
+    fn wraps(&self) -> &[Pipeline] {
+        std::slice::from_ref(&self.inner)
+    }
+
     async fn transform(
         &self,
         mut msg: Message,
@@ -127,34 +129,9 @@ impl StatefulTransform for MetaForEach {
         Ok(())
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
-    }
-
-    async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        out.extend(self.inner.expire(now).await?);
-        Ok(())
-    }
-
-    async fn abort(&self, reason: &str) {
-        self.inner.abort(reason).await;
-    }
-
-    async fn give_up(&self, reason: &str) {
-        self.inner.give_up(reason).await;
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.inner.waits_on_others()
-    }
-
-    fn fails_alone(&self) {
-        self.inner.fail_alone();
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        self.inner.settle(until).await
-    }
+    /// Not passed on: what the inner list emits is gathered into the message it came from,
+    /// which goes on.
+    fn outputs_reach(&self, _reach: OutputsReach) {}
 }
 
 impl MetaForEach {

@@ -39,8 +39,7 @@ use serde::Deserialize;
 use sluice_engine::TransformName;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
-    Build, Condition, ConfigError, Message, OutputsReach, Pipeline, SettleReport,
-    StatefulTransform, TransformError, Value, async_trait,
+    Build, Condition, ConfigError, Message, Pipeline, TransformError, Value, Wrapper, async_trait,
 };
 
 use super::{
@@ -66,7 +65,7 @@ pub(crate) struct Settings {
 pub(crate) struct MetaRetry {
     name: TransformName,
     inner: Pipeline,
-    /// Nothing retries it in turn ([`StatefulTransform::fails_alone`]): a message whose
+    /// Nothing retries it in turn ([`sluice_engine::StatefulTransform::fails_alone`]): a message whose
     /// attempts ran out fails alone and the others are still tried.
     alone: AtomicBool,
     condition: Option<Arc<dyn Condition>>,
@@ -141,7 +140,11 @@ impl MetaRetry {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaRetry {
+impl Wrapper for MetaRetry {
+    fn wraps(&self) -> &[Pipeline] {
+        std::slice::from_ref(&self.inner)
+    }
+
     async fn transform(
         &self,
         mut msg: Message,
@@ -226,10 +229,6 @@ impl StatefulTransform for MetaRetry {
         self.alone.store(true, Ordering::Relaxed);
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
-    }
-
     async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let mut first = Some(now);
         let outs = self
@@ -237,26 +236,6 @@ impl StatefulTransform for MetaRetry {
             .await?;
         out.extend(outs);
         Ok(())
-    }
-
-    async fn abort(&self, reason: &str) {
-        self.inner.abort(reason).await;
-    }
-
-    async fn give_up(&self, reason: &str) {
-        self.inner.give_up(reason).await;
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.inner.waits_on_others()
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        self.inner.settle(until).await
-    }
-
-    fn outputs_reach(&self, reach: OutputsReach) {
-        self.inner.outputs_reach(reach);
     }
 }
 

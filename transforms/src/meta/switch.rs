@@ -12,12 +12,11 @@
 //! condition that cannot be evaluated is an error naming the case (`cases[1].condition`).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, Condition, ConfigError, InPlace, MapTransform, Message, OutputsReach, Pipeline,
-    SettleReport, StatefulTransform, Transform, TransformError, Value, async_trait,
+    Build, Condition, ConfigError, InPlace, MapTransform, Message, Pipeline, Transform,
+    TransformError, Value, Wrapper, async_trait,
 };
 
 use super::{optional_condition, push_with_one_ctrl, required_pipeline};
@@ -40,14 +39,12 @@ pub(crate) struct CaseSettings {
     pub transforms: Value,
 }
 
-struct Case {
-    condition: Option<Arc<dyn Condition>>,
-    pipeline: Pipeline,
-}
-
 /// The `meta_switch` transform.
 pub(crate) struct MetaSwitch {
-    cases: Vec<Case>,
+    /// Each case's condition (none: always), in order.
+    conditions: Vec<Option<Arc<dyn Condition>>>,
+    /// Each case's list, in the same order.
+    lists: Vec<Pipeline>,
 }
 
 impl MetaSwitch {
@@ -60,24 +57,27 @@ impl MetaSwitch {
                 "missing required option: at least one case {condition, transforms} is required",
             ));
         }
-        let mut cases = Vec::with_capacity(s.cases.len());
+        let mut conditions = Vec::with_capacity(s.cases.len());
+        let mut lists = Vec::with_capacity(s.cases.len());
         for (i, c) in s.cases.iter().enumerate() {
-            cases.push(Case {
-                condition: optional_condition(
-                    b,
-                    &format!("cases[{i}].condition"),
-                    c.condition.as_ref(),
-                )?,
-                pipeline: required_pipeline(b, &format!("cases[{i}].transforms"), &c.transforms)?,
-            });
+            conditions.push(optional_condition(
+                b,
+                &format!("cases[{i}].condition"),
+                c.condition.as_ref(),
+            )?);
+            lists.push(required_pipeline(
+                b,
+                &format!("cases[{i}].transforms"),
+                &c.transforms,
+            )?);
         }
-        Ok(MetaSwitch { cases })
+        Ok(MetaSwitch { conditions, lists })
     }
 
     /// The index of the first case `msg` satisfies, or `None` to pass it through.
     fn select(&self, msg: &Message) -> Result<Option<usize>, TransformError> {
-        for (i, case) in self.cases.iter().enumerate() {
-            let hit = match &case.condition {
+        for (i, condition) in self.conditions.iter().enumerate() {
+            let hit = match condition {
                 None => true,
                 Some(c) => c.test(msg).map_err(|e| {
                     TransformError::external(format!("cases[{i}].condition"), Box::new(e))
@@ -102,7 +102,7 @@ impl MetaSwitch {
         }
         match case {
             None => out.extend(msgs),
-            Some(i) => out.extend(self.cases[i].pipeline.apply(msgs).await?),
+            Some(i) => out.extend(self.lists[i].apply(msgs).await?),
         }
         Ok(())
     }
@@ -110,8 +110,8 @@ impl MetaSwitch {
     /// Sends the ctrl through every case; their data outputs, then one ctrl, come out.
     async fn flush(&self, ctrl: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let mut flushed = Vec::new();
-        for case in &self.cases {
-            let outs = case.pipeline.apply(vec![ctrl.clone()]).await;
+        for list in &self.lists {
+            let outs = list.apply(vec![ctrl.clone()]).await;
             // What earlier cases emitted is handed on even when a later case fails, so the
             // pipeline marks it failed along with everything else it held.
             match outs {
@@ -131,11 +131,11 @@ impl MetaSwitch {
     /// A map transform when every case's list is made of map transforms, else stateful
     /// only when some case's list is.
     pub(crate) fn into_transform(self) -> Transform {
-        let maps: Option<Vec<_>> = self.cases.iter().map(|c| c.pipeline.as_map()).collect();
+        let maps: Option<Vec<_>> = self.lists.iter().map(Pipeline::as_map).collect();
         match maps {
             Some(maps) => Transform::map(MapSwitch { switch: self, maps }),
             None => {
-                let stateful = self.cases.iter().any(|c| c.pipeline.is_stateful());
+                let stateful = self.lists.iter().any(Pipeline::is_stateful);
                 Transform::stateful_if(stateful, self)
             }
         }
@@ -160,7 +160,11 @@ impl MapTransform for MapSwitch {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaSwitch {
+impl Wrapper for MetaSwitch {
+    fn wraps(&self) -> &[Pipeline] {
+        &self.lists
+    }
+
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             return self.flush(msg, out).await;
@@ -217,58 +221,6 @@ impl StatefulTransform for MetaSwitch {
             }
         }
         result
-    }
-
-    fn deadline(&self) -> Option<Instant> {
-        self.cases
-            .iter()
-            .filter_map(|c| c.pipeline.deadline())
-            .min()
-    }
-
-    async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        for case in &self.cases {
-            if case.pipeline.deadline().is_some_and(|d| d <= now) {
-                out.extend(case.pipeline.expire(now).await?);
-            }
-        }
-        Ok(())
-    }
-
-    async fn abort(&self, reason: &str) {
-        for case in &self.cases {
-            case.pipeline.abort(reason).await;
-        }
-    }
-
-    async fn give_up(&self, reason: &str) {
-        for case in &self.cases {
-            case.pipeline.give_up(reason).await;
-        }
-    }
-
-    fn fails_alone(&self) {
-        for case in &self.cases {
-            case.pipeline.fail_alone();
-        }
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.cases.iter().any(|c| c.pipeline.waits_on_others())
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        let mut report = SettleReport::default();
-        for case in &self.cases {
-            report.extend(case.pipeline.settle(until).await);
-        }
-        report
-    }
-
-    fn outputs_reach(&self, reach: OutputsReach) {
-        for case in &self.cases {
-            case.pipeline.outputs_reach(reach);
-        }
     }
 }
 
