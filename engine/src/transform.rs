@@ -278,7 +278,7 @@ pub trait LineSink: Send + Sync + 'static {
 pub enum Transform {
     /// See [`MapTransform`]; with what it does, when the engine can do that itself
     /// ([`MapPlan`]).
-    Map(Arc<dyn MapTransform>, MapPlan),
+    Map(Arc<dyn MapTransform>, Arc<MapPlan>),
     /// See [`StatelessTransform`].
     Stateless(Arc<dyn StatelessTransform>),
     /// See [`StatefulTransform`]; with the stream it writes data to, when all it does with a
@@ -299,12 +299,12 @@ impl std::fmt::Debug for Transform {
 impl Transform {
     /// A map transform.
     pub fn map(t: impl MapTransform) -> Transform {
-        Transform::Map(Arc::new(t), MapPlan::Opaque)
+        Transform::Map(Arc::new(t), Arc::new(MapPlan::Opaque))
     }
 
     /// A map transform that does exactly what `plan` says (see [`MapPlan`]).
     pub fn map_doing(plan: MapPlan, t: impl MapTransform) -> Transform {
-        Transform::Map(Arc::new(t), plan)
+        Transform::Map(Arc::new(t), Arc::new(plan))
     }
 
     /// A stateless transform.

@@ -73,7 +73,7 @@ impl Member {
         };
         let owned =
             |keys: Vec<&str>| -> Vec<String> { keys.into_iter().map(str::to_string).collect() };
-        let (source, source_keys, target) = match plan {
+        let (source, source_keys, target) = match &**plan {
             MapPlan::Copy { from, to } => {
                 if from.target() != Target::Data {
                     return None;

@@ -211,9 +211,12 @@ mod tests {
             json!({"type": "object_insert", "settings": {"object": {"target_key": "a"}, "value": 1.0}}),
         )
         .unwrap();
-        match t {
-            Transform::Map(_, MapPlan::Insert { value, to }) => {
-                assert_eq!((value, to.as_str()), (json!(1), "a"));
+        let Transform::Map(_, plan) = t else {
+            panic!("a map transform")
+        };
+        match &*plan {
+            MapPlan::Insert { value, to } => {
+                assert_eq!((value, to.as_str()), (&json!(1), "a"));
             }
             other => panic!("{other:?}"),
         }
