@@ -15,6 +15,8 @@
 //! sends resolve each message's [`ack::AckToken`]s; the adapter reads its
 //! [`ack::AckTracker`]s to report to the source.
 
+#![warn(unreachable_pub)]
+
 pub mod ack;
 pub mod batch;
 pub mod context;
@@ -35,6 +37,7 @@ pub mod testing;
 pub mod transform;
 pub mod type_info;
 pub mod value;
+pub mod wrapper;
 
 pub use context::Context;
 pub use error::{ConfigError, ConfigWarning, FAILURES_IN_A_ROW_TO_STOP, TransformError};
@@ -43,10 +46,11 @@ pub use name::TransformName;
 pub use pipeline::Pipeline;
 pub use registry::{Build, Registry};
 pub use transform::{
-    Condition, InPlace, Kind, LineSink, MapTransform, OutputsReach, SettleReport,
+    Condition, InPlace, LineSink, MapPlan, MapTransform, OutputsReach, SettleReport,
     StatefulTransform, StatelessTransform, Transform,
 };
 pub use type_info::{Reach, TypeInfo};
+pub use wrapper::Wrapper;
 
 pub use async_trait::async_trait;
 pub use json::{Map, Number, Value};

@@ -24,7 +24,9 @@ use crate::error::{FAILURES_IN_A_ROW_TO_STOP, TransformError};
 use crate::input::InputBatch;
 use crate::message::{Message, OutputSlab};
 use crate::name::TransformName;
-use crate::transform::{InPlace, Kind, OutputsReach, SettleReport, StatefulTransform, Transform};
+use crate::transform::{
+    InPlace, LineSink, MapTransform, OutputsReach, SettleReport, StatefulTransform, Transform,
+};
 
 mod copy_run;
 mod lines;
@@ -70,10 +72,6 @@ impl Step {
         }
     }
 
-    fn in_place(&self) -> bool {
-        matches!(self.transform, Transform::Map(_))
-    }
-
     /// `e`, raised by this step, with the layer of the transform it comes from.
     fn attribute(&self, e: TransformError) -> TransformError {
         if self.attributes_errors {
@@ -98,8 +96,13 @@ enum Stage {
     /// `to_bytes`: the next stage [takes bytes](StatefulTransform::takes_bytes), so each
     /// message leaves with its data serialised and its parsed form freed, on its worker.
     Stateless { steps: Arc<[Step]>, to_bytes: bool },
-    /// A stateful transform, with its name.
-    Stateful(TransformName, Arc<dyn StatefulTransform>),
+    /// A stateful transform, with its name and the stream it writes lines to when that is
+    /// all it does with data ([`Transform::Stateful`]).
+    Stateful(
+        TransformName,
+        Arc<dyn StatefulTransform>,
+        Option<Arc<dyn LineSink>>,
+    ),
 }
 
 /// A compiled transform list.
@@ -110,8 +113,6 @@ pub struct Pipeline {
     lead: usize,
     workers: usize,
     len: usize,
-    // Every transform is stateless with an in-place path (see `apply_in_place`).
-    in_place: bool,
     // Set by `discarding_outputs` when the stage after the lead only writes lines: the
     // lead's chunks then write them (`lines.rs`).
     lines: Option<Arc<LineWriter>>,
@@ -142,11 +143,11 @@ impl Pipeline {
         for (name, transform) in steps {
             let id: TransformName = name.into();
             match transform {
-                Transform::Stateful(t) => {
+                Transform::Stateful(t, lines) => {
                     if !segment.is_empty() {
                         stages.push(Stage::stateless(std::mem::take(&mut segment)));
                     }
-                    stages.push(Stage::Stateful(id, t));
+                    stages.push(Stage::Stateful(id, t, lines));
                 }
                 transform if transform.shares_state() => {
                     if !segment.is_empty() {
@@ -161,7 +162,7 @@ impl Pipeline {
             stages.push(Stage::stateless(segment));
         }
         for i in 1..stages.len() {
-            let takes_bytes = matches!(&stages[i], Stage::Stateful(_, t) if t.takes_bytes());
+            let takes_bytes = matches!(&stages[i], Stage::Stateful(_, t, _) if t.takes_bytes());
             if let Stage::Stateless { to_bytes, .. } = &mut stages[i - 1] {
                 *to_bytes = takes_bytes;
             }
@@ -179,11 +180,6 @@ impl Pipeline {
             lead <= 1,
             "consecutive stateless steps that share nothing are one stage"
         );
-        let in_place = match stages.as_slice() {
-            [] => true,
-            [Stage::Stateless { steps, .. }] => steps.iter().all(Step::in_place),
-            _ => false,
-        };
         let failures_in_a_row = stages.iter().map(|_| AtomicU32::new(0)).collect();
         Pipeline {
             stages,
@@ -191,7 +187,6 @@ impl Pipeline {
             lead,
             workers: 1,
             len,
-            in_place,
             lines: None,
             stateful_fail_alone: AtomicBool::new(false),
             ctx: Arc::default(),
@@ -201,17 +196,17 @@ impl Pipeline {
     /// The same pipeline, for a caller that drops what comes out of it (`sluice run`).
     /// When its one stage after the lead (see [`Pipeline::runs_ahead`]) is a transform
     /// that only writes each data message's data as a line
-    /// ([`StatefulTransform::line_sink`]), each chunk of a batch then writes its lines from
+    /// ([`Transform::Stateful`] with a [`LineSink`]), each chunk of a batch then writes its lines from
     /// the worker that made them, in input order (with one worker, each batch's at once),
     /// and the messages never reach that transform: what [`Lead::finish`] and
     /// [`Pipeline::apply_rest`] return holds only the batch's ctrl messages
     /// ([`Lead::finish_counting`] counts the lines). Otherwise nothing changes.
     pub fn discarding_outputs(mut self) -> Pipeline {
-        if let [Stage::Stateless { .. }, Stage::Stateful(id, t)] = self.stages.as_slice()
+        if let [Stage::Stateless { .. }, Stage::Stateful(id, _, Some(sink))] =
+            self.stages.as_slice()
             && self.lead == 1
-            && let Some(sink) = t.line_sink()
         {
-            let lines = LineWriter::new(id.clone(), sink);
+            let lines = LineWriter::new(id.clone(), sink.clone());
             if self.stateful_fails_alone() {
                 lines.fail_alone();
             }
@@ -231,7 +226,7 @@ impl Pipeline {
     pub fn outputs_reach(&self, reach: OutputsReach) {
         if reach == OutputsReach::Answer {
             for s in &self.stages {
-                if let Stage::Stateful(_, t) = s {
+                if let Stage::Stateful(_, t, _) = s {
                     t.outputs_reach(reach);
                 }
             }
@@ -251,7 +246,7 @@ impl Pipeline {
                 .is_some_and(|s| matches!(&s.transform, Transform::Stateless(t) if t.discards())),
             Some(Stage::Stateful(..)) => false,
         };
-        if let (true, Stage::Stateful(_, t)) = (ends_here, &self.stages[last]) {
+        if let (true, Stage::Stateful(_, t, _)) = (ends_here, &self.stages[last]) {
             t.outputs_reach(reach);
         }
     }
@@ -312,7 +307,7 @@ impl Pipeline {
             lines.fail_alone();
         }
         for stage in &self.stages {
-            if let Stage::Stateful(_, t) = stage {
+            if let Stage::Stateful(_, t, _) = stage {
                 t.fails_alone();
             }
         }
@@ -323,7 +318,7 @@ impl Pipeline {
     pub fn waits_on_others(&self) -> bool {
         self.stages
             .iter()
-            .any(|s| matches!(s, Stage::Stateful(_, t) if t.waits_on_others()))
+            .any(|s| matches!(s, Stage::Stateful(_, t, _) if t.waits_on_others()))
     }
 
     fn stateful_fails_alone(&self) -> bool {
@@ -391,13 +386,30 @@ impl Pipeline {
         self.len == 0
     }
 
-    /// Stateful if any of its transforms is (what a meta transform wrapping it should be).
-    pub fn kind(&self) -> Kind {
-        if self.stages.iter().any(|s| matches!(s, Stage::Stateful(..))) {
-            Kind::Stateful
-        } else {
-            Kind::Stateless
-        }
+    /// Whether any of its transforms keeps state ([`Transform::is_stateful`]): what a meta
+    /// transform wrapping it then is too.
+    pub fn is_stateful(&self) -> bool {
+        self.stages.iter().any(|s| matches!(s, Stage::Stateful(..)))
+    }
+
+    /// The whole pipeline as one map transform, when every transform in it is one (an empty
+    /// pipeline keeps every message): what a meta transform around it runs without async
+    /// calls or output lists, so that it can be a map transform itself. Its errors name the
+    /// transform they come from, as the pipeline's do.
+    pub fn as_map(&self) -> Option<Arc<dyn MapTransform>> {
+        let steps = match self.stages.as_slice() {
+            [] => &[][..],
+            [Stage::Stateless { steps, .. }] => &steps[..],
+            _ => return None,
+        };
+        let maps = steps
+            .iter()
+            .map(|step| match &step.transform {
+                Transform::Map(t, _) => Some((step.clone(), t.clone())),
+                Transform::Stateless(_) | Transform::Stateful(..) => None,
+            })
+            .collect::<Option<_>>()?;
+        Some(Arc::new(MapSteps(maps)))
     }
 
     /// Applies the pipeline to `msgs` (data and ctrl, in order) and returns what comes out.
@@ -517,7 +529,7 @@ impl Pipeline {
                 Stage::Stateless { steps, to_bytes } => {
                     self.run_stateless(steps, *to_bytes, cur, &mut out).await
                 }
-                Stage::Stateful(id, t) => {
+                Stage::Stateful(id, t, _) => {
                     let alone = self.stateful_fails_alone();
                     let ctrls = if alone {
                         cur.iter().filter(|m| m.is_ctrl()).count()
@@ -561,7 +573,7 @@ impl Pipeline {
     /// Discards what every stateful transform holds (see [`StatefulTransform::abort`]).
     pub async fn abort(&self, reason: &str) {
         for s in &self.stages {
-            if let Stage::Stateful(_, t) = s {
+            if let Stage::Stateful(_, t, _) = s {
                 t.abort(reason).await;
             }
         }
@@ -571,7 +583,7 @@ impl Pipeline {
     /// whose inner list failed gives up what that list kept to retry).
     pub async fn give_up(&self, reason: &str) {
         for s in &self.stages {
-            if let Stage::Stateful(_, t) = s {
+            if let Stage::Stateful(_, t, _) = s {
                 t.give_up(reason).await;
             }
         }
@@ -582,7 +594,7 @@ impl Pipeline {
     pub async fn settle(&self, until: Instant) -> SettleReport {
         let mut report = SettleReport::default();
         for s in &self.stages {
-            if let Stage::Stateful(_, t) = s {
+            if let Stage::Stateful(_, t, _) = s {
                 report.extend(t.settle(until).await);
             }
         }
@@ -594,7 +606,7 @@ impl Pipeline {
         self.stages
             .iter()
             .filter_map(|s| match s {
-                Stage::Stateful(_, t) => t.deadline(),
+                Stage::Stateful(_, t, _) => t.deadline(),
                 Stage::Stateless { .. } => None,
             })
             .min()
@@ -608,7 +620,7 @@ impl Pipeline {
             if !carry.is_empty() {
                 carry = self.apply_stages(i, i + 1, carry).await?;
             }
-            if let Stage::Stateful(id, t) = stage
+            if let Stage::Stateful(id, t, _) = stage
                 && t.deadline().is_some_and(|d| d <= now)
             {
                 let expired = match t.expire(now, &mut carry).await {
@@ -819,7 +831,7 @@ async fn run_segment(
         }
         let mut i = 0;
         let mut kept = true;
-        while let Some(Transform::Map(t)) = steps.get(i).map(|s| &s.transform) {
+        while let Some(Transform::Map(t, _)) = steps.get(i).map(|s| &s.transform) {
             match t.map(&mut msg) {
                 Ok(InPlace::Keep) => i += 1,
                 Ok(InPlace::Drop) => {
@@ -920,33 +932,20 @@ async fn run_steps(
     Ok(())
 }
 
-impl Pipeline {
-    /// Whether [`Pipeline::apply_in_place`] works: every transform is stateless and has an
-    /// in-place path (what a meta transform needs for an in-place path of its own).
-    pub fn supports_in_place(&self) -> bool {
-        self.in_place
-    }
+/// A pipeline of map transforms run as one ([`Pipeline::as_map`]): each step, with the map
+/// transform it is.
+struct MapSteps(Box<[(Step, Arc<dyn MapTransform>)]>);
 
-    /// Runs one data message through the pipeline without async calls. `None` when
-    /// [`Pipeline::supports_in_place`] is false (nothing was run).
-    pub fn apply_in_place(&self, msg: &mut Message) -> Option<Result<InPlace, TransformError>> {
-        if !self.in_place {
-            return None;
-        }
-        let [Stage::Stateless { steps, .. }] = self.stages.as_slice() else {
-            return Some(Ok(InPlace::Keep));
-        };
-        for step in steps.iter() {
-            let Transform::Map(t) = &step.transform else {
-                return None;
-            };
+impl MapTransform for MapSteps {
+    fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        for (step, t) in &self.0 {
             match t.map(msg) {
                 Ok(InPlace::Keep) => {}
-                Ok(InPlace::Drop) => return Some(Ok(InPlace::Drop)),
-                Err(e) => return Some(Err(step.attribute(e))),
+                Ok(InPlace::Drop) => return Ok(InPlace::Drop),
+                Err(e) => return Err(step.attribute(e)),
             }
         }
-        Some(Ok(InPlace::Keep))
+        Ok(InPlace::Keep)
     }
 }
 

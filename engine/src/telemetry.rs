@@ -1,10 +1,14 @@
-//! Typed internal events, after Vector's `internal_events`: a transform reports what it did
-//! by emitting an event value, and the event decides what that means for the counters the
-//! adapters publish (the Lambda function's metrics, `sluice run`'s summary) and for the
-//! log. Nothing is counted in process globals: the counters live in the [`Telemetry`] of the
-//! pipeline's [`crate::context::Context`], which the adapter reads after a run.
+//! Counters keyed by name, after Vector's `internal_events`: a transform reports what it did
+//! by emitting an event value ([`InternalEvent`], declared beside the transform that emits
+//! it), and the event decides what that means for the counters and for the log. The engine
+//! knows no counter: each is a name that the transform counting it and the adapters
+//! publishing it (the Lambda function's metrics) agree on. Nothing is
+//! counted in process globals: the counters live in the [`Telemetry`] of the pipeline's
+//! [`crate::context::Context`], which a transform reaches through its build context and an
+//! adapter reads after a run.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 /// Something a transform did that the adapters count.
 pub trait InternalEvent {
@@ -12,10 +16,10 @@ pub trait InternalEvent {
     fn emit(self, telemetry: &Telemetry);
 }
 
-/// The counters of one pipeline.
+/// The counters of one pipeline, by name. A counter nothing added to reads 0.
 #[derive(Debug, Default)]
 pub struct Telemetry {
-    duplicates_skipped: AtomicU64,
+    counters: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Telemetry {
@@ -24,34 +28,25 @@ impl Telemetry {
         event.emit(self);
     }
 
-    /// Messages a `meta_kv_store_lock` found already processed (or on their way), so far.
-    pub fn duplicates_skipped(&self) -> u64 {
-        self.duplicates_skipped.load(Ordering::Relaxed)
+    /// Adds `n` to the counter `name`.
+    pub fn add(&self, name: &'static str, n: u64) {
+        *self.lock().entry(name).or_default() += n;
     }
 
-    /// [`Telemetry::duplicates_skipped`], and starts counting again from 0 (the Lambda
-    /// function reports each invocation's).
-    pub fn take_duplicates_skipped(&self) -> u64 {
-        self.duplicates_skipped.swap(0, Ordering::Relaxed)
+    /// The counter `name` so far.
+    pub fn get(&self, name: &str) -> u64 {
+        self.lock().get(name).copied().unwrap_or(0)
     }
-}
 
-/// A lock found a message's key held: the message was processed before (or is on its way
-/// elsewhere), and its inner transforms were skipped.
-#[derive(Debug)]
-pub struct DuplicateSkipped<'a> {
-    /// The lock's id.
-    pub lock: &'a str,
-    /// The message's key.
-    pub key: &'a str,
-    /// Who holds the key, if the store said.
-    pub holder: Option<&'a dyn std::fmt::Debug>,
-}
+    /// The counter `name`, which starts again from 0 (the Lambda function reports each
+    /// invocation's).
+    pub fn take(&self, name: &str) -> u64 {
+        self.lock().get_mut(name).map(std::mem::take).unwrap_or(0)
+    }
 
-impl InternalEvent for DuplicateSkipped<'_> {
-    fn emit(self, telemetry: &Telemetry) {
-        telemetry.duplicates_skipped.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(lock = %self.lock, key = %self.key, holder = ?self.holder, "duplicate: the key is held");
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<&'static str, u64>> {
+        // Counters stay right through a panic elsewhere: each change is one addition.
+        self.counters.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -59,18 +54,25 @@ impl InternalEvent for DuplicateSkipped<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn duplicates_are_counted_and_taken() {
-        let t = Telemetry::default();
-        for key in ["a", "b"] {
-            t.emit(DuplicateSkipped {
-                lock: "lock",
-                key,
-                holder: None,
-            });
+    struct Seen(&'static str);
+
+    impl InternalEvent for Seen {
+        fn emit(self, telemetry: &Telemetry) {
+            telemetry.add(self.0, 1);
         }
-        assert_eq!(t.duplicates_skipped(), 2);
-        assert_eq!(t.take_duplicates_skipped(), 2);
-        assert_eq!(t.duplicates_skipped(), 0);
+    }
+
+    #[test]
+    fn counters_are_kept_by_name_and_taken() {
+        let t = Telemetry::default();
+        for name in ["a", "b", "a"] {
+            t.emit(Seen(name));
+        }
+        t.add("c", 5);
+        assert_eq!((t.get("a"), t.get("b"), t.get("c")), (2, 1, 5));
+        assert_eq!(t.get("never"), 0);
+        assert_eq!(t.take("a"), 2);
+        assert_eq!(t.get("a"), 0);
+        assert_eq!(t.take("never"), 0);
     }
 }

@@ -11,7 +11,7 @@ use crate::error::{ConfigError, TransformError};
 use crate::message::Message;
 use crate::pipeline::Pipeline;
 use crate::registry::{ConfigJson, Registry};
-use crate::transform::{Kind, Transform};
+use crate::transform::Transform;
 
 /// Runs a future to completion on a fresh current-thread runtime.
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -87,7 +87,7 @@ pub fn check_compliance(t: Transform) {
 /// The part of [`check_compliance`] that needs no data, so no I/O: a lone ctrl comes out
 /// exactly once, and a stateless transform holds no batch. Returns the one-step pipeline.
 pub fn check_ctrl_compliance(t: Transform) -> Pipeline {
-    let kind = t.kind();
+    let stateful = t.is_stateful();
     let deadline = t.deadline();
     let p = Pipeline::new(vec![(Arc::from("under_test"), t)]);
     let out = block_on(p.apply(vec![Message::ctrl()])).expect("a lone ctrl must not fail");
@@ -97,7 +97,7 @@ pub fn check_ctrl_compliance(t: Transform) -> Pipeline {
         out.last().is_some_and(|m| m.is_ctrl()),
         "the ctrl must come out last"
     );
-    if kind == Kind::Stateless {
+    if !stateful {
         assert!(deadline.is_none(), "stateless transforms hold no batches");
     }
     p

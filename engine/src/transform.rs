@@ -17,7 +17,11 @@
 //!
 //! Map and stateless transforms never see ctrl messages (they pass them unchanged). The
 //! registry builds a [`Transform`], which says which kind it is, and the pipeline
-//! dispatches on it.
+//! dispatches on it. Its constructor may also say what of its work the engine can do
+//! itself, as data: a map transform that only copies a value or writes a constant
+//! ([`MapPlan`]), which the pipeline may do together with its neighbours; a stateful
+//! transform whose one act on a data message is to write it as a line ([`LineSink`]),
+//! which the pipeline's workers may do for it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,21 +45,34 @@ pub enum InPlace {
 pub trait MapTransform: Send + Sync + 'static {
     /// Changes `msg`; says whether it goes on.
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError>;
+}
 
-    /// The source and the target when all it does is copy the value at one key to another
-    /// (when the source exists), as `object_copy` with both keys does. The pipeline may then
-    /// run it together with the copies next to it, as one step with the same result
-    /// (`pipeline/copy_run.rs`).
-    fn copies(&self) -> Option<(&Key, &Key)> {
-        None
-    }
-
-    /// The value and the target when all it does is write that value at the target (with
-    /// `Message::set`'s typing), as `object_insert` does. The pipeline may then run it
-    /// together with the copies and inserts next to it (`pipeline/copy_run.rs`).
-    fn inserts(&self) -> Option<(&Value, &Key)> {
-        None
-    }
+/// What a [`MapTransform`] does to a data message, when the engine can do it itself: data
+/// its constructor returns with it ([`Transform::map_doing`]). The pipeline may then do it
+/// together with the steps next to it that it can do, as one step with the same result
+/// (consecutive copies and inserts read their sources in one walk: `pipeline/copy_run.rs`).
+/// A plan other than [`MapPlan::Opaque`] is a promise: [`MapTransform::map`] does exactly
+/// that and nothing else.
+#[derive(Debug, Clone, Default)]
+pub enum MapPlan {
+    /// Nothing the engine does itself: it calls [`MapTransform::map`].
+    #[default]
+    Opaque,
+    /// Writes the value at `from`, when there is one, at `to` (with [`Message::set`]'s
+    /// typing).
+    Copy {
+        /// Where the value is read.
+        from: Key,
+        /// Where it is written.
+        to: Key,
+    },
+    /// Writes `value` at `to` (with [`Message::set`]'s typing).
+    Insert {
+        /// The constant written.
+        value: Value,
+        /// Where it is written.
+        to: Key,
+    },
 }
 
 /// A transform that treats each data message on its own, asynchronously.
@@ -93,19 +110,7 @@ pub trait StatefulTransform: Send + Sync + 'static {
         msgs: Vec<Message>,
         out: &mut Vec<Message>,
     ) -> Result<(), TransformError> {
-        let mut rest = msgs.into_iter();
-        while let Some(m) = rest.next() {
-            let acks = m.acks().clone();
-            if let Err(e) = self.transform(m, out).await {
-                let reason = e.to_string();
-                crate::ack::fail_all(&acks, &reason);
-                for r in rest {
-                    r.fail_acks(&reason);
-                }
-                return Err(e);
-            }
-        }
-        Ok(())
+        transform_each(self, msgs, out).await
     }
 
     /// When the oldest batch this transform holds reaches its maximum age.
@@ -125,17 +130,6 @@ pub trait StatefulTransform: Send + Sync + 'static {
     /// transform, which sees every message on one thread.
     fn takes_bytes(&self) -> bool {
         false
-    }
-
-    /// The stream it writes each data message's data to as one line, when that is all it
-    /// does with a data message (`send_stdout` without auxiliary transforms or a batch key:
-    /// its batches only decide when lines are written, not what or in which order). As the
-    /// last stage of a pipeline whose outputs the caller drops
-    /// ([`crate::Pipeline::discarding_outputs`]), its data messages may then be written to
-    /// that stream by the workers that made them, in input order, instead of reaching this
-    /// transform; ctrl messages still reach it.
-    fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
-        None
     }
 
     /// Flushes (or emits) every batch whose maximum age has passed by `now`.
@@ -197,6 +191,29 @@ pub trait StatefulTransform: Send + Sync + 'static {
     }
 }
 
+/// [`StatefulTransform::transform`] on each of `msgs` in turn (the default of
+/// [`StatefulTransform::transform_batch`]). On error, the messages not yet processed are
+/// marked failed.
+pub(crate) async fn transform_each<T: StatefulTransform + ?Sized>(
+    t: &T,
+    msgs: Vec<Message>,
+    out: &mut Vec<Message>,
+) -> Result<(), TransformError> {
+    let mut rest = msgs.into_iter();
+    while let Some(m) = rest.next() {
+        let acks = m.acks().clone();
+        if let Err(e) = t.transform(m, out).await {
+            let reason = e.to_string();
+            crate::ack::fail_all(&acks, &reason);
+            for r in rest {
+                r.fail_acks(&reason);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// Where what a stateful transform passes on ends up, as far as acknowledgements go (see
 /// [`StatefulTransform::outputs_reach`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,7 +250,13 @@ impl SettleReport {
     }
 }
 
-/// A stream that takes whole lines (see [`StatefulTransform::line_sink`]).
+/// The stream a stateful transform writes each data message's data to as one line, when
+/// that is all it does with a data message: its batches only decide when lines are written,
+/// not what or in which order. Its constructor returns it with the transform
+/// ([`Transform::writing_lines`]). As the last stage of a pipeline whose outputs the caller
+/// drops ([`crate::Pipeline::discarding_outputs`]), the transform's data messages may then
+/// be written to this stream by the workers that made them, in input order, instead of
+/// reaching it; ctrl messages still reach it.
 pub trait LineSink: Send + Sync + 'static {
     /// Writes `lines` (lines, each ending in a newline) to the stream, all of them or an
     /// error: the error the transform itself returns for a failed write, without the
@@ -249,33 +272,26 @@ pub trait LineSink: Send + Sync + 'static {
     }
 }
 
-/// Whether a transform keeps state across messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// A [`MapTransform`] or a [`StatelessTransform`] transform: each data message on its own; never sees
-    /// ctrl; may run concurrently.
-    Stateless,
-    /// A [`StatefulTransform`] transform: sees data and ctrl messages, one at a time, in order.
-    Stateful,
-}
-
-/// A built transform: which kind it is, and the transform. Cheap to clone (one `Arc`).
+/// A built transform: which kind it is, the transform, and what of its work the engine may
+/// do itself.
 #[derive(Clone)]
 pub enum Transform {
-    /// See [`MapTransform`].
-    Map(Arc<dyn MapTransform>),
+    /// See [`MapTransform`]; with what it does, when the engine can do that itself
+    /// ([`MapPlan`]).
+    Map(Arc<dyn MapTransform>, Arc<MapPlan>),
     /// See [`StatelessTransform`].
     Stateless(Arc<dyn StatelessTransform>),
-    /// See [`StatefulTransform`].
-    Stateful(Arc<dyn StatefulTransform>),
+    /// See [`StatefulTransform`]; with the stream it writes data to, when all it does with a
+    /// data message is write its data as a line there ([`LineSink`]).
+    Stateful(Arc<dyn StatefulTransform>, Option<Arc<dyn LineSink>>),
 }
 
 impl std::fmt::Debug for Transform {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Transform::Map(_) => "Transform::Map",
+            Transform::Map(..) => "Transform::Map",
             Transform::Stateless(_) => "Transform::Stateless",
-            Transform::Stateful(_) => "Transform::Stateful",
+            Transform::Stateful(..) => "Transform::Stateful",
         })
     }
 }
@@ -283,7 +299,12 @@ impl std::fmt::Debug for Transform {
 impl Transform {
     /// A map transform.
     pub fn map(t: impl MapTransform) -> Transform {
-        Transform::Map(Arc::new(t))
+        Transform::Map(Arc::new(t), Arc::new(MapPlan::Opaque))
+    }
+
+    /// A map transform that does exactly what `plan` says (see [`MapPlan`]).
+    pub fn map_doing(plan: MapPlan, t: impl MapTransform) -> Transform {
+        Transform::Map(Arc::new(t), Arc::new(plan))
     }
 
     /// A stateless transform.
@@ -293,7 +314,13 @@ impl Transform {
 
     /// A stateful transform.
     pub fn stateful(t: impl StatefulTransform) -> Transform {
-        Transform::Stateful(Arc::new(t))
+        Transform::Stateful(Arc::new(t), None)
+    }
+
+    /// A stateful transform whose one act on a data message is to write its data to `lines`
+    /// as a line (see [`LineSink`]).
+    pub fn writing_lines(lines: Arc<dyn LineSink>, t: impl StatefulTransform) -> Transform {
+        Transform::Stateful(Arc::new(t), Some(lines))
     }
 
     /// `t` as a stateful transform when `stateful`, else as a stateless one (which is then
@@ -312,16 +339,15 @@ impl Transform {
     pub fn shares_state(&self) -> bool {
         match self {
             Transform::Stateless(t) => t.shares_state(),
-            Transform::Map(_) | Transform::Stateful(_) => false,
+            Transform::Map(..) | Transform::Stateful(..) => false,
         }
     }
 
-    /// Whether it keeps state; see [`Kind`].
-    pub fn kind(&self) -> Kind {
-        match self {
-            Transform::Map(_) | Transform::Stateless(_) => Kind::Stateless,
-            Transform::Stateful(_) => Kind::Stateful,
-        }
+    /// Whether it keeps state across messages (a [`StatefulTransform`]): it then sees data
+    /// and ctrl messages, one at a time, in order; otherwise each data message on its own,
+    /// possibly concurrently, and never a ctrl.
+    pub fn is_stateful(&self) -> bool {
+        matches!(self, Transform::Stateful(..))
     }
 
     /// Processes one message, pushing what it emits to `out`: what a caller outside the
@@ -333,7 +359,7 @@ impl Transform {
         out: &mut Vec<Message>,
     ) -> Result<(), TransformError> {
         match self {
-            Transform::Map(t) => {
+            Transform::Map(t, _) => {
                 if msg.is_ctrl() || t.map(&mut msg)? == InPlace::Keep {
                     out.push(msg);
                 }
@@ -347,7 +373,7 @@ impl Transform {
                     t.transform(msg, out).await
                 }
             }
-            Transform::Stateful(t) => t.transform(msg, out).await,
+            Transform::Stateful(t, _) => t.transform(msg, out).await,
         }
     }
 
@@ -359,7 +385,7 @@ impl Transform {
         msgs: Vec<Message>,
         out: &mut Vec<Message>,
     ) -> Result<(), TransformError> {
-        if let Transform::Stateful(t) = self {
+        if let Transform::Stateful(t, _) = self {
             return t.transform_batch(msgs, out).await;
         }
         let mut rest = msgs.into_iter();
@@ -380,7 +406,7 @@ impl Transform {
     /// When the oldest batch it holds reaches its maximum age (stateful transforms only).
     pub fn deadline(&self) -> Option<Instant> {
         match self {
-            Transform::Stateful(t) => t.deadline(),
+            Transform::Stateful(t, _) => t.deadline(),
             _ => None,
         }
     }
@@ -388,14 +414,14 @@ impl Transform {
     /// See [`StatefulTransform::expire`]; nothing for the other kinds.
     pub async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
         match self {
-            Transform::Stateful(t) => t.expire(now, out).await,
+            Transform::Stateful(t, _) => t.expire(now, out).await,
             _ => Ok(()),
         }
     }
 
     /// See [`StatefulTransform::abort`]; nothing for the other kinds.
     pub async fn abort(&self, reason: &str) {
-        if let Transform::Stateful(t) = self {
+        if let Transform::Stateful(t, _) = self {
             t.abort(reason).await;
         }
     }
@@ -403,7 +429,7 @@ impl Transform {
     /// See [`StatefulTransform::settle`]; nothing for the other kinds.
     pub async fn settle(&self, until: Instant) -> SettleReport {
         match self {
-            Transform::Stateful(t) => t.settle(until).await,
+            Transform::Stateful(t, _) => t.settle(until).await,
             _ => SettleReport::default(),
         }
     }

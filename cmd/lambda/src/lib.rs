@@ -477,7 +477,7 @@ impl Function {
             .pipeline
             .context()
             .telemetry()
-            .take_duplicates_skipped();
+            .take("duplicates_skipped"); // meta_kv_store_lock's counter
         if let Some(sink) = &self.opts.metrics {
             telemetry::write(
                 sink,

@@ -100,7 +100,7 @@ fn function(feed_bytes: usize) -> (Function, Arc<Recorder>) {
     let seen = Arc::new(Recorder::default());
     let pipeline = Pipeline::new(vec![(
         Arc::from("recorder"),
-        Transform::Stateful(seen.clone()),
+        Transform::Stateful(seen.clone(), None),
     )]);
     let mut opts = Options::new(HandlerKind::KinesisDataStream);
     opts.metrics = None;
@@ -230,7 +230,7 @@ async fn a_failed_record_fails_alone_only_where_the_source_resolves_each_record(
             ("refuse", Transform::stateless(RefuseBad)),
             (
                 "recorder",
-                Transform::Stateful(Arc::new(Recorder::default())),
+                Transform::Stateful(Arc::new(Recorder::default()), None),
             ),
         ]);
         let mut opts = Options::new(kind);

@@ -541,7 +541,7 @@ mod tests {
         });
         let p = Pipeline::new(vec![
             (Arc::from("lead"), Transform::stateless(Lead(tx))),
-            (Arc::from("rest"), Transform::Stateful(rest.clone())),
+            (Arc::from("rest"), Transform::Stateful(rest.clone(), None)),
         ])
         .with_workers(workers);
         (p, rest)
@@ -746,7 +746,10 @@ mod tests {
     #[tokio::test]
     async fn the_final_settle_ends_by_a_deadline_brought_forward_and_says_what_is_left() {
         let owes = Arc::new(Owes::default());
-        let p = Pipeline::new(vec![(Arc::from("owes"), Transform::Stateful(owes.clone()))]);
+        let p = Pipeline::new(vec![(
+            Arc::from("owes"),
+            Transform::Stateful(owes.clone(), None),
+        )]);
         let start = Instant::now();
         let (r, report) = drive_settled(&p, queued(vec![batch(0, 2)]).await, None, |_| {}).await;
         assert_eq!(r.unwrap().messages_out, 2);

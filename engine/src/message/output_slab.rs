@@ -22,7 +22,7 @@ use bytes::{Bytes, BytesMut};
 use crate::json::Value;
 
 /// How much output one slab holds.
-pub const SLAB: usize = 16 * 1024;
+pub(crate) const SLAB: usize = 16 * 1024;
 
 /// Outputs larger than this are not copied into a slab.
 const OWN_BUFFER_FROM: usize = SLAB / 4;

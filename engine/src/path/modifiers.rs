@@ -14,12 +14,12 @@ use super::syntax::Modifier;
 
 impl Modifier {
     /// Whether the modifier returns its input unchanged.
-    pub fn is_identity(&self) -> bool {
+    pub(crate) fn is_identity(&self) -> bool {
         matches!(self, Modifier::This | Modifier::Valid | Modifier::Pretty(_))
     }
 
     /// Applies the modifier; `None` when the result does not exist.
-    pub fn apply(&self, v: Cow<'_, Value>) -> Option<Value> {
+    pub(crate) fn apply(&self, v: Cow<'_, Value>) -> Option<Value> {
         Some(match self {
             Modifier::This | Modifier::Valid => v.into_owned(),
             Modifier::Ugly => {

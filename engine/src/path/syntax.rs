@@ -69,7 +69,7 @@ enum Tok {
 
 impl Pattern {
     /// Compiles glob text where `\` escapes the next character.
-    pub fn new(text: &str) -> Pattern {
+    pub(crate) fn new(text: &str) -> Pattern {
         let mut toks = Vec::with_capacity(text.len());
         let mut chars = text.chars();
         while let Some(c) = chars.next() {
@@ -84,7 +84,7 @@ impl Pattern {
     }
 
     /// Whether `s` matches the whole pattern.
-    pub fn matches(&self, s: &str) -> bool {
+    pub(crate) fn matches(&self, s: &str) -> bool {
         let text: smallvec::SmallVec<[char; 64]> = s.chars().collect();
         let pat = &self.0;
         // Iterative glob matching with backtracking to the last `*`.
@@ -176,7 +176,7 @@ pub(crate) enum Modifier {
 
 /// The modifier names sluice knows. As in GJSON, `@name` with any other name is a plain
 /// key (so `@timestamp` reads the key `@timestamp`).
-pub const NAMES: &[&str] = &[
+pub(crate) const NAMES: &[&str] = &[
     "this", "reverse", "ugly", "pretty", "valid", "flatten", "join", "keys", "values", "tostr",
     "fromstr", "group", "dig", "dedupe",
 ];

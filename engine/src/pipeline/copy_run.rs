@@ -27,7 +27,7 @@ use crate::error::TransformError;
 use crate::json::Value;
 use crate::message::{Key, Message, Target};
 use crate::name::TransformName;
-use crate::transform::{InPlace, MapTransform, Transform};
+use crate::transform::{InPlace, MapPlan, MapTransform, Transform};
 
 /// The values of one run's members, read before they are written.
 type Values = SmallVec<[Option<Value>; 16]>;
@@ -68,24 +68,24 @@ struct Member {
 impl Member {
     /// The copy or insert `step` makes, when it is one that can join a run.
     fn of(step: &Step) -> Option<Member> {
-        let Transform::Map(t) = &step.transform else {
+        let Transform::Map(_, plan) = &step.transform else {
             return None;
         };
         let owned =
             |keys: Vec<&str>| -> Vec<String> { keys.into_iter().map(str::to_string).collect() };
-        let (source, source_keys, target) = match (t.copies(), t.inserts()) {
-            (Some((source, target)), _) => {
-                if source.target() != Target::Data {
+        let (source, source_keys, target) = match &**plan {
+            MapPlan::Copy { from, to } => {
+                if from.target() != Target::Data {
                     return None;
                 }
-                let keys = owned(source.path().object_keys()?);
+                let keys = owned(from.path().object_keys()?);
                 if keys.is_empty() {
                     return None;
                 }
-                (Source::Key(source.clone()), keys, target)
+                (Source::Key(from.clone()), keys, to)
             }
-            (None, Some((value, target))) => (Source::Constant(value.clone()), Vec::new(), target),
-            (None, None) => return None,
+            MapPlan::Insert { value, to } => (Source::Constant(value.clone()), Vec::new(), to),
+            MapPlan::Opaque => return None,
         };
         if target.target() != Target::Data {
             return None;
@@ -293,10 +293,6 @@ mod tests {
             }
             Ok(InPlace::Keep)
         }
-
-        fn copies(&self) -> Option<(&Key, &Key)> {
-            Some((&self.source, &self.target))
-        }
     }
 
     /// `object_insert`, as the transforms crate has it.
@@ -310,10 +306,6 @@ mod tests {
             msg.set(&self.target, self.value.clone())?;
             Ok(InPlace::Keep)
         }
-
-        fn inserts(&self) -> Option<(&Value, &Key)> {
-            Some((&self.value, &self.target))
-        }
     }
 
     /// Sets `key` to null: neither a copy nor an insert, so it ends a run.
@@ -326,11 +318,37 @@ mod tests {
         }
     }
 
-    fn copy(source: &str, target: &str) -> Arc<dyn MapTransform> {
-        Arc::new(Copy {
-            source: Key::parse(source).unwrap(),
-            target: Key::parse(target).unwrap(),
-        })
+    fn copy(source: &str, target: &str) -> Transform {
+        let (from, to) = (Key::parse(source).unwrap(), Key::parse(target).unwrap());
+        let plan = MapPlan::Copy {
+            from: from.clone(),
+            to: to.clone(),
+        };
+        Transform::map_doing(
+            plan,
+            Copy {
+                source: from,
+                target: to,
+            },
+        )
+    }
+
+    fn insert(value: &str, target: &str) -> Transform {
+        let value: Value = crate::json::parse::from_slice(value.as_bytes()).unwrap();
+        let to = Key::parse(target).unwrap();
+        let plan = MapPlan::Insert {
+            value: value.clone(),
+            to: to.clone(),
+        };
+        Transform::map_doing(plan, Insert { value, target: to })
+    }
+
+    /// The map transform `t` is.
+    fn map_of(t: &Transform) -> &dyn MapTransform {
+        match t {
+            Transform::Map(t, _) => t.as_ref(),
+            other => unreachable!("{other:?} is not a map transform"),
+        }
     }
 
     /// A copy as `(source, target)`.
@@ -338,17 +356,14 @@ mod tests {
 
     /// The copies `(source, target)` as steps `t0`, `t1`, ...; a source of `!null` is a
     /// [`Null`] at the target, one of `=` and JSON an [`Insert`] of that JSON.
-    fn steps(copies: &[(&str, &str)]) -> Vec<(Arc<str>, Arc<dyn MapTransform>)> {
+    fn steps(copies: &[(&str, &str)]) -> Vec<(Arc<str>, Transform)> {
         copies
             .iter()
             .enumerate()
             .map(|(i, (s, t))| {
-                let t: Arc<dyn MapTransform> = match *s {
-                    "!null" => Arc::new(Null(Key::parse(t).unwrap())),
-                    s if s.starts_with('=') => Arc::new(Insert {
-                        value: crate::json::parse::from_slice(&s.as_bytes()[1..]).unwrap(),
-                        target: Key::parse(t).unwrap(),
-                    }),
+                let t = match *s {
+                    "!null" => Transform::map(Null(Key::parse(t).unwrap())),
+                    s if s.starts_with('=') => insert(&s[1..], t),
                     s => copy(s, t),
                 };
                 (Arc::from(format!("t{i}")), t)
@@ -360,7 +375,8 @@ mod tests {
     fn one_by_one(copies: &[(&str, &str)], data: &str) -> Result<String, String> {
         let mut msg = Message::new(data.as_bytes().to_vec());
         for (id, t) in steps(copies) {
-            t.map(&mut msg)
+            map_of(&t)
+                .map(&mut msg)
                 .map_err(|e| e.within(&TransformName::from(id)).to_string())?;
         }
         Ok(String::from_utf8_lossy(msg.data()).into_owned())
@@ -369,18 +385,13 @@ mod tests {
     /// The data after a pipeline of the steps (runs fused), or its error; and how many
     /// steps the pipeline made of them.
     fn fused(copies: &[(&str, &str)], data: &str) -> (Result<String, String>, usize) {
-        let p = Pipeline::new(
-            steps(copies)
-                .into_iter()
-                .map(|(id, t)| (id, Transform::Map(t)))
-                .collect(),
-        );
+        let p = Pipeline::new(steps(copies).into_iter().collect());
         let made = match p.stages.as_slice() {
             [Stage::Stateless { steps, .. }] => steps.len(),
             _ => unreachable!("map steps are one stage"),
         };
         let mut msg = Message::new(data.as_bytes().to_vec());
-        let out = match p.apply_in_place(&mut msg).expect("map steps run in place") {
+        let out = match p.as_map().expect("map steps are a map").map(&mut msg) {
             Ok(_) => Ok(String::from_utf8_lossy(msg.data()).into_owned()),
             Err(e) => Err(e.to_string()),
         };
@@ -597,7 +608,7 @@ mod tests {
         let members = || {
             steps(&copies)
                 .into_iter()
-                .map(|(id, t)| Member::of(&Step::new(id.into(), Transform::Map(t))).unwrap())
+                .map(|(id, t)| Member::of(&Step::new(id.into(), t)).unwrap())
                 .collect::<Vec<_>>()
         };
         let run = CopyRun::of(members());
@@ -610,15 +621,13 @@ mod tests {
         let built = fuse(
             steps(&copies)
                 .into_iter()
-                .map(|(id, t)| Step::new(id.into(), Transform::Map(t)))
+                .map(|(id, t)| Step::new(id.into(), t))
                 .collect(),
         );
         assert_eq!(built.len(), 1);
         assert_eq!(&**built[0].name.id(), "t0,t1,t2,t3,t4,t5");
         assert!(built[0].attributes_errors);
-        let Transform::Map(t) = &built[0].transform else {
-            unreachable!("a run is a map step")
-        };
+        let t = map_of(&built[0].transform);
         let mut msg = Message::new(&br#"{"e":{"o":{"a":1,"b":2,"c":3,"d":4,"x":{"y":5}}}}"#[..]);
         t.map(&mut msg).unwrap();
         assert_eq!(

@@ -1,8 +1,7 @@
 //! Lines written by the workers that made them, in input order.
 //!
 //! A pipeline that ends in a transform that only writes each data message's data as a line
-//! ([`StatefulTransform::line_sink`]: `send_stdout` without auxiliary transforms or a batch
-//! key), run by a caller that drops what comes out ([`Pipeline::discarding_outputs`]:
+//! (built with a [`LineSink`]: `send_stdout` without auxiliary transforms or a batch key), run by a caller that drops what comes out ([`Pipeline::discarding_outputs`]:
 //! `sluice run`), does not hand its messages to that transform. Each chunk of a batch's lead
 //! writes the data of what comes out of it, one line each, into one buffer on the worker
 //! that made them, and frees the messages there, keeping only their acknowledgement tokens.

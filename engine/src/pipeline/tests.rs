@@ -1,4 +1,4 @@
-//! Tests of the pipeline: order across workers, errors, in-place paths, the lead that runs
+//! Tests of the pipeline: order across workers, errors, map transforms run in place, the lead that runs
 //! ahead and the bytes handed to stages that take them.
 
 use super::*;
@@ -127,23 +127,37 @@ async fn in_place_errors_name_the_step_and_fail_the_rest() {
 }
 
 #[test]
-fn whole_pipelines_report_their_in_place_path() {
+fn pipelines_of_map_transforms_are_one_map_transform() {
     let fast = p(vec![
         Transform::map(FastTag("a")),
         Transform::map(FastTag("b")),
     ]);
-    assert!(fast.supports_in_place());
+    let map = fast.as_map().expect("map transforms only");
     let mut m = Message::new(&b"x"[..]);
-    assert_eq!(fast.apply_in_place(&mut m).unwrap().unwrap(), InPlace::Keep);
+    assert_eq!(map.map(&mut m).unwrap(), InPlace::Keep);
     assert_eq!(&m.data()[..], b"xab");
+    let mut m = Message::new(&b"drop"[..]);
+    assert_eq!(map.map(&mut m).unwrap(), InPlace::Drop);
+    let mut m = Message::new(&b"bad"[..]);
+    let err = map.map(&mut m).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "transform t0: fast boom",
+        "errors name their step"
+    );
+    let mut m = Message::new(&b"x"[..]);
+    assert_eq!(
+        p(vec![]).as_map().unwrap().map(&mut m).unwrap(),
+        InPlace::Keep
+    );
+    assert_eq!(&m.data()[..], b"x");
     let mixed = p(vec![
         Transform::map(FastTag("a")),
         Transform::stateless(Twice),
     ]);
-    assert!(!mixed.supports_in_place());
-    let mut m = Message::new(&b"x"[..]);
-    assert!(mixed.apply_in_place(&mut m).is_none());
-    assert_eq!(&m.data()[..], b"x", "nothing ran");
+    assert!(mixed.as_map().is_none());
+    let stateful = p(vec![Transform::stateful(Record::default())]);
+    assert!(stateful.as_map().is_none());
 }
 
 fn p(ts: Vec<Transform>) -> Pipeline {
@@ -167,7 +181,7 @@ async fn order_is_kept_across_workers_and_ctrl_comes_last() {
     let rec = Arc::new(Record::default());
     let pipe = p(vec![
         Transform::stateless(Tag("a")),
-        Transform::Stateful(rec.clone()),
+        Transform::Stateful(rec.clone(), None),
         Transform::stateless(Tag("b")),
     ])
     .with_workers(4);
@@ -274,7 +288,7 @@ impl StatelessTransform for Shared {
 
 #[test]
 fn only_a_lead_that_shares_nothing_runs_ahead_and_only_on_several_workers() {
-    let stateful = || Transform::Stateful(Arc::new(Record::default()));
+    let stateful = || Transform::Stateful(Arc::new(Record::default()), None);
     let cases: Vec<(&str, Vec<Transform>, bool)> = vec![
         (
             "stateless then a send",
@@ -363,7 +377,7 @@ async fn a_stage_that_takes_bytes_gets_them_serialised_and_the_json_freed_by_the
             ts.push(Transform::stateless(Tag("")));
             ts.push(Transform::map(Wrap));
         }
-        ts.push(Transform::Stateful(holds.clone()));
+        ts.push(Transform::Stateful(holds.clone(), None));
         let pipe = p(ts).with_workers(workers);
         let input: Vec<Message> = (0..300)
             .map(|i| Message::new(i.to_string().into_bytes()))
@@ -391,7 +405,7 @@ async fn stateless_transforms_never_see_ctrl() {
     let pipe = p(vec![Transform::stateless(FailOn)]);
     let out = pipe.apply(vec![Message::ctrl()]).await.unwrap();
     assert!(out[0].is_ctrl());
-    assert_eq!(pipe.kind(), Kind::Stateless);
+    assert!(!pipe.is_stateful());
 }
 
 /// Fails on data "bad" (a stateful stage, after the lead).
@@ -414,7 +428,7 @@ async fn apply_each_keeps_order_and_fails_what_follows_an_error() {
         let rec = Arc::new(Record::default());
         let pipe = p(vec![
             Transform::stateless(Tag("a")),
-            Transform::Stateful(rec.clone()),
+            Transform::Stateful(rec.clone(), None),
         ])
         .with_workers(workers);
         assert_eq!(pipe.runs_ahead(), workers > 1);
@@ -437,7 +451,7 @@ async fn apply_each_keeps_order_and_fails_what_follows_an_error() {
         // after it (in the lead or not started) fail.
         let pipe = p(vec![
             Transform::stateless(Tag("")),
-            Transform::Stateful(Arc::new(FailLater)),
+            Transform::Stateful(Arc::new(FailLater), None),
         ])
         .with_workers(workers);
         let mut trackers = Vec::new();
@@ -532,8 +546,8 @@ async fn a_stateful_error_fails_its_messages_alone_and_the_ctrl_goes_on() {
     let sink = Arc::new(FlakySink::default());
     let rec = Arc::new(Record::default());
     let pipe = p(vec![
-        Transform::Stateful(sink.clone()),
-        Transform::Stateful(rec.clone()),
+        Transform::Stateful(sink.clone(), None),
+        Transform::Stateful(rec.clone(), None),
     ])
     .failing_messages_alone();
     let mut trackers = Vec::new();
@@ -573,7 +587,7 @@ async fn a_stateful_error_fails_its_messages_alone_and_the_ctrl_goes_on() {
 
     // Without it, the error fails the batch and nothing is given up.
     let sink = Arc::new(FlakySink::default());
-    let pipe = p(vec![Transform::Stateful(sink.clone())]);
+    let pipe = p(vec![Transform::Stateful(sink.clone(), None)]);
     let err = pipe
         .apply(vec![Message::new(&b"bad"[..]), Message::ctrl()])
         .await
@@ -599,7 +613,7 @@ impl StatefulTransform for ClosedOutput {
 /// written either.
 #[tokio::test]
 async fn a_closed_output_ends_the_run_even_where_messages_fail_alone() {
-    let pipe = p(vec![Transform::Stateful(Arc::new(ClosedOutput))]).failing_messages_alone();
+    let pipe = p(vec![Transform::Stateful(Arc::new(ClosedOutput), None)]).failing_messages_alone();
     let (t, tok) = AckTracker::new();
     let mut m = Message::new(&b"a"[..]);
     m.add_ack(tok);
@@ -616,7 +630,7 @@ async fn a_closed_output_ends_the_run_even_where_messages_fail_alone() {
 #[tokio::test]
 async fn failures_in_a_row_stop_the_run_where_messages_fail_alone() {
     let sink = Arc::new(FlakySink::default());
-    let pipe = p(vec![Transform::Stateful(sink.clone())]).failing_messages_alone();
+    let pipe = p(vec![Transform::Stateful(sink.clone(), None)]).failing_messages_alone();
     let batch = |d: &str| {
         let (_t, tok) = AckTracker::new();
         let mut m = Message::new(d.as_bytes().to_vec());

@@ -20,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use sluice_engine::settings::GoDuration;
-use sluice_engine::{Build, ConfigError, Key, Kind, Message, TransformError, Value, value};
+use sluice_engine::{Build, ConfigError, Key, Message, TransformError, Value, value};
 
 use crate::kv_store::item::{ItemError, ItemStore, item_store};
 use crate::kv_store::truncate_to_seconds;
@@ -137,12 +137,8 @@ impl Common {
     }
 
     /// Stateful (to see ctrl messages) only when the store is closed at each.
-    pub(crate) fn kind(&self) -> Kind {
-        if self.close {
-            Kind::Stateful
-        } else {
-            Kind::Stateless
-        }
+    pub(crate) fn is_stateful(&self) -> bool {
+        self.close
     }
 
     /// Handles a ctrl message: closes the store if configured and passes the ctrl on.

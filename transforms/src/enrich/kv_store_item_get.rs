@@ -9,7 +9,7 @@
 //! What it does differently from Substation is in [`super::kv_store`].
 
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, StatefulTransform, TransformError, Value, async_trait,
+    Build, ConfigError, Message, StatefulTransform, TransformError, Value, async_trait,
 };
 
 use super::kv_store::{Common, GetSettings, failed};
@@ -69,7 +69,7 @@ impl StatefulTransform for EnrichKvStoreItemGet {
 impl EnrichKvStoreItemGet {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.common.kind() == Kind::Stateful;
+        let stateful = self.common.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }

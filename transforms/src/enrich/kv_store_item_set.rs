@@ -10,9 +10,7 @@
 //! here also: a message without a value at `object.target_key` stores nothing (Substation
 //! stores null, replacing what was there).
 
-use sluice_engine::{
-    Build, ConfigError, Kind, Message, StatefulTransform, TransformError, async_trait,
-};
+use sluice_engine::{Build, ConfigError, Message, StatefulTransform, TransformError, async_trait};
 
 use super::kv_store::{Common, SetSettings, Ttl, failed};
 
@@ -72,7 +70,7 @@ impl StatefulTransform for EnrichKvStoreItemSet {
 impl EnrichKvStoreItemSet {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.common.kind() == Kind::Stateful;
+        let stateful = self.common.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }

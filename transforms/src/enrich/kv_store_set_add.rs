@@ -13,9 +13,7 @@
 //! TTL leaves the set's TTL alone (Substation's DynamoDB store writes a TTL of 0, which
 //! makes DynamoDB delete the set).
 
-use sluice_engine::{
-    Build, ConfigError, Kind, Message, StatefulTransform, TransformError, async_trait,
-};
+use sluice_engine::{Build, ConfigError, Message, StatefulTransform, TransformError, async_trait};
 
 use super::kv_store::{Common, SetSettings, Ttl, failed};
 use crate::kv_store::item::set_members;
@@ -76,7 +74,7 @@ impl StatefulTransform for EnrichKvStoreSetAdd {
 impl EnrichKvStoreSetAdd {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.common.kind() == Kind::Stateful;
+        let stateful = self.common.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }

@@ -33,8 +33,7 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Kind, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
-    TransformError, Value, async_trait,
+    Build, ConfigError, Message, Pipeline, TransformError, Value, Wrapper, async_trait,
 };
 
 use super::{detach, error_patterns, matches_any, push_with_one_ctrl, reattach, required_pipeline};
@@ -77,7 +76,11 @@ impl MetaErr {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaErr {
+impl Wrapper for MetaErr {
+    fn wraps(&self) -> &[Pipeline] {
+        std::slice::from_ref(&self.inner)
+    }
+
     async fn transform(
         &self,
         mut msg: Message,
@@ -95,7 +98,7 @@ impl StatefulTransform for MetaErr {
             }
             return Ok(());
         }
-        if self.inner.kind() == Kind::Stateless {
+        if !self.inner.is_stateful() {
             let acks = detach(&mut msg);
             let input = msg.clone();
             match self.inner.apply(vec![msg]).await {
@@ -128,10 +131,6 @@ impl StatefulTransform for MetaErr {
         Ok(())
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
-    }
-
     async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
         match self.inner.expire(now).await {
             Ok(outs) => out.extend(outs),
@@ -144,31 +143,14 @@ impl StatefulTransform for MetaErr {
         Ok(())
     }
 
-    async fn abort(&self, reason: &str) {
-        self.inner.abort(reason).await;
-    }
-
-    async fn give_up(&self, reason: &str) {
-        self.inner.give_up(reason).await;
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.inner.waits_on_others()
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        self.inner.settle(until).await
-    }
-
-    fn outputs_reach(&self, reach: OutputsReach) {
-        self.inner.outputs_reach(reach);
-    }
+    /// Not passed on: the inner list's errors are what it catches.
+    fn fails_alone(&self) {}
 }
 
 impl MetaErr {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.inner.kind() == Kind::Stateful;
+        let stateful = self.inner.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
@@ -187,7 +169,7 @@ pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
     use sluice_engine::ack::AckStatus;
-    use sluice_engine::{Kind, Message, Pipeline, Value, json, testing};
+    use sluice_engine::{Message, Pipeline, Value, json, testing};
 
     fn meta_err(inner: Value, patterns: Value) -> Value {
         json!({"type": "meta_err", "settings": {"transforms": inner, "error_messages": patterns}})
@@ -290,7 +272,7 @@ mod tests {
     fn a_swallowed_processing_error_does_not_fail_the_message() {
         let r = registry();
         let t = testing::build(&r, meta_err(copy_then_fail("bad"), json!([".*"]))).unwrap();
-        assert_eq!(t.kind(), Kind::Stateless);
+        assert!(!t.is_stateful());
         let p = Pipeline::new(vec![("err", t)]);
         let (m, tracker) = tracked(r#"{"a":1}"#);
         let out = testing::block_on(p.apply(vec![m])).unwrap();
@@ -318,7 +300,7 @@ mod tests {
             ),
         )
         .unwrap();
-        assert_eq!(t.kind(), Kind::Stateful);
+        assert!(t.is_stateful());
         let p = Pipeline::new(vec![("err", t)]);
         let (a, t_a) = tracked("a");
         let (b, t_b) = tracked("b");

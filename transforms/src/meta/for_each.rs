@@ -14,13 +14,11 @@
 //! gives an empty array at the target (Substation writes `null`), and that the elements run
 //! through the list as one batch rather than one by one.
 
-use std::time::Instant;
-
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Body, Build, ConfigError, Key, Kind, Message, Pipeline, SettleReport, StatefulTransform,
-    TransformError, Value, async_trait, value,
+    Body, Build, ConfigError, Key, Message, OutputsReach, Pipeline, TransformError, Value, Wrapper,
+    async_trait, value,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};
@@ -89,7 +87,11 @@ fn output_value(m: &Message) -> Value {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaForEach {
+impl Wrapper for MetaForEach {
+    fn wraps(&self) -> &[Pipeline] {
+        std::slice::from_ref(&self.inner)
+    }
+
     async fn transform(
         &self,
         mut msg: Message,
@@ -127,40 +129,15 @@ impl StatefulTransform for MetaForEach {
         Ok(())
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
-    }
-
-    async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        out.extend(self.inner.expire(now).await?);
-        Ok(())
-    }
-
-    async fn abort(&self, reason: &str) {
-        self.inner.abort(reason).await;
-    }
-
-    async fn give_up(&self, reason: &str) {
-        self.inner.give_up(reason).await;
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.inner.waits_on_others()
-    }
-
-    fn fails_alone(&self) {
-        self.inner.fail_alone();
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        self.inner.settle(until).await
-    }
+    /// Not passed on: what the inner list emits is gathered into the message it came from,
+    /// which goes on.
+    fn outputs_reach(&self, _reach: OutputsReach) {}
 }
 
 impl MetaForEach {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.inner.kind() == Kind::Stateful;
+        let stateful = self.inner.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
@@ -179,7 +156,7 @@ pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
     use sluice_engine::ack::AckStatus;
-    use sluice_engine::{Kind, Message, Pipeline, Value, json, testing};
+    use sluice_engine::{Message, Pipeline, Value, json, testing};
 
     fn for_each(inner: Value) -> Value {
         json!({"type": "meta_for_each", "settings": {
@@ -272,7 +249,7 @@ mod tests {
             for_each(json!([{"type": "fixture_send", "settings": {"name": "fe-send"}}])),
         )
         .unwrap();
-        assert_eq!(t.kind(), Kind::Stateful);
+        assert!(t.is_stateful());
         let p = Pipeline::new(vec![("fe", t)]);
         let (m, tracker) = tracked(r#"{"a":["x","y"]}"#);
         drop(testing::block_on(p.apply(vec![m])).unwrap());

@@ -24,8 +24,7 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, ConfigError, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
-    TransformError, Value, async_trait,
+    Build, ConfigError, Message, Pipeline, TransformError, Value, Wrapper, async_trait,
 };
 
 use super::{push_with_one_ctrl, required_pipeline};
@@ -93,7 +92,11 @@ fn fail_rest(rest: impl Iterator<Item = Message>, e: &TransformError) {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaMetricDuration {
+impl Wrapper for MetaMetricDuration {
+    fn wraps(&self) -> &[Pipeline] {
+        std::slice::from_ref(&self.inner)
+    }
+
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             return self.ctrl(msg, out).await;
@@ -136,40 +139,12 @@ impl StatefulTransform for MetaMetricDuration {
         }
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
-    }
-
     async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let start = Instant::now();
         let r = self.inner.expire(now).await;
         self.add(start);
         out.extend(r?);
         Ok(())
-    }
-
-    async fn abort(&self, reason: &str) {
-        self.inner.abort(reason).await;
-    }
-
-    async fn give_up(&self, reason: &str) {
-        self.inner.give_up(reason).await;
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.inner.waits_on_others()
-    }
-
-    fn fails_alone(&self) {
-        self.inner.fail_alone();
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        self.inner.settle(until).await
-    }
-
-    fn outputs_reach(&self, reach: OutputsReach) {
-        self.inner.outputs_reach(reach);
     }
 }
 

@@ -2,9 +2,10 @@
 //! (routing, iteration, error swallowing, retries, timing), in the manner of tower's middleware.
 //!
 //! Every meta transform is stateful exactly when one of its inner lists is, so a wrapper
-//! around stateless transforms still runs in parallel, and forwards the pipeline's timer
-//! (`deadline`/`expire`) and `abort` to its inner lists, so batches held inside a wrapper
-//! age out and are discarded like batches held anywhere else.
+//! around stateless transforms still runs in parallel. Each is a [`sluice_engine::Wrapper`]:
+//! it names its inner lists, and the pipeline's timer (`deadline`/`expire`), `abort`,
+//! `settle` and the rest pass on to them unless it overrides them, so batches held inside a
+//! wrapper age out and are discarded like batches held anywhere else.
 
 pub(crate) mod err;
 pub(crate) mod for_each;

@@ -39,8 +39,7 @@ use serde::Deserialize;
 use sluice_engine::TransformName;
 use sluice_engine::settings::RetrySettings;
 use sluice_engine::{
-    Build, Condition, ConfigError, Kind, Message, OutputsReach, Pipeline, SettleReport,
-    StatefulTransform, TransformError, Value, async_trait,
+    Build, Condition, ConfigError, Message, Pipeline, TransformError, Value, Wrapper, async_trait,
 };
 
 use super::{
@@ -66,7 +65,7 @@ pub(crate) struct Settings {
 pub(crate) struct MetaRetry {
     name: TransformName,
     inner: Pipeline,
-    /// Nothing retries it in turn ([`StatefulTransform::fails_alone`]): a message whose
+    /// Nothing retries it in turn ([`sluice_engine::StatefulTransform::fails_alone`]): a message whose
     /// attempts ran out fails alone and the others are still tried.
     alone: AtomicBool,
     condition: Option<Arc<dyn Condition>>,
@@ -141,7 +140,11 @@ impl MetaRetry {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaRetry {
+impl Wrapper for MetaRetry {
+    fn wraps(&self) -> &[Pipeline] {
+        std::slice::from_ref(&self.inner)
+    }
+
     async fn transform(
         &self,
         mut msg: Message,
@@ -154,7 +157,7 @@ impl StatefulTransform for MetaRetry {
             push_with_one_ctrl(outs, msg, out);
             return Ok(());
         }
-        if self.inner.kind() == Kind::Stateless {
+        if !self.inner.is_stateful() {
             let acks = detach(&mut msg);
             match self
                 .with_retries(|| self.inner.apply(vec![msg.clone()]))
@@ -226,10 +229,6 @@ impl StatefulTransform for MetaRetry {
         self.alone.store(true, Ordering::Relaxed);
     }
 
-    fn deadline(&self) -> Option<Instant> {
-        self.inner.deadline()
-    }
-
     async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let mut first = Some(now);
         let outs = self
@@ -238,32 +237,12 @@ impl StatefulTransform for MetaRetry {
         out.extend(outs);
         Ok(())
     }
-
-    async fn abort(&self, reason: &str) {
-        self.inner.abort(reason).await;
-    }
-
-    async fn give_up(&self, reason: &str) {
-        self.inner.give_up(reason).await;
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.inner.waits_on_others()
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        self.inner.settle(until).await
-    }
-
-    fn outputs_reach(&self, reach: OutputsReach) {
-        self.inner.outputs_reach(reach);
-    }
 }
 
 impl MetaRetry {
     /// Built as a stateful transform only when what it runs is stateful.
     pub(crate) fn into_transform(self) -> sluice_engine::Transform {
-        let stateful = self.inner.kind() == Kind::Stateful;
+        let stateful = self.inner.is_stateful();
         sluice_engine::Transform::stateful_if(stateful, self)
     }
 }
@@ -282,7 +261,7 @@ pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
 mod tests {
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
     use sluice_engine::ack::AckStatus;
-    use sluice_engine::{Kind, Message, Pipeline, Value, json, testing};
+    use sluice_engine::{Message, Pipeline, Value, json, testing};
 
     /// Fails `times` times, then passes; `None` fails always.
     fn flaky(name: &str, times: Option<u32>) -> Value {
@@ -410,7 +389,7 @@ mod tests {
     fn a_message_that_succeeds_on_retry_is_delivered() {
         let r = registry();
         let t = testing::build(&r, retry(flaky("retry-acks", Some(1)), 1, json!([".*"]))).unwrap();
-        assert_eq!(t.kind(), Kind::Stateless);
+        assert!(!t.is_stateful());
         let p = Pipeline::new(vec![("retry", t)]);
         let (m, tracker) = tracked("x");
         let out = testing::block_on(p.apply(vec![m])).unwrap();
@@ -441,7 +420,7 @@ mod tests {
             ),
         )
         .unwrap();
-        assert_eq!(t.kind(), Kind::Stateful);
+        assert!(t.is_stateful());
         let p = Pipeline::new(vec![("retry", t)]);
         let (a, t_a) = tracked("a");
         let out =

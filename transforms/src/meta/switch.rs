@@ -12,12 +12,11 @@
 //! condition that cannot be evaluated is an error naming the case (`cases[1].condition`).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Deserialize;
 use sluice_engine::{
-    Build, Condition, ConfigError, InPlace, Kind, MapTransform, Message, OutputsReach, Pipeline,
-    SettleReport, StatefulTransform, Transform, TransformError, Value, async_trait,
+    Build, Condition, ConfigError, InPlace, MapTransform, Message, Pipeline, Transform,
+    TransformError, Value, Wrapper, async_trait,
 };
 
 use super::{optional_condition, push_with_one_ctrl, required_pipeline};
@@ -40,17 +39,12 @@ pub(crate) struct CaseSettings {
     pub transforms: Value,
 }
 
-struct Case {
-    condition: Option<Arc<dyn Condition>>,
-    pipeline: Pipeline,
-}
-
 /// The `meta_switch` transform.
 pub(crate) struct MetaSwitch {
-    cases: Vec<Case>,
-    kind: Kind,
-    // Every case is stateless with an in-place path: routing needs no async call.
-    in_place: bool,
+    /// Each case's condition (none: always), in order.
+    conditions: Vec<Option<Arc<dyn Condition>>>,
+    /// Each case's list, in the same order.
+    lists: Vec<Pipeline>,
 }
 
 impl MetaSwitch {
@@ -63,35 +57,27 @@ impl MetaSwitch {
                 "missing required option: at least one case {condition, transforms} is required",
             ));
         }
-        let mut cases = Vec::with_capacity(s.cases.len());
+        let mut conditions = Vec::with_capacity(s.cases.len());
+        let mut lists = Vec::with_capacity(s.cases.len());
         for (i, c) in s.cases.iter().enumerate() {
-            cases.push(Case {
-                condition: optional_condition(
-                    b,
-                    &format!("cases[{i}].condition"),
-                    c.condition.as_ref(),
-                )?,
-                pipeline: required_pipeline(b, &format!("cases[{i}].transforms"), &c.transforms)?,
-            });
+            conditions.push(optional_condition(
+                b,
+                &format!("cases[{i}].condition"),
+                c.condition.as_ref(),
+            )?);
+            lists.push(required_pipeline(
+                b,
+                &format!("cases[{i}].transforms"),
+                &c.transforms,
+            )?);
         }
-        let kind = if cases.iter().any(|c| c.pipeline.kind() == Kind::Stateful) {
-            Kind::Stateful
-        } else {
-            Kind::Stateless
-        };
-        let in_place =
-            kind == Kind::Stateless && cases.iter().all(|c| c.pipeline.supports_in_place());
-        Ok(MetaSwitch {
-            cases,
-            kind,
-            in_place,
-        })
+        Ok(MetaSwitch { conditions, lists })
     }
 
     /// The index of the first case `msg` satisfies, or `None` to pass it through.
     fn select(&self, msg: &Message) -> Result<Option<usize>, TransformError> {
-        for (i, case) in self.cases.iter().enumerate() {
-            let hit = match &case.condition {
+        for (i, condition) in self.conditions.iter().enumerate() {
+            let hit = match condition {
                 None => true,
                 Some(c) => c.test(msg).map_err(|e| {
                     TransformError::external(format!("cases[{i}].condition"), Box::new(e))
@@ -116,7 +102,7 @@ impl MetaSwitch {
         }
         match case {
             None => out.extend(msgs),
-            Some(i) => out.extend(self.cases[i].pipeline.apply(msgs).await?),
+            Some(i) => out.extend(self.lists[i].apply(msgs).await?),
         }
         Ok(())
     }
@@ -124,8 +110,8 @@ impl MetaSwitch {
     /// Sends the ctrl through every case; their data outputs, then one ctrl, come out.
     async fn flush(&self, ctrl: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         let mut flushed = Vec::new();
-        for case in &self.cases {
-            let outs = case.pipeline.apply(vec![ctrl.clone()]).await;
+        for list in &self.lists {
+            let outs = list.apply(vec![ctrl.clone()]).await;
             // What earlier cases emitted is handed on even when a later case fails, so the
             // pipeline marks it failed along with everything else it held.
             match outs {
@@ -145,33 +131,40 @@ impl MetaSwitch {
     /// A map transform when every case's list is made of map transforms, else stateful
     /// only when some case's list is.
     pub(crate) fn into_transform(self) -> Transform {
-        if self.in_place {
-            Transform::map(self)
-        } else {
-            Transform::stateful_if(self.kind == Kind::Stateful, self)
+        let maps: Option<Vec<_>> = self.lists.iter().map(Pipeline::as_map).collect();
+        match maps {
+            Some(maps) => Transform::map(MapSwitch { switch: self, maps }),
+            None => {
+                let stateful = self.lists.iter().any(Pipeline::is_stateful);
+                Transform::stateful_if(stateful, self)
+            }
         }
     }
 }
 
-/// The in-place path, when every case's list has one (see [`MetaSwitch::into_transform`]).
-impl MapTransform for MetaSwitch {
+/// A switch whose every case's list is made of map transforms: each case's list run as one
+/// map transform ([`Pipeline::as_map`]), so routing needs no async call.
+struct MapSwitch {
+    switch: MetaSwitch,
+    /// Each case's list, as a map transform.
+    maps: Vec<Arc<dyn MapTransform>>,
+}
+
+impl MapTransform for MapSwitch {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
-        match self.select(msg)? {
-            Some(i) => self.cases[i]
-                .pipeline
-                .apply_in_place(msg)
-                .unwrap_or_else(|| {
-                    Err(TransformError::failed(
-                        "meta_switch: a case's list has no in-place path",
-                    ))
-                }),
+        match self.switch.select(msg)? {
+            Some(i) => self.maps[i].map(msg),
             None => Ok(InPlace::Keep),
         }
     }
 }
 
 #[async_trait]
-impl StatefulTransform for MetaSwitch {
+impl Wrapper for MetaSwitch {
+    fn wraps(&self) -> &[Pipeline] {
+        &self.lists
+    }
+
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         if msg.is_ctrl() {
             return self.flush(msg, out).await;
@@ -229,58 +222,6 @@ impl StatefulTransform for MetaSwitch {
         }
         result
     }
-
-    fn deadline(&self) -> Option<Instant> {
-        self.cases
-            .iter()
-            .filter_map(|c| c.pipeline.deadline())
-            .min()
-    }
-
-    async fn expire(&self, now: Instant, out: &mut Vec<Message>) -> Result<(), TransformError> {
-        for case in &self.cases {
-            if case.pipeline.deadline().is_some_and(|d| d <= now) {
-                out.extend(case.pipeline.expire(now).await?);
-            }
-        }
-        Ok(())
-    }
-
-    async fn abort(&self, reason: &str) {
-        for case in &self.cases {
-            case.pipeline.abort(reason).await;
-        }
-    }
-
-    async fn give_up(&self, reason: &str) {
-        for case in &self.cases {
-            case.pipeline.give_up(reason).await;
-        }
-    }
-
-    fn fails_alone(&self) {
-        for case in &self.cases {
-            case.pipeline.fail_alone();
-        }
-    }
-
-    fn waits_on_others(&self) -> bool {
-        self.cases.iter().any(|c| c.pipeline.waits_on_others())
-    }
-
-    async fn settle(&self, until: Instant) -> SettleReport {
-        let mut report = SettleReport::default();
-        for case in &self.cases {
-            report.extend(case.pipeline.settle(until).await);
-        }
-        report
-    }
-
-    fn outputs_reach(&self, reach: OutputsReach) {
-        for case in &self.cases {
-            case.pipeline.outputs_reach(reach);
-        }
-    }
 }
 
 /// What registers the `meta_switch` transform and lists it in the reference index.
@@ -299,7 +240,7 @@ mod tests {
 
     use crate::meta::test_support::{assert_status, datas, journal, registry, tracked};
     use sluice_engine::ack::AckStatus;
-    use sluice_engine::{Kind, Message, json, testing};
+    use sluice_engine::{Message, Transform, json, testing};
 
     fn contains(v: &str) -> sluice_engine::Value {
         json!({"type": "fixture_contains", "settings": {"value": v}})
@@ -374,9 +315,32 @@ mod tests {
                 json!({"type": "meta_switch", "settings": {"cases": cases}}),
             )
             .unwrap();
-            assert_eq!(t.kind(), Kind::Stateless, "{name}");
+            assert!(!t.is_stateful(), "{name}");
             assert_eq!(testing::run(t, &input).unwrap(), want, "{name}");
         }
+    }
+
+    /// Cases of map transforms make the switch one; a case with another kind does not.
+    #[test]
+    fn a_switch_of_map_transforms_is_one() {
+        let r = registry();
+        let copy = json!({"type": "object_copy", "settings": {"object": {"source_key": "a", "target_key": "b"}}});
+        let build = |cases| {
+            testing::build(
+                &r,
+                json!({"type": "meta_switch", "settings": {"cases": cases}}),
+            )
+            .unwrap()
+        };
+        let t = build(json!([{"condition": contains("a"), "transforms": [copy.clone()]}]));
+        assert!(matches!(t, Transform::Map(..)), "{t:?}");
+        let want = vec![r#"{"a":1,"b":1}"#.to_string(), r#"{"z":1}"#.to_string()];
+        assert_eq!(
+            testing::run(t, &[r#"{"a":1}"#, r#"{"z":1}"#]).unwrap(),
+            want
+        );
+        let t = build(json!([{"transforms": [copy, suffix("-x")]}]));
+        assert!(matches!(t, Transform::Stateless(_)), "{t:?}");
     }
 
     #[test]
@@ -394,7 +358,7 @@ mod tests {
             ]}}),
         )
         .unwrap();
-        assert_eq!(t.kind(), Kind::Stateful);
+        assert!(t.is_stateful());
         let p = sluice_engine::Pipeline::new(vec![("sw", t)]);
         let out = testing::block_on(p.apply(vec![
             Message::new(&b"a"[..]),

@@ -15,8 +15,8 @@
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
 use sluice_engine::{
-    Build, ConfigError, InPlace, Key, Map, MapTransform, Message, TransformError, Value,
-    json::CREATED_OBJECT_ROOM, message::Target, value,
+    Build, ConfigError, InPlace, Key, Map, MapPlan, MapTransform, Message, Transform,
+    TransformError, Value, json::CREATED_OBJECT_ROOM, message::Target, value,
 };
 
 /// Settings of `object_copy`.
@@ -42,16 +42,26 @@ impl ObjectCopy {
             target: b.opt_key("object.target_key", &s.object.target_key)?,
         })
     }
+
+    /// With both keys all it does is copy a value, which the pipeline may do with the
+    /// copies next to it ([`MapPlan::Copy`]).
+    pub(crate) fn into_transform(self) -> Transform {
+        match (&self.source, &self.target) {
+            (Some(from), Some(to)) => {
+                let plan = MapPlan::Copy {
+                    from: from.clone(),
+                    to: to.clone(),
+                };
+                Transform::map_doing(plan, self)
+            }
+            _ => Transform::map(self),
+        }
+    }
 }
 
 impl MapTransform for ObjectCopy {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
         self.apply(msg).map(|()| InPlace::Keep)
-    }
-
-    /// With both keys, it only copies (the pipeline may run it with its neighbours).
-    fn copies(&self) -> Option<(&Key, &Key)> {
-        self.source.as_ref().zip(self.target.as_ref())
     }
 }
 
@@ -113,7 +123,7 @@ pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
 #[cfg(test)]
 mod tests {
     use crate::registry;
-    use sluice_engine::{Message, json, testing};
+    use sluice_engine::{MapPlan, Message, Transform, json, testing};
 
     #[test]
     fn cases() {
@@ -258,6 +268,37 @@ mod tests {
                 String::from_utf8_lossy(out[0].metadata()),
                 want_meta,
                 "{name}"
+            );
+        }
+    }
+
+    /// With both keys it says it only copies, so the pipeline may fuse it with its
+    /// neighbours; with one key it does more (extracts, wraps) and says nothing.
+    #[test]
+    fn only_a_copy_with_both_keys_is_planned_as_one() {
+        let r = registry();
+        let build = |object| {
+            testing::build(
+                &r,
+                json!({"type": "object_copy", "settings": {"object": object}}),
+            )
+            .unwrap()
+        };
+        let Transform::Map(_, plan) = build(json!({"source_key": "a.b", "target_key": "meta c"}))
+        else {
+            panic!("a map transform")
+        };
+        match &*plan {
+            MapPlan::Copy { from, to } => {
+                assert_eq!((from.as_str(), to.as_str()), ("a.b", "meta c"));
+            }
+            other => panic!("{other:?}"),
+        }
+        for object in [json!({"source_key": "a"}), json!({"target_key": "a"})] {
+            let t = build(object.clone());
+            assert!(
+                matches!(&t, Transform::Map(_, plan) if matches!(**plan, MapPlan::Opaque)),
+                "{object:?}"
             );
         }
     }

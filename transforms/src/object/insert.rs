@@ -13,7 +13,8 @@
 use serde::Deserialize;
 use sluice_engine::settings::{AnyValue, ObjectSettings};
 use sluice_engine::{
-    Build, ConfigError, InPlace, Key, MapTransform, Message, TransformError, Value, value,
+    Build, ConfigError, InPlace, Key, MapPlan, MapTransform, Message, Transform, TransformError,
+    Value, value,
 };
 
 /// Settings of `object_insert`.
@@ -52,6 +53,16 @@ impl ObjectInsert {
             value: go_numbers(value),
         })
     }
+
+    /// All it does is write a constant, which the pipeline may do with the copies and
+    /// inserts next to it ([`MapPlan::Insert`]).
+    pub(crate) fn into_transform(self) -> Transform {
+        let plan = MapPlan::Insert {
+            value: self.value.clone(),
+            to: self.target.clone(),
+        };
+        Transform::map_doing(plan, self)
+    }
 }
 
 /// Rewrites floats with an integral value as integers, recursively.
@@ -67,10 +78,6 @@ fn go_numbers(v: Value) -> Value {
 impl MapTransform for ObjectInsert {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
         self.apply(msg).map(|()| InPlace::Keep)
-    }
-
-    fn inserts(&self) -> Option<(&Value, &Key)> {
-        Some((&self.value, &self.target))
     }
 }
 
@@ -95,7 +102,7 @@ pub(crate) const INFO: sluice_engine::TypeInfo = sluice_engine::TypeInfo {
 #[cfg(test)]
 mod tests {
     use crate::registry;
-    use sluice_engine::{json, testing};
+    use sluice_engine::{MapPlan, Transform, json, testing};
 
     #[test]
     fn cases() {
@@ -203,6 +210,25 @@ mod tests {
                 err.to_string().contains(&format!("settings.{field}")),
                 "{err}"
             );
+        }
+    }
+
+    /// It says it only writes its constant, so the pipeline may fuse it with its neighbours.
+    #[test]
+    fn is_planned_as_an_insert() {
+        let t = testing::build(
+            &registry(),
+            json!({"type": "object_insert", "settings": {"object": {"target_key": "a"}, "value": 1.0}}),
+        )
+        .unwrap();
+        let Transform::Map(_, plan) = t else {
+            panic!("a map transform")
+        };
+        match &*plan {
+            MapPlan::Insert { value, to } => {
+                assert_eq!((value, to.as_str()), (&json!(1), "a"));
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

@@ -19,9 +19,13 @@ use crate::common::Io;
 
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
-    r.map(&copy::INFO, copy::ObjectCopy::build);
+    r.transform(&copy::INFO, |b| {
+        copy::ObjectCopy::build(b).map(copy::ObjectCopy::into_transform)
+    });
     r.map(&delete::INFO, delete::ObjectDelete::build);
-    r.map(&insert::INFO, insert::ObjectInsert::build);
+    r.transform(&insert::INFO, |b| {
+        insert::ObjectInsert::build(b).map(insert::ObjectInsert::into_transform)
+    });
     r.map(&jq::INFO, jq::ObjectJq::build);
     r.map(&to_boolean::INFO, to_boolean::ObjectToBoolean::build);
     r.map(&to_float::INFO, to_float::ObjectToFloat::build);

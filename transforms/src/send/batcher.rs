@@ -267,7 +267,7 @@ pub(crate) trait Destination: Send + Sync + 'static {
     }
 
     /// The stream it writes a batch's items to, one line each, when it is one (standard
-    /// output): see [`StatefulTransform::line_sink`].
+    /// output): see [`Sender::line_sink`].
     fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
         None
     }
@@ -339,6 +339,21 @@ pub(crate) struct Sender<D> {
 }
 
 impl<D: Destination> Sender<D> {
+    /// The destination's stream, when what is written is each message's data as it came:
+    /// no auxiliary transforms (which change what is written) and no batch key (which
+    /// changes the order). Built with it, the send is a [`sluice_engine::LineSink`] the
+    /// pipeline's workers may write to ([`sluice_engine::Transform::writing_lines`]).
+    pub(crate) fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
+        if self.aux.is_some() || self.batch_key.is_some() {
+            return None;
+        }
+        Some(Arc::new(SendLines {
+            sink: self.dest.line_sink()?,
+            item_size: self.item_size,
+            limits: self.lock().buffer.limits(),
+        }))
+    }
+
     /// Builds a send from its shared settings, the destination's caps and the destination.
     pub(crate) fn new(
         b: &Build<'_>,
@@ -720,7 +735,7 @@ fn check_item_size(len: usize, item_size: usize) -> Result<(), TransformError> {
     Ok(())
 }
 
-/// A send's stream as the pipeline's workers write it ([`StatefulTransform::line_sink`]):
+/// A send's stream as the pipeline's workers write it ([`Sender::line_sink`]):
 /// each message's data is checked as the send checks a message when it arrives (the
 /// destination's own rules, which its sink checks, then the item size limit and the batch
 /// size), with the same errors.
@@ -1000,20 +1015,6 @@ impl<D: Destination> StatefulTransform for Sender<D> {
         self.batch_key
             .as_ref()
             .is_none_or(|k| k.target() == sluice_engine::message::Target::Meta)
-    }
-
-    /// The destination's stream, when what is written is each message's data as it came:
-    /// no auxiliary transforms (which change what is written) and no batch key (which
-    /// changes the order).
-    fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
-        if self.aux.is_some() || self.batch_key.is_some() {
-            return None;
-        }
-        Some(Arc::new(SendLines {
-            sink: self.dest.line_sink()?,
-            item_size: self.item_size,
-            limits: self.lock().buffer.limits(),
-        }))
     }
 
     fn deadline(&self) -> Option<Instant> {

@@ -48,7 +48,9 @@ pub(crate) fn register(r: &mut Registry) {
     r.stateful(&file::INFO, file::SendFile::build);
     r.stateful(&gcp_storage::INFO, gcp_storage::SendGcpStorage::build);
     r.stateful(&http_post::INFO, http_post::SendHttpPost::build);
-    r.stateful(&stdout::INFO, stdout::SendStdout::build);
+    r.transform(&stdout::INFO, |b| {
+        stdout::SendStdout::build(b).map(stdout::SendStdout::into_transform)
+    });
 }
 
 // The AWS sends' descriptors are here rather than in their files, which only a build with

@@ -9,7 +9,7 @@
 //! maximum age (see [`super::batcher`]).
 //!
 //! Without auxiliary transforms or a batch key, all it does with a message is write its data
-//! as a line ([`sluice_engine::StatefulTransform::line_sink`]): at the end of a pipeline
+//! as a line, and it is built with that stream ([`sluice_engine::LineSink`]): at the end of a pipeline
 //! whose outputs are dropped (`sluice run`) with several workers, the workers then write the
 //! lines of the chunks they made themselves, in input order, each chunk's at once, and the
 //! messages never reach the send's batches (`engine/src/pipeline/lines.rs`).
@@ -25,7 +25,7 @@ use sluice_engine::context::OutputSink;
 
 use serde::Deserialize;
 use sluice_engine::settings::{BatchSettings, ObjectSettings};
-use sluice_engine::{Build, ConfigError, LineSink, TransformError, Value, async_trait};
+use sluice_engine::{Build, ConfigError, LineSink, Transform, TransformError, Value, async_trait};
 
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 
@@ -133,7 +133,7 @@ impl Sink {
 }
 
 /// Lines written at once, under one lock of the stream: what the pipeline's workers write
-/// when it ends in this send (see [`sluice_engine::StatefulTransform::line_sink`]).
+/// when it ends in this send (see [`sluice_engine::LineSink`]).
 impl LineSink for Sink {
     fn write_lines(&self, lines: &[u8]) -> Result<(), TransformError> {
         match self {
@@ -190,6 +190,14 @@ impl Sender<Stdout> {
                 None => Stdout::new(),
             },
         )
+    }
+
+    /// Built with the stream it writes lines to, when that is all it does with a message.
+    pub(crate) fn into_transform(self) -> Transform {
+        match self.line_sink() {
+            Some(lines) => Transform::writing_lines(lines, self),
+            None => Transform::stateful(self),
+        }
     }
 }
 
@@ -346,7 +354,7 @@ mod tests {
     /// Whether the send says it only writes lines (so the pipeline's workers may write them).
     fn writes_only_lines(cfg: Value) -> bool {
         match testing::build(&registry(), cfg).unwrap() {
-            sluice_engine::Transform::Stateful(t) => t.line_sink().is_some(),
+            sluice_engine::Transform::Stateful(_, lines) => lines.is_some(),
             other => panic!("{other:?}"),
         }
     }

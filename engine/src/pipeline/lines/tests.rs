@@ -96,10 +96,11 @@ impl StatefulTransform for WritesLines {
     fn takes_bytes(&self) -> bool {
         true
     }
+}
 
-    fn line_sink(&self) -> Option<Arc<dyn LineSink>> {
-        Some(self.sink.clone())
-    }
+/// `send` as built, with the stream it writes lines to.
+fn writing(send: &Arc<WritesLines>) -> Transform {
+    Transform::Stateful(send.clone(), Some(send.sink.clone()))
 }
 
 /// Waits a while that depends on the data (so chunks finish out of order; 30 ms on the
@@ -159,7 +160,7 @@ fn pipeline(lead: Vec<Transform>, send: &Arc<WritesLines>, workers: usize) -> Pi
         .enumerate()
         .map(|(i, t)| (Arc::from(format!("lead{i}")), t))
         .collect();
-    steps.push((Arc::from("out"), Transform::Stateful(send.clone())));
+    steps.push((Arc::from("out"), writing(send)));
     Pipeline::new(steps)
         .with_workers(workers)
         .discarding_outputs()
@@ -375,7 +376,7 @@ async fn data_the_send_refuses_fails_alone_where_messages_fail_alone() {
         });
         let steps: Vec<(Arc<str>, Transform)> = vec![
             ("lead".into(), Transform::stateless(Shuffle::default())),
-            ("out".into(), Transform::Stateful(send.clone())),
+            ("out".into(), writing(&send)),
         ];
         let p = match alone_first {
             true => Pipeline::new(steps)
@@ -467,11 +468,8 @@ async fn only_a_last_stage_that_writes_lines_after_a_lead_is_written_by_the_work
             "a stage after it",
             Pipeline::new(vec![
                 (Arc::from("bang"), Transform::map(Bang)),
-                (
-                    Arc::from("out"),
-                    Transform::Stateful(before_another.clone()),
-                ),
-                (Arc::from("rec"), Transform::Stateful(after.clone())),
+                (Arc::from("out"), writing(&before_another)),
+                (Arc::from("rec"), Transform::Stateful(after.clone(), None)),
             ])
             .with_workers(2)
             .discarding_outputs(),
@@ -481,10 +479,7 @@ async fn only_a_last_stage_that_writes_lines_after_a_lead_is_written_by_the_work
             "outputs kept",
             Pipeline::new(vec![
                 (Arc::from("bang"), Transform::map(Bang)),
-                (
-                    Arc::from("out"),
-                    Transform::Stateful(not_discarding.clone()),
-                ),
+                (Arc::from("out"), writing(&not_discarding)),
             ])
             .with_workers(2),
             &not_discarding,

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use super::events::DuplicateSkipped;
 use sluice_engine::ack::AckSet;
-use sluice_engine::telemetry::DuplicateSkipped;
 use sluice_engine::{Message, TransformError};
 
 use super::keeper::Known;

@@ -44,6 +44,7 @@
 //!   once, as Substation does.
 
 mod acquire;
+pub(crate) mod events;
 pub(crate) mod keeper;
 pub(crate) mod keys;
 #[cfg(test)]
@@ -60,8 +61,8 @@ use sluice_engine::context::Clock;
 use sluice_engine::settings::GoDuration;
 use sluice_engine::telemetry::Telemetry;
 use sluice_engine::{
-    Build, ConfigError, Key, Message, OutputsReach, Pipeline, SettleReport, StatefulTransform,
-    TransformError, Value, async_trait,
+    Build, ConfigError, Key, Message, OutputsReach, Pipeline, SettleReport, TransformError, Value,
+    Wrapper, async_trait,
 };
 
 use super::required_pipeline;
@@ -443,7 +444,11 @@ impl MetaKvStoreLock {
 }
 
 #[async_trait]
-impl StatefulTransform for MetaKvStoreLock {
+impl Wrapper for MetaKvStoreLock {
+    fn wraps(&self) -> &[Pipeline] {
+        std::slice::from_ref(&self.inner)
+    }
+
     async fn transform(&self, msg: Message, out: &mut Vec<Message>) -> Result<(), TransformError> {
         self.transform_batch(vec![msg], out).await
     }
@@ -525,11 +530,8 @@ impl StatefulTransform for MetaKvStoreLock {
         self.keeper.pump(true).await;
     }
 
-    // (No `give_up`: an error of the lock has already discarded what its inner list held.)
-
-    fn fails_alone(&self) {
-        self.inner.fail_alone();
-    }
+    /// Not passed on: an error of the lock has already discarded what its inner list held.
+    async fn give_up(&self, _reason: &str) {}
 
     fn waits_on_others(&self) -> bool {
         self.waiting_due().is_some() || self.inner.waits_on_others()

@@ -225,10 +225,18 @@ fn duplicates_skip_the_inner_list_and_continue_or_drop() {
     // A later run (a new process) sees the committed locks.
     let mut drop_settings = by_id;
     merge(&mut drop_settings, json!({"duplicates": "drop"}));
-    let lock = f.lock(record("lock-dup-2"), drop_settings);
+    let ctx = sluice_engine::Context::new();
+    let lock = testing::build_in(
+        &registry(),
+        &ctx,
+        json!({"type": "meta_kv_store_lock", "settings": f.settings(record("lock-dup-2"), drop_settings)}),
+    )
+    .unwrap();
     let out = testing::run(lock, &[r#"{"id":2}"#, r#"{"id":3}"#]).unwrap();
     assert_eq!(out, vec![r#"{"id":3}"#]);
     assert_eq!(journal("lock-dup-2"), vec![r#"{"id":3}"#, "<ctrl>"]);
+    // Counted in its build context's telemetry, by the name the Lambda function reads.
+    assert_eq!(ctx.telemetry().get("duplicates_skipped"), 1);
     let recs = f.records();
     assert_eq!(recs.len(), 3);
     assert!(recs.iter().all(|r| r.committed), "{recs:?}");
