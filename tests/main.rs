@@ -2,6 +2,9 @@
 //! per file: `sluice` run as a process, and the AWS stores and sends against the local
 //! emulators that `scripts/emulators.sh` installs (each started once per test run).
 
+// Test code: its items need not say `pub(crate)` (the workspace's lints).
+#![allow(unreachable_pub)]
+
 mod common;
 
 mod cli_aws_errors;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 /// Parses `k=v` for `--ext-str`.
-pub fn parse_ext_str(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_ext_str(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
         _ => Err(format!("expected KEY=VALUE, got {s:?}")),
@@ -15,7 +15,7 @@ pub fn parse_ext_str(s: &str) -> Result<(String, String), String> {
 /// The config files named by `paths`: files and URLs (`s3://`, `https://`) as given;
 /// directories walked for `.jsonnet` and `.json` files (recursively unless `shallow`),
 /// sorted. `.libsonnet` files are libraries and only taken when named.
-pub fn config_files(paths: &[PathBuf], shallow: bool) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn config_files(paths: &[PathBuf], shallow: bool) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if crate::commands::url_of(p).is_some() {
@@ -44,7 +44,7 @@ pub fn config_files(paths: &[PathBuf], shallow: bool) -> anyhow::Result<Vec<Path
 
 /// The files under `dir` whose extension is one of `extensions`, sorted, recursively unless
 /// `shallow`; hidden directories, `target` and `node_modules` are skipped.
-pub fn walk(
+pub(crate) fn walk(
     dir: &Path,
     shallow: bool,
     extensions: &[&str],

@@ -25,11 +25,11 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinHandle;
 
 /// The default of `--grace`: under the 30 s that Kubernetes and ECS wait before SIGKILL.
-pub const DEFAULT_GRACE: &str = "25s";
+pub(crate) const DEFAULT_GRACE: &str = "25s";
 
 /// A signal that stops a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
+pub(crate) enum Signal {
     /// SIGINT (Ctrl-C).
     Interrupt,
     /// SIGTERM.
@@ -38,7 +38,7 @@ pub enum Signal {
 
 impl Signal {
     /// Its name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Signal::Interrupt => "SIGINT",
             Signal::Terminate => "SIGTERM",
@@ -46,7 +46,7 @@ impl Signal {
     }
 
     /// The exit status of a process it stopped: 128 and its number, as shells report it.
-    pub fn status(self) -> i32 {
+    pub(crate) fn status(self) -> i32 {
         match self {
             Signal::Interrupt => 128 + libc::SIGINT,
             Signal::Terminate => 128 + libc::SIGTERM,
@@ -55,14 +55,14 @@ impl Signal {
 }
 
 /// SIGINT and SIGTERM, caught from [`Signals::listen`] on (inside a tokio runtime).
-pub struct Signals {
+pub(crate) struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
 }
 
 impl Signals {
     /// Catches both signals from now on.
-    pub fn listen() -> std::io::Result<Signals> {
+    pub(crate) fn listen() -> std::io::Result<Signals> {
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
@@ -70,7 +70,7 @@ impl Signals {
     }
 
     /// The next signal.
-    pub async fn next(&mut self) -> Signal {
+    pub(crate) async fn next(&mut self) -> Signal {
         tokio::select! {
             _ = self.int.recv() => Signal::Interrupt,
             _ = self.term.recv() => Signal::Terminate,
@@ -79,12 +79,12 @@ impl Signals {
 }
 
 /// Parses `--grace`: a Go duration, as configs write them (`25s`, `1m30s`, `500ms`).
-pub fn parse_grace(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_grace(s: &str) -> Result<Duration, String> {
     sluice_engine::settings::parse_go_duration(s.trim())
 }
 
 /// A duration as a user writes it: `25s`, `1.5s`, `500ms`.
-pub fn show(d: Duration) -> String {
+pub(crate) fn show(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{}s", d.as_secs())
     } else if d < Duration::from_secs(1) {
@@ -96,12 +96,12 @@ pub fn show(d: Duration) -> String {
 
 /// The part of the grace period kept for settling the locks after an abort: a quarter, at
 /// most 5 s.
-pub fn reserve(grace: Duration) -> Duration {
+pub(crate) fn reserve(grace: Duration) -> Duration {
     (grace / 4).min(Duration::from_secs(5))
 }
 
 /// How a run ended.
-pub enum Ended<T> {
+pub(crate) enum Ended<T> {
     /// Its input ended; no signal came.
     Finished(T),
     /// A signal stopped it, and the pipeline finished within the grace period.
@@ -113,7 +113,7 @@ pub enum Ended<T> {
 }
 
 /// What a stop asks of the adapter.
-pub struct OnStop<S, A, R> {
+pub(crate) struct OnStop<S, A, R> {
     /// At the first signal: stop reading (what was read goes on).
     pub stop_reading: S,
     /// At a second signal, just before the process exits: say what is left (one line).
@@ -125,7 +125,7 @@ pub struct OnStop<S, A, R> {
 /// Waits for `driver` (the pipeline's driver, whose final settle ends by `settle_by`) while
 /// catching SIGINT and SIGTERM: the first stops the reading and starts the grace period,
 /// a second ends the process at once.
-pub async fn drive_until_stopped<T, S, A, R>(
+pub(crate) async fn drive_until_stopped<T, S, A, R>(
     pipeline: &Pipeline,
     mut driver: JoinHandle<T>,
     settle_by: &sluice_engine::driver::SettleDeadline,
@@ -188,7 +188,7 @@ where
 /// Ends the process now with `status`, running no destructor: what is still in the
 /// pipeline is neither delivered nor dropped (a dropped message counts as delivered, which
 /// would let the lock commit it). Standard error is flushed first.
-pub fn exit_now(status: i32) -> ! {
+pub(crate) fn exit_now(status: i32) -> ! {
     let _ = std::io::stderr().flush();
     std::process::exit(status)
 }

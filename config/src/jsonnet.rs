@@ -43,7 +43,7 @@ pub const LIBRARY_IMPORT_NAMES: [&str; 2] = ["sluice.libsonnet", "substation.lib
 /// How deep Jsonnet evaluation may nest (jrsonnet's call-stack depth, set explicitly so the
 /// error can name it): jrsonnet's default. Each call may hold an expression as deep as
 /// [`crate::nesting::MAX_DEPTH`]; [`STACK_BYTES`] holds both.
-pub const MAX_STACK: usize = 200;
+pub(crate) const MAX_STACK: usize = 200;
 
 /// The stack of the thread that evaluates a config. The deepest evaluation the bounds allow
 /// ([`crate::nesting::MAX_DEPTH`] levels of expression in each of [`MAX_STACK`] calls, the
@@ -51,13 +51,13 @@ pub const MAX_STACK: usize = 200;
 /// (`deepest_evaluation_fits_the_stack`; 42 MiB were too few there, 64 MiB enough; release
 /// builds were not measured, their frames are usually smaller). It is reserved, not used:
 /// the pages a config does not reach are never touched.
-pub const STACK_BYTES: usize = 256 * 1024 * 1024;
+pub(crate) const STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// The stack used instead when the system refuses to reserve [`STACK_BYTES`] (a machine, or
 /// a Lambda function, with less memory than that and no overcommit): it still holds a whole
 /// [`crate::nesting::MAX_DEPTH`]-deep expression many times over (a few MiB in a debug build),
 /// but not that depth in every one of [`MAX_STACK`] recursive calls.
-pub const FALLBACK_STACK_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const FALLBACK_STACK_BYTES: usize = 32 * 1024 * 1024;
 
 /// The ext-code variable that holds the library: `std.extVar('sub')`.
 pub const LIBRARY_EXT_VAR: &str = "sub";

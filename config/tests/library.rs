@@ -1,6 +1,9 @@
 //! The embedded library: every function, the abbreviations, the defaults, the ids, and the
 //! places where it corrects Substation's library.
 
+// Test code: its items need not say `pub(crate)` (the workspace's lints).
+#![allow(unreachable_pub)]
+
 mod common;
 
 use std::collections::BTreeSet;

@@ -1,5 +1,8 @@
 //! Loading configs from files: Jsonnet and JSON, imports, ext strings, errors.
 
+// Test code: its items need not say `pub(crate)` (the workspace's lints).
+#![allow(unreachable_pub)]
+
 mod common;
 
 use common::Dir;

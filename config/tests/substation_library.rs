@@ -10,6 +10,9 @@
 //! [`KNOWN`]'s, each a Substation defect that sluice corrects (listed in
 //! `docs/reference/README.md#where-sluice-differs-from-substation`).
 
+// Test code: its items need not say `pub(crate)` (the workspace's lints).
+#![allow(unreachable_pub)]
+
 mod common;
 
 use common::eval_ok;

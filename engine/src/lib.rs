@@ -15,8 +15,6 @@
 //! sends resolve each message's [`ack::AckToken`]s; the adapter reads its
 //! [`ack::AckTracker`]s to report to the source.
 
-#![warn(unreachable_pub)]
-
 pub mod ack;
 pub mod batch;
 pub mod context;

@@ -8,8 +8,6 @@
 //! file declares beside its code. The compliance tests, the names a build without AWS
 //! knows, the library check and the reference index are derived from those descriptors.
 
-#![warn(unreachable_pub)]
-
 // The public API: the registry, and what the CLI, the Lambda function and the integration
 // tests use beside it (the kv stores). Everything else is this crate's own; what the
 // transforms call out through (AWS, Cloud Storage, HTTP, URLs, secrets, EMF, KPL) is

@@ -30,8 +30,6 @@
 //! One handler runs no pipeline: `AWS_KINESIS_AUTOSCALE` ([`autoscale`]) resizes Kinesis
 //! streams when their CloudWatch alarms fire, and needs no `SLUICE_CONFIG`.
 
-#![warn(unreachable_pub)]
-
 mod answers;
 mod api;
 pub mod autoscale;

@@ -12,7 +12,7 @@ use crate::files::{config_files, parse_ext_str};
 
 /// Arguments of `sluice build`.
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Only the files directly in the named directories, not their subdirectories.
     #[arg(long)]
     shallow: bool,
@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     sluice_config::remote::allow_imports(args.allow_remote_imports);
     let _ = args.recursive;
     let files: Vec<PathBuf> = config_files(&args.paths, args.shallow)?

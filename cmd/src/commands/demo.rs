@@ -19,10 +19,10 @@ const NAME: &str = "examples/demo/config.jsonnet";
 
 /// Arguments of `sluice demo`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub(crate) struct Args {}
 
 /// Runs the command.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let cfg = sluice_config::load_text(NAME, CONFIG, &[], None)?;
     let event = cfg
         .json

@@ -19,7 +19,7 @@ use sluice_cmd::jsonnet_fmt;
 
 /// Arguments of `sluice fmt`.
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Write the formatted text back into each file that changes (and print its name)
     /// instead of printing the text.
     #[arg(short = 'w', long, conflicts_with = "check")]
@@ -36,7 +36,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let files = jsonnet_files(&args.paths)?;
     let mut unformatted = 0;
     let mut broken = 0;

@@ -1,13 +1,13 @@
 //! One module per subcommand.
 
-pub mod build;
-pub mod demo;
-pub mod fmt;
-pub mod play;
-pub mod run;
-pub mod tap;
-pub mod test;
-pub mod vet;
+pub(crate) mod build;
+pub(crate) mod demo;
+pub(crate) mod fmt;
+pub(crate) mod play;
+pub(crate) mod run;
+pub(crate) mod tap;
+pub(crate) mod test;
+pub(crate) mod vet;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,12 +17,15 @@ use sluice_engine::{Context, Pipeline, Registry};
 
 /// The URL a config argument names, when it is one (`s3://`, `https://`, `http://`)
 /// rather than a local path.
-pub fn url_of(file: &Path) -> Option<&str> {
+pub(crate) fn url_of(file: &Path) -> Option<&str> {
     file.to_str().filter(|s| sluice_config::remote::is_url(s))
 }
 
 /// Loads a config: a local file or one at a URL.
-pub fn load(file: &Path, ext: &[(String, String)]) -> anyhow::Result<sluice_config::LoadedConfig> {
+pub(crate) fn load(
+    file: &Path,
+    ext: &[(String, String)],
+) -> anyhow::Result<sluice_config::LoadedConfig> {
     match url_of(file) {
         Some(url) => Ok(sluice_config::remote::load(url, ext)?),
         None => Ok(sluice_config::load(file, ext)?),
@@ -31,7 +34,7 @@ pub fn load(file: &Path, ext: &[(String, String)]) -> anyhow::Result<sluice_conf
 
 /// Compiles a config (a local file or one at a URL); `None` when it has no `transforms` (a
 /// library or data file, which `test` and `vet` skip as Substation does).
-pub fn load_optional(
+pub(crate) fn load_optional(
     file: &Path,
     ext: &[(String, String)],
 ) -> anyhow::Result<Option<sluice_config::LoadedConfig>> {
@@ -46,7 +49,7 @@ pub fn load_optional(
 }
 
 /// Builds the pipeline of a compiled config in a context of its own, printing warnings.
-pub fn build_pipeline(
+pub(crate) fn build_pipeline(
     registry: &Registry,
     file: &Path,
     transforms: &serde_json::Value,
@@ -55,7 +58,7 @@ pub fn build_pipeline(
 }
 
 /// Builds the pipeline of a compiled config in `ctx`, printing warnings.
-pub fn build_pipeline_in(
+pub(crate) fn build_pipeline_in(
     ctx: &Arc<Context>,
     registry: &Registry,
     file: &Path,

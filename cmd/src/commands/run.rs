@@ -22,7 +22,7 @@ use crate::stop::{self, Ended, OnStop, Signal};
 
 /// Arguments of `sluice run`.
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The config (.jsonnet, .libsonnet or .json): a file, or an s3://BUCKET/KEY or
     /// https:// URL. Without one, each line is written to stdout unchanged.
     #[arg(short, long)]
@@ -108,7 +108,7 @@ fn parse_flush_idle(s: &str) -> Result<FlushIdle, String> {
 const LISTED: usize = 10;
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     sluice_config::remote::allow_imports(args.allow_remote_imports);
     let registry = sluice_transforms::registry();
     let (pipeline, concurrency, config_name) = match &args.config {

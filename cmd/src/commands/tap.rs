@@ -16,7 +16,7 @@ use crate::files::parse_ext_str;
 
 /// Arguments of `sluice tap`.
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The Kinesis stream: its name or ARN (an ARN also gives the region).
     #[arg(
         long,
@@ -58,7 +58,7 @@ pub struct Args {
 
 /// Runs the command.
 #[cfg(not(feature = "aws"))]
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(_args: Args) -> anyhow::Result<ExitCode> {
     anyhow::bail!(
         "sluice tap reads Kinesis, and this sluice was built without AWS \
          (--no-default-features); build it with the default features"
@@ -67,7 +67,7 @@ pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
 
 /// Runs the command.
 #[cfg(feature = "aws")]
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
 
     use std::sync::Arc;

@@ -51,12 +51,12 @@ use tokio::sync::mpsc;
 
 use buffer::{BLOCK, Line, ReadBuffer};
 use report::SourceWatch;
-pub use report::{LineReport, Undelivered};
-pub use stop::StopReading;
+pub(crate) use report::{LineReport, Undelivered};
+pub(crate) use stop::StopReading;
 
 /// Where lines come from.
 #[derive(Debug, Clone)]
-pub enum Source {
+pub(crate) enum Source {
     /// Standard input.
     Stdin,
     /// A file.
@@ -67,7 +67,7 @@ pub enum Source {
 
 impl Source {
     /// `arg` (a command-line argument) as a source: a URL sluice reads, else a file.
-    pub fn of_arg(arg: PathBuf) -> Source {
+    pub(crate) fn of_arg(arg: PathBuf) -> Source {
         match arg.to_str() {
             Some(url) if sluice_config::remote::is_url(url) => Source::Url(url.to_string()),
             _ => Source::File(arg),
@@ -112,7 +112,7 @@ fn download(url: &str) -> io::Result<File> {
 
 /// How input is cut into batches.
 #[derive(Debug, Clone, Copy)]
-pub struct ReadOptions {
+pub(crate) struct ReadOptions {
     /// Messages per batch handed to the pipeline.
     pub batch_messages: usize,
     /// Bytes of lines per batch: a batch is handed on before a line would take it past
@@ -124,7 +124,7 @@ pub struct ReadOptions {
 
 /// An input problem, with where it happened.
 #[derive(Debug, thiserror::Error)]
-pub enum InputError {
+pub(crate) enum InputError {
     /// The file could not be opened or read.
     #[error("{source_name}: {error}")]
     Io {
@@ -149,7 +149,7 @@ pub enum InputError {
 /// goes away, or `stop` is requested. Runs on a blocking thread. What is read counts
 /// against `read_ahead` (`stop`'s bound) until the driver releases it
 /// ([`sluice_engine::driver::drive_bounded`]). `report` learns where reading is.
-pub fn read_all(
+pub(crate) fn read_all(
     sources: &[Source],
     opts: ReadOptions,
     report: &Arc<LineReport>,

@@ -17,7 +17,7 @@ use sluice_engine::ack::FailureWatch;
 
 /// A line whose messages were not all delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Undelivered {
+pub(crate) struct Undelivered {
     /// The file (or `<stdin>`).
     pub source: Arc<str>,
     /// Its position among the inputs.
@@ -32,7 +32,7 @@ pub struct Undelivered {
 /// (through each source's [`SourceWatch`], which only records, so memory grows with the
 /// failures, not with the input), and the lines handed to the pipeline that are still in it.
 #[derive(Default)]
-pub struct LineReport {
+pub(crate) struct LineReport {
     failed: Mutex<Vec<Undelivered>>,
     /// Lines handed to the pipeline whose messages are not all gone.
     open: Mutex<OpenLines>,
@@ -80,7 +80,7 @@ impl LineReport {
     /// The undelivered lines so far, in input order, each once with the first reason it
     /// was failed for, or that reason as an outer layer named it (a line whose copies
     /// failed, or that failed twice, is told more than once).
-    pub fn undelivered(&self) -> Vec<Undelivered> {
+    pub(crate) fn undelivered(&self) -> Vec<Undelivered> {
         let mut v = lock(&self.failed).clone();
         sort_and_dedup(&mut v);
         v
@@ -89,7 +89,7 @@ impl LineReport {
     /// [`LineReport::undelivered`], and every other line still in the pipeline, failed for
     /// `reason`: what a run that gives up before the pipeline is done has not delivered, as
     /// far as it can know.
-    pub fn undelivered_or_open(&self, reason: &str) -> Vec<Undelivered> {
+    pub(crate) fn undelivered_or_open(&self, reason: &str) -> Vec<Undelivered> {
         let mut v = lock(&self.failed).clone();
         for (&(source_index, first), (end, source)) in lock(&self.open).iter() {
             v.extend((first..*end).map(|line| Undelivered {
@@ -104,13 +104,13 @@ impl LineReport {
     }
 
     /// How many lines were handed to the pipeline.
-    pub fn read(&self) -> u64 {
+    pub(crate) fn read(&self) -> u64 {
         self.read.load(Ordering::Acquire)
     }
 
     /// Where reading stopped: the source and number of the first line not handed to the
     /// pipeline; `None` when every source was read to its end.
-    pub fn next_unread(&self) -> Option<(Arc<str>, u64)> {
+    pub(crate) fn next_unread(&self) -> Option<(Arc<str>, u64)> {
         lock(&self.next).clone()
     }
 

@@ -26,7 +26,7 @@ use sluice_engine::driver::ReadAhead;
 
 /// Tells the reader thread to stop: the flag is the read-ahead bound's, and a pipe wakes
 /// a reader waiting for input.
-pub struct StopReading {
+pub(crate) struct StopReading {
     read_ahead: Arc<ReadAhead>,
     wake_rx: OwnedFd,
     wake_tx: OwnedFd,
@@ -46,7 +46,7 @@ impl StopReading {
     /// A stop for the reader of `read_ahead`, handing on a held batch once it is
     /// `flush_idle` old and the reader would wait for input (see the module
     /// documentation; `None`: never).
-    pub fn new(
+    pub(crate) fn new(
         read_ahead: Arc<ReadAhead>,
         flush_idle: Option<Duration>,
     ) -> io::Result<Arc<StopReading>> {
@@ -125,7 +125,7 @@ impl StopReading {
     }
 
     /// Stops the reader (at once if it waits for input or on the bound).
-    pub fn request(&self) {
+    pub(crate) fn request(&self) {
         self.read_ahead.stop_reading();
         // The pipe stays readable from now on; a full pipe is already readable.
         // SAFETY: writes one byte from a live buffer to a descriptor we own.
@@ -133,14 +133,14 @@ impl StopReading {
     }
 
     /// Whether the reader was told to stop.
-    pub fn is_requested(&self) -> bool {
+    pub(crate) fn is_requested(&self) -> bool {
         self.read_ahead.is_stopping()
     }
 
     /// `file` read so that a stop interrupts a wait for its input: a pipe, terminal or
     /// socket is read once poll(2) says it has something (or has ended); a regular file
     /// directly.
-    pub fn reader(self: &Arc<Self>, file: File) -> io::Result<Box<dyn Read + Send>> {
+    pub(crate) fn reader(self: &Arc<Self>, file: File) -> io::Result<Box<dyn Read + Send>> {
         if file.metadata()?.is_file() {
             return Ok(Box::new(file));
         }

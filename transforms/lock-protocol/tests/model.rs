@@ -25,6 +25,9 @@
 //! pre-send check passes), lapsing (over by the owner's clock, with its margin, but
 //! blocking every taker), takeable by the host whose clock runs ahead, takeable by both.
 
+// Test code: its items need not say `pub(crate)` (the workspace's lints).
+#![allow(unreachable_pub)]
+
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashSet};
 use std::hash::{Hash, Hasher};

@@ -23,8 +23,6 @@
 //! Without the `aws` feature the AWS SDK is not built; what needs it (`s3://` URLs, the
 //! `aws_secrets_manager` provider) then fails with [`built_without_aws`]'s words.
 
-#![warn(unreachable_pub)]
-
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod emf;

@@ -53,11 +53,11 @@ const STYLES: &str = include_str!("play.css");
 const BUILT_IN_EXAMPLE: &str = include_str!("../../../../examples/demo/config.jsonnet");
 
 /// The largest request body accepted (config and input together).
-pub const MAX_BODY: usize = 1024 * 1024;
+pub(super) const MAX_BODY: usize = 1024 * 1024;
 /// How long a request's body may take to arrive once its headers have.
 const BODY_TIME: Duration = Duration::from_secs(30);
 /// How long one run, or one config's tests, may take.
-pub const TIME_LIMIT: Duration = Duration::from_secs(10);
+pub(super) const TIME_LIMIT: Duration = Duration::from_secs(10);
 /// How long past [`TIME_LIMIT`] a worker may take before it is killed (its own limit
 /// answers first when the pipeline is what is slow; compiling is not bounded from inside).
 const GRACE: Duration = Duration::from_secs(1);
@@ -65,7 +65,7 @@ const GRACE: Duration = Duration::from_secs(1);
 const CONCURRENT_RUNS: usize = 2;
 
 /// What every request handler shares.
-pub struct Server {
+pub(super) struct Server {
     guard: Guard,
     ext: Vec<(String, String)>,
     trust: Trust,
@@ -76,7 +76,7 @@ pub struct Server {
 
 /// An example config with its sample input.
 #[derive(Debug, Clone, Serialize)]
-pub struct Example {
+pub(super) struct Example {
     /// Its path under the server's directory (`examples/hello/config.jsonnet`).
     pub name: String,
     pub config: String,
@@ -108,7 +108,7 @@ struct ConfigRequest {
 }
 
 impl Server {
-    pub fn new(ext: Vec<(String, String)>, trust: Trust, guard: Guard) -> Server {
+    pub(super) fn new(ext: Vec<(String, String)>, trust: Trust, guard: Guard) -> Server {
         Server {
             guard,
             ext,
@@ -121,7 +121,7 @@ impl Server {
 
     /// Answers one request; never fails (errors become JSON replies). Every reply carries
     /// [`SECURITY_HEADERS`].
-    pub async fn handle(
+    pub(super) async fn handle(
         self: Arc<Self>,
         req: Request<Incoming>,
     ) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
@@ -325,7 +325,7 @@ fn json_reply(status: StatusCode, value: &impl Serialize) -> Response<Full<Bytes
 ///
 /// Symbolic links are not followed (neither `examples` itself nor anything under it): a
 /// link in the examples would otherwise show the page any file the server can read.
-pub fn read_examples(dir: &Path, ext: &[(String, String)]) -> Vec<Example> {
+pub(super) fn read_examples(dir: &Path, ext: &[(String, String)]) -> Vec<Example> {
     let root = dir.join("examples");
     let mut files = Vec::new();
     if std::fs::symlink_metadata(&root).is_ok_and(|m| m.is_dir()) {

@@ -21,14 +21,14 @@ use serde_json::{Map, Value};
 
 /// A message's bytes, as the diff sees them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(super) struct Record {
     pub data: Vec<u8>,
     pub metadata: Vec<u8>,
 }
 
 /// What changed in one message against the one it came from.
 #[derive(Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Changes {
+pub(super) struct Changes {
     /// Keys it has that the one before did not.
     pub added: Vec<String>,
     /// Keys both have, with another value.
@@ -43,7 +43,7 @@ pub struct Changes {
 
 /// What one step changed.
 #[derive(Debug, PartialEq, Eq, Serialize)]
-pub struct StepChanges {
+pub(super) struct StepChanges {
     /// Data messages before the step.
     pub before: usize,
     /// Data messages after it.
@@ -58,7 +58,7 @@ pub struct StepChanges {
 }
 
 /// What the step from `before` to `after` changed (see the module documentation).
-pub fn step(before: &[Record], after: &[Record]) -> StepChanges {
+pub(super) fn step(before: &[Record], after: &[Record]) -> StepChanges {
     let mut messages: Vec<Option<Changes>> = Vec::with_capacity(after.len());
     let mut dropped = Vec::new();
     if before.len() == after.len() {
@@ -100,7 +100,7 @@ fn subsequence(short: &[Record], long: &[Record]) -> Option<Vec<bool>> {
 }
 
 /// What changed from `before` to `after`.
-pub fn message(before: &Record, after: &Record) -> Changes {
+pub(super) fn message(before: &Record, after: &Record) -> Changes {
     let mut c = Changes::default();
     let data_as_objects = compare(&before.data, &after.data, "", &mut c);
     let metadata_as_objects = compare(&before.metadata, &after.metadata, "meta ", &mut c);

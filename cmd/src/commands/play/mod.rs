@@ -49,7 +49,7 @@ use crate::files::parse_ext_str;
 
 /// Arguments of `sluice play`.
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to listen, IP:PORT. Port 0 picks a free one. An address other than loopback
     /// lets anyone who reaches it and has the token (in the printed URL) run configs.
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -83,7 +83,7 @@ const MAX_CONNECTIONS: usize = 64;
 const HEADER_TIME: Duration = Duration::from_secs(10);
 
 /// Runs the command: serves until interrupted.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.worker {
         return worker::serve_one();
     }

@@ -41,11 +41,11 @@ use super::trust::{self, Trust};
 use crate::commands::test::{Failure, judge};
 
 /// The name a config's text is compiled under: what Jsonnet errors and build errors show.
-pub const CONFIG_NAME: &str = "config.jsonnet";
+pub(super) const CONFIG_NAME: &str = "config.jsonnet";
 
 /// A message as the page shows it: its data and metadata as text (invalid UTF-8 replaced).
 #[derive(Debug, Serialize)]
-pub struct Shown {
+pub(super) struct Shown {
     pub data: String,
     pub metadata: String,
 }
@@ -81,7 +81,7 @@ fn written(index: usize, type_name: &str) -> String {
 
 /// The messages after one transform.
 #[derive(Debug, Serialize)]
-pub struct Step {
+pub(super) struct Step {
     /// Its index in `transforms`.
     pub index: usize,
     /// Its `type`.
@@ -97,7 +97,7 @@ pub struct Step {
 
 /// The transform that failed at run time.
 #[derive(Debug, Serialize)]
-pub struct Failed {
+pub(super) struct Failed {
     /// Its index in `transforms` (the steps before it are in the report).
     pub index: usize,
     /// Its `type`.
@@ -113,7 +113,7 @@ pub struct Failed {
 
 /// What a run produced.
 #[derive(Debug, Serialize)]
-pub struct RunReport {
+pub(super) struct RunReport {
     /// What the pipeline's sends wrote to standard output (`send_stdout`).
     pub stdout: String,
     /// The data messages that came out of the last transform (none when one failed).
@@ -157,7 +157,7 @@ fn current_thread_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// A run went past its time limit.
 #[derive(Debug, thiserror::Error)]
 #[error("the run took longer than {} s and was stopped (sluice play's time limit)", .0.as_secs_f64())]
-pub struct TooSlow(pub Duration);
+pub(super) struct TooSlow(pub Duration);
 
 /// Runs the config `text` over `input` (one message per line; an empty last line is not a
 /// message) followed by one ctrl, recording the messages after each transform and what
@@ -165,7 +165,7 @@ pub struct TooSlow(pub Duration);
 /// run with a report that names it ([`RunReport::failed`]) and holds the steps before it; a
 /// config that does not compile or build, and a run past `limit`, are errors. `limit`
 /// bounds the pipeline's run (compiling is bounded by the caller).
-pub fn run(
+pub(super) fn run(
     registry: &Registry,
     text: &str,
     input: &str,
@@ -270,7 +270,7 @@ fn inner_message(e: sluice_engine::TransformError) -> String {
 
 /// One test of a config, as `sluice test` judges it.
 #[derive(Debug, Serialize)]
-pub struct CaseReport {
+pub(super) struct CaseReport {
     pub name: String,
     pub passed: bool,
     /// Why it failed or errored (empty when it passed).
@@ -283,7 +283,7 @@ pub struct CaseReport {
 
 /// What running a config's tests gave.
 #[derive(Debug, Serialize)]
-pub struct TestReport {
+pub(super) struct TestReport {
     /// Every test passed (false when there are none, so that "no tests" is not "ok").
     pub passed: bool,
     /// The report as text, in `sluice test -v`'s form (`--- PASS: name (1 outputs)`).
@@ -296,7 +296,7 @@ pub struct TestReport {
 /// gets what they emit in one batch, and the condition must hold for every data message that
 /// comes out (and `outputs: N`, when given, must match). A config that does not build is one
 /// error, not a failure of each test.
-pub fn test(
+pub(super) fn test(
     registry: &Registry,
     text: &str,
     ext: &[(String, String)],
@@ -389,13 +389,13 @@ async fn case(
 }
 
 /// The config `text` formatted as `sluice fmt` formats a file.
-pub fn format(text: &str) -> anyhow::Result<String> {
+pub(super) fn format(text: &str) -> anyhow::Result<String> {
     Ok(sluice_cmd::jsonnet_fmt::format(CONFIG_NAME, text)?)
 }
 
 /// The sample input of a compiled config, one message per line: its `demo` field, else the
 /// values of the `test_message` transforms of its first test; empty when it has neither.
-pub fn sample_input(json: &Value) -> String {
+pub(super) fn sample_input(json: &Value) -> String {
     let line = |v: &Value| match v {
         Value::String(s) => s.clone(),
         other => serde_json::to_string(other).unwrap_or_default(),

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 /// The powers the user gave `sluice play` on its command line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Trust {
+pub(super) struct Trust {
     pub env: bool,
     pub files: bool,
     pub network: bool,
@@ -32,7 +32,7 @@ pub struct Trust {
 
 /// One of the powers, with the flag that gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Power {
+pub(super) enum Power {
     Env,
     Files,
     Network,
@@ -66,7 +66,7 @@ impl Trust {
     }
 
     /// The flags given, as the page's banner lists them (empty when none).
-    pub fn flags(self) -> Vec<&'static str> {
+    pub(super) fn flags(self) -> Vec<&'static str> {
         [Power::Env, Power::Files, Power::Network]
             .into_iter()
             .filter(|p| self.allows(*p))
@@ -82,7 +82,7 @@ impl Trust {
     .power.does(),
     .power.flag()
 )]
-pub struct NotAllowed {
+pub(super) struct NotAllowed {
     place: String,
     what: String,
     power: Power,
@@ -91,7 +91,7 @@ pub struct NotAllowed {
 /// What the type `name` (a transform's, a kv store's or a secret's) needs: a transform's
 /// descriptor says what it reaches (`sluice_engine::Reach`); `None` for what stays in the
 /// run's own memory (and for names sluice does not know, which the registry refuses).
-pub fn needs(name: &str) -> Option<Power> {
+pub(super) fn needs(name: &str) -> Option<Power> {
     use sluice_engine::Reach;
     match name {
         "csv_file" | "json_file" | "text_file" | "mmdb" | "sqlite" => Some(Power::Files),
@@ -107,7 +107,7 @@ pub fn needs(name: &str) -> Option<Power> {
 
 /// Checks the compiled config `json` against `trust`; the first thing it needs and may not
 /// have is the error.
-pub fn check(json: &Value, trust: Trust) -> Result<(), NotAllowed> {
+pub(super) fn check(json: &Value, trust: Trust) -> Result<(), NotAllowed> {
     walk(json, String::new(), None, trust)
 }
 

@@ -28,7 +28,7 @@ use super::trust::Trust;
 /// What a worker is asked to do.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
-pub enum Job {
+pub(super) enum Job {
     Run { config: String, input: String },
     Test { config: String },
     Fmt { config: String },
@@ -36,7 +36,7 @@ pub enum Job {
 
 /// One worker's whole input.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Order {
+pub(super) struct Order {
     pub job: Job,
     pub ext: Vec<(String, String)>,
     pub trust: Trust,
@@ -47,7 +47,7 @@ pub struct Order {
 
 /// A worker's reply: the HTTP status and the JSON body for the page.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct Answer {
+pub(super) struct Answer {
     pub status: u16,
     pub body: Value,
 }
@@ -60,7 +60,7 @@ const MAX_ANSWER: u64 = 64 * 1024 * 1024;
 const KEPT_WITHOUT_ENV: &[&str] = &["TZ", "LANG", "LC_ALL", "SLUICE_LOG"];
 
 /// In the worker: reads the order from standard input, does it, writes the answer.
-pub fn serve_one() -> anyhow::Result<ExitCode> {
+pub(super) fn serve_one() -> anyhow::Result<ExitCode> {
     let mut text = Vec::new();
     std::io::stdin()
         .read_to_end(&mut text)
@@ -100,7 +100,11 @@ fn work(order: Order) -> Answer {
 
 /// In the server: does `order` in a worker process, killed at `deadline` or as soon as
 /// `cancel` is dropped (the request went away), and returns once the process has ended.
-pub async fn run(order: &Order, deadline: Duration, cancel: oneshot::Receiver<()>) -> Answer {
+pub(super) async fn run(
+    order: &Order,
+    deadline: Duration,
+    cancel: oneshot::Receiver<()>,
+) -> Answer {
     match supervise(order, deadline, cancel).await {
         Ok(answer) => answer,
         Err(e) => Answer {

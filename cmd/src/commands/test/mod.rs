@@ -45,7 +45,7 @@ use report::{CaseReport, CaseResult, FileOutcome, FileReport, Format, Printer, T
 
 /// Arguments of `sluice test`.
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Only the files directly in the named directories, not their subdirectories.
     #[arg(long)]
     shallow: bool,
@@ -81,7 +81,7 @@ pub struct Args {
 struct StdoutError(std::io::Error);
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     sluice_config::remote::allow_imports(args.allow_remote_imports);
     let _ = args.recursive;
     let registry = sluice_transforms::registry();

@@ -43,12 +43,12 @@ pub(super) struct CaseReport {
 }
 
 impl CaseReport {
-    pub fn passed(&self) -> bool {
+    pub(super) fn passed(&self) -> bool {
         matches!(self.result, CaseResult::Pass { .. })
     }
 
     /// The lines under the test's header that say why it failed (not indented).
-    pub fn details(&self) -> Vec<String> {
+    pub(super) fn details(&self) -> Vec<String> {
         match &self.result {
             CaseResult::Pass { .. } => Vec::new(),
             CaseResult::Fail {
@@ -63,7 +63,7 @@ impl CaseReport {
 
     /// The captured output, line by line (lossily decoded; a last line without a newline
     /// is a line too).
-    pub fn captured_lines(&self) -> Vec<String> {
+    pub(super) fn captured_lines(&self) -> Vec<String> {
         String::from_utf8_lossy(&self.captured)
             .lines()
             .map(str::to_string)
@@ -72,7 +72,7 @@ impl CaseReport {
 
     /// What the text report prints for the test when it prints it: the header, then the
     /// details and the captured output, indented.
-    pub fn lines(&self) -> Vec<String> {
+    pub(super) fn lines(&self) -> Vec<String> {
         let header = match &self.result {
             CaseResult::Pass { outputs } => format!("--- PASS: {} ({outputs} outputs)", self.name),
             _ => format!("--- FAIL: {}", self.name),
@@ -117,17 +117,17 @@ pub(super) struct FileReport {
 }
 
 impl FileReport {
-    pub fn failed_cases(&self) -> usize {
+    pub(super) fn failed_cases(&self) -> usize {
         self.cases.iter().filter(|c| !c.passed()).count()
     }
 
     /// Whether the file counts against the run: a failing test or an error.
-    pub fn failed(&self) -> bool {
+    pub(super) fn failed(&self) -> bool {
         matches!(self.outcome, FileOutcome::Error(_)) || self.failed_cases() > 0
     }
 
     /// The file's line of the text report.
-    pub fn line(&self) -> String {
+    pub(super) fn line(&self) -> String {
         let secs = self.elapsed.as_secs_f64();
         match &self.outcome {
             FileOutcome::NoTests => format!("?\t{}\t[no tests]", self.path),
@@ -151,7 +151,7 @@ pub(super) struct Tally {
 }
 
 impl Tally {
-    pub fn add(&mut self, f: &FileReport) {
+    pub(super) fn add(&mut self, f: &FileReport) {
         self.passed += f.cases.len() - f.failed_cases();
         self.failed += f.failed_cases();
         match f.outcome {
@@ -162,7 +162,7 @@ impl Tally {
     }
 
     /// `N passed, N failed[, N files skipped]`.
-    pub fn line(&self) -> String {
+    pub(super) fn line(&self) -> String {
         let mut line = format!("{} passed, {} failed", self.passed, self.failed);
         if self.skipped_files > 0 {
             line.push_str(&format!(", {} files skipped", self.skipped_files));
@@ -173,7 +173,7 @@ impl Tally {
 
 /// The form of the report on standard output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub(super) enum Format {
     /// `go test`-like lines.
     Text,
     /// One JSON object per line per event, as `go test -json` prints.
@@ -190,7 +190,7 @@ pub(super) struct Printer<W: Write> {
 }
 
 impl<W: Write> Printer<W> {
-    pub fn new(out: W, format: Format, verbose: bool) -> Self {
+    pub(super) fn new(out: W, format: Format, verbose: bool) -> Self {
         Printer {
             out,
             format,
@@ -200,7 +200,7 @@ impl<W: Write> Printer<W> {
     }
 
     /// A test of `file` (whose `cases` do not hold it yet) has finished.
-    pub fn case(&mut self, file: &FileReport, case: &CaseReport) -> std::io::Result<()> {
+    pub(super) fn case(&mut self, file: &FileReport, case: &CaseReport) -> std::io::Result<()> {
         match self.format {
             Format::Text => {
                 if self.verbose || !case.passed() {
@@ -226,7 +226,7 @@ impl<W: Write> Printer<W> {
     }
 
     /// `file` has finished (its error, if any, is on standard error already).
-    pub fn file(&mut self, file: &FileReport) -> std::io::Result<()> {
+    pub(super) fn file(&mut self, file: &FileReport) -> std::io::Result<()> {
         match self.format {
             Format::Text => writeln!(self.out, "{}", file.line())?,
             Format::Json => {
@@ -253,7 +253,7 @@ impl<W: Write> Printer<W> {
     }
 
     /// The run has finished: the summary line (text only; `go test -json` has none).
-    pub fn summary(&mut self, tally: &Tally) -> std::io::Result<()> {
+    pub(super) fn summary(&mut self, tally: &Tally) -> std::io::Result<()> {
         if self.format == Format::Text {
             writeln!(self.out, "{}", tally.line())?;
         }
@@ -335,11 +335,11 @@ pub(super) mod tests {
     use std::time::UNIX_EPOCH;
 
     /// 2023-11-14T22:13:20Z plus `ms` milliseconds.
-    pub fn at(ms: u64) -> SystemTime {
+    pub(crate) fn at(ms: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_millis(1_700_000_000_000 + ms)
     }
 
-    pub fn case(name: &str, result: CaseResult, captured: &str) -> CaseReport {
+    pub(crate) fn case(name: &str, result: CaseResult, captured: &str) -> CaseReport {
         CaseReport {
             name: name.into(),
             started: at(1),
@@ -349,7 +349,7 @@ pub(super) mod tests {
         }
     }
 
-    pub fn file(path: &str, outcome: FileOutcome, cases: Vec<CaseReport>) -> FileReport {
+    pub(crate) fn file(path: &str, outcome: FileOutcome, cases: Vec<CaseReport>) -> FileReport {
         FileReport {
             path: path.into(),
             started: at(0),
@@ -359,7 +359,7 @@ pub(super) mod tests {
         }
     }
 
-    pub fn failing() -> CaseResult {
+    pub(crate) fn failing() -> CaseResult {
         CaseResult::Fail {
             summary: "the condition did not hold".into(),
             message: r#"{"a":"B"}"#.into(),
