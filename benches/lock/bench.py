@@ -51,6 +51,9 @@ runs are billed: billing costs the proxy ~50 us of CPU per call, which the confi
 messages/s are kept free of (so the phases' messages/s run a little below them).
   new         ids no run has used (a fresh prefix)
   duplicate   the same ids again in a second `sluice run`: every key is committed
+  mixed       ids of which one in 100 is one of those (a duplicate), the rest fresh: what a
+              duplicate costs among new messages (with transactions, it cancels the
+              transaction of up to 100 keys it is in, which is billed in full)
   takeover    fresh ids taken by an owner that dies holding them: a `sluice run` whose lock
               (lease 20s) is followed by a one-hour `utility_delay`, the input in one batch,
               killed with SIGKILL once the proxy has seen every key taken (before anything
@@ -320,12 +323,15 @@ def busy_s():
     return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def write_input(path, n):
+def write_input(path, n, seen_every=0):
+    """n messages with unique ids `evt-N`; with `seen_every` k, only every k-th has such an id
+    (one a run over the plain input saw), the others `mix-N`, ids of their own."""
     with open(path, "w") as f:
         for i in range(n):
+            key = f"mix-{i:08d}" if seen_every and i % seen_every else f"evt-{i:08d}"
             f.write(
                 json.dumps(
-                    {"id": f"evt-{i:08d}", "host": f"web-{i % 17}", "bytes": 100 + i % 9000, "msg": "GET /index.html 200"},
+                    {"id": key, "host": f"web-{i % 17}", "bytes": 100 + i % 9000, "msg": "GET /index.html 200"},
                     separators=(",", ":"),
                 )
                 + "\n"
@@ -476,7 +482,9 @@ OWNER_LEASE = "20s"
 # The taker's clock_skew, the default for its lease (the default 1m): another owner's lease
 # blocks it until the lease's end plus this.
 TAKER_SKEW_S = 10.0
-PHASES = ("new", "duplicate", "takeover")
+PHASES = ("new", "duplicate", "mixed", "takeover")
+# In the mixed phase, one message in this many is a duplicate.
+MIXED_EVERY = 100
 MODES = ("transactions", "items")
 
 
@@ -563,8 +571,9 @@ def wait_for_leases(db_port, prefix, n, label):
 
 def run_phases(args, tmp, acquire):
     """The phases of one acquisition mode over one emulator: `new` (fresh keys), `duplicate`
-    (the same keys again, all committed), `takeover` (fresh keys an owner took and died
-    holding, taken once their leases ended); and `owner`, the dead owner's own run."""
+    (the same keys again, all committed), `mixed` (fresh keys but one in MIXED_EVERY, which
+    is committed), `takeover` (fresh keys an owner took and died holding, taken once their
+    leases ended); and `owner`, the dead owner's own run."""
     n = args.units_messages
     dynoxide, db_port = start_dynoxide(args.dynoxide)
     create_table(db_port)
@@ -574,6 +583,11 @@ def run_phases(args, tmp, acquire):
     write_config(config, f"units-{acquire}-{uuid.uuid4().hex[:10]}", None, acquire)
     out["new"] = phase_run(args, tmp, db_port, f"new/{acquire}", config, inp, n, n)
     out["duplicate"] = phase_run(args, tmp, db_port, f"duplicate/{acquire}", config, inp, n, 0)
+    mixed = os.path.join(tmp, f"input-{n}-mixed.jsonl")
+    if not os.path.exists(mixed):
+        write_input(mixed, n, MIXED_EVERY)
+    fresh = n - len(range(0, n, MIXED_EVERY))
+    out["mixed"] = phase_run(args, tmp, db_port, f"mixed/{acquire}", config, mixed, n, fresh)
     prefix = f"takeover-{acquire}-{uuid.uuid4().hex[:10]}"
     write_config(config, prefix, None, acquire, lease=OWNER_LEASE, hold=True)
     out["owner"] = kill_owner(args, tmp, db_port, f"takeover/{acquire}", config, inp, n)
