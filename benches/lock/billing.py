@@ -191,7 +191,7 @@ class Ledger:
         self.estimated = 0.0  # units this ledger computed (failures; successes without the field)
         self.unbilled = {}  # error type -> calls billed nothing
         self.mismatches = 0  # successes whose ConsumedCapacity differs from our estimate
-        self.mismatch_example = None
+        self.mismatch_example = None  # the first of them
 
     def add(self, op, label, status, req_body, resp_body):
         """Bills one call: `op` is its operation (UpdateItem...), `label` what it did (e.g.
@@ -213,7 +213,7 @@ class Ledger:
                 self.from_response += write + read
                 if ours is not None and (abs(ours[0] - write) > 1e-9 or abs(ours[1] - read) > 1e-9):
                     self.mismatches += 1
-                    self.mismatch_example = f"{op}: ConsumedCapacity {write:g} write + {read:g} read, estimate {ours}"
+                    self.mismatch_example = self.mismatch_example or f"{op}: ConsumedCapacity {write:g} write + {read:g} read, estimate {ours}"
             elif ours is not None:
                 write, read = ours
                 self.estimated += write + read
