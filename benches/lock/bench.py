@@ -29,19 +29,56 @@ Configurations (rows), interleaved run by run so they see the same machine:
   cN/DELAY        --concurrency N adds rows with `concurrency: N` (and stub-cN/DELAY, the
                   same against the stub), for investigation
 
+Capacity units are billed as DynamoDB bills them, a hybrid (billing.py has the rules and
+AWS's words): a call that succeeded is billed what the emulator's `ConsumedCapacity` says,
+because dynoxide 1.2.1 returns it when asked (`"ReturnConsumedCapacity": "TOTAL"`, which
+the proxy adds to each data-plane request) and its figures follow AWS's rules (checked: the
+larger of the old and new item per KB for puts and updates, at least 1; 2 per item per KB for
+transactional writes; reads per 4 KB, halved when eventually consistent); the ledger's own
+estimate of each such call is compared with it and the differences counted. A call that
+failed is billed from its request and answer, per kind of call, because DynamoDB returns no
+`ConsumedCapacity` for a failed conditional write or a cancelled transaction although it
+bills both: a failed conditional write the size of the item (at least 1 unit), a cancelled
+TransactWriteItems 2 units per item per KB for all its items. dynoxide does not check the
+SigV4 signature, so the proxy may change the body the bench's sluice signed.
+
+The capacity-units table (after the configurations; --units-only runs it alone, --no-units
+leaves it out) has three phases for each `lock_acquire` (`transactions`, the default, and
+`items`), each one `sluice run` over --units-messages messages through its own billing proxy
+(delay_proxy.py --bill) at +DELAY, with one emulator per acquisition mode and run
+(--units-runs of them, 1 by default, beside the first runs of the configurations). Only these
+runs are billed: billing costs the proxy ~50 us of CPU per call, which the configurations'
+messages/s are kept free of (so the phases' messages/s run a little below them).
+  new         ids no run has used (a fresh prefix)
+  duplicate   the same ids again in a second `sluice run`: every key is committed
+  mixed       ids of which one in 100 is one of those (a duplicate), the rest fresh: what a
+              duplicate costs among new messages (with transactions, it cancels the
+              transaction of up to 100 keys it is in, which is billed in full)
+  takeover    fresh ids taken by an owner that dies holding them: a `sluice run` whose lock
+              (lease 20s) is followed by a one-hour `utility_delay`, the input in one batch,
+              killed with SIGKILL once the proxy has seen every key taken (before anything
+              is sent, so every key is left pending, not given back); then, once the
+              latest lease ended plus the taker's clock skew (10 s, the default), a second
+              `sluice run` with the default settings takes them over. Its units are the
+              row's; the dead owner's own (its takes and renewals) are printed below.
+Each phase's row: messages/s (that run's wall time), write and read units per message,
+calls per message, and the write units per message by kind of call and outcome.
+
 Printed: per configuration the median messages/s (wall time of the whole process: start,
 config, reading, locking, the final commit; start-up is ~10 ms), the range over the runs,
 DynamoDB calls per message by operation, the default/serial ratio; then where the time
 went (the commit phase, from the first TransactWriteItems to the exit) and the CPU per
 message of sluice, the emulator and the proxy, and how busy the rest of the machine was.
 Each run checks that sluice exited 0 and every message came out with the inner
-transform's field; through the proxy it warns unless one acquisition was made per message.
+transform's field (in the duplicate phase: every message, none with it); through the proxy
+it warns unless one acquisition was made per message.
 
 Usage (from the repository root; scripts/bench.sh lock builds and runs it):
   benches/lock/bench.py [--messages 20000] [--serial-messages 2000] [--runs 3]
                         [--delay-ms 2.5] [--concurrency 64,128] [--run-args '--workers 1']
                         [--sluice target-bench/release/sluice] [--baseline OTHER_SLUICE]
-                        [--dynoxide PATH]
+                        [--dynoxide PATH] [--units-messages N] [--units-runs 1]
+                        [--units-only | --no-units]
 """
 import argparse
 import datetime
@@ -61,6 +98,8 @@ import sys
 import tempfile
 import time
 import uuid
+
+import billing  # beside this file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -217,7 +256,7 @@ def start_dynoxide(path):
     return proc, port
 
 
-def start_proxy(target_port, delay_ms, counts_path, trace_path=None):
+def start_proxy(target_port, delay_ms, counts_path, trace_path=None, bill=False):
     for path in (counts_path, trace_path):
         if path and os.path.exists(path):
             os.remove(path)  # never read an earlier run's counts
@@ -225,6 +264,8 @@ def start_proxy(target_port, delay_ms, counts_path, trace_path=None):
     cmd = [sys.executable, os.path.join(HERE, "delay_proxy.py"), "0", target, str(delay_ms), "--counts", counts_path]
     if trace_path:
         cmd += ["--trace", trace_path]
+    if bill:
+        cmd.append("--bill")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
     CHILDREN.append(proc)
     ready, _, _ = select.select([proc.stdout], [], [], 10)
@@ -249,6 +290,24 @@ def stop_proxy(proc, counts_path):
         return json.load(f)
 
 
+def proxy_counts(proc, counts_path, timeout=5.0):
+    """The counts of a running proxy (it writes them on SIGUSR1)."""
+    seen = -1
+    if os.path.exists(counts_path):
+        with open(counts_path) as f:
+            seen = json.load(f).get("snapshot", -1)
+    proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(counts_path):
+            with open(counts_path) as f:
+                counts = json.load(f)
+            if counts.get("snapshot", -1) > seen:
+                return counts
+        time.sleep(0.02)
+    die("the delay proxy did not write its counts on SIGUSR1")
+
+
 def cpu_s(pid):
     """User + system CPU seconds of a running process."""
     with open(f"/proc/{pid}/stat") as f:
@@ -264,21 +323,29 @@ def busy_s():
     return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def write_input(path, n):
+def write_input(path, n, seen_every=0):
+    """n messages with unique ids `evt-N`; with `seen_every` k, only every k-th has such an id
+    (one a run over the plain input saw), the others `mix-N`, ids of their own."""
     with open(path, "w") as f:
         for i in range(n):
+            key = f"mix-{i:08d}" if seen_every and i % seen_every else f"evt-{i:08d}"
             f.write(
                 json.dumps(
-                    {"id": f"evt-{i:08d}", "host": f"web-{i % 17}", "bytes": 100 + i % 9000, "msg": "GET /index.html 200"},
+                    {"id": key, "host": f"web-{i % 17}", "bytes": 100 + i % 9000, "msg": "GET /index.html 200"},
                     separators=(",", ":"),
                 )
                 + "\n"
             )
 
 
-def write_config(path, prefix, concurrency, acquire=None):
+def write_config(path, prefix, concurrency, acquire=None, lease=None, hold=False):
+    """The bench's pipeline; `hold` puts a one-hour `utility_delay` between the lock and the
+    send, so that the process holds every key pending until it is killed."""
     extra = "" if concurrency is None else f"\n      concurrency: {concurrency},"
+    if lease is not None:
+        extra += f"\n      lease: '{lease}',"
     store_extra = "" if acquire is None else f"\n  lock_acquire: '{acquire}',"
+    held = "\n    sub.tf.util.delay({ duration: '1h' }),  // keys stay pending: the process is killed here" if hold else ""
     text = f"""// Generated by benches/lock/bench.py.
 local sub = std.extVar('sub');
 local kv = sub.kv_store.aws.dynamodb({{
@@ -295,13 +362,44 @@ local kv = sub.kv_store.aws.dynamodb({{
       transforms: [
         sub.tf.obj.insert({{ obj: {{ trg: 'bench_locked' }}, value: true }}),
       ],
-    }}),
+    }}),{held}
     sub.tf.send.stdout(),
   ],
 }}
 """
     with open(path, "w") as f:
         f.write(text)
+
+
+def sluice_env(port):
+    env = dict(os.environ)
+    env.update(
+        AWS_ENDPOINT_URL_DYNAMODB=f"http://127.0.0.1:{port}",
+        AWS_ACCESS_KEY_ID="test",
+        AWS_SECRET_ACCESS_KEY="test",
+        AWS_REGION=REGION,
+        AWS_EC2_METADATA_DISABLED="true",
+    )
+    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        env.pop(k, None)
+    return env
+
+
+def input_file(tmp, n):
+    inp = os.path.join(tmp, f"input-{n}.jsonl")
+    if not os.path.exists(inp):
+        write_input(inp, n)
+    return inp
+
+
+def check_output(label, path, messages, marked_expected):
+    """Every message came out, `marked_expected` of them through the inner transform."""
+    with open(path, "rb") as f:
+        lines = f.read().splitlines()
+    marked = sum(1 for line in lines if MARK in line)
+    if len(lines) != messages or marked != marked_expected:
+        die(f"{label}: expected {messages} messages out, {marked_expected} of them locked and processed; "
+            f"got {len(lines)}, {marked} processed")
 
 
 class Run:
@@ -327,20 +425,9 @@ def run_one(args, tmp, label, messages, concurrency, delay, stub=False, sluice=N
     prefix = f"{label.replace('/', '-')}-{uuid.uuid4().hex[:10]}"
     config = os.path.join(tmp, "config.jsonnet")
     write_config(config, prefix, concurrency, acquire)
-    inp = os.path.join(tmp, f"input-{messages}.jsonl")
-    if not os.path.exists(inp):
-        write_input(inp, messages)
+    inp = input_file(tmp, messages)
     out = os.path.join(tmp, "out.jsonl")
-    env = dict(os.environ)
-    env.update(
-        AWS_ENDPOINT_URL_DYNAMODB=f"http://127.0.0.1:{port}",
-        AWS_ACCESS_KEY_ID="test",
-        AWS_SECRET_ACCESS_KEY="test",
-        AWS_REGION=REGION,
-        AWS_EC2_METADATA_DISABLED="true",
-    )
-    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        env.pop(k, None)
+    env = sluice_env(port)
     timeout = 60 + messages / 20  # far above the slowest expected run (~150 msgs/s serial)
     cmd = [sluice or args.sluice, "run", "--config", config, *shlex.split(args.run_args)]
     db_cpu0 = cpu_s(dynoxide.pid) if dynoxide else 0.0
@@ -366,11 +453,7 @@ def run_one(args, tmp, label, messages, concurrency, delay, stub=False, sluice=N
     px_cpu = (cpu_s(proxy.pid) - px_cpu0) if proxy else 0.0
     if proc.returncode != 0:
         die(f"{label}: sluice exited {proc.returncode}:\n{err.decode(errors='replace')[-4000:]}")
-    with open(out, "rb") as f:
-        lines = f.read().splitlines()
-    marked = sum(1 for line in lines if MARK in line)
-    if len(lines) != messages or marked != messages:
-        die(f"{label}: expected {messages} messages out, all locked and processed; got {len(lines)}, {marked} processed")
+    check_output(label, out, messages, messages)
 
     counts = None
     commit_s = None
@@ -390,6 +473,157 @@ def run_one(args, tmp, label, messages, concurrency, delay, stub=False, sluice=N
                busy=busy)
 
 
+# --- capacity units per message, by phase ----------------------------------------------
+
+# The lease of the owner that dies in the takeover phase: short, so that the takeover can
+# follow soon; long enough that its renewals (every third of it, of every key it holds) do
+# not slow its taking of them much on a busy machine.
+OWNER_LEASE = "20s"
+# The taker's clock_skew, the default for its lease (the default 1m): another owner's lease
+# blocks it until the lease's end plus this.
+TAKER_SKEW_S = 10.0
+PHASES = ("new", "duplicate", "mixed", "takeover")
+# In the mixed phase, one message in this many is a duplicate.
+MIXED_EVERY = 100
+MODES = ("transactions", "items")
+
+
+def phase_run(args, tmp, db_port, label, config, inp, n, marked):
+    """One `sluice run` over the emulator through a billing proxy: its wall time and counts.
+    `marked` messages must come out through the inner transform, and all `n` out."""
+    counts_path = os.path.join(tmp, "phase-counts.json")
+    proxy, port = start_proxy(db_port, args.delay_ms, counts_path, bill=True)
+    out = os.path.join(tmp, "phase-out.jsonl")
+    cmd = [args.sluice, "run", "--config", config, *shlex.split(args.run_args)]
+    timeout = 60 + n / 20
+    with open(inp, "rb") as fin, open(out, "wb") as fout:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE, env=sluice_env(port))
+        CHILDREN.append(proc)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stop(proc, signal.SIGKILL)
+            die(f"{label}: sluice did not finish {n} messages in {timeout:.0f} s")
+        wall = time.monotonic() - start
+        CHILDREN.remove(proc)
+    if proc.returncode != 0:
+        die(f"{label}: sluice exited {proc.returncode}:\n{err.decode(errors='replace')[-4000:]}")
+    check_output(label, out, n, marked)
+    return Run(wall=wall, counts=stop_proxy(proxy, counts_path))
+
+
+def kill_owner(args, tmp, db_port, label, config, inp, n):
+    """Runs an owner that takes the `n` keys and holds them pending (a config with `hold`,
+    and the whole input in one batch), and kills it with SIGKILL once the proxy has seen
+    every key taken: what a crash leaves. Its counts and how long it lived."""
+    counts_path = os.path.join(tmp, "owner-counts.json")
+    proxy, port = start_proxy(db_port, args.delay_ms, counts_path, bill=True)
+    out = os.path.join(tmp, "owner-out.jsonl")
+    batch = ["--batch-messages", str(n), "--batch-bytes", str(256 * n + (1 << 20)),
+             "--read-ahead-bytes", str(512 * n + (8 << 20))]
+    cmd = [args.sluice, "run", "--config", config, *batch, *shlex.split(args.run_args)]
+    with open(inp, "rb") as fin, open(out, "wb") as fout:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=subprocess.DEVNULL, env=sluice_env(port))
+        CHILDREN.append(proc)
+        deadline = start + 60 + n / 20
+        while True:
+            if proc.poll() is not None:
+                die(f"{label}: the owner exited ({proc.returncode}) before it took its {n} keys")
+            if proxy_counts(proxy, counts_path).get("acquired_keys", 0) >= n:
+                break
+            if time.monotonic() > deadline:
+                stop(proc, signal.SIGKILL)
+                die(f"{label}: the owner did not take its {n} keys in {deadline - start:.0f} s")
+            time.sleep(0.25)
+        stop(proc, signal.SIGKILL)
+        lived = time.monotonic() - start
+    if os.path.getsize(out):
+        die(f"{label}: the owner delivered messages before it was killed (its keys were to stay pending)")
+    return Run(wall=lived, counts=stop_proxy(proxy, counts_path))
+
+
+def wait_for_leases(db_port, prefix, n, label):
+    """Waits until the `n` pending keys under `prefix` can be taken over: the latest lease's
+    end plus the taker's skew (read from the table directly, not through a proxy)."""
+    db = Dynamo(db_port)
+    req = {"TableName": TABLE, "FilterExpression": "begins_with(PK, :p)",
+           "ProjectionExpression": "lock_status, lock_lease_until",
+           "ExpressionAttributeValues": {":p": {"S": prefix + ":"}}}
+    pending, latest_ms = 0, 0
+    while True:
+        status, data = db.call("Scan", req)
+        if status != 200:
+            die(f"{label}: Scan: HTTP {status}: {data}")
+        for item in data.get("Items", []):
+            if item.get("lock_status", {}).get("S") == "pending":
+                pending += 1
+                latest_ms = max(latest_ms, int(item.get("lock_lease_until", {}).get("N", "0")))
+        if "LastEvaluatedKey" not in data:
+            break
+        req["ExclusiveStartKey"] = data["LastEvaluatedKey"]
+    db.close()
+    if pending != n:
+        die(f"{label}: {pending} keys left pending by the killed owner, not {n}")
+    time.sleep(max(0.0, latest_ms / 1000 + TAKER_SKEW_S + 1.0 - time.time()))
+
+
+def run_phases(args, tmp, acquire):
+    """The phases of one acquisition mode over one emulator: `new` (fresh keys), `duplicate`
+    (the same keys again, all committed), `mixed` (fresh keys but one in MIXED_EVERY, which
+    is committed), `takeover` (fresh keys an owner took and died holding, taken once their
+    leases ended); and `owner`, the dead owner's own run."""
+    n = args.units_messages
+    dynoxide, db_port = start_dynoxide(args.dynoxide)
+    create_table(db_port)
+    inp = input_file(tmp, n)
+    config = os.path.join(tmp, "phase.jsonnet")
+    out = {}
+    write_config(config, f"units-{acquire}-{uuid.uuid4().hex[:10]}", None, acquire)
+    out["new"] = phase_run(args, tmp, db_port, f"new/{acquire}", config, inp, n, n)
+    out["duplicate"] = phase_run(args, tmp, db_port, f"duplicate/{acquire}", config, inp, n, 0)
+    mixed = os.path.join(tmp, f"input-{n}-mixed.jsonl")
+    if not os.path.exists(mixed):
+        write_input(mixed, n, MIXED_EVERY)
+    fresh = n - len(range(0, n, MIXED_EVERY))
+    out["mixed"] = phase_run(args, tmp, db_port, f"mixed/{acquire}", config, mixed, n, fresh)
+    prefix = f"takeover-{acquire}-{uuid.uuid4().hex[:10]}"
+    write_config(config, prefix, None, acquire, lease=OWNER_LEASE, hold=True)
+    out["owner"] = kill_owner(args, tmp, db_port, f"takeover/{acquire}", config, inp, n)
+    wait_for_leases(db_port, prefix, n, f"takeover/{acquire}")
+    write_config(config, prefix, None, acquire)
+    out["takeover"] = phase_run(args, tmp, db_port, f"takeover/{acquire}", config, inp, n, n)
+    stop(dynoxide)
+    return out
+
+
+def print_units(args, units):
+    n = args.units_messages
+    med = statistics.median
+    print()
+    print(f"DynamoDB capacity units per message, billed as DynamoDB bills them: {n:,} messages a phase, "
+          f"+{args.delay_ms:g} ms each way, median of {len(units[MODES[0]])} runs")
+    print(f"{'phase':<10} {'lock_acquire':<13} {'msgs/s':>7} {'write/msg':>9} {'read/msg':>8} {'calls/msg':>9}  "
+          "write units per message, by call")
+    for mode in MODES:
+        for phase in PHASES:
+            runs = [u[phase] for u in units[mode]]
+            rate = med(n / x.wall for x in runs)
+            write = med(x.counts["bill"]["write"] / n for x in runs)
+            read = med(x.counts["bill"]["read"] / n for x in runs)
+            calls = med(sum(v for k, v in x.counts["targets"].items() if "/" not in k) / n for x in runs)
+            print(f"{phase:<10} {mode:<13} {rate:>7,.0f} {write:>9.3f} {read:>8.3f} {calls:>9.4f}  "
+                  f"{billing.where_units_went([x.counts['bill'] for x in runs], n)}")
+    owners = ", ".join(
+        f"{mode} {med(u['owner'].counts['bill']['write'] / n for u in units[mode]):.2f} write/msg over "
+        f"{med(u['owner'].wall for u in units[mode]):.1f} s" for mode in MODES)
+    print(f"(takeover: the keys of an owner killed (SIGKILL) holding them, lease {OWNER_LEASE}, taken once their "
+          f"leases ended; the owner itself spent {owners}: its takes and renewals)")
+    every = [x.counts["bill"] for mode in MODES for u in units[mode] for x in u.values()]
+    print(billing.sources(every))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=20_000, help="per run at the default concurrency")
@@ -406,15 +640,29 @@ def main():
                     help="adds rows whose store takes locks one UpdateItem at a time (lock_acquire: 'items'; "
                          "items/DELAY and stub-items/DELAY) beside the default, transactions")
     ap.add_argument("--run-args", default="", help="extra arguments of every `sluice run`, e.g. '--workers 1'")
+    ap.add_argument("--units-messages", type=int, default=0,
+                    help="messages per phase of the capacity-units table (default: --messages)")
+    ap.add_argument("--units-runs", type=int, default=1,
+                    help="runs of the capacity-units phases, interleaved with the first runs of the configurations "
+                         "(the units do not vary from run to run; their messages/s do)")
+    ap.add_argument("--units-only", action="store_true",
+                    help="only the capacity-units table (its phases, both acquisition modes), not the configurations")
+    ap.add_argument("--no-units", dest="units", action="store_false",
+                    help="only the configurations, not the capacity-units table")
     args = ap.parse_args()
+    args.units_messages = args.units_messages or args.messages
     if not os.access(args.sluice, os.X_OK):
         die(f"no sluice binary at {args.sluice} (scripts/bench.sh lock builds it)")
     if args.baseline and not os.access(args.baseline, os.X_OK):
         die(f"no baseline sluice binary at {args.baseline}")
     if not os.access(args.dynoxide, os.X_OK):
         die(f"no dynoxide at {args.dynoxide} (scripts/emulators.sh install)")
-    if args.runs < 1 or args.messages < 1 or args.serial_messages < 1:
-        die("--runs, --messages and --serial-messages must be at least 1")
+    if min(args.runs, args.messages, args.serial_messages, args.units_messages, args.units_runs) < 1:
+        die("--runs, --messages, --serial-messages, --units-messages and --units-runs must be at least 1")
+    if args.units_only:
+        args.runs = args.units_runs
+    if args.units_only and not args.units:
+        die("--units-only and --no-units leave nothing to run")
 
     d = f"{args.delay_ms:g}ms"
     # (label, concurrency or None for the default, messages, delay ms or None for no proxy, stub,
@@ -436,33 +684,53 @@ def main():
     for c in filter(None, (x.strip() for x in args.concurrency.split(","))):
         configs.append((f"c{int(c)}/{d}", int(c), args.messages, args.delay_ms, False, None, None))
         configs.append((f"stub-c{int(c)}/{d}", int(c), args.messages, args.delay_ms, True, None, None))
+    if args.units_only:
+        configs = []
 
     # Ctrl-C and SIGTERM end the bench through the clean-up below (SIGINT explicitly: a shell
     # that starts a job in the background ignores it in the job).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     results = {c[0]: [] for c in configs}
+    units = {mode: [] for mode in MODES}
+    probes = {}
     with tempfile.TemporaryDirectory(prefix="sluice-lock-bench-") as tmp:
         try:
-            dynoxide, db_port = start_dynoxide(args.dynoxide)
-            create_table(db_port)
-            probes = {"direct": probe_rtt(db_port)}
-            for delay in (0.0, args.delay_ms):
-                counts_path = os.path.join(tmp, "probe-counts.json")
-                proxy, port = start_proxy(db_port, delay, counts_path)
-                probes[f"+{delay:g} ms"] = probe_rtt(port)
-                stop_proxy(proxy, counts_path)
-            stop(dynoxide)
+            if configs:
+                dynoxide, db_port = start_dynoxide(args.dynoxide)
+                create_table(db_port)
+                probes["direct"] = probe_rtt(db_port)
+                for delay in (0.0, args.delay_ms):
+                    counts_path = os.path.join(tmp, "probe-counts.json")
+                    proxy, port = start_proxy(db_port, delay, counts_path)
+                    probes[f"+{delay:g} ms"] = probe_rtt(port)
+                    stop_proxy(proxy, counts_path)
+                stop(dynoxide)
             for r in range(args.runs):
                 for label, conc, n, delay, stub, binary, acquire in configs:  # interleaved: same machine
                     run = run_one(args, tmp, label, n, conc, delay, stub, binary, acquire)
                     results[label].append(run)
                     print(f"  run {r + 1}/{args.runs} {label:<16} {n:>7} msgs {run.wall:7.3f} s "
                           f"{n / run.wall:>9,.0f} msgs/s", file=sys.stderr, flush=True)
+                for mode in MODES if args.units and r < args.units_runs else ():
+                    phases = run_phases(args, tmp, mode)
+                    units[mode].append(phases)
+                    n = args.units_messages
+                    print(f"  run {r + 1}/{args.runs} units/{mode}: " + ", ".join(
+                        f"{p} {phases[p].counts['bill']['write'] / n:.2f} write/msg {n / phases[p].wall:,.0f} msgs/s"
+                        for p in PHASES), file=sys.stderr, flush=True)
         finally:  # inside the temporary directory: the proxies write their counts there
             for proc in list(CHILDREN):
                 stop(proc, signal.SIGKILL if proc.args[0] in (args.sluice, args.baseline) else signal.SIGTERM)
 
+    if configs:
+        print_rows(args, configs, results, probes)
+    if args.units:
+        print_units(args, units)
+
+
+def print_rows(args, configs, results, probes):
+    d = f"{args.delay_ms:g}ms"
     med = statistics.median
     print()
     print(f"meta_kv_store_lock over DynamoDB (dynoxide on loopback), +{args.delay_ms:g} ms each way by the proxy, "

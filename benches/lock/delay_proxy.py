@@ -2,6 +2,7 @@
 """A TCP delay proxy on loopback that also counts DynamoDB requests (Python stdlib only).
 
     delay_proxy.py LISTEN_PORT TARGET_HOST:PORT DELAY_MS [--counts FILE] [--trace FILE] [--threads]
+                   [--bill]
 
 Listens on 127.0.0.1:LISTEN_PORT (0: any free port) and forwards every connection to
 TARGET_HOST:PORT, holding each chunk of bytes DELAY_MS (a float) in each direction, so a
@@ -39,6 +40,17 @@ locks, and is also counted as `DynamoDB_20120810.TransactWriteItems/acquire`, it
 `acquire_keys`. Parsing never delays forwarding: a chunk is stamped and queued before it is
 parsed.
 
+Billing (--bill, not with the stub or --threads): every DynamoDB call is billed in write and
+read capacity units as DynamoDB bills it (billing.py says how). The proxy then holds each
+request until it has been read to its end (its delay counts from its last byte; a request
+almost always arrives in one read), adds `"ReturnConsumedCapacity": "TOTAL"` to the body of
+each data-plane call that does not ask for it, fixing Content-Length (dynoxide 1.2.1 does not
+verify the SigV4 signature, which covers the body; the SDK reads the added field into its
+output and ignores it), and parses the answers, after forwarding them, to bill each call with
+its request. It also counts the keys that acquisitions took (`acquired_keys`: those of
+successful acquiring transactions, and successful `UpdateItem`s, which the lock makes only to
+take keys).
+
 With --trace FILE it also appends a line per request to FILE: when its head was parsed
 (CLOCK_MONOTONIC seconds, Python's time.monotonic(), comparable across processes) and its
 target, for timelines.
@@ -47,9 +59,14 @@ On SIGTERM or SIGINT it writes the counts as JSON to FILE (or to stdout without 
 then exits; SIGUSR1 writes them without exiting. The JSON:
     {"targets": {"DynamoDB_20120810.PutItem": 20000, ...}, "requests": N,
      "connections": N, "bytes_up": N, "bytes_down": N, "unparsed_connections": N,
-     "acquire_keys": N, "delay_ms": D}
+     "acquire_keys": N, "delay_ms": D, "snapshot": K}
+where K counts the snapshots written (a reader waits for it to grow after a SIGUSR1); with
+--bill also "acquired_keys": N and "bill": {"write": W, "read": R, "kinds": {"UpdateItem
+condition failed": {"calls": N, "write": W, "read": R}, ...}, "from_response": U,
+"estimated": U, "unbilled": {error type: calls}, "mismatches": N, "mismatch_example": S}.
 """
 import argparse
+import collections
 import heapq
 import json
 import os
@@ -61,10 +78,12 @@ import sys
 import threading
 import time
 
+import billing  # beside this file
+
 RECV_BYTES = 65536
 # A request head longer than this is not HTTP as we know it: stop parsing that connection
 # (it is still forwarded) and report it as unparsed.
-MAX_HEAD = 1 << 20
+MAX_HEAD = billing.MAX_HEAD
 # What the stub answers to every request: a success for an acquisition (an UpdateItem whose
 # `{}` holds no old record, so the key was free; or a PutItem without ReturnValues) and for
 # TransactWriteItems alike.
@@ -75,7 +94,7 @@ STUB_RESPONSE = (
 
 
 class Counts:
-    def __init__(self, delay_ms, trace=None):
+    def __init__(self, delay_ms, trace=None, bill=False):
         self.lock = threading.Lock()
         self.trace = trace  # a file: one line per request, "CLOCK_MONOTONIC-seconds target"
         self.targets = {}
@@ -86,6 +105,9 @@ class Counts:
         self.unparsed = 0
         self.acquire_keys = 0
         self.delay_ms = delay_ms
+        self.ledger = billing.Ledger() if bill else None
+        self.acquired_keys = 0  # keys that acquisitions took (--bill: their answers are read)
+        self.snapshots = 0
 
     def request(self, target):
         with self.lock:
@@ -95,17 +117,34 @@ class Counts:
                 self.trace.write(f"{time.monotonic():.6f} {target}\n")
 
     def transaction(self, target, body):
-        """Counts a TransactWriteItems that takes locks (its updates set `:pending`)."""
+        """Counts a TransactWriteItems that takes locks (its updates set `:pending`). Returns
+        what the transaction does, as the lock's store writes them (`acquire`, `commit`,
+        `renew`, `abandon`, `release`, else `other`), and how many keys it asks to take."""
         try:
             items = json.loads(body).get("TransactItems", [])
         except ValueError:
-            return
-        updates = [i["Update"] for i in items if isinstance(i, dict) and "Update" in i]
-        if updates and all(":pending" in u.get("UpdateExpression", "") for u in updates):
+            return "other", 0
+        updates = [i["Update"].get("UpdateExpression", "") for i in items if isinstance(i, dict) and "Update" in i]
+        if updates and all(":pending" in u for u in updates):
             with self.lock:
                 kind = target + "/acquire"
                 self.targets[kind] = self.targets.get(kind, 0) + 1
                 self.acquire_keys += len(updates)
+            return "acquire", len(updates)
+        for what, mark in (("commit", ":committed"), ("abandon", ":ended"), ("renew", ":lease")):
+            if updates and all(mark in u for u in updates):
+                return what, 0
+        if items and all(isinstance(i, dict) and "Delete" in i for i in items):
+            return "release", 0
+        return "other", 0
+
+    def response(self, call, status, body):
+        """--bill: one answered call, `call` as RequestFramer queued it."""
+        op, label, keys, req_body = call
+        with self.lock:
+            self.ledger.add(op, label, status, req_body, body)
+            if status == 200 and keys:
+                self.acquired_keys += keys
 
     def add(self, field, n):
         with self.lock:
@@ -113,7 +152,8 @@ class Counts:
 
     def snapshot(self):
         with self.lock:
-            return {
+            self.snapshots += 1
+            out = {
                 "targets": dict(sorted(self.targets.items())),
                 "requests": self.requests,
                 "connections": self.connections,
@@ -122,7 +162,12 @@ class Counts:
                 "unparsed_connections": self.unparsed,
                 "acquire_keys": self.acquire_keys,
                 "delay_ms": self.delay_ms,
+                "snapshot": self.snapshots,
             }
+            if self.ledger:
+                out["acquired_keys"] = self.acquired_keys
+                out["bill"] = self.ledger.snapshot()
+            return out
 
 
 class RequestCounter:
@@ -259,7 +304,8 @@ class RequestCounter:
 class Side:
     """One socket of a proxied pair, in the event loop: what is due to be written to it."""
 
-    __slots__ = ("sock", "peer", "out", "shut_due", "shut", "reading", "counter", "field", "closed")
+    __slots__ = ("sock", "peer", "out", "shut_due", "shut", "reading", "counter", "field", "closed", "framer",
+                 "parser")
 
     def __init__(self, sock, field, counter):
         self.sock = sock
@@ -271,6 +317,8 @@ class Side:
         self.counter = counter  # a RequestCounter for the client side
         self.field = field  # what reading from this socket counts as
         self.closed = False
+        self.framer = None  # --bill: the client side's billing.RequestFramer (it forwards what it reads)
+        self.parser = None  # --bill: the server side's billing.ResponseParser
 
 
 class Loop:
@@ -311,10 +359,15 @@ class Loop:
                 c.counter = RequestCounter(self.counts, lambda c=c: self.push(2 * self.delay_s, c, STUB_RESPONSE))
                 pair = (c,)
             else:
-                c.counter = RequestCounter(self.counts)
                 v = Side(server, "bytes_down", None)
                 c.peer, v.peer = v, c
                 pair = (c, v)
+                if self.counts.ledger is None:
+                    c.counter = RequestCounter(self.counts)
+                else:
+                    calls = collections.deque()
+                    c.framer = billing.RequestFramer(self.counts, lambda data, v=v: self.push(self.delay_s, v, data), calls)
+                    v.parser = billing.ResponseParser(self.counts, calls)
             for side in pair:
                 side.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 side.sock.setblocking(False)
@@ -340,6 +393,13 @@ class Loop:
             self.close_pair(side)  # reset: nothing more will be delivered either way
             return
         self.now = now
+        if side.framer is not None and data:
+            # --bill: the framer forwards whole requests itself.
+            self.counts.add(side.field, len(data))
+            side.framer.feed(data)
+            return
+        if side.framer is not None:
+            side.framer.end()  # what it holds goes on before the end
         if side.peer is not None:
             self.push(self.delay_s, side.peer, data)
         if not data:
@@ -350,6 +410,8 @@ class Loop:
         self.counts.add(side.field, len(data))
         if side.counter is not None:
             side.counter.feed(data)
+        if side.parser is not None:
+            side.parser.feed(data)
 
     def flush(self, side):
         if side.closed:
@@ -480,6 +542,9 @@ def main():
     ap.add_argument("--trace", help="append one line per request here: monotonic seconds, X-Amz-Target")
     ap.add_argument("--threads", action="store_true",
                     help="a reader and a writer thread per direction instead of the event loop (slower; for comparison)")
+    ap.add_argument("--bill", action="store_true",
+                    help="bill every DynamoDB call in capacity units (billing.py), asking the server for its "
+                         "ConsumedCapacity; the counts get `bill` and `acquired_keys`")
     args = ap.parse_args()
     if args.target == "stub":
         target = None
@@ -488,9 +553,11 @@ def main():
         target = (host or "127.0.0.1", int(port))
     if target is None and args.threads:
         ap.error("the stub needs the event loop (no --threads)")
+    if args.bill and (target is None or args.threads):
+        ap.error("--bill needs a server to answer (not the stub) and the event loop (no --threads)")
     delay_s = max(args.delay_ms, 0.0) / 1000.0
     trace = open(args.trace, "a", buffering=1 << 20) if args.trace else None
-    counts = Counts(args.delay_ms, trace)
+    counts = Counts(args.delay_ms, trace, args.bill)
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
