@@ -48,6 +48,9 @@ scripts/emulators.sh install
 step "format (cargo fmt --check)"
 cargo fmt --all -- --check
 
+step "docs/cost.md's tables as benches/cost/cost.py prints them"
+python3 benches/cost/cost.py --check docs/cost.md
+
 step "lint (cargo clippy -D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -8,6 +8,7 @@ when either changes the tables are regenerated, not edited:
 
     python3 benches/cost/cost.py            # the tables, as markdown
     python3 benches/cost/cost.py --lock-w 2 --lock-r 1    # another lock cost per message
+    python3 benches/cost/cost.py --check docs/cost.md     # fails when the page's tables are stale
 
 Model (all per message, then scaled):
 - Lambda: GB-seconds = CPU seconds x 1.7275 GB (Lambda gives a function one vCPU at
@@ -25,6 +26,9 @@ Model (all per message, then scaled):
   ($ per capacity-unit hour, at a 70% utilisation target).
 """
 import argparse
+import contextlib
+import io
+import sys
 
 # Prices: us-east-1, USD, read 2026-12-05. Sources:
 # - Lambda: https://aws.amazon.com/lambda/pricing/ (x86 $0.0000166667 per GB-s, first
@@ -144,7 +148,24 @@ def main():
     ap.add_argument("--lock-w", type=float, help="add a lock row: write units per new message")
     ap.add_argument("--lock-r", type=float, default=0.0, help="... and read units")
     ap.add_argument("--lock-dup", type=float, default=1.0, help="... and units per duplicate")
+    ap.add_argument("--check", metavar="PAGE",
+                    help="instead of printing, check that PAGE holds every table as printed")
     args = ap.parse_args()
+    if args.check:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            print_tables(args)
+        page = open(args.check, encoding="utf-8").read()
+        tables = [t for t in out.getvalue().split("\n\n") if t.startswith("|")]
+        stale = [t.splitlines()[0] for t in tables if t.strip() not in page]
+        for header in stale:
+            print(f"{args.check}: this table is not as benches/cost/cost.py prints it: {header}",
+                  file=sys.stderr)
+        sys.exit(1 if stale else 0)
+    print_tables(args)
+
+
+def print_tables(args):
     locks = dict(LOCKS)
     if args.lock_w is not None:
         locks[f"sluice at {args.lock_w:g} W + {args.lock_r:g} R"] = {
