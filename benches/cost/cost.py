@@ -81,8 +81,12 @@ WORKLOADS = {
 # published designs: Substation's lock is one conditional PutItem (deleted only when a
 # later send fails); Powertools' idempotency is a conditional put, then an update to
 # COMPLETED, and a duplicate is the failed conditional put, which returns the record.
+# benches/lock's capacity units (docs/performance.md, 2026-12-05): transactions 4.00 a new
+# message, 2.00 a duplicate (5.90 a message when 1 in 100 is a duplicate); items 3.00 and
+# 1.00 (2.98).
 LOCKS = {
     "sluice, transactions (the default)": {"new": (4.0, 0.0), "dup": (2.0, 0.0)},
+    "sluice, items": {"new": (3.0, 0.0), "dup": (1.0, 0.0)},
     "Substation (one PutItem)": {"new": (1.0, 0.0), "dup": (1.0, 0.0)},
     "Powertools idempotency": {"new": (2.0, 0.0), "dup": (1.0, 0.0)},
 }
