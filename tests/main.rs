@@ -2,8 +2,14 @@
 //! per file: `sluice` run as a process, and the AWS stores and sends against the local
 //! emulators that `scripts/emulators.sh` installs (each started once per test run).
 
-// Test code: its items need not say `pub(crate)` (the workspace's lints).
-#![allow(unreachable_pub)]
+// Test code: its items need not say `pub(crate)`, and it may unwrap and panic (the
+// workspace's lints).
+#![allow(
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod common;
 

@@ -1,8 +1,14 @@
 //! The embedded library: every function, the abbreviations, the defaults, the ids, and the
 //! places where it corrects Substation's library.
 
-// Test code: its items need not say `pub(crate)` (the workspace's lints).
-#![allow(unreachable_pub)]
+// Test code: its items need not say `pub(crate)`, and it may unwrap and panic (the
+// workspace's lints).
+#![allow(
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod common;
 

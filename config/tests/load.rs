@@ -1,7 +1,13 @@
 //! Loading configs from files: Jsonnet and JSON, imports, ext strings, errors.
 
-// Test code: its items need not say `pub(crate)` (the workspace's lints).
-#![allow(unreachable_pub)]
+// Test code: its items need not say `pub(crate)`, and it may unwrap and panic (the
+// workspace's lints).
+#![allow(
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod common;
 

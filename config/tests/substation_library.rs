@@ -10,8 +10,14 @@
 //! [`KNOWN`]'s, each a Substation defect that sluice corrects (listed in
 //! `docs/reference/README.md#where-sluice-differs-from-substation`).
 
-// Test code: its items need not say `pub(crate)` (the workspace's lints).
-#![allow(unreachable_pub)]
+// Test code: its items need not say `pub(crate)`, and it may unwrap and panic (the
+// workspace's lints).
+#![allow(
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod common;
 

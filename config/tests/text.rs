@@ -1,8 +1,14 @@
 //! Configs given as text under a name (a URL), as `sluice` loads `s3://` and `https://`
 //! configs: error positions show the name, relative imports resolve against it as a URL.
 
-// Test code: its items need not say `pub(crate)` (the workspace's lints).
-#![allow(unreachable_pub)]
+// Test code: its items need not say `pub(crate)`, and it may unwrap and panic (the
+// workspace's lints).
+#![allow(
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

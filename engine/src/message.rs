@@ -78,44 +78,43 @@ impl Body {
             .as_ref()
     }
 
-    /// The parsed JSON (parsing it first if need be, through `&mut self`: no atomics).
-    fn parsed_mut(&mut self) -> &mut Option<Value> {
-        if self.parsed.get().is_none() {
-            let v = self.raw.get().and_then(crate::json::parse::from_bytes);
-            self.parsed = OnceCell::with_value(v);
+    /// Takes the parsed JSON out (parsing it first if need be, through `&mut self`: no
+    /// atomics), leaving the cell empty.
+    fn take_parsed(&mut self) -> Option<Value> {
+        match self.parsed.take() {
+            Some(parsed) => parsed,
+            None => self.raw.get().and_then(crate::json::parse::from_bytes),
         }
-        self.parsed.get_mut().expect("filled above")
     }
 
     /// The JSON for writing. Empty bytes become an empty object (as SJSON does); bytes that
     /// are not JSON are an error. The cached bytes are dropped, since they go stale.
     pub fn value_mut(&mut self) -> Result<&mut Value, TransformError> {
-        // A document already parsed and written into (no bytes cached): what every write
-        // after a message's first finds.
-        if self.raw.get().is_none() && matches!(self.parsed.get(), Some(Some(_))) {
-            return Ok(self
-                .parsed
-                .get_mut()
-                .and_then(Option::as_mut)
-                .expect("checked above"));
+        // Unless the document is already parsed and written into (no bytes cached), which is
+        // what every write after a message's first finds: parse it, and drop the bytes.
+        if self.raw.get().is_some() || !matches!(self.parsed.get(), Some(Some(_))) {
+            let is_empty = self.is_empty();
+            let v = match self.take_parsed() {
+                Some(v) => v,
+                None if is_empty => Value::Object(Default::default()),
+                None => {
+                    self.parsed = OnceCell::with_value(None);
+                    return Err(TransformError::NotJson(
+                        "cannot set a key: the data is not JSON".into(),
+                    ));
+                }
+            };
+            self.raw = OnceCell::new();
+            self.parsed = OnceCell::with_value(Some(v));
         }
-        let is_empty = self.is_empty();
-        let slot = self.parsed_mut();
-        if slot.is_none() {
-            if is_empty {
-                *slot = Some(Value::Object(Default::default()));
-            } else {
-                return Err(TransformError::NotJson(
-                    "cannot set a key: the data is not JSON".into(),
-                ));
-            }
+        // A once-cell made full gives its value back only as an `Option`.
+        match self.parsed.get_mut() {
+            Some(Some(v)) => Ok(v),
+            _ => Err(TransformError::Failed(
+                "the message lost its parsed JSON while it was written into (a bug in sluice)"
+                    .into(),
+            )),
         }
-        self.raw = OnceCell::new();
-        Ok(self
-            .parsed
-            .get_mut()
-            .and_then(Option::as_mut)
-            .expect("set above"))
     }
 
     /// Whether the body is empty (no bytes and no value).
@@ -130,9 +129,12 @@ impl Body {
     /// Takes the parsed JSON out (parsing if needed), leaving the body empty; `None` when
     /// it is not JSON. Lets a transform move a document instead of cloning it.
     pub fn take_value(&mut self) -> Option<Value> {
-        let v = self.parsed_mut().take();
+        let v = self.take_parsed();
         if v.is_some() {
             *self = Body::default();
+        } else {
+            // Not JSON: remember that, as a read would.
+            self.parsed = OnceCell::with_value(None);
         }
         v
     }

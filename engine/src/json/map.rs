@@ -84,8 +84,8 @@ fn push_slot(entries: &mut Vec<Slot>, tag: u64, key: CompactString, value: Value
 #[inline]
 pub(super) fn tag(key: &[u8]) -> u64 {
     let n = key.len();
-    let head = if n >= 8 {
-        u64::from_le_bytes(key[..8].try_into().expect("8 bytes")) & 0x00ff_ffff_ffff_ffff
+    let head = if let Some(head) = key.first_chunk::<8>() {
+        u64::from_le_bytes(*head) & 0x00ff_ffff_ffff_ffff
     } else {
         // Byte by byte: a variable-length copy would be a library call.
         key.iter()
@@ -107,9 +107,10 @@ pub(super) fn same_tagged_key(a: &[u8], b: &[u8]) -> bool {
     if n <= 7 {
         return true;
     }
-    if n <= 15 {
-        let tail = |k: &[u8]| u64::from_le_bytes(k[n - 8..n].try_into().expect("8 bytes"));
-        return tail(a) == tail(b);
+    if n <= 15
+        && let (Some(ta), Some(tb)) = (a.last_chunk::<8>(), b.last_chunk::<8>())
+    {
+        return u64::from_le_bytes(*ta) == u64::from_le_bytes(*tb);
     }
     a[7..] == b[7..]
 }

@@ -455,8 +455,8 @@ impl<'a> Reader<'a> {
 /// the lowest byte its mask flags (the mask is exact up to the first stop).
 #[inline]
 fn plain_run(b: &[u8], mut i: usize) -> usize {
-    while let Some(word) = b.get(i..i + 8) {
-        let stops = escapes_in(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+    while let Some(word) = b.get(i..i + 8).and_then(<[u8]>::first_chunk::<8>) {
+        let stops = escapes_in(u64::from_le_bytes(*word));
         if stops != 0 {
             return i + (stops.trailing_zeros() / 8) as usize;
         }

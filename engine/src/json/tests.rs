@@ -176,6 +176,7 @@ fn the_direct_writer_writes_what_serde_json_writes() {
     let mut texts: Vec<String> = vec![
         r#"{"a":"x\"y\\z\n\t\r\b\f\u0001\u001f/é😀","b":[1,-2,2.5,1e300,-0.0,18446744073709551615,null,true,false],"c":{}}"#.into(),
         r#"[[],[{}],"",0,-9223372036854775808]"#.into(),
+        r#"[1591367999.430166,0.7609624449125756,1e-7,5e-324,1.7976931348623157e308,-1.5e-10,100000000000000000000.0]"#.into(),
     ];
     // Every single byte value 0..128 inside a string and as a key, alone and at every
     // position of a longer string (the writer skips eight plain bytes at a time).

@@ -28,8 +28,14 @@ fn write(out: &mut Vec<u8>, v: &Value, keep_text: bool) {
                 out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
             } else if let Some(i) = n.as_i64() {
                 out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
+            } else if let Some(f) = n.as_f64() {
+                // A float, finite (as serde_json's numbers are), in the text serde_json
+                // writes for one.
+                out.extend_from_slice(zmij::Buffer::new().format_finite(f).as_bytes());
             } else {
-                serde_json::to_writer(&mut *out, n).expect("writing to a Vec cannot fail");
+                // serde_json has no other kind of number; were there one, its `Display`
+                // text would be right.
+                push_display(out, n);
             }
         }
         Value::String(s) => write_str(out, s),
@@ -129,27 +135,37 @@ pub(super) fn escapes_in(w: u64) -> u64 {
     (control | quote | backslash) & HIGHS
 }
 
+/// Appends `v`'s `Display` text to `out`. The sink cannot fail, and a `Display` impl fails
+/// only when its sink does, so formatting has no error to report.
+fn push_display(out: &mut Vec<u8>, v: &impl std::fmt::Display) {
+    struct Sink<'a>(&'a mut Vec<u8>);
+    impl std::fmt::Write for Sink<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.extend_from_slice(s.as_bytes());
+            Ok(())
+        }
+    }
+    let _ = std::fmt::Write::write_fmt(&mut Sink(out), format_args!("{v}"));
+}
+
 /// Whether `bytes` hold nothing to escape, read in words straight from where they are (a
 /// word loaded from a staging buffer written piece by piece stalls until the pieces are
 /// stored: that was most of this function's time): eight bytes at a time with the last word
 /// overlapping, or two overlapping halves, or up to three bytes padded with a plain one.
 #[inline]
 fn plain(bytes: &[u8]) -> bool {
-    let n = bytes.len();
-    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-    if n >= 8 {
-        let mut i = 0;
-        while i + 8 < n {
-            if escapes_in(word(i)) != 0 {
+    if let Some(&last) = bytes.last_chunk::<8>() {
+        // The whole words that end before the last byte, then the last eight bytes.
+        let (words, _) = bytes[..bytes.len() - 1].as_chunks::<8>();
+        for &w in words {
+            if escapes_in(u64::from_le_bytes(w)) != 0 {
                 return false;
             }
-            i += 8;
         }
-        return escapes_in(word(n - 8)) == 0;
+        return escapes_in(u64::from_le_bytes(last)) == 0;
     }
-    let w = if n >= 4 {
-        let half = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-        u64::from(half(0)) | u64::from(half(n - 4)) << 32
+    let w = if let (Some(&lo), Some(&hi)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32
     } else {
         bytes
             .iter()
@@ -188,12 +204,11 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
     let mut i = 0;
     while i < bytes.len() {
         // Skip eight plain bytes at a time.
-        if i + 8 <= bytes.len() {
-            let w = u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
-            if !word_needs_escape(w) {
-                i += 8;
-                continue;
-            }
+        if let Some(&w) = bytes.get(i..i + 8).and_then(<[u8]>::first_chunk::<8>)
+            && !word_needs_escape(u64::from_le_bytes(w))
+        {
+            i += 8;
+            continue;
         }
         let b = bytes[i];
         let esc = ESCAPE[b as usize];

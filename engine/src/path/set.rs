@@ -18,9 +18,13 @@ const MAX_PADDING: usize = 1 << 16;
 /// Why a write failed (the caller adds the path).
 pub(crate) type WriteResult<T> = Result<T, String>;
 
-/// Sets `v` at `steps` (not empty) in `doc`.
+/// Sets `v` at `steps` in `doc` (no steps: `v` replaces `doc`, as `@this`).
 #[inline]
 pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()> {
+    let Some((last, parents)) = steps.split_last() else {
+        *doc = v;
+        return Ok(());
+    };
     // Only an index past MAX_PADDING can pad too far: check before anything is changed.
     if steps
         .iter()
@@ -28,7 +32,6 @@ pub(crate) fn set(steps: &[WStep], doc: &mut Value, v: Value) -> WriteResult<()>
     {
         check_padding(steps, doc)?;
     }
-    let (last, parents) = steps.split_last().expect("a write path has a step");
     let cur = parent(parents, doc)?;
     place(cur, last, parents.len(), v)
 }
@@ -139,9 +142,13 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Deletes the value at `steps` (not empty); `false` when nothing was there.
+/// Deletes the value at `steps`; `false` when nothing was there. No steps delete the whole
+/// document (it becomes null), as `@this`.
 pub(crate) fn delete(steps: &[WStep], doc: &mut Value) -> bool {
-    let (last, parents) = steps.split_last().expect("a write path has a step");
+    let Some((last, parents)) = steps.split_last() else {
+        *doc = Value::Null;
+        return true;
+    };
     let mut cur = doc;
     for step in parents {
         let next = match cur {

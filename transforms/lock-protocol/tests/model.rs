@@ -25,8 +25,14 @@
 //! pre-send check passes), lapsing (over by the owner's clock, with its margin, but
 //! blocking every taker), takeable by the host whose clock runs ahead, takeable by both.
 
-// Test code: its items need not say `pub(crate)` (the workspace's lints).
-#![allow(unreachable_pub)]
+// Test code: its items need not say `pub(crate)`, and it may unwrap and panic (the
+// workspace's lints).
+#![allow(
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashSet};

@@ -256,9 +256,13 @@ impl Builder {
         self.records.push((index, data));
     }
 
-    /// The user records' data, in order (a lone one is better sent plain).
-    pub fn into_records(self) -> Vec<Bytes> {
-        self.records.into_iter().map(|(_, d)| d).collect()
+    /// The Kinesis record to send: a lone user record's data as it is (better sent plain
+    /// than aggregated), else the aggregated record ([`Builder::finish`]).
+    pub fn into_record(mut self) -> Bytes {
+        match self.records.as_mut_slice() {
+            [(_, lone)] => std::mem::take(lone),
+            _ => self.finish(),
+        }
     }
 
     /// The aggregated record's bytes.

@@ -34,7 +34,7 @@ use super::{
 };
 
 /// Substation's default `capacity`.
-pub const DEFAULT_CAPACITY: usize = 1024;
+pub const DEFAULT_CAPACITY: NonZeroUsize = NonZeroUsize::new(1024).unwrap();
 
 /// Settings of the `memory` kv store.
 #[derive(Debug, Default, Deserialize)]
@@ -64,7 +64,7 @@ pub struct MemoryStore {
 
 impl Default for MemoryStore {
     fn default() -> Self {
-        Self::new(NonZeroUsize::new(DEFAULT_CAPACITY).expect("not zero"))
+        Self::new(DEFAULT_CAPACITY)
     }
 }
 
@@ -72,16 +72,14 @@ impl MemoryStore {
     /// The process's store for these settings (one per distinct configuration and scope).
     pub fn shared(place: &KvPlace<'_, '_>, settings: &Value) -> Result<Arc<Self>, ConfigError> {
         let s: Settings = place.settings(settings)?;
-        if s.capacity == Some(0) {
-            return Err(place.error("capacity", "must be at least 1"));
-        }
-        let capacity = s.capacity.unwrap_or(DEFAULT_CAPACITY);
+        let capacity = match s.capacity {
+            None => DEFAULT_CAPACITY,
+            Some(c) => {
+                NonZeroUsize::new(c).ok_or_else(|| place.error("capacity", "must be at least 1"))?
+            }
+        };
         let id = format!("memory:{capacity}");
-        place.shared(id, || {
-            Ok(MemoryStore::new(
-                NonZeroUsize::new(capacity).expect("checked above"),
-            ))
-        })
+        place.shared(id, || Ok(MemoryStore::new(capacity)))
     }
 
     /// A store holding at most `capacity` items.

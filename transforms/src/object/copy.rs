@@ -92,13 +92,12 @@ impl ObjectCopy {
                     msg.set(trg, v)?;
                     msg.set_data(Vec::new());
                 } else {
-                    let v = match msg.data_value() {
+                    let moved = match msg.data_value() {
                         // Move the parsed document into the new one instead of copying it.
-                        Some(Value::Object(_) | Value::Array(_)) => {
-                            msg.take_data_value().expect("parsed above")
-                        }
-                        _ => value::from_bytes(msg.data()),
+                        Some(Value::Object(_) | Value::Array(_)) => msg.take_data_value(),
+                        _ => None,
                     };
+                    let v = moved.unwrap_or_else(|| value::from_bytes(msg.data()));
                     let mut wrapped = Value::Object(Map::with_capacity(CREATED_OBJECT_ROOM));
                     trg.path().set(&mut wrapped, v)?;
                     msg.set_data_value(wrapped);

@@ -26,8 +26,8 @@
 
 use super::aws_destination::{AwsDestination, aws_send, send_calls};
 use super::aws_records::{
-    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
-    put_with_retries, record_result, valid_stream_name,
+    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, cannot_make, check_role,
+    non_empty, put_with_retries, record_result, valid_stream_name,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use aws_sdk_firehose::Client;
@@ -116,24 +116,22 @@ impl Firehose {
             records: "records",
         };
         put_with_retries(stream, self.aws.retry(), items.len(), |pending| {
-            let records: Vec<Record> = pending
+            let records: Result<Vec<Record>, _> = pending
                 .iter()
-                .map(|&i| {
-                    Record::builder()
-                        .data(Blob::new(items[i].to_vec()))
-                        .build()
-                        .expect("data is set")
-                })
+                .map(|&i| Record::builder().data(Blob::new(items[i].to_vec())).build())
                 .collect();
             let watch = AttemptWatch::default();
-            let req = client
-                .put_record_batch()
-                .delivery_stream_name(self.aws.name())
-                .set_records(Some(records))
-                .customize()
-                .interceptor(watch.clone())
-                .send();
+            let req = records.map(|records| {
+                client
+                    .put_record_batch()
+                    .delivery_stream_name(self.aws.name())
+                    .set_records(Some(records))
+                    .customize()
+                    .interceptor(watch.clone())
+                    .send()
+            });
             async move {
+                let req = req.map_err(|e| cannot_make(&e))?;
                 let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                 Ok(out
                     .request_responses()

@@ -65,7 +65,7 @@ use tokio::sync::OnceCell;
 
 use super::aws_destination::{AwsDestination, aws_send};
 use super::aws_records::{
-    AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
+    AttemptWatch, AwsSettings, CallError, PutFailure, Stream, cannot_make, check_role, non_empty,
     put_with_retries,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender, progress_id};
@@ -265,7 +265,7 @@ impl DynamoDbPut {
                     Ok(requests) => requests,
                     Err(e) => {
                         let e: aws_sdk_dynamodb::error::BuildError = e;
-                        let failed = CallError::certain(format!("cannot make the request: {e}"));
+                        let failed = cannot_make(&e);
                         return futures::future::Either::Left(std::future::ready(Err(failed)));
                     }
                 };

@@ -26,6 +26,12 @@ pub(crate) use sluice_platform::aws::AwsSettings;
 pub(super) use sluice_platform::aws::outcome::{AttemptWatch, CallError};
 pub(crate) use sluice_platform::aws::{check_role, lazy_client, non_empty};
 
+/// A call the SDK would not make (its builder refused a request, such as one with a
+/// required field unset): it failed for certain, since nothing was sent.
+pub(super) fn cannot_make(e: &impl std::fmt::Display) -> CallError {
+    CallError::certain(format!("cannot make the request: {e}"))
+}
+
 /// How often a call's failed records are sent again, and how long to wait in between
 /// (exponential backoff with full jitter). Shared by the AWS batch sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,8 +30,8 @@ use super::aws_messages::{
     FifoIds, MAX_ENTRIES, MessageIds, MessageObject, check_text, entries, results_by_id,
 };
 use super::aws_records::{
-    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
-    put_with_retries,
+    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, cannot_make, check_role,
+    non_empty, put_with_retries,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use aws_sdk_sns::Client;
@@ -124,7 +124,7 @@ impl Sns {
             records: "messages",
         };
         put_with_retries(stream, self.aws.retry(), items.len(), |pending| {
-            let entries: Vec<PublishBatchRequestEntry> = entries(pending, items, fifo)
+            let entries: Result<Vec<PublishBatchRequestEntry>, _> = entries(pending, items, fifo)
                 .map(|e| {
                     PublishBatchRequestEntry::builder()
                         .id(e.id)
@@ -132,19 +132,21 @@ impl Sns {
                         .set_message_group_id(e.group.map(String::from))
                         .set_message_deduplication_id(e.dedup.map(String::from))
                         .build()
-                        .expect("id and message are set")
                 })
                 .collect();
-            let count = entries.len();
+            let count = pending.len();
             let watch = AttemptWatch::default();
-            let req = client
-                .publish_batch()
-                .topic_arn(&self.arn)
-                .set_publish_batch_request_entries(Some(entries))
-                .customize()
-                .interceptor(watch.clone())
-                .send();
+            let req = entries.map(|entries| {
+                client
+                    .publish_batch()
+                    .topic_arn(&self.arn)
+                    .set_publish_batch_request_entries(Some(entries))
+                    .customize()
+                    .interceptor(watch.clone())
+                    .send()
+            });
             async move {
+                let req = req.map_err(|e| cannot_make(&e))?;
                 let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                 Ok(results_by_id(
                     count,

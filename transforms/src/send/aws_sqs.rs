@@ -43,8 +43,8 @@ use super::aws_messages::{
     FifoIds, MAX_ENTRIES, MessageIds, MessageObject, check_text, entries, is_fifo, results_by_id,
 };
 use super::aws_records::{
-    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, check_role, non_empty,
-    put_with_retries,
+    self, AttemptWatch, AwsSettings, CallError, PutFailure, Stream, cannot_make, check_role,
+    non_empty, put_with_retries,
 };
 use super::batcher::{Caps, Destination, Outgoing, SendError, SendOptions, Sender};
 use sluice_platform::aws::{Arn, AwsTarget};
@@ -244,27 +244,30 @@ impl Sqs {
             records: "messages",
         };
         put_with_retries(stream, self.aws.retry(), items.len(), |pending| {
-            let entries: Vec<SendMessageBatchRequestEntry> = entries(pending, items, fifo)
-                .map(|e| {
-                    SendMessageBatchRequestEntry::builder()
-                        .id(e.id)
-                        .message_body(e.text)
-                        .set_message_group_id(e.group.map(String::from))
-                        .set_message_deduplication_id(e.dedup.map(String::from))
-                        .build()
-                        .expect("id and body are set")
-                })
-                .collect();
-            let count = entries.len();
+            let entries: Result<Vec<SendMessageBatchRequestEntry>, _> =
+                entries(pending, items, fifo)
+                    .map(|e| {
+                        SendMessageBatchRequestEntry::builder()
+                            .id(e.id)
+                            .message_body(e.text)
+                            .set_message_group_id(e.group.map(String::from))
+                            .set_message_deduplication_id(e.dedup.map(String::from))
+                            .build()
+                    })
+                    .collect();
+            let count = pending.len();
             let watch = AttemptWatch::default();
-            let req = client
-                .send_message_batch()
-                .queue_url(url)
-                .set_entries(Some(entries))
-                .customize()
-                .interceptor(watch.clone())
-                .send();
+            let req = entries.map(|entries| {
+                client
+                    .send_message_batch()
+                    .queue_url(url)
+                    .set_entries(Some(entries))
+                    .customize()
+                    .interceptor(watch.clone())
+                    .send()
+            });
             async move {
+                let req = req.map_err(|e| cannot_make(&e))?;
                 let out = req.await.map_err(|e| CallError::sdk(&e, &watch))?;
                 Ok(results_by_id(
                     count,

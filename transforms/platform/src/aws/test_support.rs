@@ -1,6 +1,9 @@
 //! Test helpers shared by the AWS clients' tests: a loopback endpoint that answers slowly,
 //! to observe how many calls a client has in flight (the SDK's mocks answer at once).
 
+// Compiled for tests only (`test-support`): it may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;

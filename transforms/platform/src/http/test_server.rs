@@ -2,6 +2,9 @@
 //! connection is read (request line, headers, a `Content-Length` body), recorded, answered
 //! by the test's handler and closed. A reply can be delayed to test timeouts.
 
+// Compiled for tests only (`test-support`): it may unwrap and panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};

@@ -4,6 +4,9 @@
 //! batches larger than one DynamoDB transaction, so that the stores cannot drift apart in
 //! what "held", "expired", "taken over" and "not ours" mean.
 
+// Compiled for tests only (`test-support`): it asserts, so it unwraps and panics.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use super::{
     AbandonRequest, AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, LockStore,
     Prior, Progress, RenewRequest, Settled, StoreError,

@@ -131,10 +131,10 @@ impl SqliteStore {
         let at = self.path.clone();
         let joined = tokio::task::spawn_blocking(move || {
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            if guard.is_none() {
-                *guard = Some(connect(&at)?);
-            }
-            let c = guard.as_mut().expect("connected above");
+            let c = match &mut *guard {
+                Some(c) => c,
+                unconnected @ None => unconnected.insert(connect(&at)?),
+            };
             let mut run = || {
                 let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
                 let r = f(&tx)?;

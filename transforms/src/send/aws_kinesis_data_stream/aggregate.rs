@@ -37,14 +37,9 @@ impl Open {
     }
 
     fn finish(self) -> Record {
-        let data = if self.builder.len() == 1 {
-            self.builder.into_records().pop().expect("one user record")
-        } else {
-            self.builder.finish()
-        };
         Record {
             key: self.outer,
-            data,
+            data: self.builder.into_record(),
             items: self.items,
         }
     }

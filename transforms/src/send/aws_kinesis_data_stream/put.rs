@@ -184,16 +184,24 @@ impl Kinesis {
 
     /// One attempt: sends the records at `pending`, without the SDK's retries.
     async fn put_once(&self, client: &Client, records: &[Record], pending: &[usize]) -> Answer {
-        let entries: Vec<PutRecordsRequestEntry> = pending
+        let entries: Result<Vec<PutRecordsRequestEntry>, _> = pending
             .iter()
             .map(|&i| {
                 PutRecordsRequestEntry::builder()
                     .partition_key(&records[i].key)
                     .data(Blob::new(records[i].data.to_vec()))
                     .build()
-                    .expect("data and partition key are set")
             })
             .collect();
+        let entries = match entries {
+            Ok(entries) => entries,
+            Err(e) => {
+                return Answer::Refused {
+                    text: format!("cannot make the request: {e}"),
+                    again: false,
+                };
+            }
+        };
         let mut req = client.put_records().set_records(Some(entries));
         req = match &self.stream {
             StreamRef::Arn(a) => req.stream_arn(a),
