@@ -1,18 +1,19 @@
 //! The Jsonnet library and the transform registry agree, from the types' descriptors.
 //!
-//! Each registered type's descriptor names the library function that emits it
-//! (`sub.tf.str.append`); this calls every one and checks that it emits the type (or one of
-//! its aliases), and walks the whole library to check that it emits no type that no
-//! descriptor accounts for. Here, because both sides are visible: `sluice-config` (the
-//! library) and `sluice-transforms` (the registry) do not depend on each other.
+//! Each registered type's descriptor (a transform's, a condition's, a kv store's) names the
+//! library function that emits it (`sub.tf.str.append`, `sub.kv_store.text_file`); this
+//! calls every one and checks that it emits the type (or one of its aliases), and walks the
+//! whole library to check that it emits no type that no descriptor accounts for. Here,
+//! because both sides are visible: `sluice-config` (the library) and `sluice-transforms`
+//! (the registry) do not depend on each other.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 use sluice_engine::TypeInfo;
 
-/// Every `type` the library's transform and condition trees emit: each function called
-/// with `{}` (the `all`/`any`/`none` shorthands with a condition).
+/// Every `type` the library's transform, condition and kv store trees emit: each function
+/// called with `{}` (the `all`/`any`/`none` shorthands with a condition).
 const WALK: &str = r#"
 local sub = std.extVar('sub');
 local combinators = ['all', 'any', 'none'];
@@ -25,7 +26,7 @@ local walk(x, path) =
   if std.isFunction(x) then [call(path, x).type]
   else if std.isObject(x) then std.flattenArrays([walk(x[k], path + [k]) for k in std.objectFields(x)])
   else [];
-{ transforms: walk(sub.tf, []), conditions: walk(sub.cnd, []) }
+{ transforms: walk(sub.tf, []), conditions: walk(sub.cnd, []), kv_stores: walk(sub.kv_store, []) }
 "#;
 
 fn compile(code: &str) -> Value {
@@ -94,6 +95,31 @@ fn each_descriptor_s_library_function_emits_its_type_and_nothing_else_is_emitted
     check("transform types", &infos, &transforms);
     let infos: Vec<&TypeInfo> = registry.condition_infos().collect();
     check("condition types", &infos, &conditions);
+}
+
+#[test]
+fn each_kv_store_s_library_function_emits_its_type_and_nothing_else_is_emitted() {
+    let walked = compile(WALK);
+    let stores = strings(&walked["kv_stores"]);
+    let infos: Vec<&TypeInfo> = sluice_transforms::kv_store::stores::infos()
+        .map(|s| &s.info)
+        .collect();
+    assert!(infos.len() >= 7, "{} kv store types", infos.len());
+    check("kv store types", &infos, &stores);
+}
+
+/// A config read from a URL may only point the settings that name files under its own
+/// directory: `sluice_config` lists those settings (it cannot see the descriptors), and
+/// here the list is the one the kv stores' descriptors give.
+#[test]
+fn the_file_settings_a_remote_config_checks_are_the_kv_stores_files() {
+    let mut from_descriptors: Vec<(&str, &str)> = sluice_transforms::kv_store::stores::infos()
+        .filter_map(|s| Some((s.info.name, s.file?)))
+        .collect();
+    from_descriptors.sort();
+    let mut listed = sluice_config::remote::FILE_SETTINGS.to_vec();
+    listed.sort();
+    assert_eq!(listed, from_descriptors);
 }
 
 #[test]

@@ -41,7 +41,7 @@ pub use jsonnet::{
     DEFAULT_EVAL_LIMIT, Fetch, LIBRARY_EXT_VAR, LIBRARY_IMPORT_NAMES, set_eval_limit,
 };
 pub use loaded::{LoadedConfig, TestCase};
-pub use types::{LIBRARY_KV_STORE_TYPES, LIBRARY_SECRET_TYPES};
+pub use types::LIBRARY_SECRET_TYPES;
 
 static LIBRARY: &str = include_str!("sluice.libsonnet");
 

@@ -34,8 +34,8 @@
 //! bootstrap) lifts the rule.
 //!
 //! The same rule holds for the files such a config makes sluice read when it runs: the
-//! `file` of the `csv_file`, `json_file`, `text_file` and `mmdb` kv stores
-//! ([`FILE_SETTINGS`]) must be a URL under the config's own directory, and a local path is
+//! `file` of the kv stores that read one ([`FILE_SETTINGS`], which a test in
+//! `tests/library_registry.rs` compares with the stores' descriptors) must be a URL under the config's own directory, and a local path is
 //! refused (a config read from a URL reads no local file), unless the same flag is given.
 //! The compiled config is checked before anything is built ([`check_files`]), by `run`,
 //! `test`, `vet` and the Lambda bootstrap; `build` only prints it.

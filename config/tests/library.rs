@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use common::{auto_id, eval_err, eval_ok};
 use serde_json::{Value, json};
-use sluice_config::{LIBRARY_KV_STORE_TYPES, LIBRARY_SECRET_TYPES};
+use sluice_config::LIBRARY_SECRET_TYPES;
 
 /// Walks a subtree of the library and calls every function: `all`/`any`/`none` of the
 /// condition tree with a condition, everything else with `{}`. Each result must be exactly
@@ -96,17 +96,17 @@ fn every_function_compiles_and_returns_type_and_settings() {
     assert!(out["condition"].as_array().unwrap().len() >= 50);
 }
 
-/// The kv stores and secret providers; the transform and condition types are checked
-/// against the registry's descriptors (`tests/library_registry.rs`).
+/// The secret providers; the transform, condition and kv store types are checked against
+/// the descriptors (`tests/library_registry.rs`).
 #[test]
 fn library_emits_exactly_these_types() {
     let out = eval_ok(WALK);
-    assert_eq!(types_of(&out["kv_store"]), set(LIBRARY_KV_STORE_TYPES));
     assert_eq!(types_of(&out["secrets"]), set(LIBRARY_SECRET_TYPES));
-    // The lists are sorted and have no duplicates.
-    for list in [LIBRARY_KV_STORE_TYPES, LIBRARY_SECRET_TYPES] {
-        assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
-    }
+    // The list is sorted and has no duplicates.
+    assert!(
+        LIBRARY_SECRET_TYPES.windows(2).all(|w| w[0] < w[1]),
+        "{LIBRARY_SECRET_TYPES:?}"
+    );
 }
 
 #[test]
@@ -287,12 +287,6 @@ fn function_paths_emit_their_types() {
         ("sub.cnd.str.match", "string_match"),
         ("sub.cnd.util.random", "utility_random"),
         ("sub.condition.utility.random", "utility_random"),
-        ("sub.kv_store.aws.dynamodb", "aws_dynamodb"),
-        ("sub.kv_store.csv_file", "csv_file"),
-        ("sub.kv_store.json_file", "json_file"),
-        ("sub.kv_store.memory", "memory"),
-        ("sub.kv_store.mmdb", "mmdb"),
-        ("sub.kv_store.text_file", "text_file"),
         ("sub.secrets.aws.secrets_manager", "aws_secrets_manager"),
         ("sub.secrets.environment_variable", "environment_variable"),
     ];

@@ -68,11 +68,11 @@ pub fn transform_info(name: &str) -> Option<&'static TypeInfo> {
     REGISTRY.transform_info(name)
 }
 
-/// Whether a transform, kv store or secret provider `type` calls AWS: a transform whose
-/// descriptor says so, the `aws_dynamodb` kv store or the `aws_secrets_manager` provider.
+/// Whether a transform, kv store or secret provider `type` calls AWS: a transform or a kv
+/// store whose descriptor says so, or the `aws_secrets_manager` provider.
 pub fn calls_aws(type_name: &str) -> bool {
     transform_info(type_name).is_some_and(TypeInfo::calls_aws)
-        || type_name == "aws_dynamodb"
+        || kv_store::stores::info(type_name).is_some_and(|s| s.info.calls_aws())
         || type_name == "aws_secrets_manager"
 }
 

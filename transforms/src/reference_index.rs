@@ -1,8 +1,9 @@
 //! `docs/reference/README.md`'s index of the types is rendered from the registered
-//! descriptors, between `<!-- generated: ... -->` markers (the prose around them is written
-//! by hand). The test fails when the file differs from what the descriptors give, and
-//! rewrites it when `SLUICE_BLESS=1` is set. Each type's link goes to its section on its
-//! family's page, which must exist.
+//! descriptors (the transforms', the conditions' and the kv stores'), between
+//! `<!-- generated: ... -->` markers (the prose around them is written by hand). The test
+//! fails when the file differs from what the descriptors give, and rewrites it when
+//! `SLUICE_BLESS=1` is set. Each type's link goes to its section on its family's page (a kv
+//! store's: on `kv_stores.md`), which must exist.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -112,6 +113,39 @@ fn render(dir: &str, infos: impl Iterator<Item = &'static TypeInfo>) -> Result<S
     Ok(out)
 }
 
+/// The table of the kv stores, each linked to its section of `kv_stores.md`.
+fn render_kv_stores() -> Result<String, String> {
+    let page = std::fs::read_to_string(reference_dir().join("kv_stores.md"))
+        .map_err(|e| format!("docs/reference/kv_stores.md: {e}"))?;
+    let sections = headings(&page);
+    let mut out = String::from(
+        "\n| type | library function | items | locks | summary |\n|---|---|---|---|---|\n",
+    );
+    for store in crate::kv_store::stores::infos() {
+        let name = store.info.name;
+        let (anchor, _) = sections
+            .iter()
+            .find(|(_, names)| names.iter().any(|n| n == name))
+            .ok_or_else(|| {
+                format!(
+                    "{name} has no section (a heading `## {name}`) on docs/reference/kv_stores.md"
+                )
+            })?;
+        let items = match (store.items.is_some(), store.read_only) {
+            (false, _) => "no",
+            (true, true) => "read-only",
+            (true, false) => "yes",
+        };
+        let locks = if store.locks.is_some() { "yes" } else { "no" };
+        out.push_str(&format!(
+            "| [`{name}`](kv_stores.md#{anchor}) | `{library}` | {items} | {locks} | {summary} |\n",
+            library = store.info.library,
+            summary = store.info.summary,
+        ));
+    }
+    Ok(out)
+}
+
 /// Where the generated part for `what` is in `text`: its start marker's end and its end
 /// marker's start.
 fn markers(text: &str, what: &str) -> Result<(usize, usize), String> {
@@ -131,16 +165,23 @@ fn rendered(text: &str) -> Result<String, String> {
     let r = registry();
     let (t0, t1) = markers(text, "transforms")?;
     let (c0, c1) = markers(text, "conditions")?;
-    if t1 > c0 {
-        return Err("docs/reference/README.md: the transforms' part must come first".into());
+    let (k0, k1) = markers(text, "kv stores")?;
+    if t1 > c0 || c1 > k0 {
+        return Err(
+            "docs/reference/README.md: the parts must come in order: transforms, conditions, \
+             kv stores"
+                .into(),
+        );
     }
     Ok(format!(
-        "{}{}\n{}{}\n{}",
+        "{}{}\n{}{}\n{}{}\n{}",
         &text[..t0],
         render("transforms", r.transform_infos())?,
         &text[t1..c0],
         render("conditions", r.condition_infos())?,
-        &text[c1..]
+        &text[c1..k0],
+        render_kv_stores()?,
+        &text[k1..]
     ))
 }
 

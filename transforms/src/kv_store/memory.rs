@@ -320,6 +320,23 @@ impl ItemStore for MemoryStore {
     }
 }
 
+/// The `memory` kv store's descriptor: what registers it and lists it in the reference.
+pub(crate) const INFO: crate::kv_store::stores::KvStoreInfo =
+    crate::kv_store::stores::KvStoreInfo {
+        info: sluice_engine::TypeInfo {
+            name: "memory",
+            aliases: &[],
+            library: "sub.kv_store.memory",
+            summary: "an LRU map of `capacity` items in the process; its locks serve that process alone",
+            reach: sluice_engine::Reach::Memory,
+            example: r#"{"capacity": 16}"#,
+        },
+        items: Some(|p, s| MemoryStore::shared(p, s).map(|s| s as Arc<dyn ItemStore>)),
+        read_only: false,
+        locks: Some(|p, s| MemoryStore::shared(p, s).map(|s| s as Arc<dyn LockStore>)),
+        file: None,
+    };
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,22 +4,27 @@
 //! interface, the stores that hold items and the read-only file stores).
 //!
 //! A kv store is configured like a transform, `{type, settings}`, with Substation's type
-//! names. `memory` and `aws_dynamodb` hold both locks and items (in separate records);
-//! `sqlite` holds locks only; the file stores are read-only item stores.
+//! names. Each type is declared once, by its descriptor ([`stores::KvStoreInfo`]), which
+//! says whether it holds items, locks or both; [`stores`] builds them and derives the
+//! rest. `memory` and `aws_dynamodb` hold both (in separate records) and are listed here
+//! ([`STORES`]); the stores that hold only locks are listed in [`lock`], those that hold
+//! only items in [`item`].
 
 #[cfg(feature = "aws")]
 pub mod aws_dynamodb;
 pub mod item;
 pub mod lock;
-pub mod lock_stores;
 pub mod memory;
+pub mod stores;
 #[cfg(test)]
 pub(crate) mod test_support;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sluice_engine::{Build, ConfigError, Value};
+use sluice_engine::{Build, ConfigError, Reach, TypeInfo, Value};
+
+use stores::KvStoreInfo;
 
 #[cfg(any(test, feature = "test-support"))]
 pub use lock::contract;
@@ -45,13 +50,6 @@ pub(crate) fn kv_config<'a, 'b>(
         Some(Value::String(s)) => s.as_str(),
         _ => return Err(b.field_error(&format!("{field}.type"), "a kv store needs a \"type\"")),
     };
-    #[cfg(not(feature = "aws"))]
-    if type_name == "aws_dynamodb" {
-        return Err(b.field_error(
-            &format!("{field}.type"),
-            sluice_platform::built_without_aws("the aws_dynamodb kv store"),
-        ));
-    }
     let settings = match obj.get("settings") {
         None | Some(Value::Null) => Value::Object(Default::default()),
         Some(s @ Value::Object(_)) => s.clone(),
@@ -62,6 +60,8 @@ pub(crate) fn kv_config<'a, 'b>(
     let place = KvPlace {
         b,
         field: format!("{field}.settings"),
+        type_field: format!("{field}.type"),
+        type_name,
     };
     Ok((type_name, settings, place))
 }
@@ -93,6 +93,8 @@ pub(crate) fn unknown_type(
 pub struct KvPlace<'a, 'b> {
     b: &'a Build<'b>,
     field: String,
+    type_field: String,
+    type_name: &'a str,
 }
 
 impl KvPlace<'_, '_> {
@@ -122,6 +124,16 @@ impl KvPlace<'_, '_> {
         };
         self.b.field_error(&field, message)
     }
+
+    /// The store's type name.
+    pub fn type_name(&self) -> &str {
+        self.type_name
+    }
+
+    /// An error about the store's `type`.
+    pub fn type_error(&self, message: impl Into<String>) -> ConfigError {
+        self.b.field_error(&self.type_field, message)
+    }
 }
 
 impl KvPlace<'_, '_> {
@@ -142,6 +154,33 @@ impl KvPlace<'_, '_> {
         self.b.context().shared(id, make)
     }
 }
+
+/// The stores that hold both items and locks, by their descriptors.
+pub(crate) const STORES: &[&KvStoreInfo] = &[&AWS_DYNAMODB, &memory::INFO];
+
+/// The `aws_dynamodb` store's descriptor: here rather than in its module, which only a
+/// build with the `aws` feature compiles (a build without it still knows the name, and
+/// says it lacks it).
+pub(crate) const AWS_DYNAMODB: KvStoreInfo = KvStoreInfo {
+    info: TypeInfo {
+        name: "aws_dynamodb",
+        aliases: &[],
+        library: "sub.kv_store.aws.dynamodb",
+        summary: "a DynamoDB table: locks shared by every process using it, one item per key",
+        reach: Reach::Aws,
+        example: r#"{"aws": {"arn": "arn:aws:dynamodb:us-east-1:123456789012:table/items"}, "attributes": {"partition_key": "pk", "value": "value"}}"#,
+    },
+    #[cfg(feature = "aws")]
+    items: Some(aws_dynamodb::items),
+    #[cfg(not(feature = "aws"))]
+    items: Some(stores::lacking_aws),
+    read_only: false,
+    #[cfg(feature = "aws")]
+    locks: Some(|p, s| aws_dynamodb::DynamoDbStore::shared(p, s).map(|s| s as Arc<dyn LockStore>)),
+    #[cfg(not(feature = "aws"))]
+    locks: Some(stores::lacking_aws),
+    file: None,
+};
 
 /// Substation's truncation of an event time to epoch seconds: a value longer than ten
 /// digits is ms, µs or ns and loses its extra digits.

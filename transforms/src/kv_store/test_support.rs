@@ -1,5 +1,5 @@
 //! Building item stores from `{type, settings}` in unit tests, through the same
-//! [`super::item::item_store`] a transform's constructor calls.
+//! [`super::stores::item_store`] a transform's constructor calls.
 
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -62,8 +62,8 @@ pub(crate) struct Args {
     /// `env`). Off: a run's process has an empty environment. The page shows it.
     #[arg(long)]
     allow_env: bool,
-    /// Let configs read and write files (`send_file`; the csv_file, json_file, text_file,
-    /// mmdb and sqlite kv stores). The page shows it.
+    /// Let configs read and write files (`send_file`; the kv stores that keep or read
+    /// files: sqlite and the file stores). The page shows it.
     #[arg(long)]
     allow_files: bool,
     /// Let configs call the network (the AWS, GCP and HTTP sends and enrichments, the

@@ -9,15 +9,16 @@
 //! | flag              | what it allows                                                        |
 //! |-------------------|-----------------------------------------------------------------------|
 //! | `--allow-env`     | environment variables: `environment_variable` secrets (`${SECRET:…}`), jq's `env`/`$ENV`; without it the run's process has an empty environment |
-//! | `--allow-files`   | files: `send_file`, the `csv_file`, `json_file`, `text_file`, `mmdb` and `sqlite` kv stores |
+//! | `--allow-files`   | files: `send_file`, the kv stores that keep or read files (`sqlite`, `csv_file`, ...) |
 //! | `--allow-network` | the network: every AWS, GCP and HTTP send and enrichment, the `aws_dynamodb` kv store, `aws_secrets_manager` secrets |
 //!
 //! Three flags, not one `--trust`, so that trying an HTTP enrichment does not also hand the
 //! page your files and environment. The check reads the compiled config before anything is
 //! built: every object in it (the transforms, their kv stores and secrets, nested lists
 //! and the `tests:`) whose `type` names something that needs a flag is refused, with the
-//! transform and the flag named. A transform's need comes from its descriptor's `reach`
-//! (declared beside its code), so a new transform type cannot slip past unclassified.
+//! transform and the flag named. A transform's or a kv store's need comes from its
+//! descriptor's `reach` (declared beside its code), so a new type cannot slip past
+//! unclassified.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -89,15 +90,18 @@ pub(super) struct NotAllowed {
 }
 
 /// What the type `name` (a transform's, a kv store's or a secret's) needs: a transform's
-/// descriptor says what it reaches (`sluice_engine::Reach`); `None` for what stays in the
-/// run's own memory (and for names sluice does not know, which the registry refuses).
+/// or a kv store's descriptor says what it reaches (`sluice_engine::Reach`); `None` for
+/// what stays in the run's own memory (and for names sluice does not know, which the
+/// registry refuses).
 pub(super) fn needs(name: &str) -> Option<Power> {
     use sluice_engine::Reach;
     match name {
-        "csv_file" | "json_file" | "text_file" | "mmdb" | "sqlite" => Some(Power::Files),
         "environment_variable" => Some(Power::Env),
-        "aws_dynamodb" | "aws_secrets_manager" => Some(Power::Network),
-        _ => match sluice_transforms::transform_info(name)?.reach {
+        "aws_secrets_manager" => Some(Power::Network),
+        _ => match sluice_transforms::transform_info(name)
+            .or_else(|| sluice_transforms::kv_store::stores::info(name).map(|s| &s.info))?
+            .reach
+        {
             Reach::Memory => None,
             Reach::Files => Some(Power::Files),
             Reach::Network | Reach::Aws => Some(Power::Network),
@@ -187,7 +191,17 @@ mod tests {
             assert_eq!(needs(t), want, "{t}");
         }
         assert_eq!(needs("string_equal_to"), None);
-        assert_eq!(needs("mmdb"), Some(Power::Files));
+        // The kv stores, by their descriptors: those that keep or read files, the one that
+        // calls AWS, and the one in memory.
+        for name in ["mmdb", "csv_file", "sqlite"] {
+            assert_eq!(needs(name), Some(Power::Files), "{name}");
+        }
+        assert_eq!(needs("aws_dynamodb"), Some(Power::Network));
+        assert_eq!(needs("memory"), None);
+        for store in sluice_transforms::kv_store::stores::infos() {
+            let name = store.info.name;
+            assert!(needs(name).is_some() || name == "memory", "{name}");
+        }
     }
 
     #[test]

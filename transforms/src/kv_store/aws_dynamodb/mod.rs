@@ -278,6 +278,23 @@ impl std::fmt::Debug for DynamoDbStore {
     }
 }
 
+/// The store configured by `settings` for the `enrich_kv_store_*` transforms, which must
+/// name the attribute that holds an item's value (its descriptor's item constructor:
+/// [`super::AWS_DYNAMODB`]).
+pub(crate) fn items(
+    place: &KvPlace<'_, '_>,
+    settings: &Value,
+) -> Result<Arc<dyn super::item::ItemStore>, ConfigError> {
+    let st = DynamoDbStore::shared(place, settings)?;
+    if st.table.attributes.value.is_none() {
+        return Err(place.error(
+            "attributes.value",
+            "missing required option: the attribute that holds an item's value",
+        ));
+    }
+    Ok(st)
+}
+
 impl DynamoDbStore {
     /// The store configured by `settings` (a kv store's `settings` object), shared with
     /// every other lock configured with the same table and attributes in this scope.

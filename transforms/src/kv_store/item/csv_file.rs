@@ -156,6 +156,23 @@ impl ItemStore for CsvFile {
     }
 }
 
+/// The `csv_file` kv store's descriptor: what registers it and lists it in the reference.
+pub(crate) const INFO: crate::kv_store::stores::KvStoreInfo =
+    crate::kv_store::stores::KvStoreInfo {
+        info: sluice_engine::TypeInfo {
+            name: "csv_file",
+            aliases: &[],
+            library: "sub.kv_store.csv_file",
+            summary: "a CSV file, one row per key (`column`)",
+            reach: sluice_engine::Reach::Files,
+            example: r#"{"file": "users.csv", "column": "id"}"#,
+        },
+        items: Some(|p, s| CsvFile::shared(p, s).map(|s| s as Arc<dyn ItemStore>)),
+        read_only: true,
+        locks: None,
+        file: Some("file"),
+    };
+
 #[cfg(test)]
 mod tests {
     use crate::kv_store::test_support::{config_error, item_store};

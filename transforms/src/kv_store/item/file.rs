@@ -1,4 +1,4 @@
-//! What the read-only kv stores (`csv_file`, `json_file`, `text_file`, `mmdb`) share: their
+//! What the read-only kv stores (this family's file stores) share: their
 //! `file` setting, reading it (a local path relative to the working directory, or an
 //! `http(s)://` or `s3://` URL through [`sluice_platform::fetch`]) on first use, and keeping what
 //! they parsed from it until `close`.

@@ -104,6 +104,23 @@ impl ItemStore for JsonFile {
     }
 }
 
+/// The `json_file` kv store's descriptor: what registers it and lists it in the reference.
+pub(crate) const INFO: crate::kv_store::stores::KvStoreInfo =
+    crate::kv_store::stores::KvStoreInfo {
+        info: sluice_engine::TypeInfo {
+            name: "json_file",
+            aliases: &[],
+            library: "sub.kv_store.json_file",
+            summary: "a JSON document (or JSON lines); the key is a path into it",
+            reach: sluice_engine::Reach::Files,
+            example: r#"{"file": "users.json"}"#,
+        },
+        items: Some(|p, s| JsonFile::shared(p, s).map(|s| s as Arc<dyn ItemStore>)),
+        read_only: true,
+        locks: None,
+        file: Some("file"),
+    };
+
 #[cfg(test)]
 mod tests {
     use crate::kv_store::test_support::{config_error, item_store};

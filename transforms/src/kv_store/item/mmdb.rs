@@ -218,6 +218,23 @@ fn encode(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// The `mmdb` kv store's descriptor: what registers it and lists it in the reference.
+pub(crate) const INFO: crate::kv_store::stores::KvStoreInfo =
+    crate::kv_store::stores::KvStoreInfo {
+        info: sluice_engine::TypeInfo {
+            name: "mmdb",
+            aliases: &[],
+            library: "sub.kv_store.mmdb",
+            summary: "a MaxMind database; the key is an IP address",
+            reach: sluice_engine::Reach::Files,
+            example: r#"{"file": "geo.mmdb"}"#,
+        },
+        items: Some(|p, s| Mmdb::shared(p, s).map(|s| s as Arc<dyn ItemStore>)),
+        read_only: true,
+        locks: None,
+        file: Some("file"),
+    };
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,6 +69,23 @@ impl ItemStore for TextFile {
     }
 }
 
+/// The `text_file` kv store's descriptor: what registers it and lists it in the reference.
+pub(crate) const INFO: crate::kv_store::stores::KvStoreInfo =
+    crate::kv_store::stores::KvStoreInfo {
+        info: sluice_engine::TypeInfo {
+            name: "text_file",
+            aliases: &[],
+            library: "sub.kv_store.text_file",
+            summary: "a list of lines; a key's value is whether it is one of them",
+            reach: sluice_engine::Reach::Files,
+            example: r#"{"file": "list.txt"}"#,
+        },
+        items: Some(|p, s| TextFile::shared(p, s).map(|s| s as Arc<dyn ItemStore>)),
+        read_only: true,
+        locks: None,
+        file: Some("file"),
+    };
+
 #[cfg(test)]
 mod tests {
     use crate::kv_store::test_support::{config_error, item_store};

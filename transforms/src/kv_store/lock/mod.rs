@@ -24,6 +24,10 @@ pub use sluice_lock_protocol::{
 
 pub use ticket::LockTicket;
 
+/// The stores of this family, which hold locks only, by their descriptors (`memory` and
+/// `aws_dynamodb` hold items too: [`super::STORES`]).
+pub(crate) const STORES: &[&super::stores::KvStoreInfo] = &[&sqlite::INFO];
+
 /// A lock store's failure, after its own retries.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

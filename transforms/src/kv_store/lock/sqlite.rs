@@ -533,6 +533,23 @@ impl LockStore for SqliteStore {
     }
 }
 
+/// The `sqlite` kv store's descriptor: what registers it and lists it in the reference.
+pub(crate) const INFO: crate::kv_store::stores::KvStoreInfo =
+    crate::kv_store::stores::KvStoreInfo {
+        info: sluice_engine::TypeInfo {
+            name: "sqlite",
+            aliases: &[],
+            library: "sub.kv_store.sqlite",
+            summary: "an SQLite database file: locks shared by the processes of one machine, kept across runs",
+            reach: sluice_engine::Reach::Files,
+            example: r#"{"file": "locks.sqlite"}"#,
+        },
+        items: None,
+        read_only: false,
+        locks: Some(|p, s| SqliteStore::shared(p, s).map(|s| s as Arc<dyn super::LockStore>)),
+        file: None,
+    };
+
 #[cfg(test)]
 mod tests {
     use super::*;

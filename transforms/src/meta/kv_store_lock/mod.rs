@@ -254,7 +254,7 @@ impl MetaKvStoreLock {
                 "missing required option: the kv store that holds the locks (aws_dynamodb, sqlite or memory)",
             ));
         }
-        let store = kv_store::lock_stores::lock_store(b, "kv_store", &s.kv_store)?;
+        let store = kv_store::stores::lock_store(b, "kv_store", &s.kv_store)?;
         let source_key = b.opt_key("object.source_key", &s.object.source_key)?;
         let ttl_key = b.opt_key("object.ttl_key", &s.object.ttl_key)?;
         let ttl_offset = match (s.ttl_offset, &ttl_key) {
