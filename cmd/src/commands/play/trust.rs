@@ -9,7 +9,7 @@
 //! | flag              | what it allows                                                        |
 //! |-------------------|-----------------------------------------------------------------------|
 //! | `--allow-env`     | environment variables: `environment_variable` secrets (`${SECRET:…}`), jq's `env`/`$ENV`; without it the run's process has an empty environment |
-//! | `--allow-files`   | files: `send_file`, the kv stores that keep or read files (`sqlite`, `csv_file`, ...) |
+//! | `--allow-files`   | files: `send_file`, the kv stores that keep or read files (`sqlite`, `csv_file`, ...); a file store whose `file` is a URL needs `--allow-network` too |
 //! | `--allow-network` | the network: every AWS, GCP and HTTP send and enrichment, the `aws_dynamodb` kv store, `aws_secrets_manager` secrets |
 //!
 //! Three flags, not one `--trust`, so that trying an HTTP enrichment does not also hand the
@@ -109,6 +109,17 @@ pub(super) fn needs(name: &str) -> Option<Power> {
     }
 }
 
+/// Whether `obj`, a kv store of type `name`, reads its file from a URL (`s3://`, `gs://`,
+/// `https://`, `http://`): the file stores fetch what their `file` setting names, so such a
+/// store calls the network (with the user's cloud credentials) besides being a file store,
+/// and needs `--allow-network` too.
+fn reads_url(name: &str, obj: &serde_json::Map<String, Value>) -> bool {
+    sluice_transforms::kv_store::stores::info(name)
+        .and_then(|s| s.file)
+        .and_then(|setting| obj.get("settings")?.get(setting)?.as_str())
+        .is_some_and(sluice_platform::fetch::is_url)
+}
+
 /// Checks the compiled config `json` against `trust`; the first thing it needs and may not
 /// have is the error.
 pub(super) fn check(json: &Value, trust: Trust) -> Result<(), NotAllowed> {
@@ -122,7 +133,10 @@ fn walk(v: &Value, at: String, within: Option<&str>, trust: Trust) -> Result<(),
         Value::Object(map) => {
             let mut here = None;
             if let Some(Value::String(name)) = map.get("type") {
-                if let Some(power) = needs(name).filter(|p| !trust.allows(*p)) {
+                let needed = needs(name)
+                    .into_iter()
+                    .chain(reads_url(name, map).then_some(Power::Network));
+                if let Some(power) = needed.into_iter().find(|p| !trust.allows(*p)) {
                     return Err(match within {
                         Some(t) => {
                             let base = t.split(" (").next().unwrap_or(t);
@@ -240,6 +254,35 @@ mod tests {
                 None,
             ),
             (kv("memory"), none, None),
+            // A file store whose file is a URL calls the network: --allow-files is not
+            // enough (with the user's credentials, for s3:// and gs://).
+            (
+                json!({"transforms": [{"type": "enrich_kv_store_item_get", "settings": {"kv_store": {"type": "csv_file", "settings": {"file": "s3://their-bucket/secrets.csv"}}}}]}),
+                Trust {
+                    files: true,
+                    ..none
+                },
+                Some(
+                    "transforms[0] (enrich_kv_store_item_get): its settings.kv_store (csv_file) calls the network, which sluice play does not allow unless it is started with --allow-network",
+                ),
+            ),
+            (
+                json!({"transforms": [{"type": "enrich_kv_store_item_get", "settings": {"kv_store": {"type": "mmdb", "settings": {"file": "https://example.com/geo.mmdb"}}}}]}),
+                Trust {
+                    network: true,
+                    ..none
+                },
+                Some("--allow-files"),
+            ),
+            (
+                json!({"transforms": [{"type": "enrich_kv_store_item_get", "settings": {"kv_store": {"type": "text_file", "settings": {"file": "gs://b/list.txt"}}}}]}),
+                Trust {
+                    files: true,
+                    network: true,
+                    ..none
+                },
+                None,
+            ),
             (
                 kv("aws_dynamodb"),
                 Trust {
