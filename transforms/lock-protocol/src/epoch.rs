@@ -23,7 +23,7 @@
 //!   committed iff its slot is in its epoch's `committed`.
 //! - **Commit** ([`commit_epoch`]): the owner adds the delivered slots to `committed`, on
 //!   the condition that `v` is the one it last saw. When `v` moved, nothing is written and
-//!   the owner learns which of its slots were aborted: it commits those on their key
+//!   the owner learns which slots were aborted: it commits those on their key
 //!   records ([`change_in_epoch`], which applies only while the record is still its own in
 //!   that epoch) and the others in the epoch again, with the new `v`.
 //! - **Acquisition** ([`acquire_in_epoch`]) is what a store can decide from the key's record
@@ -98,7 +98,9 @@ pub struct EpochRecord {
 pub struct Moved {
     /// The epoch's `v` now.
     pub v: u64,
-    /// Which of the slots being committed were aborted.
+    /// Every slot of the epoch aborted so far, not only those being committed: the owner
+    /// commits none of them in the epoch afterwards, including a slot it takes again in the
+    /// same epoch later (the taker that aborted it may still write the key).
     pub aborted: BTreeSet<u32>,
 }
 
@@ -132,8 +134,9 @@ pub fn key_state(key: &KeyRecord, epoch: Option<&EpochRecord>) -> KeyState {
 }
 
 /// The owner's commit of `slots` in its epoch, having last seen `seen_v`: the new epoch
-/// record, or (when `v` moved) what moved. The caller leaves out the slots it knows were
-/// aborted (at `seen_v`); the condition is on `v` only, as a store writes it.
+/// record, or (when `v` moved) what moved. The caller leaves out every slot aborted at
+/// `seen_v` (the last [`Moved`] listed them all) and commits those on their key records;
+/// the condition is on `v` only, as a store writes it.
 pub fn commit_epoch(
     current: Option<&EpochRecord>,
     slots: &BTreeSet<u32>,
@@ -144,7 +147,7 @@ pub fn commit_epoch(
     if next.v != seen_v {
         return Err(Moved {
             v: next.v,
-            aborted: slots.intersection(&next.aborted).copied().collect(),
+            aborted: next.aborted,
         });
     }
     next.committed.extend(slots);
@@ -363,8 +366,9 @@ mod tests {
             (Some(epoch(&[], &[1], 1)), &[0, 1], 0, Err((1, &[1]))),
             // ... it commits the others with the new v (slot 1 on its key record).
             (Some(epoch(&[], &[1], 1)), &[0], 1, Ok(&[0])),
-            // An abort of a slot it does not commit moves v all the same.
-            (Some(epoch(&[], &[2], 1)), &[0, 1], 0, Err((1, &[]))),
+            // An abort of a slot it does not commit moves v all the same, and is reported:
+            // the owner must not commit that slot here later (if it takes the key again).
+            (Some(epoch(&[], &[2], 1)), &[0, 1], 0, Err((1, &[2]))),
             (None, &[0], 1, Err((0, &[]))),
         ];
         for (i, (current, slots, seen, want)) in cases.into_iter().enumerate() {
