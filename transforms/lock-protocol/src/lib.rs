@@ -6,6 +6,8 @@
 //! memory and SQLite stores call them; the DynamoDB store writes them as condition
 //! expressions, tested against them), and the model check in `tests/model.rs` explores
 //! every interleaving of processes, crashes, lost answers and redeliveries over them.
+//! [`epoch`] holds the rules of the epoch protocol, which commits a batch of keys with one
+//! write (checked by `tests/model_epochs.rs`).
 //!
 //! # The record
 //!
@@ -47,6 +49,8 @@
 //! every send, so it never sends after the instant a takeover becomes possible.
 
 use std::collections::BTreeMap;
+
+pub mod epoch;
 
 /// Whether a lock is waiting for its message's delivery or done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
