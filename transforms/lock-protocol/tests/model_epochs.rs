@@ -13,8 +13,14 @@
 //! change goes through the crate's rules ([`acquire_in_epoch`], [`take_over`],
 //! [`abort_slot`], [`commit_epoch`], [`change_in_epoch`], [`key_state`]).
 
-// Test code: its items need not say `pub(crate)` (the workspace's lints).
-#![allow(unreachable_pub)]
+// Test code: its items need not say `pub(crate)`, and it may unwrap and panic (the
+// workspace's lints).
+#![allow(
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
 
 mod common;
 
