@@ -82,15 +82,20 @@ mod clock;
 mod item;
 mod lock;
 #[cfg(test)]
+mod statement_tests;
+mod statements;
+#[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, ConsumedCapacity, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
 };
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Value};
@@ -115,7 +120,8 @@ struct Settings {
     /// Strongly consistent item reads (`enrich_kv_store_item_get`); lock operations are
     /// writes, which are always consistent.
     consistent_read: Option<bool>,
-    /// How locks are taken: `transactions` (the default) or `items` ([`AcquireMode`]).
+    /// How locks are taken: `transactions` (the default), `items` or `statements`
+    /// ([`AcquireMode`]).
     lock_acquire: Option<String>,
 }
 
@@ -159,6 +165,10 @@ pub(super) enum AcquireMode {
     Transactions,
     /// One conditional `UpdateItem` per key: one write unit per key, one call per key.
     Items,
+    /// A strongly consistent `BatchGetItem` of up to 100 keys, then PartiQL
+    /// `BatchExecuteStatement`s of up to 25 single-item conditional writes (one write unit
+    /// each) for the keys it found free; commits the same way (`statements.rs`).
+    Statements,
 }
 
 /// Where the locks are and how they are spelled: the decoded settings.
@@ -234,15 +244,31 @@ impl Table {
         let acquire = match s.lock_acquire.as_deref() {
             None | Some("transactions") => AcquireMode::Transactions,
             Some("items") => AcquireMode::Items,
+            Some("statements") => AcquireMode::Statements,
             Some(other) => {
                 return Err(err(
                     "lock_acquire",
                     format!(
-                        "{other:?} is not a way to take locks: use \"transactions\" (TransactWriteItems of up to 100 keys, 2 write units per key) or \"items\" (one UpdateItem per key, 1 write unit)"
+                        "{other:?} is not a way to take locks: use \"transactions\" (TransactWriteItems of up to 100 keys, 2 write units per key), \"items\" (one UpdateItem per key, 1 write unit) or \"statements\" (a consistent BatchGetItem, then BatchExecuteStatement of up to 25 keys, 1 read and 1 write unit per key)"
                     ),
                 ));
             }
         };
+        // PartiQL statements name attributes between quotes, and parameters cannot name
+        // them: a name with a quote in it cannot be written there.
+        if acquire == AcquireMode::Statements
+            && let Some((field, name)) = named
+                .iter()
+                .filter_map(|(f, n)| n.map(|n| (f, n)))
+                .find(|(_, n)| n.contains(['"', '\'']) || n.chars().any(char::is_control))
+        {
+            return Err(err(
+                &format!("attributes.{field}"),
+                format!(
+                    "attribute name {name:?} has a quote or control character, which lock_acquire \"statements\" cannot write in a PartiQL statement"
+                ),
+            ));
+        }
         Ok(Table {
             name,
             region,
@@ -267,6 +293,24 @@ pub struct DynamoDbStore {
     client: OnceCell<Client>,
     /// This host's clock against the table's, from the answers' `Date` headers.
     clock: Arc<clock::StoreClock>,
+    /// The capacity units DynamoDB reported for the lock's calls.
+    consumed: Consumed,
+}
+
+/// Capacity units, as DynamoDB reports them (`ReturnConsumedCapacity`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Units {
+    /// Read units.
+    pub read: f64,
+    /// Write units.
+    pub write: f64,
+}
+
+/// What [`DynamoDbStore::consumed_units`] adds up, in thousandths of a unit.
+#[derive(Debug, Default)]
+struct Consumed {
+    read: AtomicU64,
+    write: AtomicU64,
 }
 
 impl std::fmt::Debug for DynamoDbStore {
@@ -312,7 +356,44 @@ impl DynamoDbStore {
             target,
             client: OnceCell::new(),
             clock: Arc::default(),
+            consumed: Consumed::default(),
         }
+    }
+
+    /// The capacity units DynamoDB reported consumed by this store's acquisitions and
+    /// commits so far (every call asks for them: `ReturnConsumedCapacity: TOTAL`). Only
+    /// answers that succeed report them: a condition that failed alone (`UpdateItem`) or
+    /// a cancelled transaction is billed but reports nothing; a failed statement of a
+    /// `BatchExecuteStatement` is counted in its call's total.
+    pub fn consumed_units(&self) -> Units {
+        let units = |n: &AtomicU64| n.load(Ordering::Relaxed) as f64 / 1000.0;
+        Units {
+            read: units(&self.consumed.read),
+            write: units(&self.consumed.write),
+        }
+    }
+
+    /// Adds what one call reported to [`Self::consumed_units`], and logs it at debug
+    /// level.
+    pub(super) fn count_units<'a>(
+        &self,
+        call: &'static str,
+        write: bool,
+        reported: impl IntoIterator<Item = &'a ConsumedCapacity>,
+    ) {
+        let units: f64 = reported
+            .into_iter()
+            .filter_map(ConsumedCapacity::capacity_units)
+            .sum();
+        if units <= 0.0 {
+            return;
+        }
+        let counter = match write {
+            true => &self.consumed.write,
+            false => &self.consumed.read,
+        };
+        counter.fetch_add((units * 1000.0).round() as u64, Ordering::Relaxed);
+        tracing::debug!(table = %self.table.name, call, units, write, "lock store capacity consumed");
     }
 
     /// Connects to a local DynamoDB emulator at `endpoint_url` with placeholder
