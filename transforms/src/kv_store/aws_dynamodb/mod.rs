@@ -17,7 +17,8 @@
 //!   past its TTL never blocks, deleted or not);
 //! - on-demand billing (`PAY_PER_REQUEST`), or provisioned capacity that covers the
 //!   writes: per message, two write units to take its lock (one with `lock_acquire:
-//!   'items'`) and two to commit it.
+//!   'items'` or `'statements'`) and two to commit it (one with `'statements'`, which
+//!   also reads a unit per message).
 //!
 //! ```text
 //! aws dynamodb create-table --table-name sluice-locks --billing-mode PAY_PER_REQUEST \
@@ -52,6 +53,14 @@
 //!   its TTL, or pending with an expired lease or under the same owner, and keeps `since`
 //!   across a takeover; the old item comes back (`ALL_OLD`) either way, telling a takeover
 //!   from a fresh key, or who holds it (logged at debug level).
+//! - Acquire with `lock_acquire: 'statements'` (`statements.rs`): a strongly consistent
+//!   `BatchGetItem` of up to 100 keys, then PartiQL `BatchExecuteStatement`s of up to 25
+//!   single-item writes (four calls in flight per 100 keys): an `INSERT` for an absent
+//!   key, a conditional `UPDATE` for a committed one past its TTL; a key the read found
+//!   held is answered with the record read, a pending one this owner may take is taken
+//!   alone, as above. One write unit per key taken and one read unit per key asked for,
+//!   a duplicate only the read. Commits are `UPDATE` statements on the same condition as
+//!   below (one write unit); one whose condition failed is read back.
 //! - Commit: `TransactWriteItems` of up to 100 conditional `Update`s (status `committed`,
 //!   the final TTL, lease and `since` removed, only where the owner is ours and the status
 //!   pending): one call per 100 messages. A key that is not ours any more is reported with
@@ -68,7 +77,9 @@
 //!
 //! `dynamodb:UpdateItem` and `dynamodb:DeleteItem` on the table (a transaction needs the
 //! permissions of the writes it contains; the item kv store also needs `dynamodb:PutItem`
-//! and `dynamodb:GetItem`); `sts:AssumeRole` on `aws.assume_role_arn` when set.
+//! and `dynamodb:GetItem`; `lock_acquire: 'statements'` also `dynamodb:BatchGetItem`,
+//! `dynamodb:PartiQLInsert` and `dynamodb:PartiQLUpdate`); `sts:AssumeRole` on
+//! `aws.assume_role_arn` when set.
 //!
 //! # Connecting
 //!
