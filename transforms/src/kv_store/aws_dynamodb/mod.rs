@@ -60,7 +60,9 @@
 //!   held is answered with the record read, a pending one this owner may take is taken
 //!   alone, as above. One write unit per key taken and one read unit per key asked for,
 //!   a duplicate only the read. Commits are `UPDATE` statements on the same condition as
-//!   below (one write unit); one whose condition failed is read back.
+//!   below (one write unit); one whose condition failed is read back. `UPDATE`s are
+//!   written in AWS's documented form, or in comma lists where the service refuses it
+//!   (`dialect.rs`).
 //! - Commit: `TransactWriteItems` of up to 100 conditional `Update`s (status `committed`,
 //!   the final TTL, lease and `since` removed, only where the owner is ours and the status
 //!   pending): one call per 100 messages. A key that is not ours any more is reported with
@@ -90,6 +92,7 @@
 #[cfg(test)]
 mod acquire_tests;
 mod clock;
+mod dialect;
 mod item;
 mod lock;
 #[cfg(test)]
@@ -306,6 +309,8 @@ pub struct DynamoDbStore {
     clock: Arc<clock::StoreClock>,
     /// The capacity units DynamoDB reported for the lock's calls.
     consumed: Consumed,
+    /// How `lock_acquire: 'statements'` writes its `UPDATE`s (`dialect.rs`).
+    dialect: dialect::Dialect,
 }
 
 /// Capacity units, as DynamoDB reports them (`ReturnConsumedCapacity`).
@@ -368,6 +373,7 @@ impl DynamoDbStore {
             client: OnceCell::new(),
             clock: Arc::default(),
             consumed: Consumed::default(),
+            dialect: dialect::Dialect::default(),
         }
     }
 

@@ -1,7 +1,8 @@
 //! Taking and committing locks with PartiQL statements (`lock_acquire: 'statements'`)
 //! against mocked responses: what the consistent read decides for each key, what each
 //! statement's error means (taken alone, sent again, failed alone), a call the SDK sent
-//! twice, and commits whose condition failed, read back. The same store against the
+//! twice, commits whose condition failed, read back, and the `UPDATE` form a service that
+//! refuses AWS's documented one gets (`dialect.rs`). The same store against the
 //! emulator passes the contract in `tests/kv_store_dynamodb.rs`.
 
 use aws_sdk_dynamodb::operation::batch_execute_statement::{
@@ -176,9 +177,9 @@ async fn what_the_read_found_decides_each_key() {
             statement_keys(r) == ["k0", "k4"]
                 && st[0].statement().starts_with("INSERT")
                 && st[1].statement()
-                    == "UPDATE \"locks\" SET \"lock_owner\" = ?, \"lock_status\" = ?, \
-                        \"lock_lease_until\" = ?, \"ttl\" = ?, \"lock_since\" = ? REMOVE \
-                        \"lock_note\" WHERE \"PK\" = ? AND (\"lock_status\" IS MISSING OR \
+                    == "UPDATE \"locks\" SET \"lock_owner\" = ? SET \"lock_status\" = ? \
+                        SET \"lock_lease_until\" = ? SET \"ttl\" = ? SET \"lock_since\" = ? \
+                        REMOVE \"lock_note\" WHERE \"PK\" = ? AND (\"lock_status\" IS MISSING OR \
                         \"lock_status\" <> ?) AND \"ttl\" <= ?"
                 && st[1].parameters()[6..] == [s("pending"), n(NOW_MS / 1000)]
         })
@@ -370,8 +371,8 @@ async fn commits_are_statements_and_failed_conditions_are_read_back() {
         .match_requests(|r| {
             let st = &r.statements()[0];
             st.statement()
-                == "UPDATE \"locks\" SET \"lock_status\" = ?, \"ttl\" = ? REMOVE \
-                    \"lock_lease_until\", \"lock_since\", \"lock_progress\" WHERE \"PK\" = ? \
+                == "UPDATE \"locks\" SET \"lock_status\" = ? SET \"ttl\" = ? REMOVE \
+                    \"lock_lease_until\" REMOVE \"lock_since\" REMOVE \"lock_progress\" WHERE \"PK\" = ? \
                     AND \"lock_owner\" = ? AND \"lock_status\" = ?"
                 && st.parameters()
                     == [
@@ -457,6 +458,172 @@ async fn commits_the_statements_cannot_settle_go_in_a_transaction() {
         vec![Settled::Ok; 2]
     );
     assert_eq!(tx.num_calls(), 1);
+}
+
+/// The form of each statement of a call: `INSERT`, or an `UPDATE` in AWS's documented
+/// form (repeated clauses) or in comma lists.
+fn forms(r: &BatchExecuteStatementInput) -> Vec<&'static str> {
+    r.statements()
+        .iter()
+        .map(|st| match st.statement() {
+            t if t.starts_with("INSERT") => "insert",
+            t if t.matches(" SET ").count() > 1 => "documented",
+            t => {
+                assert!(t.contains(" = ?, "), "{t}");
+                "comma"
+            }
+        })
+        .collect()
+}
+
+/// A service whose PartiQL reads the `UPDATE` forms in `reads` (and every `INSERT`),
+/// refusing the others as dynoxide refuses the documented form; every call's forms go to
+/// `seen`.
+fn speaking(
+    reads: &'static [&'static str],
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<&'static str>>>>,
+) -> Rule {
+    mock!(Client::batch_execute_statement).then_compute_output(move |r| {
+        let forms = forms(r);
+        seen.lock().unwrap().push(forms.clone());
+        answers(
+            forms
+                .into_iter()
+                .map(|f| match f == "insert" || reads.contains(&f) {
+                    true => ok(),
+                    false => BatchStatementResponse::builder()
+                        .error(
+                            BatchStatementError::builder()
+                                .code(Code::ValidationError)
+                                .message("UPDATE requires a WHERE clause")
+                                .build(),
+                        )
+                        .build(),
+                })
+                .collect(),
+        )
+    })
+}
+
+/// A read finding `k1` committed and past its TTL (taken with an `UPDATE`), `k0` absent.
+fn k1_committed_long_ago() -> Rule {
+    reads(vec![item("k1", "them", COMMITTED, 0, NOW_MS / 1000 - 1)])
+}
+
+#[tokio::test]
+async fn the_documented_form_is_kept_where_the_service_reads_it() {
+    let seen = Default::default();
+    let write = speaking(&["documented", "comma"], std::sync::Arc::clone(&seen));
+    let read = k1_committed_long_ago();
+    let store = store(&[&write, &read], 1);
+    for _ in 0..2 {
+        assert_eq!(
+            store.commit("me", &commits(2), 4).await.unwrap(),
+            vec![Settled::Ok; 2]
+        );
+    }
+    let got = store
+        .acquire("me", NOW_MS, &[req("k0"), req("k1")], 4)
+        .await;
+    assert!(got.iter().all(|r| r.as_ref().unwrap() == &Acquired::FRESH));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            vec!["documented"; 2],
+            vec!["documented"; 2],
+            vec!["insert", "documented"],
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_service_that_refuses_the_documented_form_gets_the_comma_form_from_then_on() {
+    // Commits: the refused statements are sent again at once in comma lists, not
+    // committed in a transaction (there is none to answer); the next commit is written in
+    // comma lists from the start, and so is an acquisition's UPDATE.
+    let seen = Default::default();
+    let write = speaking(&["comma"], std::sync::Arc::clone(&seen));
+    let read = k1_committed_long_ago();
+    let store = store(&[&write, &read], 1);
+    for _ in 0..2 {
+        assert_eq!(
+            store.commit("me", &commits(2), 4).await.unwrap(),
+            vec![Settled::Ok; 2]
+        );
+    }
+    let got = store
+        .acquire("me", NOW_MS, &[req("k0"), req("k1")], 4)
+        .await;
+    assert!(got.iter().all(|r| r.as_ref().unwrap() == &Acquired::FRESH));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            vec!["documented"; 2],
+            vec!["comma"; 2],
+            vec!["comma"; 2],
+            vec!["insert", "comma"],
+        ]
+    );
+    // Acquisitions first: the refused UPDATE is sent again in comma lists, not taken alone
+    // (there is no UpdateItem to answer).
+    let seen = Default::default();
+    let write = speaking(&["comma"], std::sync::Arc::clone(&seen));
+    let read = k1_committed_long_ago();
+    let store = self::store(&[&write, &read], 1);
+    for _ in 0..2 {
+        let got = store
+            .acquire("me", NOW_MS, &[req("k0"), req("k1")], 4)
+            .await;
+        assert!(got.iter().all(|r| r.as_ref().unwrap() == &Acquired::FRESH));
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            vec!["insert", "documented"],
+            vec!["comma"],
+            vec!["insert", "comma"],
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_service_that_refuses_both_forms_gets_the_other_modes_calls() {
+    let seen = Default::default();
+    let write = speaking(&[], std::sync::Arc::clone(&seen));
+    let read = k1_committed_long_ago();
+    let tx = mock!(Client::transact_write_items)
+        .then_output(|| TransactWriteItemsOutput::builder().build());
+    let alone = mock!(Client::update_item)
+        .match_requests(|r| r.key().unwrap()["PK"] == s("k1"))
+        .then_output(|| {
+            UpdateItemOutput::builder()
+                .set_attributes(Some(item("k1", "them", COMMITTED, 0, NOW_MS / 1000 - 1)))
+                .build()
+        });
+    let store = store(&[&write, &read, &tx, &alone], 1);
+    // Both forms tried once, then committed in a transaction; after that, no UPDATE
+    // statement is sent: commits go in transactions, a committed key is taken alone.
+    for _ in 0..2 {
+        assert_eq!(
+            store.commit("me", &commits(2), 4).await.unwrap(),
+            vec![Settled::Ok; 2]
+        );
+    }
+    assert_eq!(tx.num_calls(), 2);
+    let got = store
+        .acquire("me", NOW_MS, &[req("k0"), req("k1")], 4)
+        .await;
+    assert_eq!(got[0].as_ref().unwrap(), &Acquired::FRESH);
+    assert_eq!(
+        got[1].as_ref().unwrap(),
+        &Acquired::FRESH,
+        "a committed key"
+    );
+    assert_eq!(alone.num_calls(), 1);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [vec!["documented"; 2], vec!["comma"; 2], vec!["insert"]]
+    );
 }
 
 #[test]

@@ -18,6 +18,13 @@
 //! earlier attempt: the key taken alone then recognises this acquisition's own record as
 //! fresh.
 //!
+//! An `UPDATE` of several paths is written in AWS's documented form (repeated `SET` and
+//! `REMOVE` clauses) until the service refuses one as a statement error (the emulator,
+//! dynoxide, answers `ValidationError` "UPDATE requires a WHERE clause"); the store then
+//! writes comma lists for the rest of its life and sends the refused statements again at
+//! once, not alone. If both forms are refused, the store sends no `UPDATE` statement any
+//! more: a committed key is taken alone, a commit goes in a transaction (`dialect.rs`).
+//!
 //! Commits are `UPDATE`s of the owner's pending records. One whose condition failed is
 //! read back (strongly consistent): the owner's own commit (an earlier attempt's) is done,
 //! another owner's record or none is `NotOwner` (`sluice_lock_protocol::change`); anything
@@ -40,6 +47,7 @@ use sluice_platform::aws::describe_error;
 use super::super::lock::{
     AcquireRequest, Acquired, CommitRequest, LockStatus, Settled, StoreError,
 };
+use super::dialect::{Form, Verdict};
 use super::lock::{AttemptCounter, ChunkAnswer, Op, Retries};
 use super::{COMMITTED, DynamoDbStore, PENDING, number};
 
@@ -138,13 +146,15 @@ impl DynamoDbStore {
     }
 
     /// The statement that takes `r`'s key as the read found it: the record
-    /// `ACQUIRE_UPDATE` writes over an absent or committed item, with `since` now.
+    /// `ACQUIRE_UPDATE` writes over an absent or committed item, with `since` now (an
+    /// `UPDATE` written in `form`).
     fn acquire_statement(
         &self,
         owner: &str,
         now_ms: i64,
         r: &AcquireRequest,
         write: Write,
+        form: Form,
     ) -> Result<BatchStatementRequest, StoreError> {
         let a = &self.table.attributes;
         let record = [
@@ -174,20 +184,16 @@ impl DynamoDbStore {
                 )
             }
             Write::Fresh => {
-                let set: Vec<String> = record
-                    .iter()
-                    .map(|(name, _)| format!("{} = ?", quoted(name)))
-                    .collect();
+                let set: Vec<String> = record.iter().map(|(name, _)| quoted(name)).collect();
                 let mut params: Vec<AttributeValue> = record.into_iter().map(|(_, v)| v).collect();
                 params.extend(key_params);
                 params.push(AttributeValue::S(PENDING.into()));
                 params.push(number(now_ms.div_euclid(1000)));
                 (
                     format!(
-                        "UPDATE {} SET {} REMOVE {} WHERE {key_text} AND ({status} IS MISSING OR {status} <> ?) AND {} <= ?",
+                        "UPDATE {} {} WHERE {key_text} AND ({status} IS MISSING OR {status} <> ?) AND {} <= ?",
                         self.table_quoted(),
-                        set.join(", "),
-                        quoted(&a.note),
+                        form.clauses(&set, &[quoted(&a.note)]),
                         quoted(&a.ttl),
                         status = quoted(&a.status),
                     ),
@@ -203,11 +209,13 @@ impl DynamoDbStore {
     }
 
     /// The statement that commits `c`'s key: what the transaction's commit update does
-    /// (`transact_item` of `Op::Commit`), on the owner's pending record only.
+    /// (`transact_item` of `Op::Commit`), on the owner's pending record only (an `UPDATE`
+    /// written in `form`).
     fn commit_statement(
         &self,
         owner: &str,
         c: &CommitRequest,
+        form: Form,
     ) -> Result<BatchStatementRequest, StoreError> {
         let a = &self.table.attributes;
         let mut set = vec![
@@ -218,16 +226,12 @@ impl DynamoDbStore {
             set.push((&a.note, AttributeValue::S(note.clone())));
         }
         let (key_text, key_params) = self.key_condition(&c.key);
+        let set_paths: Vec<String> = set.iter().map(|(name, _)| quoted(name)).collect();
+        let remove = [&a.lease_until, &a.since, &a.progress].map(|name| quoted(name));
         let text = format!(
-            "UPDATE {} SET {} REMOVE {}, {}, {} WHERE {key_text} AND {} = ? AND {} = ?",
+            "UPDATE {} {} WHERE {key_text} AND {} = ? AND {} = ?",
             self.table_quoted(),
-            set.iter()
-                .map(|(name, _)| format!("{} = ?", quoted(name)))
-                .collect::<Vec<_>>()
-                .join(", "),
-            quoted(&a.lease_until),
-            quoted(&a.since),
-            quoted(&a.progress),
+            form.clauses(&set_paths, &remove),
             quoted(&a.owner),
             quoted(&a.status),
         );
@@ -385,12 +389,21 @@ impl DynamoDbStore {
         let mut left = writes;
         let mut retries = Retries::default();
         while !left.is_empty() {
+            let form = self.dialect.form();
+            if form.is_none() {
+                // Both forms of UPDATE refused: what one would take goes alone.
+                let (fresh, rest): (Vec<_>, Vec<_>) =
+                    left.into_iter().partition(|&(_, w)| w == Write::Fresh);
+                alone.extend(fresh.into_iter().map(|(i, _)| (i, maybe_written[i])));
+                left = rest;
+            }
+            let form = form.unwrap_or(Form::Documented);
             let mut calls = Vec::new();
             let mut sent: Vec<&[(usize, Write)]> = Vec::new();
             for part in left.chunks(STATEMENTS_MAX) {
                 let built = part
                     .iter()
-                    .map(|&(i, w)| self.acquire_statement(owner, now_ms, &chunk[i], w))
+                    .map(|&(i, w)| self.acquire_statement(owner, now_ms, &chunk[i], w, form))
                     .collect::<Result<Vec<_>, _>>();
                 match built {
                     Ok(statements) => {
@@ -406,6 +419,8 @@ impl DynamoDbStore {
             }
             let answers = join_all(calls).await;
             let mut again = Vec::new();
+            // Refused in the form they were written in: sent again at once in the other.
+            let mut rewritten = Vec::new();
             for (part, answer) in sent.into_iter().zip(answers) {
                 let (responses, retried) = match answer {
                     Ok(a) => a,
@@ -420,6 +435,13 @@ impl DynamoDbStore {
                         continue;
                     }
                 };
+                let updates = part.iter().zip(&responses);
+                if updates
+                    .filter(|((_, w), _)| *w == Write::Fresh)
+                    .any(|(_, r)| read(r))
+                {
+                    self.dialect.read(form);
+                }
                 for (&(i, w), response) in part.iter().zip(&responses) {
                     maybe_written[i] |= retried;
                     let Some(error) = response.error() else {
@@ -427,6 +449,13 @@ impl DynamoDbStore {
                         continue;
                     };
                     match Outcome::of(error.code()) {
+                        Outcome::Refused
+                            if w == Write::Fresh
+                                && self.dialect.refused(form, &self.table.name)
+                                    == Verdict::Retry =>
+                        {
+                            rewritten.push((i, w));
+                        }
                         Outcome::Changed | Outcome::Refused => alone.push((i, maybe_written[i])),
                         Outcome::Transient => {
                             // An internal error may have written it.
@@ -450,6 +479,7 @@ impl DynamoDbStore {
                     )));
                 }
             }
+            again.append(&mut rewritten);
             left = again;
         }
         ChunkAnswer { out, alone }
@@ -504,9 +534,14 @@ impl DynamoDbStore {
         let mut left: Vec<usize> = (0..chunk.len()).collect();
         let mut retries = Retries::default();
         while !left.is_empty() {
+            let Some(form) = self.dialect.form() else {
+                // Both forms of UPDATE refused: committed in a transaction.
+                fallback.append(&mut left);
+                break;
+            };
             let statements = left
                 .iter()
-                .map(|&i| self.commit_statement(owner, &chunk[i]))
+                .map(|&i| self.commit_statement(owner, &chunk[i], form))
                 .collect::<Result<Vec<_>, _>>()?;
             let responses = match self.execute(client, statements).await {
                 Ok((responses, _)) => responses,
@@ -516,7 +551,11 @@ impl DynamoDbStore {
                 }
                 Err(CallFailed::Failed(why)) => return Err(self.fail(&what(&left), why)),
             };
+            if responses.iter().any(read) {
+                self.dialect.read(form);
+            }
             let mut again = Vec::new();
+            let mut rewritten = Vec::new();
             for (&i, response) in left.iter().zip(&responses) {
                 let Some(error) = response.error() else {
                     out[i] = Some(Settled::Ok);
@@ -525,6 +564,11 @@ impl DynamoDbStore {
                 match Outcome::of(error.code()) {
                     Outcome::Changed => check.push(i),
                     Outcome::Transient => again.push(i),
+                    Outcome::Refused
+                        if self.dialect.refused(form, &self.table.name) == Verdict::Retry =>
+                    {
+                        rewritten.push(i)
+                    }
                     Outcome::Refused | Outcome::Failed => fallback.push(i),
                 }
             }
@@ -537,6 +581,8 @@ impl DynamoDbStore {
                     ),
                 ));
             }
+            again.append(&mut rewritten);
+            again.sort_unstable();
             left = again;
         }
         if !check.is_empty() {
@@ -576,6 +622,12 @@ impl DynamoDbStore {
             .map(|s| s.unwrap_or(Settled::NotOwner(None)))
             .collect())
     }
+}
+
+/// Whether the service read a statement: it was applied, or its condition evaluated.
+fn read(r: &BatchStatementResponse) -> bool {
+    r.error()
+        .is_none_or(|e| Outcome::of(e.code()) == Outcome::Changed)
 }
 
 /// What a failed call means: refused as a whole, or failed.
