@@ -16,27 +16,43 @@ use crate::common::{Dir, dynamodb};
 enum Store {
     /// `state/locks.sqlite` in the test's directory.
     Sqlite,
-    /// A fresh table in the test binary's DynamoDB emulator.
-    DynamoDb { endpoint: String, table: String },
+    /// A fresh table in the test binary's DynamoDB emulator, locks taken as `acquire`
+    /// says (`lock_acquire`; `None`: the default).
+    DynamoDb {
+        endpoint: String,
+        table: String,
+        acquire: Option<&'static str>,
+    },
 }
 
 impl Store {
     fn dynamodb() -> Store {
+        Store::dynamodb_taking(None)
+    }
+
+    fn dynamodb_taking(acquire: Option<&'static str>) -> Store {
         let endpoint = dynamodb::endpoint();
         let table = dynamodb::unique_table("cli-lock");
         runtime().block_on(dynamodb::create_lock_table(
             &endpoint, &table, "PK", None, "ttl",
         ));
-        Store::DynamoDb { endpoint, table }
+        Store::DynamoDb {
+            endpoint,
+            table,
+            acquire,
+        }
     }
 
     /// The `kv_store` setting.
     fn kv_store(&self) -> String {
         match self {
             Store::Sqlite => "sub.kv_store.sqlite({ file: 'state/locks.sqlite' })".into(),
-            Store::DynamoDb { table, .. } => format!(
-                "sub.kv_store.aws.dynamodb({{ aws: {{ arn: 'arn:aws:dynamodb:us-east-1:000000000000:table/{table}' }}, attributes: {{ partition_key: 'PK', ttl: 'ttl' }} }})"
-            ),
+            Store::DynamoDb { table, acquire, .. } => {
+                let acquire = acquire.map_or(String::new(), |a| format!(", lock_acquire: '{a}'"));
+                format!(
+                    "sub.kv_store.aws.dynamodb({{ aws: {{ arn: 'arn:aws:dynamodb:us-east-1:000000000000:table/{table}' }}, attributes: {{ partition_key: 'PK', ttl: 'ttl' }}{acquire} }})"
+                )
+            }
         }
     }
 
@@ -52,7 +68,9 @@ impl Store {
     fn counts(&self, dir: &Dir) -> (i64, i64) {
         match self {
             Store::Sqlite => sqlite_counts(&dir.path().join("state/locks.sqlite")),
-            Store::DynamoDb { endpoint, table } => {
+            Store::DynamoDb {
+                endpoint, table, ..
+            } => {
                 let items = runtime().block_on(dynamodb::scan(endpoint, table));
                 let status = |s: &str| {
                     items
@@ -78,7 +96,9 @@ impl Store {
                 )
                 .expect("the lock")
             }
-            Store::DynamoDb { endpoint, table } => {
+            Store::DynamoDb {
+                endpoint, table, ..
+            } => {
                 let item = runtime()
                     .block_on(dynamodb::get_item(endpoint, table, &[("PK", key)]))
                     .expect("the lock");
@@ -206,6 +226,28 @@ fn a_second_run_skips_what_the_first_processed(store: Store) {
     second.assert_clean_success();
     assert_eq!(ids_of(second.stdout_str()), vec![4, 5]);
     assert_eq!(store.counts(&d), (0, 5));
+}
+
+/// New messages, in batches of many keys, then the same messages again: every one a
+/// duplicate, dropped; nothing processed twice, every lock committed.
+fn the_same_messages_again_are_all_duplicates(store: Store) {
+    let d = Dir::new();
+    d.write("cfg.jsonnet", config(&store, ""));
+    let run = |input: String| {
+        d.sluice_env(
+            &["run", "-c", "cfg.jsonnet", "--batch-messages", "250"],
+            input,
+            &store.env(),
+        )
+    };
+    let first = run(lines(0..600));
+    first.assert_clean_success();
+    assert_eq!(ids_of(first.stdout_str()), (0..600).collect::<Vec<_>>());
+    assert_eq!(store.counts(&d), (0, 600));
+    let again = run(lines(0..600));
+    again.assert_clean_success();
+    assert_eq!(ids_of(again.stdout_str()), Vec::<u32>::new());
+    assert_eq!(store.counts(&d), (0, 600));
 }
 
 fn two_processes_over_overlapping_input_process_each_key_once(store: Store) {
@@ -616,6 +658,7 @@ macro_rules! on_both_stores {
 
 on_both_stores!(
     a_second_run_skips_what_the_first_processed,
+    the_same_messages_again_are_all_duplicates,
     two_processes_over_overlapping_input_process_each_key_once,
     a_killed_run_leaves_pending_locks_that_a_rerun_processes,
     another_process_still_working_fails_only_its_message_loudly,
@@ -625,3 +668,37 @@ on_both_stores!(
     a_send_inside_the_lock_that_gives_up_fails_its_batch_alone,
     two_consumers_with_the_send_after_the_lock_do_not_wait_on_each_other,
 );
+
+/// The DynamoDB store taking and committing locks with PartiQL statements
+/// (`lock_acquire: 'statements'`), through the scenarios that take, hold, commit, take over
+/// and deduplicate keys.
+mod aws_dynamodb_statements {
+    fn store() -> super::Store {
+        super::Store::dynamodb_taking(Some("statements"))
+    }
+
+    #[test]
+    fn a_second_run_skips_what_the_first_processed() {
+        super::a_second_run_skips_what_the_first_processed(store())
+    }
+
+    #[test]
+    fn the_same_messages_again_are_all_duplicates() {
+        super::the_same_messages_again_are_all_duplicates(store())
+    }
+
+    #[test]
+    fn two_processes_over_overlapping_input_process_each_key_once() {
+        super::two_processes_over_overlapping_input_process_each_key_once(store())
+    }
+
+    #[test]
+    fn a_killed_run_leaves_pending_locks_that_a_rerun_processes() {
+        super::a_killed_run_leaves_pending_locks_that_a_rerun_processes(store())
+    }
+
+    #[test]
+    fn a_late_owner_never_commits_a_lock_another_process_took_over() {
+        super::a_late_owner_never_commits_a_lock_another_process_took_over(store())
+    }
+}

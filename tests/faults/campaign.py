@@ -163,6 +163,37 @@ MIXES = {
 MIX_ORDER = ["clean", "sink", "lock", "outage", "crash", "retry", "idle", "all", "clock",
              "clock_past", "fulldisk"]
 
+
+def statements_mix(spec):
+    """A mix with the DynamoDB lock taking and committing keys with PartiQL statements
+    (`lock_acquire: 'statements'`: a consistent BatchGetItem, the `lock_read` class, then
+    BatchExecuteStatement, acquire or commit). Its calls are fewer than the transactions'
+    (a read and a statement call per 25 keys), so where the mix injects lock faults, the
+    acquisitions' and reads' rates of throttling and errors are the commits' (their
+    timeouts stay rare: an acquisition held 5 s outlasts the short leases); its outage
+    windows reach the reads too."""
+    out = dict(spec, lock_acquire="statements")
+    faults = dict(spec["faults"])
+    if "acquire" in faults:
+        quick = {k: v for k, v in LOCK_FAULTS["commit"].items() if not k.startswith("timeout")}
+        faults["acquire"] = {**faults["acquire"], **quick}
+        faults["lock_read"] = dict(LOCK_FAULTS["commit"])
+    if "windows" in faults:
+        w = dict(faults["windows"])
+        w["classes"] = [c for c in w["classes"] if c != "*"] + ["lock_read"] + (
+            ["*"] if "*" in w["classes"] else [])
+        faults["windows"] = w
+    out["faults"] = faults
+    return out
+
+
+# Every mix that reaches a DynamoDB lock, again with the lock in `lock_acquire:
+# 'statements'`: MIX_stmt.
+STATEMENT_MIXES = [f"{m}_stmt" for m in MIX_ORDER if m != "fulldisk"]
+for _m in MIX_ORDER:
+    if f"{_m}_stmt" in STATEMENT_MIXES:
+        MIXES[f"{_m}_stmt"] = dict(statements_mix(MIXES[_m]), base=_m)
+
 PIPELINES = ["kinesis", "kinesis_after", "firehose", "dynamodb", "file", "file_after", "gcs",
              "hop", "inside_after", "two_sends", "ddb_file", "fanout", "recurring", "identical",
              "scaleout"]
@@ -194,6 +225,8 @@ SCALEOUT_CONSUMERS = 4
 def applies(p, mix):
     """Whether mix `mix` makes sense for pipeline `p`."""
     spec = MIXES[mix]
+    if spec.get("lock_acquire") and p not in DYNAMODB_LOCK:
+        return False
     if spec.get("fulldisk"):
         return p in SQLITE_LOCK
     if spec.get("clock") or spec.get("clock_past"):
@@ -222,18 +255,22 @@ SIZES = {
                         ("inside_after", "all"), ("two_sends", "all"), ("ddb_file", "all"),
                         ("fanout", "sink"), ("recurring", "crash"), ("identical", "crash"),
                         ("scaleout", "crash"), ("kinesis", "clock"),
-                        ("kinesis_after", "clock_past"), ("file", "fulldisk")],
+                        ("kinesis_after", "clock_past"), ("file", "fulldisk"),
+                        # The lock in `lock_acquire: 'statements'`: every fault at once,
+                        # and the lock store's faults alone with commits by statements.
+                        ("kinesis", "all_stmt"), ("file_after", "lock_stmt")],
               # Two cells at a time (they mostly wait: on leases, faults held 5 s, outage
               # windows; the whole run takes under a minute of CPU), the longest first (a
               # full disk's 30 s of settling, leases plus the clock skew).
               "jobs": 2, "first": [("kinesis", "clock"), ("file", "fulldisk")],
               "control": "file"},
     # docs/exactly-once.md's table: every mix on every pipeline it applies to (144 cells),
+    # and again with the DynamoDB lock in `lock_acquire: 'statements'` (135 cells),
     # >= 150,000 messages through the lock and >= 400 crashes (SIGKILL and SIGTERM); two
     # cells at a time, the slowest first.
     "large": {"messages": 2000, "batch": 100, "redeliver": 0.03, "idle_batches": 0.2,
-              "mixes": MIX_ORDER, "control": "file", "jobs": 2,
-              "first": [(p, m) for m in ("clock", "fulldisk") for p in PIPELINES]},
+              "mixes": MIX_ORDER + STATEMENT_MIXES, "control": "file", "jobs": 2,
+              "first": [(p, m) for m in ("clock", "fulldisk", "clock_stmt") for p in PIPELINES]},
 }
 DEAD_LETTER_AFTER = 3  # failed attempts of the same record before it is dead-lettered
 # The fan-out's source retries a record longer: each of its messages is up to six Kinesis
@@ -460,9 +497,10 @@ def workload(n, batch, seed, tag, bad_keys, p=None):
 
 # ---------------------------------------------------------------------------- pipelines
 
-def ddb_store(table):
+def ddb_store(table, spec):
+    acquire = (", lock_acquire: '%s'" % spec["lock_acquire"]) if spec.get("lock_acquire") else ""
     return ("sub.kv_store.aws.dynamodb({ aws: { arn: 'arn:aws:dynamodb:%s:%s:table/%s' }, "
-            "attributes: { partition_key: 'PK', ttl: 'ttl' } })" % (REGION, ACCOUNT, table))
+            "attributes: { partition_key: 'PK', ttl: 'ttl' }%s })" % (REGION, ACCOUNT, table, acquire))
 
 
 def batch_settings(spec):
@@ -573,12 +611,12 @@ def configs(p, res, spec):
         # the id it read), and the consumer's lock is keyed on it.
         producer = [stamp("prun"), "sub.tf.obj.copy({ obj: { src: 'id', trg: 'hop_id' } })",
                     kinesis_send(res["mid"], spec)]
-        consumer = [lock(ddb_store(res["locks"]), [stamp(), file_send(res["out"], spec)], spec,
+        consumer = [lock(ddb_store(res["locks"], spec), [stamp(), file_send(res["out"], spec)], spec,
                          key="hop_id")]
         return {"producer": config_text("hop producer (no lock) -> Kinesis", producer, spec),
                 "consumer": config_text("hop consumer: lock on hop_id + file", consumer, spec)}
     store = (f"sub.kv_store.sqlite({{ file: '{res['lockdb']}' }})" if p in SQLITE_LOCK
-             else ddb_store(res["locks"]))
+             else ddb_store(res["locks"], spec))
     # No run stamp in Kinesis records: a record read back is recognised by its data, the same
     # on every attempt (the proxy's log names the process that put each copy). A file or
     # object gets the stamp; where both are written, it is removed before the Kinesis send.
@@ -1655,11 +1693,15 @@ def analyse(ctx, res, emu, work, proxies, stages):
         "sigterms": outcomes["stopped"], "failed_runs": outcomes["failed"],
         "redelivered_ok": ctx.redelivered_ok,
         "faults": sum(fault_counts.values()), "fault_counts": dict(fault_counts),
+        # By call (X-Amz-Target's operation) and fault: which calls the faults met.
+        "fault_ops": dict(Counter(f"{e.get('op')}:{e['fault']}" for es in logs.values()
+                                  for e in es if e.get("fault"))),
         "windows": len(windows_hit), "pending_locks": len(pending),
         "waited_out": sum(waited_out(workdir, r["run"]) for r in lock_runs),
         "workers": ctx.workers,
         "acquire_per_msg": per_msg("acquire"), "commit_per_msg": per_msg("commit"),
-        "renew_per_msg": per_msg("renew"), "through_lock": through_lock,
+        "renew_per_msg": per_msg("renew"), "lock_read_per_msg": per_msg("lock_read"),
+        "through_lock": through_lock,
         "keyed_through_lock": keyed_through_lock,
         "mid_dups": mid_dups, "max_crash_dups_per_run": max(crash_by_run.values(), default=0),
         "clock_refused": refused if spec.get("clock_past") else None,
@@ -1758,7 +1800,7 @@ def proxy_faults(p, mix, spec, which):
         out = {k: v for k, v in f.items() if k != "read" and (k != "sink" or "dynamodb" in SINKS[p])}
     elif which == "moto":
         out = {k: v for k, v in f.items() if k in ("sink", "read")}
-        if p == "fanout" and mix != "clean":
+        if p == "fanout" and spec.get("base", mix) != "clean":
             sink = dict(out.get("sink", {}))
             sink["partial"] = max(sink.get("partial", 0.0), 0.25)
             out["sink"] = sink
@@ -1842,7 +1884,7 @@ def run_cell(args, emu, p, mix, seed, tag, workdir, size, n, spec, control, disk
     ctx.batch = size["batch"]
     ctx.disk = disk
     ctx.res_out = res["out"]
-    if p == "fanout" and mix != "clean":
+    if p == "fanout" and spec.get("base", mix) != "clean":
         ctx.hot_rate = 0.25
         ctx.dead_letter_after = DEAD_LETTER_AFTER_FANOUT
     workers = PIPELINE_WORKERS.get(p, spec["workers"])
@@ -2015,7 +2057,8 @@ def main():
     ap.add_argument("--sluice", default=str(ROOT / "target/debug/sluice"))
     ap.add_argument("--out", default=str(ROOT / "target/faults"))
     ap.add_argument("--pipelines", default=None, help="comma-separated: " + ",".join(PIPELINES))
-    ap.add_argument("--mixes", default=None, help="comma-separated: " + ",".join(MIX_ORDER))
+    ap.add_argument("--mixes", default=None,
+                    help="comma-separated: " + ",".join(MIX_ORDER + STATEMENT_MIXES))
     ap.add_argument("--messages", type=int, default=None)
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -2038,7 +2081,7 @@ def main():
     mixes = args.mixes.split(",") if args.mixes else None
     for m in mixes or []:
         if m not in MIXES or m == "nolock":
-            sys.exit(f"unknown mix {m!r}: one of {', '.join(MIX_ORDER)}")
+            sys.exit(f"unknown mix {m!r}: one of {', '.join(MIX_ORDER + STATEMENT_MIXES)}")
     if mixes is None and args.pipelines is None and "cells" in size:
         cells = list(size["cells"])
     else:
@@ -2117,10 +2160,12 @@ def main():
     for r in rows:
         if r.get("skipped"):
             print(f"skipped: {r['pipeline']}-{r['mix']}: {r['skipped']}")
-    clean = [r for r in locked if r["mix"] == "clean" and r["acquire_per_msg"] is not None]
+    clean = [r for r in locked if r["mix"] in ("clean", "clean_stmt")
+             and r["acquire_per_msg"] is not None]
     for r in clean:
-        print(f"store calls per message, clean {r['pipeline']}: {r['acquire_per_msg']} acquire, "
-              f"{r['commit_per_msg']} commit ({r['renew_per_msg']} renew) calls over "
+        print(f"store calls per message, {r['mix']} {r['pipeline']}: {r['acquire_per_msg']} acquire, "
+              f"{r['commit_per_msg']} commit ({r['renew_per_msg']} renew, "
+              f"{r['lock_read_per_msg']} lock_read) calls over "
               f"{r['keyed_through_lock']} keyed lines (floor: <= 1 acquire, <= 0.04 commit)")
     (out / "results.json").write_text(json.dumps({"seed": args.seed, "size": args.size,
                                                   "sluice": args.sluice, "rows": rows,

@@ -8,9 +8,15 @@ to the upstream emulator, and for the calls that matter to exactly-once it injec
 configured rates. Each request is classified by its `X-Amz-Target` header and body:
 
     acquire   DynamoDB TransactWriteItems of Updates `SET #owner = :me, #status = :pending ...`
-              (the lock's acquisitions, up to 100 keys a call), and UpdateItem (one key at a
-              time, `lock_acquire: 'items'`, and takeovers; PutItem in older builds)
-    commit    DynamoDB TransactWriteItems of Updates `SET #status = :committed ...`
+              (the lock's acquisitions, up to 100 keys a call), UpdateItem (one key at a
+              time, `lock_acquire: 'items'`, and takeovers; PutItem in older builds), and
+              BatchExecuteStatement of INSERTs and UPDATEs without a `committed` parameter
+              (`lock_acquire: 'statements'`, up to 25 keys a call)
+    commit    DynamoDB TransactWriteItems of Updates `SET #status = :committed ...`, and
+              BatchExecuteStatement of UPDATEs with a `committed` parameter (`'statements'`)
+    lock_read DynamoDB BatchGetItem (`lock_acquire: 'statements'`: the consistent read of up
+              to 100 keys before they are taken, and the read-back of commits whose
+              condition failed)
     renew     DynamoDB TransactWriteItems of Updates `SET #lease = :lease, #ttl = :ttl`
               (the lock's lease renewals)
     abandon   DynamoDB TransactWriteItems of Updates `SET #lease = :ended` (keys left
@@ -71,11 +77,12 @@ an ambiguous outcome no client can resolve by itself:
     timeout_after   the answer is held `hold_s` seconds and the connection closed
 
 LOG.jsonl gets one line per sink call forwarded or failed, per read that got a fault, and
-per lock-store call (acquire, commit, renew, abandon, release), with the unit ids (sinks:
+per lock-store call (acquire, commit, renew, abandon, release, lock_read), with the unit ids (sinks:
 a record's `uid`, `uid#part` for a fan-out's records, or `cid` for content that several
 messages share; see unit_id) or lock keys (lock calls) it carried; an acquisition also
 records what the store answered (the holders of the keys a cancelled transaction found
-held, the record a takeover replaced: a key's history), the fault (or null), whether the emulator applied it (`applied`: it answered 2xx;
+held, the record a takeover replaced, the keys whose statement failed and the error code
+of each: a key's history), the fault (or null), whether the emulator applied it (`applied`: it answered 2xx;
 for partial faults `ids` lists only the forwarded records and `refused` the others; a
 TransactWriteItems retried with the ClientRequestToken of one already applied is a `replay`,
 answered with success and written nothing; an applied PutRecords also lists in `seqs` the
@@ -99,7 +106,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
 FAULTS = ("throttle", "error_before", "timeout_before", "partial", "error_after", "timeout_after")
-LOCK_CLASSES = ("acquire", "commit", "renew", "abandon", "release")
+LOCK_CLASSES = ("acquire", "commit", "renew", "abandon", "release", "lock_read")
 # How far ahead outage windows are drawn (a proxy lives for one campaign cell).
 WINDOW_HORIZON_S = 2 * 3600
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "x-amz-crc32"}
@@ -282,9 +289,39 @@ def update_class(expression):
     return "commit"
 
 
+def statement_key(statement):
+    """The lock key of one PartiQL statement of `lock_acquire: 'statements'`
+    (transforms/src/kv_store/aws_dynamodb/statements.rs): the parameter at the partition
+    key's placeholder (`'PK': ?` in an INSERT, `"PK" = ?` in an UPDATE's WHERE)."""
+    text, params = statement.get("Statement", ""), statement.get("Parameters", [])
+    for mark in ("'PK': ?", '"PK" = ?'):
+        at = text.find(mark)
+        if at >= 0:
+            i = text[:at].count("?")
+            return params[i].get("S") if i < len(params) else None
+    return None
+
+
+def statement_class(statement):
+    """acquire or commit, for one statement: a commit sets the status `committed`."""
+    if statement.get("Statement", "").startswith("UPDATE") and \
+            {"S": "committed"} in statement.get("Parameters", []):
+        return "commit"
+    return "acquire"
+
+
 def classify(target, body):
     """(class, ids) for a request: the message ids of a sink call, the keys of a lock call."""
     op = target.split(".")[-1]
+    if op == "BatchExecuteStatement":
+        statements = body.get("Statements", [])
+        keys = [k for k in map(statement_key, statements) if k]
+        classes = {statement_class(st) for st in statements}
+        return (classes.pop() if len(classes) == 1 else "commit"), keys
+    if op == "BatchGetItem":
+        keys = [k.get("PK", {}).get("S") for t in body.get("RequestItems", {}).values()
+                for k in t.get("Keys", [])]
+        return "lock_read", [k for k in keys if k]
     if op == "UpdateItem":
         key = body.get("Key", {}).get("PK", {}).get("S")
         return "acquire", [key] if key else []
@@ -452,7 +489,7 @@ class Handler(BaseHTTPRequestHandler):
             entry["refused"] = refused_by_upstream(op, data, ids)
             if op == "PutRecords":
                 entry["seqs"] = sequence_numbers(data)
-        if cls == "acquire":
+        if cls == "acquire" or op == "BatchExecuteStatement":
             entry.update(acquire_answer(op, ids, status, data))
         if not quiet or fault is not None:
             st.record(entry)
@@ -517,8 +554,10 @@ class Handler(BaseHTTPRequestHandler):
 
 def acquire_answer(op, keys, status, data):
     """What the store answered an acquisition, for the log (a key's history): the keys a
-    cancelled transaction found held (`held`, with the holder's owner and status), or the
-    record a takeover (UpdateItem, ALL_OLD) replaced (`old`)."""
+    cancelled transaction found held (`held`, with the holder's owner and status), the
+    record a takeover (UpdateItem, ALL_OLD) replaced (`old`), or the keys whose statement of
+    a BatchExecuteStatement (an acquisition's or a commit's) failed, with the error code
+    (`statement_errors`)."""
     try:
         answer = json.loads(data) if data else {}
     except ValueError:
@@ -537,6 +576,11 @@ def acquire_answer(op, keys, status, data):
     if op == "UpdateItem":
         old = answer.get("Attributes") or answer.get("Item")
         return {"old": brief(old)} if old else {}
+    if op == "BatchExecuteStatement":
+        # Each statement succeeds or fails alone: the keys whose statement failed, and why.
+        errors = {k: (r.get("Error") or {}).get("Code")
+                  for k, r in zip(keys, answer.get("Responses", [])) if r.get("Error")}
+        return {"statement_errors": errors} if errors else {}
     reasons = answer.get("CancellationReasons")
     if op == "TransactWriteItems" and reasons:
         return {"held": {k: {"code": r.get("Code"), **brief(r.get("Item"))}

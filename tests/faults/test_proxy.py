@@ -345,6 +345,35 @@ class ClassifyTest(unittest.TestCase):
                                   one("SET #status = :committed, #ttl = :ttl REMOVE #lease, #since")["TransactItems"][0]]}
         self.assertEqual(proxy.classify(tw, sink), ("sink", ["u1"]))
 
+    def test_statements_and_lock_reads(self):
+        # The statements of transforms/src/kv_store/aws_dynamodb/statements.rs, in both
+        # UPDATE forms.
+        bes = "DynamoDB_20120810.BatchExecuteStatement"
+        s, n = (lambda v: {"S": v}), (lambda v: {"N": str(v)})
+        insert = {"Statement": "INSERT INTO \"locks\" VALUE {'PK': ?, 'lock_owner': ?, "
+                               "'lock_status': ?, 'lock_lease_until': ?, 'ttl': ?, 'lock_since': ?}",
+                  "Parameters": [s("fi:a"), s("me"), s("pending"), n(1), n(2), n(3)]}
+        fresh = {"Statement": "UPDATE \"locks\" SET \"lock_owner\" = ? SET \"lock_status\" = ? "
+                              "SET \"lock_lease_until\" = ? SET \"ttl\" = ? SET \"lock_since\" = ? "
+                              "REMOVE \"lock_note\" WHERE \"PK\" = ? AND (\"lock_status\" IS MISSING "
+                              "OR \"lock_status\" <> ?) AND \"ttl\" <= ?",
+                 "Parameters": [s("me"), s("pending"), n(1), n(2), n(3), s("fi:b"), s("pending"), n(4)]}
+        commit = {"Statement": "UPDATE \"locks\" SET \"lock_status\" = ?, \"ttl\" = ? REMOVE "
+                               "\"lock_lease_until\", \"lock_since\", \"lock_progress\" WHERE \"PK\" = ? "
+                               "AND \"lock_owner\" = ? AND \"lock_status\" = ?",
+                  "Parameters": [s("committed"), n(2), s("fi:c"), s("me"), s("pending")]}
+        self.assertEqual(proxy.classify(bes, {"Statements": [insert, fresh]}),
+                         ("acquire", ["fi:a", "fi:b"]))
+        self.assertEqual(proxy.classify(bes, {"Statements": [commit]}), ("commit", ["fi:c"]))
+        read = {"RequestItems": {"locks": {"Keys": [{"PK": s("fi:a")}, {"PK": s("fi:b")}],
+                                           "ConsistentRead": True}}}
+        self.assertEqual(proxy.classify("DynamoDB_20120810.BatchGetItem", read),
+                         ("lock_read", ["fi:a", "fi:b"]))
+        answer = json.dumps({"Responses": [{"TableName": "locks"},
+                                           {"Error": {"Code": "DuplicateItem", "Message": "x"}}]})
+        self.assertEqual(proxy.acquire_answer("BatchExecuteStatement", ["fi:a", "fi:b"], 200, answer),
+                         {"statement_errors": {"fi:b": "DuplicateItem"}})
+
 
 class WindowsTest(unittest.TestCase):
     SPEC = {"seed": 11, "windows": {"classes": ["acquire", "commit", "*"], "first_s": [0.5, 3],

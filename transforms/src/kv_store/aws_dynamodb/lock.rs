@@ -1,8 +1,9 @@
 //! The lock operations of the `aws_dynamodb` store: the protocol's rules
 //! (`sluice_lock_protocol`) as DynamoDB condition and update expressions. Acquisitions are
 //! `TransactWriteItems` of up to 100 conditional updates (or, with `lock_acquire: 'items'`,
-//! one conditional `UpdateItem` per key); commits, renewals, releases and abandonments are
-//! `TransactWriteItems` of up to 100 conditional writes.
+//! one conditional `UpdateItem` per key; with `'statements'`, see `statements.rs`);
+//! commits, renewals, releases and abandonments are `TransactWriteItems` of up to 100
+//! conditional writes (commits with `'statements'` aside).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,8 +18,8 @@ use aws_sdk_dynamodb::error::BoxError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, CancellationReason, Delete, ReturnValue, ReturnValuesOnConditionCheckFailure,
-    TransactWriteItem, Update,
+    AttributeValue, CancellationReason, Delete, ReturnConsumedCapacity, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use futures::stream::{self, StreamExt};
 use sluice_lock_protocol::pending_ttl;
@@ -28,7 +29,7 @@ use super::super::lock::{
     AbandonRequest, AcquireRequest, Acquired, ClockOffset, CommitRequest, LockRecord, LockStatus,
     LockStore, Prior, RenewRequest, Settled, StoreError,
 };
-use super::{AcquireMode, COMMITTED, DynamoDbStore, PENDING, number};
+use super::{AcquireMode, COMMITTED, DynamoDbStore, PENDING, number, statements};
 
 /// The most writes one `TransactWriteItems` call may hold.
 const TRANSACTION_MAX: usize = 100;
@@ -65,7 +66,7 @@ const OWNED: &str = "#owner = :me AND #status = :pending";
 
 /// One change of a transaction, on one key.
 #[derive(Debug, Clone)]
-enum Op<'a> {
+pub(super) enum Op<'a> {
     Commit(&'a CommitRequest),
     Renew(&'a RenewRequest),
     Release(&'a str),
@@ -95,12 +96,16 @@ impl Op<'_> {
 }
 
 impl DynamoDbStore {
-    async fn acquire_one(
+    /// Takes `r`'s key with one conditional `UpdateItem`, whose old item tells a takeover.
+    /// `retried`: an earlier call of this acquisition (an SDK-retried batch) may have
+    /// written this very request's record, which is then fresh ([`Self::taken`]).
+    pub(super) async fn acquire_one(
         &self,
         client: &Client,
         owner: &str,
         now_ms: i64,
         r: &AcquireRequest,
+        retried: bool,
     ) -> Result<Acquired, StoreError> {
         let mut retries = Retries::default();
         // A pending chain older than the window is not taken over with its history: that
@@ -133,14 +138,17 @@ impl DynamoDbStore {
                 .return_values_on_condition_check_failure(
                     ReturnValuesOnConditionCheckFailure::AllOld,
                 )
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .customize()
                 .interceptor(attempts.clone())
                 .send()
                 .await;
             let err = match sent {
                 Ok(out) => {
+                    self.count_units("UpdateItem", true, out.consumed_capacity());
                     let old = out.attributes().filter(|i| !i.is_empty());
-                    return Ok(self.taken(owner, now_ms, r, old, attempts.get() > 1));
+                    let retried = retried || attempts.get() > 1;
+                    return Ok(self.taken(owner, now_ms, r, old, retried));
                 }
                 Err(err) => err,
             };
@@ -220,10 +228,12 @@ impl DynamoDbStore {
             .set_expression_attribute_names(Some(names))
             .set_expression_attribute_values(Some(values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
         match sent {
-            Ok(_) => {
+            Ok(out) => {
+                self.count_units("UpdateItem", true, out.consumed_capacity());
                 tracing::debug!(
                     table = %self.table.name,
                     key = %r.key,
@@ -296,7 +306,7 @@ impl DynamoDbStore {
     ) -> ChunkAnswer {
         let mut out: Vec<Option<Result<Acquired, StoreError>>> =
             (0..chunk.len()).map(|_| None).collect();
-        let mut alone: Vec<usize> = Vec::new();
+        let mut alone: Vec<(usize, bool)> = Vec::new();
         let mut left: Vec<usize> = (0..chunk.len()).collect();
         // Each key's error names that key, as its message's failure will.
         let acquiring = |i: usize| format!("acquiring key {:?}", chunk[i].key);
@@ -319,12 +329,14 @@ impl DynamoDbStore {
             let sent = client
                 .transact_write_items()
                 .set_transact_items(Some(items))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .customize()
                 .interceptor(attempts.clone())
                 .send()
                 .await;
             let err = match sent {
-                Ok(_) => {
+                Ok(done) => {
+                    self.count_units("TransactWriteItems", true, done.consumed_capacity());
                     for i in left.drain(..) {
                         out[i] = Some(Ok(Acquired::FRESH));
                     }
@@ -335,7 +347,7 @@ impl DynamoDbStore {
             let cancelled = match err.as_service_error() {
                 Some(TransactWriteItemsError::TransactionCanceledException(c)) => c,
                 Some(e) if e.meta().code() == Some("ValidationException") => {
-                    alone.append(&mut left);
+                    alone.extend(left.drain(..).map(|i| (i, false)));
                     break;
                 }
                 _ => {
@@ -383,7 +395,7 @@ impl DynamoDbStore {
                                 self.log_held(r, Some(&rec));
                                 out[i] = Some(Ok(Acquired::Held(Some(rec))));
                             }
-                            _ => alone.push(i),
+                            _ => alone.push((i, false)),
                         }
                     }
                     Cancel::NotApplied => again.push(i),
@@ -419,7 +431,7 @@ impl DynamoDbStore {
 
     /// What a successful acquisition took, given the item it replaced and whether the SDK
     /// sent the request (written at `now_ms`) more than once.
-    fn taken(
+    pub(super) fn taken(
         &self,
         owner: &str,
         now_ms: i64,
@@ -466,7 +478,7 @@ impl DynamoDbStore {
         }
     }
 
-    fn log_held(&self, r: &AcquireRequest, record: Option<&LockRecord>) {
+    pub(super) fn log_held(&self, r: &AcquireRequest, record: Option<&LockRecord>) {
         match record {
             Some(rec) => {
                 let (status, lease_until_ms) = match rec.status {
@@ -576,7 +588,7 @@ impl DynamoDbStore {
     }
 
     /// Applies `ops` in transactions of up to 100, one result per key, in order.
-    async fn change(
+    pub(super) async fn change(
         &self,
         owner: &str,
         ops: Vec<Op<'_>>,
@@ -630,10 +642,12 @@ impl DynamoDbStore {
             let err = match client
                 .transact_write_items()
                 .set_transact_items(Some(items))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await
             {
-                Ok(_) => {
+                Ok(done) => {
+                    self.count_units("TransactWriteItems", true, done.consumed_capacity());
                     for i in left.drain(..) {
                         out[i] = Some(Settled::Ok);
                     }
@@ -712,6 +726,46 @@ impl DynamoDbStore {
     }
 }
 
+impl DynamoDbStore {
+    /// Puts the answers of `parts` (chunks of `requests`, in order) together, taking the keys
+    /// they left alone one by one ([`Self::acquire_one`]).
+    async fn acquire_alone(
+        &self,
+        client: &Client,
+        owner: &str,
+        now_ms: i64,
+        requests: &[AcquireRequest],
+        parts: Vec<ChunkAnswer>,
+        concurrency: usize,
+    ) -> Vec<Result<Acquired, StoreError>> {
+        let mut out = Vec::with_capacity(requests.len());
+        let mut alone = Vec::new();
+        for part in parts {
+            let base = out.len();
+            alone.extend(
+                part.alone
+                    .into_iter()
+                    .map(|(i, retried)| (base + i, retried)),
+            );
+            out.extend(part.out);
+        }
+        let singles: Vec<_> = alone
+            .iter()
+            .map(|&(i, retried)| self.acquire_one(client, owner, now_ms, &requests[i], retried))
+            .collect();
+        let taken: Vec<_> = stream::iter(singles)
+            .buffered(concurrency.max(1))
+            .collect()
+            .await;
+        for ((i, _), got) in alone.into_iter().zip(taken) {
+            out[i] = Some(got);
+        }
+        out.into_iter()
+            .map(|o| o.unwrap_or_else(|| Err(self.fail("acquiring", "no answer for a key"))))
+            .collect()
+    }
+}
+
 /// The values of an acquisition's condition and update: [`ACQUIRE_CONDITION`]'s with
 /// `takeover` (it alone compares leases), else [`ACQUIRE_FRESH_CONDITION`]'s (DynamoDB
 /// refuses a value no expression uses).
@@ -744,12 +798,12 @@ fn acquire_values(
 /// The store's own retries of one call (cancelled transactions, transaction conflicts),
 /// up to [`STORE_ATTEMPTS`] attempts, with [`backoff`] between them.
 #[derive(Debug, Default)]
-struct Retries(u32);
+pub(super) struct Retries(u32);
 
 impl Retries {
     /// After an attempt a conflict or throttling stopped: waits before the next one, or
     /// says `false` (without waiting) when that was the last.
-    async fn wait_before_next(&mut self) -> bool {
+    pub(super) async fn wait_before_next(&mut self) -> bool {
         self.0 += 1;
         if self.0 >= STORE_ATTEMPTS {
             return false;
@@ -763,19 +817,21 @@ impl Retries {
     }
 }
 
-/// What one acquisition transaction settled: an answer per key of its chunk, `None` for
-/// the keys (`alone`, indices into the chunk) left to take one by one.
-struct ChunkAnswer {
-    out: Vec<Option<Result<Acquired, StoreError>>>,
-    alone: Vec<usize>,
+/// What one acquisition transaction (or piece of statements) settled: an answer per key of
+/// its chunk, `None` for the keys (`alone`: indices into the chunk, and whether an earlier
+/// call may have written the key's record, see [`DynamoDbStore::acquire_one`]) left to
+/// take one by one.
+pub(super) struct ChunkAnswer {
+    pub(super) out: Vec<Option<Result<Acquired, StoreError>>>,
+    pub(super) alone: Vec<(usize, bool)>,
 }
 
 /// Counts the attempts the SDK makes for one operation (its retries included).
 #[derive(Debug, Clone, Default)]
-struct AttemptCounter(Arc<AtomicU32>);
+pub(super) struct AttemptCounter(Arc<AtomicU32>);
 
 impl AttemptCounter {
-    fn get(&self) -> u32 {
+    pub(super) fn get(&self) -> u32 {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -866,7 +922,7 @@ impl LockStore for DynamoDbStore {
             AcquireMode::Items => {
                 let calls: Vec<_> = requests
                     .iter()
-                    .map(|r| self.acquire_one(client, owner, now_ms, r))
+                    .map(|r| self.acquire_one(client, owner, now_ms, r, false))
                     .collect();
                 stream::iter(calls)
                     .buffered(concurrency.max(1))
@@ -882,29 +938,20 @@ impl LockStore for DynamoDbStore {
                     .buffered(concurrency.max(1))
                     .collect()
                     .await;
-                let mut out = Vec::with_capacity(requests.len());
-                let mut alone = Vec::new();
-                for part in parts {
-                    let base = out.len();
-                    alone.extend(part.alone.into_iter().map(|i| base + i));
-                    out.extend(part.out);
-                }
-                let singles: Vec<_> = alone
-                    .iter()
-                    .map(|&i| self.acquire_one(client, owner, now_ms, &requests[i]))
+                self.acquire_alone(client, owner, now_ms, requests, parts, concurrency)
+                    .await
+            }
+            AcquireMode::Statements => {
+                let calls: Vec<_> = requests
+                    .chunks(statements::PIECE_KEYS)
+                    .map(|chunk| self.acquire_statements(client, owner, now_ms, chunk))
                     .collect();
-                let taken: Vec<_> = stream::iter(singles)
-                    .buffered(concurrency.max(1))
+                let parts: Vec<ChunkAnswer> = stream::iter(calls)
+                    .buffered(statements::pieces_in_flight(concurrency))
                     .collect()
                     .await;
-                for (i, got) in alone.into_iter().zip(taken) {
-                    out[i] = Some(got);
-                }
-                out.into_iter()
-                    .map(|o| {
-                        o.unwrap_or_else(|| Err(self.fail("acquiring", "no answer for a key")))
-                    })
-                    .collect()
+                self.acquire_alone(client, owner, now_ms, requests, parts, concurrency)
+                    .await
             }
         }
     }
@@ -915,6 +962,9 @@ impl LockStore for DynamoDbStore {
         requests: &[CommitRequest],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
+        if self.table.acquire == AcquireMode::Statements {
+            return self.commit_statements(owner, requests, concurrency).await;
+        }
         self.change(
             owner,
             requests.iter().map(Op::Commit).collect(),

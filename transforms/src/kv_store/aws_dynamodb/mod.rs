@@ -17,7 +17,8 @@
 //!   past its TTL never blocks, deleted or not);
 //! - on-demand billing (`PAY_PER_REQUEST`), or provisioned capacity that covers the
 //!   writes: per message, two write units to take its lock (one with `lock_acquire:
-//!   'items'`) and two to commit it.
+//!   'items'` or `'statements'`) and two to commit it (one with `'statements'`, which
+//!   also reads a unit per message).
 //!
 //! ```text
 //! aws dynamodb create-table --table-name sluice-locks --billing-mode PAY_PER_REQUEST \
@@ -52,6 +53,16 @@
 //!   its TTL, or pending with an expired lease or under the same owner, and keeps `since`
 //!   across a takeover; the old item comes back (`ALL_OLD`) either way, telling a takeover
 //!   from a fresh key, or who holds it (logged at debug level).
+//! - Acquire with `lock_acquire: 'statements'` (`statements.rs`): a strongly consistent
+//!   `BatchGetItem` of up to 100 keys, then PartiQL `BatchExecuteStatement`s of up to 25
+//!   single-item writes (four calls in flight per 100 keys): an `INSERT` for an absent
+//!   key, a conditional `UPDATE` for a committed one past its TTL; a key the read found
+//!   held is answered with the record read, a pending one this owner may take is taken
+//!   alone, as above. One write unit per key taken and one read unit per key asked for,
+//!   a duplicate only the read. Commits are `UPDATE` statements on the same condition as
+//!   below (one write unit); one whose condition failed is read back. `UPDATE`s are
+//!   written in AWS's documented form, or in comma lists where the service refuses it
+//!   (`dialect.rs`).
 //! - Commit: `TransactWriteItems` of up to 100 conditional `Update`s (status `committed`,
 //!   the final TTL, lease and `since` removed, only where the owner is ours and the status
 //!   pending): one call per 100 messages. A key that is not ours any more is reported with
@@ -68,7 +79,9 @@
 //!
 //! `dynamodb:UpdateItem` and `dynamodb:DeleteItem` on the table (a transaction needs the
 //! permissions of the writes it contains; the item kv store also needs `dynamodb:PutItem`
-//! and `dynamodb:GetItem`); `sts:AssumeRole` on `aws.assume_role_arn` when set.
+//! and `dynamodb:GetItem`; `lock_acquire: 'statements'` also `dynamodb:BatchGetItem`,
+//! `dynamodb:PartiQLInsert` and `dynamodb:PartiQLUpdate`); `sts:AssumeRole` on
+//! `aws.assume_role_arn` when set.
 //!
 //! # Connecting
 //!
@@ -79,18 +92,24 @@
 #[cfg(test)]
 mod acquire_tests;
 mod clock;
+mod dialect;
 mod item;
 mod lock;
+#[cfg(test)]
+mod statement_tests;
+mod statements;
 #[cfg(test)]
 mod tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, ConsumedCapacity, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
 };
 use serde::Deserialize;
 use sluice_engine::{ConfigError, Value};
@@ -115,7 +134,8 @@ struct Settings {
     /// Strongly consistent item reads (`enrich_kv_store_item_get`); lock operations are
     /// writes, which are always consistent.
     consistent_read: Option<bool>,
-    /// How locks are taken: `transactions` (the default) or `items` ([`AcquireMode`]).
+    /// How locks are taken: `transactions` (the default), `items` or `statements`
+    /// ([`AcquireMode`]).
     lock_acquire: Option<String>,
 }
 
@@ -159,6 +179,10 @@ pub(super) enum AcquireMode {
     Transactions,
     /// One conditional `UpdateItem` per key: one write unit per key, one call per key.
     Items,
+    /// A strongly consistent `BatchGetItem` of up to 100 keys, then PartiQL
+    /// `BatchExecuteStatement`s of up to 25 single-item conditional writes (one write unit
+    /// each) for the keys it found free; commits the same way (`statements.rs`).
+    Statements,
 }
 
 /// Where the locks are and how they are spelled: the decoded settings.
@@ -234,15 +258,31 @@ impl Table {
         let acquire = match s.lock_acquire.as_deref() {
             None | Some("transactions") => AcquireMode::Transactions,
             Some("items") => AcquireMode::Items,
+            Some("statements") => AcquireMode::Statements,
             Some(other) => {
                 return Err(err(
                     "lock_acquire",
                     format!(
-                        "{other:?} is not a way to take locks: use \"transactions\" (TransactWriteItems of up to 100 keys, 2 write units per key) or \"items\" (one UpdateItem per key, 1 write unit)"
+                        "{other:?} is not a way to take locks: use \"transactions\" (TransactWriteItems of up to 100 keys, 2 write units per key), \"items\" (one UpdateItem per key, 1 write unit) or \"statements\" (a consistent BatchGetItem, then BatchExecuteStatement of up to 25 keys, 1 read and 1 write unit per key)"
                     ),
                 ));
             }
         };
+        // PartiQL statements name attributes between quotes, and parameters cannot name
+        // them: a name with a quote in it cannot be written there.
+        if acquire == AcquireMode::Statements
+            && let Some((field, name)) = named
+                .iter()
+                .filter_map(|(f, n)| n.map(|n| (f, n)))
+                .find(|(_, n)| n.contains(['"', '\'']) || n.chars().any(char::is_control))
+        {
+            return Err(err(
+                &format!("attributes.{field}"),
+                format!(
+                    "attribute name {name:?} has a quote or control character, which lock_acquire \"statements\" cannot write in a PartiQL statement"
+                ),
+            ));
+        }
         Ok(Table {
             name,
             region,
@@ -267,6 +307,26 @@ pub struct DynamoDbStore {
     client: OnceCell<Client>,
     /// This host's clock against the table's, from the answers' `Date` headers.
     clock: Arc<clock::StoreClock>,
+    /// The capacity units DynamoDB reported for the lock's calls.
+    consumed: Consumed,
+    /// How `lock_acquire: 'statements'` writes its `UPDATE`s (`dialect.rs`).
+    dialect: dialect::Dialect,
+}
+
+/// Capacity units, as DynamoDB reports them (`ReturnConsumedCapacity`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Units {
+    /// Read units.
+    pub read: f64,
+    /// Write units.
+    pub write: f64,
+}
+
+/// What [`DynamoDbStore::consumed_units`] adds up, in thousandths of a unit.
+#[derive(Debug, Default)]
+struct Consumed {
+    read: AtomicU64,
+    write: AtomicU64,
 }
 
 impl std::fmt::Debug for DynamoDbStore {
@@ -329,7 +389,45 @@ impl DynamoDbStore {
             target,
             client: OnceCell::new(),
             clock: Arc::default(),
+            consumed: Consumed::default(),
+            dialect: dialect::Dialect::default(),
         }
+    }
+
+    /// The capacity units DynamoDB reported consumed by this store's acquisitions and
+    /// commits so far (every call asks for them: `ReturnConsumedCapacity: TOTAL`). Only
+    /// answers that succeed report them: a condition that failed alone (`UpdateItem`) or
+    /// a cancelled transaction is billed but reports nothing; a failed statement of a
+    /// `BatchExecuteStatement` is counted in its call's total.
+    pub fn consumed_units(&self) -> Units {
+        let units = |n: &AtomicU64| n.load(Ordering::Relaxed) as f64 / 1000.0;
+        Units {
+            read: units(&self.consumed.read),
+            write: units(&self.consumed.write),
+        }
+    }
+
+    /// Adds what one call reported to [`Self::consumed_units`], and logs it at debug
+    /// level.
+    pub(super) fn count_units<'a>(
+        &self,
+        call: &'static str,
+        write: bool,
+        reported: impl IntoIterator<Item = &'a ConsumedCapacity>,
+    ) {
+        let units: f64 = reported
+            .into_iter()
+            .filter_map(ConsumedCapacity::capacity_units)
+            .sum();
+        if units <= 0.0 {
+            return;
+        }
+        let counter = match write {
+            true => &self.consumed.write,
+            false => &self.consumed.read,
+        };
+        counter.fetch_add((units * 1000.0).round() as u64, Ordering::Relaxed);
+        tracing::debug!(table = %self.table.name, call, units, write, "lock store capacity consumed");
     }
 
     /// Connects to a local DynamoDB emulator at `endpoint_url` with placeholder

@@ -1,0 +1,671 @@
+//! `lock_acquire: 'statements'`: the protocol's acquisitions and commits as PartiQL
+//! single-item writes, which DynamoDB bills one write unit each, where a transaction's
+//! items cost two. The records and rules are those of the other modes (`lock.rs`); only
+//! the calls differ.
+//!
+//! A piece of up to 100 keys is first read, strongly consistent, with one `BatchGetItem`
+//! (a read unit per key). From what it read, per key: absent, an `INSERT` (which fails
+//! on an item that exists); not pending and past its TTL, a conditional `UPDATE` (the
+//! condition of `ACQUIRE_FRESH_CONDITION` less absence, which an `UPDATE` cannot create);
+//! held (committed and live, or another owner's live lease), `Held` with the record read;
+//! pending and takeable (a lease that ended, this owner's own, a chain past the window),
+//! taken alone with `UpdateItem` (`DynamoDbStore::acquire_one`), whose old item tells the
+//! takeover. The writes go in `BatchExecuteStatement` calls of up to 25, in flight
+//! together. Such a batch is not atomic: each statement succeeds or fails alone. One that
+//! finds the item changed since the read (`DuplicateItem`, `ConditionalCheckFailed`) or
+//! is refused (`ValidationError`) is taken alone; throttled ones are sent again after a
+//! backoff. A call the SDK sent more than once may have written a key's record in an
+//! earlier attempt: the key taken alone then recognises this acquisition's own record as
+//! fresh.
+//!
+//! An `UPDATE` of several paths is written in AWS's documented form (repeated `SET` and
+//! `REMOVE` clauses) until the service refuses one as a statement error (the emulator,
+//! dynoxide, answers `ValidationError` "UPDATE requires a WHERE clause"); the store then
+//! writes comma lists for the rest of its life and sends the refused statements again at
+//! once, not alone. If both forms are refused, the store sends no `UPDATE` statement any
+//! more: a committed key is taken alone, a commit goes in a transaction (`dialect.rs`).
+//!
+//! Commits are `UPDATE`s of the owner's pending records. One whose condition failed is
+//! read back (strongly consistent): the owner's own commit (an earlier attempt's) is done,
+//! another owner's record or none is `NotOwner` (`sluice_lock_protocol::change`); anything
+//! the statements could not settle goes through the transactions of the other modes.
+//! Renewals, releases and abandonments are those transactions.
+
+use std::collections::{HashMap, HashSet};
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, BatchStatementErrorCodeEnum as Code, BatchStatementRequest,
+    BatchStatementResponse, KeysAndAttributes, ReturnConsumedCapacity,
+};
+use futures::future::join_all;
+use futures::stream::{self, StreamExt};
+use sluice_lock_protocol::{Change, pending_ttl};
+use sluice_platform::aws::describe_error;
+
+use super::super::lock::{
+    AcquireRequest, Acquired, CommitRequest, LockStatus, Settled, StoreError,
+};
+use super::dialect::{Form, Verdict};
+use super::lock::{AttemptCounter, ChunkAnswer, Op, Retries};
+use super::{COMMITTED, DynamoDbStore, PENDING, number};
+
+/// The most keys one `BatchGetItem` reads: the keys of one piece.
+pub(super) const PIECE_KEYS: usize = 100;
+/// The most statements one `BatchExecuteStatement` holds.
+pub(super) const STATEMENTS_MAX: usize = 25;
+/// The statement calls of one piece, in flight together.
+const CALLS_PER_PIECE: usize = PIECE_KEYS / STATEMENTS_MAX;
+
+/// Pieces in flight together for `concurrency` calls in flight: each has up to
+/// [`CALLS_PER_PIECE`] statement calls at once.
+pub(super) fn pieces_in_flight(concurrency: usize) -> usize {
+    concurrency.div_ceil(CALLS_PER_PIECE).max(1)
+}
+
+/// What a key's acquisition writes, from what the read found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Write {
+    /// Absent: `INSERT`.
+    Insert,
+    /// Not pending and past its TTL: conditional `UPDATE`.
+    Fresh,
+}
+
+/// Why a `BatchGetItem` or `BatchExecuteStatement` call settled nothing.
+enum CallFailed {
+    /// The service refused the request as a whole (`ValidationException`: a key too long
+    /// for the table, say): each key is asked for alone, so that only the bad one fails.
+    Refused,
+    /// Anything else, after the SDK's retries.
+    Failed(String),
+}
+
+/// What a statement's error means for its key.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// The item is not as the read found it (`DuplicateItem`, `ConditionalCheckFailed`).
+    Changed,
+    /// Throttling, a conflict, an internal error: send it again later.
+    Transient,
+    /// The statement was refused (`ValidationError`).
+    Refused,
+    /// Anything else: an error.
+    Failed,
+}
+
+impl Outcome {
+    fn of(code: Option<&Code>) -> Outcome {
+        match code {
+            Some(Code::DuplicateItem | Code::ConditionalCheckFailed) => Outcome::Changed,
+            Some(
+                Code::ProvisionedThroughputExceeded
+                | Code::ThrottlingError
+                | Code::InternalServerError
+                | Code::TransactionConflict
+                | Code::RequestLimitExceeded,
+            ) => Outcome::Transient,
+            Some(Code::ValidationError) => Outcome::Refused,
+            _ => Outcome::Failed,
+        }
+    }
+}
+
+/// An attribute name as a PartiQL identifier (the settings refuse names with quotes).
+fn quoted(name: &str) -> String {
+    format!("\"{name}\"")
+}
+
+/// A statement error as text: its code and message.
+fn statement_error(r: &BatchStatementResponse) -> String {
+    let e = r.error();
+    format!(
+        "statement failed: {} {}",
+        e.and_then(|e| e.code()).map_or("?", |c| c.as_str()),
+        e.and_then(|e| e.message()).unwrap_or("")
+    )
+}
+
+impl DynamoDbStore {
+    /// The key part of a statement's `WHERE` clause and its parameters.
+    fn key_condition(&self, key: &str) -> (String, Vec<AttributeValue>) {
+        let a = &self.table.attributes;
+        let mut text = format!("{} = ?", quoted(&a.partition_key));
+        let mut params = vec![AttributeValue::S(key.to_string())];
+        if let Some(sk) = &a.sort_key {
+            text.push_str(&format!(" AND {} = ?", quoted(sk)));
+            params.push(AttributeValue::S(super::SORT_KEY_VALUE.to_string()));
+        }
+        (text, params)
+    }
+
+    /// The table as a PartiQL identifier.
+    fn table_quoted(&self) -> String {
+        quoted(&self.table.name)
+    }
+
+    /// The statement that takes `r`'s key as the read found it: the record
+    /// `ACQUIRE_UPDATE` writes over an absent or committed item, with `since` now (an
+    /// `UPDATE` written in `form`).
+    fn acquire_statement(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        r: &AcquireRequest,
+        write: Write,
+        form: Form,
+    ) -> Result<BatchStatementRequest, StoreError> {
+        let a = &self.table.attributes;
+        let record = [
+            (&a.owner, AttributeValue::S(owner.to_string())),
+            (&a.status, AttributeValue::S(PENDING.into())),
+            (&a.lease_until, number(r.lease_until_ms)),
+            (&a.ttl, number(pending_ttl(r.ttl, r.lease_until_ms))),
+            (&a.since, number(now_ms)),
+        ];
+        let (key_text, key_params) = self.key_condition(&r.key);
+        let (text, params) = match write {
+            Write::Insert => {
+                let mut names = vec![format!("'{}': ?", a.partition_key)];
+                if let Some(sk) = &a.sort_key {
+                    names.push(format!("'{sk}': ?"));
+                }
+                names.extend(record.iter().map(|(name, _)| format!("'{name}': ?")));
+                let mut params = key_params;
+                params.extend(record.into_iter().map(|(_, v)| v));
+                (
+                    format!(
+                        "INSERT INTO {} VALUE {{{}}}",
+                        self.table_quoted(),
+                        names.join(", ")
+                    ),
+                    params,
+                )
+            }
+            Write::Fresh => {
+                let set: Vec<String> = record.iter().map(|(name, _)| quoted(name)).collect();
+                let mut params: Vec<AttributeValue> = record.into_iter().map(|(_, v)| v).collect();
+                params.extend(key_params);
+                params.push(AttributeValue::S(PENDING.into()));
+                params.push(number(now_ms.div_euclid(1000)));
+                (
+                    format!(
+                        "UPDATE {} {} WHERE {key_text} AND ({status} IS MISSING OR {status} <> ?) AND {} <= ?",
+                        self.table_quoted(),
+                        form.clauses(&set, &[quoted(&a.note)]),
+                        quoted(&a.ttl),
+                        status = quoted(&a.status),
+                    ),
+                    params,
+                )
+            }
+        };
+        BatchStatementRequest::builder()
+            .statement(text)
+            .set_parameters(Some(params))
+            .build()
+            .map_err(|e| self.fail(&format!("acquiring key {:?}", r.key), e))
+    }
+
+    /// The statement that commits `c`'s key: what the transaction's commit update does
+    /// (`transact_item` of `Op::Commit`), on the owner's pending record only (an `UPDATE`
+    /// written in `form`).
+    fn commit_statement(
+        &self,
+        owner: &str,
+        c: &CommitRequest,
+        form: Form,
+    ) -> Result<BatchStatementRequest, StoreError> {
+        let a = &self.table.attributes;
+        let mut set = vec![
+            (&a.status, AttributeValue::S(COMMITTED.into())),
+            (&a.ttl, number(c.ttl)),
+        ];
+        if let Some(note) = &c.note {
+            set.push((&a.note, AttributeValue::S(note.clone())));
+        }
+        let (key_text, key_params) = self.key_condition(&c.key);
+        let set_paths: Vec<String> = set.iter().map(|(name, _)| quoted(name)).collect();
+        let remove = [&a.lease_until, &a.since, &a.progress].map(|name| quoted(name));
+        let text = format!(
+            "UPDATE {} {} WHERE {key_text} AND {} = ? AND {} = ?",
+            self.table_quoted(),
+            form.clauses(&set_paths, &remove),
+            quoted(&a.owner),
+            quoted(&a.status),
+        );
+        let mut params: Vec<AttributeValue> = set.into_iter().map(|(_, v)| v).collect();
+        params.extend(key_params);
+        params.push(AttributeValue::S(owner.to_string()));
+        params.push(AttributeValue::S(PENDING.into()));
+        BatchStatementRequest::builder()
+            .statement(text)
+            .set_parameters(Some(params))
+            .build()
+            .map_err(|e| self.fail(&format!("committing key {:?}", c.key), e))
+    }
+
+    /// Reads the items of `keys` (distinct, at most [`PIECE_KEYS`]), strongly consistent:
+    /// by partition key, the items that exist. Keys the service left unprocessed are asked
+    /// for again after a backoff.
+    async fn read_items(
+        &self,
+        client: &Client,
+        keys: &[&str],
+    ) -> Result<HashMap<String, HashMap<String, AttributeValue>>, CallFailed> {
+        let pk = &self.table.attributes.partition_key;
+        let mut found = HashMap::with_capacity(keys.len());
+        let mut left: Vec<HashMap<String, AttributeValue>> =
+            keys.iter().map(|k| self.key(k)).collect();
+        let mut retries = Retries::default();
+        while !left.is_empty() {
+            let asked = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut left)))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| CallFailed::Failed(e.to_string()))?;
+            let out = match client
+                .batch_get_item()
+                .request_items(&self.table.name, asked)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+            {
+                Ok(out) => out,
+                Err(err) => return Err(call_failed(&err)),
+            };
+            self.count_units("BatchGetItem", false, out.consumed_capacity());
+            let items = out.responses().and_then(|r| r.get(&self.table.name));
+            for item in items.into_iter().flatten() {
+                if let Some(AttributeValue::S(key)) = item.get(pk) {
+                    found.insert(key.clone(), item.clone());
+                }
+            }
+            left = out
+                .unprocessed_keys()
+                .and_then(|u| u.get(&self.table.name))
+                .map(|k| k.keys().to_vec())
+                .unwrap_or_default();
+            if !left.is_empty() && !retries.wait_before_next().await {
+                return Err(CallFailed::Failed(format!(
+                    "{} keys still unprocessed by BatchGetItem after {} attempts",
+                    left.len(),
+                    super::lock::STORE_ATTEMPTS
+                )));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Sends `statements` in one `BatchExecuteStatement`: the answers, in order, and
+    /// whether the SDK sent the call more than once.
+    async fn execute(
+        &self,
+        client: &Client,
+        statements: Vec<BatchStatementRequest>,
+    ) -> Result<(Vec<BatchStatementResponse>, bool), CallFailed> {
+        let asked = statements.len();
+        let attempts = AttemptCounter::default();
+        let sent = client
+            .batch_execute_statement()
+            .set_statements(Some(statements))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .customize()
+            .interceptor(attempts.clone())
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                self.count_units("BatchExecuteStatement", true, out.consumed_capacity());
+                let responses = out.responses().to_vec();
+                if responses.len() != asked {
+                    return Err(CallFailed::Failed(format!(
+                        "BatchExecuteStatement answered {} of {asked} statements",
+                        responses.len()
+                    )));
+                }
+                Ok((responses, attempts.get() > 1))
+            }
+            Err(err) => Err(call_failed(&err)),
+        }
+    }
+
+    /// Takes up to [`PIECE_KEYS`] keys: a consistent read, then statements (see the
+    /// module documentation). Keys it cannot settle are left `alone`.
+    pub(super) async fn acquire_statements(
+        &self,
+        client: &Client,
+        owner: &str,
+        now_ms: i64,
+        chunk: &[AcquireRequest],
+    ) -> ChunkAnswer {
+        let mut out: Vec<Option<Result<Acquired, StoreError>>> =
+            (0..chunk.len()).map(|_| None).collect();
+        let mut alone: Vec<(usize, bool)> = Vec::new();
+        let acquiring = |i: usize| format!("acquiring key {:?}", chunk[i].key);
+        // A key twice in one call is refused: the second is asked for alone.
+        let mut seen = HashSet::with_capacity(chunk.len());
+        let mut ask = Vec::with_capacity(chunk.len());
+        for (i, r) in chunk.iter().enumerate() {
+            match seen.insert(r.key.as_str()) {
+                true => ask.push(i),
+                false => alone.push((i, false)),
+            }
+        }
+        let keys: Vec<&str> = ask.iter().map(|&i| chunk[i].key.as_str()).collect();
+        let items = match self.read_items(client, &keys).await {
+            Ok(items) => items,
+            Err(CallFailed::Refused) => {
+                alone.extend(ask.into_iter().map(|i| (i, false)));
+                return ChunkAnswer { out, alone };
+            }
+            Err(CallFailed::Failed(why)) => {
+                for i in ask {
+                    out[i] = Some(Err(self.fail(&acquiring(i), &why)));
+                }
+                return ChunkAnswer { out, alone };
+            }
+        };
+        let mut writes: Vec<(usize, Write)> = Vec::with_capacity(ask.len());
+        for i in ask {
+            let r = &chunk[i];
+            match items.get(&r.key).map(|item| self.decode(item)) {
+                None => writes.push((i, Write::Insert)),
+                // Held: what a failed condition would have said, read strongly consistent.
+                Some(rec) if !rec.takeable_by(owner, now_ms, r.skew_ms) => {
+                    self.log_held(r, Some(&rec));
+                    out[i] = Some(Ok(Acquired::Held(Some(rec))));
+                }
+                Some(rec) if rec.status == LockStatus::Committed => {
+                    writes.push((i, Write::Fresh));
+                }
+                // Pending and takeable: a takeover, a retake or a chain past the window.
+                Some(_) => alone.push((i, false)),
+            }
+        }
+        // Whether a call that carried the key's statement may have written it unseen.
+        let mut maybe_written = vec![false; chunk.len()];
+        let mut left = writes;
+        let mut retries = Retries::default();
+        while !left.is_empty() {
+            let form = self.dialect.form();
+            if form.is_none() {
+                // Both forms of UPDATE refused: what one would take goes alone.
+                let (fresh, rest): (Vec<_>, Vec<_>) =
+                    left.into_iter().partition(|&(_, w)| w == Write::Fresh);
+                alone.extend(fresh.into_iter().map(|(i, _)| (i, maybe_written[i])));
+                left = rest;
+            }
+            let form = form.unwrap_or(Form::Documented);
+            let mut calls = Vec::new();
+            let mut sent: Vec<&[(usize, Write)]> = Vec::new();
+            for part in left.chunks(STATEMENTS_MAX) {
+                let built = part
+                    .iter()
+                    .map(|&(i, w)| self.acquire_statement(owner, now_ms, &chunk[i], w, form))
+                    .collect::<Result<Vec<_>, _>>();
+                match built {
+                    Ok(statements) => {
+                        calls.push(self.execute(client, statements));
+                        sent.push(part);
+                    }
+                    Err(e) => {
+                        for &(i, _) in part {
+                            out[i] = Some(Err(StoreError(e.0.clone())));
+                        }
+                    }
+                }
+            }
+            let answers = join_all(calls).await;
+            let mut again = Vec::new();
+            // Refused in the form they were written in: sent again at once in the other.
+            let mut rewritten = Vec::new();
+            for (part, answer) in sent.into_iter().zip(answers) {
+                let (responses, retried) = match answer {
+                    Ok(a) => a,
+                    Err(CallFailed::Refused) => {
+                        alone.extend(part.iter().map(|&(i, _)| (i, maybe_written[i])));
+                        continue;
+                    }
+                    Err(CallFailed::Failed(why)) => {
+                        for &(i, _) in part {
+                            out[i] = Some(Err(self.fail(&acquiring(i), &why)));
+                        }
+                        continue;
+                    }
+                };
+                let updates = part.iter().zip(&responses);
+                if updates
+                    .filter(|((_, w), _)| *w == Write::Fresh)
+                    .any(|(_, r)| read(r))
+                {
+                    self.dialect.read(form);
+                }
+                for (&(i, w), response) in part.iter().zip(&responses) {
+                    maybe_written[i] |= retried;
+                    let Some(error) = response.error() else {
+                        out[i] = Some(Ok(Acquired::FRESH));
+                        continue;
+                    };
+                    match Outcome::of(error.code()) {
+                        Outcome::Refused
+                            if w == Write::Fresh
+                                && self.dialect.refused(form, &self.table.name)
+                                    == Verdict::Retry =>
+                        {
+                            rewritten.push((i, w));
+                        }
+                        Outcome::Changed | Outcome::Refused => alone.push((i, maybe_written[i])),
+                        Outcome::Transient => {
+                            // An internal error may have written it.
+                            maybe_written[i] |= error.code() == Some(&Code::InternalServerError);
+                            again.push((i, w));
+                        }
+                        Outcome::Failed => {
+                            out[i] = Some(Err(self.fail(&acquiring(i), statement_error(response))));
+                        }
+                    }
+                }
+            }
+            if !again.is_empty() && !retries.wait_before_next().await {
+                for (i, _) in again.drain(..) {
+                    out[i] = Some(Err(self.fail(
+                        &acquiring(i),
+                        format!(
+                            "statement still throttled after {} attempts",
+                            super::lock::STORE_ATTEMPTS
+                        ),
+                    )));
+                }
+            }
+            again.append(&mut rewritten);
+            left = again;
+        }
+        ChunkAnswer { out, alone }
+    }
+
+    /// Commits with statements of up to [`STATEMENTS_MAX`] keys (see the module
+    /// documentation): one result per key, in order.
+    pub(super) async fn commit_statements(
+        &self,
+        owner: &str,
+        requests: &[CommitRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = self.client().await?;
+        let calls: Vec<_> = requests
+            .chunks(STATEMENTS_MAX)
+            .map(|chunk| self.commit_chunk(client, owner, chunk))
+            .collect();
+        let parts: Vec<Result<Vec<Settled>, StoreError>> = stream::iter(calls)
+            .buffered(concurrency.max(1))
+            .collect()
+            .await;
+        let mut out = Vec::with_capacity(requests.len());
+        for part in parts {
+            out.extend(part?);
+        }
+        Ok(out)
+    }
+
+    /// Commits up to [`STATEMENTS_MAX`] keys in one call, sent again after a backoff for
+    /// the throttled ones; a key whose condition failed is read back; what the statements
+    /// cannot settle is committed in a transaction, as in the other modes.
+    async fn commit_chunk(
+        &self,
+        client: &Client,
+        owner: &str,
+        chunk: &[CommitRequest],
+    ) -> Result<Vec<Settled>, StoreError> {
+        let mut out: Vec<Option<Settled>> = vec![None; chunk.len()];
+        let what = |left: &[usize]| {
+            format!(
+                "committing {} keys ({:?}, ...)",
+                left.len(),
+                chunk[left[0]].key
+            )
+        };
+        let mut check = Vec::new();
+        let mut fallback = Vec::new();
+        let mut left: Vec<usize> = (0..chunk.len()).collect();
+        let mut retries = Retries::default();
+        while !left.is_empty() {
+            let Some(form) = self.dialect.form() else {
+                // Both forms of UPDATE refused: committed in a transaction.
+                fallback.append(&mut left);
+                break;
+            };
+            let statements = left
+                .iter()
+                .map(|&i| self.commit_statement(owner, &chunk[i], form))
+                .collect::<Result<Vec<_>, _>>()?;
+            let responses = match self.execute(client, statements).await {
+                Ok((responses, _)) => responses,
+                Err(CallFailed::Refused) => {
+                    fallback.append(&mut left);
+                    break;
+                }
+                Err(CallFailed::Failed(why)) => return Err(self.fail(&what(&left), why)),
+            };
+            if responses.iter().any(read) {
+                self.dialect.read(form);
+            }
+            let mut again = Vec::new();
+            let mut rewritten = Vec::new();
+            for (&i, response) in left.iter().zip(&responses) {
+                let Some(error) = response.error() else {
+                    out[i] = Some(Settled::Ok);
+                    continue;
+                };
+                match Outcome::of(error.code()) {
+                    Outcome::Changed => check.push(i),
+                    Outcome::Transient => again.push(i),
+                    Outcome::Refused
+                        if self.dialect.refused(form, &self.table.name) == Verdict::Retry =>
+                    {
+                        rewritten.push(i)
+                    }
+                    Outcome::Refused | Outcome::Failed => fallback.push(i),
+                }
+            }
+            if !again.is_empty() && !retries.wait_before_next().await {
+                return Err(self.fail(
+                    &what(&again),
+                    format!(
+                        "statements still throttled after {} attempts",
+                        super::lock::STORE_ATTEMPTS
+                    ),
+                ));
+            }
+            again.append(&mut rewritten);
+            again.sort_unstable();
+            left = again;
+        }
+        if !check.is_empty() {
+            let keys: Vec<&str> = check.iter().map(|&i| chunk[i].key.as_str()).collect();
+            match self.read_items(client, &keys).await {
+                Ok(items) => {
+                    for i in check {
+                        let c = &chunk[i];
+                        let current = items.get(&c.key).map(|item| self.decode(item));
+                        match &current {
+                            // Still the owner's pending lock: the statement did not apply
+                            // and nothing says why; the transaction decides.
+                            Some(rec) if rec.pending_for(owner) => fallback.push(i),
+                            _ => {
+                                let change = Change::Commit { ttl: c.ttl };
+                                let (_, settled) =
+                                    sluice_lock_protocol::change(current.as_ref(), owner, &change);
+                                out[i] = Some(settled);
+                            }
+                        }
+                    }
+                }
+                Err(CallFailed::Refused) => fallback.append(&mut check),
+                Err(CallFailed::Failed(why)) => return Err(self.fail(&what(&check), why)),
+            }
+        }
+        if !fallback.is_empty() {
+            fallback.sort_unstable();
+            let ops = fallback.iter().map(|&i| Op::Commit(&chunk[i])).collect();
+            let settled = self.change(owner, ops, 1).await?;
+            for (i, s) in fallback.into_iter().zip(settled) {
+                out[i] = Some(s);
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|s| s.unwrap_or(Settled::NotOwner(None)))
+            .collect())
+    }
+}
+
+/// Whether the service read a statement: it was applied, or its condition evaluated.
+fn read(r: &BatchStatementResponse) -> bool {
+    r.error()
+        .is_none_or(|e| Outcome::of(e.code()) == Outcome::Changed)
+}
+
+/// What a failed call means: refused as a whole, or failed.
+fn call_failed<E>(err: &SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>) -> CallFailed
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+{
+    match err.as_service_error() {
+        Some(e) if e.code() == Some("ValidationException") => CallFailed::Refused,
+        _ => CallFailed::Failed(describe_error(err)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statement_errors_are_classified() {
+        assert_eq!(Outcome::of(Some(&Code::DuplicateItem)), Outcome::Changed);
+        assert_eq!(
+            Outcome::of(Some(&Code::ConditionalCheckFailed)),
+            Outcome::Changed
+        );
+        for c in [
+            Code::ProvisionedThroughputExceeded,
+            Code::ThrottlingError,
+            Code::InternalServerError,
+            Code::TransactionConflict,
+            Code::RequestLimitExceeded,
+        ] {
+            assert_eq!(Outcome::of(Some(&c)), Outcome::Transient, "{c:?}");
+        }
+        assert_eq!(Outcome::of(Some(&Code::ValidationError)), Outcome::Refused);
+        assert_eq!(Outcome::of(Some(&Code::AccessDenied)), Outcome::Failed);
+        assert_eq!(Outcome::of(None), Outcome::Failed);
+        assert_eq!(pieces_in_flight(32), 8);
+        assert_eq!(pieces_in_flight(1), 1);
+        assert_eq!(pieces_in_flight(0), 1);
+    }
+}
