@@ -83,12 +83,13 @@ WORKLOADS = {
 # COMPLETED, and a duplicate is the failed conditional put, which returns the record.
 # benches/lock's capacity units (docs/performance.md, 2026-12-05): transactions 4.00 a new
 # message, 2.00 a duplicate (5.90 a message when 1 in 100 is a duplicate); items 3.00 and
-# 1.00 (2.98); statements as below.
+# 1.00 (2.98); statements 2.00 write + 1.00 read and 1.00 read (1.98 + 1.00 with 1 in 100 a
+# duplicate; a debug build, 2,000 messages a phase).
 LOCKS = {
     "sluice, transactions (the default)": {"new": (4.0, 0.0), "dup": (2.0, 0.0)},
     "sluice, items": {"new": (3.0, 0.0), "dup": (1.0, 0.0)},
-    # The emulator's ConsumedCapacity (kv_store_dynamodb::units_per_key_in_each_mode): a
-    # consistent read, then one PartiQL write to take and one to commit.
+    # A consistent read, then one PartiQL write to take and one to commit: benches/lock's
+    # bill, as the emulator's ConsumedCapacity (kv_store_dynamodb::units_per_key_in_each_mode).
     "sluice, statements": {"new": (2.0, 1.0), "dup": (0.0, 1.0)},
     "Substation (one PutItem)": {"new": (1.0, 0.0), "dup": (1.0, 0.0)},
     "Powertools idempotency": {"new": (2.0, 0.0), "dup": (1.0, 0.0)},

@@ -8,11 +8,13 @@ ids, the pipeline being a lock (`object.source_key: 'id'`, `ttl_offset: '1h'`, a
 `prefix` per run) around one `object_insert`, then `send_stdout`. Locks are taken in
 TransactWriteItems of up to 100 conditional updates (the store's default, `lock_acquire:
 'transactions'`; builds before it, and `--items`, make one conditional write per key, an
-UpdateItem, or a PutItem before the lock redesign: all count in the acquisition column) and
-committed in TransactWriteItems of up to 100 as messages are delivered (the TWI column). Each run goes
-through a fresh delay proxy (delay_proxy.py: DELAY_MS added in each direction, so 2 x
-DELAY_MS per round trip), which counts the DynamoDB calls by operation and traces when each
-was made.
+UpdateItem, or a PutItem before the lock redesign; `--statements` reads up to 100 keys with
+one BatchGetItem, then writes them in PartiQL BatchExecuteStatements of up to 25: all these
+writes count in the acquisition column, the reads in `other`) and committed in calls of up
+to 100 keys (TransactWriteItems) or 25 (BatchExecuteStatement) as messages are delivered (the
+commit column). Each run goes through a fresh delay proxy (delay_proxy.py: DELAY_MS added in
+each direction, so 2 x DELAY_MS per round trip), which counts the DynamoDB calls by operation
+and traces when each was made.
 
 Configurations (rows), interleaved run by run so they see the same machine:
   default/DELAY   the lock's default concurrency (32 calls in flight; not set in the config)
@@ -20,12 +22,17 @@ Configurations (rows), interleaved run by run so they see the same machine:
                   at a time over a ~6 ms round trip runs ~160 messages/s
   default/0ms     through the proxy with no delay: with default/direct, the proxy's cost
   default/direct  no proxy: the emulator's and sluice's own ceiling on this machine
-  stub/DELAY      the proxy answers every call itself (`200 {}`) after 2 x DELAY: a
-                  DynamoDB that costs no CPU here, so sluice's own ceiling at that delay
+  stub/DELAY      the proxy answers every call itself (`200 {}`; a BatchGetItem with no
+                  item, a BatchExecuteStatement with a success per statement) after 2 x
+                  DELAY: a DynamoDB that costs no CPU here, so sluice's own ceiling at that
+                  delay
   base-*/DELAY    --baseline BIN adds the default and stub rows run with another build
                   (e.g. the previous commit's), and their ratios
   items/DELAY     --items adds the default and stub rows with `lock_acquire: 'items'` (one
                   UpdateItem per key instead of transactions of up to 100), and their ratios
+  statements/DELAY  --statements adds the default and stub rows with `lock_acquire:
+                  'statements'` (a consistent BatchGetItem per 100 keys, then PartiQL
+                  statements of up to 25), and their ratios
   cN/DELAY        --concurrency N adds rows with `concurrency: N` (and stub-cN/DELAY, the
                   same against the stub), for investigation
 
@@ -43,8 +50,8 @@ TransactWriteItems 2 units per item per KB for all its items. dynoxide does not 
 SigV4 signature, so the proxy may change the body the bench's sluice signed.
 
 The capacity-units table (after the configurations; --units-only runs it alone, --no-units
-leaves it out) has three phases for each `lock_acquire` (`transactions`, the default, and
-`items`), each one `sluice run` over --units-messages messages through its own billing proxy
+leaves it out) has four phases for each `lock_acquire` (`transactions`, the default,
+`items` and `statements`), each one `sluice run` over --units-messages messages through its own billing proxy
 (delay_proxy.py --bill) at +DELAY, with one emulator per acquisition mode and run
 (--units-runs of them, 1 by default, beside the first runs of the configurations). Only these
 runs are billed: billing costs the proxy ~50 us of CPU per call, which the configurations'
@@ -53,7 +60,8 @@ messages/s are kept free of (so the phases' messages/s run a little below them).
   duplicate   the same ids again in a second `sluice run`: every key is committed
   mixed       ids of which one in 100 is one of those (a duplicate), the rest fresh: what a
               duplicate costs among new messages (with transactions, it cancels the
-              transaction of up to 100 keys it is in, which is billed in full)
+              transaction of up to 100 keys it is in, which is billed in full; with
+              statements, the read finds it held and it writes nothing)
   takeover    fresh ids taken by an owner that dies holding them: a `sluice run` whose lock
               (lease 20s) is followed by a one-hour `utility_delay`, the input in one batch,
               killed with SIGKILL once the proxy has seen every key taken (before anything
@@ -62,12 +70,14 @@ messages/s are kept free of (so the phases' messages/s run a little below them).
               `sluice run` with the default settings takes them over. Its units are the
               row's; the dead owner's own (its takes and renewals) are printed below.
 Each phase's row: messages/s (that run's wall time), write and read units per message,
-calls per message, and the write units per message by kind of call and outcome.
+calls per message, and the units per message by kind of call (take, commit, read) and
+outcome.
 
 Printed: per configuration the median messages/s (wall time of the whole process: start,
 config, reading, locking, the final commit; start-up is ~10 ms), the range over the runs,
 DynamoDB calls per message by operation, the default/serial ratio; then where the time
-went (the commit phase, from the first TransactWriteItems to the exit) and the CPU per
+went (the commit phase, from the first TransactWriteItems or committing BatchExecuteStatement
+to the exit) and the CPU per
 message of sluice, the emulator and the proxy, and how busy the rest of the machine was.
 Each run checks that sluice exited 0 and every message came out with the inner
 transform's field (in the duplicate phase: every message, none with it); through the proxy
@@ -78,7 +88,7 @@ Usage (from the repository root; scripts/bench.sh lock builds and runs it):
                         [--delay-ms 2.5] [--concurrency 64,128] [--run-args '--workers 1']
                         [--sluice target-bench/release/sluice] [--baseline OTHER_SLUICE]
                         [--dynoxide PATH] [--units-messages N] [--units-runs 1]
-                        [--units-only | --no-units]
+                        [--items] [--statements] [--units-only | --no-units]
 """
 import argparse
 import datetime
@@ -106,9 +116,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DYNOXIDE = os.path.join(ROOT, ".emulators", "node_modules", "@dynoxide", "linux-x64", "dynoxide")
 TABLE = "sluice-bench-locks"
 REGION = "us-east-1"
-# An acquisition is an UpdateItem (a PutItem in builds before the lock redesign).
-ACQUIRE_OPS = ("UpdateItem", "PutItem", "TransactWriteItems/acquire")
-OPS = ACQUIRE_OPS + ("TransactWriteItems",)
+# An acquisition is an UpdateItem (a PutItem in builds before the lock redesign), a
+# transaction or statements that take keys (delay_proxy.py labels them).
+ACQUIRE_OPS = ("UpdateItem", "PutItem", "TransactWriteItems/acquire", "BatchExecuteStatement/acquire")
+COMMIT_OPS = ("TransactWriteItems", "BatchExecuteStatement/commit")
+# Counted in the acquisition and commit columns (a TransactWriteItems/acquire is also a
+# TransactWriteItems; a labelled BatchExecuteStatement also a BatchExecuteStatement).
+OPS = ACQUIRE_OPS + COMMIT_OPS + ("BatchExecuteStatement",)
 MARK = b'"bench_locked":true'
 
 CHILDREN = []  # every process started, stopped on the way out whatever happens
@@ -464,7 +478,8 @@ def run_one(args, tmp, label, messages, concurrency, delay, stub=False, sluice=N
         if taken != messages:
             print(f"warning: {label}: {taken} keys asked for, for {messages} messages", file=sys.stderr)
         with open(trace_path) as f:
-            twi = [float(t) for t, target in (line.split() for line in f) if target.endswith(".TransactWriteItems")]
+            twi = [float(t) for t, target in (line.split() for line in f)
+                   if target.endswith((".TransactWriteItems", ".BatchExecuteStatement/commit"))]
         if twi:
             commit_s = end - min(twi)
     if dynoxide:
@@ -485,7 +500,7 @@ TAKER_SKEW_S = 10.0
 PHASES = ("new", "duplicate", "mixed", "takeover")
 # In the mixed phase, one message in this many is a duplicate.
 MIXED_EVERY = 100
-MODES = ("transactions", "items")
+MODES = ("transactions", "items", "statements")
 
 
 def phase_run(args, tmp, db_port, label, config, inp, n, marked):
@@ -605,7 +620,7 @@ def print_units(args, units):
     print(f"DynamoDB capacity units per message, billed as DynamoDB bills them: {n:,} messages a phase, "
           f"+{args.delay_ms:g} ms each way, median of {len(units[MODES[0]])} runs")
     print(f"{'phase':<10} {'lock_acquire':<13} {'msgs/s':>7} {'write/msg':>9} {'read/msg':>8} {'calls/msg':>9}  "
-          "write units per message, by call")
+          "units per message, by call (write, +read)")
     for mode in MODES:
         for phase in PHASES:
             runs = [u[phase] for u in units[mode]]
@@ -613,8 +628,10 @@ def print_units(args, units):
             write = med(x.counts["bill"]["write"] / n for x in runs)
             read = med(x.counts["bill"]["read"] / n for x in runs)
             calls = med(sum(v for k, v in x.counts["targets"].items() if "/" not in k) / n for x in runs)
+            unbilled = sorted(billing.unbilled_of([x.counts["bill"] for x in runs]).items())
+            nothing = "; billed nothing: " + ", ".join(f"{v} {k}" for k, v in unbilled) if unbilled else ""
             print(f"{phase:<10} {mode:<13} {rate:>7,.0f} {write:>9.3f} {read:>8.3f} {calls:>9.4f}  "
-                  f"{billing.where_units_went([x.counts['bill'] for x in runs], n)}")
+                  f"{billing.where_units_went([x.counts['bill'] for x in runs], n)}{nothing}")
     owners = ", ".join(
         f"{mode} {med(u['owner'].counts['bill']['write'] / n for u in units[mode]):.2f} write/msg over "
         f"{med(u['owner'].wall for u in units[mode]):.1f} s" for mode in MODES)
@@ -639,6 +656,9 @@ def main():
     ap.add_argument("--items", action="store_true",
                     help="adds rows whose store takes locks one UpdateItem at a time (lock_acquire: 'items'; "
                          "items/DELAY and stub-items/DELAY) beside the default, transactions")
+    ap.add_argument("--statements", action="store_true",
+                    help="adds rows whose store takes locks with a BatchGetItem and PartiQL statements "
+                         "(lock_acquire: 'statements'; statements/DELAY and stub-statements/DELAY) beside the default")
     ap.add_argument("--run-args", default="", help="extra arguments of every `sluice run`, e.g. '--workers 1'")
     ap.add_argument("--units-messages", type=int, default=0,
                     help="messages per phase of the capacity-units table (default: --messages)")
@@ -646,7 +666,7 @@ def main():
                     help="runs of the capacity-units phases, interleaved with the first runs of the configurations "
                          "(the units do not vary from run to run; their messages/s do)")
     ap.add_argument("--units-only", action="store_true",
-                    help="only the capacity-units table (its phases, both acquisition modes), not the configurations")
+                    help="only the capacity-units table (its phases, every acquisition mode), not the configurations")
     ap.add_argument("--no-units", dest="units", action="store_false",
                     help="only the configurations, not the capacity-units table")
     args = ap.parse_args()
@@ -678,6 +698,9 @@ def main():
     if args.items:
         configs.append((f"items/{d}", None, args.messages, args.delay_ms, False, None, "items"))
         configs.append((f"stub-items/{d}", None, args.messages, args.delay_ms, True, None, "items"))
+    if args.statements:
+        configs.append((f"statements/{d}", None, args.messages, args.delay_ms, False, None, "statements"))
+        configs.append((f"stub-statements/{d}", None, args.messages, args.delay_ms, True, None, "statements"))
     if args.baseline:
         configs.append((f"base-default/{d}", None, args.messages, args.delay_ms, False, args.baseline, None))
         configs.append((f"base-stub/{d}", None, args.messages, args.delay_ms, True, args.baseline, None))
@@ -710,7 +733,7 @@ def main():
                 for label, conc, n, delay, stub, binary, acquire in configs:  # interleaved: same machine
                     run = run_one(args, tmp, label, n, conc, delay, stub, binary, acquire)
                     results[label].append(run)
-                    print(f"  run {r + 1}/{args.runs} {label:<16} {n:>7} msgs {run.wall:7.3f} s "
+                    print(f"  run {r + 1}/{args.runs} {label:<21} {n:>7} msgs {run.wall:7.3f} s "
                           f"{n / run.wall:>9,.0f} msgs/s", file=sys.stderr, flush=True)
                 for mode in MODES if args.units and r < args.units_runs else ():
                     phases = run_phases(args, tmp, mode)
@@ -736,8 +759,8 @@ def print_rows(args, configs, results, probes):
     print(f"meta_kv_store_lock over DynamoDB (dynoxide on loopback), +{args.delay_ms:g} ms each way by the proxy, "
           f"median of {args.runs} runs" + (f", sluice run {args.run_args}" if args.run_args else ""))
     print("sequential PutItem round trip, p50 (Python client): " + ", ".join(f"{k} {v:.2f} ms" for k, v in probes.items()))
-    print(f"{'configuration':<16} {'concurrency':>12} {'messages':>8} {'msgs/s':>7} {'min-max':>13} "
-          f"{'acquire/msg':>11} {'TWI/msg':>7} {'other/msg':>9} {'conns':>5}")
+    print(f"{'configuration':<21} {'concurrency':>12} {'messages':>8} {'msgs/s':>7} {'min-max':>13} "
+          f"{'acquire/msg':>11} {'commit/msg':>10} {'other/msg':>9} {'conns':>5}")
     medians = {}
     for label, conc, n, delay, stub, _, _ in configs:
         runs = results[label]
@@ -751,12 +774,12 @@ def print_rows(args, configs, results, probes):
             other = med(sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS) / n
                         for c in counted)
             conns = med(c["connections"] for c in counted)
-            commits = per_msg("TransactWriteItems") - per_msg("TransactWriteItems/acquire")
-            calls = f"{per_msg(*ACQUIRE_OPS):>11.3f} {commits:>7.4f} {other:>9.4f} {conns:>5.0f}"
+            commits = per_msg(*COMMIT_OPS) - per_msg("TransactWriteItems/acquire")
+            calls = f"{per_msg(*ACQUIRE_OPS):>11.3f} {commits:>10.4f} {other:>9.4f} {conns:>5.0f}"
         else:
-            calls = f"{'-':>11} {'-':>7} {'-':>9} {'-':>5}"
+            calls = f"{'-':>11} {'-':>10} {'-':>9} {'-':>5}"
         shown = "32 (default)" if conc is None else str(conc)
-        print(f"{label:<16} {shown:>12} {n:>8} {medians[label]:>7,.0f} "
+        print(f"{label:<21} {shown:>12} {n:>8} {medians[label]:>7,.0f} "
               f"{f'{rates[0]:,.0f}-{rates[-1]:,.0f}':>13} {calls}")
     ratio = medians[f"default/{d}"] / medians[f"serial/{d}"]
     print(f"default/serial at +{args.delay_ms:g} ms: {ratio:.1f}x messages/s")
@@ -764,14 +787,19 @@ def print_rows(args, configs, results, probes):
         for row, items in (("default", "items"), ("stub", "stub-items")):
             print(f"{row}/{d} (transactions) against {items}/{d} (one UpdateItem per key): "
                   f"{medians[f'{row}/{d}'] / medians[f'{items}/{d}']:.2f}x messages/s")
+    if args.statements:
+        for row, stmts in (("default", "statements"), ("stub", "stub-statements")):
+            print(f"{row}/{d} (transactions) against {stmts}/{d} (a BatchGetItem, then statements): "
+                  f"{medians[f'{row}/{d}'] / medians[f'{stmts}/{d}']:.2f}x messages/s")
     if args.baseline:
         for row in ("default", "stub"):
             print(f"{row}/{d} against the baseline build ({args.baseline}): "
                   f"{medians[f'{row}/{d}'] / medians[f'base-{row}/{d}']:.2f}x messages/s")
     print()
-    print("where the time and the CPU went (medians; commit = from the first TransactWriteItems to the exit;")
+    print("where the time and the CPU went (medians; commit = from the first TransactWriteItems or committing")
+    print("BatchExecuteStatement to the exit;")
     print("CPU per message of each process; other = the rest of the machine, in cores busy on average)")
-    print(f"{'configuration':<16} {'wall s':>7} {'commit s':>8} {'sluice us':>9} {'dynoxide us':>11} "
+    print(f"{'configuration':<21} {'wall s':>7} {'commit s':>8} {'sluice us':>9} {'dynoxide us':>11} "
           f"{'proxy us':>8} {'other cores':>11}")
     for label, conc, n, delay, stub, _, _ in configs:
         runs = results[label]
@@ -780,11 +808,12 @@ def print_rows(args, configs, results, probes):
         proxy = f"{med(x.px_cpu for x in runs) / n * 1e6:>8.0f}" if delay is not None else f"{'-':>8}"
         others = med(max(0.0, x.busy - x.cpu - x.db_cpu - x.px_cpu) / x.wall for x in runs)
         db = f"{'-':>11}" if stub else f"{med(x.db_cpu for x in runs) / n * 1e6:>11.0f}"
-        print(f"{label:<16} {med(x.wall for x in runs):>7.3f} {commit} {med(x.cpu for x in runs) / n * 1e6:>9.0f} "
+        print(f"{label:<21} {med(x.wall for x in runs):>7.3f} {commit} {med(x.cpu for x in runs) / n * 1e6:>9.0f} "
               f"{db} {proxy} {others:>11.2f}")
-    print(f"(TWI = TransactWriteItems. The serial rows use {args.serial_messages} messages, the others "
-          f"{args.messages}: one call at a time runs ~1/30 as fast, and the rate per message does not "
-          "depend on the count beyond ~10 ms of process start-up. Each run has a fresh emulator.)")
+    print(f"(commit = TransactWriteItems and BatchExecuteStatements that commit. The serial rows use "
+          f"{args.serial_messages} messages, the others {args.messages}: one call at a time runs ~1/30 as fast, "
+          "and the rate per message does not depend on the count beyond ~10 ms of process start-up. "
+          "Each run has a fresh emulator.)")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,21 @@ Where the bill comes from:
     `TransactGetItems` is billed 2 read units per item (the items' sizes are unknown).
   - any other error (validation, throttling, a 5xx, a `TransactionConflictException` on a
     single-item write) is billed nothing and counted by its type (`unbilled`).
+- A `BatchGetItem` is billed per key it was asked for and processed, as one `GetItem` each:
+  per 4 KB of the item found, 1 unit for a key with no item, halved when eventually
+  consistent (its `ConsumedCapacity` when present, which dynoxide fills so).
+- A `BatchExecuteStatement` (PartiQL) answers 200 whatever its statements did, each one's
+  error in `Responses[i].Error`; it is billed per statement: a write that succeeded, and one
+  whose condition failed (`ConditionalCheckFailed`, or `DuplicateItem` for an `INSERT` of an
+  existing item, a conditional put), 1 write unit per KB of the item as for `PutItem` and
+  `UpdateItem` (the larger of the statement's estimate below and the `Error.Item` returned,
+  at least 1). A statement refused (`ValidationError`), throttled or failed otherwise is
+  billed nothing and counted (`unbilled`, `CODE (statement)`): AWS's docs say nothing of
+  capacity for a refused statement (the API reference lists the codes, the capacity page
+  covers failed conditions only), so 0 is an assumption. dynoxide 1.2.1 puts 1 unit per
+  refused statement into `ConsumedCapacity`, whatever the item: the ledger takes those off.
+  dynoxide omits `ConsumedCapacity` when every statement of a call failed; such a call is
+  billed from the statements and their errors.
 - Control-plane calls (DescribeTable, CreateTable...) are not billed per request.
 
 Item size is AWS's: each attribute's name (UTF-8 bytes) plus its value: a string's UTF-8
@@ -41,10 +56,13 @@ bytes, a binary's bytes, a number 1 byte per two significant digits plus 1, a bo
 1, a set the sum of its elements, a list or map 3 bytes plus its elements plus 1 byte per
 element. What a request will write is estimated from it: a `Put`'s item; an `Update`'s key
 plus every name and value its expressions mention (an upper estimate of the new item); a
-`Delete`'s or `ConditionCheck`'s key. The estimate only matters across a 1 KB boundary.
+`Delete`'s or `ConditionCheck`'s key; a PartiQL write statement's every quoted name but the
+table's plus every parameter (its condition's too: an upper estimate). The estimate only
+matters across a 1 KB boundary.
 """
 import json
 import math
+import re
 import statistics
 
 KB = 1024
@@ -144,6 +162,69 @@ def transact_actions(req):
     return out
 
 
+# A statement's verb and table, and the quoted names after them ('a' in INSERT's VALUE,
+# "a" elsewhere).
+STATEMENT_HEAD = re.compile(r"""^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|SELECT\s.*?\sFROM)\s+("[^"]*"|\S+)""",
+                            re.IGNORECASE | re.DOTALL)
+QUOTED = re.compile(r""""([^"]*)"|'([^']*)'""")
+# Statement errors that are failed conditions, billed as DynamoDB bills those.
+STATEMENT_CHANGED = frozenset(("ConditionalCheckFailed", "DuplicateItem"))
+
+
+def statement_size(statement):
+    """An estimate of the item a PartiQL write statement writes (the module docstring)."""
+    text = str(statement.get("Statement", ""))
+    head = STATEMENT_HEAD.match(text)
+    rest = text[head.end():] if head else text
+    names = {a or b for a, b in QUOTED.findall(rest)}
+    return sum(len(n.encode()) for n in names) + sum(value_size(v) for v in statement.get("Parameters") or [])
+
+
+def is_select(statement):
+    return str(statement.get("Statement", "")).lstrip()[:6].upper() == "SELECT"
+
+
+def statements_bill(req, resp):
+    """(write, read, {error code: statements billed nothing}, statements that failed) of a
+    BatchExecuteStatement, from its statements and their answers."""
+    write = read = 0.0
+    unbilled, failed = {}, 0
+    statements = req.get("Statements") or []
+    answers = resp.get("Responses") or []
+    for i, statement in enumerate(statements):
+        answer = answers[i] if i < len(answers) and isinstance(answers[i], dict) else {}
+        error = answer.get("Error")
+        if is_select(statement):
+            if not error:
+                size = units(item_size(answer.get("Item")), 4 * KB)
+                read += size if statement.get("ConsistentRead") else size / 2
+            continue
+        if not error:
+            write += units(statement_size(statement), KB)
+            continue
+        failed += 1
+        code = str(error.get("Code", "error")) if isinstance(error, dict) else "error"
+        if code in STATEMENT_CHANGED:
+            write += units(max(statement_size(statement), item_size(error.get("Item"))), KB)
+        else:
+            unbilled[code] = unbilled.get(code, 0) + 1
+    return write, read, unbilled, failed
+
+
+def batch_get_bill(req, resp):
+    """(0, read) of a BatchGetItem that succeeded: a GetItem per key processed."""
+    read = 0.0
+    unprocessed = resp.get("UnprocessedKeys") or {}
+    found = resp.get("Responses") or {}
+    for table, asked in (req.get("RequestItems") or {}).items():
+        left = (unprocessed.get(table) or {}).get("Keys") or []
+        items = found.get(table) or []
+        n = len(asked.get("Keys") or []) - len(left)
+        total = sum(units(item_size(item), 4 * KB) for item in items) + max(0, n - len(items))
+        read += total if asked.get("ConsistentRead") else total / 2
+    return 0.0, read
+
+
 def estimate_success(op, req, resp):
     """Our own bill of a call that succeeded, (write, read), or None where we cannot tell."""
     if op == "PutItem":
@@ -158,6 +239,10 @@ def estimate_success(op, req, resp):
     if op == "GetItem":
         size = units(item_size(resp.get("Item")), 4 * KB)
         return 0.0, size if req.get("ConsistentRead") else size / 2
+    if op == "BatchGetItem":
+        return batch_get_bill(req, resp)
+    if op == "BatchExecuteStatement":
+        return statements_bill(req, resp)[:2]
     return None
 
 
@@ -195,21 +280,38 @@ class Ledger:
 
     def add(self, op, label, status, req_body, resp_body):
         """Bills one call: `op` is its operation (UpdateItem...), `label` what it did (e.g.
-        `TransactWriteItems/acquire`), `status` the HTTP status."""
+        `TransactWriteItems/acquire`), `status` the HTTP status. Returns the parsed answer
+        (None when not billed)."""
         if op not in BILLED_OPS:
-            return
+            return None
         try:
             req = json.loads(req_body) if req_body else {}
             resp = json.loads(resp_body) if resp_body else {}
         except ValueError:
             self.unbilled["unparsed"] = self.unbilled.get("unparsed", 0) + 1
-            return
+            return None
+        if not isinstance(req, dict) or not isinstance(resp, dict):
+            self.unbilled["unparsed"] = self.unbilled.get("unparsed", 0) + 1
+            return None
         if status == 200:
             outcome = "ok"
             ours = estimate_success(op, req, resp)
             consumed = resp.get("ConsumedCapacity")
+            refused = 0
+            if op == "BatchExecuteStatement":
+                _, _, unbilled, failed = statements_bill(req, resp)
+                for code, n in unbilled.items():
+                    self.unbilled[f"{code} (statement)"] = self.unbilled.get(f"{code} (statement)", 0) + n
+                refused = unbilled.get("ValidationError", 0)
+                total = len(req.get("Statements") or [])
+                if failed:
+                    outcome = "every statement failed" if failed == total else "some statements failed"
             if consumed is not None:
-                write, read = split(op, consumed)
+                kind = "BatchGetItem" if op == "BatchExecuteStatement" and all(
+                    is_select(x) for x in req.get("Statements") or [{}]) else op
+                write, read = split(kind, consumed)
+                # dynoxide's unit for each refused statement, which AWS is not known to bill.
+                write = max(0.0, write - refused)
                 self.from_response += write + read
                 if ours is not None and (abs(ours[0] - write) > 1e-9 or abs(ours[1] - read) > 1e-9):
                     self.mismatches += 1
@@ -232,6 +334,7 @@ class Ledger:
         k["calls"] += 1
         k["write"] += write
         k["read"] += read
+        return resp
 
     def snapshot(self):
         return {
@@ -250,9 +353,12 @@ class Ledger:
 
 
 KIND_NAMES = {  # in the order shown
+    "BatchGetItem": "read (BatchGetItem)",
     "TransactWriteItems/acquire": "take (transaction)",
+    "BatchExecuteStatement/acquire": "take (statements)",
     "UpdateItem": "take (UpdateItem)",
     "TransactWriteItems/commit": "commit (transaction)",
+    "BatchExecuteStatement/commit": "commit (statements)",
     "TransactWriteItems/renew": "renew (transaction)",
     "TransactWriteItems/release": "release (transaction)",
     "TransactWriteItems/abandon": "abandon (transaction)",
@@ -260,8 +366,9 @@ KIND_NAMES = {  # in the order shown
 
 
 def where_units_went(bills, n):
-    """`take (transaction) 2.00 + commit (transaction) 2.00`: the median write and read units
-    per message of each kind of call and outcome, over ledger snapshots of runs of n messages."""
+    """`take (transaction) 2.00 + commit (transaction) 2.00`: the median write units (and
+    read units, `+R read`, or `R read` alone) per message of each kind of call and outcome,
+    over ledger snapshots of runs of n messages."""
     order = list(KIND_NAMES)
     kinds = sorted({k for b in bills for k in b["kinds"]},
                    key=lambda k: (order.index(k.split(" ")[0]) if k.split(" ")[0] in order else len(order), k))
@@ -274,8 +381,20 @@ def where_units_went(bills, n):
             continue
         call, _, outcome = k.partition(" ")
         name = KIND_NAMES.get(call, call) + ("" if outcome == "ok" else f", {outcome}")
-        parts.append(f"{name} {write:.2f}" + (f" (+{read:.2f} read)" if read else ""))
+        if not write:
+            parts.append(f"{name} {read:.2f} read")
+        else:
+            parts.append(f"{name} {write:.2f}" + (f" (+{read:.2f} read)" if read else ""))
     return " + ".join(parts) or "-"
+
+
+def unbilled_of(bills):
+    """The calls (and statements) billed nothing in these ledger snapshots, by error type."""
+    unbilled = {}
+    for b in bills:
+        for k, v in b["unbilled"].items():
+            unbilled[k] = unbilled.get(k, 0) + v
+    return unbilled
 
 
 def sources(bills):
@@ -283,14 +402,12 @@ def sources(bills):
     from_response = sum(b["from_response"] for b in bills)
     estimated = sum(b["estimated"] for b in bills)
     total = (from_response + estimated) or 1.0
-    unbilled = {}
-    for b in bills:
-        for k, v in b["unbilled"].items():
-            unbilled[k] = unbilled.get(k, 0) + v
+    unbilled = unbilled_of(bills)
     example = next((b["mismatch_example"] for b in bills if b["mismatches"]), None)
     return (f"(units: {from_response / total:.0%} from the emulator's ConsumedCapacity (calls that succeeded), "
-            f"{estimated / total:.0%} billed from the calls (failed conditional writes, cancelled transactions: "
-            f"billing.py); {sum(b['mismatches'] for b in bills)} successful calls where billing.py's estimate "
+            f"{estimated / total:.0%} billed from the calls (failed conditional writes, cancelled transactions, "
+            f"statement calls whose every statement failed: billing.py); {sum(b['mismatches'] for b in bills)} "
+            "successful calls where billing.py's estimate "
             "differs from ConsumedCapacity"
             + (f", the first: {example}" if example else "")
             + (f"; errors billed nothing: {unbilled}" if unbilled else "") + ")")
@@ -376,6 +493,9 @@ class RequestFramer:
         label, keys = op, 0
         if op == "TransactWriteItems":
             what, keys = self.counts.transaction(self.target, body)
+            label = f"{op}/{what}"
+        elif op == "BatchExecuteStatement":
+            what, keys = self.counts.statements(self.target, body)
             label = f"{op}/{what}"
         elif op == "UpdateItem" and b":pending" in body:
             keys = 1  # an acquisition: ACQUIRE_UPDATE sets `:pending` (a release deletes)
@@ -521,6 +641,40 @@ def self_test():
     ledger.add("UpdateItem", "UpdateItem", 200, b'{"Key":{"PK":{"S":"a"}}}', b'{"ConsumedCapacity":{"CapacityUnits":1.0}}')
     ledger.add("DescribeTable", "DescribeTable", 200, b"{}", b"{}")
     assert (ledger.write, ledger.from_response, ledger.mismatches) == (1.0, 1.0, 0)
+    # BatchGetItem: a GetItem per key processed, per 4 KB, 1 unit for a key with no item,
+    # halved when eventually consistent; unprocessed keys cost nothing.
+    keys = {"Keys": [{"PK": {"S": k}} for k in "abcd"]}
+    found = {"Responses": {"t": [{"PK": s(1), "v": s(5000)}]}, "UnprocessedKeys": {"t": {"Keys": [{"PK": {"S": "d"}}]}}}
+    strong = {"RequestItems": {"t": dict(keys, ConsistentRead=True)}}
+    assert estimate_success("BatchGetItem", strong, found) == (0.0, 4.0)
+    assert estimate_success("BatchGetItem", {"RequestItems": {"t": keys}}, found) == (0.0, 2.0)
+    # PartiQL statements: the names after the table and the parameters; 1 unit per KB.
+    insert = {"Statement": 'INSERT INTO "t" VALUE {\'PK\': ?, \'lock_status\': ?}', "Parameters": [s(3), s(7)]}
+    update = {"Statement": 'UPDATE "t" SET "v" = ?, "w" = ? WHERE "PK" = ? AND "v" = ?',
+              "Parameters": [s(1000), s(1), s(3), s(1)]}
+    assert statement_size(insert) == 2 + 11 + 3 + 7 and statement_size(update) == 4 + 1005
+    # Successes and failed conditions billed by size (the old item's where returned), a
+    # refused statement nothing; the dynoxide answer of a call where all failed has no
+    # ConsumedCapacity.
+    big = {"PK": s(1), "v": s(2500)}
+    req = {"Statements": [insert, update, insert, update, insert]}
+    resp = {"Responses": [{}, {"Error": {"Code": "ConditionalCheckFailed", "Item": big}},
+                          {"Error": {"Code": "DuplicateItem"}}, {"Error": {"Code": "ValidationError"}}, {}]}
+    assert statements_bill(req, resp) == (1 + 3 + 1 + 0 + 1.0, 0.0, {"ValidationError": 1}, 3)
+    ledger = Ledger()
+    body = lambda x: json.dumps(x).encode()  # noqa: E731
+    ledger.add("BatchExecuteStatement", "BatchExecuteStatement/acquire", 200, body(req), body(resp))
+    assert (ledger.write, ledger.estimated, ledger.from_response) == (6.0, 6.0, 0.0)
+    assert ledger.unbilled == {"ValidationError (statement)": 1}
+    assert "BatchExecuteStatement/acquire some statements failed" in ledger.kinds
+    # With ConsumedCapacity (dynoxide: 1 unit for the refused statement, taken off).
+    resp["ConsumedCapacity"] = [{"TableName": "t", "CapacityUnits": 7.0}]
+    ledger.add("BatchExecuteStatement", "BatchExecuteStatement/acquire", 200, body(req), body(resp))
+    assert (ledger.write, ledger.from_response, ledger.mismatches) == (12.0, 6.0, 0)
+    every = {"Statements": [update]}
+    ledger.add("BatchExecuteStatement", "BatchExecuteStatement/commit", 200, body(every),
+               body({"Responses": [{"Error": {"Code": "ConditionalCheckFailed"}}]}))
+    assert ledger.write == 12.0 + 1 and "BatchExecuteStatement/commit every statement failed" in ledger.kinds
     print("billing.py: ok")
 
 

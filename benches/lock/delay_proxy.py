@@ -11,7 +11,9 @@ request/response round trip gains 2 x DELAY_MS. Once listening it prints one lin
 
 TARGET `stub` forwards nothing: the proxy answers every request itself, 2 x DELAY_MS after
 it was read to its end, with `200 {}` (what a successful PutItem or TransactWriteItems
-returns): a DynamoDB that costs no CPU, to see the client's own ceiling.
+returns), a `BatchGetItem` with no item for any key (`{"Responses": {TABLE: []}}`) and a
+`BatchExecuteStatement` with a success per statement (`{"Responses": [{}, ...]}`): a
+DynamoDB that costs no CPU, to see the client's own ceiling.
 
 There is no netem on these machines (docs/performance.md), hence a proxy. Timing: one
 thread runs every connection: select() wakes on readable sockets or at the earliest
@@ -35,10 +37,13 @@ Counting: the client-to-server stream is parsed as HTTP/1.1 requests (keep-alive
 connections carry many; headers may be split across reads; bodies are skipped by
 Content-Length or chunked framing) and every request is counted by its `X-Amz-Target`
 header (`DynamoDB_20120810.PutItem` ...; `-` when absent). The bodies of
-`TransactWriteItems` with a Content-Length are read: one whose updates set `:pending` takes
-locks, and is also counted as `DynamoDB_20120810.TransactWriteItems/acquire`, its keys in
-`acquire_keys`. Parsing never delays forwarding: a chunk is stamped and queued before it is
-parsed.
+`TransactWriteItems`, `BatchExecuteStatement` and `BatchGetItem` with a Content-Length are
+read: a transaction whose updates set `:pending` takes locks, and is also counted as
+`DynamoDB_20120810.TransactWriteItems/acquire`, its keys in `acquire_keys`; a
+`BatchExecuteStatement` is also counted as `.../acquire` (statements that write `pending`
+and not `committed`: its statements in `acquire_keys`) or `.../commit` (statements that
+write `committed`; traced as such with --trace). Parsing never delays forwarding: a chunk is
+stamped and queued before it is parsed.
 
 Billing (--bill, not with the stub or --threads): every DynamoDB call is billed in write and
 read capacity units as DynamoDB bills it (billing.py says how). The proxy then holds each
@@ -48,8 +53,9 @@ each data-plane call that does not ask for it, fixing Content-Length (dynoxide 1
 verify the SigV4 signature, which covers the body; the SDK reads the added field into its
 output and ignores it), and parses the answers, after forwarding them, to bill each call with
 its request. It also counts the keys that acquisitions took (`acquired_keys`: those of
-successful acquiring transactions, and successful `UpdateItem`s, which the lock makes only to
-take keys).
+successful acquiring transactions, of successful statements of acquiring
+`BatchExecuteStatement`s, and successful `UpdateItem`s, which the lock makes only to take
+keys).
 
 With --trace FILE it also appends a line per request to FILE: when its head was parsed
 (CLOCK_MONOTONIC seconds, Python's time.monotonic(), comparable across processes) and its
@@ -84,13 +90,35 @@ RECV_BYTES = 65536
 # A request head longer than this is not HTTP as we know it: stop parsing that connection
 # (it is still forwarded) and report it as unparsed.
 MAX_HEAD = billing.MAX_HEAD
-# What the stub answers to every request: a success for an acquisition (an UpdateItem whose
-# `{}` holds no old record, so the key was free; or a PutItem without ReturnValues) and for
-# TransactWriteItems alike.
-STUB_RESPONSE = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
-    b"x-amzn-RequestId: stub\r\nContent-Length: 2\r\n\r\n{}"
-)
+# The requests whose bodies the counter reads (it skips the others'): to count what they do,
+# and for the stub to answer them.
+CAPTURED = (".TransactWriteItems", ".BatchExecuteStatement", ".BatchGetItem")
+# Values of the lock's status attribute (transforms/src/kv_store/aws_dynamodb): a statement
+# that writes `committed` commits, one that writes only `pending` takes.
+PENDING = {"S": "pending"}
+COMMITTED = {"S": "committed"}
+
+
+def stub_response(target, body):
+    """What the stub answers: `{}` (a success for an acquisition, an UpdateItem whose `{}`
+    holds no old record, so the key was free, or a PutItem without ReturnValues, and for
+    TransactWriteItems alike); a BatchGetItem that found no item; a BatchExecuteStatement
+    whose every statement succeeded."""
+    payload = b"{}"
+    op = target.rsplit(".", 1)[-1]
+    if body and op in ("BatchGetItem", "BatchExecuteStatement"):
+        try:
+            req = json.loads(body)
+        except ValueError:
+            req = {}
+        req = req if isinstance(req, dict) else {}
+        if op == "BatchGetItem":
+            answer = {"Responses": {table: [] for table in req.get("RequestItems") or {}}}
+        else:
+            answer = {"Responses": [{} for _ in req.get("Statements") or []]}
+        payload = json.dumps(answer, separators=(",", ":")).encode()
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
+            b"x-amzn-RequestId: stub\r\nContent-Length: %d\r\n\r\n" % len(payload)) + payload
 
 
 class Counts:
@@ -138,11 +166,38 @@ class Counts:
             return "release", 0
         return "other", 0
 
+    def statements(self, target, body):
+        """Counts a BatchExecuteStatement by what its statements do: `acquire` (they write
+        `pending`, not `committed`), `commit` (they write `committed`), else `other`; and
+        how many keys it asks to take."""
+        try:
+            statements = json.loads(body).get("Statements") or []
+        except (ValueError, AttributeError):
+            return "other", 0
+        params = [s.get("Parameters") or [] if isinstance(s, dict) else [] for s in statements]
+        if params and all(COMMITTED in p for p in params):
+            what, keys = "commit", 0
+        elif params and all(PENDING in p and COMMITTED not in p for p in params):
+            what, keys = "acquire", len(params)
+        else:
+            return "other", 0
+        with self.lock:
+            kind = f"{target}/{what}"
+            self.targets[kind] = self.targets.get(kind, 0) + 1
+            self.acquire_keys += keys
+            if self.trace:
+                self.trace.write(f"{time.monotonic():.6f} {kind}\n")
+        return what, keys
+
     def response(self, call, status, body):
         """--bill: one answered call, `call` as RequestFramer queued it."""
         op, label, keys, req_body = call
         with self.lock:
-            self.ledger.add(op, label, status, req_body, body)
+            resp = self.ledger.add(op, label, status, req_body, body)
+            if status == 200 and keys and op == "BatchExecuteStatement":
+                # The statements that took their key (the others failed, each alone).
+                answers = (resp or {}).get("Responses") or []
+                keys = sum(1 for a in answers if isinstance(a, dict) and "Error" not in a)
             if status == 200 and keys:
                 self.acquired_keys += keys
 
@@ -175,10 +230,13 @@ class RequestCounter:
 
     def __init__(self, counts, on_request=None):
         self.counts = counts
-        self.on_request = on_request  # called when a request has been read to its end
+        # Called with the target and the body (None unless captured) when a request has been
+        # read to its end.
+        self.on_request = on_request
         self.buf = bytearray()  # unparsed head or chunk-size line bytes
         self.skip = 0  # body bytes still to skip
-        self.capture = 0  # body bytes to read (a TransactWriteItems)
+        self.capture = 0  # body bytes to read (a CAPTURED request)
+        self.body = None  # the captured body of the request being ended
         self.target = "-"
         self.state = "head"  # head | body | chunk_size | chunk_data | trailer
         self.broken = False
@@ -204,8 +262,9 @@ class RequestCounter:
 
     def ended(self):
         self.state = "head"
+        body, self.body = self.body, None
         if self.on_request is not None:
-            self.on_request()
+            self.on_request(self.target, body)
 
     def parse(self):
         while not self.broken:
@@ -221,7 +280,11 @@ class RequestCounter:
                     return
                 body = bytes(self.buf[: self.capture])
                 del self.buf[: self.capture]
-                self.counts.transaction(self.target, body)
+                if self.target.endswith(".TransactWriteItems"):
+                    self.counts.transaction(self.target, body)
+                elif self.target.endswith(".BatchExecuteStatement"):
+                    self.counts.statements(self.target, body)
+                self.body = body
                 self.ended()
             elif self.state in ("body", "chunk_data"):
                 self.skipped()  # a body that ended exactly at a read boundary
@@ -286,7 +349,7 @@ class RequestCounter:
         self.target = target
         if chunked:
             self.state = "chunk_size"
-        elif length and target.endswith(".TransactWriteItems"):
+        elif length and target.endswith(CAPTURED):
             self.state = "capture"
             self.capture = length
         elif length:
@@ -356,7 +419,8 @@ class Loop:
             c = Side(client, "bytes_up", None)
             if server is None:
                 # The stub: each request, once read to its end, is answered 2 x delay later.
-                c.counter = RequestCounter(self.counts, lambda c=c: self.push(2 * self.delay_s, c, STUB_RESPONSE))
+                c.counter = RequestCounter(
+                    self.counts, lambda target, body, c=c: self.push(2 * self.delay_s, c, stub_response(target, body)))
                 pair = (c,)
             else:
                 v = Side(server, "bytes_down", None)
