@@ -442,32 +442,29 @@ impl DynamoDbStore {
         let Some(old) = old.map(|i| self.decode(i)) else {
             return Acquired::FRESH;
         };
-        let LockStatus::Pending { lease_until_ms } = old.status else {
+        if old.status == LockStatus::Committed {
             return Acquired::FRESH;
-        };
+        }
         // The SDK retried (after a timeout, a 5xx or a lost response) and the item is
-        // exactly what this request writes: an earlier attempt of this very call took the
-        // key, and nothing was done with it yet. It took it fresh only if it began the
-        // pending chain (`since` is this request's own instant); an older `since` means
-        // that attempt took the key over from an owner whose lease ran out, and that owner
-        // may have delivered the message: the takeover must be told, or the message is
-        // sent again without a look (a duplicate after a crash, seen in the fault
-        // campaign: the takeover's answer was lost, the retry found its own record).
-        if retried && old.owner == owner && lease_until_ms == r.lease_until_ms {
-            if old.since_ms.is_none_or(|since| since == now_ms) {
-                tracing::debug!(
+        // exactly what this request writes (`written_by`).
+        if retried {
+            match written_by(owner, now_ms, r, &old) {
+                Written::Fresh => {
+                    tracing::debug!(
+                        table = %self.table.name,
+                        key = %r.key,
+                        "lock key taken by an earlier attempt of the same request"
+                    );
+                    return Acquired::FRESH;
+                }
+                Written::Over => tracing::debug!(
                     table = %self.table.name,
                     key = %r.key,
-                    "lock key taken by an earlier attempt of the same request"
-                );
-                return Acquired::FRESH;
+                    since_ms = ?old.since_ms,
+                    "lock key taken over by an earlier attempt of the same request"
+                ),
+                Written::Not => {}
             }
-            tracing::debug!(
-                table = %self.table.name,
-                key = %r.key,
-                since_ms = ?old.since_ms,
-                "lock key taken over by an earlier attempt of the same request"
-            );
         }
         Acquired::Taken {
             prior: Some(Prior {
@@ -763,6 +760,42 @@ impl DynamoDbStore {
         out.into_iter()
             .map(|o| o.unwrap_or_else(|| Err(self.fail("acquiring", "no answer for a key"))))
             .collect()
+    }
+}
+
+/// What a record read after an acquisition's write is to that write, when an earlier
+/// attempt of the call may have applied it unseen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Written {
+    /// Not what the request writes: another owner's, or another lease's.
+    Not,
+    /// Exactly what the request writes, chain begun at its own instant: it took the key
+    /// fresh.
+    Fresh,
+    /// The request's owner and lease, but a chain begun earlier: it took the key over.
+    Over,
+}
+
+/// What `rec` is to the record `owner`'s request `r` writes at `now_ms`. An earlier
+/// attempt of the very call took the key if the record is exactly what it writes (this
+/// owner, this lease); it took it fresh only if it began the pending chain (`since` is the
+/// request's own instant). An older `since` means that attempt took the key over from an
+/// owner whose lease ran out, and that owner may have delivered the message: the takeover
+/// must be told, or the message is sent again without a look (a duplicate after a crash,
+/// seen in the fault campaign: the takeover's answer was lost, the retry found its own
+/// record).
+pub(super) fn written_by(
+    owner: &str,
+    now_ms: i64,
+    r: &AcquireRequest,
+    rec: &LockRecord,
+) -> Written {
+    if rec.owner != owner || rec.lease_until_ms() != Some(r.lease_until_ms) {
+        return Written::Not;
+    }
+    match rec.since_ms.is_none_or(|since| since == now_ms) {
+        true => Written::Fresh,
+        false => Written::Over,
     }
 }
 

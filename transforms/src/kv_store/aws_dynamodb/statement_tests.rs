@@ -1,9 +1,9 @@
 //! Taking and committing locks with PartiQL statements (`lock_acquire: 'statements'`)
 //! against mocked responses: what the consistent read decides for each key, what each
-//! statement's error means (taken alone, sent again, failed alone), a call the SDK sent
-//! twice, commits whose condition failed, read back, and the `UPDATE` form a service that
-//! refuses AWS's documented one gets (`dialect.rs`). The same store against the
-//! emulator passes the contract in `tests/kv_store_dynamodb.rs`.
+//! statement's error means (read again and decided, sent again, failed alone), a call the
+//! SDK sent twice, commits whose condition failed, read back, and the `UPDATE` form a
+//! service that refuses AWS's documented one gets (`dialect.rs`). The same store against
+//! the emulator passes the contract in `tests/kv_store_dynamodb.rs`.
 
 use aws_sdk_dynamodb::operation::batch_execute_statement::{
     BatchExecuteStatementError, BatchExecuteStatementInput, BatchExecuteStatementOutput,
@@ -232,11 +232,36 @@ async fn what_the_read_found_decides_each_key() {
     );
 }
 
+/// `BatchGetItem`s answered from `first`, then (every read after) from `then`.
+fn reads_then(
+    first: Vec<HashMap<String, AttributeValue>>,
+    then: Vec<HashMap<String, AttributeValue>>,
+) -> Rule {
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    mock!(Client::batch_get_item)
+        .match_requests(|r| r.request_items().unwrap()["locks"].consistent_read() == Some(true))
+        .then_compute_output(move |r| {
+            let items = match calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => &first,
+                _ => &then,
+            };
+            let asked = read_keys(r);
+            let found: Vec<_> = items
+                .iter()
+                .filter(|i| asked.contains(i["PK"].as_s().unwrap()))
+                .cloned()
+                .collect();
+            BatchGetItemOutput::builder()
+                .responses("locks", found)
+                .build()
+        })
+}
+
 #[tokio::test]
 async fn an_insert_that_finds_the_item_is_taken_alone() {
     // Another owner took k1 between the read and the write: its lease ended since, so
     // the key is taken over alone, and the old item says from whom.
-    let read = reads(Vec::new());
+    let read = reads_then(Vec::new(), vec![item("k1", "them", PENDING, NOW_MS - 1, 0)]);
     let write = mock!(Client::batch_execute_statement)
         .then_output(|| answers(vec![ok(), failed(Code::DuplicateItem)]));
     let alone = mock!(Client::update_item)
@@ -256,7 +281,7 @@ async fn an_insert_that_finds_the_item_is_taken_alone() {
         "{:?}",
         got[1]
     );
-    assert_eq!(alone.num_calls(), 1);
+    assert_eq!((read.num_calls(), alone.num_calls()), (2, 1));
 }
 
 #[tokio::test]
@@ -315,9 +340,13 @@ async fn a_refused_statement_fails_its_key_alone() {
 }
 
 /// Acquires k1 where the statement call answers `first`, then (the SDK's retry) a
-/// `DuplicateItem`, and the key taken alone finds `found`.
-async fn acquire_after(first: Option<u16>, found: HashMap<String, AttributeValue>) -> Acquired {
-    let read = reads(Vec::new());
+/// `DuplicateItem`; the read after it, and the key taken alone if it is, find `found`.
+/// Also says how many times the key was taken alone.
+async fn acquire_after(
+    first: Option<u16>,
+    found: HashMap<String, AttributeValue>,
+) -> (Acquired, usize) {
+    let read = reads_then(Vec::new(), vec![found.clone()]);
     let write = match first {
         Some(status) => mock!(Client::batch_execute_statement)
             .sequence()
@@ -337,32 +366,171 @@ async fn acquire_after(first: Option<u16>, found: HashMap<String, AttributeValue
     });
     let store = store(&[&read, &write, &alone], 2);
     let got = store.acquire("me", NOW_MS, &[req("k1")], 1).await;
-    assert_eq!(alone.num_calls(), 1);
-    got.into_iter().next().unwrap().unwrap()
+    assert_eq!(
+        read.num_calls(),
+        2,
+        "the piece's read, then the changed key's"
+    );
+    (got.into_iter().next().unwrap().unwrap(), alone.num_calls())
 }
 
 #[tokio::test]
 async fn a_retried_call_whose_first_attempt_wrote_the_record_took_the_key_fresh() {
     // The first attempt inserted the record and its answer was lost (a 500); the SDK's
-    // retry found the item: the key taken alone finds exactly this request's record.
-    assert_eq!(acquire_after(Some(500), mine()).await, Acquired::FRESH);
-    // Without a retry, the same record is an earlier request's: a retake.
+    // retry found the item: the read after it finds exactly this request's record, taken
+    // fresh without an UpdateItem.
+    assert_eq!(acquire_after(Some(500), mine()).await, (Acquired::FRESH, 0));
+    let retake = |since_ms| Acquired::Taken {
+        prior: Some(Prior {
+            owner: "me".into(),
+            since_ms,
+            progress: Default::default(),
+        }),
+    };
+    // Without a retry, the same record is an earlier request's: a retake, taken alone.
+    assert_eq!(acquire_after(None, mine()).await, (retake(NOW_MS), 1));
+    // After a retry, this owner's record of another lease is an earlier acquisition's: a
+    // retake.
+    let mut other_lease = mine();
+    other_lease.insert("lock_lease_until".into(), n(NOW_MS + 59_999));
     assert_eq!(
-        acquire_after(None, mine()).await,
-        Acquired::Taken {
-            prior: Some(Prior {
-                owner: "me".into(),
-                since_ms: NOW_MS,
-                progress: Default::default(),
-            })
-        }
+        acquire_after(Some(500), other_lease).await,
+        (retake(NOW_MS), 1)
+    );
+    // This owner and lease, but a chain begun earlier: not this statement's write (it
+    // begins a chain now), taken alone, whose old item tells the takeover.
+    let mut earlier = mine();
+    earlier.insert("lock_since".into(), n(NOW_MS - 1));
+    assert_eq!(
+        acquire_after(Some(500), earlier).await,
+        (retake(NOW_MS - 1), 1)
     );
     // A record of another owner after a retry is still theirs.
     let theirs = item("k1", "them", PENDING, NOW_MS - 1, 0);
     assert!(matches!(
         acquire_after(Some(500), theirs).await,
-        Acquired::Taken { prior: Some(p) } if p.owner == "them"
+        (Acquired::Taken { prior: Some(p) }, 1) if p.owner == "them"
     ));
+    // Another owner's record of the same lease and instant, live: held.
+    let mut theirs = mine();
+    theirs.insert("lock_owner".into(), s("them"));
+    assert!(matches!(
+        acquire_after(Some(500), theirs).await,
+        (Acquired::Held(Some(r)), 0) if r.owner == "them"
+    ));
+}
+
+#[tokio::test]
+async fn a_lost_answer_costs_one_read_not_an_update_per_key() {
+    // The first attempt of the call inserted all three records and its answer was lost;
+    // the SDK's retry finds each item: one read of the three, each taken fresh.
+    let mine = |key: &str| {
+        let mut m = mine();
+        m.insert("PK".into(), s(key));
+        m
+    };
+    let read = reads_then(Vec::new(), vec![mine("k0"), mine("k1"), mine("k2")]);
+    let write = mock!(Client::batch_execute_statement)
+        .sequence()
+        .http_status(
+            500,
+            Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into()),
+        )
+        .output(|| answers(vec![failed(Code::DuplicateItem); 3]))
+        .build();
+    let alone = mock!(Client::update_item).then_output(|| UpdateItemOutput::builder().build());
+    let store = store(&[&read, &write, &alone], 2);
+    let reqs: Vec<_> = (0..3).map(|i| req(&format!("k{i}"))).collect();
+    let got = store.acquire("me", NOW_MS, &reqs, 4).await;
+    assert!(got.iter().all(|r| r.as_ref().unwrap() == &Acquired::FRESH));
+    assert_eq!(
+        (read.num_calls(), write.num_calls(), alone.num_calls()),
+        (2, 2, 0)
+    );
+}
+
+#[tokio::test]
+async fn a_changed_key_is_decided_by_a_read_of_it() {
+    // k0: another owner inserted it first, live: held, with their record. k1: inserted
+    // by another owner and deleted since: inserted again. k2: committed and past its TTL
+    // when read again: updated again. Nothing is taken alone.
+    let read = reads_then(
+        Vec::new(),
+        vec![
+            item("k0", "them", PENDING, NOW_MS + 30_000, NOW_MS / 1000 + 60),
+            item("k2", "them", COMMITTED, 0, NOW_MS / 1000 - 1),
+        ],
+    );
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>> = Default::default();
+    let sn = seen.clone();
+    let write = mock!(Client::batch_execute_statement).then_compute_output(move |r| {
+        let mut seen = sn.lock().unwrap();
+        seen.push(
+            statement_keys(r)
+                .into_iter()
+                .zip(forms(r))
+                .map(|(k, f)| format!("{k} {f}"))
+                .collect(),
+        );
+        match seen.len() {
+            1 => answers(vec![failed(Code::DuplicateItem); 3]),
+            _ => answers(r.statements().iter().map(|_| ok()).collect()),
+        }
+    });
+    let alone = mock!(Client::update_item).then_output(|| UpdateItemOutput::builder().build());
+    let store = store(&[&read, &write, &alone], 1);
+    let reqs: Vec<_> = (0..3).map(|i| req(&format!("k{i}"))).collect();
+    let got = store.acquire("me", NOW_MS, &reqs, 4).await;
+    assert!(
+        matches!(got[0].as_ref().unwrap(), Acquired::Held(Some(r)) if r.owner == "them"),
+        "{:?}",
+        got[0]
+    );
+    assert_eq!(got[1].as_ref().unwrap(), &Acquired::FRESH);
+    assert_eq!(got[2].as_ref().unwrap(), &Acquired::FRESH);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            vec!["k0 insert", "k1 insert", "k2 insert"],
+            vec!["k1 insert", "k2 documented"],
+        ]
+    );
+    assert_eq!((read.num_calls(), alone.num_calls()), (2, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_changed_at_every_attempt_is_taken_alone() {
+    // Inserted and deleted by others between each read and write: written again up to
+    // the store's attempts, then taken alone.
+    let read = reads(Vec::new());
+    let write = mock!(Client::batch_execute_statement)
+        .then_output(|| answers(vec![failed(Code::DuplicateItem)]));
+    let alone = mock!(Client::update_item).then_output(|| UpdateItemOutput::builder().build());
+    let store = store(&[&read, &write, &alone], 1);
+    let got = store.acquire("me", NOW_MS, &[req("k0")], 4).await;
+    assert_eq!(got[0].as_ref().unwrap(), &Acquired::FRESH);
+    assert_eq!(write.num_calls() as u32, super::lock::STORE_ATTEMPTS);
+    assert_eq!(alone.num_calls(), 1);
+}
+
+#[tokio::test]
+async fn a_changed_key_whose_read_fails_is_taken_alone() {
+    let read = mock!(Client::batch_get_item)
+        .sequence()
+        .output(|| BatchGetItemOutput::builder().build())
+        .error(|| {
+            aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemError::generic(meta(
+                "AccessDeniedException",
+            ))
+        })
+        .build();
+    let write = mock!(Client::batch_execute_statement)
+        .then_output(|| answers(vec![failed(Code::DuplicateItem)]));
+    let alone = mock!(Client::update_item).then_output(|| UpdateItemOutput::builder().build());
+    let store = store(&[&read, &write, &alone], 1);
+    let got = store.acquire("me", NOW_MS, &[req("k0")], 4).await;
+    assert_eq!(got[0].as_ref().unwrap(), &Acquired::FRESH);
+    assert_eq!((read.num_calls(), alone.num_calls()), (2, 1));
 }
 
 #[tokio::test]

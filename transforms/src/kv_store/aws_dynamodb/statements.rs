@@ -11,12 +11,17 @@
 //! pending and takeable (a lease that ended, this owner's own, a chain past the window),
 //! taken alone with `UpdateItem` (`DynamoDbStore::acquire_one`), whose old item tells the
 //! takeover. The writes go in `BatchExecuteStatement` calls of up to 25, in flight
-//! together. Such a batch is not atomic: each statement succeeds or fails alone. One that
-//! finds the item changed since the read (`DuplicateItem`, `ConditionalCheckFailed`) or
-//! is refused (`ValidationError`) is taken alone; throttled ones are sent again after a
-//! backoff. A call the SDK sent more than once may have written a key's record in an
-//! earlier attempt: the key taken alone then recognises this acquisition's own record as
-//! fresh.
+//! together. Such a batch is not atomic: each statement succeeds or fails alone. Throttled
+//! ones are sent again after a backoff; a refused one (`ValidationError`) is taken alone.
+//! The keys whose statements found the item changed since the read (`DuplicateItem`,
+//! `ConditionalCheckFailed`) are read again, together and strongly consistent, and
+//! decided from that: exactly the record this acquisition writes, where a call that
+//! carried the key's statement was sent more than once by the SDK (an earlier attempt
+//! applied it and its answer was lost), is taken fresh (`lock::written_by`, the test a key
+//! taken alone applies); held, `Held`; absent or committed and past its TTL, written again
+//! with the next statements (a backoff between rounds, up to the store's attempts, then
+//! alone); pending and takeable, alone. If that read fails, they are taken alone. A lost
+//! answer thus costs one read, not an `UpdateItem` per key of its call.
 //!
 //! An `UPDATE` of several paths is written in AWS's documented form (repeated `SET` and
 //! `REMOVE` clauses) until the service refuses one as a statement error (the emulator,
@@ -45,10 +50,10 @@ use sluice_lock_protocol::{Change, pending_ttl};
 use sluice_platform::aws::describe_error;
 
 use super::super::lock::{
-    AcquireRequest, Acquired, CommitRequest, LockStatus, Settled, StoreError,
+    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, Settled, StoreError,
 };
 use super::dialect::{Form, Verdict};
-use super::lock::{AttemptCounter, ChunkAnswer, Op, Retries};
+use super::lock::{AttemptCounter, ChunkAnswer, Op, Retries, Written, written_by};
 use super::{COMMITTED, DynamoDbStore, PENDING, number};
 
 /// The most keys one `BatchGetItem` reads: the keys of one piece.
@@ -71,6 +76,17 @@ enum Write {
     Insert,
     /// Not pending and past its TTL: conditional `UPDATE`.
     Fresh,
+}
+
+/// What a key's acquisition does with the record a consistent read found.
+enum Plan {
+    /// A statement.
+    Write(Write),
+    /// Held: what a failed condition would have said, read strongly consistent.
+    Held(LockRecord),
+    /// Pending and takeable (a takeover, a retake or a chain past the window): taken alone,
+    /// whose old item tells it.
+    Alone,
 }
 
 /// Why a `BatchGetItem` or `BatchExecuteStatement` call settled nothing.
@@ -370,18 +386,10 @@ impl DynamoDbStore {
         let mut writes: Vec<(usize, Write)> = Vec::with_capacity(ask.len());
         for i in ask {
             let r = &chunk[i];
-            match items.get(&r.key).map(|item| self.decode(item)) {
-                None => writes.push((i, Write::Insert)),
-                // Held: what a failed condition would have said, read strongly consistent.
-                Some(rec) if !rec.takeable_by(owner, now_ms, r.skew_ms) => {
-                    self.log_held(r, Some(&rec));
-                    out[i] = Some(Ok(Acquired::Held(Some(rec))));
-                }
-                Some(rec) if rec.status == LockStatus::Committed => {
-                    writes.push((i, Write::Fresh));
-                }
-                // Pending and takeable: a takeover, a retake or a chain past the window.
-                Some(_) => alone.push((i, false)),
+            match self.plan(owner, now_ms, r, items.get(&r.key)) {
+                Plan::Write(w) => writes.push((i, w)),
+                Plan::Held(rec) => out[i] = Some(Ok(Acquired::Held(Some(rec)))),
+                Plan::Alone => alone.push((i, false)),
             }
         }
         // Whether a call that carried the key's statement may have written it unseen.
@@ -419,6 +427,8 @@ impl DynamoDbStore {
             }
             let answers = join_all(calls).await;
             let mut again = Vec::new();
+            // The item changed since the read: read again.
+            let mut changed = Vec::new();
             // Refused in the form they were written in: sent again at once in the other.
             let mut rewritten = Vec::new();
             for (part, answer) in sent.into_iter().zip(answers) {
@@ -456,7 +466,8 @@ impl DynamoDbStore {
                         {
                             rewritten.push((i, w));
                         }
-                        Outcome::Changed | Outcome::Refused => alone.push((i, maybe_written[i])),
+                        Outcome::Changed => changed.push(i),
+                        Outcome::Refused => alone.push((i, maybe_written[i])),
                         Outcome::Transient => {
                             // An internal error may have written it.
                             maybe_written[i] |= error.code() == Some(&Code::InternalServerError);
@@ -468,7 +479,43 @@ impl DynamoDbStore {
                     }
                 }
             }
-            if !again.is_empty() && !retries.wait_before_next().await {
+            // Written again: found absent or committed and past its TTL by the re-read.
+            let mut anew = Vec::new();
+            if !changed.is_empty() {
+                let keys: Vec<&str> = changed.iter().map(|&i| chunk[i].key.as_str()).collect();
+                match self.read_items(client, &keys).await {
+                    Ok(items) => {
+                        for i in changed {
+                            let r = &chunk[i];
+                            let item = items.get(&r.key);
+                            // An earlier attempt of a call that carried the key's statement
+                            // wrote exactly this: the key is taken fresh (`written_by`).
+                            let ours = maybe_written[i]
+                                && item.is_some_and(|item| {
+                                    written_by(owner, now_ms, r, &self.decode(item))
+                                        == Written::Fresh
+                                });
+                            if ours {
+                                tracing::debug!(
+                                    table = %self.table.name,
+                                    key = %r.key,
+                                    "lock key taken by an earlier attempt of the same statement"
+                                );
+                                out[i] = Some(Ok(Acquired::FRESH));
+                                continue;
+                            }
+                            match self.plan(owner, now_ms, r, item) {
+                                Plan::Write(w) => anew.push((i, w)),
+                                Plan::Held(rec) => out[i] = Some(Ok(Acquired::Held(Some(rec)))),
+                                Plan::Alone => alone.push((i, maybe_written[i])),
+                            }
+                        }
+                    }
+                    Err(_) => alone.extend(changed.into_iter().map(|i| (i, maybe_written[i]))),
+                }
+            }
+            let next_round = !again.is_empty() || !anew.is_empty();
+            if next_round && !retries.wait_before_next().await {
                 for (i, _) in again.drain(..) {
                     out[i] = Some(Err(self.fail(
                         &acquiring(i),
@@ -478,11 +525,36 @@ impl DynamoDbStore {
                         ),
                     )));
                 }
+                // Changed at every attempt: taken alone.
+                alone.extend(anew.drain(..).map(|(i, _)| (i, maybe_written[i])));
             }
+            again.append(&mut anew);
             again.append(&mut rewritten);
             left = again;
         }
         ChunkAnswer { out, alone }
+    }
+
+    /// What `owner`'s acquisition of `r` at `now_ms` does with `item`, read strongly
+    /// consistent (see the module documentation); a held key is logged.
+    fn plan(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        r: &AcquireRequest,
+        item: Option<&HashMap<String, AttributeValue>>,
+    ) -> Plan {
+        let Some(rec) = item.map(|item| self.decode(item)) else {
+            return Plan::Write(Write::Insert);
+        };
+        if !rec.takeable_by(owner, now_ms, r.skew_ms) {
+            self.log_held(r, Some(&rec));
+            return Plan::Held(rec);
+        }
+        match rec.status {
+            LockStatus::Committed => Plan::Write(Write::Fresh),
+            LockStatus::Pending { .. } => Plan::Alone,
+        }
     }
 
     /// Commits with statements of up to [`STATEMENTS_MAX`] keys (see the module
