@@ -150,7 +150,7 @@ impl LockTicket {
     /// deduplicated for the whole offset.
     pub fn commit_ttl(&self, now_ms: i64) -> i64 {
         match self.ttl_offset_s {
-            Some(offset) => self.ttl.max(now_ms.div_euclid(1000) + offset),
+            Some(offset) => self.ttl.max(seconds_up(now_ms) + offset),
             None => self.ttl,
         }
     }
@@ -382,6 +382,13 @@ pub type Copies = Vec<(Arc<LockTicket>, u32)>;
 /// The lock tickets among a message's tokens (one per lock it went through).
 pub fn tickets(acks: &AckSet) -> impl Iterator<Item = Arc<LockTicket>> + '_ {
     tags::<LockTicket>(acks)
+}
+
+/// `ms` (epoch milliseconds) in whole seconds, rounded up: a TTL counted from it in whole
+/// seconds then never ends before the offset has passed (rounding down made a `1s` window
+/// as short as a millisecond).
+pub fn seconds_up(ms: i64) -> i64 {
+    ms.div_euclid(1000) + i64::from(ms.rem_euclid(1000) > 0)
 }
 
 #[cfg(test)]

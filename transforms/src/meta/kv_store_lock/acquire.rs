@@ -330,7 +330,9 @@ impl MetaKvStoreLock {
             // Without an event time, a key's TTL counts from when it is taken (a message may
             // have waited for another owner's key since it arrived).
             let ttl_of = |r: &AcquireRequest| match self.ttl_key {
-                None => r.ttl.max(now.div_euclid(1000) + self.ttl_offset),
+                None => r
+                    .ttl
+                    .max(crate::kv_store::lock::ticket::seconds_up(now) + self.ttl_offset),
                 Some(_) => r.ttl,
             };
             // Another owner's pending key whose first attempt is older than the window

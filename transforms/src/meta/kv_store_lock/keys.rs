@@ -77,7 +77,7 @@ pub(crate) fn ttl_of(
     now_ms: i64,
 ) -> Result<i64, String> {
     let Some(k) = ttl_key else {
-        return Ok(now_ms / 1000 + ttl_offset);
+        return Ok(crate::kv_store::lock::ticket::seconds_up(now_ms) + ttl_offset);
     };
     let bad = |what: &str| {
         format!(
@@ -161,7 +161,12 @@ mod tests {
         let t = Key::parse("t").unwrap();
         let m = |d: &str| Message::new(d.as_bytes().to_vec());
         let now = 1_800_000_000_500;
-        assert_eq!(ttl_of(None, 60, &m("x"), now), Ok(1_800_000_060));
+        // Rounded up: the window is never shorter than the offset.
+        assert_eq!(ttl_of(None, 60, &m("x"), now), Ok(1_800_000_061));
+        assert_eq!(
+            ttl_of(None, 60, &m("x"), 1_800_000_000_000),
+            Ok(1_800_000_060)
+        );
         assert_eq!(
             ttl_of(Some(&t), 60, &m(r#"{"t":1700000000}"#), now),
             Ok(1_700_000_060)
