@@ -72,10 +72,27 @@ impl Store {
                 endpoint, table, ..
             } => {
                 let items = runtime().block_on(dynamodb::scan(endpoint, table));
+                // A key pending in an epoch (`lock_acquire: 'epochs'`) is committed when its
+                // slot is in its epoch record's committed set.
+                let committed_in_epoch = |i: &dynamodb::Item| {
+                    let epoch = format!("#epoch:{}:{}", i["lock_owner"], i["lock_epoch"]);
+                    items.iter().any(|e| {
+                        e["PK"] == epoch
+                            && e.get("lock_committed")
+                                .is_some_and(|c| c.contains(&format!("\"{}\"", i["lock_slot"])))
+                    })
+                };
+                let state = |i: &dynamodb::Item| -> Option<String> {
+                    match i.get("lock_status").map(String::as_str) {
+                        Some("epoch") if committed_in_epoch(i) => Some("committed".into()),
+                        Some("epoch") => Some("pending".into()),
+                        other => other.map(str::to_string),
+                    }
+                };
                 let status = |s: &str| {
                     items
                         .iter()
-                        .filter(|i| i.get("lock_status").map(String::as_str) == Some(s))
+                        .filter(|i| state(i).as_deref() == Some(s))
                         .count() as i64
                 };
                 (status("pending"), status("committed"))
@@ -675,6 +692,39 @@ on_both_stores!(
 mod aws_dynamodb_statements {
     fn store() -> super::Store {
         super::Store::dynamodb_taking(Some("statements"))
+    }
+
+    #[test]
+    fn a_second_run_skips_what_the_first_processed() {
+        super::a_second_run_skips_what_the_first_processed(store())
+    }
+
+    #[test]
+    fn the_same_messages_again_are_all_duplicates() {
+        super::the_same_messages_again_are_all_duplicates(store())
+    }
+
+    #[test]
+    fn two_processes_over_overlapping_input_process_each_key_once() {
+        super::two_processes_over_overlapping_input_process_each_key_once(store())
+    }
+
+    #[test]
+    fn a_killed_run_leaves_pending_locks_that_a_rerun_processes() {
+        super::a_killed_run_leaves_pending_locks_that_a_rerun_processes(store())
+    }
+
+    #[test]
+    fn a_late_owner_never_commits_a_lock_another_process_took_over() {
+        super::a_late_owner_never_commits_a_lock_another_process_took_over(store())
+    }
+}
+
+/// The DynamoDB store committing by epoch (`lock_acquire: 'epochs'`), through the
+/// scenarios that take, hold, commit, take over and deduplicate keys.
+mod aws_dynamodb_epochs {
+    fn store() -> super::Store {
+        super::Store::dynamodb_taking(Some("epochs"))
     }
 
     #[test]
