@@ -53,9 +53,9 @@ use sluice_lock_protocol::epoch::{EpochRecord, EpochSlot, KeyRecord, KeyState, k
 use sluice_lock_protocol::pending_ttl;
 
 use super::super::lock::{
-    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, Settled, StoreError,
+    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, Prior, Settled, StoreError,
 };
-use super::lock::{Op, STORE_ATTEMPTS};
+use super::lock::{AttemptCounter, Op, STORE_ATTEMPTS};
 use super::{DynamoDbStore, EPOCH, PENDING, number, parse_number};
 
 /// A key record's epoch number.
@@ -519,7 +519,8 @@ impl DynamoDbStore {
                 number(now_ms.saturating_sub(r.skew_ms.max(0))),
             );
         }
-        match u.send().await {
+        let attempts = AttemptCounter::default();
+        match u.customize().interceptor(attempts.clone()).send().await {
             Ok(out) => {
                 self.count_units("UpdateItem", true, out.consumed_capacity());
                 self.epochs.taken(owner, &r.key, at);
@@ -533,7 +534,29 @@ impl DynamoDbStore {
                 // The owner renewed or committed the key on its record, or another taker
                 // came first: held as it is now (asked again once its lease is over).
                 Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
-                    let now = failed.item().map(|i| self.decode_key(i).lock);
+                    let now = failed.item().map(|i| self.decode_key(i));
+                    // The SDK sent the write again and found what its first attempt wrote:
+                    // taken, with the history the write kept (`since`, `progress`).
+                    let ours = attempts.get() > 1
+                        && now.as_ref().is_some_and(|k| {
+                            k.epoch == Some(at)
+                                && k.lock.owner == owner
+                                && k.lock.lease_until_ms() == Some(r.lease_until_ms)
+                        });
+                    if let (true, Some(k)) = (ours, &now) {
+                        self.epochs.taken(owner, &r.key, at);
+                        if fresh {
+                            return Ok(Acquired::FRESH);
+                        }
+                        return Ok(Acquired::Taken {
+                            prior: Some(Prior {
+                                owner: read.lock.owner.clone(),
+                                since_ms: k.lock.since_ms.unwrap_or(0),
+                                progress: k.lock.progress.clone(),
+                            }),
+                        });
+                    }
+                    let now = now.map(|k| k.lock);
                     self.log_held(r, now.as_ref());
                     Ok(Acquired::Held(now))
                 }
