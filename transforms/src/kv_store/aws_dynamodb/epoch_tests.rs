@@ -1,1 +1,916 @@
+//! Committing by epoch (`lock_acquire: 'epochs'`, `epochs.rs`) against mocked responses:
+//! what a taker does with a key pending in another epoch (a duplicate, held, taken over
+//! after an abort, taken fresh after its epoch's window), the epoch commit and its fence
+//! (a commit that finds slots aborted commits them on their records, never in the epoch
+//! again), the per-key changes' conditions on the owner's epoch and slot, and a takeover
+//! the SDK sent twice. The same store against the emulator passes the contract in
+//! `tests/kv_store_dynamodb_epochs.rs`.
 
+use std::sync::{Arc, Mutex};
+
+use aws_sdk_dynamodb::operation::batch_execute_statement::BatchExecuteStatementOutput;
+use aws_sdk_dynamodb::operation::batch_get_item::{BatchGetItemError, BatchGetItemOutput};
+use aws_sdk_dynamodb::operation::transact_write_items::{
+    TransactWriteItemsInput, TransactWriteItemsOutput,
+};
+use aws_sdk_dynamodb::operation::update_item::{
+    UpdateItemError, UpdateItemInput, UpdateItemOutput,
+};
+use aws_sdk_dynamodb::types::error::ConditionalCheckFailedException;
+use aws_sdk_dynamodb::types::{BatchStatementResponse, TransactWriteItem};
+use aws_smithy_mocks::{MockResponse, Rule, RuleMode, mock};
+use sluice_lock_protocol::epoch::EpochSlot;
+
+use super::tests::{ARN, NOW_MS, meta, n, req, s, store_from, value};
+use super::*;
+use crate::kv_store::{
+    AbandonRequest, Acquired, CommitRequest, LockStore, LockTicket, Prior, Progress, RenewRequest,
+    Settled,
+};
+
+type Item = HashMap<String, AttributeValue>;
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// The other owner's epoch and the slot its key is pending in.
+const THEIR_EPOCH: u64 = 7;
+const THEIR_SLOT: u32 = 3;
+/// Their record's `since`.
+const THEIR_SINCE: i64 = NOW_MS - 9_000;
+/// A TTL not reached yet, and one passed.
+const LIVE_TTL: i64 = NOW_MS / 1000 + 600;
+const PAST_TTL: i64 = NOW_MS / 1000 - 1;
+
+/// A store taking locks by epoch whose client answers with `rules` (any order), the SDK
+/// trying each call up to `attempts` times.
+fn store(rules: &[&Rule], attempts: u32) -> DynamoDbStore {
+    let settings = value(&format!(
+        r#"{{"aws": {{"arn": "{ARN}"}}, "attributes": {{"partition_key": "PK"}}, "lock_acquire": "epochs"}}"#
+    ));
+    store_from(&settings, RuleMode::MatchAny, rules, attempts)
+}
+
+/// `owner`'s record of `key`, pending in `at` (`None`: outside any epoch), with a lease
+/// ending at `lease`, a TTL and the progress `s0:0`.
+fn key_item(key: &str, owner: &str, at: Option<(u64, u32)>, lease: i64, ttl: i64) -> Item {
+    let mut item = HashMap::new();
+    item.insert("PK".to_string(), s(key));
+    item.insert("ttl".to_string(), n(ttl));
+    item.insert("lock_owner".to_string(), s(owner));
+    item.insert("lock_lease_until".to_string(), n(lease));
+    item.insert("lock_since".to_string(), n(THEIR_SINCE));
+    item.insert(
+        "lock_progress".to_string(),
+        AttributeValue::Ss(vec!["s0:0".into()]),
+    );
+    let status = match at {
+        Some((epoch, slot)) => {
+            item.insert("lock_epoch".to_string(), n(epoch as i64));
+            item.insert("lock_slot".to_string(), n(i64::from(slot)));
+            EPOCH
+        }
+        None => PENDING,
+    };
+    item.insert("lock_status".to_string(), s(status));
+    item
+}
+
+/// Their record of `k1`, pending in their epoch, its lease ending at `lease`.
+fn theirs(lease: i64) -> Item {
+    key_item(
+        "k1",
+        "them",
+        Some((THEIR_EPOCH, THEIR_SLOT)),
+        lease,
+        LIVE_TTL,
+    )
+}
+
+fn slots(v: &[u32]) -> AttributeValue {
+    AttributeValue::Ns(v.iter().map(|s| s.to_string()).collect())
+}
+
+/// `owner`'s epoch record.
+fn epoch_item(
+    owner: &str,
+    epoch: u64,
+    committed: &[u32],
+    aborted: &[u32],
+    v: i64,
+    ttl: i64,
+) -> Item {
+    let mut item = HashMap::new();
+    item.insert("PK".to_string(), s(&epochs::epoch_key(owner, epoch)));
+    item.insert("ttl".to_string(), n(ttl));
+    if !committed.is_empty() {
+        item.insert("lock_committed".to_string(), slots(committed));
+    }
+    if !aborted.is_empty() {
+        item.insert("lock_aborted".to_string(), slots(aborted));
+    }
+    item.insert("lock_v".to_string(), n(v));
+    item
+}
+
+fn pk(item: &Item) -> String {
+    item["PK"].as_s().unwrap().clone()
+}
+
+/// A `BatchGetItem` answered from `keys` when strongly consistent and from `epochs` when
+/// not (`None`: that read fails), each call logged as `read KEYS` or `read-epochs KEYS`.
+fn reads(keys: Vec<Item>, epochs: Option<Vec<Item>>, log: &Log) -> Rule {
+    let log = log.clone();
+    mock!(Client::batch_get_item).then_compute_response(move |r| {
+        let asked = r.request_items().unwrap()["locks"].clone();
+        let wanted: Vec<String> = asked.keys().iter().map(pk).collect();
+        let consistent = asked.consistent_read() == Some(true);
+        let (what, from) = match consistent {
+            true => ("read", Some(&keys)),
+            false => ("read-epochs", epochs.as_ref()),
+        };
+        log.lock()
+            .unwrap()
+            .push(format!("{what} {}", wanted.join(",")));
+        match from {
+            Some(items) => MockResponse::Output(
+                BatchGetItemOutput::builder()
+                    .responses(
+                        "locks",
+                        items
+                            .iter()
+                            .filter(|i| wanted.contains(&pk(i)))
+                            .cloned()
+                            .collect(),
+                    )
+                    .build(),
+            ),
+            None => MockResponse::Error(BatchGetItemError::generic(meta("AccessDeniedException"))),
+        }
+    })
+}
+
+/// `BatchExecuteStatement`s that all succeed, each logged as `statements N`.
+fn statements(log: &Log) -> Rule {
+    let log = log.clone();
+    mock!(Client::batch_execute_statement).then_compute_output(move |r| {
+        log.lock()
+            .unwrap()
+            .push(format!("statements {}", r.statements().len()));
+        BatchExecuteStatementOutput::builder()
+            .set_responses(Some(
+                r.statements()
+                    .iter()
+                    .map(|_| BatchStatementResponse::builder().build())
+                    .collect(),
+            ))
+            .build()
+    })
+}
+
+/// `UpdateItem`s answered by `answer`, each logged as `update KEY` and kept in `seen`.
+fn updates(
+    log: &Log,
+    seen: &Arc<Mutex<Vec<UpdateItemInput>>>,
+    answer: impl Fn(&UpdateItemInput) -> MockResponse<UpdateItemOutput, UpdateItemError>
+    + Send
+    + Sync
+    + 'static,
+) -> Rule {
+    let (log, seen) = (log.clone(), seen.clone());
+    mock!(Client::update_item).then_compute_response(move |r| {
+        log.lock()
+            .unwrap()
+            .push(format!("update {}", pk(r.key().unwrap())));
+        seen.lock().unwrap().push(r.clone());
+        answer(r)
+    })
+}
+
+/// Transactions that succeed, each kept in `seen` and logged as `transaction KEYS`.
+fn transactions(log: &Log, seen: &Arc<Mutex<Vec<TransactWriteItemsInput>>>) -> Rule {
+    let (log, seen) = (log.clone(), seen.clone());
+    mock!(Client::transact_write_items).then_compute_output(move |r| {
+        let keys: Vec<String> = r.transact_items().iter().map(|i| pk(item_key(i))).collect();
+        log.lock()
+            .unwrap()
+            .push(format!("transaction {}", keys.join(",")));
+        seen.lock().unwrap().push(r.clone());
+        TransactWriteItemsOutput::builder().build()
+    })
+}
+
+/// The key a transaction's write names.
+fn item_key(i: &TransactWriteItem) -> &Item {
+    if let Some(u) = i.update() {
+        return u.key();
+    }
+    if let Some(d) = i.delete() {
+        return d.key();
+    }
+    i.condition_check().unwrap().key()
+}
+
+/// A transaction write's condition and values.
+fn condition_of(i: &TransactWriteItem) -> (String, Item) {
+    if let Some(u) = i.update() {
+        return (
+            u.condition_expression().unwrap_or("").to_string(),
+            u.expression_attribute_values().cloned().unwrap_or_default(),
+        );
+    }
+    if let Some(d) = i.delete() {
+        return (
+            d.condition_expression().unwrap_or("").to_string(),
+            d.expression_attribute_values().cloned().unwrap_or_default(),
+        );
+    }
+    let c = i.condition_check().unwrap();
+    (
+        c.condition_expression().to_string(),
+        c.expression_attribute_values().cloned().unwrap_or_default(),
+    )
+}
+
+fn ccf(item: Option<Item>) -> UpdateItemError {
+    UpdateItemError::ConditionalCheckFailedException(
+        ConditionalCheckFailedException::builder()
+            .set_item(item)
+            .meta(meta("ConditionalCheckFailedException"))
+            .build(),
+    )
+}
+
+fn updated() -> MockResponse<UpdateItemOutput, UpdateItemError> {
+    MockResponse::Output(UpdateItemOutput::builder().build())
+}
+
+fn logged(log: &Log) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+/// Their record of `k1` as it was before a takeover: what `UpdateItem` returns with
+/// `ALL_OLD`.
+fn old(item: Item) -> MockResponse<UpdateItemOutput, UpdateItemError> {
+    MockResponse::Output(
+        UpdateItemOutput::builder()
+            .set_attributes(Some(item))
+            .build(),
+    )
+}
+
+/// Acquires `k1` as `me` where the read finds `key` and the epoch read finds `epochs`
+/// (`None`: it fails), `UpdateItem`s answered by `answer`: the answer, the calls in order
+/// and the `UpdateItem`s sent.
+async fn acquire_k1(
+    key: Item,
+    epochs: Option<Vec<Item>>,
+    answer: impl Fn(&UpdateItemInput) -> MockResponse<UpdateItemOutput, UpdateItemError>
+    + Send
+    + Sync
+    + 'static,
+) -> (Acquired, Vec<String>, Vec<UpdateItemInput>) {
+    let log = Log::default();
+    let seen = Arc::default();
+    let read = reads(vec![key], epochs, &log);
+    let write = statements(&log);
+    let update = updates(&log, &seen, answer);
+    let store = store(&[&read, &write, &update], 1);
+    let got = store.acquire("me", NOW_MS, &[req("k1")], 4).await;
+    let got = got.into_iter().next().unwrap().unwrap();
+    let sent = seen.lock().unwrap().clone();
+    (got, logged(&log), sent)
+}
+
+fn value_of(u: &UpdateItemInput, name: &str) -> AttributeValue {
+    u.expression_attribute_values().unwrap()[name].clone()
+}
+
+#[tokio::test]
+async fn a_key_whose_slot_is_committed_is_a_duplicate_without_a_write() {
+    // Its lease is long over; its epoch committed its slot, and the epoch's TTL (the
+    // largest TTL committed in it) is what the duplicate is told.
+    let epoch = epoch_item("them", THEIR_EPOCH, &[1, THEIR_SLOT], &[], 0, LIVE_TTL + 60);
+    let (got, log, _) = acquire_k1(theirs(NOW_MS - 60_000), Some(vec![epoch]), |_| {
+        panic!("no write")
+    })
+    .await;
+    match got {
+        Acquired::Held(Some(r)) => {
+            assert_eq!(
+                (r.owner.as_str(), r.status, r.ttl),
+                ("them", LockStatus::Committed, LIVE_TTL + 60)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(log, ["read k1", "read-epochs #epoch:them:7"]);
+}
+
+#[tokio::test]
+async fn a_committed_slot_past_its_epochs_ttl_is_taken_fresh_without_a_lease_condition() {
+    // Its lease is still live (its owner never renews a committed key): the epoch's
+    // window passed, so the key is taken as new, with no abort (the slot is committed)
+    // and no lease in the key write's condition.
+    let epoch = epoch_item("them", THEIR_EPOCH, &[THEIR_SLOT], &[], 0, PAST_TTL);
+    let (got, log, sent) =
+        acquire_k1(theirs(NOW_MS + 60_000), Some(vec![epoch]), |_| updated()).await;
+    assert_eq!(got, Acquired::FRESH);
+    assert_eq!(log, ["read k1", "read-epochs #epoch:them:7", "update k1"]);
+    let u = &sent[0];
+    let condition = u.condition_expression().unwrap();
+    assert!(
+        condition.contains("#epoch = :their_e") && condition.contains("#slot = :their_s"),
+        "{condition}"
+    );
+    assert!(!condition.contains("#lease"), "{condition}");
+    assert!(
+        u.update_expression()
+            .unwrap()
+            .contains("REMOVE #note, #progress"),
+        "taken as new, without the history: {:?}",
+        u.update_expression()
+    );
+    assert_eq!(
+        (value_of(u, ":their_e"), value_of(u, ":their_s")),
+        (n(THEIR_EPOCH as i64), n(i64::from(THEIR_SLOT)))
+    );
+    assert_eq!(
+        (value_of(u, ":e"), value_of(u, ":s"), value_of(u, ":epoch")),
+        (n(0), n(0), s(EPOCH)),
+        "pending in the taker's epoch 0, slot 0"
+    );
+}
+
+#[tokio::test]
+async fn a_live_lease_not_committed_holds_the_key_without_a_write() {
+    for epochs in [
+        vec![],
+        vec![epoch_item("them", THEIR_EPOCH, &[0], &[], 0, LIVE_TTL)],
+    ] {
+        let lease = NOW_MS + 30_000;
+        let (got, log, _) = acquire_k1(theirs(lease), Some(epochs), |_| panic!("no write")).await;
+        match got {
+            Acquired::Held(Some(r)) => assert_eq!(
+                (r.owner.as_str(), r.status),
+                (
+                    "them",
+                    LockStatus::Pending {
+                        lease_until_ms: lease
+                    }
+                )
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(log, ["read k1", "read-epochs #epoch:them:7"]);
+    }
+}
+
+#[tokio::test]
+async fn a_lease_over_is_taken_over_after_aborting_its_slot() {
+    let lapsed = NOW_MS - 1;
+    let (got, log, sent) = acquire_k1(theirs(lapsed), Some(vec![]), |u| {
+        match pk(u.key().unwrap()).as_str() {
+            "k1" => old(theirs(NOW_MS - 1)),
+            _ => updated(),
+        }
+    })
+    .await;
+    assert_eq!(
+        got,
+        Acquired::Taken {
+            prior: Some(Prior {
+                owner: "them".into(),
+                since_ms: THEIR_SINCE,
+                progress: Progress::from_entries(["s0:0"]),
+            })
+        }
+    );
+    // The abort first, on their epoch's record; then the key.
+    assert_eq!(
+        log,
+        [
+            "read k1",
+            "read-epochs #epoch:them:7",
+            "update #epoch:them:7",
+            "update k1"
+        ]
+    );
+    let abort = &sent[0];
+    assert_eq!(
+        abort.update_expression(),
+        Some("ADD #aborted :slot, #v :one SET #ttl = if_not_exists(#ttl, :ttl)")
+    );
+    assert_eq!(
+        abort.condition_expression(),
+        Some("NOT contains(#committed, :slot_n)")
+    );
+    assert_eq!(value_of(abort, ":slot"), slots(&[THEIR_SLOT]));
+    let take = &sent[1];
+    let condition = take.condition_expression().unwrap();
+    assert!(
+        condition.contains("#owner = :them")
+            && condition.contains("#epoch = :their_e AND #slot = :their_s")
+            && condition.contains("#lease < :takeover_ms"),
+        "{condition}"
+    );
+    assert!(
+        !take.update_expression().unwrap().contains("#progress"),
+        "a takeover keeps the progress: {:?}",
+        take.update_expression()
+    );
+}
+
+#[tokio::test]
+async fn an_abort_that_finds_the_slot_committed_is_a_duplicate_without_a_key_write() {
+    // The epoch read (eventually consistent) missed the commit; the abort's condition
+    // decides.
+    let (got, log, _) = acquire_k1(theirs(NOW_MS - 1), Some(vec![]), |u| {
+        match pk(u.key().unwrap()).as_str() {
+            "k1" => panic!("no key write"),
+            _ => MockResponse::Error(ccf(None)),
+        }
+    })
+    .await;
+    assert!(
+        matches!(&got, Acquired::Held(Some(r)) if r.status == LockStatus::Committed && r.owner == "them"),
+        "{got:?}"
+    );
+    assert_eq!(
+        log,
+        [
+            "read k1",
+            "read-epochs #epoch:them:7",
+            "update #epoch:them:7"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_key_write_whose_condition_fails_is_held_as_the_record_is_now() {
+    // Their owner renewed between the read and the takeover: held, with its record now.
+    let renewed = theirs(NOW_MS + 60_000);
+    let now = renewed.clone();
+    let (got, log, _) = acquire_k1(theirs(NOW_MS - 1), Some(vec![]), move |u| {
+        match pk(u.key().unwrap()).as_str() {
+            "k1" => MockResponse::Error(ccf(Some(now.clone()))),
+            _ => updated(),
+        }
+    })
+    .await;
+    assert!(
+        matches!(&got, Acquired::Held(Some(r)) if r.owner == "them"
+            && r.status == LockStatus::Pending { lease_until_ms: NOW_MS + 60_000 }),
+        "{got:?}"
+    );
+    assert_eq!(log.last().map(String::as_str), Some("update k1"));
+    // Committed on its record meanwhile (their epoch commit found the slot aborted).
+    let mut committed = key_item("k1", "them", None, 0, LIVE_TTL);
+    committed.insert("lock_status".into(), s(COMMITTED));
+    let (got, _, _) = acquire_k1(theirs(NOW_MS - 1), Some(vec![]), move |u| {
+        match pk(u.key().unwrap()).as_str() {
+            "k1" => MockResponse::Error(ccf(Some(committed.clone()))),
+            _ => updated(),
+        }
+    })
+    .await;
+    assert!(
+        matches!(&got, Acquired::Held(Some(r)) if r.status == LockStatus::Committed),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_epoch_read_that_fails_is_no_answer_and_the_slot_is_still_aborted() {
+    // Never trusted as "not committed": the abort's condition decides, and it found the
+    // slot free.
+    let (got, log, _) = acquire_k1(theirs(NOW_MS - 1), None, |u| {
+        match pk(u.key().unwrap()).as_str() {
+            "k1" => old(theirs(NOW_MS - 1)),
+            _ => updated(),
+        }
+    })
+    .await;
+    assert!(
+        matches!(&got, Acquired::Taken { prior: Some(p) } if p.owner == "them"),
+        "{got:?}"
+    );
+    assert_eq!(
+        log,
+        [
+            "read k1",
+            "read-epochs #epoch:them:7",
+            "update #epoch:them:7",
+            "update k1"
+        ]
+    );
+    // And the abort found it committed: a duplicate.
+    let (got, _, _) = acquire_k1(theirs(NOW_MS - 1), None, |u| {
+        match pk(u.key().unwrap()).as_str() {
+            "k1" => panic!("no key write"),
+            _ => MockResponse::Error(ccf(None)),
+        }
+    })
+    .await;
+    assert!(
+        matches!(&got, Acquired::Held(Some(r)) if r.status == LockStatus::Committed),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_takeover_the_sdk_sent_twice_that_finds_its_own_write_is_taken_with_the_history() {
+    // The first attempt of the key write applied and its answer was lost (a 500); the
+    // retry's condition failed on what it wrote: this owner, in its epoch and slot, with
+    // this lease, and the since and progress the takeover kept.
+    let mut mine = theirs(NOW_MS + 60_000);
+    mine.insert("lock_owner".into(), s("me"));
+    mine.insert("lock_epoch".into(), n(0));
+    mine.insert("lock_slot".into(), n(0));
+    let log = Log::default();
+    let read = reads(vec![theirs(NOW_MS - 1)], Some(vec![]), &log);
+    let abort = mock!(Client::update_item)
+        .match_requests(|u| pk(u.key().unwrap()) != "k1")
+        .then_output(|| UpdateItemOutput::builder().build());
+    let key = mock!(Client::update_item)
+        .match_requests(|u| pk(u.key().unwrap()) == "k1")
+        .sequence()
+        .http_status(
+            500,
+            Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into()),
+        )
+        .error(move || ccf(Some(mine.clone())))
+        .build();
+    let store = store(&[&read, &abort, &key], 2);
+    let got = store.acquire("me", NOW_MS, &[req("k1")], 4).await;
+    assert_eq!(
+        got[0].as_ref().unwrap(),
+        &Acquired::Taken {
+            prior: Some(Prior {
+                owner: "them".into(),
+                since_ms: THEIR_SINCE,
+                progress: Progress::from_entries(["s0:0"]),
+            })
+        }
+    );
+    assert_eq!((abort.num_calls(), key.num_calls()), (1, 2));
+    // The ledger holds it in its epoch: its commit goes to the epoch.
+    assert_eq!(
+        store.epochs.slot_of("me", "k1"),
+        Some(EpochSlot { epoch: 0, slot: 0 })
+    );
+    // Someone else's record after the retry is theirs: held.
+    let log = Log::default();
+    let read = reads(vec![theirs(NOW_MS - 1)], Some(vec![]), &log);
+    let abort = mock!(Client::update_item)
+        .match_requests(|u| pk(u.key().unwrap()) != "k1")
+        .then_output(|| UpdateItemOutput::builder().build());
+    let key = mock!(Client::update_item)
+        .match_requests(|u| pk(u.key().unwrap()) == "k1")
+        .sequence()
+        .http_status(
+            500,
+            Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into()),
+        )
+        .error(|| {
+            ccf(Some(key_item(
+                "k1",
+                "other",
+                Some((2, 0)),
+                NOW_MS + 60_000,
+                LIVE_TTL,
+            )))
+        })
+        .build();
+    let store = self::store(&[&read, &abort, &key], 2);
+    let got = store.acquire("me", NOW_MS, &[req("k1")], 4).await;
+    assert!(
+        matches!(got[0].as_ref().unwrap(), Acquired::Held(Some(r)) if r.owner == "other"),
+        "{got:?}"
+    );
+    assert_eq!(store.epochs.slot_of("me", "k1"), None);
+}
+
+/// Commit requests for `keys`.
+fn commits_of(keys: &[&str]) -> Vec<CommitRequest> {
+    keys.iter()
+        .map(|k| CommitRequest {
+            key: k.to_string(),
+            ttl: LIVE_TTL,
+            note: None,
+        })
+        .collect()
+}
+
+/// A store that took `k0..kN` fresh in its epoch 0 (slots 0..N) as `me`, whose
+/// `UpdateItem`s are answered by `answer`: the store, the log, the `UpdateItem`s and the
+/// transactions sent.
+async fn holding(
+    keys: usize,
+    answer: impl Fn(&UpdateItemInput) -> MockResponse<UpdateItemOutput, UpdateItemError>
+    + Send
+    + Sync
+    + 'static,
+) -> (
+    DynamoDbStore,
+    Log,
+    Arc<Mutex<Vec<UpdateItemInput>>>,
+    Arc<Mutex<Vec<TransactWriteItemsInput>>>,
+) {
+    let log = Log::default();
+    let (seen, txs) = (Arc::default(), Arc::default());
+    let read = reads(vec![], Some(vec![]), &log);
+    let write = statements(&log);
+    let update = updates(&log, &seen, answer);
+    let tx = transactions(&log, &txs);
+    let store = store(&[&read, &write, &update, &tx], 1);
+    let reqs: Vec<_> = (0..keys).map(|i| req(&format!("k{i}"))).collect();
+    let got = store.acquire("me", NOW_MS, &reqs, 4).await;
+    assert!(got.iter().all(|g| g.as_ref().unwrap() == &Acquired::FRESH));
+    log.lock().unwrap().clear();
+    (store, log, seen, txs)
+}
+
+fn committed_slots(u: &UpdateItemInput) -> Vec<u32> {
+    let mut got: Vec<u32> = match value_of(u, ":slots") {
+        AttributeValue::Ns(ns) => ns.iter().map(|s| s.parse().unwrap()).collect(),
+        other => panic!("{other:?}"),
+    };
+    got.sort_unstable();
+    got
+}
+
+#[tokio::test]
+async fn one_update_commits_the_keys_of_an_epoch_on_its_abort_counter() {
+    let (store, log, seen, _) = holding(3, |_| updated()).await;
+    let got = store
+        .commit("me", &commits_of(&["k0", "k1", "k2"]), 4)
+        .await
+        .unwrap();
+    assert_eq!(got, vec![Settled::Ok; 3]);
+    assert_eq!(logged(&log), ["update #epoch:me:0"]);
+    let u = &seen.lock().unwrap()[0];
+    assert_eq!(
+        u.update_expression(),
+        Some("ADD #committed :slots SET #ttl = :ttl")
+    );
+    assert_eq!(
+        u.condition_expression(),
+        Some("attribute_not_exists(#v) OR #v = :v")
+    );
+    assert_eq!(value_of(u, ":v"), n(0));
+    assert_eq!(value_of(u, ":ttl"), n(LIVE_TTL));
+    assert_eq!(committed_slots(u), [0, 1, 2]);
+    // Committed: in no ledger any more, so a later release or abandonment is refused
+    // (the record is pending in the epoch, which these never change).
+    assert_eq!(store.epochs.slot_of("me", "k0"), None);
+}
+
+#[tokio::test]
+async fn a_commit_that_finds_slots_aborted_commits_them_on_their_records_never_in_the_epoch() {
+    // k0..k5 in epoch 0. Slot 1 (committed now) and slot 5 (not committed in this call:
+    // the model's finding) were aborted by takers: the first epoch commit fails on
+    // `lock_v` and its old item says so.
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let (store, log, seen, txs) = holding(6, move |u| {
+        assert_eq!(pk(u.key().unwrap()), "#epoch:me:0");
+        match calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => MockResponse::Error(ccf(Some(epoch_item("me", 0, &[], &[1, 5], 2, LIVE_TTL)))),
+            _ => updated(),
+        }
+    })
+    .await;
+    let got = store
+        .commit("me", &commits_of(&["k0", "k1", "k2"]), 4)
+        .await
+        .unwrap();
+    assert_eq!(got, vec![Settled::Ok; 3]);
+    assert_eq!(
+        logged(&log),
+        ["update #epoch:me:0", "update #epoch:me:0", "transaction k1"]
+    );
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(committed_slots(&seen[0]), [0, 1, 2]);
+        assert_eq!(value_of(&seen[0], ":v"), n(0));
+        // Sent again without the aborted slot, on the counter it found.
+        assert_eq!(committed_slots(&seen[1]), [0, 2]);
+        assert_eq!(value_of(&seen[1], ":v"), n(2));
+        assert_eq!(seen[1].condition_expression(), Some("#v = :v"));
+    }
+    // k1 committed on its record, conditional on this owner, epoch and slot, and taken
+    // out of the epoch.
+    let (condition, values) = condition_of(&txs.lock().unwrap()[0].transact_items()[0]);
+    assert_eq!(
+        condition,
+        "#owner = :me AND #status = :epoch AND #epoch = :e AND #slot = :s"
+    );
+    assert_eq!(
+        (
+            values[":me"].clone(),
+            values[":e"].clone(),
+            values[":s"].clone()
+        ),
+        (s("me"), n(0), n(1))
+    );
+    let update = txs.lock().unwrap()[0].transact_items()[0]
+        .update()
+        .unwrap()
+        .update_expression()
+        .to_string();
+    assert!(
+        update.contains("REMOVE") && update.ends_with("#epoch, #slot"),
+        "{update}"
+    );
+    // Later in the same epoch: k5's slot was aborted (reported by the failed commit
+    // although not committed then), so it goes on its record, never in the epoch; k3 goes
+    // in the epoch with the counter learnt.
+    log.lock().unwrap().clear();
+    let got = store
+        .commit("me", &commits_of(&["k5", "k3"]), 4)
+        .await
+        .unwrap();
+    assert_eq!(got, vec![Settled::Ok; 2]);
+    let mut calls = logged(&log);
+    calls.sort();
+    assert_eq!(calls, ["transaction k5", "update #epoch:me:0"]);
+    let seen = seen.lock().unwrap();
+    let last = seen.last().unwrap();
+    assert_eq!(committed_slots(last), [3]);
+    assert_eq!(value_of(last, ":v"), n(2));
+    let (_, values) = condition_of(&txs.lock().unwrap()[1].transact_items()[0]);
+    assert_eq!(values[":s"], n(5));
+}
+
+#[tokio::test]
+async fn an_aborted_slot_taken_over_is_refused_on_its_record_and_not_put_in_the_epoch() {
+    // The slot was aborted and the taker's key write landed: the commit on the record is
+    // refused with the taker's record, and nothing goes in the epoch for it.
+    let log = Log::default();
+    let seen = Arc::default();
+    let read = reads(vec![], Some(vec![]), &log);
+    let write = statements(&log);
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let update = updates(&log, &seen, move |_| {
+        match calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => MockResponse::Error(ccf(Some(epoch_item("me", 0, &[], &[0], 1, LIVE_TTL)))),
+            _ => panic!("nothing more in the epoch"),
+        }
+    });
+    let taker = key_item("k0", "them", Some((4, 0)), NOW_MS + 60_000, LIVE_TTL);
+    let refused = mock!(Client::transact_write_items).then_error(move || {
+        super::tests::cancelled(&[("ConditionalCheckFailed", Some(taker.clone()))])
+    });
+    let store = store(&[&read, &write, &update, &refused], 1);
+    let got = store.acquire("me", NOW_MS, &[req("k0")], 4).await;
+    assert_eq!(got[0].as_ref().unwrap(), &Acquired::FRESH);
+    let got = store.commit("me", &commits_of(&["k0"]), 4).await.unwrap();
+    assert!(
+        matches!(&got[0], Settled::NotOwner(Some(r)) if r.owner == "them"),
+        "{got:?}"
+    );
+    assert_eq!(refused.num_calls(), 1);
+    assert_eq!(store.epochs.slot_of("me", "k0"), None);
+}
+
+/// The conditions of a renewal, a release, an abandonment and a recorded progress of
+/// `key`, in that order.
+async fn changes_of(store: &DynamoDbStore, key: &str) -> Vec<Settled> {
+    let renew = store
+        .renew(
+            "me",
+            &[RenewRequest {
+                key: key.into(),
+                ttl: LIVE_TTL,
+                lease_until_ms: NOW_MS + 90_000,
+            }],
+            4,
+        )
+        .await
+        .unwrap();
+    let progress = AbandonRequest {
+        key: key.into(),
+        progress: Progress::from_entries(["s1:0"]),
+    };
+    let record = store
+        .record("me", std::slice::from_ref(&progress), 4)
+        .await
+        .unwrap();
+    let abandon = store
+        .abandon("me", std::slice::from_ref(&progress), 4)
+        .await
+        .unwrap();
+    [renew, record, abandon].concat()
+}
+
+#[tokio::test]
+async fn per_key_changes_of_a_key_held_in_an_epoch_name_its_epoch_and_slot() {
+    let (store, _, _, txs) = holding(3, |_| updated()).await;
+    let got = changes_of(&store, "k2").await;
+    assert_eq!(got, vec![Settled::Ok; 3]);
+    let release = store.release("me", &["k1".to_string()], 4).await.unwrap();
+    assert_eq!(release, vec![Settled::Ok]);
+    let txs = txs.lock().unwrap();
+    assert_eq!(txs.len(), 4);
+    for (i, tx) in txs.iter().enumerate() {
+        let (condition, values) = condition_of(&tx.transact_items()[0]);
+        assert_eq!(
+            condition, "#owner = :me AND #status = :epoch AND #epoch = :e AND #slot = :s",
+            "change {i}"
+        );
+        let slot = if i == 3 { 1 } else { 2 };
+        assert_eq!(
+            (
+                values[":epoch"].clone(),
+                values[":e"].clone(),
+                values[":s"].clone()
+            ),
+            (s(EPOCH), n(0), n(slot)),
+            "change {i}"
+        );
+    }
+    // The abandonment takes the key out of its epoch: pending, outside it.
+    let abandon = txs[2].transact_items()[0].update().unwrap();
+    assert!(
+        abandon.update_expression().contains("#status = :pending")
+            && abandon
+                .update_expression()
+                .ends_with("REMOVE #epoch, #slot"),
+        "{}",
+        abandon.update_expression()
+    );
+    assert!(txs[3].transact_items()[0].delete().is_some());
+    // Released and abandoned: in no ledger any more.
+    assert_eq!(store.epochs.slot_of("me", "k1"), None);
+    assert_eq!(store.epochs.slot_of("me", "k2"), None);
+    // A transactional send's write names the epoch and slot too.
+    let shared = Arc::new(store);
+    let ticket = LockTicket::new(
+        "k0".into(),
+        LIVE_TTL,
+        NOW_MS,
+        None,
+        shared.clone(),
+        "me".into(),
+        std::time::Instant::now(),
+        None,
+    );
+    for progress in [Progress::default(), Progress::from_entries(["s0:0"])] {
+        let write = shared.co_progress_write(&ticket, &progress).unwrap();
+        let (condition, values) = condition_of(&write);
+        assert_eq!(
+            condition,
+            "#owner = :me AND #status = :epoch AND #epoch = :e AND #slot = :s"
+        );
+        assert_eq!((values[":e"].clone(), values[":s"].clone()), (n(0), n(0)));
+    }
+}
+
+#[tokio::test]
+async fn after_its_epoch_commit_a_key_is_released_or_abandoned_by_no_one() {
+    // Committed in the epoch: the changes are conditional on a pending record outside any
+    // epoch, which its record (pending in the epoch) fails: refused with the record.
+    let log = Log::default();
+    let (seen, txs) = (
+        Arc::default(),
+        Arc::<Mutex<Vec<TransactWriteItemsInput>>>::default(),
+    );
+    let read = reads(vec![], Some(vec![]), &log);
+    let write = statements(&log);
+    let update = updates(&log, &seen, |_| updated());
+    let record = key_item("k0", "me", Some((0, 0)), NOW_MS + 60_000, LIVE_TTL);
+    let txs2 = txs.clone();
+    let refused = mock!(Client::transact_write_items).then_compute_response(move |r| {
+        txs2.lock().unwrap().push(r.clone());
+        MockResponse::Error(super::tests::cancelled(&[(
+            "ConditionalCheckFailed",
+            Some(record.clone()),
+        )]))
+    });
+    let store = store(&[&read, &write, &update, &refused], 1);
+    let got = store.acquire("me", NOW_MS, &[req("k0")], 4).await;
+    assert_eq!(got[0].as_ref().unwrap(), &Acquired::FRESH);
+    let got = store.commit("me", &commits_of(&["k0"]), 4).await.unwrap();
+    assert_eq!(got, vec![Settled::Ok]);
+    let release = store.release("me", &["k0".to_string()], 4).await.unwrap();
+    let abandon = store
+        .abandon(
+            "me",
+            &[AbandonRequest {
+                key: "k0".into(),
+                progress: Progress::default(),
+            }],
+            4,
+        )
+        .await
+        .unwrap();
+    for got in [release, abandon] {
+        assert!(
+            matches!(&got[0], Settled::NotOwner(Some(r)) if r.owner == "me"),
+            "{got:?}"
+        );
+    }
+    for tx in txs.lock().unwrap().iter() {
+        let (condition, values) = condition_of(&tx.transact_items()[0]);
+        assert_eq!(condition, "#owner = :me AND #status = :pending");
+        assert_eq!(values[":pending"], s(PENDING));
+    }
+}
