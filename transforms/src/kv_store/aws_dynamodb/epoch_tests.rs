@@ -914,3 +914,35 @@ async fn after_its_epoch_commit_a_key_is_released_or_abandoned_by_no_one() {
         assert_eq!(values[":pending"], s(PENDING));
     }
 }
+
+#[tokio::test]
+async fn a_committed_key_is_a_duplicate_until_its_epochs_ttl_whatever_its_own_record_says() {
+    // The key record's TTL is the one it was taken with (`ttl_offset` from when it was
+    // taken); its commit counted the window from the commit (`commit_ttl`), later, and
+    // wrote it on the epoch only. Between the two the key is still committed: a
+    // duplicate, not a key taken as new.
+    let taken_long_ago = key_item(
+        "k1",
+        "them",
+        Some((THEIR_EPOCH, THEIR_SLOT)),
+        NOW_MS - 600_000,
+        PAST_TTL,
+    );
+    let epoch = epoch_item("them", THEIR_EPOCH, &[THEIR_SLOT], &[], 0, LIVE_TTL);
+    let (got, log, _) = acquire_k1(taken_long_ago.clone(), Some(vec![epoch]), |_| {
+        panic!("no write")
+    })
+    .await;
+    assert!(
+        matches!(&got, Acquired::Held(Some(r)) if r.status == LockStatus::Committed && r.ttl == LIVE_TTL),
+        "{got:?}"
+    );
+    assert!(
+        !log.iter().any(|l| l.starts_with("statements")),
+        "not taken by a statement: {log:?}"
+    );
+    // Its epoch's window passed too: taken as new.
+    let epoch = epoch_item("them", THEIR_EPOCH, &[THEIR_SLOT], &[], 0, PAST_TTL);
+    let (got, _, _) = acquire_k1(taken_long_ago, Some(vec![epoch]), |_| updated()).await;
+    assert_eq!(got, Acquired::FRESH);
+}

@@ -88,8 +88,7 @@ enum Plan {
     /// Pending and takeable (a takeover, a retake or a chain past the window): taken alone,
     /// whose old item tells it.
     Alone,
-    /// Pending in another epoch, not past its TTL: settled through its epoch
-    /// (`epochs.rs`).
+    /// Pending in another epoch: settled through its epoch (`epochs.rs`).
     Resolve(KeyRecord),
 }
 
@@ -588,8 +587,8 @@ impl DynamoDbStore {
 
     /// What `owner`'s acquisition of `r` at `now_ms` does with `item`, read strongly
     /// consistent (see the module documentation); a held key is logged. With `epochs`, a
-    /// record pending in an epoch is taken as new once its lease and TTL are over, and
-    /// otherwise settled through its epoch (`epochs.rs`).
+    /// record pending in an epoch is settled through its epoch (`epochs.rs`), which takes
+    /// it as new once the epoch's TTL passed.
     fn plan(
         &self,
         owner: &str,
@@ -603,13 +602,10 @@ impl DynamoDbStore {
         };
         if epochs {
             let key = self.decode_key(item);
+            // Whatever its own TTL says: that is the TTL it was taken with, and a commit
+            // in its epoch counts the window from the commit, on the epoch record only.
             if key.epoch_pending() {
-                let over = !key.lock.blocks(now_ms, r.skew_ms)
-                    && key.lock.ttl.saturating_mul(1000) <= now_ms;
-                return match over {
-                    true => Plan::Write(Write::Fresh),
-                    false => Plan::Resolve(key),
-                };
+                return Plan::Resolve(key);
             }
         }
         let rec = self.decode(item);
