@@ -219,3 +219,41 @@ async fn an_aborted_slot_is_committed_on_its_record_or_not_at_all() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A key taken with a TTL that ends before the one its commit counts from the commit
+/// (`ttl_offset` counts from when a key is taken, then at least that long after its
+/// commit): the commit writes its TTL on the epoch record only, and the key is a
+/// duplicate until then, whatever its own record's TTL says, asked for once or twice in
+/// one call (the second is taken alone, which must not take a key pending in an epoch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_key_is_a_duplicate_until_its_commits_ttl() {
+    let (_, _, store) = store("locks-epoch-window", false).await;
+    let now = now_ms();
+    let mut taken = req("w", now, 1_000);
+    taken.ttl = now / 1000 + 30;
+    let got = store.acquire("owner-a", now, &[taken], 1).await;
+    assert!(got[0].as_ref().expect("acquire").is_taken());
+    let settled = store
+        .commit("owner-a", &[commit("w", now)], 1)
+        .await
+        .expect("commit");
+    assert_eq!(settled, [Settled::Ok]);
+    // Past the key's own TTL, inside the commit's.
+    let later = now + 60_000;
+    for asked in [1, 2] {
+        let reqs = vec![req("w", later, 60_000); asked];
+        for got in store.acquire("owner-b", later, &reqs, 4).await {
+            // Held by owner-a: committed, or (the copy asked for alone, which does not
+            // read epochs) pending, to be asked for again.
+            match got.expect("acquire") {
+                Acquired::Held(Some(rec)) => {
+                    assert_eq!(rec.owner, "owner-a", "asked {asked} times");
+                    if asked == 1 {
+                        assert_eq!(rec.status, LockStatus::Committed);
+                    }
+                }
+                other => panic!("asked {asked} times: {other:?}"),
+            }
+        }
+    }
+}

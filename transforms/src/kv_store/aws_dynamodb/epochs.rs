@@ -33,8 +33,9 @@
 //! A key's window is its epoch record's TTL, which each commit sets to the largest TTL it
 //! committed in the epoch (per-key TTLs from `ttl_key` are kept for the longest of a
 //! piece's). A committed slot whose epoch's TTL passed is taken as new, whatever the key
-//! record says; its own TTL (the request's, written when it was taken) only ends a key whose
-//! epoch never committed it.
+//! record says. The key record's own TTL (the request's, written when it was taken, before
+//! the commit counted its window) frees nothing: a key pending in an epoch is always
+//! settled through its epoch (`plan`), never taken alone (`acquire_one`).
 //!
 //! What a process knows of its open epochs (the `lock_v` it last saw, the slots it learnt
 //! were aborted, its keys' slots and TTLs) is in [`Ledger`], kept until each key is settled.

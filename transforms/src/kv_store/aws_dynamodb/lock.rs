@@ -30,7 +30,7 @@ use super::super::lock::{
     LockStore, Prior, RenewRequest, Settled, StoreError,
 };
 use super::epochs::owned_by;
-use super::{AcquireMode, COMMITTED, DynamoDbStore, PENDING, number, statements};
+use super::{AcquireMode, COMMITTED, DynamoDbStore, EPOCH, PENDING, number, statements};
 
 /// The most writes one `TransactWriteItems` call may hold.
 const TRANSACTION_MAX: usize = 100;
@@ -108,7 +108,7 @@ impl DynamoDbStore {
         let mut retries = Retries::default();
         // A pending chain older than the window is not taken over with its history: that
         // takes a write of its own (`acquire_over`).
-        let (condition, values) = match r.fresh_before_ms {
+        let (mut condition, mut values) = match r.fresh_before_ms {
             Some(before) => {
                 let mut values = acquire_values(owner, now_ms, r, true);
                 values.insert(":fresh_before".to_string(), number(before));
@@ -122,6 +122,15 @@ impl DynamoDbStore {
                 acquire_values(owner, now_ms, r, true),
             ),
         };
+        // `lock_acquire: 'epochs'`: a key pending in an epoch is never taken alone. Whether
+        // it is committed is in its epoch's record, which only a piece's resolution reads
+        // (`epochs.rs`); its own TTL is the one it was taken with, not its commit's. Held
+        // here, it is asked for again.
+        if self.table.acquire == AcquireMode::Epochs {
+            condition =
+                format!("({condition}) AND (attribute_not_exists(#status) OR #status <> :epoch)");
+            values.insert(":epoch".to_string(), AttributeValue::S(EPOCH.into()));
+        }
         loop {
             let attempts = AttemptCounter::default();
             let sent = client
