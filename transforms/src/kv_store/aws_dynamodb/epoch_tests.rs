@@ -946,3 +946,82 @@ async fn a_committed_key_is_a_duplicate_until_its_epochs_ttl_whatever_its_own_re
     let (got, _, _) = acquire_k1(taken_long_ago, Some(vec![epoch]), |_| updated()).await;
     assert_eq!(got, Acquired::FRESH);
 }
+
+#[tokio::test]
+async fn a_retried_statement_trusts_only_a_record_in_its_own_epoch_and_slot() {
+    // The statement call was sent twice (a 500, then `DuplicateItem`); the read after it
+    // finds this owner's record with this lease and instant, but in epoch 5: another
+    // piece's write (the same key in two pieces of one call), not this statement's. Taken
+    // as this piece's, the ledger would commit the key in epoch 0 while its record names
+    // epoch 5, where it is never committed. It is settled through epoch 5 instead.
+    let mut other_piece = key_item("k1", "me", Some((5, 0)), NOW_MS + 60_000, LIVE_TTL);
+    other_piece.insert("lock_since".into(), n(NOW_MS));
+    other_piece.remove("lock_progress");
+    let log = Log::default();
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    let (l, found) = (log.clone(), other_piece.clone());
+    let read = mock!(Client::batch_get_item).then_compute_output(move |r| {
+        let asked = r.request_items().unwrap()["locks"].clone();
+        let consistent = asked.consistent_read() == Some(true);
+        let keys: Vec<String> = asked.keys().iter().map(pk).collect();
+        l.lock().unwrap().push(format!(
+            "{} {}",
+            if consistent { "read" } else { "read-epochs" },
+            keys.join(",")
+        ));
+        let first = consistent && calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+        let items = match (consistent, first) {
+            (true, false) => vec![found.clone()],
+            _ => vec![],
+        };
+        BatchGetItemOutput::builder()
+            .responses("locks", items)
+            .build()
+    });
+    let write = mock!(Client::batch_execute_statement)
+        .sequence()
+        .http_status(
+            500,
+            Some(r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError"}"#.into()),
+        )
+        .output(|| {
+            BatchExecuteStatementOutput::builder()
+                .responses(
+                    BatchStatementResponse::builder()
+                        .error(
+                            aws_sdk_dynamodb::types::BatchStatementError::builder()
+                                .code(aws_sdk_dynamodb::types::BatchStatementErrorCodeEnum::DuplicateItem)
+                                .message("from the mock")
+                                .build(),
+                        )
+                        .build(),
+                )
+                .build()
+        })
+        .build();
+    let seen = Arc::default();
+    let update = updates(&log, &seen, move |u| match pk(u.key().unwrap()).as_str() {
+        "k1" => old(other_piece.clone()),
+        _ => updated(),
+    });
+    let store = store(&[&read, &write, &update], 2);
+    let got = store.acquire("me", NOW_MS, &[req("k1")], 4).await;
+    assert!(
+        matches!(got[0].as_ref().unwrap(), Acquired::Taken { prior: Some(p) } if p.owner == "me"),
+        "{got:?}"
+    );
+    assert_eq!(
+        logged(&log),
+        [
+            "read k1",
+            "read k1",
+            "read-epochs #epoch:me:5",
+            "update #epoch:me:5",
+            "update k1"
+        ]
+    );
+    assert_eq!(
+        store.epochs.slot_of("me", "k1"),
+        Some(EpochSlot { epoch: 0, slot: 0 })
+    );
+}

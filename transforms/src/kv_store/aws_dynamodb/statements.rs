@@ -531,10 +531,14 @@ impl DynamoDbStore {
                             let item = items.get(&r.key);
                             // An earlier attempt of a call that carried the key's statement
                             // wrote exactly this: the key is taken fresh (`written_by`).
+                            // In an epoch, in this piece's epoch and slot too: another
+                            // piece of the call may have written this owner, lease and
+                            // instant in its own.
                             let ours = maybe_written[i]
                                 && item.is_some_and(|item| {
-                                    written_by(owner, now_ms, r, &self.decode_key(item).lock)
-                                        == Written::Fresh
+                                    let key = self.decode_key(item);
+                                    key.epoch == at(i)
+                                        && written_by(owner, now_ms, r, &key.lock) == Written::Fresh
                                 });
                             if ours {
                                 tracing::debug!(
