@@ -1025,3 +1025,51 @@ async fn a_retried_statement_trusts_only_a_record_in_its_own_epoch_and_slot() {
         Some(EpochSlot { epoch: 0, slot: 0 })
     );
 }
+
+#[tokio::test]
+async fn a_commit_again_of_a_key_committed_in_its_epoch_is_ok_and_of_one_not_committed_is_not() {
+    // Committed in epoch 0 already, so in no ledger: committed again (a commit call the
+    // keeper retried as a whole, say), it goes as a plain key; its statement and then the
+    // transaction find the owner's record pending in an epoch, and a strongly consistent
+    // read of that epoch says whether it is committed there.
+    for (committed, want_ok) in [(&[0u32][..], true), (&[][..], false)] {
+        let log = Log::default();
+        let record = key_item("k0", "me", Some((0, 0)), NOW_MS + 60_000, LIVE_TTL);
+        let epoch = epoch_item("me", 0, committed, &[], 0, LIVE_TTL);
+        let read = reads(vec![record.clone(), epoch], Some(vec![]), &log);
+        let write = mock!(Client::batch_execute_statement).then_compute_output(|r| {
+            let code = aws_sdk_dynamodb::types::BatchStatementErrorCodeEnum::ConditionalCheckFailed;
+            BatchExecuteStatementOutput::builder()
+                .set_responses(Some(
+                    r.statements()
+                        .iter()
+                        .map(|_| {
+                            BatchStatementResponse::builder()
+                                .error(
+                                    aws_sdk_dynamodb::types::BatchStatementError::builder()
+                                        .code(code.clone())
+                                        .message("from the mock")
+                                        .build(),
+                                )
+                                .build()
+                        })
+                        .collect(),
+                ))
+                .build()
+        });
+        let tx = mock!(Client::transact_write_items).then_error(move || {
+            super::tests::cancelled(&[("ConditionalCheckFailed", Some(record.clone()))])
+        });
+        let store = store(&[&read, &write, &tx], 1);
+        let got = store.commit("me", &commits_of(&["k0"]), 4).await.unwrap();
+        match want_ok {
+            true => assert_eq!(got, [Settled::Ok]),
+            false => assert!(matches!(&got[0], Settled::NotOwner(Some(_))), "{got:?}"),
+        }
+        assert_eq!(
+            logged(&log),
+            ["read k0", "read k0", "read #epoch:me:0"],
+            "the statement's re-read, then the recheck's reads"
+        );
+    }
+}
