@@ -324,10 +324,10 @@ impl DynamoDbStore {
         names.dedup();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         // No answer: as if nothing were committed; the abort's condition decides.
-        let epochs = match self.read_items(client, &refs, false).await {
-            Ok(items) => items,
-            Err(_) => HashMap::new(),
-        };
+        let epochs = self
+            .read_items(client, &refs, false)
+            .await
+            .unwrap_or_default();
         let calls = read.into_iter().map(|(i, key)| {
             let record = key.epoch.and_then(|at| {
                 epochs
