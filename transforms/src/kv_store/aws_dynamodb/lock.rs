@@ -1049,6 +1049,12 @@ impl LockStore for DynamoDbStore {
         requests: &[RenewRequest],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
+        if self.table.acquire == AcquireMode::Epochs {
+            let renewals = self.epoch_renewals(owner, requests, super::clock::now_ms());
+            return self
+                .change(owner, renewals.iter().map(Op::Renew).collect(), concurrency)
+                .await;
+        }
         self.change(owner, requests.iter().map(Op::Renew).collect(), concurrency)
             .await
     }

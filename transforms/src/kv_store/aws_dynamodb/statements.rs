@@ -88,8 +88,7 @@ enum Plan {
     /// Pending and takeable (a takeover, a retake or a chain past the window): taken alone,
     /// whose old item tells it.
     Alone,
-    /// Pending in another epoch, not past its TTL: settled through its epoch
-    /// (`epochs.rs`).
+    /// Pending in an epoch: settled through it (`epochs.rs`).
     Resolve(KeyRecord),
 }
 
@@ -179,7 +178,10 @@ impl DynamoDbStore {
         at: Option<EpochSlot>,
     ) -> Result<BatchStatementRequest, StoreError> {
         let a = &self.table.attributes;
-        let ttl = pending_ttl(r.ttl, r.lease_until_ms);
+        let ttl = match at {
+            Some(_) => epochs::key_ttl(r, now_ms),
+            None => pending_ttl(r.ttl, r.lease_until_ms),
+        };
         let (epoch_name, slot_name) = (
             epochs::EPOCH_ATTRIBUTE.to_string(),
             epochs::SLOT_ATTRIBUTE.to_string(),
@@ -588,8 +590,7 @@ impl DynamoDbStore {
 
     /// What `owner`'s acquisition of `r` at `now_ms` does with `item`, read strongly
     /// consistent (see the module documentation); a held key is logged. With `epochs`, a
-    /// record pending in an epoch is taken as new once its lease and TTL are over, and
-    /// otherwise settled through its epoch (`epochs.rs`).
+    /// record pending in an epoch is settled through its epoch (`epochs.rs`).
     fn plan(
         &self,
         owner: &str,
@@ -602,14 +603,10 @@ impl DynamoDbStore {
             return Plan::Write(Write::Insert);
         };
         if epochs {
+            // Committed or not, and its window, are in its epoch's record.
             let key = self.decode_key(item);
             if key.epoch_pending() {
-                let over = !key.lock.blocks(now_ms, r.skew_ms)
-                    && key.lock.ttl.saturating_mul(1000) <= now_ms;
-                return match over {
-                    true => Plan::Write(Write::Fresh),
-                    false => Plan::Resolve(key),
-                };
+                return Plan::Resolve(key);
             }
         }
         let rec = self.decode(item);
