@@ -47,7 +47,6 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
 };
-use futures::future::join_all;
 use futures::stream::{self, StreamExt};
 use sluice_lock_protocol::epoch::{EpochRecord, EpochSlot, KeyRecord, KeyState, key_state};
 use sluice_lock_protocol::pending_ttl;
@@ -364,7 +363,12 @@ impl DynamoDbStore {
                 (i, got)
             }
         });
-        join_all(calls).await
+        // As many in flight as the piece's statement calls were (the store's concurrency
+        // over the pieces in flight).
+        stream::iter(calls)
+            .buffer_unordered(super::statements::CALLS_PER_PIECE)
+            .collect()
+            .await
     }
 
     /// One key pending in another epoch whose epoch record reads `record`.

@@ -62,7 +62,7 @@ pub(super) const PIECE_KEYS: usize = 100;
 /// The most statements one `BatchExecuteStatement` holds.
 pub(super) const STATEMENTS_MAX: usize = 25;
 /// The statement calls of one piece, in flight together.
-const CALLS_PER_PIECE: usize = PIECE_KEYS / STATEMENTS_MAX;
+pub(super) const CALLS_PER_PIECE: usize = PIECE_KEYS / STATEMENTS_MAX;
 
 /// Pieces in flight together for `concurrency` calls in flight: each has up to
 /// [`CALLS_PER_PIECE`] statement calls at once.
@@ -413,7 +413,12 @@ impl DynamoDbStore {
             }
         }
         let keys: Vec<&str> = ask.iter().map(|&i| chunk[i].key.as_str()).collect();
-        let items = match self.read_items(client, &keys, true).await {
+        // In an epoch the first read is eventually consistent (half a read unit): every
+        // write it leads to is conditional, and a key it finds changed is read again
+        // strongly consistent; what it decides without a write holds from a stale answer
+        // too (a commit, on a key record or in an epoch, is never undone inside its window,
+        // and a live lease is waited for and asked again).
+        let items = match self.read_items(client, &keys, epoch.is_none()).await {
             Ok(items) => items,
             Err(CallFailed::Refused) => {
                 alone.extend(ask.into_iter().map(|i| (i, false)));
