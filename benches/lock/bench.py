@@ -9,10 +9,12 @@ ids, the pipeline being a lock (`object.source_key: 'id'`, `ttl_offset: '1h'`, a
 TransactWriteItems of up to 100 conditional updates (the store's default, `lock_acquire:
 'transactions'`; builds before it, and `--items`, make one conditional write per key, an
 UpdateItem, or a PutItem before the lock redesign; `--statements` reads up to 100 keys with
-one BatchGetItem, then writes them in PartiQL BatchExecuteStatements of up to 25: all these
-writes count in the acquisition column, the reads in `other`) and committed in calls of up
-to 100 keys (TransactWriteItems) or 25 (BatchExecuteStatement) as messages are delivered (the
-commit column). Each run goes through a fresh delay proxy (delay_proxy.py: DELAY_MS added in
+one BatchGetItem, then writes them in PartiQL BatchExecuteStatements of up to 25; `--epochs`
+likewise, but writes them pending in an epoch: all these writes count in the acquisition
+column, the reads in `other`) and committed in calls of up to 100 keys (TransactWriteItems)
+or 25 (BatchExecuteStatement), or with `--epochs` a batch's keys by one UpdateItem of their
+epoch record, as messages are delivered (the commit column; a taker's UpdateItem that aborts
+a slot of another owner's epoch counts in `other`). Each run goes through a fresh delay proxy (delay_proxy.py: DELAY_MS added in
 each direction, so 2 x DELAY_MS per round trip), which counts the DynamoDB calls by operation
 and traces when each was made.
 
@@ -33,6 +35,10 @@ Configurations (rows), interleaved run by run so they see the same machine:
   statements/DELAY  --statements adds the default and stub rows with `lock_acquire:
                   'statements'` (a consistent BatchGetItem per 100 keys, then PartiQL
                   statements of up to 25), and their ratios
+  epochs/DELAY    --epochs adds the default and stub rows with `lock_acquire: 'epochs'` (as
+                  statements, but the keys written pending in an epoch, and a batch
+                  committed by one UpdateItem of its epoch record `#epoch:OWNER:N`), and
+                  their ratios (and against the statements rows, with --statements)
   cN/DELAY        --concurrency N adds rows with `concurrency: N` (and stub-cN/DELAY, the
                   same against the stub), for investigation
 
@@ -51,8 +57,8 @@ SigV4 signature, so the proxy may change the body the bench's sluice signed.
 
 The capacity-units table (after the configurations; --units-only runs it alone, --no-units
 leaves it out) has four phases for each `lock_acquire` (`transactions`, the default,
-`items` and `statements`), each one `sluice run` over --units-messages messages through its own billing proxy
-(delay_proxy.py --bill) at +DELAY, with one emulator per acquisition mode and run
+`items`, `statements` and `epochs`; units.py runs them), each one `sluice run` over
+--units-messages messages through its own billing proxy (delay_proxy.py --bill) at +DELAY, with one emulator per acquisition mode and run
 (--units-runs of them, 1 by default, beside the first runs of the configurations). Only these
 runs are billed: billing costs the proxy ~50 us of CPU per call, which the configurations'
 messages/s are kept free of (so the phases' messages/s run a little below them).
@@ -61,24 +67,25 @@ messages/s are kept free of (so the phases' messages/s run a little below them).
   mixed       ids of which one in 100 is one of those (a duplicate), the rest fresh: what a
               duplicate costs among new messages (with transactions, it cancels the
               transaction of up to 100 keys it is in, which is billed in full; with
-              statements, the read finds it held and it writes nothing)
+              statements and epochs, the read finds it held and it writes nothing)
   takeover    fresh ids taken by an owner that dies holding them: a `sluice run` whose lock
               (lease 20s) is followed by a one-hour `utility_delay`, the input in one batch,
               killed with SIGKILL once the proxy has seen every key taken (before anything
               is sent, so every key is left pending, not given back); then, once the
               latest lease ended plus the taker's clock skew (10 s, the default), a second
-              `sluice run` with the default settings takes them over. Its units are the
-              row's; the dead owner's own (its takes and renewals) are printed below.
+              `sluice run` with the default settings takes them over (with epochs, it
+              reads the dead owner's epoch records and aborts the keys' slots first).
+              Its units are the row's; the dead owner's own (its takes and renewals)
+              are printed below.
 Each phase's row: messages/s (that run's wall time), write and read units per message,
-calls per message, and the units per message by kind of call (take, commit, read) and
-outcome.
+calls per message, and the units per message by kind of call (take, commit, read; with
+epochs also the epoch records' reads, commits and aborts) and outcome.
 
 Printed: per configuration the median messages/s (wall time of the whole process: start,
 config, reading, locking, the final commit; start-up is ~10 ms), the range over the runs,
 DynamoDB calls per message by operation, the default/serial ratio; then where the time
-went (the commit phase, from the first TransactWriteItems or committing BatchExecuteStatement
-to the exit) and the CPU per
-message of sluice, the emulator and the proxy, and how busy the rest of the machine was.
+went (the commit phase, from the first TransactWriteItems, committing BatchExecuteStatement or
+epoch commit to the exit) and the CPU per message of sluice, the emulator and the proxy, and how busy the rest of the machine was.
 Each run checks that sluice exited 0 and every message came out with the inner
 transform's field (in the duplicate phase: every message, none with it); through the proxy
 it warns unless one acquisition was made per message.
@@ -88,7 +95,7 @@ Usage (from the repository root; scripts/bench.sh lock builds and runs it):
                         [--delay-ms 2.5] [--concurrency 64,128] [--run-args '--workers 1']
                         [--sluice target-bench/release/sluice] [--baseline OTHER_SLUICE]
                         [--dynoxide PATH] [--units-messages N] [--units-runs 1]
-                        [--items] [--statements] [--units-only | --no-units]
+                        [--items] [--statements] [--epochs] [--units-only | --no-units]
 """
 import argparse
 import os
@@ -107,11 +114,16 @@ from harness import (CHILDREN, DYNOXIDE, ROOT, Run, busy_s, check_output, cpu_s,
 from units import MODES, PHASES, print_units, run_phases  # beside this file
 
 # An acquisition is an UpdateItem (a PutItem in builds before the lock redesign), a
-# transaction or statements that take keys (delay_proxy.py labels them).
+# transaction or statements that take keys (delay_proxy.py labels them), but not an
+# UpdateItem of an epoch record ('epochs': EPOCH_UPDATES, labelled too), which commits a
+# batch (`UpdateItem/commit`) or aborts a slot.
 ACQUIRE_OPS = ("UpdateItem", "PutItem", "TransactWriteItems/acquire", "BatchExecuteStatement/acquire")
-COMMIT_OPS = ("TransactWriteItems", "BatchExecuteStatement/commit")
+EPOCH_UPDATES = ("UpdateItem/commit", "UpdateItem/abort", "UpdateItem/epoch")
+COMMIT_OPS = ("TransactWriteItems", "BatchExecuteStatement/commit", "UpdateItem/commit")
 # Counted in the acquisition and commit columns (a TransactWriteItems/acquire is also a
-# TransactWriteItems; a labelled BatchExecuteStatement also a BatchExecuteStatement).
+# TransactWriteItems; a labelled call is also counted under its operation). The rest, other
+# (labelled calls are not counted twice there; an epoch record's UpdateItem that does not
+# commit is).
 OPS = ACQUIRE_OPS + COMMIT_OPS + ("BatchExecuteStatement",)
 
 
@@ -166,12 +178,13 @@ def run_one(args, tmp, label, messages, concurrency, delay, stub=False, sluice=N
     if proxy:
         counts = stop_proxy(proxy, counts_path)
         taken = sum(counts["targets"].get("DynamoDB_20120810." + op, 0) for op in ("UpdateItem", "PutItem"))
+        taken -= sum(counts["targets"].get("DynamoDB_20120810." + op, 0) for op in EPOCH_UPDATES)
         taken += counts.get("acquire_keys", 0)
         if taken != messages:
             print(f"warning: {label}: {taken} keys asked for, for {messages} messages", file=sys.stderr)
         with open(trace_path) as f:
             twi = [float(t) for t, target in (line.split() for line in f)
-                   if target.endswith((".TransactWriteItems", ".BatchExecuteStatement/commit"))]
+                   if target.endswith((".TransactWriteItems", ".BatchExecuteStatement/commit", ".UpdateItem/commit"))]
         if twi:
             commit_s = end - min(twi)
     if dynoxide:
@@ -198,6 +211,10 @@ def main():
     ap.add_argument("--statements", action="store_true",
                     help="adds rows whose store takes locks with a BatchGetItem and PartiQL statements "
                          "(lock_acquire: 'statements'; statements/DELAY and stub-statements/DELAY) beside the default")
+    ap.add_argument("--epochs", action="store_true",
+                    help="adds rows whose store takes locks with a BatchGetItem and PartiQL statements in an epoch "
+                         "and commits each batch with one UpdateItem (lock_acquire: 'epochs'; epochs/DELAY and "
+                         "stub-epochs/DELAY) beside the default")
     ap.add_argument("--run-args", default="", help="extra arguments of every `sluice run`, e.g. '--workers 1'")
     ap.add_argument("--units-messages", type=int, default=0,
                     help="messages per phase of the capacity-units table (default: --messages)")
@@ -240,6 +257,9 @@ def main():
     if args.statements:
         configs.append((f"statements/{d}", None, args.messages, args.delay_ms, False, None, "statements"))
         configs.append((f"stub-statements/{d}", None, args.messages, args.delay_ms, True, None, "statements"))
+    if args.epochs:
+        configs.append((f"epochs/{d}", None, args.messages, args.delay_ms, False, None, "epochs"))
+        configs.append((f"stub-epochs/{d}", None, args.messages, args.delay_ms, True, None, "epochs"))
     if args.baseline:
         configs.append((f"base-default/{d}", None, args.messages, args.delay_ms, False, args.baseline, None))
         configs.append((f"base-stub/{d}", None, args.messages, args.delay_ms, True, args.baseline, None))
@@ -310,11 +330,12 @@ def print_rows(args, configs, results, probes):
             def per_msg(*ops):
                 return med(sum(c["targets"].get("DynamoDB_20120810." + op, 0) for op in ops) / n
                            for c in counted)
-            other = med(sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS) / n
-                        for c in counted)
+            other = med(sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS and "/" not in k)
+                        / n for c in counted) + per_msg("UpdateItem/abort", "UpdateItem/epoch")
             conns = med(c["connections"] for c in counted)
             commits = per_msg(*COMMIT_OPS) - per_msg("TransactWriteItems/acquire")
-            calls = f"{per_msg(*ACQUIRE_OPS):>11.3f} {commits:>10.4f} {other:>9.4f} {conns:>5.0f}"
+            acquires = per_msg(*ACQUIRE_OPS) - per_msg(*EPOCH_UPDATES)
+            calls = f"{acquires:>11.3f} {commits:>10.4f} {other:>9.4f} {conns:>5.0f}"
         else:
             calls = f"{'-':>11} {'-':>10} {'-':>9} {'-':>5}"
         shown = "32 (default)" if conc is None else str(conc)
@@ -330,13 +351,21 @@ def print_rows(args, configs, results, probes):
         for row, stmts in (("default", "statements"), ("stub", "stub-statements")):
             print(f"{row}/{d} (transactions) against {stmts}/{d} (a BatchGetItem, then statements): "
                   f"{medians[f'{row}/{d}'] / medians[f'{stmts}/{d}']:.2f}x messages/s")
+    if args.epochs:
+        for row, epochs in (("default", "epochs"), ("stub", "stub-epochs")):
+            print(f"{row}/{d} (transactions) against {epochs}/{d} (a BatchGetItem, statements in an epoch, one "
+                  f"UpdateItem per batch's commit): {medians[f'{row}/{d}'] / medians[f'{epochs}/{d}']:.2f}x messages/s")
+        if args.statements:
+            for row in ("", "stub-"):
+                print(f"{row}statements/{d} against {row}epochs/{d}: "
+                      f"{medians[f'{row}statements/{d}'] / medians[f'{row}epochs/{d}']:.2f}x messages/s")
     if args.baseline:
         for row in ("default", "stub"):
             print(f"{row}/{d} against the baseline build ({args.baseline}): "
                   f"{medians[f'{row}/{d}'] / medians[f'base-{row}/{d}']:.2f}x messages/s")
     print()
-    print("where the time and the CPU went (medians; commit = from the first TransactWriteItems or committing")
-    print("BatchExecuteStatement to the exit;")
+    print("where the time and the CPU went (medians; commit = from the first TransactWriteItems, committing")
+    print("BatchExecuteStatement or epoch commit (UpdateItem) to the exit;")
     print("CPU per message of each process; other = the rest of the machine, in cores busy on average)")
     print(f"{'configuration':<21} {'wall s':>7} {'commit s':>8} {'sluice us':>9} {'dynoxide us':>11} "
           f"{'proxy us':>8} {'other cores':>11}")
@@ -349,8 +378,8 @@ def print_rows(args, configs, results, probes):
         db = f"{'-':>11}" if stub else f"{med(x.db_cpu for x in runs) / n * 1e6:>11.0f}"
         print(f"{label:<21} {med(x.wall for x in runs):>7.3f} {commit} {med(x.cpu for x in runs) / n * 1e6:>9.0f} "
               f"{db} {proxy} {others:>11.2f}")
-    print(f"(commit = TransactWriteItems and BatchExecuteStatements that commit. The serial rows use "
-          f"{args.serial_messages} messages, the others {args.messages}: one call at a time runs ~1/30 as fast, "
+    print("(commit = TransactWriteItems, and BatchExecuteStatements and epoch UpdateItems that commit. "
+          f"The serial rows use {args.serial_messages} messages, the others {args.messages}: one call at a time runs ~1/30 as fast, "
           "and the rate per message does not depend on the count beyond ~10 ms of process start-up. "
           "Each run has a fresh emulator.)")
 

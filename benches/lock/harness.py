@@ -222,6 +222,7 @@ def proxy_counts(proc, counts_path, timeout=5.0):
     die("the delay proxy did not write its counts on SIGUSR1")
 
 
+
 def cpu_s(pid):
     """User + system CPU seconds of a running process."""
     with open(f"/proc/{pid}/stat") as f:
@@ -235,6 +236,7 @@ def busy_s():
         v = [int(x) for x in f.readline().split()[1:]]
     idle = v[3] + v[4]  # idle + iowait
     return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
 
 
 def write_input(path, n, seen_every=0):

@@ -25,7 +25,10 @@ TAKER_SKEW_S = 10.0
 PHASES = ("new", "duplicate", "mixed", "takeover")
 # In the mixed phase, one message in this many is a duplicate.
 MIXED_EVERY = 100
-MODES = ("transactions", "items", "statements")
+MODES = ("transactions", "items", "statements", "epochs")
+# Statuses of a key left pending: `epoch` is pending in an epoch ('epochs'), which only its
+# epoch record (`#epoch:OWNER:N`, billing.EPOCH_MARK) says is committed or aborted.
+PENDING_STATUSES = ("pending", "epoch")
 
 
 def phase_run(args, tmp, db_port, label, config, inp, n, marked):
@@ -86,27 +89,54 @@ def kill_owner(args, tmp, db_port, label, config, inp, n):
 
 def wait_for_leases(db_port, prefix, n, label):
     """Waits until the `n` pending keys under `prefix` can be taken over: the latest lease's
-    end plus the taker's skew (read from the table directly, not through a proxy)."""
+    end plus the taker's skew (read from the table directly, not through a proxy). A key
+    pending in an epoch ('epochs') counts when its epoch record committed or aborted
+    neither its slot; its lease is its own, or the epoch record's where that has one."""
     db = Dynamo(db_port)
-    req = {"TableName": TABLE, "FilterExpression": "begins_with(PK, :p)",
-           "ProjectionExpression": "lock_status, lock_lease_until",
-           "ExpressionAttributeValues": {":p": {"S": prefix + ":"}}}
-    pending, latest_ms = 0, 0
+    req = {"TableName": TABLE, "ProjectionExpression": "PK, lock_status, lock_lease_until, lock_owner, lock_epoch, "
+           "lock_slot, lock_committed, lock_aborted"}
+    keys, epochs = [], {}
     while True:
         status, data = db.call("Scan", req)
         if status != 200:
             die(f"{label}: Scan: HTTP {status}: {data}")
         for item in data.get("Items", []):
-            if item.get("lock_status", {}).get("S") == "pending":
-                pending += 1
-                latest_ms = max(latest_ms, int(item.get("lock_lease_until", {}).get("N", "0")))
+            pk = item.get("PK", {}).get("S", "")
+            if billing.EPOCH_MARK in pk:
+                epochs[pk] = item
+            elif pk.startswith(prefix + ":") and item.get("lock_status", {}).get("S") in PENDING_STATUSES:
+                keys.append(item)
         if "LastEvaluatedKey" not in data:
             break
         req["ExclusiveStartKey"] = data["LastEvaluatedKey"]
     db.close()
+    pending, latest_ms = 0, 0
+    for item in keys:
+        lease = int(item.get("lock_lease_until", {}).get("N", "0"))
+        if item["lock_status"]["S"] == "epoch":
+            record = epoch_record(epochs, item)
+            if record is None:
+                die(f"{label}: key {item['PK']['S']} is pending in an epoch the table does not hold")
+            slot = item.get("lock_slot", {}).get("N")
+            if any(slot in record.get(s, {}).get("NS", []) for s in ("lock_committed", "lock_aborted")):
+                continue
+            lease = max(lease, int(record.get("lock_lease_until", {}).get("N", "0")))
+        pending += 1
+        latest_ms = max(latest_ms, lease)
     if pending != n:
         die(f"{label}: {pending} keys left pending by the killed owner, not {n}")
     time.sleep(max(0.0, latest_ms / 1000 + TAKER_SKEW_S + 1.0 - time.time()))
+
+
+def epoch_record(epochs, item):
+    """The epoch record ({PK: item}) of a key pending in an epoch: `lock_epoch` names it whole,
+    or its number under the key's owner (`#epoch:OWNER:N`, with or without a prefix)."""
+    epoch = item.get("lock_epoch", {})
+    epoch = str(epoch.get("S", epoch.get("N", "")))
+    if epoch in epochs:
+        return epochs[epoch]
+    name = f"{billing.EPOCH_MARK}{item.get('lock_owner', {}).get('S', '')}:{epoch}"
+    return next((r for pk, r in epochs.items() if pk.endswith(name)), None)
 
 
 def run_phases(args, tmp, acquire):
