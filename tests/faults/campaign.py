@@ -927,7 +927,7 @@ def dynamodb_locks(items):
         rec["status"] = ("committed" if holds("lock_committed") else
                          "aborted" if holds("lock_aborted") else "pending")
         if record is None:
-            rec["note"] = "its epoch record is missing"
+            rec["note"] = "its epoch has no record (nothing committed or aborted in it)"
     return keys
 
 

@@ -75,7 +75,7 @@ class EpochLocksTest(unittest.TestCase):
                          {"fi:a": "committed", "fi:b": "pending", "fi:c": "aborted",
                           "fi:d": "pending", "fi:e": "committed"})
         self.assertEqual(locks["fi:a"]["epoch"], "#epoch:h/1/a:3/0")
-        self.assertEqual(locks["fi:d"]["note"], "its epoch record is missing")
+        self.assertEqual(locks["fi:d"]["note"], "its epoch has no record (nothing committed or aborted in it)")
         # A record named in full, under a prefix.
         items = [dict(key("fi:f", 5), lock_epoch=S("fi:#epoch:h/1/a:9")),
                  {"PK": S("fi:#epoch:h/1/a:9"), "lock_committed": NS(4, 5)}]
