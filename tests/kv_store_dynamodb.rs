@@ -219,14 +219,16 @@ async fn a_missing_table_is_an_error_naming_it() {
 /// The capacity units DynamoDB (the emulator) reports for 1,000 new keys taken and
 /// committed, then the same 1,000 keys asked for again (all duplicates), in each
 /// `lock_acquire` mode. Printed (`--nocapture`); the statements mode's figures are
-/// checked: 2 write units and 1 read unit per new key, 1 read unit per duplicate. Errors
+/// checked: 2 write units and 1 read unit per new key, 1 read unit per duplicate; and the
+/// epochs mode's: at most 1.25 write units and 1 read unit per new key, and about a read
+/// unit per duplicate (the key, and half a unit per epoch of 100 keys). Errors
 /// report no units (a failed `UpdateItem` condition, a cancelled transaction), although
 /// DynamoDB bills them: the other modes' duplicates read 0 here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn units_per_key_in_each_mode() {
     const KEYS: usize = 1_000;
     let endpoint = dynamodb::endpoint();
-    for mode in ["transactions", "items", "statements"] {
+    for mode in ["transactions", "items", "statements", "epochs"] {
         let table = dynamodb::unique_table(&format!("units-{mode}"));
         dynamodb::create_lock_table(&endpoint, &table, "PK", None, "ttl").await;
         let store = DynamoDbStore::from_settings(&value(json!({
@@ -283,6 +285,17 @@ async fn units_per_key_in_each_mode() {
                 (per(all.write - new.write), per(all.read - new.read)),
                 (0.0, 1.0),
                 "a duplicate: a read"
+            );
+        }
+        if mode == "epochs" {
+            assert!(
+                per(new.write) <= 1.25 && per(new.read) <= 1.0,
+                "a new key: a read, an insert and a share of its epoch's commit: {new:?}"
+            );
+            let dup = (per(all.write - new.write), per(all.read - new.read));
+            assert!(
+                dup.0 == 0.0 && dup.1 <= 1.01,
+                "a duplicate: a read, and a share of its epoch's: {dup:?}"
             );
         }
     }

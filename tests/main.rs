@@ -36,6 +36,7 @@ mod examples_aws;
 mod examples_hop;
 mod http_secrets;
 mod kv_store_dynamodb;
+mod kv_store_dynamodb_epochs;
 mod kv_store_items;
 mod lambda_autoscale;
 mod lambda_e2e;

@@ -29,6 +29,7 @@ use super::super::lock::{
     AbandonRequest, AcquireRequest, Acquired, ClockOffset, CommitRequest, LockRecord, LockStatus,
     LockStore, Prior, RenewRequest, Settled, StoreError,
 };
+use super::epochs::owned_by;
 use super::{AcquireMode, COMMITTED, DynamoDbStore, PENDING, number, statements};
 
 /// The most writes one `TransactWriteItems` call may hold.
@@ -60,9 +61,6 @@ pub(super) const ACQUIRE_UPDATE: &str = "SET #owner = :me, #status = :pending, #
 /// Another owner's pending record whose chain began before `:fresh_before`
 /// (`LockRecord::chain_over`): taken as new, not over.
 const CHAIN_OVER: &str = "(#status = :pending AND #owner <> :me AND #since < :fresh_before)";
-
-/// What commit, renew, release and abandon require: the owner's pending record.
-const OWNED: &str = "#owner = :me AND #status = :pending";
 
 /// One change of a transaction, on one key.
 #[derive(Debug, Clone)]
@@ -500,38 +498,49 @@ impl DynamoDbStore {
         }
     }
 
-    /// One transaction write of `op`, conditional on `owner`'s pending lock.
+    /// One transaction write of `op`, conditional on `owner`'s pending lock (in its epoch,
+    /// when the owner holds the key in one: `epochs.rs`).
     fn transact_item(&self, op: &Op<'_>, owner: &str) -> Result<TransactWriteItem, StoreError> {
         let a = &self.table.attributes;
         let key = op.key();
+        let owned = self.owned(owner, key);
+        let in_epoch = !owned.names.is_empty();
         let update = |expression: &str| {
-            Update::builder()
-                .table_name(&self.table.name)
-                .set_key(Some(self.key(key)))
-                .update_expression(expression)
-                .condition_expression(OWNED)
-                .expression_attribute_names("#owner", &a.owner)
-                .expression_attribute_names("#status", &a.status)
-                .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
-                .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
+            owned_by!(
+                Update::builder()
+                    .table_name(&self.table.name)
+                    .set_key(Some(self.key(key)))
+                    .update_expression(expression),
+                owned.clone()
+            )
+            .expression_attribute_names("#owner", &a.owner)
+            .expression_attribute_names("#status", &a.status)
+            .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         };
         // The lease, for the changes that name it (DynamoDB refuses a name left unused).
         let lease = |u: aws_sdk_dynamodb::types::builders::UpdateBuilder| {
             u.expression_attribute_names("#lease", &a.lease_until)
         };
+        // A commit or an abandonment of a key held in an epoch takes it out of the epoch
+        // (the condition names `#epoch` and `#slot` already).
+        let (remove_epoch, to_pending) = match in_epoch {
+            true => (", #epoch, #slot", ", #status = :pending"),
+            false => ("", ""),
+        };
+        let abandoned = |u: aws_sdk_dynamodb::types::builders::UpdateBuilder| match in_epoch {
+            true => u.expression_attribute_values(":pending", AttributeValue::S(PENDING.into())),
+            false => u,
+        };
         let built = match op {
             Op::Commit(c) => {
-                let u = update(match c.note {
-                    Some(_) => {
-                        "SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since, #progress"
-                    }
-                    None => {
-                        "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since, #progress"
-                    }
-                });
+                let set = match c.note {
+                    Some(_) => "SET #status = :committed, #ttl = :ttl, #note = :note",
+                    None => "SET #status = :committed, #ttl = :ttl",
+                };
+                let u = update(&format!(
+                    "{set} REMOVE #lease, #since, #progress{remove_epoch}"
+                ));
                 let mut u = lease(u)
                     .expression_attribute_names("#ttl", &a.ttl)
                     .expression_attribute_names("#since", &a.since)
@@ -552,34 +561,50 @@ impl DynamoDbStore {
                 .expression_attribute_values(":ttl", number(pending_ttl(r.ttl, r.lease_until_ms)))
                 .build()
                 .map(|u| TransactWriteItem::builder().update(u).build()),
-            Op::Abandon(r) if r.progress.is_empty() => lease(update("SET #lease = :ended"))
-                .expression_attribute_values(":ended", number(0))
-                .build()
-                .map(|u| TransactWriteItem::builder().update(u).build()),
-            Op::Abandon(r) => lease(update("SET #lease = :ended ADD #progress :progress"))
-                .expression_attribute_names("#progress", &a.progress)
-                .expression_attribute_values(":ended", number(0))
-                .expression_attribute_values(":progress", AttributeValue::Ss(r.progress.entries()))
-                .build()
-                .map(|u| TransactWriteItem::builder().update(u).build()),
+            Op::Abandon(r) if r.progress.is_empty() => {
+                let expression = match in_epoch {
+                    true => format!("SET #lease = :ended{to_pending} REMOVE #epoch, #slot"),
+                    false => "SET #lease = :ended".to_string(),
+                };
+                abandoned(lease(update(&expression)))
+                    .expression_attribute_values(":ended", number(0))
+                    .build()
+                    .map(|u| TransactWriteItem::builder().update(u).build())
+            }
+            Op::Abandon(r) => {
+                let expression = match in_epoch {
+                    true => format!(
+                        "SET #lease = :ended{to_pending} ADD #progress :progress REMOVE #epoch, #slot"
+                    ),
+                    false => "SET #lease = :ended ADD #progress :progress".to_string(),
+                };
+                abandoned(lease(update(&expression)))
+                    .expression_attribute_names("#progress", &a.progress)
+                    .expression_attribute_values(":ended", number(0))
+                    .expression_attribute_values(
+                        ":progress",
+                        AttributeValue::Ss(r.progress.entries()),
+                    )
+                    .build()
+                    .map(|u| TransactWriteItem::builder().update(u).build())
+            }
             Op::Record(r) => update("ADD #progress :progress")
                 .expression_attribute_names("#progress", &a.progress)
                 .expression_attribute_values(":progress", AttributeValue::Ss(r.progress.entries()))
                 .build()
                 .map(|u| TransactWriteItem::builder().update(u).build()),
-            Op::Release(_) => Delete::builder()
-                .table_name(&self.table.name)
-                .set_key(Some(self.key(key)))
-                .condition_expression(OWNED)
-                .expression_attribute_names("#owner", &a.owner)
-                .expression_attribute_names("#status", &a.status)
-                .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
-                .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .build()
-                .map(|d| TransactWriteItem::builder().delete(d).build()),
+            Op::Release(_) => owned_by!(
+                Delete::builder()
+                    .table_name(&self.table.name)
+                    .set_key(Some(self.key(key))),
+                owned.clone()
+            )
+            .expression_attribute_names("#owner", &a.owner)
+            .expression_attribute_names("#status", &a.status)
+            .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map(|d| TransactWriteItem::builder().delete(d).build()),
         };
         built.map_err(|e| self.fail(&format!("{} key {key:?}", op.verb()), e))
     }
@@ -755,6 +780,10 @@ impl DynamoDbStore {
             .collect()
             .await;
         for ((i, _), got) in alone.into_iter().zip(taken) {
+            // Taken alone: pending outside any epoch, whatever the ledger said.
+            if matches!(&got, Ok(a) if a.is_taken()) {
+                self.epochs.forget(owner, &requests[i].key);
+            }
             out[i] = Some(got);
         }
         out.into_iter()
@@ -974,10 +1003,14 @@ impl LockStore for DynamoDbStore {
                 self.acquire_alone(client, owner, now_ms, requests, parts, concurrency)
                     .await
             }
-            AcquireMode::Statements => {
+            AcquireMode::Statements | AcquireMode::Epochs => {
+                let epochs = self.table.acquire == AcquireMode::Epochs;
                 let calls: Vec<_> = requests
                     .chunks(statements::PIECE_KEYS)
-                    .map(|chunk| self.acquire_statements(client, owner, now_ms, chunk))
+                    .map(|chunk| {
+                        let epoch = epochs.then(|| self.epochs.open(owner));
+                        self.acquire_statements(client, owner, now_ms, chunk, epoch)
+                    })
                     .collect();
                 let parts: Vec<ChunkAnswer> = stream::iter(calls)
                     .buffered(statements::pieces_in_flight(concurrency))
@@ -995,8 +1028,12 @@ impl LockStore for DynamoDbStore {
         requests: &[CommitRequest],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
-        if self.table.acquire == AcquireMode::Statements {
-            return self.commit_statements(owner, requests, concurrency).await;
+        match self.table.acquire {
+            AcquireMode::Statements => {
+                return self.commit_statements(owner, requests, concurrency).await;
+            }
+            AcquireMode::Epochs => return self.commit_epochs(owner, requests, concurrency).await,
+            AcquireMode::Transactions | AcquireMode::Items => {}
         }
         self.change(
             owner,
@@ -1023,7 +1060,11 @@ impl LockStore for DynamoDbStore {
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
         let ops = keys.iter().map(|k| Op::Release(k)).collect();
-        self.change(owner, ops, concurrency).await
+        let settled = self.change(owner, ops, concurrency).await?;
+        for k in keys {
+            self.epochs.forget(owner, k);
+        }
+        Ok(settled)
     }
 
     async fn abandon(
@@ -1033,7 +1074,11 @@ impl LockStore for DynamoDbStore {
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
         let ops = requests.iter().map(Op::Abandon).collect();
-        self.change(owner, ops, concurrency).await
+        let settled = self.change(owner, ops, concurrency).await?;
+        for r in requests {
+            self.epochs.forget(owner, &r.key);
+        }
+        Ok(settled)
     }
 
     async fn record(

@@ -30,7 +30,8 @@
 //!
 //! # What it writes
 //!
-//! One item per lock key: the partition key (the lock key, prefix included), the sort key
+//! One item per lock key: the partition key (the lock key, prefix included; the lock makes
+//! every key fit DynamoDB's 2,048 bytes, `meta/kv_store_lock/keys.rs`), the sort key
 //! when configured, `ttl` (epoch seconds, number), and sluice's lock attributes, named in
 //! the same `attributes` object: `owner` (default `lock_owner`, string), `status` (default
 //! `lock_status`: `pending` or `committed`), `lease_until` (default `lock_lease_until`,
@@ -93,6 +94,9 @@
 mod acquire_tests;
 mod clock;
 mod dialect;
+#[cfg(test)]
+mod epoch_tests;
+mod epochs;
 mod item;
 mod lock;
 #[cfg(test)]
@@ -124,6 +128,10 @@ use sluice_platform::aws::{AwsSettings, AwsTarget, check_role, non_empty, parse_
 pub const SORT_KEY_VALUE: &str = "substation:kv_store";
 const PENDING: &str = "pending";
 const COMMITTED: &str = "committed";
+/// The status of a key pending in an epoch (`lock_acquire: 'epochs'`, `epochs.rs`): a
+/// status of its own, so that no process of the other modes takes it over or commits it
+/// without its epoch.
+const EPOCH: &str = "epoch";
 
 /// The settings, as Substation spells them.
 #[derive(Debug, Default, Deserialize)]
@@ -183,6 +191,16 @@ pub(super) enum AcquireMode {
     /// `BatchExecuteStatement`s of up to 25 single-item conditional writes (one write unit
     /// each) for the keys it found free; commits the same way (`statements.rs`).
     Statements,
+    /// As `Statements`, with each piece's keys written pending in an epoch and committed
+    /// with one `UpdateItem` of the epoch's record (`epochs.rs`).
+    Epochs,
+}
+
+impl AcquireMode {
+    /// Whether keys are taken with a read, then PartiQL statements.
+    pub(super) fn statements(self) -> bool {
+        matches!(self, AcquireMode::Statements | AcquireMode::Epochs)
+    }
 }
 
 /// Where the locks are and how they are spelled: the decoded settings.
@@ -259,18 +277,19 @@ impl Table {
             None | Some("transactions") => AcquireMode::Transactions,
             Some("items") => AcquireMode::Items,
             Some("statements") => AcquireMode::Statements,
+            Some("epochs") => AcquireMode::Epochs,
             Some(other) => {
                 return Err(err(
                     "lock_acquire",
                     format!(
-                        "{other:?} is not a way to take locks: use \"transactions\" (TransactWriteItems of up to 100 keys, 2 write units per key), \"items\" (one UpdateItem per key, 1 write unit) or \"statements\" (a consistent BatchGetItem, then BatchExecuteStatement of up to 25 keys, 1 read and 1 write unit per key)"
+                        "{other:?} is not a way to take locks: use \"transactions\" (TransactWriteItems of up to 100 keys, 2 write units per key), \"items\" (one UpdateItem per key, 1 write unit), \"statements\" (a consistent BatchGetItem, then BatchExecuteStatement of up to 25 keys, 1 read and 1 write unit per key) or \"epochs\" (as statements, committing each piece of up to 100 keys with one write)"
                     ),
                 ));
             }
         };
         // PartiQL statements name attributes between quotes, and parameters cannot name
         // them: a name with a quote in it cannot be written there.
-        if acquire == AcquireMode::Statements
+        if acquire.statements()
             && let Some((field, name)) = named
                 .iter()
                 .filter_map(|(f, n)| n.map(|n| (f, n)))
@@ -279,7 +298,7 @@ impl Table {
             return Err(err(
                 &format!("attributes.{field}"),
                 format!(
-                    "attribute name {name:?} has a quote or control character, which lock_acquire \"statements\" cannot write in a PartiQL statement"
+                    "attribute name {name:?} has a quote or control character, which lock_acquire \"statements\" and \"epochs\" cannot write in a PartiQL statement"
                 ),
             ));
         }
@@ -311,6 +330,8 @@ pub struct DynamoDbStore {
     consumed: Consumed,
     /// How `lock_acquire: 'statements'` writes its `UPDATE`s (`dialect.rs`).
     dialect: dialect::Dialect,
+    /// What `lock_acquire: 'epochs'` knows of its owners' open epochs (`epochs.rs`).
+    epochs: epochs::Ledger,
 }
 
 /// Capacity units, as DynamoDB reports them (`ReturnConsumedCapacity`).
@@ -391,6 +412,7 @@ impl DynamoDbStore {
             clock: Arc::default(),
             consumed: Consumed::default(),
             dialect: dialect::Dialect::default(),
+            epochs: epochs::Ledger::default(),
         }
     }
 
@@ -476,36 +498,36 @@ impl DynamoDbStore {
         if progress.is_empty() {
             // Nothing to record (DynamoDB takes no empty set): the owner's lock is still
             // checked, so that a takeover cancels the transaction.
-            return ConditionCheck::builder()
-                .table_name(&self.table.name)
-                .set_key(Some(self.key(&ticket.key)))
-                .condition_expression("#owner = :me AND #status = :pending")
-                .expression_attribute_names("#owner", &a.owner)
-                .expression_attribute_names("#status", &a.status)
-                .expression_attribute_values(":me", AttributeValue::S(ticket.owner.to_string()))
-                .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .build()
-                .map(|c| TransactWriteItem::builder().condition_check(c).build())
-                .map_err(|e| self.fail(&what(), e));
-        }
-        Update::builder()
-            .table_name(&self.table.name)
-            .set_key(Some(self.key(&ticket.key)))
-            .update_expression("ADD #progress :progress")
-            .condition_expression("#owner = :me AND #status = :pending")
+            return epochs::owned_by!(
+                ConditionCheck::builder()
+                    .table_name(&self.table.name)
+                    .set_key(Some(self.key(&ticket.key))),
+                self.owned(&ticket.owner, &ticket.key)
+            )
             .expression_attribute_names("#owner", &a.owner)
             .expression_attribute_names("#status", &a.status)
-            .expression_attribute_names("#progress", &a.progress)
             .expression_attribute_values(":me", AttributeValue::S(ticket.owner.to_string()))
-            .expression_attribute_values(":pending", AttributeValue::S(PENDING.into()))
-            .expression_attribute_values(":progress", AttributeValue::Ss(progress.entries()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
-            .map(|u| TransactWriteItem::builder().update(u).build())
-            .map_err(|e| self.fail(&what(), e))
+            .map(|c| TransactWriteItem::builder().condition_check(c).build())
+            .map_err(|e| self.fail(&what(), e));
+        }
+        epochs::owned_by!(
+            Update::builder()
+                .table_name(&self.table.name)
+                .set_key(Some(self.key(&ticket.key)))
+                .update_expression("ADD #progress :progress"),
+            self.owned(&ticket.owner, &ticket.key)
+        )
+        .expression_attribute_names("#owner", &a.owner)
+        .expression_attribute_names("#status", &a.status)
+        .expression_attribute_names("#progress", &a.progress)
+        .expression_attribute_values(":me", AttributeValue::S(ticket.owner.to_string()))
+        .expression_attribute_values(":progress", AttributeValue::Ss(progress.entries()))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .build()
+        .map(|u| TransactWriteItem::builder().update(u).build())
+        .map_err(|e| self.fail(&what(), e))
     }
 
     /// Reads the holder of a lock out of the item a cancelled transaction returned.
@@ -565,6 +587,9 @@ impl DynamoDbStore {
 
     /// Reads a lock record out of an item (an item without a status is a lock taken by
     /// Substation: committed; a missing TTL or lease never expires, as in the conditions).
+    /// A key pending in an epoch reads as pending with a lease that never ends: only
+    /// `epochs.rs` (`decode_key`) knows whether its epoch committed it, so to everything
+    /// else it blocks until its TTL passes.
     pub(super) fn decode(&self, item: &HashMap<String, AttributeValue>) -> LockRecord {
         let a = &self.table.attributes;
         let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
@@ -576,6 +601,9 @@ impl DynamoDbStore {
         let status = match text(&a.status).as_deref() {
             Some(PENDING) => LockStatus::Pending {
                 lease_until_ms: number(&a.lease_until).unwrap_or(i64::MAX),
+            },
+            Some(EPOCH) => LockStatus::Pending {
+                lease_until_ms: i64::MAX,
             },
             _ => LockStatus::Committed,
         };

@@ -46,6 +46,7 @@ use aws_sdk_dynamodb::types::{
 };
 use futures::future::join_all;
 use futures::stream::{self, StreamExt};
+use sluice_lock_protocol::epoch::{EpochSlot, KeyRecord};
 use sluice_lock_protocol::{Change, pending_ttl};
 use sluice_platform::aws::describe_error;
 
@@ -54,7 +55,7 @@ use super::super::lock::{
 };
 use super::dialect::{Form, Verdict};
 use super::lock::{AttemptCounter, ChunkAnswer, Op, Retries, Written, written_by};
-use super::{COMMITTED, DynamoDbStore, PENDING, number};
+use super::{COMMITTED, DynamoDbStore, PENDING, epochs, number};
 
 /// The most keys one `BatchGetItem` reads: the keys of one piece.
 pub(super) const PIECE_KEYS: usize = 100;
@@ -87,10 +88,13 @@ enum Plan {
     /// Pending and takeable (a takeover, a retake or a chain past the window): taken alone,
     /// whose old item tells it.
     Alone,
+    /// Pending in another epoch, not past its TTL: settled through its epoch
+    /// (`epochs.rs`).
+    Resolve(KeyRecord),
 }
 
 /// Why a `BatchGetItem` or `BatchExecuteStatement` call settled nothing.
-enum CallFailed {
+pub(super) enum CallFailed {
     /// The service refused the request as a whole (`ValidationException`: a key too long
     /// for the table, say): each key is asked for alone, so that only the bad one fails.
     Refused,
@@ -164,6 +168,7 @@ impl DynamoDbStore {
     /// The statement that takes `r`'s key as the read found it: the record
     /// `ACQUIRE_UPDATE` writes over an absent or committed item, with `since` now (an
     /// `UPDATE` written in `form`).
+    /// In an epoch (`at`), the record is pending in it (`epochs.rs`).
     fn acquire_statement(
         &self,
         owner: &str,
@@ -171,15 +176,31 @@ impl DynamoDbStore {
         r: &AcquireRequest,
         write: Write,
         form: Form,
+        at: Option<EpochSlot>,
     ) -> Result<BatchStatementRequest, StoreError> {
         let a = &self.table.attributes;
-        let record = [
+        let ttl = pending_ttl(r.ttl, r.lease_until_ms);
+        let (epoch_name, slot_name) = (
+            epochs::EPOCH_ATTRIBUTE.to_string(),
+            epochs::SLOT_ATTRIBUTE.to_string(),
+        );
+        let mut record = vec![
             (&a.owner, AttributeValue::S(owner.to_string())),
-            (&a.status, AttributeValue::S(PENDING.into())),
+            (&a.status, AttributeValue::S(epochs::status(at).into())),
             (&a.lease_until, number(r.lease_until_ms)),
-            (&a.ttl, number(pending_ttl(r.ttl, r.lease_until_ms))),
+            (&a.ttl, number(ttl)),
             (&a.since, number(now_ms)),
         ];
+        if let Some(at) = at {
+            record.push((&epoch_name, number(at.epoch as i64)));
+            record.push((&slot_name, number(i64::from(at.slot))));
+        }
+        // Taken as new: an earlier holding's progress goes (an epoch's records keep it
+        // until their TTL).
+        let mut remove = vec![quoted(&a.note)];
+        if at.is_some() {
+            remove.push(quoted(&a.progress));
+        }
         let (key_text, key_params) = self.key_condition(&r.key);
         let (text, params) = match write {
             Write::Insert => {
@@ -209,7 +230,7 @@ impl DynamoDbStore {
                     format!(
                         "UPDATE {} {} WHERE {key_text} AND ({status} IS MISSING OR {status} <> ?) AND {} <= ?",
                         self.table_quoted(),
-                        form.clauses(&set, &[quoted(&a.note)]),
+                        form.clauses(&set, &remove),
                         quoted(&a.ttl),
                         status = quoted(&a.status),
                     ),
@@ -265,10 +286,12 @@ impl DynamoDbStore {
     /// Reads the items of `keys` (distinct, at most [`PIECE_KEYS`]), strongly consistent:
     /// by partition key, the items that exist. Keys the service left unprocessed are asked
     /// for again after a backoff.
-    async fn read_items(
+    /// `consistent: false` reads eventually consistent (half a read unit).
+    pub(super) async fn read_items(
         &self,
         client: &Client,
         keys: &[&str],
+        consistent: bool,
     ) -> Result<HashMap<String, HashMap<String, AttributeValue>>, CallFailed> {
         let pk = &self.table.attributes.partition_key;
         let mut found = HashMap::with_capacity(keys.len());
@@ -278,7 +301,7 @@ impl DynamoDbStore {
         while !left.is_empty() {
             let asked = KeysAndAttributes::builder()
                 .set_keys(Some(std::mem::take(&mut left)))
-                .consistent_read(true)
+                .consistent_read(consistent)
                 .build()
                 .map_err(|e| CallFailed::Failed(e.to_string()))?;
             let out = match client
@@ -348,16 +371,34 @@ impl DynamoDbStore {
     }
 
     /// Takes up to [`PIECE_KEYS`] keys: a consistent read, then statements (see the
-    /// module documentation). Keys it cannot settle are left `alone`.
+    /// module documentation). Keys it cannot settle are left `alone`. With an `epoch`
+    /// (`lock_acquire: 'epochs'`), each key is taken pending in it, at its index.
     pub(super) async fn acquire_statements(
         &self,
         client: &Client,
         owner: &str,
         now_ms: i64,
         chunk: &[AcquireRequest],
+        epoch: Option<u64>,
     ) -> ChunkAnswer {
         let mut out: Vec<Option<Result<Acquired, StoreError>>> =
             (0..chunk.len()).map(|_| None).collect();
+        let at = |i: usize| {
+            epoch.map(|epoch| EpochSlot {
+                epoch,
+                slot: i as u32,
+            })
+        };
+        // Taken: in an epoch, the owner's ledger learns the key's slot.
+        let took = |i: usize| {
+            if let Some(at) = at(i) {
+                let r = &chunk[i];
+                self.epochs.taken(owner, &r.key, at);
+            }
+            Some(Ok(Acquired::FRESH))
+        };
+        // Pending in another epoch: settled through it at the end.
+        let mut resolve: Vec<(usize, KeyRecord)> = Vec::new();
         let mut alone: Vec<(usize, bool)> = Vec::new();
         let acquiring = |i: usize| format!("acquiring key {:?}", chunk[i].key);
         // A key twice in one call is refused: the second is asked for alone.
@@ -370,7 +411,7 @@ impl DynamoDbStore {
             }
         }
         let keys: Vec<&str> = ask.iter().map(|&i| chunk[i].key.as_str()).collect();
-        let items = match self.read_items(client, &keys).await {
+        let items = match self.read_items(client, &keys, true).await {
             Ok(items) => items,
             Err(CallFailed::Refused) => {
                 alone.extend(ask.into_iter().map(|i| (i, false)));
@@ -386,10 +427,11 @@ impl DynamoDbStore {
         let mut writes: Vec<(usize, Write)> = Vec::with_capacity(ask.len());
         for i in ask {
             let r = &chunk[i];
-            match self.plan(owner, now_ms, r, items.get(&r.key)) {
+            match self.plan(owner, now_ms, r, items.get(&r.key), epoch.is_some()) {
                 Plan::Write(w) => writes.push((i, w)),
                 Plan::Held(rec) => out[i] = Some(Ok(Acquired::Held(Some(rec)))),
                 Plan::Alone => alone.push((i, false)),
+                Plan::Resolve(key) => resolve.push((i, key)),
             }
         }
         // Whether a call that carried the key's statement may have written it unseen.
@@ -411,7 +453,7 @@ impl DynamoDbStore {
             for part in left.chunks(STATEMENTS_MAX) {
                 let built = part
                     .iter()
-                    .map(|&(i, w)| self.acquire_statement(owner, now_ms, &chunk[i], w, form))
+                    .map(|&(i, w)| self.acquire_statement(owner, now_ms, &chunk[i], w, form, at(i)))
                     .collect::<Result<Vec<_>, _>>();
                 match built {
                     Ok(statements) => {
@@ -455,7 +497,7 @@ impl DynamoDbStore {
                 for (&(i, w), response) in part.iter().zip(&responses) {
                     maybe_written[i] |= retried;
                     let Some(error) = response.error() else {
-                        out[i] = Some(Ok(Acquired::FRESH));
+                        out[i] = took(i);
                         continue;
                     };
                     match Outcome::of(error.code()) {
@@ -483,7 +525,7 @@ impl DynamoDbStore {
             let mut anew = Vec::new();
             if !changed.is_empty() {
                 let keys: Vec<&str> = changed.iter().map(|&i| chunk[i].key.as_str()).collect();
-                match self.read_items(client, &keys).await {
+                match self.read_items(client, &keys, true).await {
                     Ok(items) => {
                         for i in changed {
                             let r = &chunk[i];
@@ -492,7 +534,7 @@ impl DynamoDbStore {
                             // wrote exactly this: the key is taken fresh (`written_by`).
                             let ours = maybe_written[i]
                                 && item.is_some_and(|item| {
-                                    written_by(owner, now_ms, r, &self.decode(item))
+                                    written_by(owner, now_ms, r, &self.decode_key(item).lock)
                                         == Written::Fresh
                                 });
                             if ours {
@@ -501,13 +543,14 @@ impl DynamoDbStore {
                                     key = %r.key,
                                     "lock key taken by an earlier attempt of the same statement"
                                 );
-                                out[i] = Some(Ok(Acquired::FRESH));
+                                out[i] = took(i);
                                 continue;
                             }
-                            match self.plan(owner, now_ms, r, item) {
+                            match self.plan(owner, now_ms, r, item, epoch.is_some()) {
                                 Plan::Write(w) => anew.push((i, w)),
                                 Plan::Held(rec) => out[i] = Some(Ok(Acquired::Held(Some(rec)))),
                                 Plan::Alone => alone.push((i, maybe_written[i])),
+                                Plan::Resolve(key) => resolve.push((i, key)),
                             }
                         }
                     }
@@ -532,21 +575,44 @@ impl DynamoDbStore {
             again.append(&mut rewritten);
             left = again;
         }
+        if let (Some(epoch), false) = (epoch, resolve.is_empty()) {
+            for (i, got) in self
+                .resolve_epochs(client, owner, now_ms, chunk, resolve, epoch)
+                .await
+            {
+                out[i] = Some(got);
+            }
+        }
         ChunkAnswer { out, alone }
     }
 
     /// What `owner`'s acquisition of `r` at `now_ms` does with `item`, read strongly
-    /// consistent (see the module documentation); a held key is logged.
+    /// consistent (see the module documentation); a held key is logged. With `epochs`, a
+    /// record pending in an epoch is taken as new once its lease and TTL are over, and
+    /// otherwise settled through its epoch (`epochs.rs`).
     fn plan(
         &self,
         owner: &str,
         now_ms: i64,
         r: &AcquireRequest,
         item: Option<&HashMap<String, AttributeValue>>,
+        epochs: bool,
     ) -> Plan {
-        let Some(rec) = item.map(|item| self.decode(item)) else {
+        let Some(item) = item else {
             return Plan::Write(Write::Insert);
         };
+        if epochs {
+            let key = self.decode_key(item);
+            if key.epoch_pending() {
+                let over = !key.lock.blocks(now_ms, r.skew_ms)
+                    && key.lock.ttl.saturating_mul(1000) <= now_ms;
+                return match over {
+                    true => Plan::Write(Write::Fresh),
+                    false => Plan::Resolve(key),
+                };
+            }
+        }
+        let rec = self.decode(item);
         if !rec.takeable_by(owner, now_ms, r.skew_ms) {
             self.log_held(r, Some(&rec));
             return Plan::Held(rec);
@@ -659,7 +725,7 @@ impl DynamoDbStore {
         }
         if !check.is_empty() {
             let keys: Vec<&str> = check.iter().map(|&i| chunk[i].key.as_str()).collect();
-            match self.read_items(client, &keys).await {
+            match self.read_items(client, &keys, true).await {
                 Ok(items) => {
                     for i in check {
                         let c = &chunk[i];

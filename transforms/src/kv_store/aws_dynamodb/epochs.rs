@@ -1,0 +1,775 @@
+//! `lock_acquire: 'epochs'`: the epoch protocol of `sluice_lock_protocol::epoch` over
+//! DynamoDB, where a batch's keys are committed with one write instead of one each.
+//!
+//! Keys are taken as in `'statements'` (a strongly consistent `BatchGetItem` of a piece of
+//! up to 100 keys, then PartiQL `INSERT`s and `UPDATE`s), but each piece opens an
+//! **epoch** of its owner and each key is written pending in it: status `epoch`, with
+//! `lock_epoch` (the epoch's number) and `lock_slot` (the key's index in the piece). The
+//! key record is not written again when its message is delivered: the commit adds the
+//! delivered slots to the **epoch record** (partition key `#epoch:OWNER:N`; `lock_committed`
+//! and `lock_aborted`, number sets; `lock_v`, the abort counter; the table's TTL attribute)
+//! with one `UpdateItem` on the condition that `lock_v` is still what the owner last saw.
+//! A new message thus costs a read and a write to take, and a share of one write to commit.
+//!
+//! A key pending in an epoch is committed if its slot is in its epoch's `lock_committed`
+//! (`key_state`). A taker that reads such a record of another epoch reads the epoch records
+//! too (one eventually consistent `BatchGetItem`: a commit is never undone, so a stale read
+//! can only miss one, which the abort's condition then decides): a committed slot is a
+//! duplicate; a live lease holds the key; a lease that ended is taken over in two writes,
+//! **abort** (`ADD lock_aborted :slot, lock_v 1`, unless the slot is committed) and the key
+//! write, conditional on the record still naming the owner, epoch and slot read. The abort
+//! fences the owner's commit: it either landed first (the abort fails: a duplicate) or fails
+//! on `lock_v` afterwards, and then the owner commits those slots on their key records
+//! (conditional on its ownership, which the takeover's write ends), never in the epoch
+//! again: the set it learns is every aborted slot of the epoch, as the model check found it
+//! must be.
+//!
+//! A key taken alone (a takeover of a plain pending record, a key refused in a statement)
+//! is pending outside any epoch and committed on its record as in `'statements'`; so are
+//! keys whose slots were aborted. Renewals, releases, abandonments and recorded progress are
+//! the per-key transactions of the other modes, whose conditions accept a record pending in
+//! an epoch; an abandonment takes the key out of its epoch.
+//!
+//! A key's window is its epoch record's TTL, which each commit sets to the largest TTL it
+//! committed in the epoch (per-key TTLs from `ttl_key` are kept for the longest of a
+//! piece's). A committed slot whose epoch's TTL passed is taken as new, whatever the key
+//! record says; its own TTL (the request's, written when it was taken) only ends a key whose
+//! epoch never committed it.
+//!
+//! What a process knows of its open epochs (the `lock_v` it last saw, the slots it learnt
+//! were aborted, its keys' slots and TTLs) is in [`Ledger`], kept until each key is settled.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
+};
+use futures::future::join_all;
+use futures::stream::{self, StreamExt};
+use sluice_lock_protocol::epoch::{EpochRecord, EpochSlot, KeyRecord, KeyState, key_state};
+use sluice_lock_protocol::pending_ttl;
+
+use super::super::lock::{
+    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, Prior, Settled, StoreError,
+};
+use super::lock::{AttemptCounter, Op, STORE_ATTEMPTS};
+use super::{DynamoDbStore, EPOCH, PENDING, number, parse_number};
+
+/// A key record's epoch number.
+pub(super) const EPOCH_ATTRIBUTE: &str = "lock_epoch";
+/// A key record's slot in its epoch.
+pub(super) const SLOT_ATTRIBUTE: &str = "lock_slot";
+/// An epoch record's committed slots.
+const COMMITTED_ATTRIBUTE: &str = "lock_committed";
+/// An epoch record's aborted slots.
+const ABORTED_ATTRIBUTE: &str = "lock_aborted";
+/// An epoch record's abort counter.
+const V_ATTRIBUTE: &str = "lock_v";
+
+/// What a change of `owner`'s (commit, renewal, release, abandonment, recorded progress)
+/// requires of its key's record, and the names and values that uses beyond `#owner`,
+/// `#status` and `:me`: the owner's pending record outside any epoch, or, when
+/// its ledger says it holds the key in an epoch, its record in that very epoch and slot
+/// (`change_in_epoch`). A key its owner committed in an epoch is in no ledger, so nothing
+/// but a commit's retry applies to it any more.
+#[derive(Debug, Clone)]
+pub(super) struct Owned {
+    pub(super) condition: &'static str,
+    pub(super) names: Vec<(&'static str, &'static str)>,
+    pub(super) values: Vec<(&'static str, AttributeValue)>,
+}
+
+/// Applies an [`Owned`] to an expression builder of any kind.
+macro_rules! owned_by {
+    ($builder:expr, $owned:expr) => {{
+        let owned = $owned;
+        let mut b = $builder.condition_expression(owned.condition);
+        for (k, v) in owned.names {
+            b = b.expression_attribute_names(k, v);
+        }
+        for (k, v) in owned.values {
+            b = b.expression_attribute_values(k, v);
+        }
+        b
+    }};
+}
+pub(super) use owned_by;
+
+/// The partition key value of `owner`'s epoch `epoch`. No lock key can be it: a key's
+/// text begins with `#` only when it is `#` and a JSON value, `##` (a string that began
+/// with `#`) or `#sha256:`; with a prefix, it begins with the prefix.
+pub(super) fn epoch_key(owner: &str, epoch: u64) -> String {
+    format!("#epoch:{owner}:{epoch}")
+}
+
+/// The TTL a key taken in an epoch gets, which its commit does not change: the request's
+/// (as a pending record of the other modes has it), so its window counts from when it was
+/// taken (or from its event time, with `ttl_key`).
+pub(super) fn key_ttl(r: &AcquireRequest) -> i64 {
+    pending_ttl(r.ttl, r.lease_until_ms)
+}
+
+/// What a process knows of its open epochs, by owner.
+#[derive(Debug, Default)]
+pub(super) struct Ledger(Mutex<Books>);
+
+#[derive(Debug, Default)]
+struct Books {
+    /// The next epoch number of each owner.
+    next: HashMap<String, u64>,
+    /// Each key held in an epoch, by owner and key: its slot and TTL.
+    keys: HashMap<(String, String), Slotted>,
+    /// Each open epoch, by owner and number.
+    open: HashMap<(String, u64), Open>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slotted {
+    at: EpochSlot,
+}
+
+#[derive(Debug, Default)]
+struct Open {
+    /// The abort counter the owner last saw.
+    v: u64,
+    /// Every slot it learnt was aborted.
+    aborted: BTreeSet<u32>,
+    /// The largest TTL committed in it.
+    ttl: i64,
+    /// Keys not settled yet.
+    keys: usize,
+}
+
+impl Ledger {
+    fn books(&self) -> std::sync::MutexGuard<'_, Books> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens a new epoch for `owner`: its number.
+    pub(super) fn open(&self, owner: &str) -> u64 {
+        let mut b = self.books();
+        let next = b.next.entry(owner.to_string()).or_default();
+        let epoch = *next;
+        *next += 1;
+        epoch
+    }
+
+    /// `owner` holds `key` in `at`.
+    pub(super) fn taken(&self, owner: &str, key: &str, at: EpochSlot) {
+        let mut b = self.books();
+        let slotted = Slotted { at };
+        if let Some(old) = b.keys.insert((owner.to_string(), key.to_string()), slotted) {
+            b.left(owner, old.at.epoch);
+        }
+        b.open
+            .entry((owner.to_string(), at.epoch))
+            .or_default()
+            .keys += 1;
+    }
+
+    /// A commit set `owner`'s epoch's TTL to `ttl`.
+    fn committed_until(&self, owner: &str, epoch: u64, ttl: i64) {
+        if let Some(open) = self.books().open.get_mut(&(owner.to_string(), epoch)) {
+            open.ttl = open.ttl.max(ttl);
+        }
+    }
+
+    /// Where `owner` holds `key`, if in an epoch.
+    pub(super) fn slot_of(&self, owner: &str, key: &str) -> Option<EpochSlot> {
+        self.books()
+            .keys
+            .get(&(owner.to_string(), key.to_string()))
+            .map(|s| s.at)
+    }
+
+    /// `owner` no longer holds `key` in an epoch (committed, released, abandoned).
+    pub(super) fn forget(&self, owner: &str, key: &str) {
+        let mut b = self.books();
+        if let Some(old) = b.keys.remove(&(owner.to_string(), key.to_string())) {
+            b.left(owner, old.at.epoch);
+        }
+    }
+
+    /// The abort counter last seen, the slots known aborted and the TTL of `owner`'s epoch.
+    fn seen(&self, owner: &str, epoch: u64) -> (u64, BTreeSet<u32>, i64) {
+        let b = self.books();
+        match b.open.get(&(owner.to_string(), epoch)) {
+            Some(o) => (o.v, o.aborted.clone(), o.ttl),
+            None => (0, BTreeSet::new(), 0),
+        }
+    }
+
+    /// A commit found the epoch's counter at `v`, with `aborted` slots.
+    fn moved(&self, owner: &str, epoch: u64, v: u64, aborted: BTreeSet<u32>) {
+        let mut b = self.books();
+        let open = b.open.entry((owner.to_string(), epoch)).or_default();
+        open.v = open.v.max(v);
+        open.aborted.extend(aborted);
+    }
+}
+
+impl Books {
+    fn left(&mut self, owner: &str, epoch: u64) {
+        let id = (owner.to_string(), epoch);
+        if let Some(open) = self.open.get_mut(&id) {
+            open.keys = open.keys.saturating_sub(1);
+            if open.keys == 0 {
+                self.open.remove(&id);
+            }
+        }
+    }
+}
+
+/// A number set's members as slots (nonsense is skipped).
+fn slots(v: Option<&AttributeValue>) -> BTreeSet<u32> {
+    match v {
+        Some(AttributeValue::Ns(ns)) => ns.iter().filter_map(|n| n.parse().ok()).collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
+fn number_set(slots: impl IntoIterator<Item = u32>) -> AttributeValue {
+    AttributeValue::Ns(slots.into_iter().map(|s| s.to_string()).collect())
+}
+
+/// A key record committed in its epoch, whose TTL is `ttl`, as a committed lock (what a
+/// duplicate is told).
+fn committed(key: &KeyRecord, ttl: i64) -> LockRecord {
+    LockRecord {
+        status: LockStatus::Committed,
+        ttl,
+        ..key.lock.clone()
+    }
+}
+
+impl DynamoDbStore {
+    /// What a change of `owner`'s to `key` requires ([`Owned`]).
+    pub(super) fn owned(&self, owner: &str, key: &str) -> Owned {
+        match self.epochs.slot_of(owner, key) {
+            None => Owned {
+                condition: "#owner = :me AND #status = :pending",
+                names: Vec::new(),
+                values: vec![(":pending", AttributeValue::S(PENDING.into()))],
+            },
+            Some(at) => Owned {
+                condition: "#owner = :me AND #status = :epoch AND #epoch = :e AND #slot = :s",
+                names: vec![("#epoch", EPOCH_ATTRIBUTE), ("#slot", SLOT_ATTRIBUTE)],
+                values: vec![
+                    (":epoch", AttributeValue::S(EPOCH.into())),
+                    (":e", number(at.epoch as i64)),
+                    (":s", number(i64::from(at.slot))),
+                ],
+            },
+        }
+    }
+
+    /// Reads a key record with its epoch (see `decode` for the rest).
+    pub(super) fn decode_key(&self, item: &HashMap<String, AttributeValue>) -> KeyRecord {
+        let mut lock = self.decode(item);
+        let a = &self.table.attributes;
+        let text = item.get(&a.status).and_then(|v| v.as_s().ok());
+        let n = |name: &str| item.get(name).and_then(|v| v.as_n().ok());
+        let epoch = match (
+            text.map(String::as_str),
+            n(EPOCH_ATTRIBUTE),
+            n(SLOT_ATTRIBUTE),
+        ) {
+            (Some(EPOCH), Some(e), Some(s)) => match (e.parse::<u64>(), s.parse::<u32>()) {
+                (Ok(epoch), Ok(slot)) => Some(EpochSlot { epoch, slot }),
+                _ => None,
+            },
+            _ => None,
+        };
+        if epoch.is_some() {
+            // `decode` reads it as blocking for ever; here its lease is what it says.
+            lock.status = LockStatus::Pending {
+                lease_until_ms: n(&a.lease_until).map_or(i64::MAX, |l| parse_number(l)),
+            };
+        }
+        KeyRecord { lock, epoch }
+    }
+
+    /// Reads an epoch record.
+    fn decode_epoch(&self, item: &HashMap<String, AttributeValue>) -> EpochRecord {
+        let n = |name: &str| item.get(name).and_then(|v| v.as_n().ok());
+        EpochRecord {
+            committed: slots(item.get(COMMITTED_ATTRIBUTE)),
+            aborted: slots(item.get(ABORTED_ATTRIBUTE)),
+            v: n(V_ATTRIBUTE).map_or(0, |v| parse_number(v).max(0) as u64),
+            ttl: n(&self.table.attributes.ttl).map_or(i64::MAX, |t| parse_number(t)),
+        }
+    }
+
+    /// Settles the keys of one piece whose records are pending in another epoch (`read`,
+    /// by index into `chunk`): reads their epochs, then answers each as a duplicate, held,
+    /// or taken over into `epoch` at its index.
+    pub(super) async fn resolve_epochs(
+        &self,
+        client: &Client,
+        owner: &str,
+        now_ms: i64,
+        chunk: &[AcquireRequest],
+        read: Vec<(usize, KeyRecord)>,
+        epoch: u64,
+    ) -> Vec<(usize, Result<Acquired, StoreError>)> {
+        let mut names: Vec<String> = read
+            .iter()
+            .filter_map(|(_, k)| k.epoch.map(|at| epoch_key(&k.lock.owner, at.epoch)))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        // No answer: as if nothing were committed; the abort's condition decides.
+        let epochs = match self.read_items(client, &refs, false).await {
+            Ok(items) => items,
+            Err(_) => HashMap::new(),
+        };
+        let calls = read.into_iter().map(|(i, key)| {
+            let record = key.epoch.and_then(|at| {
+                epochs
+                    .get(&epoch_key(&key.lock.owner, at.epoch))
+                    .map(|item| self.decode_epoch(item))
+            });
+            let at = EpochSlot {
+                epoch,
+                slot: i as u32,
+            };
+            async move {
+                let got = self
+                    .resolve_one(client, owner, now_ms, &chunk[i], key, record, at)
+                    .await;
+                (i, got)
+            }
+        });
+        join_all(calls).await
+    }
+
+    /// One key pending in another epoch whose epoch record reads `record`.
+    #[allow(clippy::too_many_arguments)]
+    async fn resolve_one(
+        &self,
+        client: &Client,
+        owner: &str,
+        now_ms: i64,
+        r: &AcquireRequest,
+        key: KeyRecord,
+        record: Option<EpochRecord>,
+        at: EpochSlot,
+    ) -> Result<Acquired, StoreError> {
+        let Some(theirs) = key.epoch else {
+            return Ok(Acquired::Held(Some(key.lock)));
+        };
+        if let (KeyState::Committed, Some(record)) = (key_state(&key, record.as_ref()), &record) {
+            if record.ttl.saturating_mul(1000) <= now_ms {
+                // Its window passed: taken as new.
+                return self
+                    .take_over(client, owner, now_ms, r, &key, theirs, at, true)
+                    .await;
+            }
+            let rec = committed(&key, record.ttl);
+            self.log_held(r, Some(&rec));
+            return Ok(Acquired::Held(Some(rec)));
+        }
+        // The owner's own record of an earlier epoch (an acquisition whose answer was
+        // lost, or a key taken again) is taken back whatever its lease, as today's rules
+        // take an owner's own pending record; its slot is aborted all the same, so that
+        // whatever the owner still believes of that epoch, it is not committed there.
+        let mine = key.lock.owner == owner;
+        if !mine && key.lock.blocks(now_ms, r.skew_ms) {
+            self.log_held(r, Some(&key.lock));
+            return Ok(Acquired::Held(Some(key.lock)));
+        }
+        if !self
+            .abort_slot(client, &key.lock.owner, theirs, key.lock.ttl)
+            .await
+            .map_err(|e| StoreError(format!("acquiring key {:?}: {}", r.key, e.0)))?
+        {
+            // Committed since the read: a duplicate (asked again, it reads the TTL too).
+            let rec = committed(&key, key.lock.ttl);
+            self.log_held(r, Some(&rec));
+            return Ok(Acquired::Held(Some(rec)));
+        }
+        self.take_over(client, owner, now_ms, r, &key, theirs, at, false)
+            .await
+    }
+
+    /// Aborts `slot` of `holder`'s epoch: `false` if it is committed.
+    async fn abort_slot(
+        &self,
+        client: &Client,
+        holder: &str,
+        at: EpochSlot,
+        ttl: i64,
+    ) -> Result<bool, StoreError> {
+        let a = &self.table.attributes;
+        let sent = client
+            .update_item()
+            .table_name(&self.table.name)
+            .set_key(Some(self.key(&epoch_key(holder, at.epoch))))
+            .update_expression("ADD #aborted :slot, #v :one SET #ttl = if_not_exists(#ttl, :ttl)")
+            .condition_expression("NOT contains(#committed, :slot_n)")
+            .expression_attribute_names("#aborted", ABORTED_ATTRIBUTE)
+            .expression_attribute_names("#committed", COMMITTED_ATTRIBUTE)
+            .expression_attribute_names("#v", V_ATTRIBUTE)
+            .expression_attribute_names("#ttl", &a.ttl)
+            .expression_attribute_values(":slot", number_set([at.slot]))
+            .expression_attribute_values(":slot_n", number(i64::from(at.slot)))
+            .expression_attribute_values(":one", number(1))
+            .expression_attribute_values(":ttl", number(ttl))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match sent {
+            Ok(out) => {
+                self.count_units("UpdateItem", true, out.consumed_capacity());
+                tracing::debug!(table = %self.table.name, holder, epoch = at.epoch, slot = at.slot,
+                    "epoch slot aborted for a takeover");
+                Ok(true)
+            }
+            Err(err) => match err.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                _ => Err(self.sdk_fail(
+                    &format!(
+                        "aborting slot {} of epoch {:?}",
+                        at.slot,
+                        epoch_key(holder, at.epoch)
+                    ),
+                    &err,
+                )),
+            },
+        }
+    }
+
+    /// The key write of a takeover, after the abort: on the condition that the record is
+    /// still `read`'s owner's, in its epoch and slot, with its lease over for this taker.
+    /// `expired`: the slot is committed and its window passed, so the key is taken as new
+    /// whatever the lease (as a committed record past its TTL is).
+    #[allow(clippy::too_many_arguments)]
+    async fn take_over(
+        &self,
+        client: &Client,
+        owner: &str,
+        now_ms: i64,
+        r: &AcquireRequest,
+        read: &KeyRecord,
+        theirs: EpochSlot,
+        at: EpochSlot,
+        expired: bool,
+    ) -> Result<Acquired, StoreError> {
+        let a = &self.table.attributes;
+        let ttl = key_ttl(r);
+        // A chain older than the window is taken as new, without its history.
+        let fresh = expired || read.lock.chain_over(owner, r.fresh_before_ms);
+        let update = match fresh {
+            true => {
+                "SET #owner = :me, #status = :epoch, #lease = :lease, #ttl = :ttl, \
+                     #epoch = :e, #slot = :s, #since = :now_ms REMOVE #note, #progress"
+            }
+            false => {
+                "SET #owner = :me, #status = :epoch, #lease = :lease, #ttl = :ttl, \
+                      #epoch = :e, #slot = :s, #since = if_not_exists(#since, :now_ms) REMOVE #note"
+            }
+        };
+        let condition = match expired {
+            true => {
+                "#owner = :them AND #status = :epoch AND #epoch = :their_e \
+                     AND #slot = :their_s"
+            }
+            false => {
+                "#owner = :them AND #status = :epoch AND #epoch = :their_e \
+                      AND #slot = :their_s AND (#lease < :takeover_ms OR #owner = :me)"
+            }
+        };
+        let mut u = client
+            .update_item()
+            .table_name(&self.table.name)
+            .set_key(Some(self.key(&r.key)))
+            .update_expression(update)
+            .condition_expression(condition)
+            .expression_attribute_names("#owner", &a.owner)
+            .expression_attribute_names("#status", &a.status)
+            .expression_attribute_names("#lease", &a.lease_until)
+            .expression_attribute_names("#ttl", &a.ttl)
+            .expression_attribute_names("#since", &a.since)
+            .expression_attribute_names("#note", &a.note)
+            .expression_attribute_names("#epoch", EPOCH_ATTRIBUTE)
+            .expression_attribute_names("#slot", SLOT_ATTRIBUTE)
+            .expression_attribute_values(":me", AttributeValue::S(owner.to_string()))
+            .expression_attribute_values(":them", AttributeValue::S(read.lock.owner.clone()))
+            .expression_attribute_values(":epoch", AttributeValue::S(EPOCH.into()))
+            .expression_attribute_values(":lease", number(r.lease_until_ms))
+            .expression_attribute_values(":ttl", number(ttl))
+            .expression_attribute_values(":e", number(at.epoch as i64))
+            .expression_attribute_values(":s", number(i64::from(at.slot)))
+            .expression_attribute_values(":their_e", number(theirs.epoch as i64))
+            .expression_attribute_values(":their_s", number(i64::from(theirs.slot)))
+            .expression_attribute_values(":now_ms", number(now_ms))
+            .return_values(ReturnValue::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
+        if fresh {
+            u = u.expression_attribute_names("#progress", &a.progress);
+        }
+        if !expired {
+            u = u.expression_attribute_values(
+                ":takeover_ms",
+                number(now_ms.saturating_sub(r.skew_ms.max(0))),
+            );
+        }
+        let attempts = AttemptCounter::default();
+        match u.customize().interceptor(attempts.clone()).send().await {
+            Ok(out) => {
+                self.count_units("UpdateItem", true, out.consumed_capacity());
+                self.epochs.taken(owner, &r.key, at);
+                if fresh {
+                    return Ok(Acquired::FRESH);
+                }
+                let old = out.attributes().filter(|i| !i.is_empty());
+                Ok(self.taken(owner, now_ms, r, old, false))
+            }
+            Err(err) => match err.as_service_error() {
+                // The owner renewed or committed the key on its record, or another taker
+                // came first: held as it is now (asked again once its lease is over).
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                    let now = failed.item().map(|i| self.decode_key(i));
+                    // The SDK sent the write again and found what its first attempt wrote:
+                    // taken, with the history the write kept (`since`, `progress`).
+                    let ours = attempts.get() > 1
+                        && now.as_ref().is_some_and(|k| {
+                            k.epoch == Some(at)
+                                && k.lock.owner == owner
+                                && k.lock.lease_until_ms() == Some(r.lease_until_ms)
+                        });
+                    if let (true, Some(k)) = (ours, &now) {
+                        self.epochs.taken(owner, &r.key, at);
+                        if fresh {
+                            return Ok(Acquired::FRESH);
+                        }
+                        return Ok(Acquired::Taken {
+                            prior: Some(Prior {
+                                owner: read.lock.owner.clone(),
+                                since_ms: k.lock.since_ms.unwrap_or(0),
+                                progress: k.lock.progress.clone(),
+                            }),
+                        });
+                    }
+                    let now = now.map(|k| k.lock);
+                    self.log_held(r, now.as_ref());
+                    Ok(Acquired::Held(now))
+                }
+                _ => Err(self.sdk_fail(&format!("taking over key {:?}", r.key), &err)),
+            },
+        }
+    }
+
+    /// Commits `requests` (`lock_acquire: 'epochs'`): the keys held in an epoch with one
+    /// write per epoch, the others (and slots aborted) on their records.
+    pub(super) async fn commit_epochs(
+        &self,
+        owner: &str,
+        requests: &[CommitRequest],
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        let mut by_epoch: HashMap<u64, Vec<(usize, u32)>> = HashMap::new();
+        let mut plain = Vec::new();
+        for (i, c) in requests.iter().enumerate() {
+            match self.epochs.slot_of(owner, &c.key) {
+                Some(at) => by_epoch.entry(at.epoch).or_default().push((i, at.slot)),
+                None => plain.push(i),
+            }
+        }
+        let mut out: Vec<Option<Settled>> = vec![None; requests.len()];
+        if !plain.is_empty() {
+            let asked: Vec<CommitRequest> = plain.iter().map(|&i| requests[i].clone()).collect();
+            let settled = self.commit_statements(owner, &asked, concurrency).await?;
+            let mut recheck = Vec::new();
+            for (i, s) in plain.into_iter().zip(settled) {
+                if let Settled::NotOwner(Some(rec)) = &s
+                    && rec.pending_for(owner)
+                {
+                    recheck.push(i);
+                }
+                out[i] = Some(s);
+            }
+            // The owner's record pending in an epoch that is in no ledger: committed there
+            // already (a retry whose first answer was lost) is done.
+            if !recheck.is_empty() {
+                for i in self.committed_in_epochs(owner, requests, &recheck).await {
+                    out[i] = Some(Settled::Ok);
+                }
+            }
+        }
+        let calls: Vec<_> = by_epoch
+            .into_iter()
+            .map(|(epoch, keys)| self.commit_epoch(owner, requests, epoch, keys))
+            .collect();
+        let parts: Vec<Result<Vec<(usize, Settled)>, StoreError>> = stream::iter(calls)
+            .buffer_unordered(concurrency.max(1))
+            .collect()
+            .await;
+        for part in parts {
+            for (i, s) in part? {
+                out[i] = Some(s);
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|s| s.unwrap_or(Settled::NotOwner(None)))
+            .collect())
+    }
+
+    /// Which of `asked` (indices into `requests`) are `owner`'s records committed in their
+    /// epochs (strongly consistent reads; a read that fails settles nothing).
+    async fn committed_in_epochs(
+        &self,
+        owner: &str,
+        requests: &[CommitRequest],
+        asked: &[usize],
+    ) -> Vec<usize> {
+        let Ok(client) = self.client().await else {
+            return Vec::new();
+        };
+        let keys: Vec<&str> = asked.iter().map(|&i| requests[i].key.as_str()).collect();
+        let Ok(items) = self.read_items(client, &keys, true).await else {
+            return Vec::new();
+        };
+        let mine: Vec<(usize, KeyRecord)> = asked
+            .iter()
+            .filter_map(|&i| {
+                let key = self.decode_key(items.get(&requests[i].key)?);
+                (key.epoch_pending() && key.lock.owner == owner).then_some((i, key))
+            })
+            .collect();
+        let names: Vec<String> = mine
+            .iter()
+            .filter_map(|(_, k)| k.epoch.map(|at| epoch_key(owner, at.epoch)))
+            .collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let Ok(epochs) = self.read_items(client, &refs, true).await else {
+            return Vec::new();
+        };
+        mine.into_iter()
+            .filter(|(_, key)| {
+                let record = key.epoch.and_then(|at| {
+                    epochs
+                        .get(&epoch_key(owner, at.epoch))
+                        .map(|item| self.decode_epoch(item))
+                });
+                key_state(key, record.as_ref()) == KeyState::Committed
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Commits `keys` (indices into `requests`, with their slots) of `owner`'s `epoch`.
+    async fn commit_epoch(
+        &self,
+        owner: &str,
+        requests: &[CommitRequest],
+        epoch: u64,
+        keys: Vec<(usize, u32)>,
+    ) -> Result<Vec<(usize, Settled)>, StoreError> {
+        let client = self.client().await?;
+        let a = &self.table.attributes;
+        let name = epoch_key(owner, epoch);
+        let mut out = Vec::with_capacity(keys.len());
+        let mut left = keys;
+        let mut on_records = Vec::new();
+        for _ in 0..STORE_ATTEMPTS {
+            let (v, aborted, held_ttl) = self.epochs.seen(owner, epoch);
+            let (gone, rest): (Vec<_>, Vec<_>) =
+                left.into_iter().partition(|(_, s)| aborted.contains(s));
+            on_records.extend(gone.into_iter().map(|(i, _)| i));
+            left = rest;
+            if left.is_empty() {
+                break;
+            }
+            let ttl = left
+                .iter()
+                .map(|&(i, _)| requests[i].ttl)
+                .fold(held_ttl, i64::max);
+            let condition = match v {
+                0 => "attribute_not_exists(#v) OR #v = :v",
+                _ => "#v = :v",
+            };
+            let sent = client
+                .update_item()
+                .table_name(&self.table.name)
+                .set_key(Some(self.key(&name)))
+                .update_expression("ADD #committed :slots SET #ttl = :ttl")
+                .condition_expression(condition)
+                .expression_attribute_names("#committed", COMMITTED_ATTRIBUTE)
+                .expression_attribute_names("#v", V_ATTRIBUTE)
+                .expression_attribute_names("#ttl", &a.ttl)
+                .expression_attribute_values(":slots", number_set(left.iter().map(|&(_, s)| s)))
+                .expression_attribute_values(":v", number(v as i64))
+                .expression_attribute_values(":ttl", number(ttl))
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                )
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await;
+            match sent {
+                Ok(done) => {
+                    self.count_units("UpdateItem", true, done.consumed_capacity());
+                    self.epochs.committed_until(owner, epoch, ttl);
+                    for (i, _) in left.drain(..) {
+                        self.epochs.forget(owner, &requests[i].key);
+                        out.push((i, Settled::Ok));
+                    }
+                    break;
+                }
+                Err(err) => match err.as_service_error() {
+                    Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                        // `lock_v` moved: every slot aborted so far is committed on its key
+                        // record, never in the epoch again.
+                        let now = failed
+                            .item()
+                            .map(|i| self.decode_epoch(i))
+                            .unwrap_or_default();
+                        tracing::debug!(table = %self.table.name, epoch = %name, v = now.v,
+                            aborted = now.aborted.len(), "epoch commit found slots aborted");
+                        self.epochs.moved(owner, epoch, now.v, now.aborted);
+                    }
+                    _ => {
+                        return Err(self.sdk_fail(
+                            &format!("committing {} keys of epoch {name:?}", left.len()),
+                            &err,
+                        ));
+                    }
+                },
+            }
+        }
+        if !left.is_empty() {
+            return Err(self.fail(
+                &format!("committing {} keys of epoch {name:?}", left.len()),
+                format!("its abort counter moved at each of {STORE_ATTEMPTS} attempts"),
+            ));
+        }
+        if !on_records.is_empty() {
+            on_records.sort_unstable();
+            let ops = on_records
+                .iter()
+                .map(|&i| Op::Commit(&requests[i]))
+                .collect();
+            let settled = self.change(owner, ops, 1).await?;
+            for (i, s) in on_records.into_iter().zip(settled) {
+                self.epochs.forget(owner, &requests[i].key);
+                out.push((i, s));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The status a key's statement writes: pending in an epoch or not.
+pub(super) fn status(at: Option<EpochSlot>) -> &'static str {
+    match at {
+        Some(_) => EPOCH,
+        None => PENDING,
+    }
+}
