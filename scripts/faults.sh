@@ -5,11 +5,12 @@
 #                              (`all`) or the mix that reaches its class, each other mix
 #                              (clean, sink, lock, outage, crash, retry, idle, clock,
 #                              clock_past, fulldisk) on a few pipelines, two cells with the
-#                              lock in lock_acquire 'statements' (all_stmt, lock_stmt), then
-#                              the control; a few thousand messages, under 4 minutes with a
-#                              debug build
+#                              lock in lock_acquire 'statements' (all_stmt, lock_stmt) and
+#                              two in 'epochs' (all_epoch, lock_epoch), then the control; a
+#                              few thousand messages, under 4 minutes with a debug build
 #   scripts/faults.sh large    the documented run: every mix on every pipeline it applies to,
-#                              again with the DynamoDB lock in 'statements' (MIX_stmt),
+#                              again with the DynamoDB lock in 'statements' (MIX_stmt) and in
+#                              'epochs' (MIX_epoch),
 #                              >= 150,000 messages through the lock and >= 400 crashes
 #                              (SIGKILL and SIGTERM); its table goes in docs/exactly-once.md
 #   scripts/faults.sh small|large [campaign.py options...]
@@ -31,7 +32,7 @@ size="${1:-}"
 case "$size" in
     small | large) shift ;;
     *)
-        sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+        sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
 esac

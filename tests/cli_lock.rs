@@ -124,6 +124,28 @@ impl Store {
         }
     }
 
+    /// Every lock key in the store.
+    fn keys(&self, dir: &Dir) -> Vec<String> {
+        match self {
+            Store::Sqlite => {
+                let c = rusqlite::Connection::open(dir.path().join("state/locks.sqlite"))
+                    .expect("opening the lock store");
+                let mut st = c.prepare("SELECT key FROM sluice_locks").expect("a query");
+                st.query_map([], |r| r.get(0))
+                    .expect("the keys")
+                    .map(Result::unwrap)
+                    .collect()
+            }
+            Store::DynamoDb {
+                endpoint, table, ..
+            } => runtime()
+                .block_on(dynamodb::scan(endpoint, table))
+                .into_iter()
+                .map(|i| i["PK"].clone())
+                .collect(),
+        }
+    }
+
     /// A configured run of `sluice args...` in `dir`.
     fn command(&self, dir: &Dir, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_sluice"));
@@ -661,6 +683,74 @@ local sub = std.extVar('sub');
     assert_eq!(store.counts(&d), (0, 30));
 }
 
+/// A prefix of 1,100 bytes with a value of 1,000 (a key of 2,101 bytes, over DynamoDB's
+/// 2,048-byte partition key: its text is hashed) and one of 947 (a key of exactly 2,048
+/// bytes, kept as it is), in one batch with short keys and a duplicate: every message is
+/// processed exactly once, the batch is not failed by the long keys, and a second run of the
+/// same input processes nothing.
+fn a_long_prefix_with_long_values_takes_its_locks_with_the_rest_of_the_batch(store: Store) {
+    let d = Dir::new();
+    let prefix = "p".repeat(1100);
+    d.write(
+        "cfg.jsonnet",
+        config(&store, "").replacen("prefix: 'test'", &format!("prefix: '{prefix}'"), 1),
+    );
+    let hashed = "x".repeat(1000);
+    let edge = "y".repeat(947);
+    let ids = [
+        "1".to_string(),
+        format!("\"{hashed}\""),
+        "2".to_string(),
+        format!("\"{edge}\""),
+        format!("\"{hashed}\""),
+        "3".to_string(),
+    ];
+    let input: String = ids.iter().map(|i| format!("{{\"id\":{i}}}\n")).collect();
+    let run = || {
+        d.sluice_env(
+            &["run", "-c", "cfg.jsonnet", "--batch-messages", "100"],
+            input.clone(),
+            &store.env(),
+        )
+    };
+    let processed = |stdout: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("JSON output");
+                assert_eq!(v["processed"], true, "{l}");
+                v["id"].to_string()
+            })
+            .collect()
+    };
+    let started = Instant::now();
+    let first = run();
+    first.assert_clean_success();
+    let mut once: Vec<String> = ids.to_vec();
+    once.remove(4);
+    assert_eq!(processed(first.stdout_str()), once, "each message once");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "no retries: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(store.counts(&d), (0, 5));
+    let mut keys = store.keys(&d);
+    keys.sort_unstable_by_key(|k| k.len());
+    let lens: Vec<usize> = keys.iter().map(String::len).collect();
+    assert_eq!(lens, [1103, 1103, 1103, 1100 + 1 + 72, 2048], "{keys:?}");
+    assert!(
+        keys[3].starts_with(&format!("{prefix}:#sha256:")),
+        "{}",
+        keys[3]
+    );
+    assert_eq!(keys[4], format!("{prefix}:{edge}"));
+    let again = run();
+    again.assert_clean_success();
+    assert_eq!(processed(again.stdout_str()), Vec::<String>::new());
+    assert_eq!(store.counts(&d), (0, 5));
+}
+
 /// One `#[test]` per scenario and store.
 macro_rules! on_both_stores {
     ($($scenario:ident),* $(,)?) => {
@@ -684,6 +774,7 @@ on_both_stores!(
     a_message_failed_inside_the_lock_fails_alone_and_its_key_is_given_back,
     a_send_inside_the_lock_that_gives_up_fails_its_batch_alone,
     two_consumers_with_the_send_after_the_lock_do_not_wait_on_each_other,
+    a_long_prefix_with_long_values_takes_its_locks_with_the_rest_of_the_batch,
 );
 
 /// The DynamoDB store taking and committing locks with PartiQL statements
@@ -717,6 +808,21 @@ mod aws_dynamodb_statements {
     #[test]
     fn a_late_owner_never_commits_a_lock_another_process_took_over() {
         super::a_late_owner_never_commits_a_lock_another_process_took_over(store())
+    }
+
+    #[test]
+    fn a_long_prefix_with_long_values_takes_its_locks_with_the_rest_of_the_batch() {
+        super::a_long_prefix_with_long_values_takes_its_locks_with_the_rest_of_the_batch(store())
+    }
+}
+
+/// The DynamoDB store taking locks one `UpdateItem` per key (`lock_acquire: 'items'`).
+mod aws_dynamodb_items {
+    #[test]
+    fn a_long_prefix_with_long_values_takes_its_locks_with_the_rest_of_the_batch() {
+        super::a_long_prefix_with_long_values_takes_its_locks_with_the_rest_of_the_batch(
+            super::Store::dynamodb_taking(Some("items")),
+        )
     }
 }
 

@@ -220,8 +220,9 @@ async fn a_missing_table_is_an_error_naming_it() {
 /// committed, then the same 1,000 keys asked for again (all duplicates), in each
 /// `lock_acquire` mode. Printed (`--nocapture`); the statements mode's figures are
 /// checked: 2 write units and 1 read unit per new key, 1 read unit per duplicate; and the
-/// epochs mode's: at most 1.25 write units and 1 read unit per new key, and about a read
-/// unit per duplicate (the key, and half a unit per epoch of 100 keys). Errors
+/// epochs mode's: at most 1.25 write units and half a read unit per new key (its first read
+/// is eventually consistent), and about half a read unit per duplicate (the key, and half a
+/// unit per epoch of 100 keys). Errors
 /// report no units (a failed `UpdateItem` condition, a cancelled transaction), although
 /// DynamoDB bills them: the other modes' duplicates read 0 here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,12 +290,12 @@ async fn units_per_key_in_each_mode() {
         }
         if mode == "epochs" {
             assert!(
-                per(new.write) <= 1.25 && per(new.read) <= 1.0,
+                per(new.write) <= 1.25 && per(new.read) <= 0.5,
                 "a new key: a read, an insert and a share of its epoch's commit: {new:?}"
             );
             let dup = (per(all.write - new.write), per(all.read - new.read));
             assert!(
-                dup.0 == 0.0 && dup.1 <= 1.01,
+                dup.0 == 0.0 && dup.1 <= 0.51,
                 "a duplicate: a read, and a share of its epoch's: {dup:?}"
             );
         }

@@ -91,10 +91,16 @@ LOCKS = {
     # A consistent read, then one PartiQL write to take and one to commit: benches/lock's
     # bill, as the emulator's ConsumedCapacity (kv_store_dynamodb::units_per_key_in_each_mode).
     "sluice, statements": {"new": (2.0, 1.0), "dup": (0.0, 1.0)},
+    # As statements with an eventually consistent first read, a piece of up to 100 keys
+    # committed with one write to its epoch record: the emulator's ConsumedCapacity over 1,000
+    # keys (kv_store_dynamodb::units_per_key_in_each_mode); a duplicate also reads its epoch,
+    # half a unit per 100.
+    "sluice, epochs": {"new": (1.01, 0.5), "dup": (0.0, 0.505)},
     "Substation (one PutItem)": {"new": (1.0, 0.0), "dup": (1.0, 0.0)},
     "Powertools idempotency": {"new": (2.0, 0.0), "dup": (1.0, 0.0)},
 }
 SLUICE_LOCK = "sluice, transactions (the default)"
+EPOCHS_LOCK = "sluice, epochs"
 
 def lambda_cost(w, batch, wait_s, memory_mb, arch):
     """$ per message: duration (CPU + waits) and requests."""
@@ -193,29 +199,35 @@ def print_tables(args):
           f"Kinesis batches of {args.batch}, {args.wait_ms:g} ms of waits an invocation; "
           "Kinesis and Firehose records aggregated)\n")
     print("| workload | messages a TB | Lambda | source | sink | lock, on-demand | total "
-          "| total, lock provisioned |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| total, lock provisioned | lock `'epochs'`, on-demand | total, `'epochs'` |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for w in WORKLOADS.values():
         per_tb = 1e12 / w["in"]
         od = parts(w, args, locks[SLUICE_LOCK]["new"], "on-demand")
         pr = parts(w, args, locks[SLUICE_LOCK]["new"], "provisioned")
+        ep = parts(w, args, locks[EPOCHS_LOCK]["new"], "on-demand")
         total = lambda p: sum(v for k, v in p.items() if k != "gb_s") * per_tb
+        epochs = (f"{money(ep['lock'] * per_tb)} | **{money(total(ep))}**" if w["per_lock"]
+                  else "none | as without")
         print(f"| {w['label']} | {per_tb / 1e9:.2f} billion | {money(od['lambda'] * per_tb)} "
               f"({od['gb_s'] * per_tb:,.0f} GB-s) | {money(od['in'] * per_tb)} "
               f"| {money(od['out'] * per_tb)} | {money(od['lock'] * per_tb) if w['per_lock'] else 'none'} "
-              f"| **{money(total(od))}** | {money(total(pr))} |")
+              f"| **{money(total(od))}** | {money(total(pr))} | {epochs} |")
     print()
 
     print("#### Scale\n")
     print("| workload | TB a day | messages/s | Kinesis shards in (a record a message / aggregated) "
-          "| cores of sluice | lock write units/s (default) | lock partitions (1,000 W/s each) |")
-    print("|---|---|---|---|---|---|---|")
+          "| cores of sluice | lock write units/s (default) | lock partitions (1,000 W/s each) "
+          "| lock write units/s (`'epochs'`) | partitions |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for w in WORKLOADS.values():
         for tb in (1, 10):
             rate = tb * 1e12 / w["in"] / 86400
             shards = f"{kinesis_cost(w['in'], rate, False)[1]} / {kinesis_cost(w['in'], rate, True)[1]}"
             wps = rate * locks[SLUICE_LOCK]["new"][0] / w["per_lock"] if w["per_lock"] else 0
             lock = f"{wps:,.0f} | {-(-wps // 1000):,.0f}" if w["per_lock"] else "none | none"
+            ewps = rate * locks[EPOCHS_LOCK]["new"][0] / w["per_lock"] if w["per_lock"] else 0
+            lock += f" | {ewps:,.0f} | {-(-ewps // 1000):,.0f}" if w["per_lock"] else " | none | none"
             print(f"| {w['label']} | {tb} | {rate:,.0f} | {shards} | {rate / w['rate']:.2f} | {lock} |")
     print()
 

@@ -9,10 +9,12 @@ ids, the pipeline being a lock (`object.source_key: 'id'`, `ttl_offset: '1h'`, a
 TransactWriteItems of up to 100 conditional updates (the store's default, `lock_acquire:
 'transactions'`; builds before it, and `--items`, make one conditional write per key, an
 UpdateItem, or a PutItem before the lock redesign; `--statements` reads up to 100 keys with
-one BatchGetItem, then writes them in PartiQL BatchExecuteStatements of up to 25: all these
-writes count in the acquisition column, the reads in `other`) and committed in calls of up
-to 100 keys (TransactWriteItems) or 25 (BatchExecuteStatement) as messages are delivered (the
-commit column). Each run goes through a fresh delay proxy (delay_proxy.py: DELAY_MS added in
+one BatchGetItem, then writes them in PartiQL BatchExecuteStatements of up to 25; `--epochs`
+likewise, but writes them pending in an epoch: all these writes count in the acquisition
+column, the reads in `other`) and committed in calls of up to 100 keys (TransactWriteItems)
+or 25 (BatchExecuteStatement), or with `--epochs` a batch's keys by one UpdateItem of their
+epoch record, as messages are delivered (the commit column; a taker's UpdateItem that aborts
+a slot of another owner's epoch counts in `other`). Each run goes through a fresh delay proxy (delay_proxy.py: DELAY_MS added in
 each direction, so 2 x DELAY_MS per round trip), which counts the DynamoDB calls by operation
 and traces when each was made.
 
@@ -33,6 +35,10 @@ Configurations (rows), interleaved run by run so they see the same machine:
   statements/DELAY  --statements adds the default and stub rows with `lock_acquire:
                   'statements'` (a consistent BatchGetItem per 100 keys, then PartiQL
                   statements of up to 25), and their ratios
+  epochs/DELAY    --epochs adds the default and stub rows with `lock_acquire: 'epochs'` (as
+                  statements, but the keys written pending in an epoch, and a batch
+                  committed by one UpdateItem of its epoch record `#epoch:OWNER:N`), and
+                  their ratios (and against the statements rows, with --statements)
   cN/DELAY        --concurrency N adds rows with `concurrency: N` (and stub-cN/DELAY, the
                   same against the stub), for investigation
 
@@ -51,8 +57,8 @@ SigV4 signature, so the proxy may change the body the bench's sluice signed.
 
 The capacity-units table (after the configurations; --units-only runs it alone, --no-units
 leaves it out) has four phases for each `lock_acquire` (`transactions`, the default,
-`items` and `statements`), each one `sluice run` over --units-messages messages through its own billing proxy
-(delay_proxy.py --bill) at +DELAY, with one emulator per acquisition mode and run
+`items`, `statements` and `epochs`; units.py runs them), each one `sluice run` over
+--units-messages messages through its own billing proxy (delay_proxy.py --bill) at +DELAY, with one emulator per acquisition mode and run
 (--units-runs of them, 1 by default, beside the first runs of the configurations). Only these
 runs are billed: billing costs the proxy ~50 us of CPU per call, which the configurations'
 messages/s are kept free of (so the phases' messages/s run a little below them).
@@ -61,24 +67,25 @@ messages/s are kept free of (so the phases' messages/s run a little below them).
   mixed       ids of which one in 100 is one of those (a duplicate), the rest fresh: what a
               duplicate costs among new messages (with transactions, it cancels the
               transaction of up to 100 keys it is in, which is billed in full; with
-              statements, the read finds it held and it writes nothing)
+              statements and epochs, the read finds it held and it writes nothing)
   takeover    fresh ids taken by an owner that dies holding them: a `sluice run` whose lock
               (lease 20s) is followed by a one-hour `utility_delay`, the input in one batch,
               killed with SIGKILL once the proxy has seen every key taken (before anything
               is sent, so every key is left pending, not given back); then, once the
               latest lease ended plus the taker's clock skew (10 s, the default), a second
-              `sluice run` with the default settings takes them over. Its units are the
-              row's; the dead owner's own (its takes and renewals) are printed below.
+              `sluice run` with the default settings takes them over (with epochs, it
+              reads the dead owner's epoch records and aborts the keys' slots first).
+              Its units are the row's; the dead owner's own (its takes and renewals)
+              are printed below.
 Each phase's row: messages/s (that run's wall time), write and read units per message,
-calls per message, and the units per message by kind of call (take, commit, read) and
-outcome.
+calls per message, and the units per message by kind of call (take, commit, read; with
+epochs also the epoch records' reads, commits and aborts) and outcome.
 
 Printed: per configuration the median messages/s (wall time of the whole process: start,
 config, reading, locking, the final commit; start-up is ~10 ms), the range over the runs,
 DynamoDB calls per message by operation, the default/serial ratio; then where the time
-went (the commit phase, from the first TransactWriteItems or committing BatchExecuteStatement
-to the exit) and the CPU per
-message of sluice, the emulator and the proxy, and how busy the rest of the machine was.
+went (the commit phase, from the first TransactWriteItems, committing BatchExecuteStatement or
+epoch commit to the exit) and the CPU per message of sluice, the emulator and the proxy, and how busy the rest of the machine was.
 Each run checks that sluice exited 0 and every message came out with the inner
 transform's field (in the duplicate phase: every message, none with it); through the proxy
 it warns unless one acquisition was made per message.
@@ -88,20 +95,13 @@ Usage (from the repository root; scripts/bench.sh lock builds and runs it):
                         [--delay-ms 2.5] [--concurrency 64,128] [--run-args '--workers 1']
                         [--sluice target-bench/release/sluice] [--baseline OTHER_SLUICE]
                         [--dynoxide PATH] [--units-messages N] [--units-runs 1]
-                        [--items] [--statements] [--units-only | --no-units]
+                        [--items] [--statements] [--epochs] [--units-only | --no-units]
 """
 import argparse
-import datetime
-import hashlib
-import hmac
-import http.client
-import json
 import os
 import resource
-import select
 import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -109,318 +109,22 @@ import tempfile
 import time
 import uuid
 
-import billing  # beside this file
+from harness import (CHILDREN, DYNOXIDE, ROOT, Run, busy_s, check_output, cpu_s, create_table, die, input_file,
+                     probe_rtt, sluice_env, start_dynoxide, start_proxy, stop, stop_proxy, write_config)
+from units import MODES, PHASES, print_units, run_phases  # beside this file
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-DYNOXIDE = os.path.join(ROOT, ".emulators", "node_modules", "@dynoxide", "linux-x64", "dynoxide")
-TABLE = "sluice-bench-locks"
-REGION = "us-east-1"
 # An acquisition is an UpdateItem (a PutItem in builds before the lock redesign), a
-# transaction or statements that take keys (delay_proxy.py labels them).
+# transaction or statements that take keys (delay_proxy.py labels them), but not an
+# UpdateItem of an epoch record ('epochs': EPOCH_UPDATES, labelled too), which commits a
+# batch (`UpdateItem/commit`) or aborts a slot.
 ACQUIRE_OPS = ("UpdateItem", "PutItem", "TransactWriteItems/acquire", "BatchExecuteStatement/acquire")
-COMMIT_OPS = ("TransactWriteItems", "BatchExecuteStatement/commit")
+EPOCH_UPDATES = ("UpdateItem/commit", "UpdateItem/abort", "UpdateItem/epoch")
+COMMIT_OPS = ("TransactWriteItems", "BatchExecuteStatement/commit", "UpdateItem/commit")
 # Counted in the acquisition and commit columns (a TransactWriteItems/acquire is also a
-# TransactWriteItems; a labelled BatchExecuteStatement also a BatchExecuteStatement).
+# TransactWriteItems; a labelled call is also counted under its operation). The rest, other
+# (labelled calls are not counted twice there; an epoch record's UpdateItem that does not
+# commit is).
 OPS = ACQUIRE_OPS + COMMIT_OPS + ("BatchExecuteStatement",)
-MARK = b'"bench_locked":true'
-
-CHILDREN = []  # every process started, stopped on the way out whatever happens
-
-
-def die(msg):
-    sys.exit(f"lock bench: {msg}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port, proc, what, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            die(f"{what} exited with {proc.returncode} before listening on {port}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    die(f"{what} is not listening on 127.0.0.1:{port} after {timeout:.0f} s")
-
-
-def stop(proc, sig=signal.SIGTERM, timeout=10.0):
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    if proc in CHILDREN:
-        CHILDREN.remove(proc)
-
-
-# --- DynamoDB calls from the bench itself (table set-up, round-trip probe) ---------------
-
-
-def sigv4_headers(host, target, body):
-    """SigV4 with the test credentials. dynoxide 1.2.1 rejects a request without a well-formed
-    Authorization header (MissingAuthenticationToken) but does not check the signature
-    itself; signing properly keeps the bench working against one that does."""
-    now = datetime.datetime.now(datetime.timezone.utc)
-    amz_date, day = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
-    headers = {
-        "content-type": "application/x-amz-json-1.0",
-        "host": host,
-        "x-amz-date": amz_date,
-        "x-amz-target": target,
-    }
-    signed = ";".join(sorted(headers))
-    canonical = "\n".join(
-        ["POST", "/", ""]
-        + [f"{k}:{headers[k]}" for k in sorted(headers)]
-        + ["", signed, hashlib.sha256(body).hexdigest()]
-    )
-    scope = f"{day}/{REGION}/dynamodb/aws4_request"
-    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
-    key = ("AWS4" + "test").encode()
-    for part in (day, REGION, "dynamodb", "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-    signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-    headers["authorization"] = (
-        f"AWS4-HMAC-SHA256 Credential=test/{scope}, SignedHeaders={signed}, Signature={signature}"
-    )
-    return headers
-
-
-class Dynamo:
-    def __init__(self, port):
-        self.host = f"127.0.0.1:{port}"
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-
-    def call(self, op, payload):
-        body = json.dumps(payload).encode()
-        self.conn.request("POST", "/", body, sigv4_headers(self.host, "DynamoDB_20120810." + op, body))
-        resp = self.conn.getresponse()
-        data = json.loads(resp.read() or b"{}")
-        return resp.status, data
-
-    def close(self):
-        self.conn.close()
-
-
-def create_table(port):
-    db = Dynamo(port)
-    status, data = db.call(
-        "CreateTable",
-        {
-            "TableName": TABLE,
-            "BillingMode": "PAY_PER_REQUEST",
-            "AttributeDefinitions": [{"AttributeName": "PK", "AttributeType": "S"}],
-            "KeySchema": [{"AttributeName": "PK", "KeyType": "HASH"}],
-        },
-    )
-    if status != 200:
-        die(f"CreateTable: HTTP {status}: {data}")
-    for _ in range(100):
-        status, data = db.call("DescribeTable", {"TableName": TABLE})
-        if status == 200 and data["Table"]["TableStatus"] == "ACTIVE":
-            break
-        time.sleep(0.05)
-    else:
-        die(f"table {TABLE} not ACTIVE: {data}")
-    db.call(
-        "UpdateTimeToLive",
-        {"TableName": TABLE, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "ttl"}},
-    )
-    db.close()
-
-
-def probe_rtt(port, n=200):
-    """Median of n sequential PutItems (Python client, one keep-alive connection), ms."""
-    db = Dynamo(port)
-    tag = uuid.uuid4().hex[:8]
-    times = []
-    for i in range(n):
-        start = time.perf_counter()
-        status, data = db.call("PutItem", {"TableName": TABLE, "Item": {"PK": {"S": f"probe-{tag}-{i}"}}})
-        times.append(time.perf_counter() - start)
-        if status != 200:
-            die(f"probe PutItem: HTTP {status}: {data}")
-    db.close()
-    return statistics.median(times) * 1000
-
-
-# --- processes -------------------------------------------------------------------------
-
-
-def start_dynoxide(path):
-    port = free_port()
-    proc = subprocess.Popen(
-        [path, "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # Ctrl-C reaches it through our clean-up, not twice
-    )
-    CHILDREN.append(proc)
-    wait_listening(port, proc, "dynoxide")
-    return proc, port
-
-
-def start_proxy(target_port, delay_ms, counts_path, trace_path=None, bill=False):
-    for path in (counts_path, trace_path):
-        if path and os.path.exists(path):
-            os.remove(path)  # never read an earlier run's counts
-    target = "stub" if target_port == "stub" else f"127.0.0.1:{target_port}"
-    cmd = [sys.executable, os.path.join(HERE, "delay_proxy.py"), "0", target, str(delay_ms), "--counts", counts_path]
-    if trace_path:
-        cmd += ["--trace", trace_path]
-    if bill:
-        cmd.append("--bill")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, start_new_session=True)
-    CHILDREN.append(proc)
-    ready, _, _ = select.select([proc.stdout], [], [], 10)
-    line = proc.stdout.readline().decode() if ready else ""
-    if not line.startswith("listening "):
-        stop(proc, signal.SIGKILL)
-        die(f"the delay proxy did not start (said {line!r})")
-    # It prints the line after listen(): connections from now on are accepted.
-    return proc, int(line.rsplit(":", 1)[1])
-
-
-def stop_proxy(proc, counts_path):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        stop(proc, signal.SIGKILL)
-        die("the delay proxy did not exit on SIGTERM")
-    stop(proc)
-    proc.stdout.close()
-    with open(counts_path) as f:
-        return json.load(f)
-
-
-def proxy_counts(proc, counts_path, timeout=5.0):
-    """The counts of a running proxy (it writes them on SIGUSR1)."""
-    seen = -1
-    if os.path.exists(counts_path):
-        with open(counts_path) as f:
-            seen = json.load(f).get("snapshot", -1)
-    proc.send_signal(signal.SIGUSR1)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(counts_path):
-            with open(counts_path) as f:
-                counts = json.load(f)
-            if counts.get("snapshot", -1) > seen:
-                return counts
-        time.sleep(0.02)
-    die("the delay proxy did not write its counts on SIGUSR1")
-
-
-def cpu_s(pid):
-    """User + system CPU seconds of a running process."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def busy_s():
-    """CPU seconds the whole machine spent busy (all cores), from /proc/stat."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]  # idle + iowait
-    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def write_input(path, n, seen_every=0):
-    """n messages with unique ids `evt-N`; with `seen_every` k, only every k-th has such an id
-    (one a run over the plain input saw), the others `mix-N`, ids of their own."""
-    with open(path, "w") as f:
-        for i in range(n):
-            key = f"mix-{i:08d}" if seen_every and i % seen_every else f"evt-{i:08d}"
-            f.write(
-                json.dumps(
-                    {"id": key, "host": f"web-{i % 17}", "bytes": 100 + i % 9000, "msg": "GET /index.html 200"},
-                    separators=(",", ":"),
-                )
-                + "\n"
-            )
-
-
-def write_config(path, prefix, concurrency, acquire=None, lease=None, hold=False):
-    """The bench's pipeline; `hold` puts a one-hour `utility_delay` between the lock and the
-    send, so that the process holds every key pending until it is killed."""
-    extra = "" if concurrency is None else f"\n      concurrency: {concurrency},"
-    if lease is not None:
-        extra += f"\n      lease: '{lease}',"
-    store_extra = "" if acquire is None else f"\n  lock_acquire: '{acquire}',"
-    held = "\n    sub.tf.util.delay({ duration: '1h' }),  // keys stay pending: the process is killed here" if hold else ""
-    text = f"""// Generated by benches/lock/bench.py.
-local sub = std.extVar('sub');
-local kv = sub.kv_store.aws.dynamodb({{
-  aws: {{ arn: '{TABLE}' }},
-  attributes: {{ partition_key: 'PK', ttl: 'ttl' }},{store_extra}
-}});
-{{
-  transforms: [
-    sub.tf.meta.kv_store.lock({{
-      kv_store: kv,
-      prefix: '{prefix}',
-      ttl_offset: '1h',
-      object: {{ source_key: 'id' }},{extra}
-      transforms: [
-        sub.tf.obj.insert({{ obj: {{ trg: 'bench_locked' }}, value: true }}),
-      ],
-    }}),{held}
-    sub.tf.send.stdout(),
-  ],
-}}
-"""
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def sluice_env(port):
-    env = dict(os.environ)
-    env.update(
-        AWS_ENDPOINT_URL_DYNAMODB=f"http://127.0.0.1:{port}",
-        AWS_ACCESS_KEY_ID="test",
-        AWS_SECRET_ACCESS_KEY="test",
-        AWS_REGION=REGION,
-        AWS_EC2_METADATA_DISABLED="true",
-    )
-    for k in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        env.pop(k, None)
-    return env
-
-
-def input_file(tmp, n):
-    inp = os.path.join(tmp, f"input-{n}.jsonl")
-    if not os.path.exists(inp):
-        write_input(inp, n)
-    return inp
-
-
-def check_output(label, path, messages, marked_expected):
-    """Every message came out, `marked_expected` of them through the inner transform."""
-    with open(path, "rb") as f:
-        lines = f.read().splitlines()
-    marked = sum(1 for line in lines if MARK in line)
-    if len(lines) != messages or marked != marked_expected:
-        die(f"{label}: expected {messages} messages out, {marked_expected} of them locked and processed; "
-            f"got {len(lines)}, {marked} processed")
-
-
-class Run:
-    """One sluice run: wall time, CPU of each process, DynamoDB calls, phases."""
-
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
 
 
 def run_one(args, tmp, label, messages, concurrency, delay, stub=False, sluice=None, acquire=None):
@@ -474,171 +178,19 @@ def run_one(args, tmp, label, messages, concurrency, delay, stub=False, sluice=N
     if proxy:
         counts = stop_proxy(proxy, counts_path)
         taken = sum(counts["targets"].get("DynamoDB_20120810." + op, 0) for op in ("UpdateItem", "PutItem"))
+        taken -= sum(counts["targets"].get("DynamoDB_20120810." + op, 0) for op in EPOCH_UPDATES)
         taken += counts.get("acquire_keys", 0)
         if taken != messages:
             print(f"warning: {label}: {taken} keys asked for, for {messages} messages", file=sys.stderr)
         with open(trace_path) as f:
             twi = [float(t) for t, target in (line.split() for line in f)
-                   if target.endswith((".TransactWriteItems", ".BatchExecuteStatement/commit"))]
+                   if target.endswith((".TransactWriteItems", ".BatchExecuteStatement/commit", ".UpdateItem/commit"))]
         if twi:
             commit_s = end - min(twi)
     if dynoxide:
         stop(dynoxide)
     return Run(wall=end - start, counts=counts, commit_s=commit_s, cpu=sluice_cpu, db_cpu=db_cpu, px_cpu=px_cpu,
                busy=busy)
-
-
-# --- capacity units per message, by phase ----------------------------------------------
-
-# The lease of the owner that dies in the takeover phase: short, so that the takeover can
-# follow soon; long enough that its renewals (every third of it, of every key it holds) do
-# not slow its taking of them much on a busy machine.
-OWNER_LEASE = "20s"
-# The taker's clock_skew, the default for its lease (the default 1m): another owner's lease
-# blocks it until the lease's end plus this.
-TAKER_SKEW_S = 10.0
-PHASES = ("new", "duplicate", "mixed", "takeover")
-# In the mixed phase, one message in this many is a duplicate.
-MIXED_EVERY = 100
-MODES = ("transactions", "items", "statements")
-
-
-def phase_run(args, tmp, db_port, label, config, inp, n, marked):
-    """One `sluice run` over the emulator through a billing proxy: its wall time and counts.
-    `marked` messages must come out through the inner transform, and all `n` out."""
-    counts_path = os.path.join(tmp, "phase-counts.json")
-    proxy, port = start_proxy(db_port, args.delay_ms, counts_path, bill=True)
-    out = os.path.join(tmp, "phase-out.jsonl")
-    cmd = [args.sluice, "run", "--config", config, *shlex.split(args.run_args)]
-    timeout = 60 + n / 20
-    with open(inp, "rb") as fin, open(out, "wb") as fout:
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=subprocess.PIPE, env=sluice_env(port))
-        CHILDREN.append(proc)
-        try:
-            _, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stop(proc, signal.SIGKILL)
-            die(f"{label}: sluice did not finish {n} messages in {timeout:.0f} s")
-        wall = time.monotonic() - start
-        CHILDREN.remove(proc)
-    if proc.returncode != 0:
-        die(f"{label}: sluice exited {proc.returncode}:\n{err.decode(errors='replace')[-4000:]}")
-    check_output(label, out, n, marked)
-    return Run(wall=wall, counts=stop_proxy(proxy, counts_path))
-
-
-def kill_owner(args, tmp, db_port, label, config, inp, n):
-    """Runs an owner that takes the `n` keys and holds them pending (a config with `hold`,
-    and the whole input in one batch), and kills it with SIGKILL once the proxy has seen
-    every key taken: what a crash leaves. Its counts and how long it lived."""
-    counts_path = os.path.join(tmp, "owner-counts.json")
-    proxy, port = start_proxy(db_port, args.delay_ms, counts_path, bill=True)
-    out = os.path.join(tmp, "owner-out.jsonl")
-    batch = ["--batch-messages", str(n), "--batch-bytes", str(256 * n + (1 << 20)),
-             "--read-ahead-bytes", str(512 * n + (8 << 20))]
-    cmd = [args.sluice, "run", "--config", config, *batch, *shlex.split(args.run_args)]
-    with open(inp, "rb") as fin, open(out, "wb") as fout:
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=subprocess.DEVNULL, env=sluice_env(port))
-        CHILDREN.append(proc)
-        deadline = start + 60 + n / 20
-        while True:
-            if proc.poll() is not None:
-                die(f"{label}: the owner exited ({proc.returncode}) before it took its {n} keys")
-            if proxy_counts(proxy, counts_path).get("acquired_keys", 0) >= n:
-                break
-            if time.monotonic() > deadline:
-                stop(proc, signal.SIGKILL)
-                die(f"{label}: the owner did not take its {n} keys in {deadline - start:.0f} s")
-            time.sleep(0.25)
-        stop(proc, signal.SIGKILL)
-        lived = time.monotonic() - start
-    if os.path.getsize(out):
-        die(f"{label}: the owner delivered messages before it was killed (its keys were to stay pending)")
-    return Run(wall=lived, counts=stop_proxy(proxy, counts_path))
-
-
-def wait_for_leases(db_port, prefix, n, label):
-    """Waits until the `n` pending keys under `prefix` can be taken over: the latest lease's
-    end plus the taker's skew (read from the table directly, not through a proxy)."""
-    db = Dynamo(db_port)
-    req = {"TableName": TABLE, "FilterExpression": "begins_with(PK, :p)",
-           "ProjectionExpression": "lock_status, lock_lease_until",
-           "ExpressionAttributeValues": {":p": {"S": prefix + ":"}}}
-    pending, latest_ms = 0, 0
-    while True:
-        status, data = db.call("Scan", req)
-        if status != 200:
-            die(f"{label}: Scan: HTTP {status}: {data}")
-        for item in data.get("Items", []):
-            if item.get("lock_status", {}).get("S") == "pending":
-                pending += 1
-                latest_ms = max(latest_ms, int(item.get("lock_lease_until", {}).get("N", "0")))
-        if "LastEvaluatedKey" not in data:
-            break
-        req["ExclusiveStartKey"] = data["LastEvaluatedKey"]
-    db.close()
-    if pending != n:
-        die(f"{label}: {pending} keys left pending by the killed owner, not {n}")
-    time.sleep(max(0.0, latest_ms / 1000 + TAKER_SKEW_S + 1.0 - time.time()))
-
-
-def run_phases(args, tmp, acquire):
-    """The phases of one acquisition mode over one emulator: `new` (fresh keys), `duplicate`
-    (the same keys again, all committed), `mixed` (fresh keys but one in MIXED_EVERY, which
-    is committed), `takeover` (fresh keys an owner took and died holding, taken once their
-    leases ended); and `owner`, the dead owner's own run."""
-    n = args.units_messages
-    dynoxide, db_port = start_dynoxide(args.dynoxide)
-    create_table(db_port)
-    inp = input_file(tmp, n)
-    config = os.path.join(tmp, "phase.jsonnet")
-    out = {}
-    write_config(config, f"units-{acquire}-{uuid.uuid4().hex[:10]}", None, acquire)
-    out["new"] = phase_run(args, tmp, db_port, f"new/{acquire}", config, inp, n, n)
-    out["duplicate"] = phase_run(args, tmp, db_port, f"duplicate/{acquire}", config, inp, n, 0)
-    mixed = os.path.join(tmp, f"input-{n}-mixed.jsonl")
-    if not os.path.exists(mixed):
-        write_input(mixed, n, MIXED_EVERY)
-    fresh = n - len(range(0, n, MIXED_EVERY))
-    out["mixed"] = phase_run(args, tmp, db_port, f"mixed/{acquire}", config, mixed, n, fresh)
-    prefix = f"takeover-{acquire}-{uuid.uuid4().hex[:10]}"
-    write_config(config, prefix, None, acquire, lease=OWNER_LEASE, hold=True)
-    out["owner"] = kill_owner(args, tmp, db_port, f"takeover/{acquire}", config, inp, n)
-    wait_for_leases(db_port, prefix, n, f"takeover/{acquire}")
-    write_config(config, prefix, None, acquire)
-    out["takeover"] = phase_run(args, tmp, db_port, f"takeover/{acquire}", config, inp, n, n)
-    stop(dynoxide)
-    return out
-
-
-def print_units(args, units):
-    n = args.units_messages
-    med = statistics.median
-    print()
-    print(f"DynamoDB capacity units per message, billed as DynamoDB bills them: {n:,} messages a phase, "
-          f"+{args.delay_ms:g} ms each way, median of {len(units[MODES[0]])} runs")
-    print(f"{'phase':<10} {'lock_acquire':<13} {'msgs/s':>7} {'write/msg':>9} {'read/msg':>8} {'calls/msg':>9}  "
-          "units per message, by call (write, +read)")
-    for mode in MODES:
-        for phase in PHASES:
-            runs = [u[phase] for u in units[mode]]
-            rate = med(n / x.wall for x in runs)
-            write = med(x.counts["bill"]["write"] / n for x in runs)
-            read = med(x.counts["bill"]["read"] / n for x in runs)
-            calls = med(sum(v for k, v in x.counts["targets"].items() if "/" not in k) / n for x in runs)
-            unbilled = sorted(billing.unbilled_of([x.counts["bill"] for x in runs]).items())
-            nothing = "; billed nothing: " + ", ".join(f"{v} {k}" for k, v in unbilled) if unbilled else ""
-            print(f"{phase:<10} {mode:<13} {rate:>7,.0f} {write:>9.3f} {read:>8.3f} {calls:>9.4f}  "
-                  f"{billing.where_units_went([x.counts['bill'] for x in runs], n)}{nothing}")
-    owners = ", ".join(
-        f"{mode} {med(u['owner'].counts['bill']['write'] / n for u in units[mode]):.2f} write/msg over "
-        f"{med(u['owner'].wall for u in units[mode]):.1f} s" for mode in MODES)
-    print(f"(takeover: the keys of an owner killed (SIGKILL) holding them, lease {OWNER_LEASE}, taken once their "
-          f"leases ended; the owner itself spent {owners}: its takes and renewals)")
-    every = [x.counts["bill"] for mode in MODES for u in units[mode] for x in u.values()]
-    print(billing.sources(every))
 
 
 def main():
@@ -659,6 +211,10 @@ def main():
     ap.add_argument("--statements", action="store_true",
                     help="adds rows whose store takes locks with a BatchGetItem and PartiQL statements "
                          "(lock_acquire: 'statements'; statements/DELAY and stub-statements/DELAY) beside the default")
+    ap.add_argument("--epochs", action="store_true",
+                    help="adds rows whose store takes locks with a BatchGetItem and PartiQL statements in an epoch "
+                         "and commits each batch with one UpdateItem (lock_acquire: 'epochs'; epochs/DELAY and "
+                         "stub-epochs/DELAY) beside the default")
     ap.add_argument("--run-args", default="", help="extra arguments of every `sluice run`, e.g. '--workers 1'")
     ap.add_argument("--units-messages", type=int, default=0,
                     help="messages per phase of the capacity-units table (default: --messages)")
@@ -701,6 +257,9 @@ def main():
     if args.statements:
         configs.append((f"statements/{d}", None, args.messages, args.delay_ms, False, None, "statements"))
         configs.append((f"stub-statements/{d}", None, args.messages, args.delay_ms, True, None, "statements"))
+    if args.epochs:
+        configs.append((f"epochs/{d}", None, args.messages, args.delay_ms, False, None, "epochs"))
+        configs.append((f"stub-epochs/{d}", None, args.messages, args.delay_ms, True, None, "epochs"))
     if args.baseline:
         configs.append((f"base-default/{d}", None, args.messages, args.delay_ms, False, args.baseline, None))
         configs.append((f"base-stub/{d}", None, args.messages, args.delay_ms, True, args.baseline, None))
@@ -771,11 +330,12 @@ def print_rows(args, configs, results, probes):
             def per_msg(*ops):
                 return med(sum(c["targets"].get("DynamoDB_20120810." + op, 0) for op in ops) / n
                            for c in counted)
-            other = med(sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS) / n
-                        for c in counted)
+            other = med(sum(v for k, v in c["targets"].items() if k.rsplit(".", 1)[-1] not in OPS and "/" not in k)
+                        / n for c in counted) + per_msg("UpdateItem/abort", "UpdateItem/epoch")
             conns = med(c["connections"] for c in counted)
             commits = per_msg(*COMMIT_OPS) - per_msg("TransactWriteItems/acquire")
-            calls = f"{per_msg(*ACQUIRE_OPS):>11.3f} {commits:>10.4f} {other:>9.4f} {conns:>5.0f}"
+            acquires = per_msg(*ACQUIRE_OPS) - per_msg(*EPOCH_UPDATES)
+            calls = f"{acquires:>11.3f} {commits:>10.4f} {other:>9.4f} {conns:>5.0f}"
         else:
             calls = f"{'-':>11} {'-':>10} {'-':>9} {'-':>5}"
         shown = "32 (default)" if conc is None else str(conc)
@@ -791,13 +351,21 @@ def print_rows(args, configs, results, probes):
         for row, stmts in (("default", "statements"), ("stub", "stub-statements")):
             print(f"{row}/{d} (transactions) against {stmts}/{d} (a BatchGetItem, then statements): "
                   f"{medians[f'{row}/{d}'] / medians[f'{stmts}/{d}']:.2f}x messages/s")
+    if args.epochs:
+        for row, epochs in (("default", "epochs"), ("stub", "stub-epochs")):
+            print(f"{row}/{d} (transactions) against {epochs}/{d} (a BatchGetItem, statements in an epoch, one "
+                  f"UpdateItem per batch's commit): {medians[f'{row}/{d}'] / medians[f'{epochs}/{d}']:.2f}x messages/s")
+        if args.statements:
+            for row in ("", "stub-"):
+                print(f"{row}statements/{d} against {row}epochs/{d}: "
+                      f"{medians[f'{row}statements/{d}'] / medians[f'{row}epochs/{d}']:.2f}x messages/s")
     if args.baseline:
         for row in ("default", "stub"):
             print(f"{row}/{d} against the baseline build ({args.baseline}): "
                   f"{medians[f'{row}/{d}'] / medians[f'base-{row}/{d}']:.2f}x messages/s")
     print()
-    print("where the time and the CPU went (medians; commit = from the first TransactWriteItems or committing")
-    print("BatchExecuteStatement to the exit;")
+    print("where the time and the CPU went (medians; commit = from the first TransactWriteItems, committing")
+    print("BatchExecuteStatement or epoch commit (UpdateItem) to the exit;")
     print("CPU per message of each process; other = the rest of the machine, in cores busy on average)")
     print(f"{'configuration':<21} {'wall s':>7} {'commit s':>8} {'sluice us':>9} {'dynoxide us':>11} "
           f"{'proxy us':>8} {'other cores':>11}")
@@ -810,8 +378,8 @@ def print_rows(args, configs, results, probes):
         db = f"{'-':>11}" if stub else f"{med(x.db_cpu for x in runs) / n * 1e6:>11.0f}"
         print(f"{label:<21} {med(x.wall for x in runs):>7.3f} {commit} {med(x.cpu for x in runs) / n * 1e6:>9.0f} "
               f"{db} {proxy} {others:>11.2f}")
-    print(f"(commit = TransactWriteItems and BatchExecuteStatements that commit. The serial rows use "
-          f"{args.serial_messages} messages, the others {args.messages}: one call at a time runs ~1/30 as fast, "
+    print("(commit = TransactWriteItems, and BatchExecuteStatements and epoch UpdateItems that commit. "
+          f"The serial rows use {args.serial_messages} messages, the others {args.messages}: one call at a time runs ~1/30 as fast, "
           "and the rate per message does not depend on the count beyond ~10 ms of process start-up. "
           "Each run has a fresh emulator.)")
 

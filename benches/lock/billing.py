@@ -180,6 +180,44 @@ def statement_size(statement):
     return sum(len(n.encode()) for n in names) + sum(value_size(v) for v in statement.get("Parameters") or [])
 
 
+# The partition key value of an epoch record of `lock_acquire: 'epochs'` (`#epoch:OWNER:N`;
+# transforms/src/kv_store/aws_dynamodb): keys are written pending in an epoch (status
+# `epoch`, with `lock_epoch` and `lock_slot`) and a batch of them is committed with one
+# UpdateItem of their epoch record (ADD to its `lock_committed` set), or aborted slot by slot
+# by a taker (ADD to `lock_aborted`).
+EPOCH_MARK = "#epoch:"
+
+
+def is_epoch_key(key):
+    """Whether a request's `Key` (attribute -> value) is an epoch record's."""
+    return isinstance(key, dict) and any(
+        isinstance(v, dict) and EPOCH_MARK in str(v.get("S", "")) for v in key.values())
+
+
+def epoch_update(req):
+    """What an UpdateItem request does to an epoch record: `commit` (its update expression
+    adds to `lock_committed`), `abort` (to `lock_aborted`), else `epoch`; None when it is not
+    an epoch record's."""
+    if not isinstance(req, dict) or not is_epoch_key(req.get("Key")):
+        return None
+    expr = str(req.get("UpdateExpression") or "")
+    names = req.get("ExpressionAttributeNames") or {}
+    for placeholder in sorted(names, key=len, reverse=True):  # `#a1` before `#a`
+        expr = expr.replace(placeholder, str(names[placeholder]))
+    if "lock_aborted" in expr:
+        return "abort"
+    if "lock_committed" in expr:
+        return "commit"
+    return "epoch"
+
+
+def epoch_read(req):
+    """Whether a BatchGetItem request reads epoch records only."""
+    keys = [k for t in ((req or {}).get("RequestItems") or {}).values() if isinstance(t, dict)
+            for k in t.get("Keys") or []]
+    return bool(keys) and all(is_epoch_key(k) for k in keys)
+
+
 def is_select(statement):
     return str(statement.get("Statement", "")).lstrip()[:6].upper() == "SELECT"
 
@@ -356,9 +394,13 @@ KIND_NAMES = {  # in the order shown
     "BatchGetItem": "read (BatchGetItem)",
     "TransactWriteItems/acquire": "take (transaction)",
     "BatchExecuteStatement/acquire": "take (statements)",
+    "BatchGetItem/epoch": "read epochs (BatchGetItem)",
     "UpdateItem": "take (UpdateItem)",
+    "UpdateItem/abort": "abort a slot (epoch UpdateItem)",
     "TransactWriteItems/commit": "commit (transaction)",
     "BatchExecuteStatement/commit": "commit (statements)",
+    "UpdateItem/commit": "commit (epoch UpdateItem)",
+    "UpdateItem/epoch": "other (epoch UpdateItem)",
     "TransactWriteItems/renew": "renew (transaction)",
     "TransactWriteItems/release": "release (transaction)",
     "TransactWriteItems/abandon": "abandon (transaction)",
@@ -497,8 +539,12 @@ class RequestFramer:
         elif op == "BatchExecuteStatement":
             what, keys = self.counts.statements(self.target, body)
             label = f"{op}/{what}"
-        elif op == "UpdateItem" and b":pending" in body:
-            keys = 1  # an acquisition: ACQUIRE_UPDATE sets `:pending` (a release deletes)
+        elif op in ("UpdateItem", "BatchGetItem"):
+            what = self.counts.epoch_call(self.target, body)
+            if what:
+                label = f"{op}/{what}"  # an epoch record's commit, abort or read ('epochs')
+            elif op == "UpdateItem" and self.counts.takes(body):
+                keys = 1  # an acquisition: ACQUIRE_UPDATE sets `:pending` (a release deletes)
         if op in BILLED_OPS and body.lstrip().startswith(b"{") and ASKED not in body:
             rest = body.lstrip()[1:]
             body = b"{" + INJECT + (b"," if rest.strip() != b"}" else b"") + rest
@@ -675,6 +721,27 @@ def self_test():
     ledger.add("BatchExecuteStatement", "BatchExecuteStatement/commit", 200, body(every),
                body({"Responses": [{"Error": {"Code": "ConditionalCheckFailed"}}]}))
     assert ledger.write == 12.0 + 1 and "BatchExecuteStatement/commit every statement failed" in ledger.kinds
+    # 'epochs': an epoch record's UpdateItem commits (ADD lock_committed) or aborts (ADD
+    # lock_aborted), told by its update expression whatever its placeholders; one whose
+    # condition failed is billed the larger item, at least 1 unit; a BatchGetItem of epoch
+    # records is a read per record.
+    epoch_key = {"PK": {"S": "#epoch:host/42/abc:7"}}
+    commit = {"Key": epoch_key, "UpdateExpression": "ADD #c :slots, #v :one",
+              "ConditionExpression": "NOT contains(#a, :s0)",
+              "ExpressionAttributeNames": {"#c": "lock_committed", "#v": "lock_v", "#a": "lock_aborted"},
+              "ExpressionAttributeValues": {":slots": {"NS": ["0", "1", "2"]}, ":one": {"N": "1"}, ":s0": {"N": "0"}}}
+    abort = dict(commit, UpdateExpression="ADD #a :slots, #v :one")
+    assert (epoch_update(commit), epoch_update(abort)) == ("commit", "abort")
+    assert epoch_update(dict(commit, UpdateExpression="SET #v = :one")) == "epoch"
+    assert epoch_update({"Key": {"PK": {"S": "fi:a"}}, "UpdateExpression": "SET #s = :pending"}) is None
+    assert bill_failure("UpdateItem", commit, cond) == (1, 0.0, "condition failed")
+    big_epoch = {"PK": epoch_key["PK"], "lock_committed": {"NS": [str(i) for i in range(1000, 1500)]}}
+    assert bill_failure("UpdateItem", commit, dict(cond, Item=big_epoch))[0] == 2
+    reads = {"RequestItems": {"t": {"Keys": [epoch_key, {"PK": {"S": "#epoch:host/42/abc:8"}}], "ConsistentRead": True}}}
+    assert epoch_read(reads) and not epoch_read(strong) and not epoch_read({})
+    assert estimate_success("BatchGetItem", reads, {"Responses": {"t": [big_epoch]}}) == (0.0, 2.0)
+    reads["RequestItems"]["t"]["ConsistentRead"] = False
+    assert estimate_success("BatchGetItem", reads, {"Responses": {"t": [big_epoch]}}) == (0.0, 1.0)
     print("billing.py: ok")
 
 

@@ -37,12 +37,17 @@ Counting: the client-to-server stream is parsed as HTTP/1.1 requests (keep-alive
 connections carry many; headers may be split across reads; bodies are skipped by
 Content-Length or chunked framing) and every request is counted by its `X-Amz-Target`
 header (`DynamoDB_20120810.PutItem` ...; `-` when absent). The bodies of
-`TransactWriteItems`, `BatchExecuteStatement` and `BatchGetItem` with a Content-Length are
-read: a transaction whose updates set `:pending` takes locks, and is also counted as
-`DynamoDB_20120810.TransactWriteItems/acquire`, its keys in `acquire_keys`; a
-`BatchExecuteStatement` is also counted as `.../acquire` (statements that write `pending`
-and not `committed`: its statements in `acquire_keys`) or `.../commit` (statements that
-write `committed`; traced as such with --trace). Parsing never delays forwarding: a chunk is
+`TransactWriteItems`, `BatchExecuteStatement`, `BatchGetItem` and `UpdateItem` with a
+Content-Length are read: a transaction whose updates set `:pending` takes locks, and is also
+counted as `DynamoDB_20120810.TransactWriteItems/acquire`, its keys in `acquire_keys`; a
+`BatchExecuteStatement` is also counted as `.../acquire` (statements that write `pending`,
+or `epoch` with `lock_acquire: 'epochs'`, and not `committed`: its statements in
+`acquire_keys`) or `.../commit` (statements that write `committed`; traced as such with
+--trace). With `lock_acquire: 'epochs'` an `UpdateItem` of an epoch record (a partition key
+value with `#epoch:`) is also counted as `.../UpdateItem/commit` (it adds to
+`lock_committed`: one commits a batch; traced), `.../UpdateItem/abort` (a taker adds to
+`lock_aborted`) or `.../UpdateItem/epoch` (anything else), and a `BatchGetItem` of epoch
+records only as `.../BatchGetItem/epoch`. Parsing never delays forwarding: a chunk is
 stamped and queued before it is parsed.
 
 Billing (--bill, not with the stub or --threads): every DynamoDB call is billed in write and
@@ -54,8 +59,8 @@ verify the SigV4 signature, which covers the body; the SDK reads the added field
 output and ignores it), and parses the answers, after forwarding them, to bill each call with
 its request. It also counts the keys that acquisitions took (`acquired_keys`: those of
 successful acquiring transactions, of successful statements of acquiring
-`BatchExecuteStatement`s, and successful `UpdateItem`s, which the lock makes only to take
-keys).
+`BatchExecuteStatement`s, and successful `UpdateItem`s that take a key: those that set
+`:pending` or the status `epoch`, not an epoch record's).
 
 With --trace FILE it also appends a line per request to FILE: when its head was parsed
 (CLOCK_MONOTONIC seconds, Python's time.monotonic(), comparable across processes) and its
@@ -92,10 +97,12 @@ RECV_BYTES = 65536
 MAX_HEAD = billing.MAX_HEAD
 # The requests whose bodies the counter reads (it skips the others'): to count what they do,
 # and for the stub to answer them.
-CAPTURED = (".TransactWriteItems", ".BatchExecuteStatement", ".BatchGetItem")
+CAPTURED = (".TransactWriteItems", ".BatchExecuteStatement", ".BatchGetItem", ".UpdateItem")
 # Values of the lock's status attribute (transforms/src/kv_store/aws_dynamodb): a statement
-# that writes `committed` commits, one that writes only `pending` takes.
+# that writes `committed` commits, one that writes only `pending` (or `epoch`, pending in an
+# epoch: `lock_acquire: 'epochs'`) takes.
 PENDING = {"S": "pending"}
+EPOCH = {"S": "epoch"}
 COMMITTED = {"S": "committed"}
 
 
@@ -177,7 +184,7 @@ class Counts:
         params = [s.get("Parameters") or [] if isinstance(s, dict) else [] for s in statements]
         if params and all(COMMITTED in p for p in params):
             what, keys = "commit", 0
-        elif params and all(PENDING in p and COMMITTED not in p for p in params):
+        elif params and all((PENDING in p or EPOCH in p) and COMMITTED not in p for p in params):
             what, keys = "acquire", len(params)
         else:
             return "other", 0
@@ -188,6 +195,44 @@ class Counts:
             if self.trace:
                 self.trace.write(f"{time.monotonic():.6f} {kind}\n")
         return what, keys
+
+    def epoch_call(self, target, body):
+        """Counts an UpdateItem or BatchGetItem of epoch records (`lock_acquire: 'epochs'`) as
+        `TARGET/commit`, `/abort` or `/epoch` (an UpdateItem, billing.epoch_update) or
+        `TARGET/epoch` (a BatchGetItem of epoch records only), traced as such with --trace.
+        Returns that label's suffix, or None for any other call (the body is parsed only
+        when it names an epoch record)."""
+        if not body or billing.EPOCH_MARK.encode() not in body:
+            return None
+        try:
+            req = json.loads(body)
+        except ValueError:
+            return None
+        if target.endswith(".UpdateItem"):
+            what = billing.epoch_update(req)
+        else:
+            what = "epoch" if billing.epoch_read(req) else None
+        if what:
+            with self.lock:
+                kind = f"{target}/{what}"
+                self.targets[kind] = self.targets.get(kind, 0) + 1
+                if self.trace:
+                    self.trace.write(f"{time.monotonic():.6f} {kind}\n")
+        return what
+
+    @staticmethod
+    def takes(body):
+        """Whether an UpdateItem (not an epoch record's) takes a key: it sets `:pending`, or
+        the status `epoch` (a takeover into the taker's epoch)."""
+        if b":pending" in body:
+            return True
+        if b'"epoch"' not in body:
+            return False
+        try:
+            values = json.loads(body).get("ExpressionAttributeValues") or {}
+        except (ValueError, AttributeError):
+            return False
+        return EPOCH in values.values()
 
     def response(self, call, status, body):
         """--bill: one answered call, `call` as RequestFramer queued it."""
@@ -284,6 +329,8 @@ class RequestCounter:
                     self.counts.transaction(self.target, body)
                 elif self.target.endswith(".BatchExecuteStatement"):
                     self.counts.statements(self.target, body)
+                elif self.target.endswith((".UpdateItem", ".BatchGetItem")):
+                    self.counts.epoch_call(self.target, body)
                 self.body = body
                 self.ended()
             elif self.state in ("body", "chunk_data"):

@@ -164,15 +164,18 @@ MIX_ORDER = ["clean", "sink", "lock", "outage", "crash", "retry", "idle", "all",
              "clock_past", "fulldisk"]
 
 
-def statements_mix(spec):
+def statements_mix(spec, acquire="statements"):
     """A mix with the DynamoDB lock taking and committing keys with PartiQL statements
     (`lock_acquire: 'statements'`: a consistent BatchGetItem, the `lock_read` class, then
-    BatchExecuteStatement, acquire or commit). Its calls are fewer than the transactions'
-    (a read and a statement call per 25 keys), so where the mix injects lock faults, the
-    acquisitions' and reads' rates of throttling and errors are the commits' (their
-    timeouts stay rare: an acquisition held 5 s outlasts the short leases); its outage
-    windows reach the reads too."""
-    out = dict(spec, lock_acquire="statements")
+    BatchExecuteStatement, acquire or commit; `'epochs'`: the same read and acquisitions,
+    the keys written pending in an epoch, then one UpdateItem of the epoch record per batch,
+    the `commit` class, and a taker's reads of epoch records, `lock_read`, and aborts of
+    their slots, `acquire`). Its calls are fewer than the transactions' (a read and a
+    statement call per 25 keys), so where the mix injects lock faults, the acquisitions'
+    and reads' rates of throttling and errors are the commits' (their timeouts stay rare:
+    an acquisition held 5 s outlasts the short leases); its outage windows reach the reads
+    too."""
+    out = dict(spec, lock_acquire=acquire)
     faults = dict(spec["faults"])
     if "acquire" in faults:
         quick = {k: v for k, v in LOCK_FAULTS["commit"].items() if not k.startswith("timeout")}
@@ -188,11 +191,15 @@ def statements_mix(spec):
 
 
 # Every mix that reaches a DynamoDB lock, again with the lock in `lock_acquire:
-# 'statements'`: MIX_stmt.
+# 'statements'` (MIX_stmt) and in `lock_acquire: 'epochs'` (MIX_epoch).
 STATEMENT_MIXES = [f"{m}_stmt" for m in MIX_ORDER if m != "fulldisk"]
+EPOCH_MIXES = [f"{m}_epoch" for m in MIX_ORDER if m != "fulldisk"]
 for _m in MIX_ORDER:
     if f"{_m}_stmt" in STATEMENT_MIXES:
         MIXES[f"{_m}_stmt"] = dict(statements_mix(MIXES[_m]), base=_m)
+    if f"{_m}_epoch" in EPOCH_MIXES:
+        MIXES[f"{_m}_epoch"] = dict(statements_mix(MIXES[_m], "epochs"), base=_m)
+ALL_MIXES = MIX_ORDER + STATEMENT_MIXES + EPOCH_MIXES
 
 PIPELINES = ["kinesis", "kinesis_after", "firehose", "dynamodb", "file", "file_after", "gcs",
              "hop", "inside_after", "two_sends", "ddb_file", "fanout", "recurring", "identical",
@@ -257,20 +264,22 @@ SIZES = {
                         ("scaleout", "crash"), ("kinesis", "clock"),
                         ("kinesis_after", "clock_past"), ("file", "fulldisk"),
                         # The lock in `lock_acquire: 'statements'`: every fault at once,
-                        # and the lock store's faults alone with commits by statements.
-                        ("kinesis", "all_stmt"), ("file_after", "lock_stmt")],
+                        # and the lock store's faults alone with commits by statements;
+                        # the same in `lock_acquire: 'epochs'` (commits by epoch records).
+                        ("kinesis", "all_stmt"), ("file_after", "lock_stmt"),
+                        ("kinesis", "all_epoch"), ("file_after", "lock_epoch")],
               # Two cells at a time (they mostly wait: on leases, faults held 5 s, outage
               # windows; the whole run takes under a minute of CPU), the longest first (a
               # full disk's 30 s of settling, leases plus the clock skew).
               "jobs": 2, "first": [("kinesis", "clock"), ("file", "fulldisk")],
               "control": "file"},
     # docs/exactly-once.md's table: every mix on every pipeline it applies to (144 cells),
-    # and again with the DynamoDB lock in `lock_acquire: 'statements'` (135 cells),
-    # >= 150,000 messages through the lock and >= 400 crashes (SIGKILL and SIGTERM); two
-    # cells at a time, the slowest first.
+    # and again with the DynamoDB lock in `lock_acquire: 'statements'` (135 cells) and in
+    # `lock_acquire: 'epochs'` (135 cells), >= 150,000 messages through the lock and >= 400
+    # crashes (SIGKILL and SIGTERM); two cells at a time, the slowest first.
     "large": {"messages": 2000, "batch": 100, "redeliver": 0.03, "idle_batches": 0.2,
-              "mixes": MIX_ORDER + STATEMENT_MIXES, "control": "file", "jobs": 2,
-              "first": [(p, m) for m in ("clock", "fulldisk", "clock_stmt") for p in PIPELINES]},
+              "mixes": ALL_MIXES, "control": "file", "jobs": 2,
+              "first": [(p, m) for m in ("clock", "fulldisk", "clock_stmt", "clock_epoch") for p in PIPELINES]},
 }
 DEAD_LETTER_AFTER = 3  # failed attempts of the same record before it is dead-lettered
 # The fan-out's source retries a record longer: each of its messages is up to six Kinesis
@@ -869,21 +878,64 @@ def lock_table(p, res, emu):
         c.close()
         return locks
     ddb = client("dynamodb", emu.ddb)
+    items = []
     try:
         for page in ddb.get_paginator("scan").paginate(TableName=res["locks"]):
-            for i in page["Items"]:
-                rec = {}
-                for attr, name in (("lock_status", "status"), ("lock_owner", "owner"),
-                                   ("lock_lease_until", "lease"), ("ttl", "ttl"),
-                                   ("lock_since", "since"), ("lock_note", "note"),
-                                   ("lock_progress", "progress")):
-                    v = i.get(attr)
-                    if v is not None:
-                        rec[name] = v.get("S", v.get("N", v.get("SS")))
-                locks[i["PK"]["S"]] = rec
+            items.extend(page["Items"])
     except ddb.exceptions.ResourceNotFoundException:  # the control has no lock table
         pass
-    return locks
+    return dynamodb_locks(items)
+
+
+EPOCH_MARK = "#epoch:"
+
+
+def dynamodb_locks(items):
+    """{key: record} of the DynamoDB lock table's items (status, owner, lease, since, ttl,
+    progress, note). With `lock_acquire: 'epochs'`, a key whose status is `epoch` was
+    written pending in an epoch, and its epoch record (partition key `#epoch:OWNER:N`, not a
+    key: left out) says what became of it: `committed` when the record's `lock_committed`
+    holds the key's `lock_slot`, `aborted` (by a taker that then did not take the key) when
+    `lock_aborted` does, else `pending`; the record and slot are kept in `epoch`."""
+    epochs, keys = {}, {}
+    for i in items:
+        pk = i["PK"]["S"]
+        if EPOCH_MARK in pk:
+            epochs[pk] = i
+            continue
+        rec = {}
+        for attr, name in (("lock_status", "status"), ("lock_owner", "owner"),
+                           ("lock_lease_until", "lease"), ("ttl", "ttl"),
+                           ("lock_since", "since"), ("lock_note", "note"),
+                           ("lock_progress", "progress"), ("lock_epoch", "epoch"),
+                           ("lock_slot", "slot")):
+            v = i.get(attr)
+            if v is not None:
+                rec[name] = v.get("S", v.get("N", v.get("SS")))
+        keys[pk] = rec
+    for rec in keys.values():
+        if rec.get("status") != "epoch":
+            continue
+        epoch = str(rec.get("epoch", ""))
+        name = epoch if EPOCH_MARK in epoch else f"{EPOCH_MARK}{rec.get('owner', '')}:{epoch}"
+        record = epochs.get(name) or next((r for pk, r in epochs.items() if pk.endswith(name)), None)
+        rec["epoch"] = f"{name}/{rec.pop('slot', '')}"
+        slot = rec["epoch"].rsplit("/", 1)[1]
+
+        def holds(attr):
+            return any(same_number(n, slot) for n in ((record or {}).get(attr) or {}).get("NS", []))
+        rec["status"] = ("committed" if holds("lock_committed") else
+                         "aborted" if holds("lock_aborted") else "pending")
+        if record is None:
+            rec["note"] = "its epoch has no record (nothing committed or aborted in it)"
+    return keys
+
+
+def same_number(a, b):
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return a == b
 
 
 def final_locks(p, res, emu):
@@ -1616,7 +1668,7 @@ def analyse(ctx, res, emu, work, proxies, stages):
     takeover_n = cross_clock = 0
     for e in logs.get("dynamodb", []):
         old = e.get("old") or {}
-        if e.get("class") != "acquire" or not e.get("applied") or old.get("status") != "pending":
+        if e.get("class") != "acquire" or not e.get("applied") or old.get("status") not in ("pending", "epoch"):
             continue
         try:
             pid = int(str(old.get("owner", "")).split("/")[1])
@@ -2058,7 +2110,7 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "target/faults"))
     ap.add_argument("--pipelines", default=None, help="comma-separated: " + ",".join(PIPELINES))
     ap.add_argument("--mixes", default=None,
-                    help="comma-separated: " + ",".join(MIX_ORDER + STATEMENT_MIXES))
+                    help="comma-separated: " + ",".join(ALL_MIXES))
     ap.add_argument("--messages", type=int, default=None)
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -2081,7 +2133,7 @@ def main():
     mixes = args.mixes.split(",") if args.mixes else None
     for m in mixes or []:
         if m not in MIXES or m == "nolock":
-            sys.exit(f"unknown mix {m!r}: one of {', '.join(MIX_ORDER + STATEMENT_MIXES)}")
+            sys.exit(f"unknown mix {m!r}: one of {', '.join(ALL_MIXES)}")
     if mixes is None and args.pipelines is None and "cells" in size:
         cells = list(size["cells"])
     else:
@@ -2160,7 +2212,7 @@ def main():
     for r in rows:
         if r.get("skipped"):
             print(f"skipped: {r['pipeline']}-{r['mix']}: {r['skipped']}")
-    clean = [r for r in locked if r["mix"] in ("clean", "clean_stmt")
+    clean = [r for r in locked if r["mix"] in ("clean", "clean_stmt", "clean_epoch")
              and r["acquire_per_msg"] is not None]
     for r in clean:
         print(f"store calls per message, {r['mix']} {r['pipeline']}: {r['acquire_per_msg']} acquire, "

@@ -11,12 +11,20 @@ configured rates. Each request is classified by its `X-Amz-Target` header and bo
               (the lock's acquisitions, up to 100 keys a call), UpdateItem (one key at a
               time, `lock_acquire: 'items'`, and takeovers; PutItem in older builds), and
               BatchExecuteStatement of INSERTs and UPDATEs without a `committed` parameter
-              (`lock_acquire: 'statements'`, up to 25 keys a call)
-    commit    DynamoDB TransactWriteItems of Updates `SET #status = :committed ...`, and
-              BatchExecuteStatement of UPDATEs with a `committed` parameter (`'statements'`)
-    lock_read DynamoDB BatchGetItem (`lock_acquire: 'statements'`: the consistent read of up
-              to 100 keys before they are taken, and the read-back of commits whose
-              condition failed)
+              (`lock_acquire: 'statements'`, up to 25 keys a call; `'epochs'`, the keys
+              written pending in an epoch), and with `'epochs'` the UpdateItem of an epoch
+              record (partition key value `#epoch:OWNER:N`) by which a taker aborts the
+              slot of a key it takes over (`ADD lock_aborted ...`; logged as op
+              `UpdateItem/abort`)
+    commit    DynamoDB TransactWriteItems of Updates `SET #status = :committed ...`,
+              BatchExecuteStatement of UPDATEs with a `committed` parameter (`'statements'`),
+              and the UpdateItem of an epoch record that commits a batch of keys (`ADD
+              lock_committed ...`, `'epochs'`; logged as op `UpdateItem/commit`; its key is
+              the epoch record's)
+    lock_read DynamoDB BatchGetItem (`lock_acquire: 'statements'` and `'epochs'`: the
+              consistent read of up to 100 keys before they are taken, the read-back of
+              commits whose condition failed, and the reads of epoch records, logged as op
+              `BatchGetItem/epoch`)
     renew     DynamoDB TransactWriteItems of Updates `SET #lease = :lease, #ttl = :ttl`
               (the lock's lease renewals)
     abandon   DynamoDB TransactWriteItems of Updates `SET #lease = :ended` (keys left
@@ -289,6 +297,41 @@ def update_class(expression):
     return "commit"
 
 
+EPOCH_MARK = "#epoch:"
+
+
+def epoch_update(body):
+    """What an UpdateItem does to an epoch record (`lock_acquire: 'epochs'`): `abort` (its
+    update expression adds to `lock_aborted`), `commit` (to `lock_committed`), `renew` (it
+    sets `lock_lease_until`), else `epoch`; None when its key is not an epoch record's."""
+    key = body.get("Key") or {}
+    if not any(EPOCH_MARK in str((v or {}).get("S", "")) for v in key.values() if isinstance(v, dict)):
+        return None
+    expr = str(body.get("UpdateExpression") or "")
+    names = body.get("ExpressionAttributeNames") or {}
+    for placeholder in sorted(names, key=len, reverse=True):
+        expr = expr.replace(placeholder, str(names[placeholder]))
+    for attr, what in (("lock_aborted", "abort"), ("lock_committed", "commit"), ("lock_lease_until", "renew")):
+        if attr in expr:
+            return what
+    return "epoch"
+
+
+def call_name(target, body):
+    """The operation as logged: X-Amz-Target's, with what it does to epoch records
+    (`UpdateItem/commit`, `UpdateItem/abort`, `BatchGetItem/epoch`...)."""
+    op = target.split(".")[-1]
+    if op == "UpdateItem":
+        what = epoch_update(body)
+        return f"{op}/{what}" if what else op
+    if op == "BatchGetItem":
+        keys = [k.get("PK", {}).get("S") or "" for t in body.get("RequestItems", {}).values()
+                for k in t.get("Keys", [])]
+        if keys and all(EPOCH_MARK in k for k in keys):
+            return f"{op}/epoch"
+    return op
+
+
 def statement_key(statement):
     """The lock key of one PartiQL statement of `lock_acquire: 'statements'`
     (transforms/src/kv_store/aws_dynamodb/statements.rs): the parameter at the partition
@@ -324,7 +367,9 @@ def classify(target, body):
         return "lock_read", [k for k in keys if k]
     if op == "UpdateItem":
         key = body.get("Key", {}).get("PK", {}).get("S")
-        return "acquire", [key] if key else []
+        what = epoch_update(body)
+        cls = {"commit": "commit", "renew": "renew", "epoch": "commit"}.get(what, "acquire")
+        return cls, [key] if key else []
     if op == "PutItem":
         item = body.get("Item", {})
         key = next((v.get("S") for k, v in item.items() if k == "PK"), None)
@@ -451,7 +496,8 @@ class Handler(BaseHTTPRequestHandler):
             fault = "hot"
         else:
             fault = st.draw(cls)
-        entry = {"class": cls, "op": op, "app": app, "fault": fault}
+        entry = {"class": cls, "op": call_name(target, parsed) if service == "dynamodb" else op, "app": app,
+                 "fault": fault}
         quiet = cls == "read"  # many calls: counted, logged only when faulted
         if not quiet or fault is not None:
             entry["ids" if cls == "sink" else "keys"] = ids
@@ -555,7 +601,8 @@ class Handler(BaseHTTPRequestHandler):
 def acquire_answer(op, keys, status, data):
     """What the store answered an acquisition, for the log (a key's history): the keys a
     cancelled transaction found held (`held`, with the holder's owner and status), the
-    record a takeover (UpdateItem, ALL_OLD) replaced (`old`), or the keys whose statement of
+    record a takeover (UpdateItem, ALL_OLD) replaced (`old`; with its epoch and slot when it
+    was pending in an epoch), or the keys whose statement of
     a BatchExecuteStatement (an acquisition's or a commit's) failed, with the error code
     (`statement_errors`)."""
     try:
@@ -567,7 +614,8 @@ def acquire_answer(op, keys, status, data):
         out = {}
         for attr, name in (("lock_owner", "owner"), ("lock_status", "status"),
                            ("lock_since", "since"), ("lock_lease_until", "lease"),
-                           ("lock_progress", "progress")):
+                           ("lock_progress", "progress"), ("lock_epoch", "epoch"),
+                           ("lock_slot", "slot")):
             v = (item or {}).get(attr)
             if v:
                 out[name] = v.get("S", v.get("N", v.get("SS")))

@@ -57,6 +57,41 @@ class ClockTest(unittest.TestCase):
         self.assertEqual(c.recurring_ttl_s(c.MIXES["clock"]), 67.0)
 
 
+class EpochLocksTest(unittest.TestCase):
+    def test_a_key_pending_in_an_epoch_is_what_its_epoch_record_says(self):
+        # `lock_acquire: 'epochs'`: the keys' status stays `epoch`; the epoch record's sets
+        # of committed and aborted slots decide, and the record itself is not a key.
+        S, N, NS = (lambda v: {"S": v}), (lambda v: {"N": str(v)}), (lambda *v: {"NS": [str(x) for x in v]})
+
+        def key(k, slot, epoch="3", owner="h/1/a"):
+            return {"PK": S(k), "lock_status": S("epoch"), "lock_owner": S(owner),
+                    "lock_epoch": N(epoch), "lock_slot": N(slot)}
+        items = [key("fi:a", 0), key("fi:b", 1), key("fi:c", 2), key("fi:d", 0, epoch="4"),
+                 {"PK": S("fi:e"), "lock_status": S("committed"), "lock_owner": S("h/2/b")},
+                 {"PK": S("#epoch:h/1/a:3"), "lock_committed": NS(0), "lock_aborted": NS(2),
+                  "lock_v": N(2)}]
+        locks = c.dynamodb_locks(items)
+        self.assertEqual({k: r["status"] for k, r in locks.items()},
+                         {"fi:a": "committed", "fi:b": "pending", "fi:c": "aborted",
+                          "fi:d": "pending", "fi:e": "committed"})
+        self.assertEqual(locks["fi:a"]["epoch"], "#epoch:h/1/a:3/0")
+        self.assertEqual(locks["fi:d"]["note"], "its epoch has no record (nothing committed or aborted in it)")
+        # A record named in full, under a prefix.
+        items = [dict(key("fi:f", 5), lock_epoch=S("fi:#epoch:h/1/a:9")),
+                 {"PK": S("fi:#epoch:h/1/a:9"), "lock_committed": NS(4, 5)}]
+        self.assertEqual(c.dynamodb_locks(items)["fi:f"]["status"], "committed")
+
+    def test_the_epoch_mixes_mirror_the_statement_mixes(self):
+        self.assertEqual([m.replace("_epoch", "") for m in c.EPOCH_MIXES],
+                         [m.replace("_stmt", "") for m in c.STATEMENT_MIXES])
+        for m in c.EPOCH_MIXES:
+            stmt = c.MIXES[m.replace("_epoch", "_stmt")]
+            self.assertEqual(c.MIXES[m], dict(stmt, lock_acquire="epochs"), m)
+        self.assertIn(("kinesis", "all_epoch"), c.SIZES["small"]["cells"])
+        self.assertIn(("file_after", "lock_epoch"), c.SIZES["small"]["cells"])
+        self.assertTrue(set(c.EPOCH_MIXES) <= set(c.SIZES["large"]["mixes"]))
+
+
 def nz(counts):
     """The non-zero counts."""
     return {k: v for k, v in dict(counts).items() if v}

@@ -212,6 +212,25 @@ class ProxyTest(unittest.TestCase):
         self.assertTrue(second["replay"])
 
 
+    def test_epoch_records_updates_have_the_faults_of_their_class(self):
+        # `lock_acquire: 'epochs'`: a batch's commit is one UpdateItem of its epoch record,
+        # with the commits' faults (here an answer lost after the emulator applied it); a
+        # taker's abort of a slot has the acquisitions' (here throttled).
+        self.start({"commit": {"error_after": 1.0}, "acquire": {"throttle": 1.0}})
+        key = {"PK": {"S": "fi:#epoch:host/7/x:3"}}
+        names = {"#c": "lock_committed", "#a": "lock_aborted", "#v": "lock_v"}
+        commit = {"TableName": "t", "Key": key, "UpdateExpression": "ADD #c :slots, #v :one",
+                  "ExpressionAttributeNames": names}
+        abort = dict(commit, UpdateExpression="ADD #a :slots, #v :one")
+        self.assertEqual(self.call("DynamoDB_20120810.UpdateItem", commit)[0], 500)
+        self.assertEqual(self.call("DynamoDB_20120810.UpdateItem", abort)[0], 400)
+        self.assertEqual(len(Upstream.received), 1)  # the commit, applied
+        [c, a] = self.entries()
+        self.assertEqual((c["class"], c["op"], c["fault"], c["applied"], c["keys"]),
+                         ("commit", "UpdateItem/commit", "error_after", True, ["fi:#epoch:host/7/x:3"]))
+        self.assertEqual((a["class"], a["op"], a["fault"], a["applied"]),
+                         ("acquire", "UpdateItem/abort", "throttle", False))
+
     def test_an_outage_fails_every_call_of_its_caller(self):
         self.start({"sink": {"outage": 1.0}})
         for _ in range(3):
@@ -369,6 +388,24 @@ class ClassifyTest(unittest.TestCase):
                                            "ConsistentRead": True}}}
         self.assertEqual(proxy.classify("DynamoDB_20120810.BatchGetItem", read),
                          ("lock_read", ["fi:a", "fi:b"]))
+        # 'epochs': the same statements, writing the status `epoch`; the epoch records'
+        # reads and updates.
+        epoch = dict(insert, Parameters=[s("fi:d"), s("me"), s("epoch"), n(1), n(2), n(3)])
+        self.assertEqual(proxy.classify(bes, {"Statements": [epoch]}), ("acquire", ["fi:d"]))
+        records = {"RequestItems": {"locks": {"Keys": [{"PK": s("#epoch:me:1")}], "ConsistentRead": True}}}
+        self.assertEqual(proxy.classify("DynamoDB_20120810.BatchGetItem", records),
+                         ("lock_read", ["#epoch:me:1"]))
+        self.assertEqual(proxy.call_name("DynamoDB_20120810.BatchGetItem", records), "BatchGetItem/epoch")
+        self.assertEqual(proxy.call_name("DynamoDB_20120810.BatchGetItem", read), "BatchGetItem")
+        ui = "DynamoDB_20120810.UpdateItem"
+        for expr, cls, name in (("ADD lock_committed :s, lock_v :one", "commit", "UpdateItem/commit"),
+                                ("ADD lock_aborted :s, lock_v :one", "acquire", "UpdateItem/abort"),
+                                ("SET lock_lease_until = :l", "renew", "UpdateItem/renew")):
+            body = {"Key": {"PK": s("#epoch:me:1")}, "UpdateExpression": expr}
+            self.assertEqual(proxy.classify(ui, body), (cls, ["#epoch:me:1"]), expr)
+            self.assertEqual(proxy.call_name(ui, body), name)
+        take = {"Key": {"PK": s("fi:e")}, "UpdateExpression": "SET #status = :epoch"}
+        self.assertEqual((proxy.classify(ui, take), proxy.call_name(ui, take)), (("acquire", ["fi:e"]), "UpdateItem"))
         answer = json.dumps({"Responses": [{"TableName": "locks"},
                                            {"Error": {"Code": "DuplicateItem", "Message": "x"}}]})
         self.assertEqual(proxy.acquire_answer("BatchExecuteStatement", ["fi:a", "fi:b"], 200, answer),

@@ -63,7 +63,7 @@ impl Storable for SentAt {
 #[derive(Debug, Clone)]
 pub(crate) struct ClockWatch(pub(crate) Arc<StoreClock>);
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

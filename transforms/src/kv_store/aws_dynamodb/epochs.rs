@@ -33,9 +33,9 @@
 //! A key's window is its epoch record's TTL, which each commit sets to the largest TTL it
 //! committed in the epoch (per-key TTLs from `ttl_key` are kept for the longest of a
 //! piece's). A committed slot whose epoch's TTL passed is taken as new, whatever the key
-//! record says. The key record's own TTL (the request's, written when it was taken, before
-//! the commit counted its window) frees nothing: a key pending in an epoch is always
-//! settled through its epoch (`plan`), never taken alone (`acquire_one`).
+//! record says. The key item's own TTL ([`key_ttl`]) outlives that window, so that DynamoDB's
+//! TTL deletion does not remove a key inside it, and ends a key its epoch never committed.
+//! A key pending in an epoch is never taken alone (`acquire_one`), which reads no epoch.
 //!
 //! What a process knows of its open epochs (the `lock_v` it last saw, the slots it learnt
 //! were aborted, its keys' slots and TTLs) is in [`Ledger`], kept until each key is settled.
@@ -48,13 +48,13 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
 };
-use futures::future::join_all;
 use futures::stream::{self, StreamExt};
 use sluice_lock_protocol::epoch::{EpochRecord, EpochSlot, KeyRecord, KeyState, key_state};
 use sluice_lock_protocol::pending_ttl;
 
 use super::super::lock::{
-    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, Prior, Settled, StoreError,
+    AcquireRequest, Acquired, CommitRequest, LockRecord, LockStatus, Prior, RenewRequest, Settled,
+    StoreError,
 };
 use super::lock::{AttemptCounter, Op, STORE_ATTEMPTS};
 use super::{DynamoDbStore, EPOCH, PENDING, number, parse_number};
@@ -106,11 +106,19 @@ pub(super) fn epoch_key(owner: &str, epoch: u64) -> String {
     format!("#epoch:{owner}:{epoch}")
 }
 
-/// The TTL a key taken in an epoch gets, which its commit does not change: the request's
-/// (as a pending record of the other modes has it), so its window counts from when it was
-/// taken (or from its event time, with `ttl_key`).
-pub(super) fn key_ttl(r: &AcquireRequest) -> i64 {
-    pending_ttl(r.ttl, r.lease_until_ms)
+/// The TTL a key taken in an epoch gets (its commit does not write the key): the request's
+/// plus the lease still to run, so that the item outlives its epoch's TTL (a commit made
+/// within the lease sets that to at most the commit's instant plus `ttl_offset`), and
+/// DynamoDB's TTL deletion never removes a key inside its window. Renewals move it on
+/// ([`DynamoDbStore::epoch_renewals`]).
+pub(super) fn key_ttl(r: &AcquireRequest, now_ms: i64) -> i64 {
+    let lease_s = seconds_up(r.lease_until_ms.saturating_sub(now_ms));
+    pending_ttl(r.ttl, r.lease_until_ms).max(r.ttl.saturating_add(lease_s))
+}
+
+/// Milliseconds as whole seconds, rounded up (none when negative).
+fn seconds_up(ms: i64) -> i64 {
+    ms.max(0).saturating_add(999) / 1000
 }
 
 /// What a process knows of its open epochs, by owner.
@@ -222,6 +230,17 @@ impl Books {
             }
         }
     }
+}
+
+/// Whether a takeover's key is past its window ([`DynamoDbStore::take_over`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Over {
+    /// Not past it: taken over with its history.
+    Not,
+    /// Never committed, and past its own TTL: taken as new once its lease is over.
+    Pending,
+    /// Committed, and past its epoch's TTL: taken as new whatever its lease.
+    Committed,
 }
 
 /// A number set's members as slots (nonsense is skipped).
@@ -345,7 +364,12 @@ impl DynamoDbStore {
                 (i, got)
             }
         });
-        join_all(calls).await
+        // As many in flight as the piece's statement calls were (the store's concurrency
+        // over the pieces in flight).
+        stream::iter(calls)
+            .buffer_unordered(super::statements::CALLS_PER_PIECE)
+            .collect()
+            .await
     }
 
     /// One key pending in another epoch whose epoch record reads `record`.
@@ -367,7 +391,7 @@ impl DynamoDbStore {
             if record.ttl.saturating_mul(1000) <= now_ms {
                 // Its window passed: taken as new.
                 return self
-                    .take_over(client, owner, now_ms, r, &key, theirs, at, true)
+                    .take_over(client, owner, now_ms, r, &key, theirs, at, Over::Committed)
                     .await;
             }
             let rec = committed(&key, record.ttl);
@@ -393,7 +417,12 @@ impl DynamoDbStore {
             self.log_held(r, Some(&rec));
             return Ok(Acquired::Held(Some(rec)));
         }
-        self.take_over(client, owner, now_ms, r, &key, theirs, at, false)
+        // Never committed, and past its own TTL: its window passed, taken as new.
+        let over = match key.lock.ttl.saturating_mul(1000) <= now_ms {
+            true => Over::Pending,
+            false => Over::Not,
+        };
+        self.take_over(client, owner, now_ms, r, &key, theirs, at, over)
             .await
     }
 
@@ -446,8 +475,8 @@ impl DynamoDbStore {
 
     /// The key write of a takeover, after the abort: on the condition that the record is
     /// still `read`'s owner's, in its epoch and slot, with its lease over for this taker.
-    /// `expired`: the slot is committed and its window passed, so the key is taken as new
-    /// whatever the lease (as a committed record past its TTL is).
+    /// `over`: the key's window passed, so it is taken as new, without its history; when it
+    /// was committed, whatever its lease (as a committed record past its TTL is).
     #[allow(clippy::too_many_arguments)]
     async fn take_over(
         &self,
@@ -458,12 +487,13 @@ impl DynamoDbStore {
         read: &KeyRecord,
         theirs: EpochSlot,
         at: EpochSlot,
-        expired: bool,
+        over: Over,
     ) -> Result<Acquired, StoreError> {
+        let expired = over == Over::Committed;
         let a = &self.table.attributes;
-        let ttl = key_ttl(r);
+        let ttl = key_ttl(r, now_ms);
         // A chain older than the window is taken as new, without its history.
-        let fresh = expired || read.lock.chain_over(owner, r.fresh_before_ms);
+        let fresh = over != Over::Not || read.lock.chain_over(owner, r.fresh_before_ms);
         let update = match fresh {
             true => {
                 "SET #owner = :me, #status = :epoch, #lease = :lease, #ttl = :ttl, \
@@ -564,6 +594,28 @@ impl DynamoDbStore {
                 _ => Err(self.sdk_fail(&format!("taking over key {:?}", r.key), &err)),
             },
         }
+    }
+
+    /// `requests` as renewals of keys held in an epoch write them: the TTL moved on by the
+    /// lease, as [`key_ttl`] sets it (a renewal's `ttl` is the request's, as at acquisition).
+    pub(super) fn epoch_renewals(
+        &self,
+        owner: &str,
+        requests: &[RenewRequest],
+        now_ms: i64,
+    ) -> Vec<RenewRequest> {
+        requests
+            .iter()
+            .map(|r| match self.epochs.slot_of(owner, &r.key) {
+                Some(_) => RenewRequest {
+                    ttl: r
+                        .ttl
+                        .saturating_add(seconds_up(r.lease_until_ms.saturating_sub(now_ms))),
+                    ..r.clone()
+                },
+                None => r.clone(),
+            })
+            .collect()
     }
 
     /// Commits `requests` (`lock_acquire: 'epochs'`): the keys held in an epoch with one

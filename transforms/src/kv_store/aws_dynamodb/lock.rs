@@ -123,9 +123,10 @@ impl DynamoDbStore {
             ),
         };
         // `lock_acquire: 'epochs'`: a key pending in an epoch is never taken alone. Whether
-        // it is committed is in its epoch's record, which only a piece's resolution reads
-        // (`epochs.rs`); its own TTL is the one it was taken with, not its commit's. Held
-        // here, it is asked for again.
+        // it is committed, and its window, are in its epoch's record, which only a piece's
+        // resolution reads (`epochs.rs`): past its own TTL, this condition would take it
+        // over with its history, unaborted, committed or not. Held here, it is asked for
+        // again.
         if self.table.acquire == AcquireMode::Epochs {
             condition =
                 format!("({condition}) AND (attribute_not_exists(#status) OR #status <> :epoch)");
@@ -1058,6 +1059,12 @@ impl LockStore for DynamoDbStore {
         requests: &[RenewRequest],
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
+        if self.table.acquire == AcquireMode::Epochs {
+            let renewals = self.epoch_renewals(owner, requests, super::clock::now_ms());
+            return self
+                .change(owner, renewals.iter().map(Op::Renew).collect(), concurrency)
+                .await;
+        }
         self.change(owner, requests.iter().map(Op::Renew).collect(), concurrency)
             .await
     }

@@ -30,7 +30,8 @@
 //!
 //! # What it writes
 //!
-//! One item per lock key: the partition key (the lock key, prefix included), the sort key
+//! One item per lock key: the partition key (the lock key, prefix included; the lock makes
+//! every key fit DynamoDB's 2,048 bytes, `meta/kv_store_lock/keys.rs`), the sort key
 //! when configured, `ttl` (epoch seconds, number), and sluice's lock attributes, named in
 //! the same `attributes` object: `owner` (default `lock_owner`, string), `status` (default
 //! `lock_status`: `pending` or `committed`), `lease_until` (default `lock_lease_until`,

@@ -62,7 +62,7 @@ pub(super) const PIECE_KEYS: usize = 100;
 /// The most statements one `BatchExecuteStatement` holds.
 pub(super) const STATEMENTS_MAX: usize = 25;
 /// The statement calls of one piece, in flight together.
-const CALLS_PER_PIECE: usize = PIECE_KEYS / STATEMENTS_MAX;
+pub(super) const CALLS_PER_PIECE: usize = PIECE_KEYS / STATEMENTS_MAX;
 
 /// Pieces in flight together for `concurrency` calls in flight: each has up to
 /// [`CALLS_PER_PIECE`] statement calls at once.
@@ -88,7 +88,7 @@ enum Plan {
     /// Pending and takeable (a takeover, a retake or a chain past the window): taken alone,
     /// whose old item tells it.
     Alone,
-    /// Pending in another epoch: settled through its epoch (`epochs.rs`).
+    /// Pending in an epoch: settled through it (`epochs.rs`).
     Resolve(KeyRecord),
 }
 
@@ -178,7 +178,10 @@ impl DynamoDbStore {
         at: Option<EpochSlot>,
     ) -> Result<BatchStatementRequest, StoreError> {
         let a = &self.table.attributes;
-        let ttl = pending_ttl(r.ttl, r.lease_until_ms);
+        let ttl = match at {
+            Some(_) => epochs::key_ttl(r, now_ms),
+            None => pending_ttl(r.ttl, r.lease_until_ms),
+        };
         let (epoch_name, slot_name) = (
             epochs::EPOCH_ATTRIBUTE.to_string(),
             epochs::SLOT_ATTRIBUTE.to_string(),
@@ -410,7 +413,12 @@ impl DynamoDbStore {
             }
         }
         let keys: Vec<&str> = ask.iter().map(|&i| chunk[i].key.as_str()).collect();
-        let items = match self.read_items(client, &keys, true).await {
+        // In an epoch the first read is eventually consistent (half a read unit): every
+        // write it leads to is conditional, and a key it finds changed is read again
+        // strongly consistent; what it decides without a write holds from a stale answer
+        // too (a commit, on a key record or in an epoch, is never undone inside its window,
+        // and a live lease is waited for and asked again).
+        let items = match self.read_items(client, &keys, epoch.is_none()).await {
             Ok(items) => items,
             Err(CallFailed::Refused) => {
                 alone.extend(ask.into_iter().map(|i| (i, false)));
@@ -591,8 +599,7 @@ impl DynamoDbStore {
 
     /// What `owner`'s acquisition of `r` at `now_ms` does with `item`, read strongly
     /// consistent (see the module documentation); a held key is logged. With `epochs`, a
-    /// record pending in an epoch is settled through its epoch (`epochs.rs`), which takes
-    /// it as new once the epoch's TTL passed.
+    /// record pending in an epoch is settled through its epoch (`epochs.rs`).
     fn plan(
         &self,
         owner: &str,
@@ -605,9 +612,8 @@ impl DynamoDbStore {
             return Plan::Write(Write::Insert);
         };
         if epochs {
+            // Committed or not, and its window, are in its epoch's record.
             let key = self.decode_key(item);
-            // Whatever its own TTL says: that is the TTL it was taken with, and a commit
-            // in its epoch counts the window from the commit, on the epoch record only.
             if key.epoch_pending() {
                 return Plan::Resolve(key);
             }

@@ -306,6 +306,9 @@ impl MetaKvStoreLock {
                 ),
             ));
         }
+        if let Some(why) = keys::prefix_problem(&s.prefix) {
+            return Err(b.field_error("prefix", why));
+        }
         let key_of = source_key.clone().map(|k| {
             let prefix = s.prefix.clone();
             Arc::new(move |data: &[u8]| {

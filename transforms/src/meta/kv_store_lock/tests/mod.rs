@@ -630,6 +630,45 @@ fn config_errors_name_the_field() {
 }
 
 #[test]
+fn a_prefix_of_up_to_1975_bytes_builds_and_a_longer_one_is_refused_naming_it() {
+    let f = Fixture::new();
+    let value = "x".repeat(1000);
+    for (len, ok) in [(1975, true), (1976, false), (3000, false)] {
+        let prefix = "p".repeat(len);
+        let settings = f.settings(
+            record("lock-prefix"),
+            json!({"prefix": prefix.clone(), "object": {"source_key": "id"}}),
+        );
+        let built = testing::build(
+            &registry(),
+            json!({"type": "meta_kv_store_lock", "settings": settings}),
+        );
+        match built {
+            Ok(lock) => {
+                assert!(ok, "{len}: built");
+                // The longest prefix with a long value: the key fits DynamoDB's 2,048 bytes.
+                testing::run(lock, &[&format!(r#"{{"id":"{value}"}}"#)]).unwrap();
+                let key = super::keys::key_with_prefix(&prefix, value.clone());
+                assert_eq!(key.len(), 2048);
+                assert!(f.record(&key).unwrap().committed);
+            }
+            Err(e) => {
+                assert!(!ok, "{len}: {e}");
+                let e = e.to_string();
+                assert!(
+                    e.contains("(meta_kv_store_lock)")
+                        && e.contains("prefix")
+                        && e.contains(&format!(
+                            "is {len} bytes long, over the limit of 1975 bytes"
+                        )),
+                    "{e}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn compliance() {
     let f = Fixture::new();
     testing::check_type_compliance(
