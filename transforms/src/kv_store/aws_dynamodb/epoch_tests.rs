@@ -115,17 +115,19 @@ fn pk(item: &Item) -> String {
     item["PK"].as_s().unwrap().clone()
 }
 
-/// A `BatchGetItem` answered from `keys` when strongly consistent and from `epochs` when
-/// not (`None`: that read fails), each call logged as `read KEYS` or `read-epochs KEYS`.
+/// A `BatchGetItem` answered from `keys` when it asks for keys and from `epochs` when it
+/// asks for epoch records (`None`: that read fails), each call logged as `read KEYS`,
+/// `read-epochs KEYS` (eventually consistent) or `read-epochs! KEYS` (strongly).
 fn reads(keys: Vec<Item>, epochs: Option<Vec<Item>>, log: &Log) -> Rule {
     let log = log.clone();
     mock!(Client::batch_get_item).then_compute_response(move |r| {
         let asked = r.request_items().unwrap()["locks"].clone();
         let wanted: Vec<String> = asked.keys().iter().map(pk).collect();
         let consistent = asked.consistent_read() == Some(true);
-        let (what, from) = match consistent {
-            true => ("read", Some(&keys)),
-            false => ("read-epochs", epochs.as_ref()),
+        let (what, from) = match (wanted.iter().all(|k| k.starts_with("#epoch:")), consistent) {
+            (false, _) => ("read", Some(&keys)),
+            (true, false) => ("read-epochs", epochs.as_ref()),
+            (true, true) => ("read-epochs!", epochs.as_ref()),
         };
         log.lock()
             .unwrap()
@@ -964,15 +966,15 @@ async fn a_retried_statement_trusts_only_a_record_in_its_own_epoch_and_slot() {
         let asked = r.request_items().unwrap()["locks"].clone();
         let consistent = asked.consistent_read() == Some(true);
         let keys: Vec<String> = asked.keys().iter().map(pk).collect();
-        l.lock().unwrap().push(format!(
-            "{} {}",
-            if consistent { "read" } else { "read-epochs" },
-            keys.join(",")
-        ));
-        let first = consistent && calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
-        let items = match (consistent, first) {
-            (true, false) => vec![found.clone()],
-            _ => vec![],
+        let what = match keys.iter().all(|k| k.starts_with("#epoch:")) {
+            true if !consistent => "read-epochs",
+            _ => "read",
+        };
+        l.lock().unwrap().push(format!("{what} {}", keys.join(",")));
+        let epochs = keys.iter().all(|k| k.starts_with("#epoch:"));
+        let items = match epochs || calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            true => vec![],
+            false => vec![found.clone()],
         };
         BatchGetItemOutput::builder()
             .responses("locks", items)
@@ -1036,7 +1038,7 @@ async fn a_commit_again_of_a_key_committed_in_its_epoch_is_ok_and_of_one_not_com
         let log = Log::default();
         let record = key_item("k0", "me", Some((0, 0)), NOW_MS + 60_000, LIVE_TTL);
         let epoch = epoch_item("me", 0, committed, &[], 0, LIVE_TTL);
-        let read = reads(vec![record.clone(), epoch], Some(vec![]), &log);
+        let read = reads(vec![record.clone()], Some(vec![epoch]), &log);
         let write = mock!(Client::batch_execute_statement).then_compute_output(|r| {
             let code = aws_sdk_dynamodb::types::BatchStatementErrorCodeEnum::ConditionalCheckFailed;
             BatchExecuteStatementOutput::builder()
@@ -1068,7 +1070,7 @@ async fn a_commit_again_of_a_key_committed_in_its_epoch_is_ok_and_of_one_not_com
         }
         assert_eq!(
             logged(&log),
-            ["read k0", "read k0", "read #epoch:me:0"],
+            ["read k0", "read k0", "read-epochs! #epoch:me:0"],
             "the statement's re-read, then the recheck's reads"
         );
     }
