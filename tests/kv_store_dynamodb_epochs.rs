@@ -257,3 +257,35 @@ async fn a_committed_key_is_a_duplicate_until_its_commits_ttl() {
         }
     }
 }
+
+/// A commit whose TTL is beyond the key item's own (a commit made after the lease, or a
+/// long-delayed retry) is made on the key's record, which then keeps the key for the whole
+/// window: in the epoch alone, DynamoDB's TTL deletion could remove the key item first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_later_than_the_keys_own_ttl_is_made_on_its_record() {
+    let (endpoint, table, store) = store("locks-epoch-late", false).await;
+    let now = now_ms();
+    let reqs = [req("early", now, 1_000), req("late", now, 1_000)];
+    let got = store.acquire("owner-a", now, &reqs, 4).await;
+    assert!(got.iter().all(|g| g.as_ref().expect("acquire").is_taken()));
+    let late = CommitRequest {
+        key: "late".into(),
+        ttl: now / 1000 + 10_000,
+        note: None,
+    };
+    let settled = store
+        .commit("owner-a", &[commit("early", now), late], 4)
+        .await
+        .expect("commit");
+    assert_eq!(settled, [Settled::Ok, Settled::Ok]);
+    let early = dynamodb::get_item(&endpoint, &table, &[("PK", "early")])
+        .await
+        .expect("early");
+    assert_eq!(early["lock_status"], "epoch", "{early:?}");
+    let late = dynamodb::get_item(&endpoint, &table, &[("PK", "late")])
+        .await
+        .expect("late");
+    assert_eq!(late["lock_status"], "committed", "{late:?}");
+    assert_eq!(late["ttl"], (now / 1000 + 10_000).to_string());
+    assert!(!late.contains_key("lock_epoch"), "{late:?}");
+}

@@ -138,6 +138,8 @@ struct Books {
 #[derive(Debug, Clone, Copy)]
 struct Slotted {
     at: EpochSlot,
+    /// The TTL its item has (its acquisition's or its last renewal's).
+    ttl: i64,
 }
 
 #[derive(Debug, Default)]
@@ -167,9 +169,9 @@ impl Ledger {
     }
 
     /// `owner` holds `key` in `at`.
-    pub(super) fn taken(&self, owner: &str, key: &str, at: EpochSlot) {
+    pub(super) fn taken(&self, owner: &str, key: &str, at: EpochSlot, ttl: i64) {
         let mut b = self.books();
-        let slotted = Slotted { at };
+        let slotted = Slotted { at, ttl };
         if let Some(old) = b.keys.insert((owner.to_string(), key.to_string()), slotted) {
             b.left(owner, old.at.epoch);
         }
@@ -177,6 +179,25 @@ impl Ledger {
             .entry((owner.to_string(), at.epoch))
             .or_default()
             .keys += 1;
+    }
+
+    /// A renewal wrote `ttl` on `owner`'s `key`.
+    pub(super) fn renewed(&self, owner: &str, key: &str, ttl: i64) {
+        if let Some(s) = self
+            .books()
+            .keys
+            .get_mut(&(owner.to_string(), key.to_string()))
+        {
+            s.ttl = s.ttl.max(ttl);
+        }
+    }
+
+    /// The TTL of `owner`'s `key`'s item, if held in an epoch.
+    fn item_ttl(&self, owner: &str, key: &str) -> Option<i64> {
+        self.books()
+            .keys
+            .get(&(owner.to_string(), key.to_string()))
+            .map(|s| s.ttl)
     }
 
     /// A commit set `owner`'s epoch's TTL to `ttl`.
@@ -554,7 +575,7 @@ impl DynamoDbStore {
         match u.customize().interceptor(attempts.clone()).send().await {
             Ok(out) => {
                 self.count_units("UpdateItem", true, out.consumed_capacity());
-                self.epochs.taken(owner, &r.key, at);
+                self.epochs.taken(owner, &r.key, at, ttl);
                 if fresh {
                     return Ok(Acquired::FRESH);
                 }
@@ -575,7 +596,7 @@ impl DynamoDbStore {
                                 && k.lock.lease_until_ms() == Some(r.lease_until_ms)
                         });
                     if let (true, Some(k)) = (ours, &now) {
-                        self.epochs.taken(owner, &r.key, at);
+                        self.epochs.taken(owner, &r.key, at, ttl);
                         if fresh {
                             return Ok(Acquired::FRESH);
                         }
@@ -733,8 +754,16 @@ impl DynamoDbStore {
         let mut on_records = Vec::new();
         for _ in 0..STORE_ATTEMPTS {
             let (v, aborted, held_ttl) = self.epochs.seen(owner, epoch);
-            let (gone, rest): (Vec<_>, Vec<_>) =
-                left.into_iter().partition(|(_, s)| aborted.contains(s));
+            // Aborted slots, and keys whose commit's TTL is beyond their item's (a commit
+            // later than the lease: DynamoDB could delete the item inside its window), are
+            // committed on their records.
+            let (gone, rest): (Vec<_>, Vec<_>) = left.into_iter().partition(|&(i, s)| {
+                aborted.contains(&s)
+                    || self
+                        .epochs
+                        .item_ttl(owner, &requests[i].key)
+                        .is_some_and(|ttl| requests[i].ttl > ttl)
+            });
             on_records.extend(gone.into_iter().map(|(i, _)| i));
             left = rest;
             if left.is_empty() {
@@ -780,10 +809,12 @@ impl DynamoDbStore {
                     Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
                         // `lock_v` moved: every slot aborted so far is committed on its key
                         // record, never in the epoch again.
-                        let now = failed
-                            .item()
-                            .map(|i| self.decode_epoch(i))
-                            .unwrap_or_default();
+                        let Some(now) = failed.item().map(|i| self.decode_epoch(i)) else {
+                            // The record is gone (its TTL passed) although this owner saw
+                            // it: what was aborted is unknown, so every key goes on its record.
+                            on_records.extend(left.drain(..).map(|(i, _)| i));
+                            break;
+                        };
                         tracing::debug!(table = %self.table.name, epoch = %name, v = now.v,
                             aborted = now.aborted.len(), "epoch commit found slots aborted");
                         self.epochs.moved(owner, epoch, now.v, now.aborted);

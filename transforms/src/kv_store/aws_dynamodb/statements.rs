@@ -395,7 +395,8 @@ impl DynamoDbStore {
         let took = |i: usize| {
             if let Some(at) = at(i) {
                 let r = &chunk[i];
-                self.epochs.taken(owner, &r.key, at);
+                self.epochs
+                    .taken(owner, &r.key, at, epochs::key_ttl(r, now_ms));
             }
             Some(Ok(Acquired::FRESH))
         };
