@@ -288,4 +288,20 @@ async fn a_commit_later_than_the_keys_own_ttl_is_made_on_its_record() {
     assert_eq!(late["lock_status"], "committed", "{late:?}");
     assert_eq!(late["ttl"], (now / 1000 + 10_000).to_string());
     assert!(!late.contains_key("lock_epoch"), "{late:?}");
+
+    // Past that TTL, the record committed on its own is taken fresh by a statement, into
+    // the taker's epoch.
+    let after = now + 10_001_000;
+    let got = store
+        .acquire("owner-b", after, &[req("late", after, 60_000)], 1)
+        .await;
+    assert_eq!(got[0].as_ref().expect("acquire"), &Acquired::FRESH);
+    let late = dynamodb::get_item(&endpoint, &table, &[("PK", "late")])
+        .await
+        .expect("late");
+    assert_eq!(
+        (late["lock_owner"].as_str(), late["lock_status"].as_str()),
+        ("owner-b", "epoch"),
+        "{late:?}"
+    );
 }

@@ -227,14 +227,22 @@ impl DynamoDbStore {
                 let mut params: Vec<AttributeValue> = record.into_iter().map(|(_, v)| v).collect();
                 params.extend(key_params);
                 params.push(AttributeValue::S(PENDING.into()));
+                let status = quoted(&a.status);
+                // In an epoch, a key pending in one is only taken through it (`epochs.rs`).
+                let not_held = match at {
+                    Some(_) => {
+                        params.push(AttributeValue::S(epochs::status(at).into()));
+                        format!("({status} IS MISSING OR ({status} <> ? AND {status} <> ?))")
+                    }
+                    None => format!("({status} IS MISSING OR {status} <> ?)"),
+                };
                 params.push(number(now_ms.div_euclid(1000)));
                 (
                     format!(
-                        "UPDATE {} {} WHERE {key_text} AND ({status} IS MISSING OR {status} <> ?) AND {} <= ?",
+                        "UPDATE {} {} WHERE {key_text} AND {not_held} AND {} <= ?",
                         self.table_quoted(),
                         form.clauses(&set, &remove),
                         quoted(&a.ttl),
-                        status = quoted(&a.status),
                     ),
                     params,
                 )
