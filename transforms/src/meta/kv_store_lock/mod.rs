@@ -258,7 +258,9 @@ impl MetaKvStoreLock {
         let source_key = b.opt_key("object.source_key", &s.object.source_key)?;
         let ttl_key = b.opt_key("object.ttl_key", &s.object.ttl_key)?;
         let ttl_offset = match (s.ttl_offset, &ttl_key) {
-            (Some(d), _) => d.0.as_secs() as i64,
+            // Whole seconds, rounded up: a fraction cut off would end every window early
+            // ('28.75s' deduplicated for 28 s).
+            (Some(d), _) => (d.0.as_secs() + u64::from(d.0.subsec_nanos() > 0)) as i64,
             (None, Some(_)) => 0,
             (None, None) => {
                 tracing::debug!(

@@ -326,6 +326,14 @@ fn the_ttl_counts_from_the_event_time_or_now_and_a_bad_event_time_fails_its_mess
         .unwrap()
     };
     let by_key = json!({"object": {"source_key": "k", "ttl_key": "t"}});
+    // A fraction of a second in the offset rounds the window up, never down.
+    assert_eq!(
+        ttl_of(
+            json!({"object": {"source_key": "k", "ttl_key": "t"}, "ttl_offset": "28.75s", "lease": "3s"}),
+            r#"{"k":"KEY","t":1700000000}"#
+        ),
+        1_700_000_000 + 29
+    );
     assert_eq!(
         ttl_of(by_key.clone(), r#"{"k":"KEY","t":1700000000}"#),
         1_700_000_000 + 3600
