@@ -1410,9 +1410,13 @@ def attribute(copies, expected, id_of, locks, runs, killed, stopped, takeovers, 
         for run, count in Counter(runs_of).items():
             extra = count - 1 if run == committer else count
             if run != committer and extra:  # the first copy from a run that did not commit
-                others = [times[o][1] for o in runs_of if o != run and o in times]
-                if ttl_gap is not None and run in times and others and \
-                        times[run][0] > min(others) + ttl_gap:
+                # After the key's TTL: one of the two runs started more than the gap after
+                # the other ended, whichever came first (an earlier run that committed, then
+                # a later one that took the key as new and committed last, is the same).
+                others = [times[o] for o in runs_of if o != run and o in times]
+                if ttl_gap is not None and run in times and others and any(
+                        times[run][0] > end + ttl_gap or start > times[run][1] + ttl_gap
+                        for start, end in others):
                     dup["after_ttl"] += 1
                     extra -= 1
                 elif run in killed:

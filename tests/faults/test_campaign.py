@@ -121,6 +121,16 @@ class AttributeTest(unittest.TestCase):
         self.assertEqual(nz(dup), {"unattributed": 1})
         self.assertEqual(len(unexplained), 1)
 
+    def test_after_the_ttl_when_the_later_run_committed_last(self):
+        # The earlier run committed, the key's TTL passed, a later run took it as new and
+        # committed last (the lock's owner at the end): the earlier copy is the extra one.
+        dup, _, unexplained, _ = c.attribute(
+            [("u1", "a", "f1"), ("u1", "z", "f2")], {"u1": "u1"}, {"u1": "u1"},
+            {"fi:u1": ("committed", "vm/3/x")}, self.RUNS, set(), set(), set(), set(),
+            Counter(), 30.0)
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        self.assertEqual(unexplained, [])
+
 
 class ContentTest(unittest.TestCase):
     class Ctx:
