@@ -182,11 +182,7 @@ impl DynamoDbStore {
             Some(_) => epochs::key_ttl(r, now_ms),
             None => pending_ttl(r.ttl, r.lease_until_ms),
         };
-        let (epoch_name, slot_name) = (
-            epochs::EPOCH_ATTRIBUTE.to_string(),
-            epochs::SLOT_ATTRIBUTE.to_string(),
-        );
-        let mut record = vec![
+        let mut record: Vec<(&str, AttributeValue)> = vec![
             (&a.owner, AttributeValue::S(owner.to_string())),
             (&a.status, AttributeValue::S(epochs::status(at).into())),
             (&a.lease_until, number(r.lease_until_ms)),
@@ -194,8 +190,8 @@ impl DynamoDbStore {
             (&a.since, number(now_ms)),
         ];
         if let Some(at) = at {
-            record.push((&epoch_name, number(at.epoch as i64)));
-            record.push((&slot_name, number(i64::from(at.slot))));
+            record.push((epochs::EPOCH_ATTRIBUTE, number(at.epoch as i64)));
+            record.push((epochs::SLOT_ATTRIBUTE, number(i64::from(at.slot))));
         }
         // Taken as new: an earlier holding's progress goes (an epoch's records keep it
         // until their TTL).
