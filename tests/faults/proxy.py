@@ -16,7 +16,9 @@ configured rates. Each request is classified by its `X-Amz-Target` header and bo
               record (partition key value `#epoch:OWNER:N`) by which a taker aborts the
               slot of a key it takes over (`ADD lock_aborted ...`; logged as op
               `UpdateItem/abort`)
-    commit    DynamoDB TransactWriteItems of Updates `SET #status = :committed ...`,
+    commit    DynamoDB TransactWriteItems of Updates `SET #status = :committed ...` (and
+              of Updates `ADD #progress :progress` alone, which record a send's progress,
+              its placements: logged as op `TransactWriteItems/record`),
               BatchExecuteStatement of UPDATEs with a `committed` parameter (`'statements'`),
               and the UpdateItem of an epoch record that commits a batch of keys (`ADD
               lock_committed ...`, `'epochs'`; logged as op `UpdateItem/commit`; its key is
@@ -95,8 +97,13 @@ for partial faults `ids` lists only the forwarded records and `refused` the othe
 TransactWriteItems retried with the ClientRequestToken of one already applied is a `replay`,
 answered with success and written nothing; an applied PutRecords also lists in `seqs` the
 sequence number of each forwarded record, in the order of `ids`), the
-caller (the `app/NAME` part of its user agent: sluice sets it from AWS_SDK_UA_APP_ID) and
-the time. On SIGTERM it appends a `{"summary": ...}` line with counts per class and fault.
+caller (the `app/NAME` part of its user agent: sluice sets it from AWS_SDK_UA_APP_ID), the
+time the request arrived (`t_in`, before the emulator could apply it) and the time it was
+logged (`t`: once the emulator answered, for a call forwarded). With `lock_acquire:
+'epochs'`, an acquisition lists the epoch record and slot each key was written pending in
+(`epochs`: {KEY: ["#epoch:OWNER:N", SLOT]}), and an epoch record's commit the slots it
+committed (`slots`). On SIGTERM it appends a `{"summary": ...}` line with counts per class
+and fault.
 """
 import argparse
 import base64
@@ -104,6 +111,7 @@ import bisect
 import http.client
 import json
 import random
+import re
 import signal
 import socketserver
 import sys
@@ -317,10 +325,24 @@ def epoch_update(body):
     return "epoch"
 
 
+def records_progress(expression):
+    """Whether an Update of a TransactWriteItems only records a send's progress (`ADD
+    #progress :progress`, lock.rs Op::Record: the placements of a file or object sink):
+    classed with the commits (update_class), but no commit."""
+    e = expression or ""
+    return "#progress" in e and update_class(e) == "commit" and ":committed" not in e
+
+
 def call_name(target, body):
     """The operation as logged: X-Amz-Target's, with what it does to epoch records
-    (`UpdateItem/commit`, `UpdateItem/abort`, `BatchGetItem/epoch`...)."""
+    (`UpdateItem/commit`, `UpdateItem/abort`, `BatchGetItem/epoch`...), and
+    `TransactWriteItems/record` for a transaction that only records progress."""
     op = target.split(".")[-1]
+    if op == "TransactWriteItems":
+        items = body.get("TransactItems", [])
+        if items and all(records_progress((i.get("Update") or {}).get("UpdateExpression"))
+                         for i in items):
+            return f"{op}/record"
     if op == "UpdateItem":
         what = epoch_update(body)
         return f"{op}/{what}" if what else op
@@ -343,6 +365,71 @@ def statement_key(statement):
             i = text[:at].count("?")
             return params[i].get("S") if i < len(params) else None
     return None
+
+
+STATEMENT_PARAM = re.compile(r"""'([^']*)'\s*:\s*\?|"([^"]*)"\s*=\s*\?|\?""")
+
+
+def statement_values(statement):
+    """{attribute: parameter} of one PartiQL statement: the attributes an INSERT names
+    (`'NAME': ?`) and those a SET or WHERE sets equal (`"NAME" = ?`), by the position of
+    their `?` among the parameters."""
+    text, params = statement.get("Statement", ""), statement.get("Parameters", [])
+    out = {}
+    for i, m in enumerate(STATEMENT_PARAM.finditer(text)):
+        name = m.group(1) if m.group(1) is not None else m.group(2)
+        if name is not None and i < len(params):
+            out.setdefault(name, params[i])
+    return out
+
+
+def update_values(body):
+    """{attribute: value} an UpdateItem's expression assigns (`SET a = :x`, `ADD a :x`),
+    its names and placeholders resolved."""
+    expr = str(body.get("UpdateExpression") or "")
+    names = body.get("ExpressionAttributeNames") or {}
+    values = body.get("ExpressionAttributeValues") or {}
+    out = {}
+    for name, placeholder in re.findall(r"(#?[\w.]+)\s*=?\s*(:\w+)", expr):
+        attr = names.get(name, name)
+        if placeholder in values:
+            out.setdefault(attr, values[placeholder])
+    return out
+
+
+def scalar(v):
+    """An attribute value's S or N, as text (None for anything else)."""
+    return (v or {}).get("S", (v or {}).get("N")) if isinstance(v, dict) else None
+
+
+def epoch_slots(op, body):
+    """Where a lock call puts keys in epochs (`lock_acquire: 'epochs'`), for the log:
+    {"epochs": {KEY: [EPOCH RECORD, SLOT]}} for an acquisition that writes keys pending in
+    an epoch (a statement, or a takeover's UpdateItem, setting `lock_epoch` and
+    `lock_slot`; the record is `#epoch:OWNER:N`, transforms/src/kv_store/aws_dynamodb/
+    epochs), {"slots": [SLOT, ...]} for the UpdateItem of an epoch record that commits
+    them (`ADD lock_committed :slots`), else {}."""
+    def place(key, values):
+        owner, epoch, slot = (scalar(values.get(a))
+                              for a in ("lock_owner", "lock_epoch", "lock_slot"))
+        if key and owner and epoch is not None and slot is not None:
+            return key, [f"{EPOCH_MARK}{owner}:{epoch}", int(slot)]
+        return None
+
+    if op == "BatchExecuteStatement":
+        found = dict(filter(None, (place(statement_key(st), statement_values(st))
+                                   for st in body.get("Statements", []))))
+        return {"epochs": found} if found else {}
+    if op == "UpdateItem":
+        key = scalar((body.get("Key") or {}).get("PK"))
+        values = update_values(body)
+        if epoch_update(body) == "commit":
+            ns = (values.get("lock_committed") or {}).get("NS", [])
+            return {"slots": sorted(int(x) for x in ns)}
+        if epoch_update(body) is None:
+            found = place(key, values)
+            return {"epochs": dict([found])} if found else {}
+    return {}
 
 
 def statement_class(statement):
@@ -472,6 +559,7 @@ class Handler(BaseHTTPRequestHandler):
     def _handle(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        arrived = round(time.time(), 4)  # before the emulator could apply it
         target = self.headers.get("X-Amz-Target", "")
         service = service_of(target)
         ua = self.headers.get("x-amz-user-agent", "") + " " + self.headers.get("User-Agent", "")
@@ -497,10 +585,12 @@ class Handler(BaseHTTPRequestHandler):
         else:
             fault = st.draw(cls)
         entry = {"class": cls, "op": call_name(target, parsed) if service == "dynamodb" else op, "app": app,
-                 "fault": fault}
+                 "fault": fault, "t_in": arrived}
         quiet = cls == "read"  # many calls: counted, logged only when faulted
         if not quiet or fault is not None:
             entry["ids" if cls == "sink" else "keys"] = ids
+        if service == "dynamodb" and cls in ("acquire", "commit"):
+            entry.update(epoch_slots(op, parsed))
         if fault == "partial" and (cls != "sink" or op not in ("PutRecords", "PutRecordBatch")):
             fault = entry["fault"] = "error_before"
         if fault in ("throttle", "error_before", "outage", "window"):

@@ -291,6 +291,23 @@ class ProxyTest(unittest.TestCase):
         self.assertEqual([(e["class"], e["keys"]) for e in self.log_lines() if "class" in e],
                          [("acquire", [f"fi:{i}"]) for i in range(3)])
 
+    def test_a_lock_call_is_logged_with_its_arrival_and_its_epoch_slots(self):
+        # `t_in`: when the proxy had the request, before the emulator could apply it; `t`:
+        # once the emulator answered (or the fault was decided). A takeover into an epoch
+        # names its slot.
+        self.start({})
+        take = {"TableName": "t", "Key": {"PK": {"S": "fi:e"}},
+                "UpdateExpression": "SET #owner = :me, #epoch = :e, #slot = :s",
+                "ExpressionAttributeNames": {"#owner": "lock_owner", "#epoch": "lock_epoch",
+                                             "#slot": "lock_slot"},
+                "ExpressionAttributeValues": {":me": {"S": "h/2/y"}, ":e": {"N": "4"}, ":s": {"N": "3"}}}
+        before = time.time()
+        self.call("DynamoDB_20120810.UpdateItem", take)
+        [e] = self.entries()
+        self.assertLessEqual(round(before, 4) - 0.0001, e["t_in"])
+        self.assertLessEqual(e["t_in"], e["t"])
+        self.assertEqual(e["epochs"], {"fi:e": ["#epoch:h/2/y:4", 3]})
+
     def test_records_are_named_by_their_unit(self):
         self.start({})
         data = [{"uid": "u1", "id": 1}, {"uid": "u2", "id": "1"}, {"id": "x"},
@@ -356,6 +373,11 @@ class ClassifyTest(unittest.TestCase):
         ]
         for expr, cls in cases:
             self.assertEqual(proxy.classify(tw, one(expr)), (cls, ["fi:a"]), expr)
+            self.assertEqual(proxy.call_name(tw, one(expr)), "TransactWriteItems", expr)
+        # A send's placements (lock.rs Op::Record): with the commits' faults, logged apart.
+        record = one("ADD #progress :progress")
+        self.assertEqual(proxy.classify(tw, record), ("commit", ["fi:a"]))
+        self.assertEqual(proxy.call_name(tw, record), "TransactWriteItems/record")
         acquire = {"Key": {"PK": {"S": "fi:#1"}},
                    "UpdateExpression": "SET #owner = :me, #status = :pending, #lease = :lease"}
         self.assertEqual(proxy.classify("DynamoDB_20120810.UpdateItem", acquire), ("acquire", ["fi:#1"]))
@@ -410,6 +432,65 @@ class ClassifyTest(unittest.TestCase):
                                            {"Error": {"Code": "DuplicateItem", "Message": "x"}}]})
         self.assertEqual(proxy.acquire_answer("BatchExecuteStatement", ["fi:a", "fi:b"], 200, answer),
                          {"statement_errors": {"fi:b": "DuplicateItem"}})
+
+
+class EpochSlotsTest(unittest.TestCase):
+    """Where the epochs' calls put keys (transforms/src/kv_store/aws_dynamodb/statements.rs
+    acquire_statement, epochs/mod.rs take_over, epochs/commit.rs commit_epoch): what the
+    campaign needs to tell which commit committed a key."""
+    s, n = staticmethod(lambda v: {"S": v}), staticmethod(lambda v: {"N": str(v)})
+
+    def test_statements_in_both_update_forms_and_inserts(self):
+        s, n = self.s, self.n
+        insert = {"Statement": "INSERT INTO \"locks\" VALUE {'PK': ?, 'lock_owner': ?, "
+                               "'lock_status': ?, 'lock_lease_until': ?, 'ttl': ?, 'lock_since': ?, "
+                               "'lock_epoch': ?, 'lock_slot': ?}",
+                  "Parameters": [s("fi:a"), s("h/1/x"), s("epoch"), n(1), n(2), n(3), n(7), n(0)]}
+        where = ("WHERE \"PK\" = ? AND (\"lock_status\" IS MISSING OR (\"lock_status\" <> ? "
+                 "AND \"lock_status\" <> ?)) AND \"ttl\" <= ?")
+        attrs = ["lock_owner", "lock_status", "lock_lease_until", "ttl", "lock_since",
+                 "lock_epoch", "lock_slot"]
+        params = [s("h/1/x"), s("epoch"), n(1), n(2), n(3), n(7), n(1)]
+        tail = [s("pending"), s("epoch"), n(9)]
+        documented = {"Statement": "UPDATE \"locks\" " + " ".join(f'SET "{a}" = ?' for a in attrs)
+                                   + ' REMOVE "lock_note" REMOVE "lock_progress" ' + where,
+                      "Parameters": params + [s("fi:b")] + tail}
+        comma = {"Statement": "UPDATE \"locks\" SET " + ", ".join(f'"{a}" = ?' for a in attrs)
+                              + ' REMOVE "lock_note", "lock_progress" ' + where,
+                 "Parameters": params[:-1] + [n(2), s("fi:c")] + tail}
+        plain = {"Statement": insert["Statement"].replace(", 'lock_epoch': ?, 'lock_slot': ?", ""),
+                 "Parameters": [s("fi:d"), s("h/1/x"), s("pending"), n(1), n(2), n(3)]}
+        self.assertEqual(proxy.epoch_slots("BatchExecuteStatement",
+                                           {"Statements": [insert, documented, comma, plain]}),
+                         {"epochs": {"fi:a": ["#epoch:h/1/x:7", 0], "fi:b": ["#epoch:h/1/x:7", 1],
+                                     "fi:c": ["#epoch:h/1/x:7", 2]}})
+        self.assertEqual(proxy.epoch_slots("BatchExecuteStatement", {"Statements": [plain]}), {})
+
+    def test_a_takeover_into_an_epoch_and_an_epoch_records_commit(self):
+        s, n = self.s, self.n
+        take = {"Key": {"PK": s("fi:e")},
+                "UpdateExpression": "SET #owner = :me, #status = :epoch, #lease = :lease, #ttl = :ttl, "
+                                    "#epoch = :e, #slot = :s, #since = :now_ms REMOVE #note, #progress",
+                "ExpressionAttributeNames": {"#owner": "lock_owner", "#status": "lock_status",
+                                             "#lease": "lock_lease_until", "#ttl": "ttl",
+                                             "#epoch": "lock_epoch", "#slot": "lock_slot"},
+                "ExpressionAttributeValues": {":me": s("h/2/y"), ":epoch": s("epoch"), ":e": n(4),
+                                              ":s": n(3), ":lease": n(1), ":ttl": n(2), ":now_ms": n(5)}}
+        self.assertEqual(proxy.epoch_slots("UpdateItem", take), {"epochs": {"fi:e": ["#epoch:h/2/y:4", 3]}})
+        names = {"#committed": "lock_committed", "#v": "lock_v", "#ttl": "ttl"}
+        commit = {"Key": {"PK": s("#epoch:h/2/y:4")}, "UpdateExpression": "ADD #committed :slots SET #ttl = :ttl",
+                  "ExpressionAttributeNames": names,
+                  "ExpressionAttributeValues": {":slots": {"NS": ["3", "10"]}, ":v": n(0), ":ttl": n(9)}}
+        self.assertEqual(proxy.epoch_slots("UpdateItem", commit), {"slots": [3, 10]})
+        abort = {"Key": {"PK": s("#epoch:h/2/y:4")},
+                 "UpdateExpression": "ADD #aborted :slot, #v :one SET #ttl = if_not_exists(#ttl, :ttl)",
+                 "ExpressionAttributeNames": {"#aborted": "lock_aborted", "#v": "lock_v", "#ttl": "ttl"},
+                 "ExpressionAttributeValues": {":slot": {"NS": ["3"]}, ":one": n(1), ":ttl": n(9)}}
+        self.assertEqual(proxy.epoch_slots("UpdateItem", abort), {})
+        alone = {"Key": {"PK": s("fi:f")}, "UpdateExpression": "SET #owner = :me, #status = :pending",
+                 "ExpressionAttributeNames": {"#owner": "lock_owner", "#status": "lock_status"},
+                 "ExpressionAttributeValues": {":me": s("h/2/y"), ":pending": s("pending")}}
+        self.assertEqual(proxy.epoch_slots("UpdateItem", alone), {})
 
 
 class WindowsTest(unittest.TestCase):
