@@ -49,6 +49,7 @@ locks.json (the lock table at the end); --out/results.json holds every row.
 """
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -588,6 +589,20 @@ def recurring_ttl_s(spec):
     lease + 5 s, a message that waited 30 s for a crashed owner's key). Hence those and 5 s."""
     return (parse_seconds(spec["lease"]) + skew_s(spec)
             + parse_seconds(spec.get("pending_wait", "20s")) + 5)
+
+
+def recurring_window_s(spec):
+    """The window the `recurring` pipeline's lock keeps a key for after its commit: its
+    ttl_offset in whole seconds, a fraction rounded up as the lock does
+    (transforms/src/meta/kv_store_lock/mod.rs; '28.75s' is 29 s)."""
+    return math.ceil(recurring_ttl_s(spec))
+
+
+def clock_offset_s(clock):
+    """A run's wall-clock offset (`clock`: '+4s', '-4s', None) in seconds."""
+    if not clock:
+        return 0.0
+    return -parse_seconds(clock[1:]) if clock.startswith("-") else parse_seconds(clock.lstrip("+"))
 
 
 def config_text(what, transforms, spec):
@@ -1377,19 +1392,129 @@ def lease_takeovers(workdir, run_id):
 
 # ---------------------------------------------------------------------------- verdict
 
+EPOCH_MARK = "#epoch:"
+
+
+def epoch_record(key):
+    """An epoch record's name from its partition key value (`#epoch:OWNER:N`, under
+    whatever prefix)."""
+    return key[key.index(EPOCH_MARK):] if EPOCH_MARK in key else key
+
+
+class KeyTimes:
+    """When each run took and committed each lock key, from the DynamoDB proxy's log
+    (proxy.py): the evidence that a copy came after its key's window.
+
+    `takes[key]`: (run, arrival, answer) of each call that the store applied and that took
+    the key: an acquisition's TransactWriteItems, UpdateItem (a takeover, a key taken alone)
+    or BatchExecuteStatement (less the keys whose statement failed); its arrival at the
+    proxy (`t_in`) is before the store could apply it, its answer (`t`) after. A log without
+    arrival times (an older proxy's) gives no takes. `commits[key]`: the same of each applied
+    commit of the key: a TransactWriteItems (not one that only records a send's progress,
+    `TransactWriteItems/record`) or BatchExecuteStatement naming it (less failed
+    statements), or, with `lock_acquire: 'epochs'`, the UpdateItem of an epoch record whose
+    committed slots include the slot a run's acquisition wrote the key in."""
+
+    def __init__(self, entries):
+        self.takes, self.commits = defaultdict(list), defaultdict(list)
+        placed = defaultdict(set)  # (epoch record, slot) -> keys written pending there
+        epoch_commits = []
+        for e in entries:
+            if e.get("class") not in ("acquire", "commit") or not e.get("applied"):
+                continue
+            run, failed = e.get("app"), set(e.get("statement_errors") or {})
+            # A commit's arrival, when the log lacks it: as early as can be.
+            when = (e.get("t_in", float("-inf")), e["t"])
+            for k, (record, slot) in (e.get("epochs") or {}).items():
+                placed[(epoch_record(record), slot)].add(k)
+            if e["class"] == "acquire":
+                if "t_in" in e:
+                    for k in e.get("keys", []):
+                        if EPOCH_MARK not in k and k not in failed:
+                            self.takes[k].append((run, *when))
+            elif str(e.get("op")).endswith("/record"):
+                continue  # progress recorded (placements), not committed
+            elif e.get("op") == "UpdateItem/commit":
+                epoch_commits.extend((epoch_record(k), e.get("slots", []), run, when)
+                                     for k in e.get("keys", []))
+            else:
+                for k in e.get("keys", []):
+                    if k not in failed:
+                        self.commits[k].append((run, *when))
+        for record, slots, run, when in epoch_commits:
+            for slot in slots:
+                for k in placed.get((record, slot), ()):
+                    self.commits[k].append((run, *when))
+
+    def after_window(self, key, run, other, window, offset=None):
+        """Whether one of two runs' copies came after the key's window, by the log: one run
+        took the key only after the other's last take was answered, and each of its takes
+        arrived more than `window` seconds (plus how far the committer's clock
+        ran ahead of its own, by `offset`: {run: seconds}) after the answer of every commit
+        of the key, by any run, that the store may have applied before one of those takes
+        (one that arrived before the take's answer). None when the log has no take of the
+        key by one of the two runs, or no such commit (a key taken over pending); False
+        when their takes interleave."""
+        offset = offset or {}
+        mine = [x for x in self.takes.get(key, []) if x[0] == run]
+        theirs = [x for x in self.takes.get(key, []) if x[0] == other]
+        if not mine or not theirs:
+            return None
+        if max(t for _, _, t in theirs) < min(t_in for _, t_in, _ in mine):
+            late = mine
+        elif max(t for _, _, t in mine) < min(t_in for _, t_in, _ in theirs):
+            late = theirs
+        else:
+            return False
+        taker = late[0][0]
+        before = [c for c in self.commits.get(key, []) if c[1] < max(t for _, _, t in late)]
+        if not before:
+            return None
+        first = min(t_in for _, t_in, _ in late)
+        ahead = {r: max(0.0, offset.get(r, 0.0) - offset.get(taker, 0.0)) for r, _, _ in before}
+        return all(first - t > window + ahead[committer] for committer, _, t in before)
+
+    def of(self, key):
+        """{run: {"took": [arrivals], "committed": [answers]}} of `key` (unexplained.json)."""
+        out = defaultdict(lambda: {"took": [], "committed": []})
+        for run, t_in, _ in self.takes.get(key, []):
+            out[run]["took"].append(t_in)
+        for run, _, t in self.commits.get(key, []):
+            out[run]["committed"].append(t)
+        return dict(out)
+
+
 def attribute(copies, expected, id_of, locks, runs, killed, stopped, takeovers, unsettled,
-              ambiguous, ttl_gap=None):
+              ambiguous, ttl_gap=None, key_times=None, ttl_window=None):
     """Every copy beyond one per unit, by cause: Counter of causes, the crash-window copies
     per stopped run, the unexplained ones, {unit: [runs of its copies]}.
 
-    `expected` maps each unit to its message's uid (the lock key is the uid's id). With
-    `ttl_gap` (the `recurring` pipeline), a copy from a run that started more than the gap
-    after another copy's run ended came after the key's TTL: processed again by design."""
+    `expected` maps each unit to its message's uid (the lock key is the uid's id).
+
+    After the key's TTL (the `recurring` pipeline: `ttl_gap` given), processed again by
+    design: a copy whose run is a window apart from the run of every other copy. Two runs
+    are when the later took the key, by the lock store's log (`key_times`, a KeyTimes),
+    more than `ttl_window` (the lock's window after a commit) after every commit of it
+    before (KeyTimes.after_window), whichever of the two copies is the extra one; where the
+    log cannot tell (no take of the key by one of the runs, or no commit before the later
+    one's), when one run started more than `ttl_gap` after the other ended."""
     by_pid = defaultdict(list)
-    times = {}
+    times, offset = {}, {}
     for r in runs:
         by_pid[r["pid"]].append(r["run"])
         times[r["run"]] = (r["start"], r["end"])
+        offset[r["run"]] = clock_offset_s(r.get("clock"))
+
+    def ttl_passed(key, run, other):
+        """Whether one of the two runs' copies came after the key's TTL of the other's."""
+        if key_times is not None and ttl_window is not None:
+            found = key_times.after_window(key, run, other, ttl_window, offset)
+            if found is not None:
+                return found
+        if run not in times or other not in times:
+            return False
+        (start, end), (o_start, o_end) = times[run], times[other]
+        return start > o_end + ttl_gap or o_start > end + ttl_gap
     per_id = defaultdict(list)
     for i, run, _ in copies:
         per_id[i].append(run)
@@ -1410,13 +1535,13 @@ def attribute(copies, expected, id_of, locks, runs, killed, stopped, takeovers, 
         for run, count in Counter(runs_of).items():
             extra = count - 1 if run == committer else count
             if run != committer and extra:  # the first copy from a run that did not commit
-                # After the key's TTL: one of the two runs started more than the gap after
-                # the other ended, whichever came first (an earlier run that committed, then
-                # a later one that took the key as new and committed last, is the same).
-                others = [times[o] for o in runs_of if o != run and o in times]
-                if ttl_gap is not None and run in times and others and any(
-                        times[run][0] > end + ttl_gap or start > times[run][1] + ttl_gap
-                        for start, end in others):
+                # After the key's TTL: this run's copy is a window of its own, apart from
+                # every other copy's (whichever came first: an earlier run that committed,
+                # then a later one that took the key as new and committed last, is the
+                # same). A copy inside another's window is not, whatever other windows
+                # the key had.
+                if ttl_gap is not None and all(ttl_passed(key, run, o)
+                                               for o in set(runs_of) - {run}):
                     dup["after_ttl"] += 1
                     extra -= 1
                 elif run in killed:
@@ -1442,11 +1567,14 @@ def attribute(copies, expected, id_of, locks, runs, killed, stopped, takeovers, 
                 unexplained.append({"unit": i, "key": key, "copies": runs_of,
                                     "committer": committer,
                                     "killed": sorted(set(runs_of) & (killed | stopped))})
+                if key_times is not None:
+                    unexplained[-1]["lock_times"] = key_times.of(key)
     return dup, crash_by_run, unexplained, per_id
 
 
 def judge_units(sink, copies, expected, bad_units, dead, ctx, locks, lock_runs, killed,
-                stopped, takeovers, unsettled, entries, ttl_gap):
+                stopped, takeovers, unsettled, entries, ttl_gap, key_times=None,
+                ttl_window=None):
     """One sink's counts, by unit: {copies, once, duplicates and their causes, lost, bad
     delivered, stray, dropped by the emulator, crash-window copies per run, unexplained}."""
     ambiguous = Counter()
@@ -1456,7 +1584,7 @@ def judge_units(sink, copies, expected, bad_units, dead, ctx, locks, lock_runs, 
                 ambiguous[(i, e.get("app"))] += 1  # app None: no app/ in its user agent
     dup, crash_by_run, unexplained, per_id = attribute(
         copies, expected, ctx.id_of, locks, lock_runs, killed, stopped, takeovers, unsettled,
-        ambiguous, ttl_gap)
+        ambiguous, ttl_gap, key_times, ttl_window)
     present = set(per_id)
     acknowledged = set()
     for e in entries:
@@ -1561,9 +1689,14 @@ def analyse(ctx, res, emu, work, proxies, stages):
         def units(uids):
             return {u: u for u in uids}
     expected, bad_units = units(valid), units(bad)
-    ttl_gap = None
+    ttl_gap = ttl_window = key_times = None
     if p == "recurring":
-        ttl_gap = recurring_ttl_s(spec) + skew_s(spec) + 1.0
+        # The window after a commit; across run boundaries (a run's acquisitions follow its
+        # start, its commits precede its end), with the clock skew and the second the
+        # lock's TTL rounds a commit's instant up by.
+        ttl_window = recurring_window_s(spec)
+        ttl_gap = ttl_window + skew_s(spec) + 1.0
+        key_times = KeyTimes(logs.get("dynamodb", []))
     sinks = []
     for sink in SINKS[p]:
         proxy = SINK_PROXY.get(sink)
@@ -1575,7 +1708,8 @@ def analyse(ctx, res, emu, work, proxies, stages):
             j = judge_content(sink, copies, ctx, work, dead, killed, stopped, entries)
         else:
             j = judge_units(sink, copies, expected, bad_units, dead, ctx, locks, lock_runs,
-                            killed, stopped, takeovers, unsettled, entries, ttl_gap)
+                            killed, stopped, takeovers, unsettled, entries, ttl_gap,
+                            key_times, ttl_window)
         j["copy_list"] = copies
         sinks.append(j)
 

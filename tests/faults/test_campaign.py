@@ -132,6 +132,190 @@ class AttributeTest(unittest.TestCase):
         self.assertEqual(unexplained, [])
 
 
+class KeyTimesTest(unittest.TestCase):
+    """After the key's TTL by the lock store's log: `recurring`, ttl_offset '28.75s' (a
+    29 s window), retry-mix runs of tens of seconds that follow each other closely."""
+
+    # Run a committed the key early in its 40 s; run b started 5 s after a ended (far
+    # less than the gap) and took the key late in its run; z is far from both.
+    RUNS = [{"run": "a", "pid": 1, "start": 0.0, "end": 40.0},
+            {"run": "b", "pid": 2, "start": 45.0, "end": 90.0},
+            {"run": "z", "pid": 3, "start": 200.0, "end": 201.0}]
+    WINDOW, GAP = 29, 30.75
+
+    @staticmethod
+    def take(run, t_in, keys=("fi:u1",), **kw):
+        return dict({"class": "acquire", "op": "TransactWriteItems", "app": run, "fault": None,
+                     "t_in": t_in, "keys": list(keys), "applied": True, "t": t_in + 0.01}, **kw)
+
+    @staticmethod
+    def commit(run, t, keys=("fi:u1",), **kw):
+        return dict({"class": "commit", "op": "TransactWriteItems", "app": run, "fault": None,
+                     "t_in": t - 0.01, "keys": list(keys), "applied": True, "t": t}, **kw)
+
+    def attribute(self, entries, committer="vm/2/x", runs=None, log=True, copies=None):
+        return c.attribute(copies or [("u1", "a", "f1"), ("u1", "b", "f2")], {"u1": "u1"},
+                           {"u1": "u1"}, {"fi:u1": ("committed", committer)},
+                           runs or self.RUNS, set(), set(), set(), set(), Counter(), self.GAP,
+                           c.KeyTimes(entries) if log else None, self.WINDOW)
+
+    def test_a_later_run_that_took_the_key_past_the_window_is_after_the_ttl(self):
+        entries = [self.take("a", 1.0), self.commit("a", 2.0), self.take("b", 80.0),
+                   self.commit("b", 81.0)]
+        # Run boundaries alone cannot tell (b started 5 s after a ended): unattributed.
+        dup, _, _, _ = self.attribute(entries, log=False)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # The log can: b took the key 78 s after a's commit.
+        dup, _, unexplained, _ = self.attribute(entries)
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        self.assertEqual(unexplained, [])
+        # Whichever of the two is the lock's last owner (the copy counted extra is then b's).
+        dup, _, _, _ = self.attribute(entries, committer="vm/1/x")
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+
+    def test_a_take_inside_the_window_stays_unattributed(self):
+        # b took the key 28.5 s after a's commit was answered: inside the 29 s window, a
+        # duplicate the lock should have dropped, even though the runs are far apart.
+        entries = [self.take("a", 1.0), self.commit("a", 2.0), self.take("b", 30.5)]
+        runs = [dict(self.RUNS[0], end=2.5), dict(self.RUNS[1], start=30.4)]
+        dup, _, unexplained, _ = self.attribute(entries, runs=runs)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        self.assertEqual(unexplained[0]["lock_times"],
+                         {"a": {"took": [1.0], "committed": [2.0]},
+                          "b": {"took": [30.5], "committed": []}})
+        # Every take counts: an earlier one inside the window (an acquisition whose answer
+        # was lost, then asked again) leaves it unproved.
+        dup, _, _, _ = self.attribute(entries[:2] + [self.take("b", 20.0), self.take("b", 80.0)])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # The window counts from the last commit answered (a commit sent again).
+        dup, _, _, _ = self.attribute(entries[:2] + [self.commit("a", 60.0), self.take("b", 80.0)])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # By the arrival of the take, not by when it was answered.
+        late_answer = self.take("b", 30.5)
+        late_answer["t"] = 40.0
+        dup, _, _, _ = self.attribute(entries[:2] + [late_answer])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+
+    def test_a_copy_inside_one_window_is_not_excused_by_another(self):
+        # Three copies: b took the key 18 s after a's commit (inside a's window), z took it
+        # past b's. b's or a's copy is a duplicate, though both are a window apart from z's.
+        three = [("u1", "a", "f1"), ("u1", "b", "f2"), ("u1", "z", "f3")]
+        entries = [self.take("a", 1.0), self.commit("a", 2.0), self.take("b", 20.0),
+                   self.commit("b", 21.0), self.take("z", 200.5)]
+        runs = [dict(self.RUNS[0], end=3.0), dict(self.RUNS[1], start=19.0, end=22.0), self.RUNS[2]]
+        dup, _, unexplained, _ = self.attribute(entries, committer="vm/3/x", runs=runs, copies=three)
+        self.assertEqual(nz(dup), {"unattributed": 2})
+        self.assertEqual(len(unexplained), 2)
+        # Three windows, each past the one before: two copies after the TTL.
+        entries[2:4] = [self.take("b", 40.0), self.commit("b", 41.0)]
+        runs[1] = dict(self.RUNS[1], start=39.0, end=42.0)
+        dup, _, _, _ = self.attribute(entries, committer="vm/3/x", runs=runs, copies=three)
+        self.assertEqual(nz(dup), {"after_ttl": 2})
+
+    def test_every_commit_before_the_take_counts_whoever_made_it(self):
+        # A run without a copy (m) took the key afresh after a's window and committed it;
+        # b took it 14 s after m's commit: inside m's window, however long after a's.
+        runs = [dict(self.RUNS[0], end=3.0), {"run": "m", "pid": 4, "start": 34.0, "end": 37.0},
+                dict(self.RUNS[1], start=49.0)]
+        entries = [self.take("a", 1.0), self.commit("a", 2.0), self.take("m", 35.0),
+                   self.commit("m", 36.0), self.take("b", 50.0)]
+        dup, _, unexplained, _ = self.attribute(entries, runs=runs)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        self.assertEqual(sorted(unexplained[0]["lock_times"]), ["a", "b", "m"])
+        # a's delivery committed by m (which took the key over pending, with its history,
+        # after a's commits failed), and b past m's window: after the TTL.
+        runs = self.RUNS + [{"run": "m", "pid": 4, "start": 41.0, "end": 44.0}]
+        entries = [self.take("a", 1.0), self.take("m", 42.0), self.commit("m", 43.0),
+                   self.take("b", 80.0)]
+        dup, _, _, _ = self.attribute(entries, runs=runs)
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+
+    def test_takes_that_interleave_are_no_evidence_of_a_window(self):
+        # b took the key between two takes of a's: neither came after the other.
+        entries = [self.take("a", 1.0), self.commit("a", 2.0), self.take("b", 40.0),
+                   self.take("a", 75.0)]
+        runs = [dict(self.RUNS[0], end=80.0), dict(self.RUNS[1], start=35.0)]
+        dup, _, _, _ = self.attribute(entries, runs=runs)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+
+    def test_only_what_the_store_applied_counts(self):
+        base = [self.take("a", 1.0), self.commit("a", 2.0)]
+        # A take refused (its transaction cancelled), or one whose statement failed, is no
+        # take; the log then has none of b's: the run boundaries decide (unattributed).
+        for refused in (self.take("b", 80.0, applied=False),
+                        self.take("b", 80.0, op="BatchExecuteStatement",
+                                  statement_errors={"fi:u1": "ConditionalCheckFailed"})):
+            dup, _, _, _ = self.attribute(base + [refused])
+            self.assertEqual(nz(dup), {"unattributed": 1})
+        # Progress recorded (a send's placements, classed with the commits) is no commit.
+        dup, _, _, _ = self.attribute([self.take("a", 1.0),
+                                       self.commit("a", 2.0, op="TransactWriteItems/record"),
+                                       self.take("b", 80.0)])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # A commit thrown back is none either.
+        dup, _, _, _ = self.attribute([self.take("a", 1.0), self.commit("a", 2.0, applied=False),
+                                       self.take("b", 80.0)])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # A log without arrival times (an older proxy's) proves nothing.
+        old = self.take("b", 80.0)
+        del old["t_in"]
+        dup, _, _, _ = self.attribute(base + [old])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+
+    def test_the_run_boundaries_decide_where_the_log_lacks_the_key(self):
+        dup, _, _, _ = self.attribute([self.take("z", 200.5, keys=["fi:other"])],
+                                      copies=[("u1", "a", "f1"), ("u1", "z", "f2")])
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        dup, _, _, _ = self.attribute([], copies=[("u1", "a", "f1"), ("u1", "b", "f2")])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+
+    def test_epochs_commit_a_keys_slot_in_its_epoch_record(self):
+        # 'epochs': a's statement wrote the key pending in its epoch 3, slot 2; the epoch
+        # record's UpdateItem committed that slot; b took the key past the window with a
+        # takeover's UpdateItem into its own epoch.
+        record = "#epoch:h/1/x:3"
+        took = self.take("a", 1.0, op="BatchExecuteStatement",
+                         epochs={"fi:u1": [record, 2], "fi:u2": [record, 1]}, keys=["fi:u1", "fi:u2"])
+        retaken = self.take("b", 80.0, op="UpdateItem", epochs={"fi:u1": ["#epoch:h/2/y:0", 0]})
+        commit = self.commit("a", 2.0, op="UpdateItem/commit", keys=[record], slots=[1, 2])
+        dup, _, _, _ = self.attribute([took, commit, retaken])
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        # A commit of the epoch's other slots is not the key's: no commit of it in the log.
+        dup, _, _, _ = self.attribute([took, dict(commit, slots=[1]), retaken])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # Inside the window all the same.
+        dup, _, _, _ = self.attribute([took, commit, dict(retaken, t_in=25.0)])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # An epoch's abort (an UpdateItem of the record, an acquisition's) takes no key.
+        times = c.KeyTimes([took, commit, self.take("b", 80.0, op="UpdateItem/abort", keys=[record])])
+        self.assertEqual(dict(times.takes), {"fi:u1": [("a", 1.0, 1.01)], "fi:u2": [("a", 1.0, 1.01)]})
+        self.assertEqual(dict(times.commits), {"fi:u1": [("a", 1.99, 2.0)], "fi:u2": [("a", 1.99, 2.0)]})
+
+    def test_statements_commit_keys_whose_statement_did_not_fail(self):
+        commit = self.commit("a", 2.0, op="BatchExecuteStatement")
+        entries = [self.take("a", 1.0), commit, self.take("b", 80.0)]
+        self.assertEqual(nz(self.attribute(entries)[0]), {"after_ttl": 1})
+        commit["statement_errors"] = {"fi:u1": "ConditionalCheckFailed"}
+        self.assertEqual(nz(self.attribute(entries)[0]), {"unattributed": 1})
+
+    def test_a_committer_clock_ahead_of_the_takers_widens_the_window(self):
+        # a's clock 4 s ahead, b's 4 s behind: a's TTL ends 8 s later by b's clock.
+        runs = [dict(self.RUNS[0], clock="+4s"), dict(self.RUNS[1], clock="-4s")]
+        entries = [self.take("a", 1.0), self.commit("a", 2.0)]
+        dup, _, _, _ = self.attribute(entries + [self.take("b", 36.0)], runs=runs)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        dup, _, _, _ = self.attribute(entries + [self.take("b", 39.5)], runs=runs)
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        self.assertEqual(c.clock_offset_s("-4s"), -4.0)
+        self.assertEqual(c.clock_offset_s("+30s"), 30.0)
+        self.assertEqual(c.clock_offset_s(None), 0.0)
+
+    def test_the_window_is_the_locks_whole_seconds(self):
+        self.assertEqual(c.recurring_ttl_s(c.MIXES["retry"]), 28.75)
+        self.assertEqual(c.recurring_window_s(c.MIXES["retry"]), 29)
+        self.assertEqual(c.recurring_window_s(c.MIXES["clock"]), 67)
+
+
 class ContentTest(unittest.TestCase):
     class Ctx:
         runs = [{"run": "k", "uids": ["m1", "m2"]}, {"run": "ok", "uids": ["m3"]}]
