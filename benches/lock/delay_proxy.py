@@ -78,6 +78,7 @@ condition failed": {"calls": N, "write": W, "read": R}, ...}, "from_response": U
 """
 import argparse
 import collections
+import email.utils
 import heapq
 import json
 import os
@@ -124,8 +125,22 @@ def stub_response(target, body):
         else:
             answer = {"Responses": [{} for _ in req.get("Statements") or []]}
         payload = json.dumps(answer, separators=(",", ":")).encode()
+    # A `Date` header, as DynamoDB's every answer has: the lock measures its clock's offset
+    # from it, and without one it would ask again (a DescribeTable) before every batch.
     return (b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
-            b"x-amzn-RequestId: stub\r\nContent-Length: %d\r\n\r\n" % len(payload)) + payload
+            b"Date: %s\r\nx-amzn-RequestId: stub\r\nContent-Length: %d\r\n\r\n"
+            % (http_date(), len(payload))) + payload
+
+
+def http_date():
+    """This second as an HTTP date (`Sun, 06 Dec 2026 05:12:09 GMT`), made once a second."""
+    now = int(time.time())
+    if _DATE[0] != now:
+        _DATE[0], _DATE[1] = now, email.utils.formatdate(now, usegmt=True).encode()
+    return _DATE[1]
+
+
+_DATE = [None, b""]
 
 
 class Counts:
