@@ -1015,15 +1015,18 @@ impl LockStore for DynamoDbStore {
             }
             AcquireMode::Statements | AcquireMode::Epochs => {
                 let epochs = self.table.acquire == AcquireMode::Epochs;
+                // `concurrency` counts calls: as many pieces may be under way, each
+                // making its calls when the gate lets it.
+                let gate = statements::CallGate::new(concurrency);
                 let calls: Vec<_> = requests
                     .chunks(statements::PIECE_KEYS)
                     .map(|chunk| {
                         let epoch = epochs.then(|| self.epochs.open(owner));
-                        self.acquire_statements(client, owner, now_ms, chunk, epoch)
+                        self.acquire_statements(client, owner, now_ms, chunk, epoch, &gate)
                     })
                     .collect();
                 let parts: Vec<ChunkAnswer> = stream::iter(calls)
-                    .buffered(statements::pieces_in_flight(concurrency))
+                    .buffered(concurrency.max(1))
                     .collect()
                     .await;
                 self.acquire_alone(client, owner, now_ms, requests, parts, concurrency)

@@ -332,6 +332,8 @@ pub struct DynamoDbStore {
     dialect: dialect::Dialect,
     /// What `lock_acquire: 'epochs'` knows of its owners' open epochs (`epochs.rs`).
     epochs: epochs::Ledger,
+    /// The texts of the acquisitions' statements, made on first use (`statements.rs`).
+    texts: [std::sync::OnceLock<String>; 8],
 }
 
 /// Capacity units, as DynamoDB reports them (`ReturnConsumedCapacity`).
@@ -413,6 +415,7 @@ impl DynamoDbStore {
             consumed: Consumed::default(),
             dialect: dialect::Dialect::default(),
             epochs: epochs::Ledger::default(),
+            texts: Default::default(),
         }
     }
 

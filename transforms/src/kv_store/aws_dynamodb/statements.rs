@@ -64,10 +64,25 @@ pub(super) const STATEMENTS_MAX: usize = 25;
 /// The statement calls of one piece, in flight together.
 pub(super) const CALLS_PER_PIECE: usize = PIECE_KEYS / STATEMENTS_MAX;
 
-/// Pieces in flight together for `concurrency` calls in flight: each has up to
-/// [`CALLS_PER_PIECE`] statement calls at once.
-pub(super) fn pieces_in_flight(concurrency: usize) -> usize {
-    concurrency.div_ceil(CALLS_PER_PIECE).max(1)
+/// The calls of one acquisition in flight at once: at most the store's `concurrency`,
+/// whichever pieces make them. A piece makes one call (its read), then up to
+/// [`CALLS_PER_PIECE`] (its statements): counting calls, not pieces, keeps `concurrency`
+/// calls in flight while some pieces read and others write, where a fixed number of pieces
+/// left most of it idle during the reads. A call holds its permit only while it is in
+/// flight, never while it waits for another, so pieces cannot wait on each other.
+pub(super) struct CallGate(tokio::sync::Semaphore);
+
+impl CallGate {
+    pub(super) fn new(concurrency: usize) -> CallGate {
+        CallGate(tokio::sync::Semaphore::new(concurrency.max(1)))
+    }
+
+    /// Runs `call` once a permit is free.
+    pub(super) async fn run<F: std::future::Future>(&self, call: F) -> F::Output {
+        // The semaphore is never closed; were it, the call would go ungated.
+        let _permit = self.0.acquire().await.ok();
+        call.await
+    }
 }
 
 /// What a key's acquisition writes, from what the read found.
@@ -177,78 +192,100 @@ impl DynamoDbStore {
         form: Form,
         at: Option<EpochSlot>,
     ) -> Result<BatchStatementRequest, StoreError> {
-        let a = &self.table.attributes;
         let ttl = match at {
             Some(_) => epochs::key_ttl(r, now_ms),
             None => pending_ttl(r.ttl, r.lease_until_ms),
         };
-        let mut record: Vec<(&str, AttributeValue)> = vec![
-            (&a.owner, AttributeValue::S(owner.to_string())),
-            (&a.status, AttributeValue::S(epochs::status(at).into())),
-            (&a.lease_until, number(r.lease_until_ms)),
-            (&a.ttl, number(ttl)),
-            (&a.since, number(now_ms)),
-        ];
+        // In the order of `acquire_text`'s record.
+        let mut record = Vec::with_capacity(12);
+        record.extend([
+            AttributeValue::S(owner.to_string()),
+            AttributeValue::S(epochs::status(at).into()),
+            number(r.lease_until_ms),
+            number(ttl),
+            number(now_ms),
+        ]);
         if let Some(at) = at {
-            record.push((epochs::EPOCH_ATTRIBUTE, number(at.epoch as i64)));
-            record.push((epochs::SLOT_ATTRIBUTE, number(i64::from(at.slot))));
+            record.push(number(at.epoch as i64));
+            record.push(number(i64::from(at.slot)));
         }
-        // Taken as new: an earlier holding's progress goes (an epoch's records keep it
-        // until their TTL).
-        let mut remove = vec![quoted(&a.note)];
-        if at.is_some() {
-            remove.push(quoted(&a.progress));
-        }
-        let (key_text, key_params) = self.key_condition(&r.key);
-        let (text, params) = match write {
+        let (_, key_params) = self.key_condition(&r.key);
+        let params = match write {
             Write::Insert => {
-                let mut names = vec![format!("'{}': ?", a.partition_key)];
-                if let Some(sk) = &a.sort_key {
-                    names.push(format!("'{sk}': ?"));
-                }
-                names.extend(record.iter().map(|(name, _)| format!("'{name}': ?")));
                 let mut params = key_params;
-                params.extend(record.into_iter().map(|(_, v)| v));
-                (
+                params.append(&mut record);
+                params
+            }
+            Write::Fresh => {
+                let mut params = record;
+                params.extend(key_params);
+                params.push(AttributeValue::S(PENDING.into()));
+                if at.is_some() {
+                    params.push(AttributeValue::S(epochs::status(at).into()));
+                }
+                params.push(number(now_ms.div_euclid(1000)));
+                params
+            }
+        };
+        BatchStatementRequest::builder()
+            .statement(self.acquire_text(write, form, at.is_some()))
+            .set_parameters(Some(params))
+            .build()
+            .map_err(|e| self.fail(&format!("acquiring key {:?}", r.key), e))
+    }
+
+    /// The text of [`acquire_statement`](Self::acquire_statement)'s statements, the same
+    /// for every key: made once per kind (a tenth of the CPU of taking a key was spent
+    /// formatting it anew).
+    fn acquire_text(&self, write: Write, form: Form, epoch: bool) -> &str {
+        let slot = (write == Write::Fresh) as usize * 4
+            + (form == Form::Comma) as usize * 2
+            + epoch as usize;
+        self.texts[slot].get_or_init(|| {
+            let a = &self.table.attributes;
+            let mut record: Vec<&str> = vec![&a.owner, &a.status, &a.lease_until, &a.ttl, &a.since];
+            if epoch {
+                record.extend([epochs::EPOCH_ATTRIBUTE, epochs::SLOT_ATTRIBUTE]);
+            }
+            match write {
+                Write::Insert => {
+                    let mut names = vec![format!("'{}': ?", a.partition_key)];
+                    if let Some(sk) = &a.sort_key {
+                        names.push(format!("'{sk}': ?"));
+                    }
+                    names.extend(record.iter().map(|name| format!("'{name}': ?")));
                     format!(
                         "INSERT INTO {} VALUE {{{}}}",
                         self.table_quoted(),
                         names.join(", ")
-                    ),
-                    params,
-                )
-            }
-            Write::Fresh => {
-                let set: Vec<String> = record.iter().map(|(name, _)| quoted(name)).collect();
-                let mut params: Vec<AttributeValue> = record.into_iter().map(|(_, v)| v).collect();
-                params.extend(key_params);
-                params.push(AttributeValue::S(PENDING.into()));
-                let status = quoted(&a.status);
-                // In an epoch, a key pending in one is only taken through it (`epochs.rs`).
-                let not_held = match at {
-                    Some(_) => {
-                        params.push(AttributeValue::S(epochs::status(at).into()));
-                        format!("({status} IS MISSING OR ({status} <> ? AND {status} <> ?))")
+                    )
+                }
+                Write::Fresh => {
+                    let set: Vec<String> = record.iter().map(|name| quoted(name)).collect();
+                    // Taken as new: an earlier holding's progress goes (an epoch's records
+                    // keep it until their TTL).
+                    let mut remove = vec![quoted(&a.note)];
+                    if epoch {
+                        remove.push(quoted(&a.progress));
                     }
-                    None => format!("({status} IS MISSING OR {status} <> ?)"),
-                };
-                params.push(number(now_ms.div_euclid(1000)));
-                (
+                    let (key_text, _) = self.key_condition("");
+                    let status = quoted(&a.status);
+                    // In an epoch, a key pending in one is only taken through it (`epochs.rs`).
+                    let not_held = match epoch {
+                        true => {
+                            format!("({status} IS MISSING OR ({status} <> ? AND {status} <> ?))")
+                        }
+                        false => format!("({status} IS MISSING OR {status} <> ?)"),
+                    };
                     format!(
                         "UPDATE {} {} WHERE {key_text} AND {not_held} AND {} <= ?",
                         self.table_quoted(),
                         form.clauses(&set, &remove),
                         quoted(&a.ttl),
-                    ),
-                    params,
-                )
+                    )
+                }
             }
-        };
-        BatchStatementRequest::builder()
-            .statement(text)
-            .set_parameters(Some(params))
-            .build()
-            .map_err(|e| self.fail(&format!("acquiring key {:?}", r.key), e))
+        })
     }
 
     /// The statement that commits `c`'s key: what the transaction's commit update does
@@ -386,6 +423,7 @@ impl DynamoDbStore {
         now_ms: i64,
         chunk: &[AcquireRequest],
         epoch: Option<u64>,
+        gate: &CallGate,
     ) -> ChunkAnswer {
         let mut out: Vec<Option<Result<Acquired, StoreError>>> =
             (0..chunk.len()).map(|_| None).collect();
@@ -423,7 +461,10 @@ impl DynamoDbStore {
         // strongly consistent; what it decides without a write holds from a stale answer
         // too (a commit, on a key record or in an epoch, is never undone inside its window,
         // and a live lease is waited for and asked again).
-        let items = match self.read_items(client, &keys, epoch.is_none()).await {
+        let items = match gate
+            .run(self.read_items(client, &keys, epoch.is_none()))
+            .await
+        {
             Ok(items) => items,
             Err(CallFailed::Refused) => {
                 alone.extend(ask.into_iter().map(|i| (i, false)));
@@ -469,7 +510,7 @@ impl DynamoDbStore {
                     .collect::<Result<Vec<_>, _>>();
                 match built {
                     Ok(statements) => {
-                        calls.push(self.execute(client, statements));
+                        calls.push(gate.run(self.execute(client, statements)));
                         sent.push(part);
                     }
                     Err(e) => {
@@ -537,7 +578,7 @@ impl DynamoDbStore {
             let mut anew = Vec::new();
             if !changed.is_empty() {
                 let keys: Vec<&str> = changed.iter().map(|&i| chunk[i].key.as_str()).collect();
-                match self.read_items(client, &keys, true).await {
+                match gate.run(self.read_items(client, &keys, true)).await {
                     Ok(items) => {
                         for i in changed {
                             let r = &chunk[i];
@@ -593,7 +634,7 @@ impl DynamoDbStore {
         }
         if let (Some(epoch), false) = (epoch, resolve.is_empty()) {
             for (i, got) in self
-                .resolve_epochs(client, owner, now_ms, chunk, resolve, epoch)
+                .resolve_epochs(client, owner, now_ms, chunk, resolve, epoch, gate)
                 .await
             {
                 out[i] = Some(got);
@@ -813,8 +854,31 @@ mod tests {
         assert_eq!(Outcome::of(Some(&Code::ValidationError)), Outcome::Refused);
         assert_eq!(Outcome::of(Some(&Code::AccessDenied)), Outcome::Failed);
         assert_eq!(Outcome::of(None), Outcome::Failed);
-        assert_eq!(pieces_in_flight(32), 8);
-        assert_eq!(pieces_in_flight(1), 1);
-        assert_eq!(pieces_in_flight(0), 1);
+    }
+
+    /// However many pieces make them, no more calls than the gate's permits are in flight,
+    /// and as many as that are.
+    #[tokio::test]
+    async fn the_gate_keeps_its_number_of_calls_in_flight() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for permits in [1, 3, 32] {
+            let gate = CallGate::new(permits);
+            let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let call = || async {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(n, Ordering::SeqCst);
+                tokio::task::yield_now().await;
+                tokio::task::yield_now().await;
+                now.fetch_sub(1, Ordering::SeqCst);
+            };
+            // Pieces of one read, then four calls together, as acquisition makes them.
+            let pieces = (0..40).map(|_| async {
+                gate.run(call()).await;
+                join_all((0..4).map(|_| gate.run(call()))).await;
+            });
+            join_all(pieces).await;
+            assert_eq!(most.load(Ordering::SeqCst), permits, "{permits} permits");
+        }
+        assert_eq!(CallGate::new(0).0.available_permits(), 1);
     }
 }

@@ -53,6 +53,7 @@ use sluice_lock_protocol::pending_ttl;
 
 use super::super::lock::{AcquireRequest, Acquired, LockRecord, LockStatus, Prior, StoreError};
 use super::lock::AttemptCounter;
+use super::statements::CallGate;
 use super::{DynamoDbStore, EPOCH, PENDING, number, parse_number};
 
 mod commit;
@@ -216,6 +217,7 @@ impl DynamoDbStore {
     /// Settles the keys of one piece whose records are pending in another epoch (`read`,
     /// by index into `chunk`): reads their epochs, then answers each as a duplicate, held,
     /// or taken over into `epoch` at its index.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn resolve_epochs(
         &self,
         client: &Client,
@@ -224,6 +226,7 @@ impl DynamoDbStore {
         chunk: &[AcquireRequest],
         read: Vec<(usize, KeyRecord)>,
         epoch: u64,
+        gate: &CallGate,
     ) -> Vec<(usize, Result<Acquired, StoreError>)> {
         let mut names: Vec<String> = read
             .iter()
@@ -233,8 +236,8 @@ impl DynamoDbStore {
         names.dedup();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         // No answer: as if nothing were committed; the abort's condition decides.
-        let epochs = self
-            .read_items(client, &refs, false)
+        let epochs = gate
+            .run(self.read_items(client, &refs, false))
             .await
             .unwrap_or_default();
         let calls = read.into_iter().map(|(i, key)| {
@@ -248,14 +251,14 @@ impl DynamoDbStore {
                 slot: i as u32,
             };
             async move {
-                let got = self
-                    .resolve_one(client, owner, now_ms, &chunk[i], key, record, at)
+                // Its abort and takeover, one after the other: one call in flight.
+                let got = gate
+                    .run(self.resolve_one(client, owner, now_ms, &chunk[i], key, record, at))
                     .await;
                 (i, got)
             }
         });
-        // As many in flight as the piece's statement calls were (the store's concurrency
-        // over the pieces in flight).
+        // As many in flight as the piece's statement calls, within the acquisition's.
         stream::iter(calls)
             .buffer_unordered(super::statements::CALLS_PER_PIECE)
             .collect()
