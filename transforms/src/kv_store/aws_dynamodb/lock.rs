@@ -1063,24 +1063,10 @@ impl LockStore for DynamoDbStore {
         concurrency: usize,
     ) -> Result<Vec<Settled>, StoreError> {
         if self.table.acquire == AcquireMode::Epochs {
-            let renewals = self.epoch_renewals(owner, requests, super::clock::now_ms());
-            let settled = self
-                .change(owner, renewals.iter().map(Op::Renew).collect(), concurrency)
-                .await?;
-            for (r, s) in renewals.iter().zip(&settled) {
-                match s {
-                    Settled::Ok => {
-                        self.epochs
-                            .renewed(owner, &r.key, pending_ttl(r.ttl, r.lease_until_ms))
-                    }
-                    // Another owner's now: this one will not commit it.
-                    Settled::NotOwner(Some(rec)) if rec.owner != owner => {
-                        self.epochs.forget(owner, &r.key)
-                    }
-                    Settled::NotOwner(_) => {}
-                }
-            }
-            return Ok(settled);
+            let now_ms = super::clock::now_ms();
+            return self
+                .renew_epochs(owner, requests, now_ms, concurrency)
+                .await;
         }
         self.change(owner, requests.iter().map(Op::Renew).collect(), concurrency)
             .await

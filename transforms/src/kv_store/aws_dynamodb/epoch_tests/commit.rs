@@ -487,3 +487,243 @@ async fn a_commit_again_of_a_key_committed_in_its_epoch_is_ok_and_of_one_not_com
         );
     }
 }
+
+/// Transactions refused whole: each write's condition fails on the record `found` has for
+/// its key (or on no record), each call logged as `transaction KEYS`.
+fn refusing(found: Vec<Item>, log: &Log) -> Rule {
+    let log = log.clone();
+    mock!(Client::transact_write_items).then_compute_response(move |r| {
+        let keys: Vec<String> = r.transact_items().iter().map(|i| pk(item_key(i))).collect();
+        log.lock()
+            .unwrap()
+            .push(format!("transaction {}", keys.join(",")));
+        let reasons: Vec<(&str, Option<Item>)> = keys
+            .iter()
+            .map(|k| {
+                let item = found.iter().find(|i| pk(i) == *k).cloned();
+                ("ConditionalCheckFailed", item)
+            })
+            .collect();
+        MockResponse::Error(super::tests::cancelled(&reasons))
+    })
+}
+
+/// `BatchExecuteStatement`s whose every statement fails its condition.
+fn statements_refused() -> Rule {
+    mock!(Client::batch_execute_statement).then_compute_output(|r| {
+        let code = aws_sdk_dynamodb::types::BatchStatementErrorCodeEnum::ConditionalCheckFailed;
+        BatchExecuteStatementOutput::builder()
+            .set_responses(Some(
+                r.statements()
+                    .iter()
+                    .map(|_| {
+                        BatchStatementResponse::builder()
+                            .error(
+                                aws_sdk_dynamodb::types::BatchStatementError::builder()
+                                    .code(code.clone())
+                                    .message("from the mock")
+                                    .build(),
+                            )
+                            .build()
+                    })
+                    .collect(),
+            ))
+            .build()
+    })
+}
+
+#[tokio::test]
+async fn a_commit_again_of_several_keys_of_one_epoch_reads_that_epoch_once() {
+    // Three keys committed in epoch 0 already, in no ledger: committed again (the keeper
+    // sends a commit call again as a whole when another epoch of it failed), they go as
+    // plain keys, their records are found pending in the epoch, and one strongly
+    // consistent read of it, naming it once, says they are committed. Before, the read
+    // named the epoch once per key, which DynamoDB refuses: every key reported taken over.
+    let log = Log::default();
+    let records: Vec<Item> = (0..3)
+        .map(|i| {
+            key_item(
+                &format!("k{i}"),
+                "me",
+                Some((0, i)),
+                NOW_MS + 60_000,
+                LIVE_TTL,
+            )
+        })
+        .collect();
+    let epoch = epoch_item("me", 0, &[0, 1, 2], &[], 0, LIVE_TTL);
+    let read = reads(records.clone(), Some(vec![epoch]), &log);
+    let write = statements_refused();
+    let tx = refusing(records, &log);
+    let first = store(&[&read, &write, &tx], 1);
+    let got = first
+        .commit("me", &commits_of(&["k0", "k1", "k2"]), 4)
+        .await
+        .unwrap();
+    assert_eq!(got, [Settled::Ok, Settled::Ok, Settled::Ok]);
+    let epochs_read: Vec<String> = logged(&log)
+        .into_iter()
+        .filter(|l| l.starts_with("read-epochs"))
+        .collect();
+    assert_eq!(epochs_read, ["read-epochs! #epoch:me:0"]);
+
+    // The epoch cannot be read: not known committed, and not reported taken over either:
+    // the call fails, and the keeper sends it again.
+    let log = Log::default();
+    let records: Vec<Item> = (0..3)
+        .map(|i| {
+            key_item(
+                &format!("k{i}"),
+                "me",
+                Some((0, i)),
+                NOW_MS + 60_000,
+                LIVE_TTL,
+            )
+        })
+        .collect();
+    let read = reads(records.clone(), None, &log);
+    let write = statements_refused();
+    let tx = refusing(records, &log);
+    let unread = store(&[&read, &write, &tx], 1);
+    let got = unread
+        .commit("me", &commits_of(&["k0", "k1", "k2"]), 4)
+        .await;
+    assert!(got.is_err(), "{got:?}");
+}
+
+/// Renews `keys` as `me` for a lease of a minute.
+async fn renew_keys(store: &DynamoDbStore, keys: &[&str]) -> Result<Vec<Settled>, StoreError> {
+    let asked: Vec<RenewRequest> = keys
+        .iter()
+        .map(|k| RenewRequest {
+            key: k.to_string(),
+            ttl: LIVE_TTL,
+            lease_until_ms: NOW_MS + 60_000,
+        })
+        .collect();
+    store.renew("me", &asked, 4).await
+}
+
+#[tokio::test]
+async fn a_renewal_refused_after_the_owners_epoch_commit_is_answered_as_that_commit() {
+    // k0 and k1 taken in epoch 0 and committed there (the keeper's commit call is still
+    // under way for another epoch, so it still renews them); k2 taken over by another
+    // owner after its lease. The renewal, conditional on a pending record outside any
+    // epoch (the commit took k0 and k1 out of the ledger), is refused for all three.
+    // k0 and k1 are this owner's commit, not a takeover: answered as committed by it;
+    // k2 with its taker's record.
+    let log = Log::default();
+    let committed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut records: Vec<Item> = (0..2)
+        .map(|i| {
+            key_item(
+                &format!("k{i}"),
+                "me",
+                Some((0, i)),
+                NOW_MS + 60_000,
+                LIVE_TTL,
+            )
+        })
+        .collect();
+    records.push(key_item(
+        "k2",
+        "them",
+        Some((4, 0)),
+        NOW_MS + 90_000,
+        LIVE_TTL,
+    ));
+    let epoch = epoch_item("me", 0, &[0, 1], &[], 0, LIVE_TTL + 60);
+    // Before the commit the acquisition's read finds nothing.
+    let (l, c, found, epochs) = (log.clone(), committed.clone(), records.clone(), vec![epoch]);
+    let read = mock!(Client::batch_get_item).then_compute_output(move |r| {
+        let asked = r.request_items().unwrap()["locks"].clone();
+        let wanted: Vec<String> = asked.keys().iter().map(pk).collect();
+        let strong = if asked.consistent_read() == Some(true) {
+            "!"
+        } else {
+            ""
+        };
+        l.lock()
+            .unwrap()
+            .push(format!("read{strong} {}", wanted.join(",")));
+        let items: Vec<Item> = match c.load(std::sync::atomic::Ordering::SeqCst) {
+            false => vec![],
+            true => found.iter().chain(&epochs).cloned().collect(),
+        };
+        BatchGetItemOutput::builder()
+            .responses(
+                "locks",
+                items
+                    .into_iter()
+                    .filter(|i| wanted.contains(&pk(i)))
+                    .collect(),
+            )
+            .build()
+    });
+    let write = statements(&log);
+    let seen = Arc::default();
+    let update = updates(&log, &seen, |_| updated());
+    let tx = refusing(records, &log);
+    let store = store(&[&read, &write, &update, &tx], 1);
+    let reqs: Vec<_> = (0..3).map(|i| req(&format!("k{i}"))).collect();
+    let got = store.acquire("me", NOW_MS, &reqs, 4).await;
+    assert!(got.iter().all(|g| g.as_ref().unwrap() == &Acquired::FRESH));
+    let got = store.commit("me", &commits_of(&["k0", "k1"]), 4).await;
+    assert_eq!(got.unwrap(), [Settled::Ok, Settled::Ok]);
+    committed.store(true, std::sync::atomic::Ordering::SeqCst);
+    log.lock().unwrap().clear();
+
+    let got = renew_keys(&store, &["k0", "k1", "k2"]).await.unwrap();
+    for (i, got) in got[..2].iter().enumerate() {
+        assert!(
+            matches!(got, Settled::NotOwner(Some(r))
+                if r.owner == "me" && r.status == LockStatus::Committed && r.ttl == LIVE_TTL + 60),
+            "k{i}: {got:?}"
+        );
+    }
+    assert!(
+        matches!(&got[2], Settled::NotOwner(Some(r)) if r.owner == "them"),
+        "{got:?}"
+    );
+    assert_eq!(
+        logged(&log),
+        ["transaction k0,k1,k2", "read! k0,k1", "read! #epoch:me:0"],
+        "only this owner's records are looked into, and their epoch read once"
+    );
+    // The renewal took nothing out of the ledger that was not another owner's.
+    assert_eq!(store.epochs.slot_of("me", "k2"), None);
+}
+
+#[tokio::test]
+async fn a_renewal_refused_on_an_own_record_its_epoch_never_committed_is_not_made_a_commit() {
+    // This owner's record pending in epoch 0, which has not committed (or has aborted)
+    // its slot: not a commit, so the refusal stands with the record as found; and when the
+    // epoch cannot be read, the renewal fails (tried again later) rather than guess.
+    for (epochs, want) in [
+        (
+            Some(vec![epoch_item("me", 0, &[], &[], 0, LIVE_TTL)]),
+            "refused",
+        ),
+        (
+            Some(vec![epoch_item("me", 0, &[], &[0], 1, LIVE_TTL)]),
+            "refused",
+        ),
+        (Some(vec![]), "refused"),
+        (None, "failed"),
+    ] {
+        let log = Log::default();
+        let record = key_item("k0", "me", Some((0, 0)), NOW_MS + 60_000, LIVE_TTL);
+        let read = reads(vec![record.clone()], epochs.clone(), &log);
+        let tx = refusing(vec![record], &log);
+        let store = store(&[&read, &tx], 1);
+        let got = renew_keys(&store, &["k0"]).await;
+        match want {
+            "refused" => assert!(
+                matches!(&got, Ok(s) if matches!(&s[0], Settled::NotOwner(Some(r))
+                    if r.owner == "me" && r.status != LockStatus::Committed)),
+                "{epochs:?}: {got:?}"
+            ),
+            _ => assert!(got.is_err(), "{got:?}"),
+        }
+    }
+}

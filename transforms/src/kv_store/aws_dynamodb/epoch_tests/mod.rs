@@ -117,7 +117,8 @@ fn pk(item: &Item) -> String {
 
 /// A `BatchGetItem` answered from `keys` when it asks for keys and from `epochs` when it
 /// asks for epoch records (`None`: that read fails), each call logged as `read KEYS`,
-/// `read-epochs KEYS` (eventually consistent) or `read-epochs! KEYS` (strongly).
+/// `read-epochs KEYS` (eventually consistent) or `read-epochs! KEYS` (strongly). As
+/// DynamoDB does, a call naming a key twice, or more than 100 keys, is refused.
 fn reads(keys: Vec<Item>, epochs: Option<Vec<Item>>, log: &Log) -> Rule {
     let log = log.clone();
     mock!(Client::batch_get_item).then_compute_response(move |r| {
@@ -132,6 +133,10 @@ fn reads(keys: Vec<Item>, epochs: Option<Vec<Item>>, log: &Log) -> Rule {
         log.lock()
             .unwrap()
             .push(format!("{what} {}", wanted.join(",")));
+        let distinct: std::collections::HashSet<&String> = wanted.iter().collect();
+        if distinct.len() != wanted.len() || wanted.len() > 100 {
+            return MockResponse::Error(BatchGetItemError::generic(meta("ValidationException")));
+        }
         match from {
             Some(items) => MockResponse::Output(
                 BatchGetItemOutput::builder()

@@ -9,13 +9,76 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure};
 use futures::stream::{self, StreamExt};
 use sluice_lock_protocol::epoch::{KeyRecord, KeyState, key_state};
+use sluice_lock_protocol::pending_ttl;
 
-use super::super::super::lock::{CommitRequest, RenewRequest, Settled, StoreError};
+use super::super::super::lock::{CommitRequest, LockRecord, RenewRequest, Settled, StoreError};
 use super::super::lock::{Op, STORE_ATTEMPTS};
+use super::super::statements::{CallFailed, PIECE_KEYS};
 use super::super::{DynamoDbStore, number};
-use super::{COMMITTED_ATTRIBUTE, V_ATTRIBUTE, epoch_key, number_set, seconds_up};
+use super::{COMMITTED_ATTRIBUTE, V_ATTRIBUTE, committed, epoch_key, number_set, seconds_up};
 
 impl DynamoDbStore {
+    /// Renews `requests` (`lock_acquire: 'epochs'`): per key, conditional on the owner's
+    /// record where its ledger says it is ([`DynamoDbStore::owned`]).
+    ///
+    /// A renewal refused with this owner's own record pending in an epoch is told apart
+    /// from a takeover: the keeper renews a delivered key until its commit call answers,
+    /// and that call answers only once every epoch in it is done, so a renewal can reach a
+    /// key whose epoch commit has landed (and taken it out of the ledger): its record still
+    /// names the epoch (the commit writes only the epoch record), which the renewal's
+    /// condition, on a pending record outside any epoch, refuses. Such a key committed in
+    /// its epoch is answered as this owner's committed record, as a renewal that finds its
+    /// owner's commit on the key record is in the other modes; one its epoch did not commit
+    /// keeps the refusal as found. Reading the epochs is the only cost, on this path alone;
+    /// a read that fails fails the renewal call, which is tried again, rather than report
+    /// the owner's own key taken over.
+    pub(crate) async fn renew_epochs(
+        &self,
+        owner: &str,
+        requests: &[RenewRequest],
+        now_ms: i64,
+        concurrency: usize,
+    ) -> Result<Vec<Settled>, StoreError> {
+        let renewals = self.epoch_renewals(owner, requests, now_ms);
+        let mut settled = self
+            .change(owner, renewals.iter().map(Op::Renew).collect(), concurrency)
+            .await?;
+        let own: Vec<&str> = renewals
+            .iter()
+            .zip(&settled)
+            .filter(|(_, s)| matches!(s, Settled::NotOwner(Some(rec)) if rec.pending_for(owner)))
+            .map(|(r, _)| r.key.as_str())
+            .collect();
+        if !own.is_empty() {
+            let mut committed = self.committed_in_epochs(owner, &own).await.map_err(|e| {
+                StoreError(format!(
+                    "{e} (renewing {} keys found pending in an epoch of their owner, {:?}, ...)",
+                    own.len(),
+                    own[0]
+                ))
+            })?;
+            for (r, s) in renewals.iter().zip(settled.iter_mut()) {
+                if let Some(rec) = committed.remove(&r.key) {
+                    *s = Settled::NotOwner(Some(rec));
+                }
+            }
+        }
+        for (r, s) in renewals.iter().zip(&settled) {
+            match s {
+                Settled::Ok => {
+                    self.epochs
+                        .renewed(owner, &r.key, pending_ttl(r.ttl, r.lease_until_ms))
+                }
+                // Another owner's now: this one will not commit it.
+                Settled::NotOwner(Some(rec)) if rec.owner != owner => {
+                    self.epochs.forget(owner, &r.key)
+                }
+                Settled::NotOwner(_) => {}
+            }
+        }
+        Ok(settled)
+    }
+
     /// `requests` as renewals of keys held in an epoch write them: the TTL moved on by the
     /// lease, as [`key_ttl`] sets it (a renewal's `ttl` is the request's, as at acquisition).
     pub(crate) fn epoch_renewals(
@@ -68,10 +131,17 @@ impl DynamoDbStore {
                 out[i] = Some(s);
             }
             // The owner's record pending in an epoch that is in no ledger: committed there
-            // already (a retry whose first answer was lost) is done.
+            // already (a retry whose first answer was lost, or a call sent again after
+            // another of its epochs failed) is done. A read that fails fails the call,
+            // which is tried again: answered `NotOwner`, the keeper would report the key
+            // taken over and give up its commit.
             if !recheck.is_empty() {
-                for i in self.committed_in_epochs(owner, requests, &recheck).await {
-                    out[i] = Some(Settled::Ok);
+                let keys: Vec<&str> = recheck.iter().map(|&i| requests[i].key.as_str()).collect();
+                let done = self.committed_in_epochs(owner, &keys).await?;
+                for i in recheck {
+                    if done.contains_key(&requests[i].key) {
+                        out[i] = Some(Settled::Ok);
+                    }
                 }
             }
         }
@@ -94,47 +164,65 @@ impl DynamoDbStore {
             .collect())
     }
 
-    /// Which of `asked` (indices into `requests`) are `owner`'s records committed in their
-    /// epochs (strongly consistent reads; a read that fails settles nothing).
+    /// `owner`'s records among `keys` (distinct) that are pending in an epoch that
+    /// committed them, each as the committed record a duplicate is told: strongly
+    /// consistent reads of the keys, then of their epochs (each named once), up to
+    /// [`PIECE_KEYS`] a call, as `BatchGetItem` takes them.
     async fn committed_in_epochs(
         &self,
         owner: &str,
-        requests: &[CommitRequest],
-        asked: &[usize],
-    ) -> Vec<usize> {
-        let Ok(client) = self.client().await else {
-            return Vec::new();
+        keys: &[&str],
+    ) -> Result<HashMap<String, LockRecord>, StoreError> {
+        let client = self.client().await?;
+        let read_failed = |e: CallFailed| {
+            let why = match e {
+                CallFailed::Refused => "the request was refused".to_string(),
+                CallFailed::Failed(why) => why,
+            };
+            self.fail("reading whether keys are committed in their epochs", why)
         };
-        let keys: Vec<&str> = asked.iter().map(|&i| requests[i].key.as_str()).collect();
-        let Ok(items) = self.read_items(client, &keys, true).await else {
-            return Vec::new();
-        };
-        let mine: Vec<(usize, KeyRecord)> = asked
+        let mut items = HashMap::new();
+        for chunk in keys.chunks(PIECE_KEYS) {
+            items.extend(
+                self.read_items(client, chunk, true)
+                    .await
+                    .map_err(read_failed)?,
+            );
+        }
+        let mine: Vec<(&str, KeyRecord)> = keys
             .iter()
-            .filter_map(|&i| {
-                let key = self.decode_key(items.get(&requests[i].key)?);
-                (key.epoch_pending() && key.lock.owner == owner).then_some((i, key))
+            .filter_map(|&k| {
+                let key = self.decode_key(items.get(k)?);
+                (key.epoch_pending() && key.lock.owner == owner).then_some((k, key))
             })
             .collect();
-        let names: Vec<String> = mine
+        let mut names: Vec<String> = mine
             .iter()
             .filter_map(|(_, k)| k.epoch.map(|at| epoch_key(owner, at.epoch)))
             .collect();
+        names.sort_unstable();
+        names.dedup();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let Ok(epochs) = self.read_items(client, &refs, true).await else {
-            return Vec::new();
-        };
-        mine.into_iter()
-            .filter(|(_, key)| {
+        let mut epochs = HashMap::new();
+        for chunk in refs.chunks(PIECE_KEYS) {
+            epochs.extend(
+                self.read_items(client, chunk, true)
+                    .await
+                    .map_err(read_failed)?,
+            );
+        }
+        Ok(mine
+            .into_iter()
+            .filter_map(|(k, key)| {
                 let record = key.epoch.and_then(|at| {
                     epochs
                         .get(&epoch_key(owner, at.epoch))
                         .map(|item| self.decode_epoch(item))
-                });
-                key_state(key, record.as_ref()) == KeyState::Committed
+                })?;
+                (key_state(&key, Some(&record)) == KeyState::Committed)
+                    .then(|| (k.to_string(), committed(&key, record.ttl)))
             })
-            .map(|(i, _)| i)
-            .collect()
+            .collect())
     }
 
     /// Commits `keys` (indices into `requests`, with their slots) of `owner`'s `epoch`.
