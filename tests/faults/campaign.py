@@ -66,7 +66,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, namedtuple
 from pathlib import Path
 
 import boto3
@@ -1401,6 +1401,34 @@ def epoch_record(key):
     return key[key.index(EPOCH_MARK):] if EPOCH_MARK in key else key
 
 
+Commit = namedtuple("Commit", "run sent arrived answered ttl")
+
+
+def made(commit, window, clock=0.0):
+    """When a Commit was made, by the proxy's clock: its first sending, or the second its
+    TTL counts from (its TTL less `window`, less the committer's clock offset), when that
+    is earlier.
+
+    The keeper makes a round's commits at once: it sets each TTL to its clock's reading
+    rounded up to the second, plus the offset in whole seconds (kv_store/lock/ticket.rs
+    commit_ttl, at keeper settle_due's `now`), then sends them, up to `concurrency` calls
+    at a time. The rounding up (0 to 1 s) covers the time until a call leaves unless that
+    crosses the next second: with `lock_acquire: 'epochs'` a round is a call per epoch
+    (a key an epoch, often, in `recurring`: about a hundred calls), and the last ones
+    leave up to a few hundred milliseconds after the first: in the retry_epoch cells at
+    seeds 11 and 12, 11-19% of the commits were first sent after the second their TTL
+    counts from, by up to 0.25 s (none in the other modes' cells). A taker takes a key
+    once its clock's second reaches the TTL (`#ttl <= :now_s`, rounded down), so a take
+    the TTL allowed came at least `window` after that second. That slack is read from
+    the log (the TTL each call carries, `ttls`) rather than assumed: no more is allowed
+    than the keeper's own TTL gives, and `late_sends` reports it (results.json
+    `late_commit_sends`: a window shorter, counted from the first sending, than the
+    docs' whole offset by that much). A log without TTLs gives the first sending."""
+    if commit.ttl is None:
+        return commit.sent
+    return min(commit.sent, commit.ttl - window - clock)
+
+
 class KeyTimes:
     """When each run took and committed each lock key, from the DynamoDB proxy's log
     (proxy.py): the evidence that a copy came after its key's window.
@@ -1409,52 +1437,85 @@ class KeyTimes:
     the key: an acquisition's TransactWriteItems, UpdateItem (a takeover, a key taken alone)
     or BatchExecuteStatement (less the keys whose statement failed); its arrival at the
     proxy (`t_in`) is before the store could apply it, its answer (`t`) after. A log without
-    arrival times (an older proxy's) gives no takes. `commits[key]`: the same of each applied
-    commit of the key: a TransactWriteItems (not one that only records a send's progress,
-    `TransactWriteItems/record`) or BatchExecuteStatement naming it (less failed
-    statements), or, with `lock_acquire: 'epochs'`, the UpdateItem of an epoch record whose
-    committed slots include the slot a run's acquisition wrote the key in."""
+    arrival times (an older proxy's) gives no takes.
+
+    `commits[key]`: a Commit of each applied commit call naming the key: a
+    TransactWriteItems (not one that only records a send's progress,
+    `TransactWriteItems/record`) or BatchExecuteStatement (less failed statements), or,
+    with `lock_acquire: 'epochs'`, the UpdateItem of an epoch record whose committed slots
+    include the slot a run's acquisition wrote the key in: its run, when that commit was
+    first sent (`sent`), its own arrival and answer, and the TTL it set. A commit is made
+    once, with its TTL, and may be sent several times: the SDK sends the same request again
+    after an attempt timeout or an error (up to its 30 s operation timeout), the store sends
+    the keys left again (a cancelled transaction's, a throttled statement's, an epoch
+    commit's after its slots moved, a statement's in a transaction). Every such call
+    carries the TTL the keeper computed (the proxy logs it, `ttls`, applied or not), and a
+    commit made again later (the keeper's next round after a failed call) carries a new
+    one: `sent` is the earliest arrival of a call by the same run naming the key with the
+    same TTL, whatever became of that call (held, refused, thrown back). Without a TTL in
+    the log (an older proxy's), a call is its own commit, sent when it arrived."""
 
     def __init__(self, entries):
         self.takes, self.commits = defaultdict(list), defaultdict(list)
         placed = defaultdict(set)  # (epoch record, slot) -> keys written pending there
-        epoch_commits = []
+        sent = {}  # (run, key, ttl) -> the first arrival of a call carrying that commit
+        calls = []  # (run, key, ttl, arrival, answer, applied) of every commit call
+        epoch_calls = []  # the same of epoch records' commits, by record and slots
+
+        def first(run, key, ttl, t_in):
+            if ttl is not None:
+                sent[(run, key, ttl)] = min(sent.get((run, key, ttl), t_in), t_in)
+
         for e in entries:
-            if e.get("class") not in ("acquire", "commit") or not e.get("applied"):
+            if e.get("class") not in ("acquire", "commit"):
                 continue
             run, failed = e.get("app"), set(e.get("statement_errors") or {})
-            # A commit's arrival, when the log lacks it: as early as can be.
-            when = (e.get("t_in", float("-inf")), e["t"])
-            for k, (record, slot) in (e.get("epochs") or {}).items():
-                placed[(epoch_record(record), slot)].add(k)
+            # A commit's arrival, when the log lacks it: its answer, as late as can be.
+            t_in = e.get("t_in", e["t"])
             if e["class"] == "acquire":
+                if not e.get("applied"):
+                    continue
+                for k, (record, slot) in (e.get("epochs") or {}).items():
+                    placed[(epoch_record(record), slot)].add(k)
                 if "t_in" in e:
                     for k in e.get("keys", []):
                         if EPOCH_MARK not in k and k not in failed:
-                            self.takes[k].append((run, *when))
+                            self.takes[k].append((run, e["t_in"], e["t"]))
             elif str(e.get("op")).endswith("/record"):
                 continue  # progress recorded (placements), not committed
             elif e.get("op") == "UpdateItem/commit":
-                epoch_commits.extend((epoch_record(k), e.get("slots", []), run, when)
-                                     for k in e.get("keys", []))
+                ttls = e.get("ttls") or {}
+                epoch_calls.extend((run, epoch_record(k), e.get("slots", []), ttls.get(k), t_in,
+                                    e["t"], bool(e.get("applied"))) for k in e.get("keys", []))
             else:
+                ttls = e.get("ttls") or {}
                 for k in e.get("keys", []):
-                    if k not in failed:
-                        self.commits[k].append((run, *when))
-        for record, slots, run, when in epoch_commits:
+                    first(run, k, ttls.get(k), t_in)  # a failed statement was sent all the same
+                    calls.append((run, k, ttls.get(k), t_in, e["t"],
+                                  bool(e.get("applied")) and k not in failed))
+        for run, record, slots, ttl, t_in, t, applied in epoch_calls:
             for slot in slots:
                 for k in placed.get((record, slot), ()):
-                    self.commits[k].append((run, *when))
+                    first(run, k, ttl, t_in)
+                    calls.append((run, k, ttl, t_in, t, applied))
+        for run, k, ttl, t_in, t, applied in calls:
+            if applied:
+                self.commits[k].append(Commit(run, sent.get((run, k, ttl), t_in), t_in, t, ttl))
 
     def after_window(self, key, run, other, window, offset=None):
         """Whether one of two runs' copies came after the key's window, by the log: one run
         took the key only after the other's last take was answered, and each of its takes
-        arrived more than `window` seconds (plus how far the committer's clock
-        ran ahead of its own, by `offset`: {run: seconds}) after the answer of every commit
-        of the key, by any run, that the store may have applied before one of those takes
-        (one that arrived before the take's answer). None when the log has no take of the
-        key by one of the two runs, or no such commit (a key taken over pending); False
-        when their takes interleave."""
+        arrived at least `window` seconds (plus how far the committer's clock ran ahead of
+        its own, by `offset`: {run: seconds}) after every commit of the key, by any run,
+        that the store may have applied before one of those takes (one that arrived before
+        the take's answer) was made (`made`). None when the log has no take of the key by
+        one of the two runs, or no such commit (a key taken over pending); False when their
+        takes interleave.
+
+        From the commit's first sending, not from its answer: the window is the lock's
+        from when the keeper made the commit (docs/exactly-once.md), and a commit held by a
+        fault, or whose answer was lost and that the SDK sent again, lands seconds after
+        its TTL was set; the key's window after the landing is shorter by that delay."""
         offset = offset or {}
         mine = [x for x in self.takes.get(key, []) if x[0] == run]
         theirs = [x for x in self.takes.get(key, []) if x[0] == other]
@@ -1467,20 +1528,37 @@ class KeyTimes:
         else:
             return False
         taker = late[0][0]
-        before = [c for c in self.commits.get(key, []) if c[1] < max(t for _, _, t in late)]
+        last_answer = max(t for _, _, t in late)
+        before = [c for c in self.commits.get(key, []) if c.arrived < last_answer]
         if not before:
             return None
-        first = min(t_in for _, t_in, _ in late)
-        ahead = {r: max(0.0, offset.get(r, 0.0) - offset.get(taker, 0.0)) for r, _, _ in before}
-        return all(first - t > window + ahead[committer] for committer, _, t in before)
+        took = min(t_in for _, t_in, _ in late)
+        return all(took - made(c, window, offset.get(c.run, 0.0))
+                   >= window + max(0.0, offset.get(c.run, 0.0) - offset.get(taker, 0.0))
+                   for c in before)
+
+    def late_sends(self, window, offset=None):
+        """How far after the second its TTL counts from each commit was first sent, where
+        it was (`made`): {(run, key, TTL): seconds}, for results.json."""
+        offset = offset or {}
+        out = {}
+        for k, commits in self.commits.items():
+            for c in commits:
+                late = c.sent - made(c, window, offset.get(c.run, 0.0))
+                if late > 0:
+                    out[(c.run, k, c.ttl)] = late
+        return out
 
     def of(self, key):
-        """{run: {"took": [arrivals], "committed": [answers]}} of `key` (unexplained.json)."""
+        """{run: {"took": [arrivals], "committed": [[first sent, landed, TTL], ...]}} of
+        `key` (unexplained.json): each applied commit call's first sending (of the commit
+        it carried), its answer, and the TTL it set (epoch seconds, by the committer's
+        clock; None from an older proxy's log)."""
         out = defaultdict(lambda: {"took": [], "committed": []})
         for run, t_in, _ in self.takes.get(key, []):
             out[run]["took"].append(t_in)
-        for run, _, t in self.commits.get(key, []):
-            out[run]["committed"].append(t)
+        for c in self.commits.get(key, []):
+            out[c.run]["committed"].append([c.sent, c.answered, c.ttl])
         return dict(out)
 
 
@@ -1866,6 +1944,13 @@ def analyse(ctx, res, emu, work, proxies, stages):
                     else:
                         recurring_keys["apart"] += 1
 
+    # Commits first sent after the second their TTL counts from (KeyTimes.late_sends).
+    late_sends = None
+    if key_times is not None:
+        late = key_times.late_sends(ttl_window, {r["run"]: clock_offset_s(r.get("clock"))
+                                                 for r in lock_runs})
+        late_sends = {"commits": len(late), "max_s": round(max(late.values(), default=0.0), 4)}
+
     row = {
         "pipeline": p, "mix": ctx.mix, "messages": len(valid) + len(bad),
         "deliveries": ctx.deliveries, "copies": sum(j["copies"] for j in sinks),
@@ -1906,7 +1991,8 @@ def analyse(ctx, res, emu, work, proxies, stages):
         "disk_met": sum(1 for r in disk_runs if r["disk_error"]),
         "disk_reserve": sum(1 for r in disk_runs if r.get("disk_reserve_only")),
         "hot_runs": sum(1 for r in ctx.runs if r.get("hot")) if ctx.hot_rate else None,
-        "recurring": recurring_keys, "scaleout": work.get("scaleout"),
+        "recurring": recurring_keys, "late_commit_sends": late_sends,
+        "scaleout": work.get("scaleout"),
         "elapsed_s": round(ctx.elapsed, 1), "errors": list(ctx.errors),
     }
     problems = list(ctx.errors)

@@ -102,7 +102,9 @@ time the request arrived (`t_in`, before the emulator could apply it) and the ti
 logged (`t`: once the emulator answered, for a call forwarded). With `lock_acquire:
 'epochs'`, an acquisition lists the epoch record and slot each key was written pending in
 (`epochs`: {KEY: ["#epoch:OWNER:N", SLOT]}), and an epoch record's commit the slots it
-committed (`slots`). On SIGTERM it appends a `{"summary": ...}` line with counts per class
+committed (`slots`). A commit call lists the TTL it sets on each key it names (`ttls`: {KEY:
+epoch seconds}; an epoch record's commit, the record's), whether applied or not: the
+attempts at one commit carry the same TTL. On SIGTERM it appends a `{"summary": ...}` line with counts per class
 and fault.
 """
 import argparse
@@ -432,6 +434,45 @@ def epoch_slots(op, body):
     return {}
 
 
+def commit_ttls(op, body):
+    """The TTL (epoch seconds) a commit call sets on each key it names, for the log:
+    {"ttls": {KEY: TTL}} for a TransactWriteItems' commit updates (`SET #status =
+    :committed, #ttl = :ttl`, lock.rs), a BatchExecuteStatement's commit statements (`SET
+    "ttl" = ?`, statements.rs; the campaign's tables name the attribute `ttl`) and the
+    UpdateItem of an epoch record that commits slots (`ADD #committed :slots SET #ttl =
+    :ttl`, epochs/commit.rs; keyed by the record), else {}. The keeper computes a commit's
+    TTL once: every attempt at that commit (the SDK's and the store's retries) carries the
+    same one, and a commit made again later carries a new one."""
+    def number(v):
+        text = scalar(v)
+        try:
+            return int(text) if text is not None else None
+        except ValueError:
+            return None
+
+    found = {}
+    if op == "TransactWriteItems":
+        for item in body.get("TransactItems", []):
+            u = item.get("Update") or {}
+            expr = u.get("UpdateExpression")
+            if update_class(expr) == "commit" and ":committed" in (expr or ""):
+                key = scalar((u.get("Key") or {}).get("PK"))
+                ttl = number((u.get("ExpressionAttributeValues") or {}).get(":ttl"))
+                if key and ttl is not None:
+                    found[key] = ttl
+    elif op == "BatchExecuteStatement":
+        for st in body.get("Statements", []):
+            key, ttl = statement_key(st), number(statement_values(st).get("ttl"))
+            if statement_class(st) == "commit" and key and ttl is not None:
+                found[key] = ttl
+    elif op == "UpdateItem" and epoch_update(body) == "commit":
+        key = scalar((body.get("Key") or {}).get("PK"))
+        ttl = number(update_values(body).get("ttl"))
+        if key and ttl is not None:
+            found[key] = ttl
+    return {"ttls": found} if found else {}
+
+
 def statement_class(statement):
     """acquire or commit, for one statement: a commit sets the status `committed`."""
     if statement.get("Statement", "").startswith("UPDATE") and \
@@ -591,6 +632,8 @@ class Handler(BaseHTTPRequestHandler):
             entry["ids" if cls == "sink" else "keys"] = ids
         if service == "dynamodb" and cls in ("acquire", "commit"):
             entry.update(epoch_slots(op, parsed))
+        if service == "dynamodb" and cls == "commit":
+            entry.update(commit_ttls(op, parsed))
         if fault == "partial" and (cls != "sink" or op not in ("PutRecords", "PutRecordBatch")):
             fault = entry["fault"] = "error_before"
         if fault in ("throttle", "error_before", "outage", "window"):

@@ -6,6 +6,7 @@
 scripts/faults.sh runs them before every campaign, with the proxy's: a verdict that counted
 the wrong thing would make the table meaningless.
 """
+import math
 import sys
 import tempfile
 import unittest
@@ -148,10 +149,16 @@ class KeyTimesTest(unittest.TestCase):
         return dict({"class": "acquire", "op": "TransactWriteItems", "app": run, "fault": None,
                      "t_in": t_in, "keys": list(keys), "applied": True, "t": t_in + 0.01}, **kw)
 
-    @staticmethod
-    def commit(run, t, keys=("fi:u1",), **kw):
+    @classmethod
+    def commit(cls, run, t, keys=("fi:u1",), ttl=None, arrived=None, **kw):
+        """A commit call answered at `t`, arrived 10 ms before (or at `arrived`), setting the
+        TTL (`ttls`, as the proxy logs it) that the keeper computed just before its arrival
+        (the second after, plus the window), or `ttl`."""
+        t_in = t - 0.01 if arrived is None else arrived
+        ttl = math.ceil(t_in) + cls.WINDOW if ttl is None else ttl
         return dict({"class": "commit", "op": "TransactWriteItems", "app": run, "fault": None,
-                     "t_in": t - 0.01, "keys": list(keys), "applied": True, "t": t}, **kw)
+                     "t_in": t_in, "keys": list(keys), "applied": True, "t": t,
+                     "ttls": {k: ttl for k in keys}}, **kw)
 
     def attribute(self, entries, committer="vm/2/x", runs=None, log=True, copies=None):
         return c.attribute(copies or [("u1", "a", "f1"), ("u1", "b", "f2")], {"u1": "u1"},
@@ -181,19 +188,102 @@ class KeyTimesTest(unittest.TestCase):
         dup, _, unexplained, _ = self.attribute(entries, runs=runs)
         self.assertEqual(nz(dup), {"unattributed": 1})
         self.assertEqual(unexplained[0]["lock_times"],
-                         {"a": {"took": [1.0], "committed": [2.0]},
+                         {"a": {"took": [1.0], "committed": [[1.99, 2.0, 31]]},
                           "b": {"took": [30.5], "committed": []}})
         # Every take counts: an earlier one inside the window (an acquisition whose answer
         # was lost, then asked again) leaves it unproved.
         dup, _, _, _ = self.attribute(entries[:2] + [self.take("b", 20.0), self.take("b", 80.0)])
         self.assertEqual(nz(dup), {"unattributed": 1})
-        # The window counts from the last commit answered (a commit sent again).
+        # The window counts from the last commit made (a commit made again, with its TTL).
         dup, _, _, _ = self.attribute(entries[:2] + [self.commit("a", 60.0), self.take("b", 80.0)])
         self.assertEqual(nz(dup), {"unattributed": 1})
         # By the arrival of the take, not by when it was answered.
         late_answer = self.take("b", 30.5)
         late_answer["t"] = 40.0
         dup, _, _, _ = self.attribute(entries[:2] + [late_answer])
+        self.assertEqual(nz(dup), {"unattributed": 1})
+
+    def test_the_window_counts_from_the_commits_first_sending(self):
+        # recurring/retry: a's commit first sent at 97.34 s was held by the proxy
+        # (timeout_before: never applied) and sent again by the SDK, the same request with
+        # the same TTL, which landed at 102.36 s. b took the key 26.3 s after the landing,
+        # 31.3 s after the first sending: after the window, which counts from the commit.
+        runs = [dict(self.RUNS[0], start=90.0, end=103.0),
+                dict(self.RUNS[1], start=110.0, end=140.0)]
+        held = self.commit("a", 97.35, arrived=97.34, applied=False, fault="timeout_before")
+        landed = self.commit("a", 102.36, arrived=102.35, ttl=held["ttls"]["fi:u1"])
+        entries = [self.take("a", 96.0), held, landed, self.take("b", 128.66)]
+        dup, _, unexplained, _ = self.attribute(entries, runs=runs)
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        self.assertEqual(c.KeyTimes(entries).of("fi:u1")["a"]["committed"], [[97.34, 102.36, 127]])
+        # b taking it 27 s after the first sending is inside the window: a duplicate.
+        dup, _, unexplained, _ = self.attribute(entries[:3] + [self.take("b", 124.34)], runs=runs)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        self.assertEqual(unexplained[0]["lock_times"]["a"]["committed"], [[97.34, 102.36, 127]])
+
+    def test_a_commit_sent_after_the_second_its_ttl_counts_from(self):
+        # 'epochs': the keeper made a round's commits at 29.9 s (TTL 30 + 29 = 59) and the
+        # call of this key's epoch left at 30.05 s, behind the others. A taker has the key
+        # once its clock reaches 59 s: 28.97 s after that sending, a whole window after the
+        # second its TTL counts from, which the log's TTL tells.
+        runs = [dict(self.RUNS[0], end=31.0), dict(self.RUNS[1], start=50.0)]
+        late = self.commit("a", 30.06, arrived=30.05, ttl=59)
+        entries = [self.take("a", 1.0), late]
+        dup, _, _, _ = self.attribute(entries + [self.take("b", 59.02)], runs=runs)
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        # No earlier than the TTL: a take before it is inside, whatever the sending.
+        dup, _, _, _ = self.attribute(entries + [self.take("b", 58.99)], runs=runs)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # Reported: the window from that sending was 50 ms short of the whole offset.
+        times = c.KeyTimes(entries)
+        self.assertEqual({k: round(v, 4) for k, v in times.late_sends(self.WINDOW).items()},
+                         {("a", "fi:u1", 59): 0.05})
+        # A commit sent in the second its TTL counts from is not.
+        self.assertEqual(c.KeyTimes([self.commit("a", 29.95, arrived=29.94, ttl=59)])
+                         .late_sends(self.WINDOW), {})
+
+    def test_a_commit_made_again_counts_from_its_own_first_sending(self):
+        # a's first commit failed (refused, not applied); the keeper made it again 8 s later
+        # with a new TTL, which landed. b took the key 33 s after the first one was sent, 25 s
+        # after the second: inside the window of the commit the store has.
+        runs = [dict(self.RUNS[0], end=11.0), dict(self.RUNS[1], start=34.0)]
+        refused = self.commit("a", 2.0, applied=False, fault="error_before")
+        again = self.commit("a", 10.0)
+        self.assertNotEqual(refused["ttls"], again["ttls"])
+        dup, _, _, _ = self.attribute([self.take("a", 1.0), refused, again, self.take("b", 35.0)],
+                                      runs=runs)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+        # The same TTL is the same commit, whichever call carried it: a statement that was
+        # throttled (its call applied, that statement failed), sent again by the store 5 s
+        # later, counts from the first call. b took the key 29.5 s after it, 24.5 s after
+        # the second.
+        first = self.commit("a", 2.0, op="BatchExecuteStatement",
+                            statement_errors={"fi:u1": "ThrottlingException"})
+        second = self.commit("a", 7.0, op="BatchExecuteStatement", ttl=first["ttls"]["fi:u1"])
+        runs = [dict(self.RUNS[0], end=8.0), dict(self.RUNS[1], start=30.0)]
+        dup, _, _, _ = self.attribute([self.take("a", 1.0), first, second, self.take("b", 31.49)],
+                                      runs=runs)
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        # A log without TTLs (an older proxy's) cannot tell the attempts at one commit apart
+        # from a commit made again: each call counts from its own arrival.
+        old = [dict(e) for e in (first, second)]
+        for e in old:
+            del e["ttls"]
+        dup, _, _, _ = self.attribute([self.take("a", 1.0), *old, self.take("b", 31.49)], runs=runs)
+        self.assertEqual(nz(dup), {"unattributed": 1})
+
+    def test_an_epoch_commit_counts_from_its_first_sending(self):
+        # 'epochs': the UpdateItem committing the key's slot, held and sent again by the SDK.
+        record = "#epoch:h/1/x:3"
+        took = self.take("a", 1.0, op="BatchExecuteStatement", epochs={"fi:u1": [record, 2]})
+        held = self.commit("a", 2.0, op="UpdateItem/commit", keys=[record], slots=[2],
+                           applied=False, fault="timeout_before")
+        landed = self.commit("a", 7.0, op="UpdateItem/commit", keys=[record], slots=[2],
+                             ttl=held["ttls"][record])
+        runs = [dict(self.RUNS[0], end=8.0), dict(self.RUNS[1], start=30.0)]
+        dup, _, _, _ = self.attribute([took, held, landed, self.take("b", 33.0)], runs=runs)
+        self.assertEqual(nz(dup), {"after_ttl": 1})
+        dup, _, _, _ = self.attribute([took, held, landed, self.take("b", 30.5)], runs=runs)
         self.assertEqual(nz(dup), {"unattributed": 1})
 
     def test_a_copy_inside_one_window_is_not_excused_by_another(self):
@@ -289,7 +379,8 @@ class KeyTimesTest(unittest.TestCase):
         # An epoch's abort (an UpdateItem of the record, an acquisition's) takes no key.
         times = c.KeyTimes([took, commit, self.take("b", 80.0, op="UpdateItem/abort", keys=[record])])
         self.assertEqual(dict(times.takes), {"fi:u1": [("a", 1.0, 1.01)], "fi:u2": [("a", 1.0, 1.01)]})
-        self.assertEqual(dict(times.commits), {"fi:u1": [("a", 1.99, 2.0)], "fi:u2": [("a", 1.99, 2.0)]})
+        self.assertEqual(dict(times.commits), {"fi:u1": [("a", 1.99, 1.99, 2.0, 31)],
+                                               "fi:u2": [("a", 1.99, 1.99, 2.0, 31)]})
 
     def test_statements_commit_keys_whose_statement_did_not_fail(self):
         commit = self.commit("a", 2.0, op="BatchExecuteStatement")
@@ -299,9 +390,10 @@ class KeyTimesTest(unittest.TestCase):
         self.assertEqual(nz(self.attribute(entries)[0]), {"unattributed": 1})
 
     def test_a_committer_clock_ahead_of_the_takers_widens_the_window(self):
-        # a's clock 4 s ahead, b's 4 s behind: a's TTL ends 8 s later by b's clock.
+        # a's clock 4 s ahead, b's 4 s behind: a's TTL ends 8 s later by b's clock. a set
+        # it by its own clock (1.99 s read 5.99 s: 6 + 29).
         runs = [dict(self.RUNS[0], clock="+4s"), dict(self.RUNS[1], clock="-4s")]
-        entries = [self.take("a", 1.0), self.commit("a", 2.0)]
+        entries = [self.take("a", 1.0), self.commit("a", 2.0, ttl=35)]
         dup, _, _, _ = self.attribute(entries + [self.take("b", 36.0)], runs=runs)
         self.assertEqual(nz(dup), {"unattributed": 1})
         dup, _, _, _ = self.attribute(entries + [self.take("b", 39.5)], runs=runs)

@@ -200,6 +200,21 @@ class ProxyTest(unittest.TestCase):
         [e] = self.entries()
         self.assertEqual((e["class"], e["fault"], e["keys"]), ("commit", "timeout_after", ["fi:m1"]))
 
+    def test_a_commit_held_before_forwarding_is_logged_with_its_ttl(self):
+        # The first attempt at a commit, held and never applied, names the TTL it would
+        # set, as its retry does: the campaign tells the attempts at one commit by it.
+        self.start({"commit": {"timeout_before": 1.0}})
+        item = {"Update": {"TableName": "t", "Key": {"PK": {"S": "fi:m1"}},
+                           "UpdateExpression": "SET #status = :committed, #ttl = :ttl",
+                           "ExpressionAttributeValues": {":committed": {"S": "committed"},
+                                                         ":ttl": {"N": "1700000029"}}}}
+        with self.assertRaises((urllib.error.URLError, ConnectionError)):
+            self.call("DynamoDB_20120810.TransactWriteItems", {"TransactItems": [item]})
+        self.assertEqual(Upstream.received, [])
+        [e] = self.entries()
+        self.assertEqual((e["class"], e["fault"], e["applied"], e["keys"], e["ttls"]),
+                         ("commit", "timeout_before", False, ["fi:m1"], {"fi:m1": 1700000029}))
+
     def test_a_retried_transaction_with_an_applied_token_is_a_replay(self):
         self.start({})
         body = {"ClientRequestToken": "tok", "TransactItems": [
@@ -491,6 +506,53 @@ class EpochSlotsTest(unittest.TestCase):
                  "ExpressionAttributeNames": {"#owner": "lock_owner", "#status": "lock_status"},
                  "ExpressionAttributeValues": {":me": s("h/2/y"), ":pending": s("pending")}}
         self.assertEqual(proxy.epoch_slots("UpdateItem", alone), {})
+
+
+class CommitTtlsTest(unittest.TestCase):
+    """The TTL each commit call sets (lock.rs Op::Commit, statements.rs commit_statement,
+    epochs/commit.rs commit_epoch): how the campaign tells one commit's attempts apart from
+    a commit made again."""
+    s, n = staticmethod(lambda v: {"S": v}), staticmethod(lambda v: {"N": str(v)})
+
+    def test_transactions_set_it_per_key_and_only_in_commits(self):
+        s, n = self.s, self.n
+
+        def update(key, expr, values):
+            return {"Update": {"Key": {"PK": s(key)}, "UpdateExpression": expr,
+                               "ExpressionAttributeNames": {"#status": "lock_status", "#ttl": "ttl"},
+                               "ExpressionAttributeValues": values}}
+
+        commit = "SET #status = :committed, #ttl = :ttl REMOVE #lease, #since"
+        body = {"TransactItems": [update("fi:a", commit, {":committed": s("committed"), ":ttl": n(100)}),
+                                  update("fi:b", commit + ", #note", {":committed": s("committed"),
+                                                                       ":ttl": n(101)})]}
+        self.assertEqual(proxy.commit_ttls("TransactWriteItems", body),
+                         {"ttls": {"fi:a": 100, "fi:b": 101}})
+        renew = {"TransactItems": [update("fi:a", "SET #lease = :lease, #ttl = :ttl",
+                                          {":lease": n(1), ":ttl": n(100)})]}
+        record = {"TransactItems": [update("fi:a", "ADD #progress :progress", {":progress": {"SS": ["x"]}})]}
+        for other in (renew, record):
+            self.assertEqual(proxy.commit_ttls("TransactWriteItems", other), {})
+
+    def test_statements_and_an_epoch_records_commit(self):
+        s, n = self.s, self.n
+        tail = " REMOVE \"lock_lease_until\", \"lock_since\" WHERE \"PK\" = ? AND \"lock_owner\" = ? AND \"lock_status\" = ?"
+        comma = {"Statement": "UPDATE \"locks\" SET \"lock_status\" = ?, \"ttl\" = ?, \"lock_note\" = ?" + tail,
+                 "Parameters": [s("committed"), n(200), s("note"), s("fi:c"), s("me"), s("pending")]}
+        documented = {"Statement": "UPDATE \"locks\" SET \"lock_status\" = ? SET \"ttl\" = ?" + tail,
+                      "Parameters": [s("committed"), n(201), s("fi:d"), s("me"), s("pending")]}
+        take = {"Statement": "INSERT INTO \"locks\" VALUE {'PK': ?, 'lock_owner': ?, 'lock_status': ?, 'ttl': ?}",
+                "Parameters": [s("fi:e"), s("me"), s("pending"), n(5)]}
+        self.assertEqual(proxy.commit_ttls("BatchExecuteStatement",
+                                           {"Statements": [comma, documented, take]}),
+                         {"ttls": {"fi:c": 200, "fi:d": 201}})
+        commit = {"Key": {"PK": s("fi:#epoch:h/2/y:4")}, "UpdateExpression": "ADD #committed :slots SET #ttl = :ttl",
+                  "ExpressionAttributeNames": {"#committed": "lock_committed", "#ttl": "ttl"},
+                  "ExpressionAttributeValues": {":slots": {"NS": ["3"]}, ":v": n(0), ":ttl": n(300)}}
+        self.assertEqual(proxy.commit_ttls("UpdateItem", commit), {"ttls": {"fi:#epoch:h/2/y:4": 300}})
+        abort = dict(commit, UpdateExpression="ADD #aborted :slots SET #ttl = if_not_exists(#ttl, :ttl)",
+                     ExpressionAttributeNames={"#aborted": "lock_aborted", "#ttl": "ttl"})
+        self.assertEqual(proxy.commit_ttls("UpdateItem", abort), {})
 
 
 class WindowsTest(unittest.TestCase):
