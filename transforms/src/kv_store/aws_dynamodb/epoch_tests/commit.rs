@@ -451,26 +451,7 @@ async fn a_commit_again_of_a_key_committed_in_its_epoch_is_ok_and_of_one_not_com
         let record = key_item("k0", "me", Some((0, 0)), NOW_MS + 60_000, LIVE_TTL);
         let epoch = epoch_item("me", 0, committed, &[], 0, LIVE_TTL);
         let read = reads(vec![record.clone()], Some(vec![epoch]), &log);
-        let write = mock!(Client::batch_execute_statement).then_compute_output(|r| {
-            let code = aws_sdk_dynamodb::types::BatchStatementErrorCodeEnum::ConditionalCheckFailed;
-            BatchExecuteStatementOutput::builder()
-                .set_responses(Some(
-                    r.statements()
-                        .iter()
-                        .map(|_| {
-                            BatchStatementResponse::builder()
-                                .error(
-                                    aws_sdk_dynamodb::types::BatchStatementError::builder()
-                                        .code(code.clone())
-                                        .message("from the mock")
-                                        .build(),
-                                )
-                                .build()
-                        })
-                        .collect(),
-                ))
-                .build()
-        });
+        let write = statements_refused();
         let tx = mock!(Client::transact_write_items).then_error(move || {
             super::tests::cancelled(&[("ConditionalCheckFailed", Some(record.clone()))])
         });
