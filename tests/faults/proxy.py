@@ -296,12 +296,14 @@ def update_class(expression):
     """The lock operation of one Update of a TransactWriteItems, by its update expression
     (transforms/src/kv_store/aws_dynamodb/lock.rs)."""
     e = expression or ""
+    # Before `:pending`: an abandonment of a key held in an epoch also sets the status back
+    # to pending (`SET #lease = :ended, #status = :pending REMOVE #epoch, #slot`).
+    if ":ended" in e:
+        return "abandon"
     if ":pending" in e:
         return "acquire"
     if ":committed" in e:
         return "commit"
-    if ":ended" in e:
-        return "abandon"
     if ":lease" in e:
         return "renew"
     return "commit"

@@ -383,6 +383,9 @@ class ClassifyTest(unittest.TestCase):
             ("SET #status = :committed, #ttl = :ttl, #note = :note REMOVE #lease, #since", "commit"),
             ("SET #lease = :lease, #ttl = :ttl", "renew"),
             ("SET #lease = :ended", "abandon"),
+            # Held in an epoch ('epochs'): taken out of it, pending again, its lease ended.
+            ("SET #lease = :ended, #status = :pending REMOVE #epoch, #slot", "abandon"),
+            ("SET #lease = :ended, #status = :pending ADD #progress :progress REMOVE #epoch, #slot", "abandon"),
             ("SET #owner = :me, #status = :pending, #lease = :lease, #ttl = :ttl, "
              "#since = if_not_exists(#since, :now_ms) REMOVE #note", "acquire"),
         ]
