@@ -49,7 +49,7 @@ use sluice_engine::{Message, SettleReport};
 use tokio::sync::Notify;
 
 use crate::kv_store::{
-    AbandonRequest, CommitRequest, LockStatus, LockStore, LockTicket, Progress, Settled, StoreError,
+    AbandonRequest, CommitRequest, LockStore, LockTicket, Progress, Settled, StoreError,
 };
 
 mod renew;
@@ -794,7 +794,7 @@ impl Shared {
                 (Owed::Commit, Settled::NotOwner(rec)) if !en.lost => {
                     self.counts.lost.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
-                        lock = %self.lock_id, key = %k, holder = ?rec.map(|r| (r.owner, r.status == LockStatus::Committed)),
+                        lock = %self.lock_id, key = %k, holder = %renew::holder_text(rec.as_ref(), &self.owner),
                         "{TAKEN_OVER}: the message may have been processed twice (lengthen `lease`)"
                     );
                     entries.remove(*k);
