@@ -521,17 +521,7 @@ async fn a_commit_again_of_several_keys_of_one_epoch_reads_that_epoch_once() {
     // consistent read of it, naming it once, says they are committed. Before, the read
     // named the epoch once per key, which DynamoDB refuses: every key reported taken over.
     let log = Log::default();
-    let records: Vec<Item> = (0..3)
-        .map(|i| {
-            key_item(
-                &format!("k{i}"),
-                "me",
-                Some((0, i)),
-                NOW_MS + 60_000,
-                LIVE_TTL,
-            )
-        })
-        .collect();
+    let records = mine_in_epoch_0(3);
     let epoch = epoch_item("me", 0, &[0, 1, 2], &[], 0, LIVE_TTL);
     let read = reads(records.clone(), Some(vec![epoch]), &log);
     let write = statements_refused();
@@ -551,7 +541,21 @@ async fn a_commit_again_of_several_keys_of_one_epoch_reads_that_epoch_once() {
     // The epoch cannot be read: not known committed, and not reported taken over either:
     // the call fails, and the keeper sends it again.
     let log = Log::default();
-    let records: Vec<Item> = (0..3)
+    let records = mine_in_epoch_0(3);
+    let read = reads(records.clone(), None, &log);
+    let write = statements_refused();
+    let tx = refusing(records, &log);
+    let unread = store(&[&read, &write, &tx], 1);
+    let got = unread
+        .commit("me", &commits_of(&["k0", "k1", "k2"]), 4)
+        .await;
+    assert!(got.is_err(), "{got:?}");
+}
+
+/// The records of `k0`, `k1`, … pending for `me` in its epoch 0, at their slots, with a
+/// minute of lease.
+fn mine_in_epoch_0(n: u32) -> Vec<Item> {
+    (0..n)
         .map(|i| {
             key_item(
                 &format!("k{i}"),
@@ -561,15 +565,7 @@ async fn a_commit_again_of_several_keys_of_one_epoch_reads_that_epoch_once() {
                 LIVE_TTL,
             )
         })
-        .collect();
-    let read = reads(records.clone(), None, &log);
-    let write = statements_refused();
-    let tx = refusing(records, &log);
-    let unread = store(&[&read, &write, &tx], 1);
-    let got = unread
-        .commit("me", &commits_of(&["k0", "k1", "k2"]), 4)
-        .await;
-    assert!(got.is_err(), "{got:?}");
+        .collect()
 }
 
 /// Renews `keys` as `me` for a lease of a minute.
@@ -595,17 +591,7 @@ async fn a_renewal_refused_after_the_owners_epoch_commit_is_answered_as_that_com
     // k2 with its taker's record.
     let log = Log::default();
     let committed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut records: Vec<Item> = (0..2)
-        .map(|i| {
-            key_item(
-                &format!("k{i}"),
-                "me",
-                Some((0, i)),
-                NOW_MS + 60_000,
-                LIVE_TTL,
-            )
-        })
-        .collect();
+    let mut records = mine_in_epoch_0(2);
     records.push(key_item(
         "k2",
         "them",
