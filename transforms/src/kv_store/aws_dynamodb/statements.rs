@@ -164,14 +164,26 @@ fn statement_error(r: &BatchStatementResponse) -> String {
 impl DynamoDbStore {
     /// The key part of a statement's `WHERE` clause and its parameters.
     fn key_condition(&self, key: &str) -> (String, Vec<AttributeValue>) {
+        (self.key_text(), self.key_params(key))
+    }
+
+    /// The text of [`key_condition`](Self::key_condition).
+    fn key_text(&self) -> String {
         let a = &self.table.attributes;
         let mut text = format!("{} = ?", quoted(&a.partition_key));
-        let mut params = vec![AttributeValue::S(key.to_string())];
         if let Some(sk) = &a.sort_key {
             text.push_str(&format!(" AND {} = ?", quoted(sk)));
+        }
+        text
+    }
+
+    /// The parameters of [`key_condition`](Self::key_condition) for `key`.
+    fn key_params(&self, key: &str) -> Vec<AttributeValue> {
+        let mut params = vec![AttributeValue::S(key.to_string())];
+        if self.table.attributes.sort_key.is_some() {
             params.push(AttributeValue::S(super::SORT_KEY_VALUE.to_string()));
         }
-        (text, params)
+        params
     }
 
     /// The table as a PartiQL identifier.
@@ -209,7 +221,7 @@ impl DynamoDbStore {
             record.push(number(at.epoch as i64));
             record.push(number(i64::from(at.slot)));
         }
-        let (_, key_params) = self.key_condition(&r.key);
+        let key_params = self.key_params(&r.key);
         let params = match write {
             Write::Insert => {
                 let mut params = key_params;
@@ -268,7 +280,7 @@ impl DynamoDbStore {
                     if epoch {
                         remove.push(quoted(&a.progress));
                     }
-                    let (key_text, _) = self.key_condition("");
+                    let key_text = self.key_text();
                     let status = quoted(&a.status);
                     // In an epoch, a key pending in one is only taken through it (`epochs.rs`).
                     let not_held = match epoch {
