@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::common::dynamodb;
 use serde_json::json;
-use sluice_transforms::kv_store::aws_dynamodb::{DynamoDbStore, SORT_KEY_VALUE};
+use sluice_transforms::kv_store::aws_dynamodb::{DynamoDbStore, FirstReadRule, SORT_KEY_VALUE};
 use sluice_transforms::kv_store::{AcquireRequest, CommitRequest, LockStore, Settled, contract};
 
 fn now_ms() -> i64 {
@@ -136,19 +136,34 @@ async fn the_contract_holds_taking_locks_with_statements() {
     let endpoint = dynamodb::endpoint();
     let table = dynamodb::unique_table("locks-stmt");
     dynamodb::create_lock_table(&endpoint, &table, "PK", Some("SK"), "ttl").await;
-    let store = DynamoDbStore::from_settings(&value(json!({
-        "aws": {"arn": format!("arn:aws:dynamodb:us-east-1:000000000000:table/{table}")},
-        "attributes": {
-            "partition_key": "PK", "sort_key": "SK", "ttl": "ttl",
-            "owner": "owner", "status": "status", "lease_until": "lease",
-            "since": "since", "note": "note", "progress": "progress",
-        },
-        "lock_acquire": "statements",
-    })))
-    .expect("valid settings")
-    .with_local_endpoint(&endpoint);
+    let open = || {
+        DynamoDbStore::from_settings(&value(json!({
+            "aws": {"arn": format!("arn:aws:dynamodb:us-east-1:000000000000:table/{table}")},
+            "attributes": {
+                "partition_key": "PK", "sort_key": "SK", "ttl": "ttl",
+                "owner": "owner", "status": "status", "lease_until": "lease",
+                "since": "since", "note": "note", "progress": "progress",
+            },
+            "lock_acquire": "statements",
+        })))
+        .expect("valid settings")
+        .with_local_endpoint(&endpoint)
+    };
     let now = now_ms();
-    contract::check(&store, "st/", now).await;
+    // Every piece read first, every piece written unread, and as the store measures.
+    contract::check(
+        &open().with_first_read(FirstReadRule::Always),
+        "st-read/",
+        now,
+    )
+    .await;
+    contract::check(
+        &open().with_first_read(FirstReadRule::Never),
+        "st-unread/",
+        now,
+    )
+    .await;
+    contract::check(&open(), "st/", now).await;
     // What the contract left: the same records as the other modes write.
     let item = dynamodb::get_item(
         &endpoint,
@@ -216,15 +231,36 @@ async fn a_missing_table_is_an_error_naming_it() {
     );
 }
 
+/// Takes and commits `reqs` as new keys at `now`: the (write, read) units that cost.
+async fn take_new(store: &DynamoDbStore, reqs: Vec<AcquireRequest>, now: i64) -> (f64, f64) {
+    let before = store.consumed_units();
+    let got = store.acquire("owner-a", now, &reqs, 32).await;
+    assert!(got.iter().all(|r| r.as_ref().expect("acquire").is_taken()));
+    let commits: Vec<CommitRequest> = reqs
+        .iter()
+        .map(|r| CommitRequest {
+            key: r.key.clone(),
+            ttl: r.ttl,
+            note: None,
+        })
+        .collect();
+    let settled = store.commit("owner-a", &commits, 32).await.expect("commit");
+    assert!(settled.iter().all(|s| *s == Settled::Ok));
+    let after = store.consumed_units();
+    (after.write - before.write, after.read - before.read)
+}
+
 /// The capacity units DynamoDB (the emulator) reports for 1,000 new keys taken and
-/// committed, then the same 1,000 keys asked for again (all duplicates), in each
-/// `lock_acquire` mode. Printed (`--nocapture`); the statements mode's figures are
-/// checked: 2 write units and 1 read unit per new key, 1 read unit per duplicate; and the
-/// epochs mode's: at most 1.25 write units and half a read unit per new key (its first read
-/// is eventually consistent), and about half a read unit per duplicate (the key, and half a
-/// unit per epoch of 100 keys). Errors
-/// report no units (a failed `UpdateItem` condition, a cancelled transaction), although
-/// DynamoDB bills them: the other modes' duplicates read 0 here.
+/// committed, 1,000 more in the same store, then the first 1,000 asked for again (all
+/// duplicates) by another process's store, in each `lock_acquire` mode. Printed
+/// (`--nocapture`); checked for the statements mode: 2 write units and 1 read unit per new
+/// key while the store reads first (a store that has not seen keys yet), 2 write units and
+/// no read once it has seen that keys are new (`first_read.rs`), 1 read unit per duplicate;
+/// and for the epochs mode: at most 1.25 write units and half a read unit per new key (its
+/// first read is eventually consistent), none once keys are known new, and about half a
+/// read unit per duplicate (the key, and half a unit per epoch of 100 keys). Errors report
+/// no units (a failed `UpdateItem` condition, a cancelled transaction), although DynamoDB
+/// bills them: the other modes' duplicates read 0 here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn units_per_key_in_each_mode() {
     const KEYS: usize = 1_000;
@@ -232,68 +268,65 @@ async fn units_per_key_in_each_mode() {
     for mode in ["transactions", "items", "statements", "epochs"] {
         let table = dynamodb::unique_table(&format!("units-{mode}"));
         dynamodb::create_lock_table(&endpoint, &table, "PK", None, "ttl").await;
-        let store = DynamoDbStore::from_settings(&value(json!({
-            "aws": {"arn": table},
-            "attributes": {"partition_key": "PK", "ttl": "ttl"},
-            "lock_acquire": mode,
-        })))
-        .expect("valid settings")
-        .with_local_endpoint(&endpoint);
+        let open = || {
+            DynamoDbStore::from_settings(&value(json!({
+                "aws": {"arn": table},
+                "attributes": {"partition_key": "PK", "ttl": "ttl"},
+                "lock_acquire": mode,
+            })))
+            .expect("valid settings")
+            .with_local_endpoint(&endpoint)
+        };
+        let store = open();
         let now = now_ms();
-        let reqs: Vec<AcquireRequest> = (0..KEYS)
-            .map(|i| AcquireRequest {
-                key: format!("u/{i}"),
-                ttl: now / 1000 + 3600,
-                lease_until_ms: now + 60_000,
-                skew_ms: 0,
-                fresh_before_ms: None,
-            })
-            .collect();
-        let got = store.acquire("owner-a", now, &reqs, 32).await;
-        assert!(got.iter().all(|r| r.as_ref().expect("acquire").is_taken()));
-        let taken = store.consumed_units();
-        let commits: Vec<CommitRequest> = reqs
-            .iter()
-            .map(|r| CommitRequest {
-                key: r.key.clone(),
-                ttl: r.ttl,
-                note: None,
-            })
-            .collect();
-        let settled = store.commit("owner-a", &commits, 32).await.expect("commit");
-        assert!(settled.iter().all(|s| *s == Settled::Ok));
-        let new = store.consumed_units();
-        let later = now + 1_000;
-        let got = store.acquire("owner-b", later, &reqs, 32).await;
-        assert!(got.iter().all(|r| !r.as_ref().expect("acquire").is_taken()));
-        let all = store.consumed_units();
+        let requests = |prefix: &str| -> Vec<AcquireRequest> {
+            (0..KEYS)
+                .map(|i| AcquireRequest {
+                    key: format!("{prefix}/{i}"),
+                    ttl: now / 1000 + 3600,
+                    lease_until_ms: now + 60_000,
+                    skew_ms: 0,
+                    fresh_before_ms: None,
+                })
+                .collect()
+        };
         let per = |u: f64| u / KEYS as f64;
+        let first = take_new(&store, requests("u"), now).await;
+        let then = take_new(&store, requests("v"), now).await;
+        let other = open();
+        let got = other
+            .acquire("owner-b", now + 1_000, &requests("u"), 32)
+            .await;
+        assert!(got.iter().all(|r| !r.as_ref().expect("acquire").is_taken()));
+        let dup = other.consumed_units();
+        let (new, known, dup) = (
+            (per(first.0), per(first.1)),
+            (per(then.0), per(then.1)),
+            (per(dup.write), per(dup.read)),
+        );
         eprintln!(
-            "{mode}: per new key {:.2} W ({:.2} to take) + {:.2} R; per duplicate {:.2} W + {:.2} R (reported)",
-            per(new.write),
-            per(taken.write),
-            per(new.read),
-            per(all.write - new.write),
-            per(all.read - new.read),
+            "{mode}: per new key {:.2} W + {:.2} R; once keys are known new {:.2} W + {:.2} R; \
+             per duplicate {:.2} W + {:.2} R (reported)",
+            new.0, new.1, known.0, known.1, dup.0, dup.1,
         );
         if mode == "statements" {
+            assert_eq!(new, (2.0, 1.0), "a new key: a read, an insert and a commit");
             assert_eq!(
-                (per(new.write), per(new.read)),
-                (2.0, 1.0),
-                "a new key: a read, an insert and a commit"
+                known,
+                (2.0, 0.0),
+                "a new key written unread: an insert and a commit"
             );
-            assert_eq!(
-                (per(all.write - new.write), per(all.read - new.read)),
-                (0.0, 1.0),
-                "a duplicate: a read"
-            );
+            assert_eq!(dup, (0.0, 1.0), "a duplicate: a read");
         }
         if mode == "epochs" {
             assert!(
-                per(new.write) <= 1.25 && per(new.read) <= 0.5,
+                new.0 <= 1.25 && new.1 <= 0.5,
                 "a new key: a read, an insert and a share of its epoch's commit: {new:?}"
             );
-            let dup = (per(all.write - new.write), per(all.read - new.read));
+            assert!(
+                known.0 <= 1.25 && known.1 == 0.0,
+                "a new key written unread: an insert and a share of its epoch's commit: {known:?}"
+            );
             assert!(
                 dup.0 == 0.0 && dup.1 <= 0.51,
                 "a duplicate: a read, and a share of its epoch's: {dup:?}"

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::common::dynamodb;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
-use sluice_transforms::kv_store::aws_dynamodb::DynamoDbStore;
+use sluice_transforms::kv_store::aws_dynamodb::{DynamoDbStore, FirstReadRule};
 use sluice_transforms::kv_store::{
     AcquireRequest, Acquired, CommitRequest, LockStatus, LockStore, RenewRequest, Settled, contract,
 };
@@ -72,6 +72,11 @@ async fn the_contract_holds_committing_by_epoch() {
     for sort_key in [false, true] {
         let (_, _, store) = store("locks-epochs", sort_key).await;
         contract::check(&store, "ep/", now_ms()).await;
+    }
+    // Every piece read first, and every piece written unread (`FirstReadRule`).
+    for rule in [FirstReadRule::Always, FirstReadRule::Never] {
+        let (_, _, store) = store("locks-epochs", false).await;
+        contract::check(&store.with_first_read(rule), "ep/", now_ms()).await;
     }
 }
 

@@ -97,6 +97,8 @@ mod dialect;
 #[cfg(test)]
 mod epoch_tests;
 mod epochs;
+mod first_read;
+pub use first_read::FirstReadRule;
 mod item;
 mod lock;
 #[cfg(test)]
@@ -334,6 +336,8 @@ pub struct DynamoDbStore {
     epochs: epochs::Ledger,
     /// The texts of the acquisitions' statements, made on first use (`statements.rs`).
     texts: [std::sync::OnceLock<String>; 8],
+    /// Whether statement acquisitions read their keys before writing them (`first_read.rs`).
+    first_read: first_read::FirstRead,
 }
 
 /// Capacity units, as DynamoDB reports them (`ReturnConsumedCapacity`).
@@ -416,6 +420,7 @@ impl DynamoDbStore {
             dialect: dialect::Dialect::default(),
             epochs: epochs::Ledger::default(),
             texts: Default::default(),
+            first_read: Default::default(),
         }
     }
 
@@ -465,6 +470,14 @@ impl DynamoDbStore {
             self.target.region = Some("us-east-1".into());
         }
         self.client = OnceCell::new();
+        self
+    }
+
+    /// Reads a piece's keys before writing them as `rule` says, rather than as the share
+    /// of keys that exist makes cheaper (`lock_acquire: 'statements'` and `'epochs'`; for
+    /// tests of each path).
+    pub fn with_first_read(mut self, rule: FirstReadRule) -> DynamoDbStore {
+        self.first_read.rule = rule;
         self
     }
 

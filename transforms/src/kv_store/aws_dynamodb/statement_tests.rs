@@ -118,6 +118,8 @@ fn answers(responses: Vec<BatchStatementResponse>) -> BatchExecuteStatementOutpu
 
 #[tokio::test]
 async fn a_piece_is_one_consistent_read_then_insert_statements_of_up_to_twenty_five() {
+    // The store's first piece is read; once it has seen that keys are new, the next
+    // pieces are written unread (`first_read.rs`).
     let read = reads(Vec::new());
     let seen: std::sync::Arc<std::sync::Mutex<Vec<BatchExecuteStatementInput>>> =
         Default::default();
@@ -130,10 +132,14 @@ async fn a_piece_is_one_consistent_read_then_insert_statements_of_up_to_twenty_f
         .then_compute_output(|r| answers(r.statements().iter().map(|_| ok()).collect()));
     let store = store(&[&read, &write], 1);
     let reqs: Vec<_> = (0..230).map(|i| req(&format!("k{i}"))).collect();
-    let got = store.acquire("me", NOW_MS, &reqs, 32).await;
+    let got = store.acquire("me", NOW_MS, &reqs[..100], 32).await;
     assert!(got.iter().all(|r| r.as_ref().unwrap() == &Acquired::FRESH));
-    assert_eq!(read.num_calls(), 3, "reads of 100, 100 and 30 keys");
-    assert_eq!(write.num_calls(), 10, "4 + 4 + 2 calls of up to 25");
+    assert_eq!(read.num_calls(), 1, "one read of 100 keys");
+    assert_eq!(write.num_calls(), 4, "4 calls of 25");
+    let got = store.acquire("me", NOW_MS, &reqs[100..], 32).await;
+    assert!(got.iter().all(|r| r.as_ref().unwrap() == &Acquired::FRESH));
+    assert_eq!(read.num_calls(), 1, "none of 100 new keys existed: no read");
+    assert_eq!(write.num_calls(), 10, "4 + 2 calls of up to 25");
     let seen = seen.lock().unwrap();
     assert!(seen.iter().all(|c| c.statements().len() <= 25));
     let mut all: Vec<String> = seen.iter().flat_map(statement_keys).collect();
@@ -230,6 +236,118 @@ async fn what_the_read_found_decides_each_key() {
         (read.num_calls(), write.num_calls(), alone.num_calls()),
         (1, 1, 2)
     );
+}
+
+#[tokio::test]
+async fn written_unread_a_key_that_exists_is_refused_read_and_decided_as_if_read_first() {
+    let live = NOW_MS + 30_000;
+    let existing = vec![
+        item("k1", "them", COMMITTED, 0, NOW_MS / 1000 + 10),
+        item("k2", "them", PENDING, live, NOW_MS / 1000 + 60),
+        item("k3", "them", PENDING, NOW_MS - 1, NOW_MS / 1000 + 60),
+        item("k4", "them", COMMITTED, 0, NOW_MS / 1000),
+        item("k5", "me", PENDING, live, NOW_MS / 1000 + 60),
+    ];
+    let exists: Vec<String> = (1..6).map(|i| format!("k{i}")).collect();
+    let read = reads(existing);
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>> = Default::default();
+    let sn = seen.clone();
+    // An INSERT of a key that exists is refused, as DynamoDB refuses it.
+    let write = mock!(Client::batch_execute_statement)
+        .match_requests(move |r| {
+            sn.lock().unwrap().push(
+                r.statements()
+                    .iter()
+                    .zip(statement_keys(r))
+                    .map(|(st, k)| format!("{} {k}", &st.statement()[..6]))
+                    .collect(),
+            );
+            true
+        })
+        .then_compute_output(move |r| {
+            let keys = statement_keys(r);
+            answers(
+                r.statements()
+                    .iter()
+                    .zip(keys)
+                    .map(|(st, k)| {
+                        match st.statement().starts_with("INSERT") && exists.contains(&k) {
+                            true => failed(Code::DuplicateItem),
+                            false => ok(),
+                        }
+                    })
+                    .collect(),
+            )
+        });
+    let alone = mock!(Client::update_item)
+        .match_requests(|r| r.condition_expression() == Some(ACQUIRE_CONDITION))
+        .then_compute_output(|r| {
+            let key = r.key().unwrap()["PK"].as_s().unwrap().clone();
+            let old = match key.as_str() {
+                "k3" => item("k3", "them", PENDING, NOW_MS - 1, NOW_MS / 1000 + 60),
+                _ => item("k5", "me", PENDING, NOW_MS + 30_000, NOW_MS / 1000 + 60),
+            };
+            UpdateItemOutput::builder()
+                .set_attributes(Some(old))
+                .build()
+        });
+    let store = store(&[&read, &write, &alone], 1);
+    // A piece of new keys: the store learns that keys are new.
+    let new: Vec<_> = (0..100).map(|i| req(&format!("new{i}"))).collect();
+    store.acquire("me", NOW_MS, &new, 4).await;
+    assert_eq!((read.num_calls(), write.num_calls()), (1, 4));
+    seen.lock().unwrap().clear();
+    let reqs: Vec<_> = (0..6).map(|i| req(&format!("k{i}"))).collect();
+    let got: Vec<Acquired> = store
+        .acquire("me", NOW_MS, &reqs, 4)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            vec![
+                "INSERT k0",
+                "INSERT k1",
+                "INSERT k2",
+                "INSERT k3",
+                "INSERT k4",
+                "INSERT k5"
+            ],
+            vec!["UPDATE k4"]
+        ],
+        "every key inserted unread, then k4 (committed, past its TTL) updated"
+    );
+    assert_eq!(got[0], Acquired::FRESH);
+    assert!(
+        matches!(&got[1], Acquired::Held(Some(r)) if r.owner == "them" && r.status == LockStatus::Committed),
+        "{:?}",
+        got[1]
+    );
+    assert!(
+        matches!(&got[2], Acquired::Held(Some(r)) if r.lease_until_ms() == Some(live)),
+        "{:?}",
+        got[2]
+    );
+    let prior = |owner: &str| Acquired::Taken {
+        prior: Some(Prior {
+            owner: owner.into(),
+            since_ms: NOW_MS - 9_000,
+            progress: Default::default(),
+        }),
+    };
+    assert_eq!(got[3], prior("them"));
+    assert_eq!(got[4], Acquired::FRESH);
+    assert_eq!(got[5], prior("me"));
+    assert_eq!(
+        read.num_calls(),
+        2,
+        "the refused keys read once, strongly consistent"
+    );
+    assert_eq!(alone.num_calls(), 2);
+    // 5 of the 106 keys asked for existed: under a sixth, still written first.
+    assert!(!store.first_read.read_first(1.0));
 }
 
 /// `BatchGetItem`s answered from `first`, then (every read after) from `then`.

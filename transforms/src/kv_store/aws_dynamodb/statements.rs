@@ -472,23 +472,33 @@ impl DynamoDbStore {
         // write it leads to is conditional, and a key it finds changed is read again
         // strongly consistent; what it decides without a write holds from a stale answer
         // too (a commit, on a key record or in an epoch, is never undone inside its window,
-        // and a live lease is waited for and asked again).
-        let items = match gate
-            .run(self.read_items(client, &keys, epoch.is_none()))
-            .await
-        {
-            Ok(items) => items,
-            Err(CallFailed::Refused) => {
-                alone.extend(ask.into_iter().map(|i| (i, false)));
-                return ChunkAnswer { out, alone };
-            }
-            Err(CallFailed::Failed(why)) => {
-                for i in ask {
-                    out[i] = Some(Err(self.fail(&acquiring(i), &why)));
+        // and a live lease is waited for and asked again). While few keys exist, there is
+        // no first read: every key is written as if read absent (`first_read.rs`).
+        let consistent = epoch.is_none();
+        let read_units = if consistent { 1.0 } else { 0.5 };
+        let read_first = self.first_read.read_first(read_units);
+        let items = if !read_first {
+            HashMap::new()
+        } else {
+            match gate.run(self.read_items(client, &keys, consistent)).await {
+                Ok(items) => {
+                    self.first_read.observe(items.len(), keys.len());
+                    items
                 }
-                return ChunkAnswer { out, alone };
+                Err(CallFailed::Refused) => {
+                    alone.extend(ask.into_iter().map(|i| (i, false)));
+                    return ChunkAnswer { out, alone };
+                }
+                Err(CallFailed::Failed(why)) => {
+                    for i in ask {
+                        out[i] = Some(Err(self.fail(&acquiring(i), &why)));
+                    }
+                    return ChunkAnswer { out, alone };
+                }
             }
         };
+        // Written first: the keys found to exist are learnt from the first round's refusals.
+        let mut learn = (!read_first).then_some(keys.len());
         let mut writes: Vec<(usize, Write)> = Vec::with_capacity(ask.len());
         for i in ask {
             let r = &chunk[i];
@@ -586,6 +596,14 @@ impl DynamoDbStore {
                     }
                 }
             }
+            // Refused because nothing was read: no sign of a race, so no backoff for them.
+            let unread = match learn.take() {
+                Some(asked) => {
+                    self.first_read.observe(changed.len(), asked);
+                    true
+                }
+                None => false,
+            };
             // Written again: found absent or committed and past its TTL by the re-read.
             let mut anew = Vec::new();
             if !changed.is_empty() {
@@ -626,8 +644,8 @@ impl DynamoDbStore {
                     Err(_) => alone.extend(changed.into_iter().map(|i| (i, maybe_written[i]))),
                 }
             }
-            let next_round = !again.is_empty() || !anew.is_empty();
-            if next_round && !retries.wait_before_next().await {
+            let wait = !again.is_empty() || (!anew.is_empty() && !unread);
+            if wait && !retries.wait_before_next().await {
                 for (i, _) in again.drain(..) {
                     out[i] = Some(Err(self.fail(
                         &acquiring(i),
