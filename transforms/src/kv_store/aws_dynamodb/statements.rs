@@ -4,7 +4,9 @@
 //! the calls differ.
 //!
 //! A piece of up to 100 keys is first read, strongly consistent, with one `BatchGetItem`
-//! (a read unit per key). From what it read, per key: absent, an `INSERT` (which fails
+//! (a read unit per key), unless few of the keys the store asked for lately existed: then
+//! every key is written unread, as if the read had found it absent (`first_read.rs`).
+//! From what it read, per key: absent, an `INSERT` (which fails
 //! on an item that exists); not pending and past its TTL, a conditional `UPDATE` (the
 //! condition of `ACQUIRE_FRESH_CONDITION` less absence, which an `UPDATE` cannot create);
 //! held (committed and live, or another owner's live lease), `Held` with the record read;

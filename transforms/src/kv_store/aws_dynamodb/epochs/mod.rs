@@ -1,8 +1,9 @@
 //! `lock_acquire: 'epochs'`: the epoch protocol of `sluice_lock_protocol::epoch` over
 //! DynamoDB, where a batch's keys are committed with one write instead of one each.
 //!
-//! Keys are taken as in `'statements'` (a strongly consistent `BatchGetItem` of a piece of
-//! up to 100 keys, then PartiQL `INSERT`s and `UPDATE`s), but each piece opens an
+//! Keys are taken as in `'statements'` (an eventually consistent `BatchGetItem` of a piece
+//! of up to 100 keys, or none while few keys exist, then PartiQL `INSERT`s and `UPDATE`s),
+//! but each piece opens an
 //! **epoch** of its owner and each key is written pending in it: status `epoch`, with
 //! `lock_epoch` (the epoch's number) and `lock_slot` (the key's index in the piece). The
 //! key record is not written again when its message is delivered: the commit adds the
