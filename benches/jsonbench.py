@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The harness of the throughput benches that map generated JSON events with jq, jaq, a
 hand-written serde_json program and sluice, all in the same invocation: benches/zeek/bench.py
-(Zeek conn -> ECS), and the next workload's. Each calls main() with the name of its workload in WORKLOADS (a generator, a jq program, a sluice
+(Zeek conn -> ECS) and benches/cloudtrail/bench.py (CloudTrail, a few fields added). Each
+calls main() with the name of its workload in WORKLOADS (a generator, a jq program, a sluice
 config, a baseline binary); how they are measured is MEASURING, which --help prints.
 """
 import argparse
@@ -57,6 +58,8 @@ def _workload(title, bench, generator, program, config, baseline, events):
 WORKLOADS = {
     "zeek": _workload("Zeek conn -> ECS", "zeek", "gen_zeek_conn.py", "zeek_to_ecs.jq", "zeek_to_ecs",
                       "zeek-to-ecs-baseline", 200_000),
+    "cloudtrail": _workload("CloudTrail -> a few ECS fields added", "cloudtrail", "gen_cloudtrail.py",
+                            "cloudtrail.jq", "cloudtrail", "cloudtrail-baseline", 100_000),
 }
 
 

@@ -14,8 +14,8 @@ Generates N Zeek conn events (gen_zeek_conn.py) and maps them to ECS with each t
              joined in order): two cores with nothing shared, what this machine gives two
              cores on this work, so the ceiling for sluice-w2
 
-The harness (benches/jsonbench.py, shared with the other JSON benches) measures, checks and
-prints as the end of --help says.
+The harness (benches/jsonbench.py, shared with benches/cloudtrail/bench.py) measures, checks
+and prints as the end of --help says.
 
 Usage: benches/zeek/bench.py [--events 200000] [--runs 3] [--tools jq,jaq,baseline,sluice]
            [--sluice PATH] [--baseline PATH] [--jaq PATH] [--jq PATH]
