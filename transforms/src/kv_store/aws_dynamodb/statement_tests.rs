@@ -165,33 +165,21 @@ async fn a_piece_is_one_consistent_read_then_insert_statements_of_up_to_twenty_f
     );
 }
 
-#[tokio::test]
-async fn what_the_read_found_decides_each_key() {
-    let live = NOW_MS + 30_000;
-    let lapsed = NOW_MS - 1;
-    let read = reads(vec![
+/// k1..k5 as the tests of what decides each key find them (k0 is absent): committed and
+/// live, another owner's live lease, a lapsed lease, committed and past its TTL, our own.
+fn five_records(live: i64) -> Vec<HashMap<String, AttributeValue>> {
+    vec![
         item("k1", "them", COMMITTED, 0, NOW_MS / 1000 + 10),
         item("k2", "them", PENDING, live, NOW_MS / 1000 + 60),
-        item("k3", "them", PENDING, lapsed, NOW_MS / 1000 + 60),
+        item("k3", "them", PENDING, NOW_MS - 1, NOW_MS / 1000 + 60),
         item("k4", "them", COMMITTED, 0, NOW_MS / 1000),
         item("k5", "me", PENDING, live, NOW_MS / 1000 + 60),
-    ]);
-    // k0 is absent: inserted; k4 is committed and past its TTL: updated on condition.
-    let write = mock!(Client::batch_execute_statement)
-        .match_requests(|r| {
-            let st = r.statements();
-            statement_keys(r) == ["k0", "k4"]
-                && st[0].statement().starts_with("INSERT")
-                && st[1].statement()
-                    == "UPDATE \"locks\" SET \"lock_owner\" = ? SET \"lock_status\" = ? \
-                        SET \"lock_lease_until\" = ? SET \"ttl\" = ? SET \"lock_since\" = ? \
-                        REMOVE \"lock_note\" WHERE \"PK\" = ? AND (\"lock_status\" IS MISSING OR \
-                        \"lock_status\" <> ?) AND \"ttl\" <= ?"
-                && st[1].parameters()[6..] == [s("pending"), n(NOW_MS / 1000)]
-        })
-        .then_output(|| answers(vec![ok(), ok()]));
-    // k3 (a lapsed lease) and k5 (our own) are taken alone, whose old item tells it.
-    let alone = mock!(Client::update_item)
+    ]
+}
+
+/// k3 (a lapsed lease) and k5 (our own) taken alone, whose old item tells it.
+fn taken_alone() -> Rule {
+    mock!(Client::update_item)
         .match_requests(|r| r.condition_expression() == Some(ACQUIRE_CONDITION))
         .then_compute_output(|r| {
             let key = r.key().unwrap()["PK"].as_s().unwrap().clone();
@@ -202,15 +190,23 @@ async fn what_the_read_found_decides_each_key() {
             UpdateItemOutput::builder()
                 .set_attributes(Some(old))
                 .build()
-        });
-    let store = store(&[&read, &write, &alone], 1);
+        })
+}
+
+/// k0..k5 asked for by "me" at `NOW_MS`.
+async fn six_acquired(store: &DynamoDbStore) -> Vec<Acquired> {
     let reqs: Vec<_> = (0..6).map(|i| req(&format!("k{i}"))).collect();
-    let got: Vec<Acquired> = store
+    store
         .acquire("me", NOW_MS, &reqs, 4)
         .await
         .into_iter()
         .map(|r| r.unwrap())
-        .collect();
+        .collect()
+}
+
+/// What k0..k5 of [`five_records`] come to: k0 and k4 taken fresh, k1 a duplicate, k2
+/// held, k3 and k5 taken over.
+fn assert_six_decided(got: &[Acquired], live: i64) {
     assert_eq!(got[0], Acquired::FRESH);
     assert!(
         matches!(&got[1], Acquired::Held(Some(r)) if r.owner == "them" && r.status == LockStatus::Committed),
@@ -232,6 +228,31 @@ async fn what_the_read_found_decides_each_key() {
     assert_eq!(got[3], prior("them"));
     assert_eq!(got[4], Acquired::FRESH);
     assert_eq!(got[5], prior("me"));
+}
+
+#[tokio::test]
+async fn what_the_read_found_decides_each_key() {
+    let live = NOW_MS + 30_000;
+    let read = reads(five_records(live));
+    // k0 is absent: inserted; k4 is committed and past its TTL: updated on condition.
+    let write = mock!(Client::batch_execute_statement)
+        .match_requests(|r| {
+            let st = r.statements();
+            statement_keys(r) == ["k0", "k4"]
+                && st[0].statement().starts_with("INSERT")
+                && st[1].statement()
+                    == "UPDATE \"locks\" SET \"lock_owner\" = ? SET \"lock_status\" = ? \
+                        SET \"lock_lease_until\" = ? SET \"ttl\" = ? SET \"lock_since\" = ? \
+                        REMOVE \"lock_note\" WHERE \"PK\" = ? AND (\"lock_status\" IS MISSING OR \
+                        \"lock_status\" <> ?) AND \"ttl\" <= ?"
+                && st[1].parameters()[6..] == [s("pending"), n(NOW_MS / 1000)]
+        })
+        .then_output(|| answers(vec![ok(), ok()]));
+    // k3 (a lapsed lease) and k5 (our own) are taken alone.
+    let alone = taken_alone();
+    let store = store(&[&read, &write, &alone], 1);
+    let got = six_acquired(&store).await;
+    assert_six_decided(&got, live);
     assert_eq!(
         (read.num_calls(), write.num_calls(), alone.num_calls()),
         (1, 1, 2)
@@ -241,15 +262,8 @@ async fn what_the_read_found_decides_each_key() {
 #[tokio::test]
 async fn written_unread_a_key_that_exists_is_refused_read_and_decided_as_if_read_first() {
     let live = NOW_MS + 30_000;
-    let existing = vec![
-        item("k1", "them", COMMITTED, 0, NOW_MS / 1000 + 10),
-        item("k2", "them", PENDING, live, NOW_MS / 1000 + 60),
-        item("k3", "them", PENDING, NOW_MS - 1, NOW_MS / 1000 + 60),
-        item("k4", "them", COMMITTED, 0, NOW_MS / 1000),
-        item("k5", "me", PENDING, live, NOW_MS / 1000 + 60),
-    ];
     let exists: Vec<String> = (1..6).map(|i| format!("k{i}")).collect();
-    let read = reads(existing);
+    let read = reads(five_records(live));
     let seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>> = Default::default();
     let sn = seen.clone();
     // An INSERT of a key that exists is refused, as DynamoDB refuses it.
@@ -279,31 +293,14 @@ async fn written_unread_a_key_that_exists_is_refused_read_and_decided_as_if_read
                     .collect(),
             )
         });
-    let alone = mock!(Client::update_item)
-        .match_requests(|r| r.condition_expression() == Some(ACQUIRE_CONDITION))
-        .then_compute_output(|r| {
-            let key = r.key().unwrap()["PK"].as_s().unwrap().clone();
-            let old = match key.as_str() {
-                "k3" => item("k3", "them", PENDING, NOW_MS - 1, NOW_MS / 1000 + 60),
-                _ => item("k5", "me", PENDING, NOW_MS + 30_000, NOW_MS / 1000 + 60),
-            };
-            UpdateItemOutput::builder()
-                .set_attributes(Some(old))
-                .build()
-        });
+    let alone = taken_alone();
     let store = store(&[&read, &write, &alone], 1);
     // A piece of new keys: the store learns that keys are new.
     let new: Vec<_> = (0..100).map(|i| req(&format!("new{i}"))).collect();
     store.acquire("me", NOW_MS, &new, 4).await;
     assert_eq!((read.num_calls(), write.num_calls()), (1, 4));
     seen.lock().unwrap().clear();
-    let reqs: Vec<_> = (0..6).map(|i| req(&format!("k{i}"))).collect();
-    let got: Vec<Acquired> = store
-        .acquire("me", NOW_MS, &reqs, 4)
-        .await
-        .into_iter()
-        .map(|r| r.unwrap())
-        .collect();
+    let got = six_acquired(&store).await;
     assert_eq!(
         *seen.lock().unwrap(),
         [
@@ -319,27 +316,7 @@ async fn written_unread_a_key_that_exists_is_refused_read_and_decided_as_if_read
         ],
         "every key inserted unread, then k4 (committed, past its TTL) updated"
     );
-    assert_eq!(got[0], Acquired::FRESH);
-    assert!(
-        matches!(&got[1], Acquired::Held(Some(r)) if r.owner == "them" && r.status == LockStatus::Committed),
-        "{:?}",
-        got[1]
-    );
-    assert!(
-        matches!(&got[2], Acquired::Held(Some(r)) if r.lease_until_ms() == Some(live)),
-        "{:?}",
-        got[2]
-    );
-    let prior = |owner: &str| Acquired::Taken {
-        prior: Some(Prior {
-            owner: owner.into(),
-            since_ms: NOW_MS - 9_000,
-            progress: Default::default(),
-        }),
-    };
-    assert_eq!(got[3], prior("them"));
-    assert_eq!(got[4], Acquired::FRESH);
-    assert_eq!(got[5], prior("me"));
+    assert_six_decided(&got, live);
     assert_eq!(
         read.num_calls(),
         2,
