@@ -287,6 +287,22 @@ fn the_same_messages_again_are_all_duplicates(store: Store) {
     again.assert_clean_success();
     assert_eq!(ids_of(again.stdout_str()), Vec::<u32>::new());
     assert_eq!(store.counts(&d), (0, 600));
+    // At debug level each duplicate is logged with its holder in words, not a Rust value.
+    let mut env = store.env();
+    env.push(("SLUICE_LOG".into(), "sluice_transforms=debug".into()));
+    let logged = d.sluice_env(&["run", "-c", "cfg.jsonnet"], lines(0..2), &env);
+    let stderr = &logged.assert_code(0).stderr;
+    let held: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("duplicate: the key is held"))
+        .collect();
+    assert_eq!(held.len(), 2, "{stderr}");
+    for line in held {
+        assert!(
+            line.contains("(committed)") && !line.contains("Some(") && !line.contains("LockRecord"),
+            "{line}"
+        );
+    }
 }
 
 fn two_processes_over_overlapping_input_process_each_key_once(store: Store) {

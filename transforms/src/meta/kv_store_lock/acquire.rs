@@ -298,7 +298,8 @@ impl MetaKvStoreLock {
                 self.telemetry.emit(DuplicateSkipped {
                     lock: &self.id,
                     key: &it.key,
-                    holder: rec.as_ref().map(|r| r as &dyn std::fmt::Debug),
+                    holder: rec.as_ref(),
+                    owner: &self.owner,
                 });
                 if self.duplicates == Duplicates::Continue {
                     // What ran before it comes out before it.

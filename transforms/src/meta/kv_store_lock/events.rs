@@ -4,6 +4,8 @@
 
 use sluice_engine::telemetry::{InternalEvent, Telemetry};
 
+use crate::kv_store::{LockRecord, LockStatus};
+
 /// The counter of messages a lock found already processed (or on their way elsewhere), by
 /// which the adapters read it.
 pub(crate) const DUPLICATES_SKIPPED: &str = "duplicates_skipped";
@@ -17,13 +19,30 @@ pub(crate) struct DuplicateSkipped<'a> {
     /// The message's key.
     pub key: &'a str,
     /// Who holds the key, if the store said.
-    pub holder: Option<&'a dyn std::fmt::Debug>,
+    pub holder: Option<&'a LockRecord>,
+    /// The lock's owner (this process).
+    pub owner: &'a str,
 }
 
 impl InternalEvent for DuplicateSkipped<'_> {
     fn emit(self, telemetry: &Telemetry) {
         telemetry.add(DUPLICATES_SKIPPED, 1);
-        tracing::debug!(lock = %self.lock, key = %self.key, holder = ?self.holder, "duplicate: the key is held");
+        tracing::debug!(
+            lock = %self.lock, key = %self.key,
+            holder = %self.holder.map_or_else(|| "not told by the store".to_string(), |r| holder_text(Some(r), self.owner)),
+            "duplicate: the key is held"
+        );
+    }
+}
+
+/// Who holds a key a renewal or a commit found taken, for a log line: its owner, "this
+/// process", or that no record is left.
+pub(crate) fn holder_text(rec: Option<&LockRecord>, owner: &str) -> String {
+    match rec {
+        Some(r) if *r.owner == *owner => format!("this process ({})", r.owner),
+        Some(r) if r.status == LockStatus::Committed => format!("{} (committed)", r.owner),
+        Some(r) => format!("{} (pending)", r.owner),
+        None => "none (no record left)".to_string(),
     }
 }
 
@@ -39,10 +58,32 @@ mod tests {
                 lock: "lock",
                 key,
                 holder: None,
+                owner: "me",
             });
         }
         assert_eq!(t.get(DUPLICATES_SKIPPED), 2);
         assert_eq!(t.take("duplicates_skipped"), 2);
         assert_eq!(t.get(DUPLICATES_SKIPPED), 0);
+    }
+
+    #[test]
+    fn the_holder_of_a_key_found_taken_is_named_in_words() {
+        let rec = |owner: &str, status| LockRecord {
+            owner: owner.into(),
+            status,
+            ttl: 0,
+            since_ms: None,
+            progress: Default::default(),
+        };
+        let pending = LockStatus::Pending { lease_until_ms: 0 };
+        for (found, want) in [
+            (Some(rec("me", pending)), "this process (me)"),
+            (Some(rec("me", LockStatus::Committed)), "this process (me)"),
+            (Some(rec("them", pending)), "them (pending)"),
+            (Some(rec("them", LockStatus::Committed)), "them (committed)"),
+            (None, "none (no record left)"),
+        ] {
+            assert_eq!(holder_text(found.as_ref(), "me"), want, "{found:?}");
+        }
     }
 }

@@ -794,7 +794,7 @@ impl Shared {
                 (Owed::Commit, Settled::NotOwner(rec)) if !en.lost => {
                     self.counts.lost.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(
-                        lock = %self.lock_id, key = %k, holder = %renew::holder_text(rec.as_ref(), &self.owner),
+                        lock = %self.lock_id, key = %k, holder = %super::events::holder_text(rec.as_ref(), &self.owner),
                         "{TAKEN_OVER}: the message may have been processed twice (lengthen `lease`)"
                     );
                     entries.remove(*k);

@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use crate::kv_store::{LockRecord, LockStatus, LockTicket, RenewRequest, Settled, StoreError};
+use crate::kv_store::{LockStatus, LockTicket, RenewRequest, Settled, StoreError};
 
 use super::{Entry, Owed, Resolved, Retry, Shared, TAKEN_OVER, sleep_until};
 
@@ -143,7 +143,7 @@ impl Shared {
                     // This process itself, when a later copy of the message took the key
                     // again once this one's lease had ended.
                     let own = rec.as_ref().is_some_and(|r| *r.owner == *self.owner);
-                    let holder = holder_text(rec.as_ref(), &self.owner);
+                    let holder = super::super::events::holder_text(rec.as_ref(), &self.owner);
                     tracing::warn!(
                         lock = %self.lock_id, key = %r.key, holder = %holder,
                         "{TAKEN_OVER}: the message {} (the store was unreachable for a whole lease; lengthen `lease`)",
@@ -195,42 +195,5 @@ pub(super) async fn renew_loop(shared: Weak<Shared>, resolved: Arc<Resolved>) {
         }
         let Some(s) = shared.upgrade() else { return };
         s.renew_due(false).await;
-    }
-}
-
-/// Who holds a key a renewal or a commit found taken, for a log line: its owner, "this
-/// process", or that no record is left.
-pub(super) fn holder_text(rec: Option<&LockRecord>, owner: &str) -> String {
-    match rec {
-        Some(r) if *r.owner == *owner => format!("this process ({})", r.owner),
-        Some(r) if r.status == LockStatus::Committed => format!("{} (committed)", r.owner),
-        Some(r) => format!("{} (pending)", r.owner),
-        None => "none (no record left)".to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_holder_of_a_key_found_taken_is_named_in_words() {
-        let rec = |owner: &str, status| LockRecord {
-            owner: owner.into(),
-            status,
-            ttl: 0,
-            since_ms: None,
-            progress: Default::default(),
-        };
-        let pending = LockStatus::Pending { lease_until_ms: 0 };
-        for (found, want) in [
-            (Some(rec("me", pending)), "this process (me)"),
-            (Some(rec("me", LockStatus::Committed)), "this process (me)"),
-            (Some(rec("them", pending)), "them (pending)"),
-            (Some(rec("them", LockStatus::Committed)), "them (committed)"),
-            (None, "none (no record left)"),
-        ] {
-            assert_eq!(holder_text(found.as_ref(), "me"), want, "{found:?}");
-        }
     }
 }
