@@ -349,11 +349,11 @@ def print_rows(args, configs, results, probes):
                   f"{medians[f'{row}/{d}'] / medians[f'{items}/{d}']:.2f}x messages/s")
     if args.statements:
         for row, stmts in (("default", "statements"), ("stub", "stub-statements")):
-            print(f"{row}/{d} (transactions) against {stmts}/{d} (a BatchGetItem, then statements): "
+            print(f"{row}/{d} (transactions) against {stmts}/{d} (statements, read first only while keys exist): "
                   f"{medians[f'{row}/{d}'] / medians[f'{stmts}/{d}']:.2f}x messages/s")
     if args.epochs:
         for row, epochs in (("default", "epochs"), ("stub", "stub-epochs")):
-            print(f"{row}/{d} (transactions) against {epochs}/{d} (a BatchGetItem, statements in an epoch, one "
+            print(f"{row}/{d} (transactions) against {epochs}/{d} (statements in an epoch, read first only while keys exist, one "
                   f"UpdateItem per batch's commit): {medians[f'{row}/{d}'] / medians[f'{epochs}/{d}']:.2f}x messages/s")
         if args.statements:
             for row in ("", "stub-"):
