@@ -67,7 +67,8 @@ messages/s are kept free of (so the phases' messages/s run a little below them).
   mixed       ids of which one in 100 is one of those (a duplicate), the rest fresh: what a
               duplicate costs among new messages (with transactions, it cancels the
               transaction of up to 100 keys it is in, which is billed in full; with
-              statements and epochs, the read finds it held and it writes nothing)
+              statements and epochs, which write keys unread once a process has seen
+              that they are new, its INSERT is refused, billed, and its key read back)
   takeover    fresh ids taken by an owner that dies holding them: a `sluice run` whose lock
               (lease 20s) is followed by a one-hour `utility_delay`, the input in one batch,
               killed with SIGKILL once the proxy has seen every key taken (before anything
