@@ -8,8 +8,9 @@ ids, the pipeline being a lock (`object.source_key: 'id'`, `ttl_offset: '1h'`, a
 `prefix` per run) around one `object_insert`, then `send_stdout`. Locks are taken in
 TransactWriteItems of up to 100 conditional updates (the store's default, `lock_acquire:
 'transactions'`; builds before it, and `--items`, make one conditional write per key, an
-UpdateItem, or a PutItem before the lock redesign; `--statements` reads up to 100 keys with
-one BatchGetItem, then writes them in PartiQL BatchExecuteStatements of up to 25; `--epochs`
+UpdateItem, or a PutItem before the lock redesign; `--statements` writes keys in PartiQL
+BatchExecuteStatements of up to 25, reading up to 100 with one BatchGetItem first while the
+process finds that keys exist (a fresh process reads its first ones); `--epochs`
 likewise, but writes them pending in an epoch: all these writes count in the acquisition
 column, the reads in `other`) and committed in calls of up to 100 keys (TransactWriteItems)
 or 25 (BatchExecuteStatement), or with `--epochs` a batch's keys by one UpdateItem of their
