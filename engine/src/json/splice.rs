@@ -169,6 +169,16 @@ fn delete(buf: &mut Vec<u8>, span: std::ops::Range<usize>, keep_space_before: bo
 fn append<T>(
     buf: &mut Vec<u8>,
     items: impl IntoIterator<Item = T>,
+    write: impl FnMut(&mut Vec<u8>, T),
+) {
+    append_from(buf, 0, items, write)
+}
+
+/// [`append`] for a text that starts at `start` in `buf` and ends with it.
+fn append_from<T>(
+    buf: &mut Vec<u8>,
+    start: usize,
+    items: impl IntoIterator<Item = T>,
     mut write: impl FnMut(&mut Vec<u8>, T),
 ) {
     let mut items = items.into_iter().peekable();
@@ -177,7 +187,7 @@ fn append<T>(
     }
     let close = buf.len() - 1;
     let bracket = buf[close];
-    let mut comma = buf[1..close].iter().any(|&b| !is_space(b));
+    let mut comma = buf[start + 1..close].iter().any(|&b| !is_space(b));
     buf.truncate(close);
     for item in items {
         if comma {
@@ -208,6 +218,22 @@ pub(super) fn write_spliced(out: &mut Vec<u8>, m: &Map, text: &Bytes, members: &
         }
     }
     let added = j..m.entries.len();
+    let write_added = |buf: &mut Vec<u8>, j: usize| {
+        write_str(buf, &m.entries[j].key);
+        buf.push(b':');
+        write_json(buf, &m.entries[j].value);
+    };
+    // Keys added and nothing else changed (the usual write): the text goes straight out,
+    // the new members before its closing brace.
+    if !members
+        .iter()
+        .any(|mem| matches!(mem.state, State::Changed | State::Deleted))
+    {
+        let start = out.len();
+        out.extend_from_slice(text);
+        append_from(out, start, added, write_added);
+        return true;
+    }
     let mut buf = text.to_vec();
     // From the last member to the first, so that the places before stay where they were.
     for (mem, e) in members.iter().zip(&entry_of).rev() {
@@ -227,11 +253,7 @@ pub(super) fn write_spliced(out: &mut Vec<u8>, m: &Map, text: &Bytes, members: &
             _ => {}
         }
     }
-    append(&mut buf, added, |buf, j| {
-        write_str(buf, &m.entries[j].key);
-        buf.push(b':');
-        write_json(buf, &m.entries[j].value);
-    });
+    append(&mut buf, added, write_added);
     out.extend_from_slice(&buf);
     true
 }
@@ -606,6 +628,24 @@ mod tests {
             }
             let want = format!(r#"{{"a":{}}}"#, c.sjson);
             assert_eq!(written(&doc), want, "{} {:?}", c.text, c.ops);
+        }
+    }
+
+    /// An object whose text only gained keys is written straight into the output, where it
+    /// may follow other text (inside a new object): its commas are decided by its own text.
+    #[test]
+    fn keys_added_to_an_object_inside_new_text_are_spliced_by_its_own_text() {
+        for (text, want) in [
+            ("{ }", r#"{"w":1,"x":{ "c":3}}"#),
+            (r#"{"a": 1 }"#, r#"{"w":1,"x":{"a": 1 ,"c":3}}"#),
+            (r#"{"a":1,"a":2}"#, r#"{"w":1,"x":{"a":1,"a":2,"c":3}}"#),
+        ] {
+            let mut m = object(text);
+            m.insert("c", Value::from(3));
+            let mut outer = Map::new();
+            outer.insert("w", Value::from(1));
+            outer.insert("x", Value::Object(m));
+            assert_eq!(written(&Value::Object(outer)), want, "{text}");
         }
     }
 
