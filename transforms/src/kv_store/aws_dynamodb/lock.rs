@@ -1,7 +1,7 @@
 //! The lock operations of the `aws_dynamodb` store: the protocol's rules
 //! (`sluice_lock_protocol`) as DynamoDB condition and update expressions. Acquisitions are
 //! `TransactWriteItems` of up to 100 conditional updates (or, with `lock_acquire: 'items'`,
-//! one conditional `UpdateItem` per key; with `'statements'`, see `statements.rs`);
+//! one conditional `UpdateItem` per key; with `'statements'`, see `statements/`);
 //! commits, renewals, releases and abandonments are `TransactWriteItems` of up to 100
 //! conditional writes (commits with `'statements'` aside).
 

@@ -54,13 +54,14 @@
 //!   its TTL, or pending with an expired lease or under the same owner, and keeps `since`
 //!   across a takeover; the old item comes back (`ALL_OLD`) either way, telling a takeover
 //!   from a fresh key, or who holds it (logged at debug level).
-//! - Acquire with `lock_acquire: 'statements'` (`statements.rs`): a strongly consistent
+//! - Acquire with `lock_acquire: 'statements'` (`statements/`): a strongly consistent
 //!   `BatchGetItem` of up to 100 keys, then PartiQL `BatchExecuteStatement`s of up to 25
 //!   single-item writes (four calls in flight per 100 keys): an `INSERT` for an absent
 //!   key, a conditional `UPDATE` for a committed one past its TTL; a key the read found
 //!   held is answered with the record read, a pending one this owner may take is taken
-//!   alone, as above. One write unit per key taken and one read unit per key asked for,
-//!   a duplicate only the read. Commits are `UPDATE` statements on the same condition as
+//!   alone, as above. The read is left out while few keys exist (`first_read.rs`): every
+//!   key is then written as if read absent. One write unit per key taken and one read
+//!   unit per key read, a duplicate only the read. Commits are `UPDATE` statements on the same condition as
 //!   below (one write unit); one whose condition failed is read back. `UPDATE`s are
 //!   written in AWS's documented form, or in comma lists where the service refuses it
 //!   (`dialect.rs`).
@@ -189,9 +190,10 @@ pub(super) enum AcquireMode {
     Transactions,
     /// One conditional `UpdateItem` per key: one write unit per key, one call per key.
     Items,
-    /// A strongly consistent `BatchGetItem` of up to 100 keys, then PartiQL
-    /// `BatchExecuteStatement`s of up to 25 single-item conditional writes (one write unit
-    /// each) for the keys it found free; commits the same way (`statements.rs`).
+    /// A strongly consistent `BatchGetItem` of up to 100 keys (while enough keys exist:
+    /// `first_read.rs`), then PartiQL `BatchExecuteStatement`s of up to 25 single-item
+    /// conditional writes (one write unit each) for the keys it found free; commits the
+    /// same way (`statements/commit.rs`).
     Statements,
     /// As `Statements`, with each piece's keys written pending in an epoch and committed
     /// with one `UpdateItem` of the epoch's record (`epochs.rs`).
@@ -334,7 +336,7 @@ pub struct DynamoDbStore {
     dialect: dialect::Dialect,
     /// What `lock_acquire: 'epochs'` knows of its owners' open epochs (`epochs.rs`).
     epochs: epochs::Ledger,
-    /// The texts of the acquisitions' statements, made on first use (`statements.rs`).
+    /// The texts of the acquisitions' statements, made on first use (`statements/`).
     texts: [std::sync::OnceLock<String>; 8],
     /// Whether statement acquisitions read their keys before writing them (`first_read.rs`).
     first_read: first_read::FirstRead,
