@@ -463,8 +463,8 @@ impl DynamoDbStore {
                 }
             }
         };
-        // Written first: the keys found to exist are learnt from the first round's refusals.
-        let mut learn = (!read_first).then_some(keys.len());
+        // Written unread: the keys found to exist are learnt from the first round's refusals.
+        let mut first_round_unread = !read_first;
         let mut writes: Vec<(usize, Write)> = Vec::with_capacity(ask.len());
         for i in ask {
             let r = &chunk[i];
@@ -563,13 +563,10 @@ impl DynamoDbStore {
                 }
             }
             // Refused because nothing was read: no sign of a race, so no backoff for them.
-            let unread = match learn.take() {
-                Some(asked) => {
-                    self.first_read.observe(changed.len(), asked);
-                    true
-                }
-                None => false,
-            };
+            let unread = std::mem::take(&mut first_round_unread);
+            if unread {
+                self.first_read.observe(changed.len(), keys.len());
+            }
             // Written again: found absent or committed and past its TTL by the re-read.
             let mut anew = Vec::new();
             if !changed.is_empty() {
