@@ -16,6 +16,8 @@ pub mod parse;
 pub mod pretty;
 mod serde_impls;
 mod splice;
+#[doc(hidden)]
+pub mod unread_check;
 mod write;
 
 use std::fmt;
@@ -59,6 +61,22 @@ impl Value {
                 a.iter_mut().for_each(Value::forget_text);
             }
             _ => {}
+        }
+    }
+
+    /// The object it is, taken.
+    pub(crate) fn into_object(self) -> Option<Map> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The array it is, taken.
+    pub(crate) fn into_array(self) -> Option<Array> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
         }
     }
 

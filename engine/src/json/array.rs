@@ -3,6 +3,10 @@
 //! edits the text in place, would leave it (`parse.rs`, `splice.rs`), as [`super::Map`]
 //! does for objects.
 //!
+//! An array inside a document is left unread by the reader until it is used, as an object
+//! is (see [`super::Map`]): reading it reads its text into a reading kept beside it, a
+//! change makes that reading its own.
+//!
 //! Reading goes through the slice it derefs to. Every change goes through a method that
 //! records it first; there is no `DerefMut`, so a change cannot bypass the record.
 //!
@@ -19,6 +23,7 @@ use bytes::Bytes;
 use thin_vec::ThinVec;
 
 use super::Value;
+use super::parse::Unread;
 use super::splice::{Element, State};
 
 /// A JSON array.
@@ -39,6 +44,8 @@ pub(super) struct Text {
     /// An index at or past the end was set: SJSON then writes the array anew, each
     /// element's own text joined by bare commas, and pads it with nulls.
     pub(super) rejoined: bool,
+    /// For an array not read yet (its items empty), its reading.
+    unread: Option<Unread<Array>>,
 }
 
 /// A change to an array, recorded before it is made.
@@ -79,13 +86,77 @@ impl Array {
                 elements,
                 changed: false,
                 rejoined: false,
+                unread: None,
             })),
         }
     }
 
+    /// The array the reader left `unread`, whose text is `bytes`.
+    pub(super) fn unread(bytes: Bytes, unread: Unread<Array>) -> Array {
+        Array {
+            items: ThinVec::new(),
+            text: Some(Box::new(Text {
+                bytes,
+                elements: Vec::new(),
+                changed: false,
+                rejoined: false,
+                unread: Some(unread),
+            })),
+        }
+    }
+
+    /// The array with its values read: itself, or for an array the reader left unread, the
+    /// reading of its text (made now, the first time).
+    #[inline]
+    fn read(&self) -> &Array {
+        if !self.items.is_empty() || self.text.is_none() {
+            return self;
+        }
+        self.reading()
+    }
+
+    #[inline(never)]
+    fn reading(&self) -> &Array {
+        match self.text.as_deref() {
+            Some(Text {
+                unread: Some(unread),
+                bytes,
+                ..
+            }) => unread.get(bytes, Value::into_array),
+            _ => self,
+        }
+    }
+
+    /// Makes an array the reader left unread its reading, before a change.
+    #[inline]
+    fn read_mut(&mut self) {
+        if self.items.is_empty() && self.text.is_some() {
+            self.take_reading();
+        }
+    }
+
+    #[inline(never)]
+    fn take_reading(&mut self) {
+        let Some(text) = self.text.as_deref_mut() else {
+            return;
+        };
+        if let Some(unread) = text.unread.take() {
+            *self = unread.take(&text.bytes, Value::into_array);
+        }
+    }
+
+    /// Whether the reader left it unread and nothing has read it since (tests).
+    #[cfg(test)]
+    pub(super) fn is_unread(&self) -> bool {
+        self.text
+            .as_deref()
+            .and_then(|t| t.unread.as_ref())
+            .is_some_and(|u| !u.is_read())
+    }
+
     /// The values, as a slice.
     pub fn as_slice(&self) -> &[Value] {
-        &self.items
+        &self.read().items
     }
 
     /// The JSON text the array was parsed from, when it has not changed since.
@@ -101,6 +172,7 @@ impl Array {
     /// Drops the original text: the array is written compact from now on.
     #[inline]
     pub fn forget_text(&mut self) {
+        self.read_mut();
         self.text = None;
     }
 
@@ -113,6 +185,7 @@ impl Array {
     }
 
     fn record(&mut self, change: Change) {
+        self.read_mut();
         if let Change::Removal(0) = change
             && self.removal_of_the_first_depends_on_order()
         {
@@ -178,6 +251,7 @@ impl Array {
 
     /// The value at `i`, for changing.
     pub fn get_mut(&mut self, i: usize) -> Option<&mut Value> {
+        self.read_mut();
         if i >= self.items.len() {
             return None;
         }
@@ -187,24 +261,28 @@ impl Array {
 
     /// The last value, for changing.
     pub fn last_mut(&mut self) -> Option<&mut Value> {
+        self.read_mut();
         let i = self.items.len().checked_sub(1)?;
         self.get_mut(i)
     }
 
     /// The values in order, changeable.
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Value> {
+        self.read_mut();
         self.will_change(Change::Items);
         self.items.iter_mut()
     }
 
     /// Adds `v` at the end (as SJSON's `-1` appends).
     pub fn push(&mut self, v: Value) {
+        self.read_mut();
         self.will_change(Change::Appended);
         self.items.push(v);
     }
 
     /// Removes the last value.
     pub fn pop(&mut self) -> Option<Value> {
+        self.read_mut();
         let i = self.items.len().checked_sub(1)?;
         self.will_change(Change::Removal(i));
         self.items.pop()
@@ -212,6 +290,7 @@ impl Array {
 
     /// Removes the value at `i` (which must be there), keeping the order of the others.
     pub fn remove(&mut self, i: usize) -> Value {
+        self.read_mut();
         assert!(i < self.items.len(), "index {i} past the end of the array");
         self.will_change(Change::Removal(i));
         self.items.remove(i)
@@ -221,6 +300,7 @@ impl Array {
     /// does (which writes the array anew: its separators become bare commas). Does nothing
     /// when it is that long already.
     pub fn pad_to(&mut self, len: usize) {
+        self.read_mut();
         if len > self.items.len() {
             self.will_change(Change::Padded);
             self.items.resize(len, Value::Null);
@@ -235,7 +315,8 @@ impl Array {
     }
 
     /// The values.
-    pub fn into_vec(self) -> Vec<Value> {
+    pub fn into_vec(mut self) -> Vec<Value> {
+        self.read_mut();
         self.items.into()
     }
 }
@@ -243,20 +324,21 @@ impl Array {
 impl Deref for Array {
     type Target = [Value];
     fn deref(&self) -> &[Value] {
-        &self.items
+        &self.read().items
     }
 }
 
 impl<I: SliceIndex<[Value]>> Index<I> for Array {
     type Output = I::Output;
     fn index(&self, i: I) -> &I::Output {
-        &self.items[i]
+        &self.read().items[i]
     }
 }
 
 impl IndexMut<usize> for Array {
     /// The value at `i` (which must be there), for changing.
     fn index_mut(&mut self, i: usize) -> &mut Value {
+        self.read_mut();
         assert!(i < self.items.len(), "index {i} past the end of the array");
         self.will_change(Change::Item(i));
         &mut self.items[i]
@@ -266,13 +348,13 @@ impl IndexMut<usize> for Array {
 impl PartialEq for Array {
     /// Arrays are equal when their values are (whatever text they came from).
     fn eq(&self, other: &Array) -> bool {
-        self.items == other.items
+        self.read().items == other.read().items
     }
 }
 
 impl fmt::Debug for Array {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.items.iter()).finish()
+        f.debug_list().entries(self.read().items.iter()).finish()
     }
 }
 
@@ -300,6 +382,7 @@ impl FromIterator<Value> for Array {
 impl Extend<Value> for Array {
     /// Appends each value, as [`Array::push`].
     fn extend<I: IntoIterator<Item = Value>>(&mut self, iter: I) {
+        self.read_mut();
         self.will_change(Change::Appended);
         self.items.extend(iter);
     }
@@ -308,7 +391,8 @@ impl Extend<Value> for Array {
 impl IntoIterator for Array {
     type Item = Value;
     type IntoIter = thin_vec::IntoIter<Value>;
-    fn into_iter(self) -> Self::IntoIter {
+    fn into_iter(mut self) -> Self::IntoIter {
+        self.read_mut();
         self.items.into_iter()
     }
 }
@@ -317,7 +401,7 @@ impl<'a> IntoIterator for &'a Array {
     type Item = &'a Value;
     type IntoIter = std::slice::Iter<'a, Value>;
     fn into_iter(self) -> Self::IntoIter {
-        self.items.iter()
+        self.read().items.iter()
     }
 }
 

@@ -2,7 +2,10 @@
 //! tags while the object is small and through a hash index once it is large. An object
 //! parsed from text also keeps that text, and once it changes, which of its members changed,
 //! so it is written back as Substation's SJSON, which edits the text in place, would leave
-//! it (`parse.rs`, `splice.rs`). [`ObjectBuilder`] builds one as a reader reads it.
+//! it (`parse.rs`, `splice.rs`). An object inside a document is left unread by the reader
+//! until it is used: every method reads it first, those taking `&self` into a reading kept
+//! beside its text, those taking `&mut self` into its own entries. [`ObjectBuilder`] builds
+//! one as a reader reads it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -11,6 +14,7 @@ use bytes::Bytes;
 use compact_str::CompactString;
 
 use super::Value;
+use super::parse::Unread;
 use super::splice::{Member, State};
 
 type Hasher = foldhash::fast::RandomState;
@@ -28,11 +32,13 @@ pub struct Map {
     pub(super) extra: Option<Box<Extra>>,
 }
 
-/// What only some objects have: the hash index of a large one, the text of a parsed one.
+/// What only some objects have: the hash index of a large one, the text of a parsed one,
+/// and, for one not read yet, its reading (its entries are then empty).
 #[derive(Clone, Default)]
 pub(super) struct Extra {
     pub(super) index: Option<HashMap<CompactString, usize, Hasher>>,
     pub(super) text: Option<Text>,
+    unread: Option<Unread<Map>>,
 }
 
 /// The JSON text an object was parsed from, and what changed since. Every method that can
@@ -186,14 +192,80 @@ impl Map {
         }
     }
 
+    /// The object the reader left `unread`, whose text is `bytes`.
+    pub(super) fn unread(bytes: Bytes, unread: Unread<Map>) -> Map {
+        Map {
+            entries: Vec::new(),
+            extra: Some(Box::new(Extra {
+                index: None,
+                text: Some(Text {
+                    bytes,
+                    members: None,
+                    changed: false,
+                }),
+                unread: Some(unread),
+            })),
+        }
+    }
+
+    /// The object with its members read: itself, or for an object the reader left unread,
+    /// the reading of its text (made now, the first time).
+    #[inline]
+    pub(super) fn read(&self) -> &Map {
+        if !self.entries.is_empty() || self.extra.is_none() {
+            return self;
+        }
+        self.reading()
+    }
+
+    #[inline(never)]
+    fn reading(&self) -> &Map {
+        match self.extra.as_deref() {
+            Some(Extra {
+                unread: Some(unread),
+                text: Some(text),
+                ..
+            }) => unread.get(&text.bytes, Value::into_object),
+            _ => self,
+        }
+    }
+
+    /// Makes an object the reader left unread its reading, before a change.
+    #[inline]
+    fn read_mut(&mut self) {
+        if self.entries.is_empty() && self.extra.is_some() {
+            self.take_reading();
+        }
+    }
+
+    #[inline(never)]
+    fn take_reading(&mut self) {
+        let Some(extra) = self.extra.as_deref_mut() else {
+            return;
+        };
+        let (Some(unread), Some(text)) = (extra.unread.take(), extra.text.as_ref()) else {
+            return;
+        };
+        *self = unread.take(&text.bytes, Value::into_object);
+    }
+
+    /// Whether the reader left it unread and nothing has read it since (tests).
+    #[cfg(test)]
+    pub(super) fn is_unread(&self) -> bool {
+        self.extra
+            .as_deref()
+            .and_then(|e| e.unread.as_ref())
+            .is_some_and(|u| !u.is_read())
+    }
+
     /// How many keys.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.read().entries.len()
     }
 
     /// Whether it has no keys.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.read().entries.is_empty()
     }
 
     /// The position of `key`.
@@ -203,14 +275,15 @@ impl Map {
 
     /// The position of `key`, whose [`tag`] is `t`.
     fn get_index_of_tagged(&self, key: &str, t: u64) -> Option<usize> {
-        match self.index() {
+        let m = self.read();
+        match m.index() {
             Some(ix) => ix.get(key).copied(),
             None => {
                 let key = key.as_bytes();
                 if key.len() <= 7 {
-                    self.entries.iter().position(|e| e.tag == t)
+                    m.entries.iter().position(|e| e.tag == t)
                 } else {
-                    self.entries
+                    m.entries
                         .iter()
                         .position(|e| e.tag == t && same_tagged_key(e.key.as_bytes(), key))
                 }
@@ -220,7 +293,8 @@ impl Map {
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.get_index_of(key).map(|i| &self.entries[i].value)
+        self.get_index_of(key)
+            .map(|i| &self.read().entries[i].value)
     }
 
     /// The position of `key`, compiled as `hint`: the entry at the hint's place when it holds
@@ -229,7 +303,7 @@ impl Map {
     #[inline]
     pub fn get_index_hinted(&self, key: &str, hint: &KeyHint) -> Option<usize> {
         let at = hint.at();
-        if let Some(e) = self.entries.get(at)
+        if let Some(e) = self.read().entries.get(at)
             && e.tag == hint.tag
             && same_tagged_key(e.key.as_bytes(), key.as_bytes())
         {
@@ -244,11 +318,12 @@ impl Map {
     #[inline]
     pub fn get_hinted(&self, key: &str, hint: &KeyHint) -> Option<&Value> {
         self.get_index_hinted(key, hint)
-            .map(|i| &self.entries[i].value)
+            .map(|i| &self.read().entries[i].value)
     }
 
     /// The value of `key`, for changing.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.read_mut();
         let i = self.get_index_of(key)?;
         self.will_change(Change::Value(i));
         Some(&mut self.entries[i].value)
@@ -284,6 +359,7 @@ impl Map {
     /// Drops the original text: the object is written compact from now on.
     #[inline]
     pub fn forget_text(&mut self) {
+        self.read_mut();
         if let Some(e) = &mut self.extra {
             if e.index.is_none() {
                 self.extra = None;
@@ -406,6 +482,7 @@ impl Map {
     /// need an index.
     #[inline(never)]
     fn push_tagged_keeping_up(&mut self, key: CompactString, t: u64, v: Value) -> usize {
+        self.read_mut();
         self.will_change(Change::Keys);
         let i = self.entries.len();
         let indexed = match self.extra.as_deref_mut().and_then(|e| e.index.as_mut()) {
@@ -424,6 +501,7 @@ impl Map {
 
     /// Rebuilds the hash index after the keys changed (dropping it from a small object).
     pub(super) fn reindex(&mut self) {
+        self.read_mut();
         if self.entries.len() > INDEX_FROM {
             let mut ix =
                 HashMap::with_capacity_and_hasher(self.entries.len() * 2, Hasher::default());
@@ -443,11 +521,12 @@ impl Map {
     /// Whether it keeps a hash index (tests).
     #[cfg(test)]
     pub(super) fn has_index(&self) -> bool {
-        self.index().is_some()
+        self.read().index().is_some()
     }
 
     /// Sets `key`; a new key goes last, an existing one keeps its place. Returns the old value.
     pub fn insert(&mut self, key: impl Into<CompactString>, v: Value) -> Option<Value> {
+        self.read_mut();
         let key = key.into();
         match self.get_index_of(&key) {
             Some(i) => {
@@ -463,6 +542,7 @@ impl Map {
 
     /// Removes `key`, keeping the order of the others.
     pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
+        self.read_mut();
         let i = self.get_index_of(key)?;
         self.will_change(Change::Removal(i));
         let e = self.entries.remove(i);
@@ -480,6 +560,7 @@ impl Map {
 
     /// The entry of `key`.
     pub fn entry(&mut self, key: impl Into<CompactString>) -> Entry<'_> {
+        self.read_mut();
         let key = key.into();
         match self.get_index_of(&key) {
             Some(i) => {
@@ -499,6 +580,7 @@ impl Map {
     /// [`Map::get_or_insert_null`] for a key compiled as `hint` (see
     /// [`Map::get_index_hinted`]).
     pub fn get_or_insert_null_hinted(&mut self, key: &CompactString, hint: &KeyHint) -> &mut Value {
+        self.read_mut();
         let found = self.get_index_hinted(key, hint);
         let i = self.found_or_pushed(found, key, hint.tag);
         hint.found_at(i);
@@ -509,6 +591,7 @@ impl Map {
     /// end. What a path's last step does: the value goes straight into its entry, with no
     /// null put there first to be overwritten.
     pub fn insert_hinted(&mut self, key: &CompactString, hint: &KeyHint, v: Value) {
+        self.read_mut();
         match self.get_index_hinted(key, hint) {
             Some(i) => {
                 self.will_change(Change::Value(i));
@@ -523,6 +606,7 @@ impl Map {
 
     /// [`Map::get_or_insert_null`] for a key whose [`tag`] is `t`.
     fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
+        self.read_mut();
         let found = self.get_index_of_tagged(key, t);
         let i = self.found_or_pushed(found, key, t);
         &mut self.entries[i].value
@@ -545,31 +629,33 @@ impl Map {
     pub fn iter(
         &self,
     ) -> impl DoubleEndedIterator<Item = (&CompactString, &Value)> + ExactSizeIterator {
-        self.entries.iter().map(|e| (&e.key, &e.value))
+        self.read().entries.iter().map(|e| (&e.key, &e.value))
     }
 
     /// Keys and values in order, values changeable.
     pub fn iter_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = (&CompactString, &mut Value)> + ExactSizeIterator {
+        self.read_mut();
         self.will_change(Change::Values);
         self.entries.iter_mut().map(|e| (&e.key, &mut e.value))
     }
 
     /// Keys in order.
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &CompactString> + ExactSizeIterator {
-        self.entries.iter().map(|e| &e.key)
+        self.read().entries.iter().map(|e| &e.key)
     }
 
     /// Values in order.
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
-        self.entries.iter().map(|e| &e.value)
+        self.read().entries.iter().map(|e| &e.value)
     }
 
     /// Values in order, changeable.
     pub fn values_mut(
         &mut self,
     ) -> impl DoubleEndedIterator<Item = &mut Value> + ExactSizeIterator {
+        self.read_mut();
         self.will_change(Change::Values);
         self.entries.iter_mut().map(|e| &mut e.value)
     }
@@ -778,7 +864,8 @@ impl<K: Into<CompactString>> Extend<(K, Value)> for Map {
 impl IntoIterator for Map {
     type Item = (CompactString, Value);
     type IntoIter = std::iter::Map<std::vec::IntoIter<Slot>, fn(Slot) -> (CompactString, Value)>;
-    fn into_iter(self) -> Self::IntoIter {
+    fn into_iter(mut self) -> Self::IntoIter {
+        self.read_mut();
         self.entries.into_iter().map(|e| (e.key, e.value))
     }
 }
@@ -790,6 +877,6 @@ impl<'a> IntoIterator for &'a Map {
     type Item = (&'a CompactString, &'a Value);
     type IntoIter = Pairs<'a>;
     fn into_iter(self) -> Self::IntoIter {
-        self.entries.iter().map(|e| (&e.key, &e.value))
+        self.read().entries.iter().map(|e| (&e.key, &e.value))
     }
 }

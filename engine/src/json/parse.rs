@@ -7,8 +7,16 @@
 //! tests compare the two on edge cases and on generated documents, and a fuzz target does
 //! the same), builds the same values, and records each object's text as a slice of the
 //! input [`Bytes`] (no copy: a reference count).
+//!
+//! Most of an event is never looked at: a pipeline reads and writes a few keys and passes
+//! the rest on. So a document's top object is built, but the objects and arrays inside it
+//! are only checked (as strictly as they would be read) and kept as their text, [`Unread`];
+//! one is read on first use (a path into it, an iteration, a comparison), its own members
+//! built and the containers inside it left unread in turn. One nobody read is written out as
+//! the text it came as, never having been built or freed.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use compact_str::CompactString;
@@ -18,7 +26,7 @@ use thin_vec::ThinVec;
 use super::map::ObjectBuilder;
 use super::splice::{Element, Member, State};
 use super::write::escapes_in;
-use super::{Array, Number, Value};
+use super::{Array, Map, Number, Value};
 
 /// How deep arrays and objects may nest: serde_json's limit, so the two accept the same
 /// documents, and a document cannot exhaust the stack.
@@ -86,17 +94,105 @@ pub fn from_bytes(src: &Bytes) -> Option<Value> {
 pub fn from_bytes_with(src: &Bytes, duplicates: DuplicateKeys) -> Option<Value> {
     // Checked once as a whole: invalid UTF-8 is not JSON wherever it is (outside strings
     // every byte must be ASCII), and strings are then slices of valid text.
+    read(src, 0, 1, duplicates == DuplicateKeys::First)
+}
+
+/// [`from_bytes_with`] building every object and array at once, none left [`Unread`]:
+/// what a document reads as, for comparing the two readings (tests, the fuzz target).
+#[doc(hidden)]
+pub fn from_slice_all_read(b: &[u8], duplicates: DuplicateKeys) -> Option<Value> {
+    let src = Bytes::copy_from_slice(b);
+    read(&src, 0, usize::MAX, duplicates == DuplicateKeys::First)
+}
+
+/// The one value in `src` (white space around it allowed), read inside `depth` containers,
+/// its objects and arrays built down to depth `built_to` and left [`Unread`] below.
+fn read(src: &Bytes, depth: usize, built_to: usize, keep_first: bool) -> Option<Value> {
+    // Checked once as a whole: invalid UTF-8 is not JSON wherever it is (outside strings
+    // every byte must be ASCII), and strings are then slices of valid text.
     let text = std::str::from_utf8(src).ok()?;
     let mut p = Reader {
         text,
         src,
         i: 0,
-        depth: 0,
-        keep_first: duplicates == DuplicateKeys::First,
+        depth,
+        built_to,
+        keep_first,
     };
     let v = p.value().ok()?;
     p.skip_space();
     (p.i == text.len()).then_some(v)
+}
+
+/// An object or array the reader checked but did not build: its text (held by the value
+/// it stands for) is read on first use, as it would have been read in its place. The
+/// reading is kept here, so that a value read through a shared reference stays read; a
+/// change takes it out and makes it the value's own.
+#[derive(Clone)]
+pub(super) struct Unread<T> {
+    read: OnceLock<T>,
+    /// How many objects and arrays enclose it, itself included (1: the top).
+    depth: u8,
+    keep_first: bool,
+}
+
+impl<T> Unread<T> {
+    fn new(depth: usize, keep_first: bool) -> Unread<T> {
+        Unread {
+            read: OnceLock::new(),
+            // Under `MAX_DEPTH`, which the reader checked.
+            depth: depth.min(MAX_DEPTH) as u8,
+            keep_first,
+        }
+    }
+
+    /// The value `text` reads as here, read now if it was not yet.
+    pub(super) fn get(&self, text: &Bytes, of: fn(Value) -> Option<T>) -> &T
+    where
+        T: Default,
+    {
+        self.read.get_or_init(|| self.read_text(text, of))
+    }
+
+    /// The value `text` reads as here, taken out.
+    pub(super) fn take(self, text: &Bytes, of: fn(Value) -> Option<T>) -> T
+    where
+        T: Default,
+    {
+        match self.read.into_inner() {
+            Some(v) => v,
+            None => Unread::read_text_as(text, self.depth, self.keep_first, of),
+        }
+    }
+
+    /// Whether it has been read (tests).
+    #[cfg(test)]
+    pub(super) fn is_read(&self) -> bool {
+        self.read.get().is_some()
+    }
+
+    fn read_text(&self, text: &Bytes, of: fn(Value) -> Option<T>) -> T
+    where
+        T: Default,
+    {
+        Unread::read_text_as(text, self.depth, self.keep_first, of)
+    }
+
+    fn read_text_as(text: &Bytes, depth: u8, keep_first: bool, of: fn(Value) -> Option<T>) -> T
+    where
+        T: Default,
+    {
+        let depth = usize::from(depth);
+        let value = read(text, depth - 1, depth, keep_first).and_then(of);
+        // The reader checked this text as it reads it (`skip_value` accepts exactly what
+        // `value` does, which the tests and the `json_unread` fuzz target hold it to), so
+        // it reads; the empty value is for a broken build, not for any input.
+        debug_assert!(
+            value.is_some(),
+            "text the reader passed as JSON does not read"
+        );
+        value.unwrap_or_default()
+    }
 }
 
 /// [`from_bytes`] of a slice; the text is copied once, so that objects can keep theirs.
@@ -120,6 +216,8 @@ struct Reader<'a> {
     src: &'a Bytes,
     i: usize,
     depth: usize,
+    /// Objects and arrays at depths past this are checked and left [`Unread`].
+    built_to: usize,
     /// A key given twice keeps its first value (GJSON's reading) instead of its last.
     keep_first: bool,
 }
@@ -153,8 +251,22 @@ impl<'a> Reader<'a> {
     fn value(&mut self) -> Parsed<Value> {
         self.skip_space();
         match self.peek().ok_or(Invalid)? {
-            b'{' => self.object(),
-            b'[' => self.array(),
+            b'{' if self.depth < self.built_to => self.object(),
+            b'[' if self.depth < self.built_to => self.array(),
+            b'{' => {
+                let (text, depth) = self.skipped()?;
+                Ok(Value::Object(Map::unread(
+                    text,
+                    Unread::new(depth, self.keep_first),
+                )))
+            }
+            b'[' => {
+                let (text, depth) = self.skipped()?;
+                Ok(Value::Array(Array::unread(
+                    text,
+                    Unread::new(depth, self.keep_first),
+                )))
+            }
             b'"' => Ok(Value::String(CompactString::from(self.string()?))),
             b't' => self.word(b"true", Value::Bool(true)),
             b'f' => self.word(b"false", Value::Bool(false)),
@@ -162,6 +274,152 @@ impl<'a> Reader<'a> {
             b'-' | b'0'..=b'9' => self.number(),
             _ => Err(Invalid),
         }
+    }
+
+    /// The object or array at `i`, checked and passed over: its text, and its depth.
+    fn skipped(&mut self) -> Parsed<(Bytes, usize)> {
+        let start = self.i;
+        let depth = self.depth + 1;
+        self.skip_value()?;
+        Ok((self.src.slice(start..self.i), depth))
+    }
+
+    /// Past the value at `i` (after any white space), building nothing: it accepts exactly
+    /// what [`Reader::value`] accepts, so that a value left unread reads when it is used.
+    fn skip_value(&mut self) -> Parsed<()> {
+        self.skip_space();
+        match self.peek().ok_or(Invalid)? {
+            b'{' => self.skip_object(),
+            b'[' => self.skip_array(),
+            b'"' => self.skip_string(),
+            b't' => self.skip_word(b"true"),
+            b'f' => self.skip_word(b"false"),
+            b'n' => self.skip_word(b"null"),
+            b'-' | b'0'..=b'9' => self.skip_number(),
+            _ => Err(Invalid),
+        }
+    }
+
+    fn skip_word(&mut self, w: &[u8]) -> Parsed<()> {
+        self.word(w, Value::Null).map(drop)
+    }
+
+    /// [`Reader::object`], building nothing.
+    fn skip_object(&mut self) -> Parsed<()> {
+        self.enter()?;
+        self.skip_space();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+        } else {
+            loop {
+                self.skip_space();
+                if self.peek() != Some(b'"') {
+                    return Err(Invalid);
+                }
+                self.skip_string()?;
+                self.skip_space();
+                if self.peek() != Some(b':') {
+                    return Err(Invalid);
+                }
+                self.i += 1;
+                self.skip_value()?;
+                if self.after_element(b'}')? {
+                    break;
+                }
+            }
+            self.i += 1;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// [`Reader::array`], building nothing.
+    fn skip_array(&mut self) -> Parsed<()> {
+        self.enter()?;
+        self.skip_space();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+        } else {
+            loop {
+                self.skip_value()?;
+                if self.after_element(b']')? {
+                    break;
+                }
+            }
+            self.i += 1;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// [`Reader::string`], building nothing: the same escapes and control bytes refused.
+    fn skip_string(&mut self) -> Parsed<()> {
+        let b = self.text.as_bytes();
+        let mut i = self.i + 1;
+        loop {
+            i = plain_run(b, i);
+            match b.get(i) {
+                Some(b'"') => {
+                    self.i = i + 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    i += 1;
+                    match b.get(i).ok_or(Invalid)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 1,
+                        b'u' => {
+                            unicode_escape(b, &mut i)?;
+                        }
+                        _ => return Err(Invalid),
+                    }
+                }
+                // A control byte, or the end.
+                _ => return Err(Invalid),
+            }
+        }
+    }
+
+    /// [`Reader::number`], building nothing. A number is refused only for its form or for
+    /// being out of `f64`'s range, which only an exponent or an integer part of over 300
+    /// digits can take it past: only those are converted to tell.
+    fn skip_number(&mut self) -> Parsed<()> {
+        let b = self.text.as_bytes();
+        let start = self.i;
+        let mut i = start;
+        if b[i] == b'-' {
+            i += 1;
+        }
+        let int_start = i;
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(b'0'..=b'9') = b.get(i) {
+                    i += 1;
+                }
+            }
+            _ => return Err(Invalid),
+        }
+        let long = i - int_start > 300;
+        if b.get(i) == Some(&b'.') {
+            i = digits(b, i + 1)?;
+        }
+        let mut exponent = false;
+        if let Some(b'e' | b'E') = b.get(i) {
+            i += 1;
+            if let Some(b'+' | b'-') = b.get(i) {
+                i += 1;
+            }
+            i = digits(b, i)?;
+            exponent = true;
+        }
+        self.i = i;
+        if exponent || long {
+            let f: f64 = self.text[start..i].parse().map_err(|_| Invalid)?;
+            if !f.is_finite() {
+                return Err(Invalid);
+            }
+        }
+        Ok(())
     }
 
     fn word(&mut self, w: &[u8], v: Value) -> Parsed<Value> {
@@ -518,3 +776,5 @@ fn hex4(b: &[u8], at: usize) -> Parsed<u32> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod unread_tests;

@@ -203,6 +203,7 @@ fn append_from<T>(
 /// would have changed the text; `false` (nothing written) when the two do not fit together
 /// (not a state the map's changes leave), and it is to be written compact.
 pub(super) fn write_spliced(out: &mut Vec<u8>, m: &Map, text: &Bytes, members: &[Member]) -> bool {
+    let m = m.read();
     // Which entry each member is: entries keep the members' order (a change that reorders
     // drops the text), a removed key is a deleted member, added keys come last.
     let mut entry_of: SmallVec<[Option<usize>; 32]> = SmallVec::from_elem(None, members.len());

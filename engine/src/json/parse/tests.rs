@@ -205,7 +205,7 @@ fn container(
     out.push(close);
 }
 
-fn document(r: &mut Rng, depth: usize, out: &mut String) {
+pub(super) fn document(r: &mut Rng, depth: usize, out: &mut String) {
     match if depth > 4 { 2 } else { r.below(3) } {
         0 => container(r, out, ('{', '}', 5), |r, out| {
             out.push('"');
