@@ -14,6 +14,7 @@ mod array;
 mod map;
 pub mod parse;
 pub mod pretty;
+mod scan;
 mod serde_impls;
 mod splice;
 #[doc(hidden)]

@@ -24,8 +24,8 @@ use smallvec::SmallVec;
 use thin_vec::ThinVec;
 
 use super::map::ObjectBuilder;
+use super::scan::plain_run;
 use super::splice::{Element, Member, State};
-use super::write::escapes_in;
 use super::{Array, Map, Number, Value};
 
 /// How deep arrays and objects may nest: serde_json's limit, so the two accept the same
@@ -222,19 +222,6 @@ struct Reader<'a> {
     keep_first: bool,
 }
 
-/// For each byte: whether a string's plain run ends at it (`"`, `\` or a control byte).
-const STRING_STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
-
 impl<'a> Reader<'a> {
     #[inline]
     fn skip_space(&mut self) {
@@ -353,11 +340,22 @@ impl<'a> Reader<'a> {
     }
 
     /// [`Reader::string`], building nothing: the same escapes and control bytes refused.
+    #[inline]
     fn skip_string(&mut self) -> Parsed<()> {
         let b = self.text.as_bytes();
-        let mut i = self.i + 1;
+        let i = plain_run(b, self.i + 1);
+        if b.get(i) == Some(&b'"') {
+            self.i = i + 1;
+            return Ok(());
+        }
+        self.skip_string_from(i)
+    }
+
+    /// [`Reader::skip_string`] from `i`, where its plain run stopped short of the quote.
+    #[inline(never)]
+    fn skip_string_from(&mut self, mut i: usize) -> Parsed<()> {
+        let b = self.text.as_bytes();
         loop {
-            i = plain_run(b, i);
             match b.get(i) {
                 Some(b'"') => {
                     self.i = i + 1;
@@ -376,6 +374,7 @@ impl<'a> Reader<'a> {
                 // A control byte, or the end.
                 _ => return Err(Invalid),
             }
+            i = plain_run(b, i);
         }
     }
 
@@ -706,24 +705,6 @@ impl<'a> Reader<'a> {
             .map(Value::Number)
             .ok_or(Invalid)
     }
-}
-
-/// Where the run of plain string bytes from `i` ends: at a quote, a backslash, a control
-/// byte or the end; eight bytes at a time while it can, the stop within a word found from
-/// the lowest byte its mask flags (the mask is exact up to the first stop).
-#[inline]
-fn plain_run(b: &[u8], mut i: usize) -> usize {
-    while let Some(word) = b.get(i..i + 8).and_then(<[u8]>::first_chunk::<8>) {
-        let stops = escapes_in(u64::from_le_bytes(*word));
-        if stops != 0 {
-            return i + (stops.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < b.len() && !STRING_STOP[b[i] as usize] {
-        i += 1;
-    }
-    i
 }
 
 /// Past the one or more decimal digits at `i` (a fraction's or an exponent's).
