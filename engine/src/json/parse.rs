@@ -92,8 +92,6 @@ pub fn from_bytes(src: &Bytes) -> Option<Value> {
 
 /// [`from_bytes`], with a key given twice read as `duplicates` says.
 pub fn from_bytes_with(src: &Bytes, duplicates: DuplicateKeys) -> Option<Value> {
-    // Checked once as a whole: invalid UTF-8 is not JSON wherever it is (outside strings
-    // every byte must be ASCII), and strings are then slices of valid text.
     read(src, 0, 1, duplicates == DuplicateKeys::First)
 }
 
@@ -151,7 +149,8 @@ impl<T> Unread<T> {
     where
         T: Default,
     {
-        self.read.get_or_init(|| self.read_text(text, of))
+        self.read
+            .get_or_init(|| Unread::read_text_as(text, self.depth, self.keep_first, of))
     }
 
     /// The value `text` reads as here, taken out.
@@ -171,19 +170,12 @@ impl<T> Unread<T> {
         self.read.get().is_some()
     }
 
-    fn read_text(&self, text: &Bytes, of: fn(Value) -> Option<T>) -> T
-    where
-        T: Default,
-    {
-        Unread::read_text_as(text, self.depth, self.keep_first, of)
-    }
-
     fn read_text_as(text: &Bytes, depth: u8, keep_first: bool, of: fn(Value) -> Option<T>) -> T
     where
         T: Default,
     {
         let depth = usize::from(depth);
-        let value = read(text, depth - 1, depth, keep_first).and_then(of);
+        let value = read(text, depth.saturating_sub(1), depth, keep_first).and_then(of);
         // The reader checked this text as it reads it (`skip_value` accepts exactly what
         // `value` does, which the tests and the `json_unread` fuzz target hold it to), so
         // it reads; the empty value is for a broken build, not for any input.
