@@ -11,8 +11,8 @@
 //! Most of an event is never looked at: a pipeline reads and writes a few keys and passes
 //! the rest on. So a document's top object is built, but the objects and arrays inside it
 //! are only checked (as strictly as they would be read) and kept as their text, [`Unread`];
-//! one is read on first use (a path into it, an iteration, a comparison), its own members
-//! built and the containers inside it left unread in turn. One nobody read is written out as
+//! one is read whole on first use (a path into it, an iteration, a comparison), so that no
+//! byte is passed over more than once before it is read. One nobody read is written out as
 //! the text it came as, never having been built or freed.
 
 use std::borrow::Cow;
@@ -175,7 +175,9 @@ impl<T> Unread<T> {
         T: Default,
     {
         let depth = usize::from(depth);
-        let value = read(text, depth.saturating_sub(1), depth, keep_first).and_then(of);
+        // Read whole: were the containers inside it left unread in turn, a path down a
+        // chain of them would pass over the bytes below each once per level.
+        let value = read(text, depth.saturating_sub(1), usize::MAX, keep_first).and_then(of);
         // The reader checked this text as it reads it (`skip_value` accepts exactly what
         // `value` does, which the tests and the `json_unread` fuzz target hold it to), so
         // it reads; the empty value is for a broken build, not for any input.
@@ -485,14 +487,16 @@ impl<'a> Reader<'a> {
         // Where each member is, for splicing changes in later (`splice.rs`). GJSON matches
         // a key written with an escape by its value, so SJSON edits it as any other.
         let mut members: Vec<Member> = Vec::with_capacity(room);
-        // The last top object's keys (see `LAST_KEYS`), and whether this one's keys so far
-        // were those, one for one.
+        // The last top object's keys (see `LAST_KEYS`), and whether each of this one's keys
+        // so far was one of those, in their order (some may be missing: they are distinct).
         let mut known = if top {
             LAST_KEYS.with(std::cell::Cell::take)
         } else {
             Vec::new()
         };
         let mut all_known = true;
+        // Where in `known` the next key is looked for first.
+        let mut next_known = 0;
         let mut any_escaped = false;
         self.skip_space();
         if self.peek() == Some(b'}') {
@@ -504,20 +508,20 @@ impl<'a> Reader<'a> {
                     return Err(Invalid);
                 }
                 let key_start = self.i - start;
-                let known_key = all_known
-                    .then(|| known.get(members.len()))
-                    .flatten()
-                    .filter(|(tag, key)| self.key_is(key, *tag));
-                all_known &= known_key.is_some();
-                let (key, known_tag, escaped) = match known_key {
-                    Some((tag, key)) => {
+                let (key, known_tag, escaped) = match self.known_key(&known, next_known) {
+                    Some(at) => {
+                        next_known = at + 1;
+                        let (tag, key) = &known[at];
                         self.i += key.len() + 2;
                         (key.clone(), Some(*tag), false)
                     }
-                    None => match self.string()? {
-                        Cow::Borrowed(k) => (CompactString::from(k), None, false),
-                        Cow::Owned(k) => (CompactString::from(k), None, true),
-                    },
+                    None => {
+                        all_known = false;
+                        match self.string()? {
+                            Cow::Borrowed(k) => (CompactString::from(k), None, false),
+                            Cow::Owned(k) => (CompactString::from(k), None, true),
+                        }
+                    }
                 };
                 any_escaped |= escaped;
                 self.skip_space();
@@ -530,8 +534,8 @@ impl<'a> Reader<'a> {
                 let value = self.value()?;
                 let mut member = Member::new(key_start, value_start, self.i - start, escaped);
                 match known_tag {
-                    Some(tag) => object.push_distinct(tag, key, value),
-                    None => {
+                    Some(tag) if all_known => object.push_distinct(tag, key, value),
+                    _ => {
                         if !object.push(key, value) {
                             member.state = State::Shadowed;
                         }
@@ -568,6 +572,26 @@ impl<'a> Reader<'a> {
         .then_some(members);
         m.set_text(self.src.slice(start..self.i), members);
         Ok(Value::Object(m))
+    }
+
+    /// Where in `known` (the last top object's keys) the key at `"` is, looked for from
+    /// `from` on over the next few: events of one source share most keys, in order, with
+    /// some left out (an `errorCode` only on a failed call, say).
+    #[inline]
+    fn known_key(&self, known: &[(u64, CompactString)], from: usize) -> Option<usize> {
+        match known.get(from) {
+            Some((tag, key)) if self.key_is(key, *tag) => Some(from),
+            Some(_) => self.known_key_further(known, from + 1),
+            None => None,
+        }
+    }
+
+    /// [`Reader::known_key`] past its first place, over the next few.
+    #[inline(never)]
+    fn known_key_further(&self, known: &[(u64, CompactString)], from: usize) -> Option<usize> {
+        const LOOK_AHEAD: usize = 3;
+        let to = known.len().min(from + LOOK_AHEAD);
+        (from..to).find(|&at| self.key_is(&known[at].1, known[at].0))
     }
 
     /// Whether the text at `"` is the string `key` (whose tag is `tag`) as it is, closing

@@ -344,6 +344,23 @@ fn keys_read_as_the_last_objects_keys_table() {
         r#"{"eight_by":1,"fifteen_bytes_K":2,"sixteen_bytes_ke":3}"#,
         r#"{"eight_by":1,"fifteen_bytes_k":2,"sixteen_bytes_kE":3}"#,
         r#"{"eight_bY":1,"fifteen_bytes_k":2,"sixteen_bytes_ke":3}"#,
+        // Known keys left out (found a few places on), keys not known between them, and
+        // keys given twice after either.
+        r#"{"a":1,"bb":2,"ccc":3,"dddd":4,"eeeee":5,"ffffff":6}"#,
+        r#"{"a":1,"ccc":3,"ffffff":6}"#,
+        r#"{"a":1,"dddd":4,"ffffff":6}"#,
+        r#"{"a":1,"eeeee":5,"a":2}"#,
+        r#"{"a":1,"ccc":3,"ccc":4}"#,
+        r#"{"a":1,"ccc":3,"bb":4,"ccc":5}"#,
+        r#"{"a":1,"x":0,"ccc":3,"x":9}"#,
+        r#"{"a":1,"bb":2,"ccc":3,"dddd":4,"eeeee":5,"ffffff":6}"#,
+        r#"{"a":1,"x":0,"dddd":4,"bb":1,"x":9}"#,
+        r#"{"a":1,"bb":2,"ccc":3,"dddd":4,"eeeee":5,"ffffff":6}"#,
+        r#"{"ffffff":1,"a":2,"ffffff":3}"#,
+        r#"{"a":1,"bb":2,"ccc":3,"dddd":4,"eeeee":5,"ffffff":6}"#,
+        r#"{"bb":1,"ccc":2,"a":3,"bb":4}"#,
+        r#"{"a":1,"bb":2,"ccc":3,"dddd":4,"eeeee":5,"ffffff":6}"#,
+        r#"{"ffffff":1,"a":2,"bb":3,"ccc":4,"dddd":5,"ffffff":6}"#,
     ]
     .into_iter()
     .map(str::to_string)

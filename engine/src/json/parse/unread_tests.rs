@@ -29,11 +29,12 @@ fn containers_inside_the_top_object_are_left_unread_until_used() {
     // Written as they came, and still unread after.
     assert_eq!(written(&v), text);
     assert!(top.get("a").unwrap().as_object().unwrap().is_unread());
-    // Read through a shared reference: read, its own containers left unread in turn.
+    // Read through a shared reference: read whole (a path down a chain of containers each
+    // left unread would pass over the bytes below each once per level).
     let a = top.get("a").unwrap().as_object().unwrap();
     assert_eq!(a.len(), 1);
     assert!(!a.is_unread());
-    assert!(a.get("b").unwrap().as_array().unwrap().is_unread());
+    assert!(!a.get("b").unwrap().as_array().unwrap().is_unread());
     assert_eq!(a.get("b").unwrap()[1]["c"], Value::from(2u64));
     assert_eq!(written(&v), text, "reading changes nothing written");
     assert_eq!(
@@ -145,4 +146,26 @@ fn generated_documents_read_later_as_when_read_at_once_through_changes() {
         unread_and_read_agree(&text.as_bytes()[..text.len() - 1], &ops)
             .unwrap_or_else(|e| panic!("{text} cut short: {e}"));
     }
+}
+
+#[test]
+fn a_container_is_read_whole_so_a_chain_of_them_is_passed_over_once() {
+    // {"c":{"c":...{"v":1}...}}: reading the first level reads every level below it, so a
+    // path to the bottom passes over the bytes below each level once, not once a level.
+    let depth = 60;
+    let text = format!(
+        "{}{{\"v\":1}}{}",
+        "{\"c\":".repeat(depth),
+        "}".repeat(depth)
+    );
+    let v = from_slice(text.as_bytes()).unwrap();
+    let mut level = object(&v).get("c").unwrap().as_object().unwrap();
+    assert!(level.is_unread());
+    let _ = level.len();
+    for _ in 1..depth {
+        level = level.get("c").unwrap().as_object().unwrap();
+        assert!(!level.is_unread(), "a level below the first read");
+    }
+    assert_eq!(level.get("v"), Some(&Value::from(1u64)));
+    assert_eq!(written(&v), text);
 }
