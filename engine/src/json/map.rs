@@ -275,15 +275,25 @@ impl Map {
 
     /// The position of `key`, whose [`tag`] is `t`.
     fn get_index_of_tagged(&self, key: &str, t: u64) -> Option<usize> {
-        let m = self.read();
-        match m.index() {
+        self.read().position_tagged(key, t)
+    }
+
+    /// [`Map::get_index_of`] in an object already read (see [`Map::position_tagged`]).
+    fn position(&self, key: &str) -> Option<usize> {
+        self.position_tagged(key, tag(key.as_bytes()))
+    }
+
+    /// [`Map::get_index_of_tagged`] in an object already read (its own entries, or the
+    /// reading [`Map::read`] gave): every lookup reads the object once, not once per step.
+    fn position_tagged(&self, key: &str, t: u64) -> Option<usize> {
+        match self.index() {
             Some(ix) => ix.get(key).copied(),
             None => {
                 let key = key.as_bytes();
                 if key.len() <= 7 {
-                    m.entries.iter().position(|e| e.tag == t)
+                    self.entries.iter().position(|e| e.tag == t)
                 } else {
-                    m.entries
+                    self.entries
                         .iter()
                         .position(|e| e.tag == t && same_tagged_key(e.key.as_bytes(), key))
                 }
@@ -302,14 +312,20 @@ impl Map {
     /// are unique in an object, so both find the same entry.
     #[inline]
     pub fn get_index_hinted(&self, key: &str, hint: &KeyHint) -> Option<usize> {
+        self.read().position_hinted(key, hint)
+    }
+
+    /// [`Map::get_index_hinted`] in an object already read (see [`Map::position_tagged`]).
+    #[inline]
+    fn position_hinted(&self, key: &str, hint: &KeyHint) -> Option<usize> {
         let at = hint.at();
-        if let Some(e) = self.read().entries.get(at)
+        if let Some(e) = self.entries.get(at)
             && e.tag == hint.tag
             && same_tagged_key(e.key.as_bytes(), key.as_bytes())
         {
             return Some(at);
         }
-        let i = self.get_index_of_tagged(key, hint.tag)?;
+        let i = self.position_tagged(key, hint.tag)?;
         hint.found_at(i);
         Some(i)
     }
@@ -317,14 +333,14 @@ impl Map {
     /// The value of `key`, compiled as `hint` (see [`Map::get_index_hinted`]).
     #[inline]
     pub fn get_hinted(&self, key: &str, hint: &KeyHint) -> Option<&Value> {
-        self.get_index_hinted(key, hint)
-            .map(|i| &self.read().entries[i].value)
+        let m = self.read();
+        m.position_hinted(key, hint).map(|i| &m.entries[i].value)
     }
 
     /// The value of `key`, for changing.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
         self.read_mut();
-        let i = self.get_index_of(key)?;
+        let i = self.position(key)?;
         self.will_change(Change::Value(i));
         Some(&mut self.entries[i].value)
     }
@@ -528,7 +544,7 @@ impl Map {
     pub fn insert(&mut self, key: impl Into<CompactString>, v: Value) -> Option<Value> {
         self.read_mut();
         let key = key.into();
-        match self.get_index_of(&key) {
+        match self.position(&key) {
             Some(i) => {
                 self.will_change(Change::Value(i));
                 Some(std::mem::replace(&mut self.entries[i].value, v))
@@ -543,7 +559,7 @@ impl Map {
     /// Removes `key`, keeping the order of the others.
     pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
         self.read_mut();
-        let i = self.get_index_of(key)?;
+        let i = self.position(key)?;
         self.will_change(Change::Removal(i));
         let e = self.entries.remove(i);
         if self.index().is_some() {
@@ -562,7 +578,7 @@ impl Map {
     pub fn entry(&mut self, key: impl Into<CompactString>) -> Entry<'_> {
         self.read_mut();
         let key = key.into();
-        match self.get_index_of(&key) {
+        match self.position(&key) {
             Some(i) => {
                 self.will_change(Change::Value(i));
                 Entry::Occupied(&mut self.entries[i].value)
@@ -581,7 +597,7 @@ impl Map {
     /// [`Map::get_index_hinted`]).
     pub fn get_or_insert_null_hinted(&mut self, key: &CompactString, hint: &KeyHint) -> &mut Value {
         self.read_mut();
-        let found = self.get_index_hinted(key, hint);
+        let found = self.position_hinted(key, hint);
         let i = self.found_or_pushed(found, key, hint.tag);
         hint.found_at(i);
         &mut self.entries[i].value
@@ -592,7 +608,7 @@ impl Map {
     /// null put there first to be overwritten.
     pub fn insert_hinted(&mut self, key: &CompactString, hint: &KeyHint, v: Value) {
         self.read_mut();
-        match self.get_index_hinted(key, hint) {
+        match self.position_hinted(key, hint) {
             Some(i) => {
                 self.will_change(Change::Value(i));
                 self.entries[i].value = v;
@@ -607,7 +623,7 @@ impl Map {
     /// [`Map::get_or_insert_null`] for a key whose [`tag`] is `t`.
     fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
         self.read_mut();
-        let found = self.get_index_of_tagged(key, t);
+        let found = self.position_tagged(key, t);
         let i = self.found_or_pushed(found, key, t);
         &mut self.entries[i].value
     }
