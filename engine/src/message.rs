@@ -737,10 +737,17 @@ impl Message {
     /// first character `{` or `[`, the whole text valid JSON) is set as that object or
     /// array, so `{"a":"{\"b\":1}"}` copied from `a` to `a` becomes `{"a":{"b":1}}`.
     pub fn set(&mut self, key: &Key, mut v: Value) -> Result<(), TransformError> {
+        crate::value::sjson_type(&mut v);
+        self.set_as_is(key, v)
+    }
+
+    /// [`Message::set`] without `SetValue`'s typing: a string that holds a JSON object or
+    /// array stays a string. What `object_to_string` writes for an object: Substation 2.8
+    /// hands `SetValue` the object's text in quotes, which it takes off and sets as a string.
+    pub fn set_as_is(&mut self, key: &Key, v: Value) -> Result<(), TransformError> {
         if self.inner.ctrl {
             return Ok(());
         }
-        crate::value::sjson_type(&mut v);
         let body = self.body_mut(key.target);
         if key.path.is_this() {
             body.set_value(v);
