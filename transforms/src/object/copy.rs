@@ -134,6 +134,13 @@ mod tests {
                 r#"{"a":{"x":1}}"#,
                 vec![r#"{"a":{"x":1},"b":{"x":1}}"#],
             ),
+            // Substation copies an object as its text (GJSON's `Raw`, set raw by SJSON).
+            (
+                "an object's spacing and number forms are copied",
+                json!({"object": {"source_key": "a", "target_key": "b"}}),
+                r#"{"a":{ "x" : 1.50, "y":[1 ,2] }}"#,
+                vec![r#"{"a":{ "x" : 1.50, "y":[1 ,2] },"b":{ "x" : 1.50, "y":[1 ,2] }}"#],
+            ),
             (
                 "missing source passes",
                 json!({"object": {"source_key": "z", "target_key": "b"}}),
