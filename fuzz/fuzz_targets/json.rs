@@ -62,7 +62,8 @@ fuzz_target!(|data: &[u8]| {
     if message.is_none()
         && let Some((Value::Object(first), _, end)) = leading_value(&bytes)
         && let Some((k, _)) = first.iter().next()
-        && !k.is_empty()
+        // A plain key (one of digits only would be an index, and a long one one too large).
+        && k.starts_with(|c: char| c.is_ascii_alphabetic())
         && k.bytes().all(|b| b.is_ascii_alphanumeric())
     {
         let key = Key::parse(k).expect("a plain key");
