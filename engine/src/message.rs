@@ -1050,6 +1050,12 @@ mod tests {
         assert_eq!(m.take_data_value(), Some(json!({"a": 1})));
     }
 
+    /// Framing costs a body no room: what its bytes read as is the size of a value.
+    #[test]
+    fn a_reading_is_the_size_of_a_value() {
+        assert_eq!(std::mem::size_of::<Reading>(), std::mem::size_of::<Value>());
+    }
+
     #[test]
     fn ctrl_ignores_writes() {
         let mut m = Message::ctrl();
