@@ -771,6 +771,28 @@ fn hex4(b: &[u8], at: usize) -> Parsed<u32> {
     })
 }
 
+/// The JSON value `src` begins with (after JSON white space), whatever bytes follow it, and
+/// where it starts and ends: GJSON reads a path in the first value of data that holds more
+/// (`{"a":1} x`). Read as [`from_bytes`] reads a value; the bytes after it need not be text.
+pub fn leading_value(src: &Bytes) -> Option<(Value, usize, usize)> {
+    let text = match std::str::from_utf8(src) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&src[..e.valid_up_to()]).ok()?,
+    };
+    let mut p = Reader {
+        text,
+        src,
+        i: 0,
+        depth: 0,
+        built_to: 1,
+        keep_first: true,
+    };
+    p.skip_space();
+    let start = p.i;
+    let v = p.value().ok()?;
+    Some((v, start, p.i))
+}
+
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

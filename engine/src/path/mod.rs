@@ -60,6 +60,17 @@ pub struct Path {
     pretty: Option<crate::json::pretty::PrettyOptions>,
 }
 
+/// Where a write meets the top of a document (see [`Path::top_write`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TopWrite {
+    /// At a key or index the document has.
+    Inside,
+    /// A member added to the object, an element appended to the array.
+    Added,
+    /// The array written anew (an index past its end), or what [`Path::set`] refuses.
+    Anew,
+}
+
 impl Path {
     /// Compiles a path. The empty path and `@this` address the whole document.
     pub fn parse(text: &str) -> Result<Path, PathError> {
@@ -172,6 +183,24 @@ impl Path {
             return Ok(true);
         }
         Ok(set::delete(self.write_steps()?, doc))
+    }
+
+    /// Where a write at this path meets the top of `doc`, an object or array: at a key or
+    /// index `doc` has ([`TopWrite::Inside`]), as a member added to the object or an
+    /// element appended to the array ([`TopWrite::Added`]), or past the array's end, which
+    /// SJSON writes anew ([`TopWrite::Anew`]; so too anything else, which [`Path::set`]
+    /// settles). What a framed document's bytes around the value depend on.
+    pub(crate) fn top_write(&self, doc: &Value) -> Result<TopWrite, PathError> {
+        let Some(first) = self.write_steps()?.first() else {
+            return Ok(TopWrite::Anew);
+        };
+        Ok(match doc {
+            Value::Object(m) if m.get(&first.name).is_some() => TopWrite::Inside,
+            Value::Object(_) => TopWrite::Added,
+            Value::Array(_) if first.append => TopWrite::Added,
+            Value::Array(a) if first.index.is_some_and(|i| i < a.len()) => TopWrite::Inside,
+            _ => TopWrite::Anew,
+        })
     }
 
     /// The keys of a path made of object keys only (no index, no `-1`, no `|`, no

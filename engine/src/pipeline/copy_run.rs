@@ -230,6 +230,22 @@ impl CopyRun {
             .collect()
     }
 
+    /// The members one after another, each as its own step runs it: for a document framed
+    /// by bytes that a write keeps or drops as it meets the top (`{"a":1} x`), so that
+    /// each write sees the data the one before it left.
+    fn one_by_one(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
+        for (i, target) in self.targets.iter().enumerate() {
+            let v = match &self.sources[i] {
+                Source::Key(k) => msg.get(k).map(std::borrow::Cow::into_owned),
+                Source::Constant(v) => Some(v.clone()),
+            };
+            if let Some(v) = v {
+                msg.set(target, v).map_err(|e| e.within(&self.names[i]))?;
+            }
+        }
+        Ok(InPlace::Keep)
+    }
+
     /// Writes the values of `group` that exist, in order, into their parent.
     fn write(
         &self,
@@ -266,6 +282,9 @@ impl MapTransform for CopyRun {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
         if msg.is_ctrl() {
             return Ok(InPlace::Keep);
+        }
+        if msg.data_body().is_framed() {
+            return self.one_by_one(msg);
         }
         let mut values = self.read(msg);
         for group in &self.groups {
@@ -568,6 +587,30 @@ mod tests {
                 1,
             ),
             (
+                "a document with bytes after it, a key set in it and keys added",
+                &[("a", "a"), ("=2", "a"), ("a", "b"), ("=3", "c")],
+                r#"{"a":1}} x"#,
+                2,
+            ),
+            (
+                "a document with bytes after it, a key added first",
+                &[("=3", "c"), ("a", "b")],
+                r#"{"a":1} x"#,
+                1,
+            ),
+            (
+                "a document cut short of its bracket",
+                &[("a", "a"), ("a", "b")],
+                r#"{"a":"{\"b\":\"c\"}""#,
+                2,
+            ),
+            (
+                "a document with white space around it",
+                &[("a", "a"), ("a", "b")],
+                " {\"a\":1}\n",
+                2,
+            ),
+            (
                 "an insert into a parent that is an array fails, under its id",
                 &[("=1", "x"), ("=2", "t.k")],
                 r#"{"t":[1]}"#,
@@ -580,6 +623,11 @@ mod tests {
             assert_eq!(got, want, "{name}");
             assert_eq!(steps, *made, "{name}: steps");
         }
+        // Written as SJSON writes them, one after another.
+        let (got, _) = fused(&[("=2", "a"), ("a", "b"), ("=3", "c")], r#"{"a":1}} x"#);
+        assert_eq!(got.as_deref(), Ok(r#"{"a":2},"b":2,"c":3}"#));
+        let (got, _) = fused(&[("=3", "c"), ("a", "b")], r#"{"a":1} x"#);
+        assert_eq!(got.as_deref(), Ok(r#"{"a":1,"c":3,"b":1}"#));
         // The error case names the copy that failed (the second) and its target.
         let (got, _) = fused(
             &[("a", "x"), ("a", "t.k"), ("a", "t.j")],

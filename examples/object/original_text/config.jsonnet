@@ -1,6 +1,7 @@
 // JSON text as Substation keeps it. Substation edits the text in place (SJSON), so an
 // object or array no transform has changed keeps its input text (white space, `1.50`), and
-// its string form, its hash and its copies are those of that text; a change is spliced in,
+// its string form (`object_to_string` writes an object's text as a string, as Substation 2.8
+// does), its hash and its copies are those of that text; a change is spliced in,
 // the rest of the text kept: a new key goes before the closing brace, a deleted one takes
 // its comma with it. Arrays alike: `-1` appends before the closing bracket, and a deleted
 // first element takes the comma after it; setting an index past the end writes the array
@@ -45,7 +46,7 @@ local input = '{"user": {"user": "alice", "n": 1.50}, "host": {"name": "h1", "tm
       transforms: [
         sub.tf.test.message({ value: input }),
       ],
-      condition: sub.cnd.str.eq({ value: '{"user": {"user": "alice", "n": 1.50}, "host": {"name": "h1","seen":true}, "ips": ["10.0.0.2",null,null,"10.0.0.9"], "ports": [80, 443 ,8080],"user_text":{"user": "alice", "n": 1.50},"user_sha256":"f3be4e237ac4b6255f05298a35b292df083b029040eed325eb3ac8ce1b10994b","host_text":{"name": "h1","seen":true},"ports_copy":[80, 443 ]}' }),
+      condition: sub.cnd.str.eq({ value: '{"user": {"user": "alice", "n": 1.50}, "host": {"name": "h1","seen":true}, "ips": ["10.0.0.2",null,null,"10.0.0.9"], "ports": [80, 443 ,8080],"user_text":"{\\"user\\": \\"alice\\", \\"n\\": 1.50}","user_sha256":"f3be4e237ac4b6255f05298a35b292df083b029040eed325eb3ac8ce1b10994b","host_text":"{\\"name\\": \\"h1\\",\\"seen\\":true}","ports_copy":[80, 443 ]}' }),
     },
   ],
   transforms: [

@@ -134,6 +134,13 @@ mod tests {
                 r#"{"a":{"x":1}}"#,
                 vec![r#"{"a":{"x":1},"b":{"x":1}}"#],
             ),
+            // Substation copies an object as its text (GJSON's `Raw`, set raw by SJSON).
+            (
+                "an object's spacing and number forms are copied",
+                json!({"object": {"source_key": "a", "target_key": "b"}}),
+                r#"{"a":{ "x" : 1.50, "y":[1 ,2] }}"#,
+                vec![r#"{"a":{ "x" : 1.50, "y":[1 ,2] },"b":{ "x" : 1.50, "y":[1 ,2] }}"#],
+            ),
             (
                 "missing source passes",
                 json!({"object": {"source_key": "z", "target_key": "b"}}),
@@ -205,6 +212,131 @@ mod tests {
             let t =
                 testing::build(&r, json!({"type": "object_copy", "settings": settings})).unwrap();
             assert_eq!(testing::run(t, &[input]).unwrap(), want, "{name}");
+        }
+    }
+
+    /// Substation 2.8's own table (`transform/object_copy_test.go`), its data and expected
+    /// data byte for byte: "unescape object" copies a key onto itself in data that ends
+    /// before its closing brace, which GJSON reads and SJSON edits in place.
+    #[test]
+    fn substation_cases() {
+        let r = registry();
+        let both = |s: &str, t: &str| json!({"object": {"source_key": s, "target_key": t}});
+        let cases: [(&str, _, &[u8], &str); 8] = [
+            (
+                "object",
+                both("a", "c"),
+                br#"{"a":"b"}"#,
+                r#"{"a":"b","c":"b"}"#,
+            ),
+            (
+                "unescape object",
+                both("a", "a"),
+                br#"{"a":"{\"b\":\"c\"}""#,
+                r#"{"a":{"b":"c"}"#,
+            ),
+            (
+                "unescape array",
+                both("a", "a"),
+                br#"{"a":"[\"b\",\"c\"]"}"#,
+                r#"{"a":["b","c"]}"#,
+            ),
+            (
+                "from object",
+                json!({"object": {"source_key": "a"}}),
+                br#"{"a":"b"}"#,
+                "b",
+            ),
+            (
+                "from nested object",
+                json!({"object": {"source_key": "a"}}),
+                br#"{"a":{"b":"c"}}"#,
+                r#"{"b":"c"}"#,
+            ),
+            (
+                "to object",
+                json!({"object": {"target_key": "a"}}),
+                b"b",
+                r#"{"a":"b"}"#,
+            ),
+            (
+                "to nested object",
+                json!({"object": {"target_key": "a.b"}}),
+                b"c",
+                r#"{"a":{"b":"c"}}"#,
+            ),
+            (
+                "to object base64",
+                json!({"object": {"target_key": "a"}}),
+                &[
+                    120, 156, 5, 192, 49, 13, 0, 0, 0, 194, 48, 173, 76, 2, 254, 143, 166, 29, 2,
+                    93, 1, 54,
+                ],
+                r#"{"a":"eJwFwDENAAAAwjCtTAL+j6YdAl0BNg=="}"#,
+            ),
+        ];
+        for (name, settings, data, want) in cases {
+            let t =
+                testing::build(&r, json!({"type": "object_copy", "settings": settings})).unwrap();
+            let mut out = Vec::new();
+            testing::block_on(t.transform(Message::new(data.to_vec()), &mut out)).unwrap();
+            let got: Vec<String> = out
+                .iter()
+                .map(|m| String::from_utf8_lossy(m.data()).into_owned())
+                .collect();
+            assert_eq!(got, vec![want.to_string()], "{name}");
+        }
+    }
+
+    /// Data with bytes after its JSON (GJSON reads the first value, SJSON edits its text):
+    /// a copy reads in it, sets in place keeping the bytes, and adds a key as SJSON adds it;
+    /// the whole data is not JSON, so wrapping it makes it a string.
+    #[test]
+    fn data_with_bytes_after_its_json() {
+        let r = registry();
+        let both = |s: &str, t: &str| json!({"object": {"source_key": s, "target_key": t}});
+        let cases = [
+            (
+                "onto itself",
+                both("a", "a"),
+                r#"{"a":"{\"b\":1}"} x"#,
+                r#"{"a":{"b":1}} x"#,
+            ),
+            (
+                "to a new key",
+                both("a", "b"),
+                r#"{"a":1} x"#,
+                r#"{"a":1,"b":1}"#,
+            ),
+            (
+                "after a brace",
+                both("a", "b"),
+                r#"{"a":1}}"#,
+                r#"{"a":1},"b":1}"#,
+            ),
+            (
+                "missing source",
+                both("z", "b"),
+                r#"{"a":1} x"#,
+                r#"{"a":1} x"#,
+            ),
+            (
+                "extract",
+                json!({"object": {"source_key": "a"}}),
+                r#"{"a":{"b":2}} x"#,
+                r#"{"b":2}"#,
+            ),
+            (
+                "wrap",
+                json!({"object": {"target_key": "w"}}),
+                r#"{"a":1} x"#,
+                r#"{"w":"{\"a\":1} x"}"#,
+            ),
+        ];
+        for (name, settings, input, want) in cases {
+            let t =
+                testing::build(&r, json!({"type": "object_copy", "settings": settings})).unwrap();
+            assert_eq!(testing::run(t, &[input]).unwrap(), vec![want], "{name}");
         }
     }
 

@@ -1,11 +1,13 @@
 //! `object_to_string`: converts a value to a string.
 //!
-//! Substation compatibility: GJSON's `String()`: strings as they are, numbers and booleans
-//! as their text, null as the empty string, objects and arrays as their JSON text, which
-//! `SetValue` then writes back as the object or array (in Substation too: converting an
-//! object leaves an object at the target). An object parsed from the input is its text,
-//! white space included, with any changes spliced in as SJSON splices them, as in
-//! Substation; one a transform built is compact.
+//! Substation compatibility (2.8): GJSON's `String()`: strings as they are, numbers and
+//! booleans as their text, null as the empty string, objects and arrays as their JSON text.
+//! An object's text is written as a string (`{"a":{"b":1}}` from `a` to `b` gives
+//! `"b":"{\"b\":1}"`): Substation 2.8 hands `SetValue` that text in quotes, which keeps it
+//! from being set as the object again. An array's text is not, so `SetValue`'s typing writes
+//! it back as the array. An object or array parsed from the input is its text, white space
+//! included, with any changes spliced in as SJSON splices them, as in Substation; one a
+//! transform built is compact.
 //! Object mode (both `object.source_key` and `object.target_key`) converts the value at the
 //! source and writes it at the target; a missing source passes the message through. Substation
 //! needs both keys in practice; sluice also accepts neither and then converts the whole data
@@ -56,11 +58,17 @@ impl MapTransform for ObjectToString {
 impl ObjectToString {
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        if let Some(v) = super::read_any(&self.io, msg) {
-            let converted = convert(&v);
-            self.io.write(msg, converted)?;
+        let Some(v) = super::read_any(&self.io, msg) else {
+            return Ok(());
+        };
+        let object = matches!(v.as_ref(), Value::Object(_));
+        let converted = convert(&v);
+        drop(v);
+        match &self.io {
+            // The object's text stays a string at the target.
+            Io::Object { target, .. } if object => msg.set_as_is(target, converted),
+            _ => self.io.write(msg, converted),
         }
-        Ok(())
     }
 }
 
@@ -98,11 +106,43 @@ mod tests {
                 r#"{"a":true,"b":"true"}"#,
             ),
             ("null", obj.clone(), r#"{"a":null}"#, r#"{"a":null,"b":""}"#),
+            // Substation 2.8: an object becomes its text (GJSON's `Raw`, white space and
+            // all) in a string; an array stays an array, as `SetValue` types its text.
             (
-                "object",
+                "object as its text in a string",
                 obj.clone(),
                 r#"{"a":{"c": [1, 2]}}"#,
-                r#"{"a":{"c": [1, 2]},"b":{"c": [1, 2]}}"#,
+                r#"{"a":{"c": [1, 2]},"b":"{\"c\": [1, 2]}"}"#,
+            ),
+            (
+                "object's spacing kept in the string",
+                obj.clone(),
+                r#"{"a":{ "b" : 1 }}"#,
+                r#"{"a":{ "b" : 1 },"b":"{ \"b\" : 1 }"}"#,
+            ),
+            (
+                "object onto itself",
+                json!({"object": {"source_key": "a", "target_key": "a"}}),
+                r#"{"a":{"s":"q\"x","n":1.50}}"#,
+                r#"{"a":"{\"s\":\"q\\\"x\",\"n\":1.50}"}"#,
+            ),
+            (
+                "empty object",
+                obj.clone(),
+                r#"{"a":{}}"#,
+                r#"{"a":{},"b":"{}"}"#,
+            ),
+            (
+                "array stays an array",
+                obj.clone(),
+                r#"{"a":[1, {"c":2} ]}"#,
+                r#"{"a":[1, {"c":2} ],"b":[1, {"c":2} ]}"#,
+            ),
+            (
+                "string holding an object is set as the object",
+                obj.clone(),
+                r#"{"a":"{\"c\":1}"}"#,
+                r#"{"a":"{\"c\":1}","b":{"c":1}}"#,
             ),
             (
                 "data mode JSON string",
