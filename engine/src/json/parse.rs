@@ -376,38 +376,11 @@ impl<'a> Reader<'a> {
     /// being out of `f64`'s range, which only an exponent or an integer part of over 300
     /// digits can take it past: only those are converted to tell.
     fn skip_number(&mut self) -> Parsed<()> {
-        let b = self.text.as_bytes();
         let start = self.i;
-        let mut i = start;
-        if b[i] == b'-' {
-            i += 1;
-        }
-        let int_start = i;
-        match b.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(b'0'..=b'9') = b.get(i) {
-                    i += 1;
-                }
-            }
-            _ => return Err(Invalid),
-        }
-        let long = i - int_start > 300;
-        if b.get(i) == Some(&b'.') {
-            i = digits(b, i + 1)?;
-        }
-        let mut exponent = false;
-        if let Some(b'e' | b'E') = b.get(i) {
-            i += 1;
-            if let Some(b'+' | b'-') = b.get(i) {
-                i += 1;
-            }
-            i = digits(b, i)?;
-            exponent = true;
-        }
-        self.i = i;
-        if exponent || long {
-            let f: f64 = self.text[start..i].parse().map_err(|_| Invalid)?;
+        let form = number_form(self.text.as_bytes(), start)?;
+        self.i = form.end;
+        if form.exponent || form.int_end - form.int_start > 300 {
+            let f: f64 = self.text[start..form.end].parse().map_err(|_| Invalid)?;
             if !f.is_finite() {
                 return Err(Invalid);
             }
@@ -675,35 +648,15 @@ impl<'a> Reader<'a> {
     fn number(&mut self) -> Parsed<Value> {
         let b = self.text.as_bytes();
         let start = self.i;
-        let mut i = start;
-        let negative = b[i] == b'-';
-        if negative {
-            i += 1;
-        }
-        let int_start = i;
-        match b.get(i) {
-            Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(b'0'..=b'9') = b.get(i) {
-                    i += 1;
-                }
-            }
-            _ => return Err(Invalid),
-        }
-        let int_end = i;
-        let mut float = false;
-        if b.get(i) == Some(&b'.') {
-            i = digits(b, i + 1)?;
-            float = true;
-        }
-        if let Some(b'e' | b'E') = b.get(i) {
-            i += 1;
-            if let Some(b'+' | b'-') = b.get(i) {
-                i += 1;
-            }
-            i = digits(b, i)?;
-            float = true;
-        }
+        let negative = b[start] == b'-';
+        let NumberForm {
+            end: i,
+            int_start,
+            int_end,
+            fraction,
+            exponent,
+        } = number_form(b, start)?;
+        let float = fraction || exponent;
         self.i = i;
         if !float && let Some(n) = integer(&b[int_start..int_end]) {
             if !negative {
@@ -721,6 +674,58 @@ impl<'a> Reader<'a> {
             .map(Value::Number)
             .ok_or(Invalid)
     }
+}
+
+/// Where a number's parts are: what [`Reader::number`] converts and
+/// [`Reader::skip_number`] checks.
+struct NumberForm {
+    /// Past its last byte.
+    end: usize,
+    /// Its integer part's digits.
+    int_start: usize,
+    int_end: usize,
+    /// Whether it has a fraction, an exponent.
+    fraction: bool,
+    exponent: bool,
+}
+
+/// The number at `b[start]` (a `-` or a digit), as JSON writes one, or not a number.
+#[inline]
+fn number_form(b: &[u8], start: usize) -> Parsed<NumberForm> {
+    let mut i = start;
+    if b[i] == b'-' {
+        i += 1;
+    }
+    let int_start = i;
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            while let Some(b'0'..=b'9') = b.get(i) {
+                i += 1;
+            }
+        }
+        _ => return Err(Invalid),
+    }
+    let int_end = i;
+    let fraction = b.get(i) == Some(&b'.');
+    if fraction {
+        i = digits(b, i + 1)?;
+    }
+    let exponent = matches!(b.get(i), Some(b'e' | b'E'));
+    if exponent {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        i = digits(b, i)?;
+    }
+    Ok(NumberForm {
+        end: i,
+        int_start,
+        int_end,
+        fraction,
+        exponent,
+    })
 }
 
 /// Past the one or more decimal digits at `i` (a fraction's or an exponent's).
