@@ -620,6 +620,24 @@ impl Map {
         }
     }
 
+    /// Whether it has no keys and nothing to keep up (no text, no index): an object a
+    /// write has just created. Keys known to differ from each other can be added to it
+    /// with [`Map::push_absent_hinted`], no lookup each.
+    #[inline]
+    pub(crate) fn is_blank(&self) -> bool {
+        self.entries.is_empty() && self.extra.is_none()
+    }
+
+    /// Adds `key`, compiled as `hint`, at the end, the caller knowing it is not there (it
+    /// was added to a [`Map::is_blank`] object along with keys that differ from it): what
+    /// [`Map::insert_hinted`] does then, without looking for the key first.
+    #[inline]
+    pub(crate) fn push_absent_hinted(&mut self, key: &CompactString, hint: &KeyHint, v: Value) {
+        debug_assert!(self.get_index_of(key).is_none(), "{key:?} is there already");
+        let i = self.push_tagged(key.clone(), hint.tag, v);
+        hint.found_at(i);
+    }
+
     /// [`Map::get_or_insert_null`] for a key whose [`tag`] is `t`.
     fn get_or_insert_null_tagged(&mut self, key: &CompactString, t: u64) -> &mut Value {
         self.read_mut();

@@ -240,12 +240,18 @@ impl Path {
     }
 
     /// The value this path's last key is written into, created on the way as
-    /// [`Path::set`] creates it. For a path of [`Path::object_keys`]: with
+    /// [`Path::set`] creates it, and made what the write finds or creates there (a null
+    /// becomes an empty object, see `set::make_container`): to be called only for a value
+    /// about to be written. For a path of [`Path::object_keys`]: with
     /// [`Path::set_in_parent`], the same as [`Path::set`], errors included.
     pub(crate) fn parent_mut<'v>(&self, doc: &'v mut Value) -> Result<&'v mut Value, PathError> {
         let steps = self.write_steps()?;
-        let parents = &steps[..steps.len().saturating_sub(1)];
-        set::parent(parents, doc).map_err(|reason| self.cannot_set(reason))
+        let Some((last, parents)) = steps.split_last() else {
+            return Ok(doc);
+        };
+        let parent = set::parent(parents, doc).map_err(|reason| self.cannot_set(reason))?;
+        set::make_container(parent, last, parents.len());
+        Ok(parent)
     }
 
     /// Writes `v` at this path's last key in `parent` (from [`Path::parent_mut`] of this
@@ -256,6 +262,23 @@ impl Path {
             .split_last()
             .ok_or_else(|| self.cannot_set("the path has no key".into()))?;
         set::place(parent, last, parents.len(), v).map_err(|reason| self.cannot_set(reason))
+    }
+
+    /// Writes `v` at this path's last key in `parent`, which the caller knows does not
+    /// hold that key: an object [`Map::is_blank`](crate::json::Map) when the writes into
+    /// it began, each of a different key. The same as [`Path::set_in_parent`] then, with
+    /// no lookup.
+    pub(crate) fn set_absent_in(
+        &self,
+        parent: &mut crate::json::Map,
+        v: Value,
+    ) -> Result<(), PathError> {
+        let steps = self.write_steps()?;
+        let last = steps
+            .last()
+            .ok_or_else(|| self.cannot_set("the path has no key".into()))?;
+        set::place_absent(parent, last, v);
+        Ok(())
     }
 
     /// Why a write at this path failed, with the path.

@@ -59,6 +59,34 @@ pub(crate) fn place(cur: &mut Value, step: &WStep, depth: usize, v: Value) -> Wr
     Ok(())
 }
 
+/// Puts `v` at the last step in `m`, which the caller knows does not hold its key (see
+/// [`Map::push_absent_hinted`]): what [`place`] does then, without looking for it first.
+#[inline]
+pub(crate) fn place_absent(m: &mut Map, step: &WStep, v: Value) {
+    m.push_absent_hinted(&step.name, &step.hint, v);
+}
+
+/// Makes `cur`, `depth` steps down, what a write of `step` into it finds or creates: a null
+/// becomes an empty array (`step` an index or `-1`) or object, and so does a string, a
+/// number or a boolean below the top; an object or array stays as it is.
+#[inline]
+pub(crate) fn make_container(cur: &mut Value, step: &WStep, depth: usize) {
+    // SJSON replaces a scalar on the way to the key; the document itself must be an object
+    // or array (or null), or the write would silently drop it.
+    let replace = match cur {
+        Value::Null => true,
+        Value::Object(_) | Value::Array(_) => false,
+        _ => depth > 0,
+    };
+    if replace {
+        *cur = if step.index.is_some() || step.append {
+            Value::Array(Array::new())
+        } else {
+            Value::Object(Map::with_capacity(CREATED_OBJECT_ROOM))
+        };
+    }
+}
+
 /// Refuses a write whose index lies more than [`MAX_PADDING`] past the end of its array
 /// (an array the write would create has length 0), walking the document without changing it.
 fn check_padding(steps: &[WStep], doc: &Value) -> WriteResult<()> {
@@ -88,20 +116,7 @@ fn check_padding(steps: &[WStep], doc: &Value) -> WriteResult<()> {
 
 /// The slot for `step` under `cur`, created (as null) when missing.
 fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v mut Value> {
-    // SJSON replaces a scalar on the way to the key; the document itself must be an object
-    // or array (or null), or the write would silently drop it.
-    let replace = match cur {
-        Value::Null => true,
-        Value::Object(_) | Value::Array(_) => false,
-        _ => depth > 0,
-    };
-    if replace {
-        *cur = if step.index.is_some() || step.append {
-            Value::Array(Array::new())
-        } else {
-            Value::Object(Map::with_capacity(CREATED_OBJECT_ROOM))
-        };
-    }
+    make_container(cur, step, depth);
     match cur {
         Value::Object(m) => Ok(m.get_or_insert_null_hinted(&step.name, &step.hint)),
         Value::Array(a) => {

@@ -44,7 +44,17 @@ pub(super) struct CopyRun {
     /// How many keys all sources that are keys begin with in common.
     shared: usize,
     /// Consecutive members whose targets have the same keys before their last.
-    groups: Vec<Range<usize>>,
+    groups: Vec<Group>,
+}
+
+/// Consecutive members of a run whose targets have one parent, written into it together.
+#[derive(Debug, PartialEq)]
+struct Group {
+    members: Range<usize>,
+    /// Whether their targets' last keys all differ: written into a parent the run has just
+    /// created (an object with no keys), none can meet another's key or one that was there,
+    /// so each is added with no lookup.
+    keys_differ: bool,
 }
 
 /// Where a member's value comes from.
@@ -190,13 +200,23 @@ impl CopyRun {
         fn parent(m: &Member) -> &[String] {
             &m.target_keys[..m.target_keys.len() - 1]
         }
-        let mut groups: Vec<Range<usize>> = Vec::new();
+        let mut ranges: Vec<Range<usize>> = Vec::new();
         for (i, m) in members.iter().enumerate() {
-            match groups.last_mut() {
+            match ranges.last_mut() {
                 Some(g) if parent(&members[g.start]) == parent(m) => g.end = i + 1,
-                _ => groups.push(i..i + 1),
+                _ => ranges.push(i..i + 1),
             }
         }
+        let last_key = |i: usize| members[i].target_keys.last();
+        let groups = ranges
+            .into_iter()
+            .map(|r| Group {
+                keys_differ: r
+                    .clone()
+                    .all(|i| (r.start..i).all(|j| last_key(j) != last_key(i))),
+                members: r,
+            })
+            .collect();
         let mut run = CopyRun {
             names: Vec::with_capacity(members.len()),
             sources: Vec::with_capacity(members.len()),
@@ -250,10 +270,10 @@ impl CopyRun {
     fn write(
         &self,
         msg: &mut Message,
-        group: Range<usize>,
+        group: &Group,
         values: &mut Values,
     ) -> Result<(), TransformError> {
-        let Some(first) = group.clone().find(|&i| values[i].is_some()) else {
+        let Some(first) = group.members.clone().find(|&i| values[i].is_some()) else {
             return Ok(());
         };
         let fail = |i: usize| {
@@ -265,13 +285,26 @@ impl CopyRun {
             .path()
             .parent_mut(doc)
             .map_err(|e| fail(first)(e.into()))?;
-        for i in first..group.end {
-            if let Some(mut v) = values[i].take() {
-                crate::value::sjson_type(&mut v);
-                self.targets[i]
-                    .path()
-                    .set_in_parent(parent, v)
-                    .map_err(|e| fail(i)(e.into()))?;
+        let values = values[first..group.members.end].iter_mut().enumerate();
+        let taken = values.filter_map(|(i, v)| Some((first + i, v.take()?)));
+        match parent {
+            Value::Object(m) if group.keys_differ && m.is_blank() => {
+                for (i, mut v) in taken {
+                    crate::value::sjson_type(&mut v);
+                    self.targets[i]
+                        .path()
+                        .set_absent_in(m, v)
+                        .map_err(|e| fail(i)(e.into()))?;
+                }
+            }
+            parent => {
+                for (i, mut v) in taken {
+                    crate::value::sjson_type(&mut v);
+                    self.targets[i]
+                        .path()
+                        .set_in_parent(parent, v)
+                        .map_err(|e| fail(i)(e.into()))?;
+                }
             }
         }
         Ok(())
@@ -288,7 +321,7 @@ impl MapTransform for CopyRun {
         }
         let mut values = self.read(msg);
         for group in &self.groups {
-            self.write(msg, group.clone(), &mut values)?;
+            self.write(msg, group, &mut values)?;
         }
         Ok(InPlace::Keep)
     }
@@ -487,6 +520,30 @@ mod tests {
                 1,
             ),
             (
+                "one key written twice into a parent the run creates",
+                &[("a", "x.y"), ("b", "x.z"), ("c", "x.y")],
+                r#"{"a":1,"b":2,"c":3}"#,
+                1,
+            ),
+            (
+                "keys that differ into a parent the run creates, one source missing",
+                &[("a", "x.y"), ("q", "x.w"), ("c", "x.z")],
+                r#"{"a":1,"c":3}"#,
+                1,
+            ),
+            (
+                "keys that differ into a parent there but empty, from text",
+                &[("a", "x.y"), ("b", "x.z")],
+                r#"{"a":1,"b":2,"x":{ }}"#,
+                1,
+            ),
+            (
+                "keys that differ into a parent holding one of them",
+                &[("a", "x.y"), ("b", "x.z")],
+                r#"{"a":1,"b":2,"x":{"z":0,"k":1}}"#,
+                1,
+            ),
+            (
                 "a source a write before it changed",
                 &[("a", "b"), ("b", "c")],
                 r#"{"a":1,"b":2}"#,
@@ -662,7 +719,9 @@ mod tests {
         let run = CopyRun::of(members());
         // `e.o` is a whole source: only `e` is walked once.
         assert_eq!(run.shared, 1);
-        assert_eq!(run.groups, vec![0..2, 2..3, 3..4, 4..6]);
+        let groups: Vec<Range<usize>> = run.groups.iter().map(|g| g.members.clone()).collect();
+        assert_eq!(groups, vec![0..2, 2..3, 3..4, 4..6]);
+        assert!(run.groups.iter().all(|g| g.keys_differ));
         let run = CopyRun::of(members().into_iter().take(4).collect());
         assert_eq!(run.shared, 2);
 
