@@ -34,7 +34,19 @@ fn pad(out: &mut String, n: i64, width: usize) {
     if n < 0 {
         out.push('-');
     }
-    let (buf, from) = digits(n.unsigned_abs(), width);
+    let n = n.unsigned_abs();
+    // Most fields are below 100 and at most two wide (month, day, hour, minute, second):
+    // their one or two digits are pushed as they are, not laid out in a buffer first
+    // (that took a hundred instructions a field).
+    if n < 100 && width <= 2 {
+        let (tens, ones) = ((n / 10) as u8, (n % 10) as u8);
+        if tens > 0 || width == 2 {
+            out.push(char::from(b'0' + tens));
+        }
+        out.push(char::from(b'0' + ones));
+        return;
+    }
+    let (buf, from) = digits(n, width);
     push_ascii(out, &buf[from..]);
 }
 
@@ -159,5 +171,25 @@ fn format_offset(out: &mut String, secs: i32, style: ZoneStyle) {
             out.push(':');
         }
         pad(out, (abs % 60) as i64, 2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pad;
+
+    /// Every number from -1000 to 1000 at widths 0 to 4, the two-digit fields pushed
+    /// directly among them: a sign, then the digits with zeros in front to the width.
+    #[test]
+    fn pad_writes_the_digits_to_the_width() {
+        for n in -1000i64..=1000 {
+            for width in 0..=4 {
+                let mut out = String::from("x");
+                pad(&mut out, n, width);
+                let sign = if n < 0 { "-" } else { "" };
+                let want = format!("x{sign}{:0width$}", n.unsigned_abs());
+                assert_eq!(out, want, "{n} at width {width}");
+            }
+        }
     }
 }
