@@ -10,29 +10,7 @@ use super::{Field, LONG_DAYS, LONG_MONTHS, Token, ZoneStyle};
 /// digits beyond that toward zero. `None` for anything that is not a decimal number or is
 /// out of range.
 pub(crate) fn scaled_decimal(text: &str, scale: u32) -> Option<i128> {
-    let t = text.as_bytes();
-    let (neg, t) = match t.first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (mantissa, exp) = match t.iter().position(|c| *c == b'e' || *c == b'E') {
-        Some(i) => {
-            let e = std::str::from_utf8(&t[i + 1..]).ok()?.parse::<i32>().ok()?;
-            (&t[..i], e)
-        }
-        None => (t, 0),
-    };
-    let (int, frac) = match mantissa.iter().position(|c| *c == b'.') {
-        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
-        None => (mantissa, &mantissa[..0]),
-    };
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !int.iter().chain(frac).all(u8::is_ascii_digit) {
-        return None;
-    }
+    let (neg, int, frac, exp) = decimal_parts(text.as_bytes())?;
     // The digits as one integer, with the decimal point `shift` places from the right
     // after scaling.
     let shift = exp
@@ -42,6 +20,45 @@ pub(crate) fn scaled_decimal(text: &str, scale: u32) -> Option<i128> {
         Some(result) => result,
         None => scaled_digits(int, frac, shift, neg),
     }
+}
+
+/// A decimal number's parts, found in one pass: its sign (`-` or `+` first), integer and
+/// fraction digits (either may be empty, not both) and its exponent (after `e` or `E`, as
+/// `i32` parses it); `None` for anything else. Every float epoch comes through here, as
+/// the text of its shortest form: one pass over it, not a search for the exponent, another
+/// for the point and a third checking the digits.
+pub(super) fn decimal_parts(t: &[u8]) -> Option<(bool, &[u8], &[u8], i32)> {
+    let (neg, t) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let digits_from = |mut i: usize| {
+        while t.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        i
+    };
+    let int_end = digits_from(0);
+    let (frac, end) = match t.get(int_end) {
+        Some(b'.') => {
+            let end = digits_from(int_end + 1);
+            (&t[int_end + 1..end], end)
+        }
+        _ => (&t[int_end..int_end], int_end),
+    };
+    let exp = match t.get(end) {
+        None => 0,
+        Some(b'e' | b'E') => std::str::from_utf8(&t[end + 1..])
+            .ok()?
+            .parse::<i32>()
+            .ok()?,
+        Some(_) => return None,
+    };
+    if int_end == 0 && frac.is_empty() {
+        return None;
+    }
+    Some((neg, &t[..int_end], frac, exp))
 }
 
 /// [`scaled_digits`] of the common case, `None` when it is not: most epochs have at most

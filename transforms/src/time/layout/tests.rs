@@ -402,3 +402,140 @@ fn decimals_of_up_to_18_digits_scale_as_any_number_of_digits_do() {
     }
     assert!(checked > 15_000, "{checked} of 20000 took the fast path");
 }
+
+/// The parts of a decimal as they were found before `decimal_parts` found them in one
+/// pass: the exponent after the first `e`/`E`, the point in what comes before it, then a
+/// check that every other byte is a digit.
+fn decimal_parts_in_three_passes(t: &[u8]) -> Option<(bool, &[u8], &[u8], i32)> {
+    let (neg, t) = match t.first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (mantissa, exp) = match t.iter().position(|c| *c == b'e' || *c == b'E') {
+        Some(i) => {
+            let e = std::str::from_utf8(&t[i + 1..]).ok()?.parse::<i32>().ok()?;
+            (&t[..i], e)
+        }
+        None => (t, 0),
+    };
+    let (int, frac) = match mantissa.iter().position(|c| *c == b'.') {
+        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+        None => (mantissa, &mantissa[..0]),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if !int.iter().chain(frac).all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some((neg, int, frac, exp))
+}
+
+#[test]
+fn decimal_parts_are_found_in_one_pass_as_in_three() {
+    let table: [&[u8]; 24] = [
+        b"1",
+        b"-1.5",
+        b"+2",
+        b"1.",
+        b".5",
+        b"-.5",
+        b".",
+        b"",
+        b"-",
+        b"+-1",
+        b"1e5",
+        b"1E-3",
+        b"1.5e+3",
+        b"1e",
+        b"e5",
+        b".e5",
+        b"1e5e3",
+        b"1.2.3",
+        b"1e5.3",
+        b"1.e5",
+        b"12a",
+        b"1591367999.430166",
+        b"1 ",
+        "1\u{e9}".as_bytes(),
+    ];
+    for t in table {
+        assert_eq!(
+            parse::decimal_parts(t),
+            decimal_parts_in_three_passes(t),
+            "{:?}",
+            String::from_utf8_lossy(t)
+        );
+    }
+    // Short strings over the bytes that matter, and a few that do not.
+    let alphabet = b"0123456789.eE+-x \xc3";
+    let mut rng = fastrand::Rng::with_seed(55);
+    for _ in 0..200_000 {
+        let n = rng.usize(..10);
+        let t: Vec<u8> = (0..n)
+            .map(|_| alphabet[rng.usize(..alphabet.len())])
+            .collect();
+        assert_eq!(
+            parse::decimal_parts(&t),
+            decimal_parts_in_three_passes(&t),
+            "{:?}",
+            String::from_utf8_lossy(&t)
+        );
+    }
+}
+
+#[test]
+fn fixed_layouts_format_as_their_tokens_do() {
+    let layouts = [
+        ("2006-01-02T15:04:05Z", true),
+        ("2006-01-02T15:04:05.000Z", true),
+        ("2006-01-02 15:04:05,000000000", true),
+        ("06/01/02 002 15h04m05s", true),
+        ("année 2006, 02.01 à 15:04:05", true),
+        ("20060102150405", true),
+        ("2006-01-02T15:04:05.000000000000", false),
+        ("2006-01-02T15:04:05.999Z", false),
+        ("2006-01-02T15:04:05Z07:00", false),
+        ("Jan 2 15:04:05", false),
+        ("unix", false),
+        ("no fields", false),
+    ];
+    let zones = [
+        chrono_tz::UTC,
+        chrono_tz::America::New_York,
+        chrono_tz::Asia::Kolkata,
+    ];
+    let mut rng = fastrand::Rng::with_seed(2006);
+    let mut times: Vec<i64> = vec![0, -1, 1_591_367_999_430_166_000, i64::MAX, i64::MIN];
+    times.extend((0..3_000).map(|_| rng.i64(..)));
+    for (text, fixed) in layouts {
+        let layout = Layout::compile(text);
+        assert_eq!(layout.fixed.is_some(), fixed, "{text}");
+        for &ns in &times {
+            for tz in zones {
+                let t = DateTime::from_timestamp_nanos(ns).with_timezone(&tz);
+                assert_eq!(
+                    layout.format(&t),
+                    layout.format_by_tokens(&t),
+                    "{text} at {t}"
+                );
+            }
+        }
+        // Years past 9999 and before 0, where `2006` takes more than four digits.
+        for y in [-1, 0, 9999, 10000, 262_000] {
+            if let Some(d) = chrono::NaiveDate::from_ymd_opt(y, 3, 4) {
+                let t = d
+                    .and_hms_nano_opt(5, 6, 7, 8)
+                    .unwrap()
+                    .and_utc()
+                    .with_timezone(&chrono_tz::UTC);
+                assert_eq!(
+                    layout.format(&t),
+                    layout.format_by_tokens(&t),
+                    "{text} at {t}"
+                );
+            }
+        }
+    }
+}
