@@ -272,6 +272,14 @@ impl Body {
     /// is added to it and the bytes around it go; an index past an array's end writes the
     /// array anew, without them.
     pub(crate) fn set_at(&mut self, path: &Path, v: Value) -> Result<(), TransformError> {
+        // What every write after a message's first finds: a document parsed and written
+        // into (no bytes kept), so neither framed nor to be parsed.
+        if self.raw.get().is_none()
+            && let Some(Reading::Json(doc)) = self.parsed.get_mut()
+        {
+            path.set(doc, v)?;
+            return Ok(());
+        }
         if !self.is_framed_now() {
             let doc = self.value_mut()?;
             path.set(doc, v)?;
