@@ -80,7 +80,12 @@ pub(super) fn scaled_decimal_fast(
         // stays within `u64` (no 128-bit division).
         Some(10u64.checked_pow(shift.unsigned_abs()).map_or(0, |p| v / p) as i128)
     } else {
-        (v as i128).checked_mul(10i128.pow(shift.unsigned_abs()))
+        // In 64 bits when the product fits (an epoch in seconds scaled to nanoseconds
+        // does): a 128-bit multiplication with overflow check is a call of its own.
+        match 10u64.checked_pow(shift.unsigned_abs()).and_then(|p| v.checked_mul(p)) {
+            Some(product) => Some(i128::from(product)),
+            None => (v as i128).checked_mul(10i128.pow(shift.unsigned_abs())),
+        }
     };
     Some(v.map(|v| if neg { -v } else { v }))
 }
