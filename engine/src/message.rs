@@ -298,6 +298,7 @@ impl Body {
                 let value = std::mem::take(&mut f.value);
                 *self = Body::from_value(value);
             }
+            TopWrite::Added if f.cut => return Err(cut_short_add(path)),
             TopWrite::Added => {
                 let text = added_text(f, path, v)?;
                 *self = Body::from_bytes(text);
@@ -414,6 +415,21 @@ impl Body {
 /// The error of a write into data that is not JSON.
 fn not_json() -> TransformError {
     TransformError::NotJson("cannot set a key: the data is not JSON".into())
+}
+
+/// The error of a member added to, or an element appended to, data cut short of its
+/// closing bracket. SJSON puts the member before the last `}` there is: with none, the new
+/// member stands in place of the whole record (`{"id":1` with `b` added is `,"b":2}`, the
+/// same for every record, so a lock keyed on the data would take each record after the
+/// first for a redelivery of it and drop it); with one inside a value, the member goes
+/// into that value. Refused, so the record fails where it can be seen.
+fn cut_short_add(path: &Path) -> TransformError {
+    TransformError::Failed(format!(
+        "cannot add {:?}: the data ends before its closing bracket, and SJSON would put the \
+         key in place of the record or inside one of its values (set keys it has, or fix \
+         the data, instead)",
+        path.as_str()
+    ))
 }
 
 /// The error of a framed document gone between two lines that hold it (a bug).
@@ -1008,22 +1024,14 @@ mod tests {
             (b"[] x", vec![Set("-1", json!(1))], b"[] x1]"),
             (b"[1,2] ", vec![Set("-1", json!(3))], b"[1,2,3]"),
             (b"[1,2] x", vec![Set("3", json!(7))], b"[1,2,null,7]"),
-            // Cut short: set in place without the bracket; a key added goes before the
-            // last `}` there is, wherever it is.
+            // Cut short: set in place without the bracket (adding is refused: below).
             (b"{\"a\":1 ", vec![Set("a", json!(2))], b"{\"a\":2 "),
             (
                 b"{\"a\":\"{\\\"b\\\":\\\"c\\\"}\"",
                 vec![Set("a", json!({"b": "c"}))],
                 b"{\"a\":{\"b\":\"c\"}",
             ),
-            (
-                b"{\"a\":\"{\\\"b\\\":\\\"c\\\"}\"",
-                vec![Set("b", json!(1))],
-                b"{\"a\":\"{\\\"b\\\":\\\"c\\\",\"b\":1}",
-            ),
-            (b"{\"a\":1", vec![Set("b", json!(2))], b",\"b\":2}"),
             (b"[1,2", vec![Set("0", json!(5))], b"[5,2"),
-            (b"[1,2", vec![Set("-1", json!(3))], b"[1,2,3]"),
         ];
         for (data, ops, want) in cases {
             let mut m = Message::new(Bytes::copy_from_slice(data));
@@ -1040,6 +1048,37 @@ mod tests {
                 String::from_utf8_lossy(data)
             );
         }
+    }
+
+    /// A key added to data cut short of its closing bracket is refused (SJSON would put it
+    /// in place of the record, or inside one of its values), whatever the key; a value the
+    /// data has is still set in place, and data that is whole takes the key.
+    #[test]
+    fn adding_to_data_cut_short_is_refused() {
+        let refused: [(&[u8], &str); 6] = [
+            (b"{\"a\":1", "b"),
+            (b"{\"id\":1,\"tags\":[1,2]", "seen"),
+            (b"{\"a\":\"{\\\"b\\\":\\\"c\\\"}\"", "b"),
+            (b"{\"a\":{\"b\":1}", "c"),
+            (b"[1,2", "-1"),
+            (b"[1,[2]", "-1"),
+        ];
+        for (data, key) in refused {
+            let mut m = Message::new(Bytes::copy_from_slice(data));
+            let err = m.set(&Key::parse(key).unwrap(), json!(true)).unwrap_err();
+            assert!(
+                err.to_string().contains("ends before its closing bracket"),
+                "{}: {err}",
+                String::from_utf8_lossy(data)
+            );
+            assert_eq!(&m.data()[..], data, "the data is left as it was");
+        }
+        let mut m = Message::new(&b"{\"a\":1"[..]);
+        m.set(&Key::parse("a").unwrap(), json!(2)).unwrap();
+        assert_eq!(&m.data()[..], b"{\"a\":2");
+        let mut m = Message::new(&b"{\"a\":1}"[..]);
+        m.set(&Key::parse("b").unwrap(), json!(2)).unwrap();
+        assert_eq!(&m.data()[..], b"{\"a\":1,\"b\":2}");
     }
 
     /// Data that is no document stays refused for writes; one that is JSON with white space

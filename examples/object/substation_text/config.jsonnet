@@ -5,7 +5,8 @@
 // has is set in place and the bytes after it stay; a key added goes before the last `}`, so
 // with none after the object the bytes after it go. A line cut short of its closing brace
 // is read alike and, set in place, stays without it (Substation's own test of a key copied
-// onto itself). To `format_json` neither is JSON.
+// onto itself); a key added to it is an error (SJSON would write the key in place of the
+// line). To `format_json` neither is JSON.
 local sub = std.extVar('sub');
 
 {
