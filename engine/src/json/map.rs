@@ -595,6 +595,7 @@ impl Map {
 
     /// [`Map::get_or_insert_null`] for a key compiled as `hint` (see
     /// [`Map::get_index_hinted`]).
+    #[inline]
     pub fn get_or_insert_null_hinted(&mut self, key: &CompactString, hint: &KeyHint) -> &mut Value {
         self.read_mut();
         let found = self.position_hinted(key, hint);
@@ -606,6 +607,7 @@ impl Map {
     /// Sets `key`, compiled as `hint`, to `v`: in its place when present, else added at the
     /// end. What a path's last step does: the value goes straight into its entry, with no
     /// null put there first to be overwritten.
+    #[inline]
     pub fn insert_hinted(&mut self, key: &CompactString, hint: &KeyHint, v: Value) {
         self.read_mut();
         match self.position_hinted(key, hint) {

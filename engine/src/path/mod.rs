@@ -167,6 +167,7 @@ impl Path {
     }
 
     /// Writes `v` at the path (SJSON semantics), creating intermediate objects.
+    #[inline]
     pub fn set(&self, doc: &mut Value, v: Value) -> Result<(), PathError> {
         if self.this {
             *doc = v;
@@ -256,6 +257,7 @@ impl Path {
 
     /// Writes `v` at this path's last key in `parent` (from [`Path::parent_mut`] of this
     /// path or of one with the same keys before the last).
+    #[inline]
     pub(crate) fn set_in_parent(&self, parent: &mut Value, v: Value) -> Result<(), PathError> {
         let steps = self.write_steps()?;
         let (last, parents) = steps
@@ -268,6 +270,7 @@ impl Path {
     /// hold that key: an object [`Map::is_blank`](crate::json::Map) when the writes into
     /// it began, each of a different key. The same as [`Path::set_in_parent`] then, with
     /// no lookup.
+    #[inline]
     pub(crate) fn set_absent_in(
         &self,
         parent: &mut crate::json::Map,

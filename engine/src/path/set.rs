@@ -115,6 +115,7 @@ fn check_padding(steps: &[WStep], doc: &Value) -> WriteResult<()> {
 }
 
 /// The slot for `step` under `cur`, created (as null) when missing.
+#[inline]
 fn slot<'v>(cur: &'v mut Value, step: &WStep, depth: usize) -> WriteResult<&'v mut Value> {
     make_container(cur, step, depth);
     match cur {
