@@ -82,7 +82,10 @@ pub(super) fn scaled_decimal_fast(
     } else {
         // In 64 bits when the product fits (an epoch in seconds scaled to nanoseconds
         // does): a 128-bit multiplication with overflow check is a call of its own.
-        match 10u64.checked_pow(shift.unsigned_abs()).and_then(|p| v.checked_mul(p)) {
+        match 10u64
+            .checked_pow(shift.unsigned_abs())
+            .and_then(|p| v.checked_mul(p))
+        {
             Some(product) => Some(i128::from(product)),
             None => (v as i128).checked_mul(10i128.pow(shift.unsigned_abs())),
         }
