@@ -46,8 +46,50 @@ thread_local! {
     /// key is first compared with the one in its place: when the text is that key and its
     /// closing quote, the key is a copy of it and its tag is known, and while every key so
     /// far was the known one in its place, the key cannot be a duplicate.
-    static LAST_KEYS: std::cell::Cell<Vec<(u64, CompactString)>> =
+    static LAST_KEYS: std::cell::Cell<Vec<KnownKey>> =
         const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// A key of the last top object read (see [`LAST_KEYS`]), with its text as the reader
+/// compares it with the text at a key: the key and its closing quote, as one or two words.
+struct KnownKey {
+    tag: u64,
+    key: CompactString,
+    /// The first eight bytes of the key and its quote (zeros past them when fewer).
+    head: u64,
+    /// When the key and its quote are eight bytes or fewer, the mask of their bytes in a
+    /// word; when more, up to sixteen, their last eight bytes; past sixteen, unused.
+    tail: u64,
+}
+
+impl KnownKey {
+    fn new(tag: u64, key: CompactString) -> KnownKey {
+        let mut quoted = [0u8; 16];
+        let n = key.len() + 1;
+        let (head, tail) = match quoted.get_mut(..n) {
+            Some(q) => {
+                q[..n - 1].copy_from_slice(key.as_bytes());
+                q[n - 1] = b'"';
+                let word = |at: usize| {
+                    let mut w = [0u8; 8];
+                    w.copy_from_slice(&quoted[at..at + 8]);
+                    u64::from_le_bytes(w)
+                };
+                if n <= 8 {
+                    (word(0), u64::MAX >> (8 * (8 - n)))
+                } else {
+                    (word(0), word(n - 8))
+                }
+            }
+            None => (0, 0),
+        };
+        KnownKey {
+            tag,
+            key,
+            head,
+            tail,
+        }
+    }
 }
 
 /// The place of `depth` (1 for the top) in [`LAST_OBJECT_LEN`].
@@ -248,13 +290,48 @@ impl<'a> Reader<'a> {
                     Unread::new(depth, self.keep_first),
                 )))
             }
-            b'"' => Ok(Value::String(CompactString::from(self.string()?))),
+            b'"' => self.string_value(),
             b't' => self.word(b"true", Value::Bool(true)),
             b'f' => self.word(b"false", Value::Bool(false)),
             b'n' => self.word(b"null", Value::Null),
             b'-' | b'0'..=b'9' => self.number(),
             _ => Err(Invalid),
         }
+    }
+
+    /// A member's value at `i` (after white space): strings and numbers, most members'
+    /// values, read here rather than through [`Reader::value`]'s call.
+    #[inline(always)]
+    fn member_value(&mut self) -> Parsed<Value> {
+        match self.peek() {
+            Some(b'"') => self.string_value(),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => self.value(),
+        }
+    }
+
+    /// The string at `"` as a value: one with no escapes copied straight from the input.
+    #[inline(always)]
+    fn string_value(&mut self) -> Parsed<Value> {
+        let b = self.text.as_bytes();
+        let start = self.i + 1;
+        let end = plain_run(b, start);
+        if b.get(end) == Some(&b'"') {
+            self.i = end + 1;
+            // SAFETY: `text` is a `str`; `start` is just past a quote and `end` is at one
+            // (`plain_run` returns a place within `b`, at or after `start`), so both are
+            // within it and on character boundaries (a quote is ASCII, never inside a
+            // character's encoding).
+            let s = unsafe { self.text.get_unchecked(start..end) };
+            return Ok(Value::String(CompactString::from(s)));
+        }
+        self.escaped_string_value()
+    }
+
+    /// [`Reader::string_value`] of a string with an escape (or not a string).
+    #[inline(never)]
+    fn escaped_string_value(&mut self) -> Parsed<Value> {
+        Ok(Value::String(CompactString::from(self.string()?)))
     }
 
     /// The object or array at `i`, checked and passed over: its text, and its depth.
@@ -484,9 +561,9 @@ impl<'a> Reader<'a> {
                 let (key, known_tag, escaped) = match self.known_key(&known, next_known) {
                     Some(at) => {
                         next_known = at + 1;
-                        let (tag, key) = &known[at];
-                        self.i += key.len() + 2;
-                        (key.clone(), Some(*tag), false)
+                        let k = &known[at];
+                        self.i += k.key.len() + 2;
+                        (k.key.clone(), Some(k.tag), false)
                     }
                     None => {
                         all_known = false;
@@ -504,7 +581,7 @@ impl<'a> Reader<'a> {
                 self.i += 1;
                 self.skip_space();
                 let value_start = self.i - start;
-                let value = self.value()?;
+                let value = self.member_value()?;
                 let mut member = Member::new(key_start, value_start, self.i - start, escaped);
                 match known_tag {
                     Some(tag) if all_known => object.push_distinct(tag, key, value),
@@ -533,7 +610,7 @@ impl<'a> Reader<'a> {
                         .iter()
                         .take(super::INDEX_FROM)
                         .take_while(|e| !e.key.is_heap_allocated())
-                        .map(|e| (e.tag, e.key.clone())),
+                        .map(|e| KnownKey::new(e.tag, e.key.clone())),
                 );
             }
             LAST_KEYS.with(|k| k.set(known));
@@ -551,9 +628,9 @@ impl<'a> Reader<'a> {
     /// `from` on over the next few: events of one source share most keys, in order, with
     /// some left out (an `errorCode` only on a failed call, say).
     #[inline]
-    fn known_key(&self, known: &[(u64, CompactString)], from: usize) -> Option<usize> {
+    fn known_key(&self, known: &[KnownKey], from: usize) -> Option<usize> {
         match known.get(from) {
-            Some((tag, key)) if self.key_is(key, *tag) => Some(from),
+            Some(k) if self.key_is(k) => Some(from),
             Some(_) => self.known_key_further(known, from + 1),
             None => None,
         }
@@ -561,26 +638,45 @@ impl<'a> Reader<'a> {
 
     /// [`Reader::known_key`] past its first place, over the next few.
     #[inline(never)]
-    fn known_key_further(&self, known: &[(u64, CompactString)], from: usize) -> Option<usize> {
+    fn known_key_further(&self, known: &[KnownKey], from: usize) -> Option<usize> {
         const LOOK_AHEAD: usize = 3;
         let to = known.len().min(from + LOOK_AHEAD);
-        (from..to).find(|&at| self.key_is(&known[at].1, known[at].0))
+        (from..to).find(|&at| self.key_is(&known[at]))
     }
 
-    /// Whether the text at `"` is the string `key` (whose tag is `tag`) as it is, closing
-    /// quote and all. `key` holds no quote, backslash or control byte (it was read without
-    /// escapes), so such text is a string with no escapes, and its value is `key`.
+    /// Whether the text at `"` is the string `k.key` as it is, closing quote and all.
+    /// The key holds no quote, backslash or control byte (it was read without escapes), so
+    /// such text is a string with no escapes, and its value is the key. Compared a word at
+    /// a time where the key and its quote fit two words and the text has those at hand.
     #[inline]
-    fn key_is(&self, key: &str, tag: u64) -> bool {
-        let n = key.len();
+    fn key_is(&self, k: &KnownKey) -> bool {
+        let b = self.text.as_bytes();
         let from = self.i + 1;
-        match self.text.as_bytes().get(from..from + n + 1) {
-            Some(text) => {
-                let text_key = &text[..n];
-                text[n] == b'"'
-                    && super::map::tag(text_key) == tag
-                    && super::map::same_tagged_key(text_key, key.as_bytes())
+        let n = k.key.len() + 1;
+        let word = |at: usize| {
+            b.get(at..at + 8)
+                .and_then(<[u8]>::first_chunk::<8>)
+                .map(|w| u64::from_le_bytes(*w))
+        };
+        if n <= 8 {
+            if let Some(w) = word(from) {
+                return w & k.tail == k.head;
             }
+        } else if n <= 16
+            && let (Some(head), Some(tail)) = (word(from), word(from + n - 8))
+        {
+            return head == k.head && tail == k.tail;
+        }
+        self.key_is_slowly(&k.key)
+    }
+
+    /// [`Reader::key_is`] byte by byte.
+    #[inline(never)]
+    fn key_is_slowly(&self, key: &str) -> bool {
+        let from = self.i + 1;
+        let n = key.len();
+        match self.text.as_bytes().get(from..from + n + 1) {
+            Some(text) => text[n] == b'"' && &text[..n] == key.as_bytes(),
             None => false,
         }
     }
@@ -644,21 +740,41 @@ impl<'a> Reader<'a> {
 
     /// A number, as serde_json reads it: integers that fit `u64` (or, negative, `i64`)
     /// exactly, anything else as the nearest `f64` (out of range is not JSON); `-0` is the
-    /// float `-0.0`.
+    /// float `-0.0`. Its digits are converted as they are scanned: an integer of up to 19
+    /// digits, and most floats short enough (see [`exact_float`]), need no second pass.
+    #[inline]
     fn number(&mut self) -> Parsed<Value> {
         let b = self.text.as_bytes();
         let start = self.i;
-        let negative = b[start] == b'-';
-        let NumberForm {
-            end: i,
-            int_start,
-            int_end,
-            fraction,
-            exponent,
-        } = number_form(b, start)?;
-        let float = fraction || exponent;
+        let negative = b.get(start) == Some(&b'-');
+        let int_start = start + usize::from(negative);
+        let mut i = int_start;
+        // The digits so far as one integer: exact while there are at most 19 of them
+        // (10^19 - 1 < 2^64); wrapping past that, when it is not used.
+        let mut digits = 0u64;
+        match b.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(&d) = b.get(i)
+                    && d.is_ascii_digit()
+                {
+                    digits = digits.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+                    i += 1;
+                }
+            }
+            _ => return Err(Invalid),
+        }
+        let int_len = i - int_start;
+        if let Some(b'.' | b'e' | b'E') = b.get(i) {
+            return self.float(start, i, negative, int_len, digits);
+        }
         self.i = i;
-        if !float && let Some(n) = integer(&b[int_start..int_end]) {
+        let n = if int_len <= 19 {
+            Some(digits)
+        } else {
+            integer(&b[int_start..i])
+        };
+        if let Some(n) = n {
             if !negative {
                 return Ok(Value::Number(n.into()));
             }
@@ -668,7 +784,76 @@ impl<'a> Reader<'a> {
                 return Ok(Value::Number(neg.into()));
             }
         }
-        let f: f64 = self.text[start..i].parse().map_err(|_| Invalid)?;
+        self.float_text(start, i)
+    }
+
+    /// [`Reader::number`] from its fraction or exponent at `i` on: a float, whose integer
+    /// part had `int_len` digits, `digits` as an integer so far.
+    fn float(
+        &mut self,
+        start: usize,
+        mut i: usize,
+        negative: bool,
+        int_len: usize,
+        mut digits: u64,
+    ) -> Parsed<Value> {
+        let b = self.text.as_bytes();
+        let mut fraction_len = 0;
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            let fraction_start = i;
+            while let Some(&d) = b.get(i)
+                && d.is_ascii_digit()
+            {
+                digits = digits.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+                i += 1;
+            }
+            fraction_len = i - fraction_start;
+            if fraction_len == 0 {
+                return Err(Invalid);
+            }
+        }
+        // The exponent as written, held to a bound past which no float is exact anyway.
+        let mut exponent = 0i64;
+        if let Some(b'e' | b'E') = b.get(i) {
+            i += 1;
+            let exponent_negative = b.get(i) == Some(&b'-');
+            if let Some(b'+' | b'-') = b.get(i) {
+                i += 1;
+            }
+            let exponent_start = i;
+            while let Some(&d) = b.get(i)
+                && d.is_ascii_digit()
+            {
+                if exponent < 1 << 20 {
+                    exponent = exponent * 10 + i64::from(d - b'0');
+                }
+                i += 1;
+            }
+            if i == exponent_start {
+                return Err(Invalid);
+            }
+            if exponent_negative {
+                exponent = -exponent;
+            }
+        }
+        self.i = i;
+        if int_len + fraction_len <= 19 {
+            // At most 19 digits: `digits` is exact. The value is digits * 10^power.
+            let power = i64::try_from(fraction_len).map_or(i64::MIN, |f| exponent - f);
+            if let Some(f) = exact_float(digits, power) {
+                let f = if negative { -f } else { f };
+                return Number::from_f64(f).map(Value::Number).ok_or(Invalid);
+            }
+        }
+        self.float_text(start, i)
+    }
+
+    /// The number `text[start..end]` (as JSON writes one) read as the nearest `f64`, or not
+    /// JSON when it is out of range.
+    #[inline(never)]
+    fn float_text(&self, start: usize, end: usize) -> Parsed<Value> {
+        let f: f64 = self.text[start..end].parse().map_err(|_| Invalid)?;
         Number::from_f64(f)
             .filter(|_| f.is_finite())
             .map(Value::Number)
@@ -676,16 +861,40 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Where a number's parts are: what [`Reader::number`] converts and
-/// [`Reader::skip_number`] checks.
+/// The powers of ten an `f64` holds exactly (5^22 < 2^53).
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// `digits * 10^power` as the nearest `f64`, when one multiplication or division gives it:
+/// `digits` at most 2^53 (an `f64` holds it exactly) and `power` within ±22 (so does it
+/// 10^power). Both operands exact, the one correctly rounded IEEE operation rounds the
+/// exact value, as Rust's own reader does (it takes this same path for these); `None`
+/// for any other, which is read from its text.
+#[inline]
+fn exact_float(digits: u64, power: i64) -> Option<f64> {
+    if digits > 1 << 53 {
+        return None;
+    }
+    // Exact: at most 2^53.
+    let m = digits as f64;
+    match usize::try_from(power) {
+        Ok(p) => EXACT_POWERS_OF_TEN.get(p).map(|t| m * t),
+        Err(_) => EXACT_POWERS_OF_TEN
+            .get(usize::try_from(power.unsigned_abs()).ok()?)
+            .map(|t| m / t),
+    }
+}
+
+/// Where a number's parts are, for [`Reader::skip_number`] to check.
 struct NumberForm {
     /// Past its last byte.
     end: usize,
     /// Its integer part's digits.
     int_start: usize,
     int_end: usize,
-    /// Whether it has a fraction, an exponent.
-    fraction: bool,
+    /// Whether it has an exponent.
     exponent: bool,
 }
 
@@ -707,8 +916,7 @@ fn number_form(b: &[u8], start: usize) -> Parsed<NumberForm> {
         _ => return Err(Invalid),
     }
     let int_end = i;
-    let fraction = b.get(i) == Some(&b'.');
-    if fraction {
+    if b.get(i) == Some(&b'.') {
         i = digits(b, i + 1)?;
     }
     let exponent = matches!(b.get(i), Some(b'e' | b'E'));
@@ -723,7 +931,6 @@ fn number_form(b: &[u8], start: usize) -> Parsed<NumberForm> {
         end: i,
         int_start,
         int_end,
-        fraction,
         exponent,
     })
 }

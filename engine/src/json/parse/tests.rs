@@ -480,3 +480,216 @@ fn large_objects_keep_their_text_and_index() {
     assert!(m.has_index());
     assert_eq!(m.get("k40"), Some(&Value::from(40)));
 }
+
+#[test]
+fn exact_floats_are_rusts_readings_table() {
+    // Every case the one-operation path takes must be the float Rust's reader gives for
+    // the same digits and power (both round the exact value once), to the bit; and the
+    // ones past its bounds are left to that reader.
+    let check = |digits: u64, power: i64| {
+        let text = format!("{digits}e{power}");
+        let rust: f64 = text.parse().unwrap();
+        match exact_float(digits, power) {
+            Some(f) => assert_eq!(f.to_bits(), rust.to_bits(), "{text}"),
+            None => assert!(digits > 1 << 53 || !(-22..=22).contains(&power), "{text}"),
+        }
+    };
+    let edges = [
+        0,
+        1,
+        9,
+        10,
+        (1 << 53) - 1,
+        1 << 53,
+        (1 << 53) + 1,
+        9_999_999_999_999_999,
+        4_503_599_627_370_497,
+        1_234_567_890_123_456,
+        7_609_624_449_125_756,
+        u64::MAX,
+    ];
+    for digits in edges {
+        for power in -30..=30 {
+            check(digits, power);
+        }
+    }
+    let mut r = Rng(0x2545_f491_4f6c_dd1d);
+    for _ in 0..200_000 {
+        // Every number of digits up to 17, uniformly, and every power near the bounds.
+        let len = r.below(17) as u32 + 1;
+        let digits = r.next() % 10u64.pow(len);
+        let power = r.below(51) as i64 - 25;
+        check(digits, power);
+    }
+    assert_eq!(exact_float(1, 22), Some(1e22));
+    assert_eq!(exact_float(1, 23), None);
+    assert_eq!(exact_float(1, -22), Some(1e-22));
+    assert_eq!(exact_float(1, -23), None);
+    assert_eq!(exact_float(1 << 53, 0), Some(9_007_199_254_740_992.0));
+    assert_eq!(exact_float((1 << 53) + 1, 0), None);
+    assert_eq!(exact_float(5, i64::MIN), None);
+}
+
+/// A number as JSON might write it, or nearly: signs, leading zeros, long and short
+/// parts, fractions with leading zeros, exponents small and huge.
+fn number_text(r: &mut Rng) -> String {
+    let digits = |r: &mut Rng, n: usize| -> String {
+        (0..n)
+            .map(|_| char::from(b'0' + r.below(10) as u8))
+            .collect()
+    };
+    let mut t = String::new();
+    if r.below(3) == 0 {
+        t.push('-');
+    }
+    match r.below(6) {
+        0 => t.push('0'),
+        1 => {
+            let zeros = r.below(4) + 1;
+            t.push_str(&"0".repeat(zeros));
+            let n = r.below(3);
+            t.push_str(&digits(r, n));
+        }
+        _ => {
+            t.push(char::from(b'1' + r.below(9) as u8));
+            let n = r.below(24);
+            t.push_str(&digits(r, n));
+        }
+    }
+    if r.below(2) == 0 {
+        t.push('.');
+        let zeros = if r.below(3) == 0 { r.below(8) } else { 0 };
+        t.push_str(&"0".repeat(zeros));
+        let n = r.below(22);
+        t.push_str(&digits(r, n));
+    }
+    if r.below(3) == 0 {
+        t.push_str(["e", "E"][r.below(2)]);
+        t.push_str(["", "+", "-"][r.below(3)]);
+        let n = [1, 1, 2, 3, 0, 25][r.below(6)];
+        t.push_str(&digits(r, n));
+    }
+    t
+}
+
+#[test]
+fn numbers_read_as_serde_json_and_rust_read_them() {
+    let mut r = Rng(0xd1b5_4a32_d192_ed03);
+    let cases = [
+        "9007199254740992",
+        "9007199254740993",
+        "9007199254740993.0",
+        "900719925474099.3",
+        "0.9007199254740993",
+        "1591367999.430166",
+        "0.7609624449125756",
+        "0.26633056045725956",
+        "1e22",
+        "1e23",
+        "1.0e22",
+        "10e21",
+        "0.1e-21",
+        "1e-22",
+        "1e-23",
+        "1234567890123456789",
+        "12345678901234567890",
+        "1234567890123456789.5",
+        "0.1234567890123456789",
+        "123456789012345678e3",
+        "-0",
+        "-0.0",
+        "-0e5",
+        "0e-5",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "18446744073709551615",
+        "18446744073709551616",
+        "99999999999999999999",
+        "100000000000000000000",
+        "1e+0",
+        "1E-0",
+        "1e0000000000000000000000001",
+        "1e-0000000000000000000000001",
+        "2.5e-324",
+        "1.7976931348623157e308",
+        "1.7976931348623159e308",
+    ];
+    let texts = cases
+        .iter()
+        .map(|c| c.to_string())
+        .chain((0..20_000).map(|_| number_text(&mut r)));
+    for text in texts {
+        // Alone, as a member's value (read on the member's path) and in an array.
+        agree(text.as_bytes());
+        agree(format!("{{\"k\":{text}}}").as_bytes());
+        agree(format!("{{\"k\":{text},\"l\":1}}").as_bytes());
+        agree(format!("[{text}]").as_bytes());
+        // A float is the one Rust reads (serde_json's, with `float_roundtrip`, is the same).
+        if let Some(Value::Number(n)) = from_slice(text.as_bytes())
+            && n.is_f64()
+        {
+            let rust: f64 = text.parse().unwrap();
+            assert_eq!(n.as_f64().map(f64::to_bits), Some(rust.to_bits()), "{text}");
+        }
+    }
+}
+
+#[test]
+fn string_values_read_as_serde_json_reads_them() {
+    // Either side of the length strings are kept inline up to (24 bytes), in ASCII and
+    // in characters of two to four bytes, plain and with an escape, as members' values
+    // and elsewhere.
+    for unit in ["a", "é", "€", "😀", "a\\n", "\\u00e9"] {
+        for n in 0..30 {
+            let s = unit.repeat(n);
+            for text in [
+                format!("\"{s}\""),
+                format!("{{\"k\":\"{s}\"}}"),
+                format!("{{\"k\":\"{s}\",\"l\":\"{s}x\"}}"),
+                format!("[\"{s}\"]"),
+                format!("{{\"k\":\"{s}"),
+            ] {
+                agree(text.as_bytes());
+            }
+        }
+    }
+}
+
+#[test]
+fn keys_of_every_length_read_as_the_last_objects_keys() {
+    // Each key of 0 to 20 bytes is known from the object before; the next object's key
+    // differs from it in each byte, is one byte shorter or longer, or is cut off by the
+    // end of the text (so the text has fewer than sixteen bytes after its quote).
+    for n in 0..=20usize {
+        let key: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let known = format!("{{\"{key}\":1,\"z\":2}}");
+        let mut others = vec![known.clone(), format!("{{\"{key}\":1}}")];
+        for at in 0..n {
+            let mut k = key.clone().into_bytes();
+            k[at] = b'Q';
+            others.push(format!(
+                "{{\"{}\":1,\"z\":2}}",
+                String::from_utf8(k).unwrap()
+            ));
+        }
+        others.push(format!("{{\"{key}x\":1,\"z\":2}}"));
+        if n > 0 {
+            others.push(format!("{{\"{}\":1,\"z\":2}}", &key[..n - 1]));
+        }
+        others.push(format!("{{\"{key}\\n\":1}}"));
+        others.push(format!("{{\"{key}\""));
+        others.push(format!("{{\"{key}"));
+        others.push(format!("{{\"{key}\":"));
+        for other in &others {
+            for duplicates in [DuplicateKeys::First, DuplicateKeys::Last] {
+                let _ = read_now(known.as_bytes(), duplicates);
+                assert_eq!(
+                    read_now(other.as_bytes(), duplicates),
+                    read_fresh(other.as_bytes(), duplicates),
+                    "{other} after {known}"
+                );
+            }
+            agree(other.as_bytes());
+        }
+    }
+}
