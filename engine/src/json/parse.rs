@@ -55,6 +55,8 @@ thread_local! {
 struct KnownKey {
     tag: u64,
     key: CompactString,
+    /// The key's length (kept apart: a `CompactString`'s is decoded from its last byte).
+    len: usize,
     /// The first eight bytes of the key and its quote (zeros past them when fewer).
     head: u64,
     /// When the key and its quote are eight bytes or fewer, the mask of their bytes in a
@@ -85,6 +87,7 @@ impl KnownKey {
         };
         KnownKey {
             tag,
+            len: key.len(),
             key,
             head,
             tail,
@@ -562,7 +565,7 @@ impl<'a> Reader<'a> {
                     Some(at) => {
                         next_known = at + 1;
                         let k = &known[at];
-                        self.i += k.key.len() + 2;
+                        self.i += k.len + 2;
                         (k.key.clone(), Some(k.tag), false)
                     }
                     None => {
@@ -652,7 +655,7 @@ impl<'a> Reader<'a> {
     fn key_is(&self, k: &KnownKey) -> bool {
         let b = self.text.as_bytes();
         let from = self.i + 1;
-        let n = k.key.len() + 1;
+        let n = k.len + 1;
         let word = |at: usize| {
             b.get(at..at + 8)
                 .and_then(<[u8]>::first_chunk::<8>)
@@ -754,14 +757,7 @@ impl<'a> Reader<'a> {
         let mut digits = 0u64;
         match b.get(i) {
             Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(&d) = b.get(i)
-                    && d.is_ascii_digit()
-                {
-                    digits = digits.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-                    i += 1;
-                }
-            }
+            Some(b'1'..=b'9') => i = digit_run(b, i, &mut digits),
             _ => return Err(Invalid),
         }
         let int_len = i - int_start;
@@ -802,12 +798,7 @@ impl<'a> Reader<'a> {
         if b.get(i) == Some(&b'.') {
             i += 1;
             let fraction_start = i;
-            while let Some(&d) = b.get(i)
-                && d.is_ascii_digit()
-            {
-                digits = digits.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
-                i += 1;
-            }
+            i = digit_run(b, i, &mut digits);
             fraction_len = i - fraction_start;
             if fraction_len == 0 {
                 return Err(Invalid);
@@ -859,6 +850,68 @@ impl<'a> Reader<'a> {
             .map(Value::Number)
             .ok_or(Invalid)
     }
+}
+
+/// Past the run of decimal digits at `b[i..]` (none or more), each taken into `digits`
+/// (`digits * 10 + digit`, wrapping: exact while it holds at most 19 digits). Eight bytes
+/// at a time while the text has them, then byte by byte.
+#[inline(always)]
+fn digit_run(b: &[u8], mut i: usize, digits: &mut u64) -> usize {
+    while let Some(word) = b.get(i..i + 8).and_then(<[u8]>::first_chunk::<8>) {
+        let (value, n) = eight_digits(u64::from_le_bytes(*word));
+        *digits = digits.wrapping_mul(POWERS_OF_TEN[n]).wrapping_add(value);
+        i += n;
+        if n < 8 {
+            return i;
+        }
+    }
+    while let Some(&d) = b.get(i)
+        && d.is_ascii_digit()
+    {
+        *digits = digits.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
+        i += 1;
+    }
+    i
+}
+
+/// 10^0 to 10^8.
+const POWERS_OF_TEN: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The decimal digits that eight bytes (read little-endian: the first byte lowest) begin
+/// with: their value, and how many (0 to 8).
+#[inline(always)]
+fn eight_digits(word: u64) -> (u64, usize) {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // Each byte less '0': a digit's is its value. A byte below '0' borrows from the next,
+    // but only bytes after it (past the first non-digit) are changed by that.
+    let d = word.wrapping_sub(ONES * u64::from(b'0'));
+    // A byte's top bit is set when it is below '0' (wrapped past 0x80) or above '9'
+    // (0x76 takes 10 and more to 0x80 or past; a carry out of it again only reaches
+    // bytes after it). A digit's stays clear (9 + 0x76 = 0x7f).
+    let stops = (d | d.wrapping_add(ONES * 0x76)) & (ONES * 0x80);
+    let n = (stops.trailing_zeros() / 8) as usize;
+    if n == 0 {
+        return (0, 0);
+    }
+    // The digits moved to the top bytes, zeros below them: the number written on eight
+    // digits with leading zeros, the first (most significant) in the lowest byte. Each
+    // step makes pairs of lanes one lane of twice the width: the lower lane (more
+    // significant) times its scale, plus the upper.
+    let v = d << (8 * (8 - n));
+    let v = (v.wrapping_mul(10).wrapping_add(v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100).wrapping_add(v >> 16)) & 0x0000_ffff_0000_ffff;
+    let v = (v.wrapping_mul(10_000).wrapping_add(v >> 32)) & 0xffff_ffff;
+    (v, n)
 }
 
 /// The powers of ten an `f64` holds exactly (5^22 < 2^53).

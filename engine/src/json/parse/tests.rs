@@ -693,3 +693,52 @@ fn keys_of_every_length_read_as_the_last_objects_keys() {
         }
     }
 }
+
+#[test]
+fn digits_are_read_eight_at_a_time_as_one_at_a_time_table() {
+    // n random digits, then every byte that is not a digit, then anything: the run is the
+    // n digits, whatever follows (bytes below '0' borrow, bytes above '9' carry).
+    let slowly = |b: &[u8]| -> (u64, usize) {
+        let n = b.iter().take_while(|d| d.is_ascii_digit()).count();
+        let v = b[..n].iter().fold(0u64, |v, d| {
+            v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))
+        });
+        (v, n)
+    };
+    let mut r = Rng(0x5851_f42d_4c95_7f2d);
+    for n in 0..=8 {
+        for stop in (0..=255u8).filter(|b| !b.is_ascii_digit()) {
+            for _ in 0..8 {
+                let mut b: Vec<u8> = (0..n).map(|_| b'0' + r.below(10) as u8).collect();
+                b.push(stop);
+                while b.len() < 8 {
+                    b.push(r.next() as u8);
+                }
+                let word = u64::from_le_bytes(*b.first_chunk::<8>().unwrap());
+                assert_eq!(eight_digits(word), slowly(&b[..n.min(8)]), "{b:?}");
+                assert_eq!(eight_digits(word), slowly(&b), "{b:?}");
+            }
+        }
+        let all: Vec<u8> = (0..8).map(|_| b'0' + r.below(10) as u8).collect();
+        let word = u64::from_le_bytes(*all.first_chunk::<8>().unwrap());
+        assert_eq!(eight_digits(word), slowly(&all));
+    }
+    // Runs of every length up to 40 from every place, ending at the end of the text or
+    // before another byte; `digits` carried in.
+    for len in 0..40 {
+        let run: Vec<u8> = (0..len).map(|_| b'0' + r.below(10) as u8).collect();
+        for tail in [&b""[..], b"x", b".5", b"12345678\""] {
+            let mut b = b"-".to_vec();
+            b.extend_from_slice(&run);
+            b.extend_from_slice(tail);
+            for start in 1..=b.len() {
+                let mut digits = 7u64;
+                let end = digit_run(&b, start, &mut digits);
+                let (v, n) = slowly(&b[start..]);
+                let scale = (0..n).fold(1u64, |s, _| s.wrapping_mul(10));
+                let expected = 7u64.wrapping_mul(scale).wrapping_add(v);
+                assert_eq!((end, digits), (start + n, expected), "{b:?} from {start}");
+            }
+        }
+    }
+}
