@@ -1,5 +1,12 @@
 //! JSON text written directly, without serde's per-value dispatch: as it goes out of a
 //! pipeline (objects and arrays parsed and unchanged as their text) or compact.
+//!
+//! Written through [`Out`], a cursor into the output's spare capacity: each object member
+//! makes room once for its key and a scalar value (a string value makes room for itself),
+//! and everything in that room is stored with no capacity check and no length update;
+//! short keys and strings are copied in words, checked for escapes as they go, and numbers
+//! are written where they go. (Pushed byte by byte and piece by piece onto the `Vec`, the
+//! checks, the length kept in memory and a `memcpy` call per key were most of the time.)
 
 use super::{Array, Map, Value};
 
@@ -8,91 +15,451 @@ use super::{Array, Map, Value};
 /// changes made since spliced in as Substation's SJSON makes them (`splice.rs`); everything
 /// else compact, the same bytes as `serde_json::to_writer`.
 pub fn write_json(out: &mut Vec<u8>, v: &Value) {
-    write(out, v, true)
+    let mut out = Out::new(out);
+    out.room(SCALAR_ROOM + 1);
+    value(&mut out, v, true);
 }
 
 /// Compact JSON text of `v`, appended to `out`, whatever text it was parsed from (GJSON's
 /// `@ugly`): the same bytes as `serde_json::to_writer`, written directly (no serializer
 /// dispatch per value; runs of plain characters are copied at once).
 pub fn write_compact(out: &mut Vec<u8>, v: &Value) {
-    write(out, v, false)
-}
-
-fn write(out: &mut Vec<u8>, v: &Value, keep_text: bool) {
-    match v {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => {
-            if let Some(i) = n.as_u64() {
-                out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
-            } else if let Some(i) = n.as_i64() {
-                out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes());
-            } else if let Some(f) = n.as_f64() {
-                // A float, finite (as serde_json's numbers are), in the text serde_json
-                // writes for one.
-                out.extend_from_slice(zmij::Buffer::new().format_finite(f).as_bytes());
-            } else {
-                // serde_json has no other kind of number; were there one, its `Display`
-                // text would be right.
-                push_display(out, n);
-            }
-        }
-        Value::String(s) => write_str(out, s),
-        Value::Array(a) => array(out, a, keep_text),
-        Value::Object(m) => object(out, m, keep_text),
-    }
+    let mut out = Out::new(out);
+    out.room(SCALAR_ROOM + 1);
+    value(&mut out, v, false);
 }
 
 /// [`write_json`] of an array.
 pub(super) fn write_array(out: &mut Vec<u8>, a: &Array) {
-    array(out, a, true)
+    array(&mut Out::new(out), a, true)
 }
 
 /// [`write_json`] of an object.
 pub(super) fn write_map(out: &mut Vec<u8>, m: &Map) {
-    object(out, m, true)
+    object(&mut Out::new(out), m, true)
 }
 
-fn array(out: &mut Vec<u8>, a: &Array, keep_text: bool) {
+/// `s` as a JSON string.
+pub(super) fn write_str(out: &mut Vec<u8>, s: &str) {
+    string(&mut Out::new(out), s.as_bytes())
+}
+
+/// The most bytes a value other than a string, an array or an object takes: `false`, or a
+/// number (20 digits and a sign for an integer, 24 bytes at most for a float, as `zmij`
+/// writes it).
+const SCALAR_ROOM: usize = 24;
+
+/// The bytes being appended to a `Vec`: written from `at` on into its spare capacity, up to
+/// `cap`, and made part of it (its length set) when done, or before the `Vec` is handed to
+/// code that pushes onto it.
+///
+/// Invariant: `base` and `cap` are the `Vec`'s pointer and capacity, its length is at most
+/// `at`, `at <= cap`, and the bytes below `at` are initialised. Room asked for with
+/// [`Out::room`] stays: the capacity of a `Vec` only grows, so every place below the
+/// furthest end asked for (`promised`, followed in debug builds, where every write checks
+/// it) can be written without a check.
+struct Out<'a> {
+    vec: &'a mut Vec<u8>,
+    base: *mut u8,
+    at: usize,
+    cap: usize,
+    /// The furthest end of the room asked for (debug builds: writes check they are in it).
+    #[cfg(debug_assertions)]
+    promised: usize,
+}
+
+impl<'a> Out<'a> {
+    #[inline]
+    fn new(vec: &'a mut Vec<u8>) -> Out<'a> {
+        let at = vec.len();
+        Out {
+            base: vec.as_mut_ptr(),
+            cap: vec.capacity(),
+            vec,
+            at,
+            #[cfg(debug_assertions)]
+            promised: at,
+        }
+    }
+
+    /// Makes room for `n` more bytes from `at`.
+    #[inline(always)]
+    fn room(&mut self, n: usize) {
+        if self.cap - self.at < n {
+            self.grow(n);
+        }
+        #[cfg(debug_assertions)]
+        {
+            self.promised = self.promised.max(self.at + n);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, n: usize) {
+        self.commit();
+        self.vec.reserve(n);
+        self.base = self.vec.as_mut_ptr();
+        self.cap = self.vec.capacity();
+    }
+
+    /// Sets the `Vec`'s length to what was written.
+    #[inline]
+    fn commit(&mut self) {
+        // SAFETY: `at <= cap`, and the bytes below `at` are initialised (the invariant).
+        unsafe { self.vec.set_len(self.at) }
+    }
+
+    /// Hands the `Vec`, with what was written so far, to `f`, which appends to it.
+    #[inline(never)]
+    fn with_vec<R>(&mut self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        self.commit();
+        let r = f(self.vec);
+        self.at = self.vec.len();
+        self.base = self.vec.as_mut_ptr();
+        self.cap = self.vec.capacity();
+        #[cfg(debug_assertions)]
+        {
+            self.promised = self.promised.max(self.at);
+        }
+        r
+    }
+
+    /// The place `k` bytes from `at`, checked in debug builds to be in the room asked for.
+    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), allow(unused_variables))]
+    fn end_of(&self, k: usize) -> *mut u8 {
+        #[cfg(debug_assertions)]
+        assert!(
+            self.at + k <= self.promised,
+            "written past the room asked for"
+        );
+        // SAFETY: `at + k <= promised <= cap` (the room asked for, see `Out`), so the place
+        // is inside (or one past) the `Vec`'s allocation.
+        unsafe { self.base.add(self.at) }
+    }
+
+    /// Appends `b`, in the room asked for.
+    #[inline(always)]
+    fn put(&mut self, b: u8) {
+        let p = self.end_of(1);
+        // SAFETY: `end_of(1)` checked that one byte at `at` is in the room asked for.
+        unsafe { p.write(b) };
+        self.at += 1;
+    }
+
+    /// Appends `N` bytes, in the room asked for (one store).
+    #[inline(always)]
+    fn put_n<const N: usize>(&mut self, bytes: [u8; N]) {
+        let p = self.end_of(N);
+        // SAFETY: `end_of(N)` checked that `N` bytes at `at` are in the room asked for.
+        unsafe { p.cast::<[u8; N]>().write_unaligned(bytes) };
+        self.at += N;
+    }
+
+    /// Replaces the last byte written (a comma) with `b`.
+    #[inline(always)]
+    fn replace_last(&mut self, b: u8) {
+        debug_assert!(self.at > 0);
+        // SAFETY: the caller wrote a byte just before; it is below `at`, in the allocation.
+        unsafe { self.base.add(self.at - 1).write(b) };
+    }
+
+    /// Appends `bytes`, making room for them and one more byte.
+    #[inline]
+    fn slice(&mut self, bytes: &[u8]) {
+        self.room(bytes.len() + 1);
+        let p = self.end_of(bytes.len());
+        // SAFETY: `end_of` checked the room for `bytes.len()` bytes at `at`; `bytes` is
+        // not in the `Vec`'s allocation, which `Out` borrows mutably.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+        self.at += bytes.len();
+    }
+
+    /// Appends `bytes` (at most [`SCALAR_ROOM`] of them), in the room asked for, copied in
+    /// words (see [`copy_checked`]).
+    #[inline(always)]
+    fn short(&mut self, bytes: &[u8]) {
+        let p = self.end_of(bytes.len());
+        // SAFETY: `end_of` checked the room for `bytes.len()` bytes at `at`, and `bytes`
+        // is not in the `Vec`'s allocation, which `Out` borrows mutably.
+        unsafe { copy_checked(bytes, p) };
+        self.at += bytes.len();
+    }
+
+    /// Appends `n`'s decimal digits, in the room asked for (20 bytes at most).
+    #[inline(always)]
+    fn u64(&mut self, n: u64) {
+        let len = decimal_len(n);
+        let p = self.end_of(len);
+        // SAFETY: `end_of` checked the room for the `len` digits at `at`.
+        unsafe { put_digits(p, len, n) };
+        self.at += len;
+    }
+}
+
+impl Drop for Out<'_> {
+    fn drop(&mut self) {
+        self.commit();
+    }
+}
+
+/// Writes `v`, with room for a scalar and one more byte asked for; leaves room for one more
+/// byte after it.
+fn value(out: &mut Out, v: &Value, keep_text: bool) {
+    match v {
+        Value::String(s) => string(out, s.as_bytes()),
+        Value::Array(a) => array(out, a, keep_text),
+        Value::Object(m) => object(out, m, keep_text),
+        _ => scalar(out, v),
+    }
+}
+
+/// Writes a value that is not a string, an array or an object, in the room asked for
+/// ([`SCALAR_ROOM`]).
+#[inline(always)]
+fn scalar(out: &mut Out, v: &Value) {
+    match v {
+        Value::Null => out.put_n(*b"null"),
+        Value::Bool(true) => out.put_n(*b"true"),
+        Value::Bool(false) => out.put_n(*b"false"),
+        Value::Number(n) => number(out, n),
+        // Not scalars; written by the caller.
+        Value::String(_) | Value::Array(_) | Value::Object(_) => {}
+    }
+}
+
+/// Writes `n` as serde_json does, in the room asked for ([`SCALAR_ROOM`]).
+#[inline(always)]
+fn number(out: &mut Out, n: &serde_json::Number) {
+    if let Some(i) = n.as_u64() {
+        out.u64(i);
+    } else if let Some(i) = n.as_i64() {
+        out.put(b'-');
+        out.u64(i.unsigned_abs());
+    } else {
+        float(out, n);
+    }
+}
+
+#[inline(never)]
+fn float(out: &mut Out, n: &serde_json::Number) {
+    if let Some(f) = n.as_f64() {
+        // A float, finite (as serde_json's numbers are), in the text serde_json writes
+        // for one (24 bytes at most).
+        out.short(zmij::Buffer::new().format_finite(f).as_bytes());
+    } else {
+        // serde_json has no other kind of number; were there one, its `Display` text
+        // would be right.
+        let text = n.to_string();
+        out.slice(text.as_bytes());
+    }
+}
+
+fn array(out: &mut Out, a: &Array, keep_text: bool) {
     if keep_text && let Some(text) = a.source() {
         if !text.changed {
-            return out.extend_from_slice(&text.bytes);
+            return out.slice(&text.bytes);
         }
-        if super::splice::write_spliced_array(out, a, text) {
-            return;
+        if out.with_vec(|v| super::splice::write_spliced_array(v, a, text)) {
+            return out.room(1);
         }
     }
-    out.push(b'[');
-    for (i, x) in a.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write(out, x, keep_text);
+    out.room(2);
+    out.put(b'[');
+    let mut any = false;
+    for x in a.iter() {
+        out.room(SCALAR_ROOM + 1);
+        value(out, x, keep_text);
+        out.put(b',');
+        any = true;
     }
-    out.push(b']');
+    close(out, any, b']');
 }
 
-fn object(out: &mut Vec<u8>, m: &Map, keep_text: bool) {
+/// Closes an array or object: the last comma written, if `any` value was, becomes
+/// `bracket`. Leaves room for one more byte.
+#[inline(always)]
+fn close(out: &mut Out, any: bool, bracket: u8) {
+    out.room(2);
+    if any {
+        out.replace_last(bracket);
+    } else {
+        out.put(bracket);
+    }
+}
+
+fn object(out: &mut Out, m: &Map, keep_text: bool) {
     if keep_text && let Some(text) = m.source() {
         match &text.members {
-            _ if !text.changed => return out.extend_from_slice(&text.bytes),
-            Some(members) if super::splice::write_spliced(out, m, &text.bytes, members) => {
-                return;
+            _ if !text.changed => return out.slice(&text.bytes),
+            Some(members)
+                if out.with_vec(|v| super::splice::write_spliced(v, m, &text.bytes, members)) =>
+            {
+                return out.room(1);
             }
             _ => {}
         }
     }
-    out.push(b'{');
-    for (i, (k, x)) in m.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    out.room(2);
+    out.put(b'{');
+    let mut any = false;
+    for (k, x) in m.iter() {
+        let k = k.as_bytes();
+        // The key, quoted, its colon, a scalar value and the comma after it.
+        out.room(k.len() + 4 + SCALAR_ROOM);
+        key(out, k);
+        match x {
+            Value::String(s) => string(out, s.as_bytes()),
+            Value::Array(a) => array(out, a, keep_text),
+            Value::Object(m) => object(out, m, keep_text),
+            _ => scalar(out, x),
         }
-        write_str(out, k);
-        out.push(b':');
-        write(out, x, keep_text);
+        out.put(b',');
+        any = true;
     }
-    out.push(b'}');
+    close(out, any, b'}');
+}
+
+/// Writes `k` quoted and its colon, in the room asked for (its length and three bytes).
+#[inline(always)]
+fn key(out: &mut Out, k: &[u8]) {
+    out.put(b'"');
+    let p = out.end_of(k.len());
+    // SAFETY: `end_of` checked the room for `k.len()` bytes at `at`, and `k` is not in the
+    // `Vec`'s allocation, which `Out` borrows mutably.
+    if unsafe { copy_checked(k, p) } {
+        out.at += k.len();
+        out.put_n(*b"\":");
+    } else {
+        out.at -= 1;
+        out.with_vec(|v| write_escaped(v, k));
+        // Its colon, a scalar value and the comma after it.
+        out.room(SCALAR_ROOM + 2);
+        out.put(b':');
+    }
+}
+
+/// Writes `s` as a JSON string, making room for it; leaves room for one more byte.
+#[inline(always)]
+fn string(out: &mut Out, s: &[u8]) {
+    out.room(s.len() + 3);
+    out.put(b'"');
+    let p = out.end_of(s.len());
+    // SAFETY: `end_of` checked the room for `s.len()` bytes at `at`, and `s` is not in the
+    // `Vec`'s allocation, which `Out` borrows mutably.
+    if unsafe { copy_checked(s, p) } {
+        out.at += s.len();
+        out.put(b'"');
+    } else {
+        // What was copied is overwritten.
+        out.at -= 1;
+        out.with_vec(|v| write_escaped(v, s));
+        out.room(1);
+    }
+}
+
+/// Copies `src` to `dst` in words read straight from `src` (the last one overlapping the
+/// one before, or two overlapping halves, or up to three single bytes), and says whether
+/// it holds nothing to escape (a word loaded from a staging buffer written piece by piece
+/// stalls until the pieces are stored, so the words are read where the bytes are). Longer
+/// than 32 bytes, it is checked in words and copied at once.
+///
+/// # Safety
+/// `dst` is valid for writing `src.len()` bytes, and does not overlap `src`.
+#[inline(always)]
+unsafe fn copy_checked(src: &[u8], dst: *mut u8) -> bool {
+    let n = src.len();
+    if n > 32 {
+        // SAFETY: the caller's promise.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, n) };
+        return plain(src);
+    }
+    // SAFETY (every write below): each writes inside `dst..dst + n`: a word of 8 at an
+    // offset at most `n - 8`, of 4 at most `n - 4`, a byte below `n`.
+    if let (Some(&first), Some(&last)) = (src.first_chunk::<8>(), src.last_chunk::<8>()) {
+        let (first, last) = (u64::from_le_bytes(first), u64::from_le_bytes(last));
+        let mut escapes = escapes_in(first) | escapes_in(last);
+        unsafe {
+            dst.cast::<u64>().write_unaligned(first);
+            dst.add(n - 8).cast::<u64>().write_unaligned(last);
+        }
+        // Bytes 8 to 16 and 16 to 24, where the last word does not cover them.
+        for at in [8, 16] {
+            if n > at + 8
+                && let Some(&w) = src[at..].first_chunk::<8>()
+            {
+                let w = u64::from_le_bytes(w);
+                escapes |= escapes_in(w);
+                unsafe { dst.add(at).cast::<u64>().write_unaligned(w) };
+            }
+        }
+        return escapes == 0;
+    }
+    let w = if let (Some(&lo), Some(&hi)) = (src.first_chunk::<4>(), src.last_chunk::<4>()) {
+        unsafe {
+            dst.cast::<[u8; 4]>().write_unaligned(lo);
+            dst.add(n - 4).cast::<[u8; 4]>().write_unaligned(hi);
+        }
+        u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32
+    } else if let (Some(&a), Some(&b), Some(&c)) = (src.first(), src.get(n / 2), src.last()) {
+        // One to three bytes: the first, the middle and the last cover them.
+        unsafe {
+            dst.write(a);
+            dst.add(n / 2).write(b);
+            dst.add(n - 1).write(c);
+        }
+        u64::from_le_bytes(*b"aaaaa\0\0\0") << 24
+            | u64::from(a)
+            | u64::from(b) << 8
+            | u64::from(c) << 16
+    } else {
+        return true;
+    };
+    escapes_in(w) == 0
+}
+
+/// How many decimal digits `n` has.
+#[inline(always)]
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+}
+
+/// The two digits of every number below 100.
+const PAIRS: [[u8; 2]; 100] = {
+    let mut t = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    t
+};
+
+/// Writes the `len` decimal digits of `n` at `dst`, two at a time from the last.
+///
+/// # Safety
+/// `len` is [`decimal_len`]`(n)`, and `dst` is valid for writing `len` bytes.
+#[inline(always)]
+unsafe fn put_digits(dst: *mut u8, len: usize, mut n: u64) {
+    debug_assert_eq!(len, decimal_len(n));
+    let mut end = len;
+    // SAFETY (every write): `n` has `end` digits left, so `end >= 2` while `n >= 10`, and
+    // `end >= 1` always: each write is inside `dst..dst + len`.
+    while n >= 100 {
+        end -= 2;
+        unsafe {
+            dst.add(end)
+                .cast::<[u8; 2]>()
+                .write_unaligned(PAIRS[(n % 100) as usize])
+        };
+        n /= 100;
+    }
+    if n >= 10 {
+        unsafe { dst.cast::<[u8; 2]>().write_unaligned(PAIRS[n as usize]) };
+    } else {
+        unsafe { dst.write(b'0' + n as u8) };
+    }
 }
 
 // What follows a backslash for each byte that must be escaped (0 = none; b'u' = \u00XX),
@@ -135,19 +502,6 @@ pub(super) fn escapes_in(w: u64) -> u64 {
     (control | quote | backslash) & HIGHS
 }
 
-/// Appends `v`'s `Display` text to `out`. The sink cannot fail, and a `Display` impl fails
-/// only when its sink does, so formatting has no error to report.
-fn push_display(out: &mut Vec<u8>, v: &impl std::fmt::Display) {
-    struct Sink<'a>(&'a mut Vec<u8>);
-    impl std::fmt::Write for Sink<'_> {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            self.0.extend_from_slice(s.as_bytes());
-            Ok(())
-        }
-    }
-    let _ = std::fmt::Write::write_fmt(&mut Sink(out), format_args!("{v}"));
-}
-
 /// Whether `bytes` hold nothing to escape, read in words straight from where they are (a
 /// word loaded from a staging buffer written piece by piece stalls until the pieces are
 /// stored: that was most of this function's time): eight bytes at a time with the last word
@@ -175,23 +529,6 @@ fn plain(bytes: &[u8]) -> bool {
             })
     };
     escapes_in(w) == 0
-}
-
-/// `s` as a JSON string. Most keys and values have nothing to escape: quote, text and
-/// quote, inlined where it is called (called, the function saved and restored registers for
-/// its escaping loop on every string, a fifth of its instructions); the rest is
-/// [`write_escaped`].
-#[inline(always)]
-pub(super) fn write_str(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    if plain(bytes) {
-        out.reserve(bytes.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(bytes);
-        out.push(b'"');
-    } else {
-        write_escaped(out, bytes);
-    }
 }
 
 /// [`write_str`] of a string with something to escape.
@@ -232,4 +569,169 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8]) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::{Map, Value};
+
+    /// serde_json's compact text of `v` (the oracle: its own serializer over `Value`'s
+    /// `Serialize`).
+    fn serde_text(v: &Value) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+
+    /// `v` written by [`write_compact`] and by [`write_json`] (no text kept, so the same)
+    /// after `prefix`, into a `Vec` with no spare room and into one with `prefix`'s room
+    /// only, so that every growth path runs; each must be `prefix` then serde_json's text.
+    /// (Debug builds check every unchecked write against the room asked for, so a bound
+    /// too small fails here even when the `Vec` happens to have the capacity.)
+    fn check(v: &Value) {
+        let want = serde_text(v);
+        for prefix in [&b""[..], b"0123456789abcdefghijklmnopqrstuvwxyz"] {
+            for spare in [0, 7, 64] {
+                for f in [write_compact, write_json] {
+                    let mut out = Vec::with_capacity(prefix.len() + spare);
+                    out.extend_from_slice(prefix);
+                    f(&mut out, v);
+                    assert_eq!(&out[..prefix.len()], prefix);
+                    assert_eq!(String::from_utf8_lossy(&out[prefix.len()..]), want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_of_every_kind_are_written_as_serde_json_writes_them() {
+        let mut ints: Vec<u64> = (0..=1000).collect();
+        let mut p = 1u64;
+        while let Some(q) = p.checked_mul(10) {
+            ints.extend([p - 1, p, p + 1, q - 1]);
+            p = q;
+        }
+        ints.extend([
+            p - 1,
+            p,
+            p + 1,
+            u64::MAX - 1,
+            u64::MAX,
+            1 << 63,
+            (1 << 63) - 1,
+        ]);
+        for &n in &ints {
+            check(&Value::from(n));
+            if let Ok(i) = i64::try_from(n) {
+                check(&Value::from(-i));
+            }
+        }
+        check(&Value::from(i64::MIN));
+        check(&Value::from(i64::MIN + 1));
+        let floats = [
+            0.0,
+            -0.0,
+            1.5,
+            -1.5,
+            0.1,
+            1591367999.430166,
+            0.7609624449125756,
+            760962444.9125756,
+            1e-7,
+            5e-324,
+            -5e-324,
+            2.2250738585072014e-308,
+            -2.2250738585072014e-308,
+            1.7976931348623157e308,
+            -1.7976931348623157e308,
+            1e21,
+            1e22,
+            123456789012345680000.0,
+            -1.2345678901234567e-300,
+        ];
+        for f in floats {
+            check(&Value::from(f));
+        }
+        // Every kind in one object and one array, as members and elements.
+        let all: Vec<Value> = ints
+            .iter()
+            .map(|&n| Value::from(n))
+            .chain(floats.iter().map(|&f| Value::from(f)))
+            .chain([
+                Value::from(i64::MIN),
+                Value::Null,
+                true.into(),
+                false.into(),
+            ])
+            .collect();
+        let m: Map = all
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (format!("k{i}"), v.clone()))
+            .collect();
+        check(&Value::Object(m));
+        check(&Value::from(all));
+    }
+
+    #[test]
+    fn strings_and_keys_of_every_length_and_escape_are_written_as_serde_json_writes_them() {
+        // Plain, with a character to escape at every place, with non-ASCII, at every length
+        // up to 80 (the writer copies up to 32 bytes in words, longer ones at once), as
+        // values, keys and array elements, before and after values of every kind.
+        let base: Vec<char> = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!#$%&'()*+,-./:;<=>?@[]^_`{|}~ "
+            .chars()
+            .collect();
+        let mut strings = Vec::new();
+        for n in 0..=80 {
+            let plain: String = base[..n].iter().collect();
+            strings.push(plain.clone());
+            for pos in 0..=n {
+                for c in ['"', '\\', '\n', '\u{0}', '\u{1f}', '\u{7f}', 'é', '😀'] {
+                    let mut s = plain.clone();
+                    s.insert(pos, c);
+                    strings.push(s);
+                }
+            }
+        }
+        for s in &strings {
+            check(&Value::from(s.as_str()));
+            let mut m = Map::new();
+            m.insert(s.as_str(), Value::from(s.as_str()));
+            m.insert(format!("{s}2"), Value::from(-12345));
+            m.insert(format!("{s}3"), Value::from(1.5e-300));
+            m.insert(format!("{s}4"), Value::from(vec![Value::from(s.as_str())]));
+            m.insert(format!("{s}5"), Value::Object(Map::new()));
+            m.insert(format!("{s}6"), Value::Null);
+            check(&Value::Object(m));
+        }
+    }
+
+    #[test]
+    fn nested_and_empty_containers_are_written_as_serde_json_writes_them() {
+        for text in [
+            "{}",
+            "[]",
+            "[[]]",
+            "[{}]",
+            r#"{"a":{}}"#,
+            r#"{"a":[]}"#,
+            r#"[[[[[[[[[[[[[[[[[[[[{"x":[1,[2,[3,{"y":{"z":{}}}]]]}]]]]]]]]]]]]]]]]]]]]"#,
+            r#"{"a":{"b":{"c":{"d":[1,2,{"e":"f","g":[null,true,false,-0.0]}]}}},"h":""}"#,
+            r#"[1,"a",null,true,false,1.5,[],{},{"":""},[""]]"#,
+        ] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            check(&v);
+        }
+        // A large object and a long array: the output grows many times.
+        let big: Map = (0..500)
+            .map(|i| {
+                (
+                    format!("key number {i}"),
+                    Value::from(format!("value {i} {}", "x".repeat(i % 40))),
+                )
+            })
+            .collect();
+        check(&Value::Object(big));
+        let long: Vec<Value> = (0..2000).map(|i| Value::from(i * 7919)).collect();
+        check(&Value::from(long));
+    }
 }
