@@ -374,3 +374,43 @@ fn a_value_is_four_words_and_an_object_entry_one_cache_line() {
     let long = Value::from("x".repeat(25));
     assert_eq!(long.as_str().map(str::len), Some(25));
 }
+
+#[test]
+fn what_a_dropped_object_leaves_alone_has_no_drop() {
+    // The drop of an object skips numbers, null and booleans, and keys and strings kept
+    // inline (whose drop does nothing): numbers must have no drop at all (serde_json's
+    // `arbitrary_precision` would give them a `String`).
+    assert!(!std::mem::needs_drop::<Number>());
+    assert!(!std::mem::needs_drop::<bool>());
+}
+
+#[test]
+fn dropping_a_document_frees_each_object_and_array_once() {
+    // Every object and array read from a text keeps a share of it; once the document is
+    // dropped, the text is unique again only if each was dropped (once: twice would free
+    // a share another holds). Objects and arrays read and unread, nested in objects and
+    // arrays, among scalars and strings short and long, with long keys.
+    let long = "y".repeat(40);
+    let text = format!(
+        r#"{{"a":{{"b":"{long}","c":[1,{{"d":2}},[3]],"e":1.5,"f":null,"{long}":{{}}}},"g":[{{"h":true}}],"i":"short","{long}2":{{"j":[{{"k":"{long}"}}]}},"l":-7}}"#
+    );
+    let bytes = bytes::Bytes::from(text);
+    for read in [false, true] {
+        let mut v = parse::from_bytes(&bytes).unwrap();
+        if read {
+            // Read some of it, and change some, so that readings and owned entries are
+            // dropped too.
+            assert_eq!(v["a"]["c"][1]["d"], Value::from(2));
+            assert_eq!(v["g"][0]["h"], Value::Bool(true));
+            if let Some(m) = v.as_object_mut() {
+                m.insert("m", Value::from(long.as_str()));
+                if let Some(Value::Object(a)) = m.get_mut("a") {
+                    a.insert("n", Value::from(vec![Value::Object(Map::new())]));
+                }
+            }
+        }
+        assert!(!bytes.is_unique());
+        drop(v);
+        assert!(bytes.is_unique(), "read: {read}");
+    }
+}
