@@ -359,49 +359,44 @@ fn string(out: &mut Out, s: &[u8]) {
     }
 }
 
-/// Copies `src` to `dst` in words read straight from `src` (the last one overlapping the
-/// one before, or two overlapping halves, or up to three single bytes), and says whether
-/// it holds nothing to escape (a word loaded from a staging buffer written piece by piece
-/// stalls until the pieces are stored, so the words are read where the bytes are). Longer
-/// than 32 bytes, it is checked in words and copied at once.
+/// Copies `src` to `dst` in pieces read straight from `src` (16 bytes and the last 16,
+/// overlapping, or 8 and the last 8, or 4 and the last 4, or the first, middle and last
+/// bytes), and says whether it holds nothing to escape, checked 16 bytes at a time on the
+/// pieces read. (A piece loaded from a staging buffer written piece by piece stalls until
+/// the pieces are stored, so the pieces are read where the bytes are.) Longer than 32
+/// bytes, it is checked in pieces and copied at once.
 ///
 /// # Safety
 /// `dst` is valid for writing `src.len()` bytes, and does not overlap `src`.
 #[inline(always)]
 unsafe fn copy_checked(src: &[u8], dst: *mut u8) -> bool {
     let n = src.len();
+    // SAFETY (every write below): each writes inside `dst..dst + n`: 16 bytes at an offset
+    // at most `n - 16`, 8 at most `n - 8`, 4 at most `n - 4`, a byte below `n`.
     if n > 32 {
-        // SAFETY: the caller's promise.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, n) };
         return plain(src);
     }
-    // SAFETY (every write below): each writes inside `dst..dst + n`: a word of 8 at an
-    // offset at most `n - 8`, of 4 at most `n - 4`, a byte below `n`.
-    if let (Some(&first), Some(&last)) = (src.first_chunk::<8>(), src.last_chunk::<8>()) {
-        let (first, last) = (u64::from_le_bytes(first), u64::from_le_bytes(last));
-        let mut escapes = escapes_in(first) | escapes_in(last);
+    if let (Some(&lo), Some(&hi)) = (src.first_chunk::<16>(), src.last_chunk::<16>()) {
         unsafe {
-            dst.cast::<u64>().write_unaligned(first);
-            dst.add(n - 8).cast::<u64>().write_unaligned(last);
+            dst.cast::<[u8; 16]>().write_unaligned(lo);
+            dst.add(n - 16).cast::<[u8; 16]>().write_unaligned(hi);
         }
-        // Bytes 8 to 16 and 16 to 24, where the last word does not cover them.
-        for at in [8, 16] {
-            if n > at + 8
-                && let Some(&w) = src[at..].first_chunk::<8>()
-            {
-                let w = u64::from_le_bytes(w);
-                escapes |= escapes_in(w);
-                unsafe { dst.add(at).cast::<u64>().write_unaligned(w) };
-            }
-        }
-        return escapes == 0;
+        return !escapes16(lo) && !escapes16(hi);
     }
-    let w = if let (Some(&lo), Some(&hi)) = (src.first_chunk::<4>(), src.last_chunk::<4>()) {
+    let (a, b) = if let (Some(&a), Some(&b)) = (src.first_chunk::<8>(), src.last_chunk::<8>()) {
+        unsafe {
+            dst.cast::<[u8; 8]>().write_unaligned(a);
+            dst.add(n - 8).cast::<[u8; 8]>().write_unaligned(b);
+        }
+        (u64::from_le_bytes(a), u64::from_le_bytes(b))
+    } else if let (Some(&lo), Some(&hi)) = (src.first_chunk::<4>(), src.last_chunk::<4>()) {
         unsafe {
             dst.cast::<[u8; 4]>().write_unaligned(lo);
             dst.add(n - 4).cast::<[u8; 4]>().write_unaligned(hi);
         }
-        u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32
+        let w = u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32;
+        (w, w)
     } else if let (Some(&a), Some(&b), Some(&c)) = (src.first(), src.get(n / 2), src.last()) {
         // One to three bytes: the first, the middle and the last cover them.
         unsafe {
@@ -409,14 +404,60 @@ unsafe fn copy_checked(src: &[u8], dst: *mut u8) -> bool {
             dst.add(n / 2).write(b);
             dst.add(n - 1).write(c);
         }
-        u64::from_le_bytes(*b"aaaaa\0\0\0") << 24
+        let w = u64::from_le_bytes(*b"aaaaa\0\0\0") << 24
             | u64::from(a)
             | u64::from(b) << 8
-            | u64::from(c) << 16
+            | u64::from(c) << 16;
+        (w, w)
     } else {
         return true;
     };
-    escapes_in(w) == 0
+    !escapes_in_words(a, b)
+}
+
+/// Whether any of the 16 bytes of the words `a` and `b` must be escaped.
+#[inline(always)]
+fn escapes_in_words(a: u64, b: u64) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::_mm_set_epi64x;
+        // SAFETY: SSE2 is part of x86_64.
+        escapes_in_vector(unsafe { _mm_set_epi64x(b as i64, a as i64) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        escapes_in(a) | escapes_in(b) != 0
+    }
+}
+
+/// Whether any of the 16 bytes of `v` must be escaped.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn escapes_in_vector(v: std::arch::x86_64::__m128i) -> bool {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of x86_64.
+    unsafe {
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        // A byte below 0x20 is the one left zero by taking 0x1f off, saturating.
+        let control = _mm_cmpeq_epi8(_mm_subs_epu8(v, _mm_set1_epi8(0x1f)), _mm_setzero_si128());
+        _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)) != 0
+    }
+}
+
+/// Whether any of the 16 bytes must be escaped (a control character, `"` or `\\`).
+#[inline(always)]
+fn escapes16(x: [u8; 16]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of x86_64; the load reads the 16 bytes of `x`.
+        escapes_in_vector(unsafe { std::arch::x86_64::_mm_loadu_si128(x.as_ptr().cast()) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let word = |w: Option<&[u8; 8]>| w.map_or(0, |w| u64::from_le_bytes(*w));
+        escapes_in(word(x.first_chunk::<8>())) | escapes_in(word(x.last_chunk::<8>())) != 0
+    }
 }
 
 /// How many decimal digits `n` has.
@@ -502,33 +543,15 @@ pub(super) fn escapes_in(w: u64) -> u64 {
     (control | quote | backslash) & HIGHS
 }
 
-/// Whether `bytes` hold nothing to escape, read in words straight from where they are (a
-/// word loaded from a staging buffer written piece by piece stalls until the pieces are
-/// stored: that was most of this function's time): eight bytes at a time with the last word
-/// overlapping, or two overlapping halves, or up to three bytes padded with a plain one.
+/// Whether `bytes` hold nothing to escape: 16 at a time, the last 16 overlapping the ones
+/// before (byte by byte when fewer).
 #[inline]
 fn plain(bytes: &[u8]) -> bool {
-    if let Some(&last) = bytes.last_chunk::<8>() {
-        // The whole words that end before the last byte, then the last eight bytes.
-        let (words, _) = bytes[..bytes.len() - 1].as_chunks::<8>();
-        for &w in words {
-            if escapes_in(u64::from_le_bytes(w)) != 0 {
-                return false;
-            }
-        }
-        return escapes_in(u64::from_le_bytes(last)) == 0;
-    }
-    let w = if let (Some(&lo), Some(&hi)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
-        u64::from(u32::from_le_bytes(lo)) | u64::from(u32::from_le_bytes(hi)) << 32
-    } else {
-        bytes
-            .iter()
-            .enumerate()
-            .fold(u64::from_le_bytes(*b"aaaaaaaa"), |w, (i, &b)| {
-                w & !(0xff << (8 * i)) | u64::from(b) << (8 * i)
-            })
+    let Some(&last) = bytes.last_chunk::<16>() else {
+        return bytes.iter().all(|&b| ESCAPE[b as usize] == 0);
     };
-    escapes_in(w) == 0
+    let (pieces, _) = bytes[..bytes.len() - 1].as_chunks::<16>();
+    pieces.iter().all(|&p| !escapes16(p)) && !escapes16(last)
 }
 
 /// [`write_str`] of a string with something to escape.
