@@ -270,7 +270,8 @@ impl Body {
     /// added to the object, or an element appended to the array, goes before the data's
     /// last `}` (`]` when appending: its end), so with no such bracket after the value it
     /// is added to it and the bytes around it go; an index past an array's end writes the
-    /// array anew, without them.
+    /// array anew, without them. Adding to data cut short of its closing bracket is an
+    /// error ([`cut_short_add`]).
     pub(crate) fn set_at(&mut self, path: &Path, v: Value) -> Result<(), TransformError> {
         // What every write after a message's first finds: a document parsed and written
         // into (no bytes kept), so neither framed nor to be parsed.
