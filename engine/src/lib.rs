@@ -44,7 +44,7 @@ pub use name::TransformName;
 pub use pipeline::Pipeline;
 pub use registry::{Build, Registry};
 pub use transform::{
-    Condition, InPlace, LineSink, MapPlan, MapTransform, OutputsReach, SettleReport,
+    Compute, Condition, InPlace, LineSink, MapPlan, MapTransform, OutputsReach, SettleReport,
     StatefulTransform, StatelessTransform, Transform,
 };
 pub use type_info::{Reach, TypeInfo};

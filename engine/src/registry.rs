@@ -22,9 +22,12 @@ use serde_json::{Map, Value};
 
 use crate::context::Context;
 use crate::error::{ConfigError, ConfigWarning};
+use crate::message::Key;
 use crate::name::TransformName;
 use crate::pipeline::Pipeline;
-use crate::transform::{Condition, MapTransform, StatefulTransform, StatelessTransform, Transform};
+use crate::transform::{
+    Compute, Condition, MapTransform, StatefulTransform, StatelessTransform, Transform,
+};
 use crate::type_info::TypeInfo;
 
 /// Config JSON: what Jsonnet produces (`serde_json::Value`), or a message value used as
@@ -91,6 +94,25 @@ impl Registry {
         build: fn(&Build<'_>) -> Result<T, ConfigError>,
     ) -> &mut Self {
         self.transform(info, move |b| build(b).map(Transform::map))
+    }
+
+    /// Registers a [`MapTransform`] transform type built by `build` that, when `keys` gives
+    /// its source and target keys, does nothing on a JSON document but write at the target
+    /// what it computes from the values at the source ([`MapPlan::Compute`](crate::transform::MapPlan::Compute)): the pipeline
+    /// may then run it together with the copies and computations next to it.
+    pub fn computing<T: MapTransform + Compute>(
+        &mut self,
+        info: &'static TypeInfo,
+        build: fn(&Build<'_>) -> Result<T, ConfigError>,
+        keys: fn(&T) -> Option<(Key, Key)>,
+    ) -> &mut Self {
+        self.transform(info, move |b| {
+            let t = build(b)?;
+            Ok(match keys(&t) {
+                Some((from, to)) => Transform::map_computing(from, to, t),
+                None => Transform::map(t),
+            })
+        })
     }
 
     /// Registers a [`StatelessTransform`] transform type built by `build`.

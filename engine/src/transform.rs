@@ -73,6 +73,34 @@ pub enum MapPlan {
         /// Where it is written.
         to: Key,
     },
+    /// Writes what `compute` makes of the values read at `from`, when it makes one, at
+    /// `to` (with [`Message::set`]'s typing), when the data is a JSON document; on other
+    /// data [`MapTransform::map`] may do anything else. The values read are the one at
+    /// `from`, or none when it does not exist; for a path that is one array multipath
+    /// (`[a,b,!1]`), those of its members that exist, in order.
+    Compute {
+        /// Where the values are read.
+        from: Key,
+        /// Where the result is written.
+        to: Key,
+        /// What makes the result.
+        compute: Arc<dyn Compute>,
+    },
+}
+
+/// What a map transform of [`MapPlan::Compute`] makes of the values it reads: a pure
+/// function of them (no clock, no state), so that the pipeline may read them together with
+/// its neighbours' and write the result with theirs.
+pub trait Compute: Send + Sync + 'static {
+    /// The value to write, from the values read (see [`MapPlan::Compute`]); `Ok(None)`
+    /// writes nothing. An error is the transform's, as [`MapTransform::map`] would give it.
+    fn compute(&self, read: &[&Value]) -> Result<Option<Value>, TransformError>;
+}
+
+impl std::fmt::Debug for dyn Compute {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Compute")
+    }
 }
 
 /// A transform that treats each data message on its own, asynchronously.
@@ -305,6 +333,18 @@ impl Transform {
     /// A map transform that does exactly what `plan` says (see [`MapPlan`]).
     pub fn map_doing(plan: MapPlan, t: impl MapTransform) -> Transform {
         Transform::Map(Arc::new(t), Arc::new(plan))
+    }
+
+    /// A map transform that writes what it computes from the values at `from` at `to`
+    /// and does nothing else on a JSON document ([`MapPlan::Compute`]).
+    pub fn map_computing<T: MapTransform + Compute>(from: Key, to: Key, t: T) -> Transform {
+        let t = Arc::new(t);
+        let plan = MapPlan::Compute {
+            from,
+            to,
+            compute: t.clone(),
+        };
+        Transform::Map(t, Arc::new(plan))
     }
 
     /// A stateless transform.

@@ -47,6 +47,14 @@ impl Io {
         }
     }
 
+    /// The source and target keys, in object mode: for [`Registry::computing`].
+    pub(crate) fn keys(&self) -> Option<(Key, Key)> {
+        match self {
+            Io::Object { source, target } => Some(((**source).clone(), (**target).clone())),
+            Io::Data => None,
+        }
+    }
+
     /// The input value: the value at the source key, or the data as a string (non-UTF-8
     /// bytes are replaced, as a string view of them). `None` when the source is missing.
     pub(crate) fn read<'m>(&self, msg: &'m Message) -> Option<Cow<'m, Value>> {

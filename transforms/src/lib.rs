@@ -22,6 +22,8 @@ mod array;
 mod common;
 #[cfg(test)]
 mod compliance;
+#[cfg(test)]
+mod computing;
 mod condition;
 mod enrich;
 mod format;

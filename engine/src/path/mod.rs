@@ -60,6 +60,68 @@ pub struct Path {
     pretty: Option<crate::json::pretty::PrettyOptions>,
 }
 
+/// A part of a read a fused run can do (see [`Path::reads`]).
+#[derive(Debug, Clone)]
+pub(crate) enum ReadPart {
+    /// The value at object keys, when it exists.
+    Keys(KeyRead),
+    /// A multipath's literal (`!1`): always there.
+    Literal(Value),
+}
+
+/// A read of object keys only (no index, pipe, wildcard or modifier): its parent walked
+/// first, then its last key, so that reads with one parent walk it once.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyRead {
+    comps: Vec<syntax::Comp>,
+    keys: Vec<String>,
+}
+
+impl KeyRead {
+    /// The read of `comps`, when they are one or more object keys.
+    fn of(comps: &[syntax::Comp]) -> Option<KeyRead> {
+        let keys = comps
+            .iter()
+            .map(|c| match &c.kind {
+                syntax::Kind::Key {
+                    name, index: None, ..
+                } if !c.pipe => Some(name.to_string()),
+                _ => None,
+            })
+            .collect::<Option<Vec<String>>>()?;
+        if keys.is_empty() {
+            return None;
+        }
+        Some(KeyRead {
+            comps: comps.to_vec(),
+            keys,
+        })
+    }
+
+    /// The keys, in order.
+    pub(crate) fn keys(&self) -> &[String] {
+        &self.keys
+    }
+
+    /// The keys before the last.
+    pub(crate) fn parent_keys(&self) -> &[String] {
+        &self.keys[..self.keys.len() - 1]
+    }
+
+    /// The value at the keys before the last in `doc`.
+    #[inline]
+    pub(crate) fn parent<'v>(&self, doc: &'v Value) -> Option<&'v Value> {
+        get::walk(&self.comps[..self.comps.len() - 1], doc)
+    }
+
+    /// The value at the last key under `parent` (from [`KeyRead::parent`] of a read with
+    /// the same keys before the last).
+    #[inline]
+    pub(crate) fn in_parent<'v>(&self, parent: &'v Value) -> Option<&'v Value> {
+        get::walk(&self.comps[self.comps.len() - 1..], parent)
+    }
+}
+
 /// Where a write meets the top of a document (see [`Path::top_write`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TopWrite {
@@ -206,8 +268,7 @@ impl Path {
 
     /// The keys of a path made of object keys only (no index, no `-1`, no `|`, no
     /// modifier), the same for reading and for writing; `None` for any other path. What a
-    /// fused run of copies (`pipeline/copy_run.rs`) compares to read a shared beginning once
-    /// and to write into a shared parent once.
+    /// fused run (`pipeline/copy_run.rs`) compares to write into a shared parent once.
     pub(crate) fn object_keys(&self) -> Option<Vec<&str>> {
         if self.this || !self.simple || self.pretty.is_some() {
             return None;
@@ -228,16 +289,29 @@ impl Path {
             .collect()
     }
 
-    /// The value at this path's first `n` keys in `doc`. For a path of
-    /// [`Path::object_keys`]: with [`Path::get_keys_from`], what [`Path::get`] reads.
-    pub(crate) fn get_keys_to<'v>(&self, n: usize, doc: &'v Value) -> Option<&'v Value> {
-        get::walk(&self.comps[..n], doc)
-    }
-
-    /// The value at this path's keys from the `n`th on, under `v` (the value at its first
-    /// `n` keys).
-    pub(crate) fn get_keys_from<'v>(&self, n: usize, v: &'v Value) -> Option<&'v Value> {
-        get::walk(&self.comps[n..], v)
+    /// What a read of this path is, for a fused run (`pipeline/copy_run.rs`): one read of
+    /// object keys for a path of [`Path::object_keys`]; for a path that is one array
+    /// multipath and nothing else, its members in order, each a read of object keys or a
+    /// literal (`[a.b,c,!1]`); `None` for any other path, or a multipath with another
+    /// member. The values these give, those that exist, are what [`Path::get`] reads (or,
+    /// for the multipath, [`Path::multi_values`]).
+    pub(crate) fn reads(&self) -> Option<Vec<ReadPart>> {
+        if self.object_keys().is_some() {
+            return Some(vec![ReadPart::Keys(KeyRead::of(&self.comps)?)]);
+        }
+        self.array_multi_members()?
+            .iter()
+            .map(|m| match m.comps.as_slice() {
+                [
+                    syntax::Comp {
+                        kind: syntax::Kind::Literal(v),
+                        pipe: false,
+                    },
+                ] => Some(ReadPart::Literal(Value::clone(v))),
+                comps if m.keys_only => KeyRead::of(comps).map(ReadPart::Keys),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The value this path's last key is written into, created on the way as

@@ -10,7 +10,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
+use sluice_engine::{
+    Build, Compute, ConfigError, InPlace, MapTransform, Message, TransformError, Value,
+};
 
 use super::Math;
 use crate::common::Io;
@@ -25,7 +27,7 @@ pub(crate) struct Settings {
 
 /// The `number_math_multiplication` transform.
 pub(crate) struct NumberMathMultiplication {
-    math: Math,
+    pub(super) math: Math,
 }
 
 impl NumberMathMultiplication {
@@ -45,6 +47,12 @@ impl NumberMathMultiplication {
 impl MapTransform for NumberMathMultiplication {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
         self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
+
+impl Compute for NumberMathMultiplication {
+    fn compute(&self, read: &[&Value]) -> Result<Option<Value>, TransformError> {
+        self.math.compute(read)
     }
 }
 

@@ -21,21 +21,25 @@ use crate::common::Io;
 pub(crate) fn register(r: &mut Registry) {
     r.map(&maximum::INFO, maximum::NumberMaximum::build);
     r.map(&minimum::INFO, minimum::NumberMinimum::build);
-    r.map(
+    r.computing(
         &math_addition::INFO,
         math_addition::NumberMathAddition::build,
+        |t| t.math.io.keys(),
     );
-    r.map(
+    r.computing(
         &math_subtraction::INFO,
         math_subtraction::NumberMathSubtraction::build,
+        |t| t.math.io.keys(),
     );
-    r.map(
+    r.computing(
         &math_multiplication::INFO,
         math_multiplication::NumberMathMultiplication::build,
+        |t| t.math.io.keys(),
     );
-    r.map(
+    r.computing(
         &math_division::INFO,
         math_division::NumberMathDivision::build,
+        |t| t.math.io.keys(),
     );
 }
 
@@ -127,6 +131,22 @@ impl Math {
             })?;
         }
         Ok(acc)
+    }
+
+    /// What [`Math::apply`] writes at the target from the values read at the source
+    /// (`read`: a multipath's members that exist, or the value at a key when it exists):
+    /// the fold of the members, or of the array at the key.
+    pub(crate) fn compute(&self, read: &[&Value]) -> Result<Option<Value>, TransformError> {
+        let f = match &self.io {
+            Io::Object { source, .. } if source.path().is_array_multi() => {
+                self.fold(read.iter().map(|v| Cow::Borrowed(*v)))?
+            }
+            _ => match read {
+                [Value::Array(items)] => self.fold(items.iter().map(Cow::Borrowed))?,
+                _ => return Ok(None),
+            },
+        };
+        Ok(Some(value::number(f)))
     }
 
     /// Applies the fold to a message: arrays are folded, anything else passes. A source

@@ -20,9 +20,15 @@ pub(crate) fn register(r: &mut Registry) {
     r.stateless(&capture::INFO, capture::StringCapture::build);
     r.map(&replace::INFO, replace::StringReplace::build);
     r.map(&split::INFO, split::StringSplit::build);
-    r.map(&to_lower::INFO, to_lower::StringToLower::build);
-    r.map(&to_upper::INFO, to_upper::StringToUpper::build);
-    r.map(&to_snake::INFO, to_snake::StringToSnake::build);
+    r.computing(&to_lower::INFO, to_lower::StringToLower::build, |t| {
+        t.io.keys()
+    });
+    r.computing(&to_upper::INFO, to_upper::StringToUpper::build, |t| {
+        t.io.keys()
+    });
+    r.computing(&to_snake::INFO, to_snake::StringToSnake::build, |t| {
+        t.io.keys()
+    });
     r.map(&uuid::INFO, uuid::StringUuid::build);
 }
 
@@ -37,6 +43,18 @@ pub(crate) fn map_text(
         io.write(msg, Value::String(s))?;
     }
     Ok(())
+}
+
+/// What [`map_text`] writes at the target from the value read at the source (`read`: it,
+/// or nothing when it is missing): the string `f` makes of its text.
+pub(crate) fn compute_text(
+    read: &[&Value],
+    f: impl Fn(&str) -> CompactString,
+) -> Result<Option<Value>, TransformError> {
+    Ok(match read {
+        [v] => Some(Value::String(f(&sluice_engine::value::to_text(v)))),
+        _ => None,
+    })
 }
 
 /// Maps each character with a one-to-one case mapping, as Go's `unicode.ToUpper` /

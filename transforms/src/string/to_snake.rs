@@ -15,7 +15,9 @@
 use compact_str::CompactString;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
+use sluice_engine::{
+    Build, Compute, ConfigError, InPlace, MapTransform, Message, TransformError, Value,
+};
 
 use crate::common::Io;
 
@@ -29,7 +31,7 @@ pub(crate) struct Settings {
 
 /// The `string_to_snake` transform.
 pub(crate) struct StringToSnake {
-    io: Io,
+    pub(super) io: Io,
 }
 
 impl StringToSnake {
@@ -86,6 +88,12 @@ fn convert(s: &str) -> CompactString {
 impl MapTransform for StringToSnake {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
         self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
+
+impl Compute for StringToSnake {
+    fn compute(&self, read: &[&Value]) -> Result<Option<Value>, TransformError> {
+        super::compute_text(read, convert)
     }
 }
 

@@ -8,7 +8,9 @@
 use compact_str::CompactString;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError};
+use sluice_engine::{
+    Build, Compute, ConfigError, InPlace, MapTransform, Message, TransformError, Value,
+};
 
 use crate::common::Io;
 
@@ -22,7 +24,7 @@ pub(crate) struct Settings {
 
 /// The `string_to_upper` transform.
 pub(crate) struct StringToUpper {
-    io: Io,
+    pub(super) io: Io,
 }
 
 impl StringToUpper {
@@ -49,6 +51,12 @@ fn convert(s: &str) -> CompactString {
 impl MapTransform for StringToUpper {
     fn map(&self, msg: &mut Message) -> Result<InPlace, TransformError> {
         self.apply(msg).map(|()| InPlace::Keep)
+    }
+}
+
+impl Compute for StringToUpper {
+    fn compute(&self, read: &[&Value]) -> Result<Option<Value>, TransformError> {
+        super::compute_text(read, convert)
     }
 }
 

@@ -9,7 +9,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
+use sluice_engine::{
+    Build, Compute, ConfigError, InPlace, MapTransform, Message, TransformError, Value,
+};
 
 use crate::common::Io;
 
@@ -23,7 +25,7 @@ pub(crate) struct Settings {
 
 /// The `time_from_unix_milli` transform.
 pub(crate) struct TimeFromUnixMilli {
-    io: Io,
+    pub(super) io: Io,
 }
 
 impl TimeFromUnixMilli {
@@ -42,12 +44,21 @@ impl MapTransform for TimeFromUnixMilli {
     }
 }
 
+impl Compute for TimeFromUnixMilli {
+    fn compute(&self, read: &[&Value]) -> Result<Option<Value>, TransformError> {
+        super::compute_one(read, |v| self.convert(v))
+    }
+}
+
 impl TimeFromUnixMilli {
+    /// The value written for the value `v` read.
+    fn convert(&self, v: &Value) -> Result<Value, TransformError> {
+        super::epoch_nanos(v, 6, "milliseconds").map(Value::from)
+    }
+
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        super::apply(&self.io, msg, |v| {
-            super::epoch_nanos(v, 6, "milliseconds").map(Value::from)
-        })?;
+        super::apply(&self.io, msg, |v| self.convert(v))?;
         Ok(())
     }
 }

@@ -26,15 +26,24 @@ use layout::Layout;
 /// Registers the family.
 pub(crate) fn register(r: &mut Registry) {
     r.map(&from_string::INFO, from_string::TimeFromString::build);
-    r.map(&from_unix::INFO, from_unix::TimeFromUnix::build);
-    r.map(
+    r.computing(&from_unix::INFO, from_unix::TimeFromUnix::build, |t| {
+        t.io.keys()
+    });
+    r.computing(
         &from_unix_milli::INFO,
         from_unix_milli::TimeFromUnixMilli::build,
+        |t| t.io.keys(),
     );
     r.map(&now::INFO, now::TimeNow::build);
-    r.map(&to_string::INFO, to_string::TimeToString::build);
-    r.map(&to_unix::INFO, to_unix::TimeToUnix::build);
-    r.map(&to_unix_milli::INFO, to_unix_milli::TimeToUnixMilli::build);
+    r.computing(&to_string::INFO, to_string::TimeToString::build, |t| {
+        t.io.keys()
+    });
+    r.computing(&to_unix::INFO, to_unix::TimeToUnix::build, |t| t.io.keys());
+    r.computing(
+        &to_unix_milli::INFO,
+        to_unix_milli::TimeToUnixMilli::build,
+        |t| t.io.keys(),
+    );
 }
 
 /// Resolves the `location` setting as Go's `LoadLocation` does: an IANA name, `UTC` or
@@ -170,6 +179,18 @@ pub(crate) fn apply(
         io.write(msg, v)?;
     }
     Ok(())
+}
+
+/// What [`apply`] writes at the target from the value read at the source (`read`: it, or
+/// nothing when it is missing): `f` of it.
+pub(crate) fn compute_one(
+    read: &[&Value],
+    f: impl FnOnce(&Value) -> Result<Value, TransformError>,
+) -> Result<Option<Value>, TransformError> {
+    match read {
+        [v] => f(v).map(Some),
+        _ => Ok(None),
+    }
 }
 
 fn describe(v: &Value) -> String {

@@ -11,7 +11,9 @@
 use chrono_tz::Tz;
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
+use sluice_engine::{
+    Build, Compute, ConfigError, InPlace, MapTransform, Message, TransformError, Value,
+};
 
 use super::layout::Layout;
 use crate::common::Io;
@@ -30,7 +32,7 @@ pub(crate) struct Settings {
 
 /// The `time_to_string` transform.
 pub(crate) struct TimeToString {
-    io: Io,
+    pub(super) io: Io,
     layout: Layout,
     location: Tz,
 }
@@ -53,14 +55,23 @@ impl MapTransform for TimeToString {
     }
 }
 
+impl Compute for TimeToString {
+    fn compute(&self, read: &[&Value]) -> Result<Option<Value>, TransformError> {
+        super::compute_one(read, |v| self.convert(v))
+    }
+}
+
 impl TimeToString {
+    /// The value written for the value `v` read.
+    fn convert(&self, v: &Value) -> Result<Value, TransformError> {
+        let ns = super::epoch_nanos(v, 0, "nanoseconds")?;
+        let t = super::from_nanos(ns).with_timezone(&self.location);
+        Ok(Value::String(self.layout.format(&t)))
+    }
+
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        super::apply(&self.io, msg, |v| {
-            let ns = super::epoch_nanos(v, 0, "nanoseconds")?;
-            let t = super::from_nanos(ns).with_timezone(&self.location);
-            Ok(Value::String(self.layout.format(&t)))
-        })?;
+        super::apply(&self.io, msg, |v| self.convert(v))?;
         Ok(())
     }
 }

@@ -7,7 +7,9 @@
 
 use serde::Deserialize;
 use sluice_engine::settings::ObjectSettings;
-use sluice_engine::{Build, ConfigError, InPlace, MapTransform, Message, TransformError, Value};
+use sluice_engine::{
+    Build, Compute, ConfigError, InPlace, MapTransform, Message, TransformError, Value,
+};
 
 use crate::common::Io;
 
@@ -21,7 +23,7 @@ pub(crate) struct Settings {
 
 /// The `time_to_unix_milli` transform.
 pub(crate) struct TimeToUnixMilli {
-    io: Io,
+    pub(super) io: Io,
 }
 
 impl TimeToUnixMilli {
@@ -40,13 +42,22 @@ impl MapTransform for TimeToUnixMilli {
     }
 }
 
+impl Compute for TimeToUnixMilli {
+    fn compute(&self, read: &[&Value]) -> Result<Option<Value>, TransformError> {
+        super::compute_one(read, |v| self.convert(v))
+    }
+}
+
 impl TimeToUnixMilli {
+    /// The value written for the value `v` read.
+    fn convert(&self, v: &Value) -> Result<Value, TransformError> {
+        let ns = super::epoch_nanos(v, 0, "nanoseconds")?;
+        Ok(Value::from(ns.div_euclid(1_000_000)))
+    }
+
     /// The work, on the message in place.
     fn apply(&self, msg: &mut Message) -> Result<(), TransformError> {
-        super::apply(&self.io, msg, |v| {
-            let ns = super::epoch_nanos(v, 0, "nanoseconds")?;
-            Ok(Value::from(ns.div_euclid(1_000_000)))
-        })?;
+        super::apply(&self.io, msg, |v| self.convert(v))?;
         Ok(())
     }
 }
