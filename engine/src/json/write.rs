@@ -176,6 +176,17 @@ impl<'a> Out<'a> {
         self.at += bytes.len();
     }
 
+    /// Appends the first `n` of the 8 `bytes` (stored all, in the room asked for: the ones
+    /// past `n` are written over by what follows, or left past the end).
+    #[inline(always)]
+    fn put_word(&mut self, bytes: [u8; 8], n: usize) {
+        debug_assert!(n <= 8);
+        let p = self.end_of(8);
+        // SAFETY: `end_of(8)` checked that 8 bytes at `at` are in the room asked for.
+        unsafe { p.cast::<[u8; 8]>().write_unaligned(bytes) };
+        self.at += n;
+    }
+
     /// Appends `bytes` (at most [`SCALAR_ROOM`] of them), in the room asked for, copied in
     /// words (see [`copy_checked`]).
     #[inline(always)]
@@ -207,25 +218,22 @@ impl Drop for Out<'_> {
 /// Writes `v`, with room for a scalar and one more byte asked for; leaves room for one more
 /// byte after it.
 fn value(out: &mut Out, v: &Value, keep_text: bool) {
-    match v {
-        Value::String(s) => string(out, s.as_bytes()),
-        Value::Array(a) => array(out, a, keep_text),
-        Value::Object(m) => object(out, m, keep_text),
-        _ => scalar(out, v),
-    }
+    element(out, v, keep_text)
 }
 
-/// Writes a value that is not a string, an array or an object, in the room asked for
-/// ([`SCALAR_ROOM`]).
+/// [`value`], inlined where an object's members and an array's elements are written: one
+/// match on all six kinds. (Strings, arrays and objects matched first and the scalars in a
+/// second match, the variant was decoded and compared up to eight times a value.)
 #[inline(always)]
-fn scalar(out: &mut Out, v: &Value) {
+fn element(out: &mut Out, v: &Value, keep_text: bool) {
     match v {
-        Value::Null => out.put_n(*b"null"),
+        Value::String(s) => string(out, s.as_bytes()),
+        Value::Number(n) => number(out, n),
+        Value::Object(m) => object(out, m, keep_text),
+        Value::Array(a) => array(out, a, keep_text),
         Value::Bool(true) => out.put_n(*b"true"),
         Value::Bool(false) => out.put_n(*b"false"),
-        Value::Number(n) => number(out, n),
-        // Not scalars; written by the caller.
-        Value::String(_) | Value::Array(_) | Value::Object(_) => {}
+        Value::Null => out.put_n(*b"null"),
     }
 }
 
@@ -270,7 +278,7 @@ fn array(out: &mut Out, a: &Array, keep_text: bool) {
     let mut any = false;
     for x in a.iter() {
         out.room(SCALAR_ROOM + 1);
-        value(out, x, keep_text);
+        element(out, x, keep_text);
         out.put(b',');
         any = true;
     }
@@ -304,21 +312,45 @@ fn object(out: &mut Out, m: &Map, keep_text: bool) {
     out.room(2);
     out.put(b'{');
     let mut any = false;
-    for (k, x) in m.iter() {
-        let k = k.as_bytes();
-        // The key, quoted, its colon, a scalar value and the comma after it.
-        out.room(k.len() + 4 + SCALAR_ROOM);
-        key(out, k);
-        match x {
-            Value::String(s) => string(out, s.as_bytes()),
-            Value::Array(a) => array(out, a, keep_text),
-            Value::Object(m) => object(out, m, keep_text),
-            _ => scalar(out, x),
+    for e in &m.read().entries {
+        if e.tag >> 56 < 8 {
+            // The key, quoted (written as a word), its colon, a scalar value and the comma.
+            out.room(8 + 3 + SCALAR_ROOM);
+            short_key(out, e.tag, &e.key);
+        } else {
+            let k = e.key.as_bytes();
+            // The key, quoted, its colon, a scalar value and the comma after it.
+            out.room(k.len() + 4 + SCALAR_ROOM);
+            key(out, k);
         }
+        element(out, &e.value, keep_text);
         out.put(b',');
         any = true;
     }
     close(out, any, b'}');
+}
+
+/// Writes a key of at most seven bytes quoted and its colon, in the room asked for (eight
+/// bytes and two), from its tag (`map::tag`: the length in the top byte, the bytes below
+/// it, zero past the key): the opening quote and the key go as one word, and the key's
+/// bytes are checked for escapes in that word, none of them read from the key itself (a
+/// key's bytes are found by decoding its representation, and copied and checked by length:
+/// most of the time of writing a short key).
+#[inline(always)]
+fn short_key(out: &mut Out, tag: u64, k: &compact_str::CompactString) {
+    debug_assert_eq!(tag, super::map::tag(k.as_bytes()));
+    let len = (tag >> 56) as usize;
+    let bytes = tag & 0x00ff_ffff_ffff_ffff;
+    // The bytes past the key (zero, to be escaped) are left out: a byte's mark in
+    // `escapes_in` is exact but for bytes above one to escape, so one among the key's
+    // bytes is marked exactly when one of them is to be escaped.
+    let key_bytes = (1u64 << (8 * len)) - 1;
+    if escapes_in(bytes) & key_bytes == 0 {
+        out.put_word(((bytes << 8) | u64::from(b'"')).to_le_bytes(), 1 + len);
+        out.put_n(*b"\":");
+    } else {
+        key(out, k.as_bytes());
+    }
 }
 
 /// Writes `k` quoted and its colon, in the room asked for (its length and three bytes).
@@ -460,11 +492,31 @@ fn escapes16(x: [u8; 16]) -> bool {
     }
 }
 
-/// How many decimal digits `n` has.
+/// How many decimal digits `n` has: its bit length times log10(2) (as 1233/4096, rounded
+/// down) is the count of digits or one less, told apart by one comparison with a power of
+/// ten. (`checked_ilog10` took ~25 instructions, two multiplications among them.)
 #[inline(always)]
 fn decimal_len(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |l| l as usize + 1)
+    let bits = u64::BITS - (n | 1).leading_zeros();
+    let t = ((bits * 1233) >> 12) as usize;
+    // `t` is at most 19 (64 bits); the mask only spares the bounds check.
+    t + usize::from(n >= DIGITS_FROM[t & 31])
 }
+
+/// The least number of `i + 1` digits, at `i` (0 at 0, so that 0 has one digit; past 19,
+/// more than any `u64`, never read).
+const DIGITS_FROM: [u64; 32] = {
+    let mut t = [u64::MAX; 32];
+    t[0] = 0;
+    let mut p = 10u64;
+    let mut i = 1;
+    while i < 20 {
+        t[i] = p;
+        p = p.wrapping_mul(10);
+        i += 1;
+    }
+    t
+};
 
 /// The two digits of every number below 100.
 const PAIRS: [[u8; 2]; 100] = {
@@ -622,6 +674,25 @@ mod tests {
                     assert_eq!(String::from_utf8_lossy(&out[prefix.len()..]), want);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn decimal_len_counts_the_digits_of_every_kind_of_number() {
+        let mut ns: Vec<u64> = (0..=100_000).collect();
+        for b in 0..64 {
+            let p = 1u64 << b;
+            ns.extend([p - 1, p, p + 1, p.wrapping_mul(3) / 2]);
+        }
+        let mut p = 1u64;
+        loop {
+            ns.extend([p - 1, p, p + 1]);
+            let Some(q) = p.checked_mul(10) else { break };
+            p = q;
+        }
+        ns.extend([u64::MAX - 1, u64::MAX]);
+        for n in ns {
+            assert_eq!(decimal_len(n), n.to_string().len(), "{n}");
         }
     }
 
