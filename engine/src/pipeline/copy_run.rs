@@ -24,8 +24,6 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
 use super::Step;
 use crate::error::TransformError;
 use crate::json::Value;
@@ -39,6 +37,10 @@ use crate::transform::{Compute, InPlace, MapPlan, MapTransform, Transform};
 /// check, and made with no copy (a `SmallVec` of as many cost an event of the Zeek mapping
 /// ~450 instructions in copies of its inline room and ~400 in checks whether it had spilled).
 const VALUES_ON_STACK: usize = 16;
+
+/// The most parts (keys and literals) a computed value's source may have to join a run:
+/// the values it reads are handed on in an array of this many.
+const MAX_PARTS: usize = 8;
 
 /// Copies, inserts and computed values run as one step (see the module comment).
 pub(super) struct CopyRun {
@@ -123,7 +125,11 @@ impl Member {
             },
             MapPlan::Insert { value, to } => (Planned::Constant(value.clone()), to),
             MapPlan::Compute { from, to, compute } => {
-                (Planned::Computed(read_of(from)?, compute.clone()), to)
+                let parts = read_of(from)?;
+                if parts.len() > MAX_PARTS {
+                    return None;
+                }
+                (Planned::Computed(parts, compute.clone()), to)
             }
             MapPlan::Opaque => return None,
         };
@@ -299,14 +305,20 @@ impl CopyRun {
                 Source::Key(r) => find(r).cloned(),
                 Source::Constant(v) => Some(v.clone()),
                 Source::Computed(parts, compute) => {
-                    let mut read: SmallVec<[&Value; 4]> = SmallVec::new();
+                    // The values found, in order (`doc` fills the places not used).
+                    let mut read = [doc; MAX_PARTS];
+                    let mut n = 0;
                     for p in parts {
-                        match p {
-                            Part::Read(r) => read.extend(find(r)),
-                            Part::Literal(v) => read.push(v),
+                        let v = match p {
+                            Part::Read(r) => find(r),
+                            Part::Literal(v) => Some(v),
+                        };
+                        if let (Some(v), Some(slot)) = (v, read.get_mut(n)) {
+                            *slot = v;
+                            n += 1;
                         }
                     }
-                    compute.compute(&read)?
+                    compute.compute(&read[..n])?
                 }
             };
         }
@@ -402,7 +414,12 @@ impl MapTransform for CopyRun {
             return self.one_by_one(msg);
         }
         let n = self.sources.len();
-        if n <= VALUES_ON_STACK {
+        // Room for a few more than the members, not for sixteen: each place is set and
+        // dropped.
+        if n <= 4 {
+            let mut values: [Option<Value>; 4] = Default::default();
+            self.read_and_write(msg, &mut values[..n])
+        } else if n <= VALUES_ON_STACK {
             let mut values: [Option<Value>; VALUES_ON_STACK] = Default::default();
             self.read_and_write(msg, &mut values[..n])
         } else {

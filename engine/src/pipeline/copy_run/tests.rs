@@ -517,6 +517,16 @@ fn a_fused_run_gives_what_its_copies_give_one_by_one() {
             1,
         ),
         (
+            "a multipath of more parts than a run hands on is not fused",
+            &[
+                ("+[a,b,c,d,e,f,g,h,!1]", "s"),
+                ("a", "x"),
+                ("+[a,b,c,d,e,f,g,!1]", "t"),
+            ],
+            r#"{"a":1,"b":2,"h":8}"#,
+            2,
+        ),
+        (
             "a computed string holding JSON becomes it",
             &[("^a", "x"), ("^b", "y")],
             r#"{"a":"{\"q\":1}","b":"[1]"}"#,
