@@ -138,7 +138,7 @@ pub fn sjson_type(v: &mut Value) {
 #[inline(never)]
 fn sjson_type_text(v: &mut Value) {
     if let Value::String(s) = v
-        && let Some(parsed) = crate::json::parse::from_slice(s.as_bytes())
+        && let Some(parsed) = json_container(s.as_bytes())
     {
         *v = parsed;
     }

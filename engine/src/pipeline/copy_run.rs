@@ -101,8 +101,6 @@ struct Member {
     transform: Arc<dyn MapTransform>,
     source: Planned,
     target: Key,
-    /// The keys of each read of its source.
-    source_keys: Vec<Vec<String>>,
     target_keys: Vec<String>,
 }
 
@@ -145,23 +143,11 @@ impl Member {
         if target_keys.is_empty() {
             return None;
         }
-        let source_keys = match &source {
-            Planned::Key(at) => vec![at.keys().to_vec()],
-            Planned::Constant(_) => Vec::new(),
-            Planned::Computed(parts, _) => parts
-                .iter()
-                .filter_map(|p| match p {
-                    ReadPart::Keys(at) => Some(at.keys().to_vec()),
-                    ReadPart::Literal(_) => None,
-                })
-                .collect(),
-        };
         Some(Member {
             name: step.name.clone(),
             transform: transform.clone(),
             source,
             target: target.clone(),
-            source_keys,
             target_keys,
         })
     }
@@ -169,9 +155,15 @@ impl Member {
     /// Whether what this member reads cannot be changed by `earlier`'s write: every key it
     /// reads is apart from `earlier`'s target.
     fn reads_apart_from(&self, earlier: &Member) -> bool {
-        self.source_keys
-            .iter()
-            .all(|s| apart(&earlier.target_keys, s))
+        let apart_from = |at: &KeyRead| apart(&earlier.target_keys, at.keys());
+        match &self.source {
+            Planned::Key(at) => apart_from(at),
+            Planned::Constant(_) => true,
+            Planned::Computed(parts, _) => parts.iter().all(|p| match p {
+                ReadPart::Keys(at) => apart_from(at),
+                ReadPart::Literal(_) => true,
+            }),
+        }
     }
 }
 
@@ -313,6 +305,7 @@ impl CopyRun {
                             Part::Read(r) => find(r),
                             Part::Literal(v) => Some(v),
                         };
+                        // Never past the array: a source of more parts is not fused.
                         if let (Some(v), Some(slot)) = (v, read.get_mut(n)) {
                             *slot = v;
                             n += 1;
@@ -331,13 +324,9 @@ impl CopyRun {
         msg: &mut Message,
         values: &mut [Option<Value>],
     ) -> Result<InPlace, TransformError> {
-        let read = match msg.data_value() {
-            Some(doc) => self.read(doc, values),
-            None => return self.one_by_one(msg),
-        };
-        if read.is_err() {
+        let Some(Ok(())) = msg.data_value().map(|doc| self.read(doc, values)) else {
             return self.one_by_one(msg);
-        }
+        };
         for group in &self.groups {
             self.write(msg, group, values)?;
         }
